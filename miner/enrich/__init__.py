@@ -1,0 +1,1 @@
+"""LLM enrichment: analysis, generated tests with a repair loop, and descriptions for each kernel."""

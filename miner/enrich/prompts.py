@@ -1,0 +1,57 @@
+"""Load the versioned jinja2 prompt templates and render chat messages from them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+_VERSION = re.compile(r"\{#-?\s*version:\s*(\S+)\s*-?#\}")
+_SPLIT = "=== user ==="
+
+
+def prompts_dir() -> Path:
+    here = Path(__file__).resolve()
+    repo = here.parents[2] / "templates" / "prompts"
+    if repo.is_dir():
+        return repo
+    # Installed wheel: templates/ is packaged as miner.templates.
+    from importlib.resources import files
+
+    return Path(str(files("miner.templates") / "prompts"))
+
+
+@dataclass(frozen=True)
+class Prompt:
+    name: str
+    version: str
+    template: jinja2.Template
+
+    def messages(self, **context: Any) -> list[dict[str, str]]:
+        """Render to [system, user]; the template separates the two with a `=== user ===` line."""
+        text = self.template.render(**context)
+        system, sep, user = text.partition(_SPLIT)
+        if not sep:
+            return [{"role": "user", "content": text.strip() + "\n"}]
+        return [{"role": "system", "content": system.strip() + "\n"},
+                {"role": "user", "content": user.strip() + "\n"}]
+
+
+@cache
+def _env(root: str) -> jinja2.Environment:
+    # StrictUndefined: a typo in a template is an error, not a silently empty prompt.
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(root), undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=True, autoescape=False)
+
+
+def load_prompt(name: str) -> Prompt:
+    root = prompts_dir()
+    source = (root / f"{name}.j2").read_text(encoding="utf-8")
+    m = _VERSION.search(source)
+    if not m:
+        raise ValueError(f"prompt template {name}.j2 has no '{{# version: ... #}}' header")
+    return Prompt(name, m.group(1), _env(str(root)).get_template(f"{name}.j2"))

@@ -1,0 +1,124 @@
+"""The one place where enrichment runs a generated test: always in a child process with a timeout.
+
+`run_generated_test` uses the validation runner (miner.validate) when it offers a single-file entry
+point, and otherwise runs `python -m pytest` itself in a new process group that is killed whole on
+expiry. Generated code is never imported or executed in the enrich process.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+
+import miner
+
+# The outcomes of docs/ARCHITECTURE.md's validate stage, so records of both stages read alike.
+OUTCOMES = ("passed", "failed", "error", "timeout", "crashed", "cuda_error", "build_failed", "skipped")
+_CUDA_MARKERS = ("cudaError", "CUDA error", "illegal memory access", "an illegal instruction",
+                 "device-side assert", "misaligned address")
+_TAIL = 4000
+
+
+def _validate_entry() -> Callable[[Path, Path, float], tuple[str, str]] | None:
+    """The validation runner's single-test-file function, when miner.validate provides one."""
+    for module, name in (("miner.validate.runner", "run_test_file"), ("miner.validate", "run_test_file")):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            continue
+        fn = getattr(mod, name, None)
+        if callable(fn):
+            return fn  # type: ignore[no-any-return]
+    return None
+
+
+def run_generated_test(kernel_dir: Path, test_path: Path, timeout: float) -> tuple[str, str]:
+    """Run one test file against one kernel folder; return (outcome, message) with outcome in OUTCOMES."""
+    entry = _validate_entry()
+    if entry is not None:
+        outcome, message = entry(Path(kernel_dir), Path(test_path), timeout)
+        return str(outcome), str(message)
+    return run_pytest_child(Path(kernel_dir), Path(test_path), timeout)
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # The child must import the same `miner` (for miner.harness) even when it is not pip-installed.
+    root = str(Path(miner.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    # The API key has no business in a test process.
+    env.pop("OPENAI_API_KEY", None)
+    return env
+
+
+def run_pytest_child(kernel_dir: Path, test_path: Path, timeout: float) -> tuple[str, str]:
+    with tempfile.TemporaryDirectory(prefix="km-enrich-") as tmp:
+        report = Path(tmp) / "junit.xml"
+        cmd = [sys.executable, "-m", "pytest", "-q", "--tb=short", "--maxfail=3", "-p", "no:cacheprovider",
+               f"--junitxml={report}", "--rootdir", str(kernel_dir), str(test_path)]
+        proc = subprocess.Popen(cmd, cwd=kernel_dir, env=_child_env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            out, _ = proc.communicate()
+            return "timeout", f"test ran past {timeout:g} s\n{_tail(out)}"
+        return classify(proc.returncode, out or "", report)
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _tail(text: str | None) -> str:
+    text = text or ""
+    return text if len(text) <= _TAIL else "...\n" + text[-_TAIL:]
+
+
+def _junit_counts(report: Path) -> dict[str, int] | None:
+    try:
+        root = ET.parse(report).getroot()
+    except (OSError, ET.ParseError):
+        return None
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    if suite is None:
+        return None
+    return {k: int(suite.get(k, "0")) for k in ("tests", "failures", "errors", "skipped")}
+
+
+def classify(rc: int, output: str, report: Path) -> tuple[str, str]:
+    """Map a pytest child's exit status, output and JUnit report to one outcome."""
+    message = _tail(output)
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        return "crashed", f"test process killed by {name}\n{message}"
+    if any(m in output for m in _CUDA_MARKERS) and rc != 0:
+        return "cuda_error", message
+    counts = _junit_counts(report) or {}
+    if rc == 0:
+        ran = counts.get("tests", 0) - counts.get("skipped", 0)
+        if counts and ran <= 0:
+            return "skipped", message
+        return "passed", message
+    if rc == 5:
+        return "error", f"no tests collected\n{message}"
+    if "BuildError" in output:
+        return "build_failed", message
+    if rc == 1 and counts.get("failures", 0) > 0 and ("AssertionError" in output or "assert " in output):
+        return "failed", message
+    return "error", message
