@@ -36,7 +36,7 @@ while (($#)); do
     --python) (($# >= 2)) || die "--python needs a value"; python="$2"; shift 2 ;;
     --python=*) python="${1#*=}"; shift ;;
     --editable) editable=1; shift ;;
-    -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --) shift; pip_args+=("$@"); break ;;
     *) die "unknown argument: $1 (see --help)" ;;
   esac
