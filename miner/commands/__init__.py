@@ -1,0 +1,1 @@
+"""One module per sub-command: HELP, add_arguments(parser), run(args) -> exit code."""

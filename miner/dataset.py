@@ -1,0 +1,107 @@
+"""The dataset directory: kernel ids, kernel folders and index.jsonl, all written atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from miner import atomic
+from miner.errors import UsageError
+
+INDEX = "index.jsonl"
+METADATA = "metadata.json"
+KERNEL_TEXT = "kernel.cu"
+
+
+def kernel_id(name: str, repo: str | None, rel_path: str, ordinal: int) -> str:
+    """Stable across runs (no line numbers), unique per definition, safe as a folder name.
+
+    The hash covers the exact name, so names that differ only in case never share a folder
+    on a case-insensitive file system.
+    """
+    safe = re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_")[:48] or "kernel"
+    key = "\0".join([repo or "", rel_path, name, str(ordinal)])
+    return f"{safe}-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:12]}"
+
+
+def prepare_output(out_dir: str) -> Path:
+    p = Path(out_dir)
+    if p.exists() and not p.is_dir():
+        raise UsageError(f"{out_dir}: output path exists and is not a directory")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{out_dir}: cannot create output directory: {exc.strerror or exc}") from None
+    if not os.access(p, os.W_OK):
+        raise UsageError(f"{out_dir}: output directory is not writable")
+    return p
+
+
+@contextlib.contextmanager
+def locked(out_dir: Path) -> Iterator[None]:
+    """Serialise index updates: shell loops run several miners into one folder."""
+    with open(out_dir / ".index.lock", "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def read_index(out_dir: Path) -> list[dict[str, Any]]:
+    path = out_dir / INDEX
+    if not path.exists():
+        return []
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if line:
+                with contextlib.suppress(json.JSONDecodeError):
+                    out.append(json.loads(line))
+    return out
+
+
+def write_index(out_dir: Path, records: list[dict[str, Any]]) -> None:
+    atomic.write_text(out_dir / INDEX, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+
+
+def write_kernel(out_dir: Path, meta: dict[str, Any], text: bytes) -> None:
+    folder = out_dir / meta["id"]
+    atomic.write_bytes(folder / KERNEL_TEXT, text)
+    atomic.write_json(folder / METADATA, meta)
+
+
+def merge_index(out_dir: Path, new: list[dict[str, Any]], replaced_paths: set[tuple[str | None, str]]) -> None:
+    """Keep earlier runs' kernels from other files; this run's files are replaced whole."""
+    with locked(out_dir):
+        new_ids = {m["id"] for m in new}
+        kept = [
+            r for r in read_index(out_dir)
+            if r.get("id") not in new_ids
+            and (r.get("source", {}).get("repo"), r.get("source", {}).get("path")) not in replaced_paths
+        ]
+        write_index(out_dir, kept + new)
+
+
+def load_metadata(kernel_dir: Path) -> dict[str, Any]:
+    with open(kernel_dir / METADATA, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def update_metadata(out_dir: Path, kernel_id_: str, update: dict[str, Any]) -> dict[str, Any]:
+    """Merge `update` into one kernel's metadata and its index line (later stages use this)."""
+    with locked(out_dir):
+        meta = load_metadata(out_dir / kernel_id_)
+        meta.update(update)
+        atomic.write_json(out_dir / kernel_id_ / METADATA, meta)
+        records = [meta if r.get("id") == kernel_id_ else r for r in read_index(out_dir)]
+        write_index(out_dir, records)
+    return meta

@@ -1,0 +1,127 @@
+"""Discover: turn the paths a user gave into readable CUDA/C++ source files."""
+
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from miner.errors import UsageError
+
+SOURCE_SUFFIXES = {".cu", ".cuh", ".hip", ".h", ".hpp", ".hh", ".hxx", ".cpp", ".cc", ".cxx", ".inl"}
+_SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".venv"}
+
+
+@dataclass
+class SourceFile:
+    path: str  # real path
+    data: bytes
+    explicit: bool  # named on the command line rather than found in a directory
+
+    @property
+    def has_kernel(self) -> bool:
+        return b"__global__" in self.data
+
+
+@dataclass
+class Discovery:
+    files: list[SourceFile] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)  # one line each
+    notes: list[str] = field(default_factory=list)  # skipped quietly; shown with --verbose
+    roots: list[str] = field(default_factory=list)  # directories given (for include resolution)
+
+    def kernel_files(self) -> list[SourceFile]:
+        return [f for f in self.files if f.has_kernel]
+
+
+def _check_text(path: str, data: bytes) -> str | None:
+    """Why `data` cannot be a CUDA source, or None."""
+    if not data.strip():
+        return "file is empty"
+    if b"\x00" in data[:8192]:
+        return "binary file, not CUDA/C++ source"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+    return None
+
+
+def _read(path: str, explicit: bool, out: Discovery) -> None:
+    try:
+        real = os.path.realpath(path, strict=True)
+        with open(real, "rb") as fh:
+            data = fh.read()
+    except PermissionError:
+        out.failures.append(f"{path}: cannot read: permission denied")
+        return
+    except OSError as exc:
+        reason = "symlink loop" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+        out.failures.append(f"{path}: cannot read: {reason}")
+        return
+    problem = _check_text(path, data)
+    if problem:
+        # In a directory walk, empty or binary files are not an error unless they claim to be CUDA.
+        if explicit or problem.startswith("not valid UTF-8") and b"__global__" in data:
+            out.failures.append(f"{path}: {problem}")
+        else:
+            out.notes.append(f"{path}: skipped, {problem}")
+        return
+    out.files.append(SourceFile(path=real, data=data, explicit=explicit))
+
+
+def _walk(root: str, out: Discovery) -> None:
+    seen_dirs: set[tuple[int, int]] = set()
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            st = os.stat(d)
+        except OSError as exc:
+            reason = "symlink loop" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+            out.failures.append(f"{d}: cannot enter directory: {reason}")
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen_dirs:
+            out.failures.append(f"{d}: skipped, symlink loop (directory already visited)")
+            continue
+        seen_dirs.add(key)
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except PermissionError:
+            out.failures.append(f"{d}: cannot list directory: permission denied")
+            continue
+        except OSError as exc:
+            out.failures.append(f"{d}: cannot list directory: {exc.strerror or exc}")
+            continue
+        for e in reversed(entries):
+            try:
+                is_dir = e.is_dir(follow_symlinks=True)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if e.name not in _SKIP_DIRS:
+                    stack.append(e.path)
+            elif Path(e.name).suffix.lower() in SOURCE_SUFFIXES:
+                _read(e.path, explicit=False, out=out)
+    out.files.sort(key=lambda f: f.path)
+
+
+def discover(paths: list[str]) -> Discovery:
+    """Read every input; raises UsageError only when nothing at all can be done."""
+    out = Discovery()
+    for p in paths:
+        if not os.path.lexists(p):
+            raise UsageError(f"{p}: no such file or directory")
+        if os.path.isdir(p):
+            out.roots.append(os.path.realpath(p))
+            _walk(p, out)
+        else:
+            _read(p, explicit=True, out=out)
+    # One file reached twice (a symlink, or a file and its directory) is one input.
+    unique: dict[str, SourceFile] = {}
+    for f in out.files:
+        unique.setdefault(f.path, f)
+    out.files = sorted(unique.values(), key=lambda f: f.path)
+    return out

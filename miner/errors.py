@@ -1,0 +1,19 @@
+"""Errors that end in one clean line on stderr and a defined exit code."""
+
+
+class MinerError(Exception):
+    """Base class: carries the exit code the CLI returns."""
+
+    exit_code = 1
+
+
+class UsageError(MinerError):
+    """Bad arguments or configuration: nothing could be done (exit 2)."""
+
+    exit_code = 2
+
+
+class InputError(MinerError):
+    """One input could not be processed; others may still be (exit 1)."""
+
+    exit_code = 1

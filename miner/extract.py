@@ -1,0 +1,217 @@
+"""The extract job: discover → parse (libclang, tree-sitter) → provenance → dataset folder."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing as mp
+import os
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from miner import compile_db, dataset, include_graph
+from miner.discover import SourceFile, discover
+from miner.errors import UsageError
+from miner.frontends import clang_frontend, treesitter_frontend
+from miner.frontends.config import ParseConfig
+from miner.model import Kernel
+from miner.provenance import Origin, origin_of
+from miner.schema import SCHEMA_VERSION
+
+FRONTENDS = ("auto", "clang", "treesitter")
+CUDA_SUFFIXES = {".cu", ".cuh", ".hip"}
+
+
+@dataclass
+class ExtractOptions:
+    paths: list[str]
+    out_dir: str
+    include_dirs: list[str] = field(default_factory=list)
+    defines: list[str] = field(default_factory=list)
+    compile_commands: str | None = None
+    jobs: int = 1
+    frontend: str = "auto"
+
+
+@dataclass
+class ExtractReport:
+    kernels: list[dict[str, Any]] = field(default_factory=list)
+    files: int = 0
+    failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+# Worker state: set once per process by the pool initializer (libclang's Index is not picklable).
+_W: dict[str, Any] = {}
+
+
+def _init_worker(config: ParseConfig, inputs: set[str]) -> None:
+    _W["config"], _W["inputs"], _W["index"] = config, inputs, None
+
+
+def _parse_root(path: str) -> clang_frontend.ParseResult:
+    if _W.get("index") is None and clang_frontend.AVAILABLE:
+        _W["index"] = clang_frontend.ci.Index.create()
+    return clang_frontend.parse(path, _W["config"], _W["inputs"], _W["index"])
+
+
+def _run_clang(roots: list[str], config: ParseConfig, inputs: set[str], jobs: int,
+               tick: Callable[[], None]) -> list[clang_frontend.ParseResult]:
+    if jobs <= 1 or len(roots) <= 1:
+        _init_worker(config, inputs)
+        out = []
+        for r in roots:
+            out.append(_parse_root(r))
+            tick()
+        return out
+    ctx = mp.get_context("fork")
+    with ctx.Pool(min(jobs, len(roots)), initializer=_init_worker, initargs=(config, inputs)) as pool:
+        out = []
+        for res in pool.imap_unordered(_parse_root, roots, chunksize=1):
+            out.append(res)
+            tick()
+    return sorted(out, key=lambda r: r.path)
+
+
+def _overlaps(a: Kernel, b: Kernel) -> bool:
+    return a.path == b.path and a.start_line <= b.end_line and b.start_line <= a.end_line
+
+
+def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_graph.IncludeGraph,
+               opts: ExtractOptions, report: ExtractReport,
+               progress: Callable[[int], Callable[[], None]]) -> tuple[list[Kernel], dict[str, str]]:
+    """Kernels from every file, and for each kernel file the translation unit that parsed it."""
+    kernel_files = {f.path: f for f in files if f.has_kernel}
+    inputs = {f.path for f in files}
+    found: dict[tuple[str, int], Kernel] = {}
+    tu_of: dict[str, str] = {}
+    clang_failed: set[str] = set()
+    use_clang = opts.frontend in ("auto", "clang")
+    if use_clang and not clang_frontend.AVAILABLE:
+        if opts.frontend == "clang":
+            raise UsageError("libclang is not available: install the 'libclang' package or use --frontend treesitter")
+        report.notes.append("libclang is not available: using tree-sitter for every file")
+        use_clang = False
+    if use_clang:
+        roots = include_graph.parse_roots(files, graph)
+        tick = progress(len(roots))
+        pending = roots
+        while pending:
+            results = _run_clang(pending, config, inputs, opts.jobs, tick)
+            for res in results:
+                if res.error:
+                    clang_failed.add(res.path)
+                    continue
+                for k in res.kernels:
+                    found.setdefault((k.path, k.start_offset), k)
+                for s in sorted(res.seen_files):
+                    tu_of.setdefault(s, res.path)
+            # Kernel headers whose includers did not reach them (inactive #if) get their own parse.
+            pending = sorted(p for p in kernel_files if p not in tu_of and p not in clang_failed
+                             and p not in pending)
+        for p in sorted(clang_failed):
+            if opts.frontend == "clang":
+                report.failures.append(f"{p}: libclang could not parse the file")
+            else:
+                report.notes.append(f"{p}: libclang could not parse the file; tree-sitter used")
+    kernels = list(found.values())
+    if opts.frontend in ("auto", "treesitter"):
+        # tree-sitter also sees both sides of every #if: add what the preprocessor hid from clang.
+        by_file: dict[str, list[Kernel]] = defaultdict(list)
+        for k in kernels:
+            by_file[k.path].append(k)
+        for path, f in sorted(kernel_files.items()):
+            ts_kernels, syntax_errors = treesitter_frontend.parse_bytes(f.data, path)
+            for k in ts_kernels:
+                if not any(_overlaps(k, c) for c in by_file[path]):
+                    kernels.append(k)
+            if syntax_errors and opts.frontend == "treesitter":
+                report.failures.append(f"{path}: syntax errors, partial results")
+    kernels.sort(key=lambda k: (k.path, k.start_offset))
+    return kernels, tu_of
+
+
+def _input_root(path: str, roots: list[str]) -> str:
+    for r in sorted(roots, key=len, reverse=True):
+        if path == r or path.startswith(r + os.sep):
+            return r
+    return os.path.dirname(path)
+
+
+def _rel(path: str, root: str) -> str:
+    return os.path.relpath(path, root) if path.startswith(root + os.sep) else path
+
+
+def _metadata(k: Kernel, text: bytes, origin: Origin, kid: str, tu: str | None,
+              config: ParseConfig) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "id": kid,
+        "name": k.name,
+        "qualified_name": k.qualified_name,
+        "source": {
+            "repo": origin.repo,
+            "commit": origin.commit,
+            "license": origin.license,
+            "path": _rel(k.path, origin.root),
+            "start_line": k.start_line,
+            "end_line": k.end_line,
+            "sha256": hashlib.sha256(text).hexdigest(),
+        },
+        "signature": k.signature,
+        "params": [vars(p) for p in k.params],
+        "template_params": [vars(t) for t in k.template_params],
+        "attributes": [vars(a) for a in k.attributes],
+        "is_specialization": k.is_specialization,
+        "frontend": k.frontend,
+        "diagnostics": k.diagnostics or {"count": 0, "errors": 0, "messages": []},
+        "parse_context": {
+            "translation_unit": _rel(tu, origin.root) if tu else None,
+            "defines": [f"__CUDA_ARCH__={config.cuda_arch}", *config.defines],
+            "include_dirs": [_rel(d, origin.root) for d in config.include_dirs if d.startswith(origin.root)],
+        },
+    }
+
+
+def extract(opts: ExtractOptions, progress: Callable[[int], Callable[[], None]] | None = None) -> ExtractReport:
+    if opts.frontend not in FRONTENDS:
+        raise UsageError(f"unknown frontend {opts.frontend!r}: choose one of {', '.join(FRONTENDS)}")
+    for d in opts.include_dirs:
+        if not os.path.isdir(d):
+            raise UsageError(f"{d}: include directory does not exist")
+    progress = progress or (lambda total: (lambda: None))
+    out_dir = dataset.prepare_output(opts.out_dir)
+    per_file = compile_db.load(opts.compile_commands) if opts.compile_commands else {}
+    disc = discover(opts.paths)
+    report = ExtractReport(failures=list(disc.failures), notes=list(disc.notes))
+    files = disc.files
+    cuda_files = [f for f in files if f.has_kernel or os.path.splitext(f.path)[1].lower() in CUDA_SUFFIXES]
+    report.files = len(cuda_files)
+    if not any(f.has_kernel for f in files):
+        if report.failures:
+            return report
+        raise UsageError("no CUDA kernels found in the given inputs (no __global__ definitions)")
+    include_dirs = [os.path.realpath(d) for d in opts.include_dirs]
+    graph = include_graph.build(files, include_dirs)
+    config = ParseConfig(include_dirs=include_dirs + graph.auto_include_dirs,
+                         defines=list(opts.defines), per_file_args=per_file)
+    kernels, tu_of = _parse_all(files, config, graph, opts, report, progress)
+    data = {f.path: f.data for f in files}
+    ordinals: dict[tuple[str, str], int] = defaultdict(int)
+    metas: list[dict[str, Any]] = []
+    replaced: set[tuple[str | None, str]] = set()
+    for k in kernels:
+        origin = origin_of(k.path, _input_root(k.path, disc.roots))
+        rel = _rel(k.path, origin.root)
+        key = (rel, k.qualified_name)
+        kid = dataset.kernel_id(k.qualified_name, origin.repo, rel, ordinals[key])
+        ordinals[key] += 1
+        text = data[k.path][k.start_offset:k.end_offset]
+        meta = _metadata(k, text, origin, kid, tu_of.get(k.path), config)
+        dataset.write_kernel(out_dir, meta, text)
+        metas.append(meta)
+        replaced.add((origin.repo, rel))
+    dataset.merge_index(out_dir, metas, replaced)
+    report.kernels = metas
+    return report

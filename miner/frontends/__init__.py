@@ -1,0 +1,1 @@
+"""Frontends turn one source file (plus its includes) into `Kernel` records."""

@@ -1,0 +1,168 @@
+"""Primary frontend: libclang's AST, parsed against our stub and shim headers."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from miner.frontends.common import (
+    attributes_from_prefix,
+    line_of,
+    make_param,
+    make_template_param,
+    signature_text,
+)
+from miner.frontends.config import ParseConfig, clang_args
+from miner.model import Kernel
+
+try:
+    import clang.cindex as ci
+
+    K = ci.CursorKind
+    _OPTIONS = (
+        0x200  # CXTranslationUnit_KeepGoing; no detailed record: its macro cursors triple the walk
+    )
+    AVAILABLE = True
+except Exception:  # noqa: BLE001 - any failure to load libclang means "use the fallback"
+    AVAILABLE = False
+
+_SCOPES = ("NAMESPACE", "LINKAGE_SPEC", "UNEXPOSED_DECL", "CLASS_DECL", "STRUCT_DECL")
+_MAX_MESSAGES = 5
+
+
+@dataclass
+class ParseResult:
+    path: str
+    kernels: list[Kernel] = field(default_factory=list)
+    seen_files: set[str] = field(default_factory=set)  # input files this TU included
+    error: str | None = None
+
+
+class _Sources:
+    """Reads each file once per TU; offsets index into the bytes."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, bytes] = {}
+
+    def get(self, path: str) -> bytes:
+        if path not in self._cache:
+            with open(path, "rb") as fh:
+                self._cache[path] = fh.read()
+        return self._cache[path]
+
+
+def _diagnostics(tu: ci.TranslationUnit, file: str) -> dict:
+    diags = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Warning]
+    errors = [d for d in diags if d.severity >= ci.Diagnostic.Error]
+    # Messages about the kernel's own file first: those explain a bad parse of the kernel.
+    own = [d for d in errors if d.location.file and d.location.file.name == file]
+    rest = [d for d in errors if d not in own]
+    msgs = []
+    for d in (own + rest)[:_MAX_MESSAGES]:
+        loc = d.location
+        where = f"{os.path.basename(loc.file.name)}:{loc.line}:{loc.column}: " if loc.file else ""
+        msgs.append(f"{where}error: {d.spelling}")
+    return {"count": len(diags), "errors": len(errors), "messages": msgs}
+
+
+def _is_kernel(c: ci.Cursor) -> bool:
+    return c.is_definition() and any(ch.kind == K.CUDAGLOBAL_ATTR for ch in c.get_children())
+
+
+def _qualified_name(c: ci.Cursor) -> str:
+    parts = [c.spelling]
+    p = c.semantic_parent
+    while p is not None and p.kind != K.TRANSLATION_UNIT:
+        if p.spelling:
+            parts.append(p.spelling)
+        p = p.semantic_parent
+    return "::".join(reversed(parts))
+
+
+class _Normalizer:
+    """clang spells a file as it was reached (`dir/../x.h`); inputs are keyed by real path."""
+
+    _cache: dict[str, str] = {}  # per process: a worker parses many TUs that share headers
+
+    def __call__(self, name: str) -> str:
+        if name not in self._cache:
+            self._cache[name] = os.path.realpath(name)
+        return self._cache[name]
+
+
+def _kernel(c: ci.Cursor, data: bytes, path: str, clang_name: str, diags: dict) -> Kernel:
+    start, end = c.extent.start.offset, c.extent.end.offset
+    text = data[start:end].decode("utf-8", errors="replace")
+    params, tparams = [], []
+    name_offset = c.location.offset
+    for ch in c.get_children():
+        e = ch.extent
+        if e.start.file is None or e.start.file.name != clang_name:
+            continue
+        piece = data[e.start.offset : e.end.offset].decode("utf-8", errors="replace")
+        if ch.kind == K.PARM_DECL:
+            params.append(make_param(piece, ch.spelling))
+        elif ch.kind == K.TEMPLATE_TYPE_PARAMETER:
+            tparams.append(make_template_param(piece, ch.spelling, "type"))
+        elif ch.kind == K.TEMPLATE_NON_TYPE_PARAMETER:
+            tparams.append(make_template_param(piece, ch.spelling, "value"))
+        elif ch.kind == K.TEMPLATE_TEMPLATE_PARAMETER:
+            tparams.append(make_template_param(piece, ch.spelling, "template"))
+    prefix_end = name_offset if start <= name_offset <= end else start
+    prefix = data[start:prefix_end].decode("utf-8", errors="replace")
+    is_spec = c.kind == K.FUNCTION_DECL and text.lstrip().startswith("template")
+    return Kernel(
+        name=c.spelling,
+        qualified_name=_qualified_name(c),
+        path=path,
+        start_offset=start,
+        end_offset=end,
+        start_line=line_of(data, start),
+        end_line=line_of(data, end),
+        signature=signature_text(text),
+        params=params,
+        template_params=tparams,
+        attributes=attributes_from_prefix(prefix),
+        is_specialization=is_spec,
+        frontend="clang",
+        diagnostics=diags,
+    )
+
+
+def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | None = None) -> ParseResult:
+    """Parse `path`; report kernels defined in any file of `inputs` that this TU sees."""
+    result = ParseResult(path=path)
+    if not AVAILABLE:
+        result.error = "libclang is not available"
+        return result
+    index = index or ci.Index.create()
+    try:
+        tu = index.parse(path, args=clang_args(config, path), options=_OPTIONS)
+    except ci.TranslationUnitLoadError as exc:
+        result.error = f"libclang could not parse the file: {exc}"
+        return result
+    sources = _Sources()
+    diag_cache: dict[str, dict] = {}
+    norm = _Normalizer()
+    result.seen_files = {path} | {
+        n for inc in tu.get_includes() if (n := norm(inc.include.name)) in inputs
+    }
+    stack = list(tu.cursor.get_children())
+    while stack:
+        c = stack.pop()
+        f = c.location.file
+        # Only input files are walked: system and shim headers are never descended into.
+        fname = norm(f.name) if f is not None else None
+        if fname not in inputs:
+            continue
+        kind = c.kind
+        if kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
+            start_file = c.extent.start.file
+            if _is_kernel(c) and start_file is not None and norm(start_file.name) == fname:
+                if fname not in diag_cache:
+                    diag_cache[fname] = _diagnostics(tu, f.name)
+                result.kernels.append(_kernel(c, sources.get(fname), fname, f.name, diag_cache[fname]))
+        elif kind.name in _SCOPES:
+            stack.extend(c.get_children())
+    result.kernels.sort(key=lambda k: (k.path, k.start_offset))
+    return result

@@ -1,0 +1,117 @@
+"""Text rules shared by both frontends, so they describe a kernel the same way."""
+
+from __future__ import annotations
+
+import re
+
+from miner.model import Attribute, Param, TemplateParam
+
+_WS = re.compile(r"\s+")
+_ATTR = re.compile(
+    r"\b(__launch_bounds__|__maxnreg__|__cluster_dims__|__noinline__|__forceinline__|static|inline"
+    r"|extern\s+\"C\"|__grid_constant__)\b"
+)
+
+
+def normalize_ws(text: str) -> str:
+    return _WS.sub(" ", text).strip()
+
+
+def strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"//[^\n]*", " ", text)
+
+
+def _balanced_call(text: str, start: int) -> str:
+    """Return `name(args)` starting at `start`, following nested parentheses."""
+    depth = 0
+    i = text.find("(", start)
+    if i < 0:
+        return text[start:].split()[0]
+    for j in range(i, len(text)):
+        if text[j] == "(":
+            depth += 1
+        elif text[j] == ")":
+            depth -= 1
+            if depth == 0:
+                return text[start : j + 1]
+    return text[start:]
+
+
+def attributes_from_prefix(prefix: str) -> list[Attribute]:
+    """Attributes written before the kernel's name (`__launch_bounds__(256)`, `static`...)."""
+    prefix = strip_comments(prefix)
+    out: list[Attribute] = []
+    for m in _ATTR.finditer(prefix):
+        word = m.group(1)
+        if word in ("__launch_bounds__", "__maxnreg__", "__cluster_dims__"):
+            out.append(Attribute(name=word, text=normalize_ws(_balanced_call(prefix, m.start()))))
+        else:
+            out.append(Attribute(name=normalize_ws(word), text=normalize_ws(word)))
+    return out
+
+
+def _strip_default(text: str) -> tuple[str, str | None]:
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "(<[{":
+            depth += 1
+        elif ch in ")>]}":
+            depth -= 1
+        elif ch == "=" and depth == 0 and text[i + 1 : i + 2] != "=" and text[i - 1 : i] not in "<>!=":
+            return text[:i].strip(), normalize_ws(text[i + 1 :])
+    return text.strip(), None
+
+
+def _remove_name(decl: str, name: str) -> str:
+    if not name:
+        return normalize_ws(decl)
+    matches = list(re.finditer(r"\b%s\b" % re.escape(name), decl))
+    if not matches:
+        return normalize_ws(decl)
+    m = matches[-1]
+    return normalize_ws(decl[: m.start()] + decl[m.end() :])
+
+
+def make_param(text: str, name: str) -> Param:
+    """A kernel parameter from its source text (`const T* __restrict__ x`) and name."""
+    decl, _default = _strip_default(strip_comments(text))
+    type_text = _remove_name(decl, name)
+    pointer = "*" in type_text or "[" in type_text
+    if pointer:
+        pointee = type_text[: type_text.rfind("*")] if "*" in type_text else type_text
+        const = bool(re.search(r"\bconst\b", pointee))
+    else:
+        const = bool(re.search(r"\bconst\b", type_text))
+    restrict = bool(re.search(r"__restrict__|__restrict\b|\brestrict\b", type_text))
+    return Param(name=name, type=type_text, pointer=pointer, const=const, restrict=restrict)
+
+
+def make_template_param(text: str, name: str, kind: str) -> TemplateParam:
+    decl, default = _strip_default(strip_comments(text))
+    if kind == "value":
+        type_text: str | None = _remove_name(decl, name)
+    elif kind == "template":
+        type_text = normalize_ws(decl[: decl.rfind(name)] if name else decl)
+    else:
+        type_text = None
+    return TemplateParam(kind=kind, name=name, type=type_text, default=default)
+
+
+def signature_text(definition: str) -> str:
+    """The definition up to its body, whitespace-normalised, comments dropped."""
+    depth = 0
+    cut = len(definition)
+    for i, ch in enumerate(definition):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "{" and depth == 0:
+            cut = i
+            break
+    return normalize_ws(strip_comments(definition[:cut]))
+
+
+def line_of(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1

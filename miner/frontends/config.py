@@ -1,0 +1,64 @@
+"""Parse configuration: include dirs, defines and per-file flags, shared by both frontends."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+DEFAULT_CUDA_ARCH = 900
+
+
+@dataclass
+class ParseConfig:
+    include_dirs: list[str] = field(default_factory=list)
+    defines: list[str] = field(default_factory=list)  # "NAME" or "NAME=VALUE"
+    per_file_args: dict[str, list[str]] = field(default_factory=dict)  # from compile_commands.json
+    cuda_arch: int = DEFAULT_CUDA_ARCH
+
+    def defines_dict(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for d in self.defines:
+            name, _, value = d.partition("=")
+            out[name] = value or "1"
+        return out
+
+
+@functools.cache
+def stub_dir() -> Path:
+    return Path(str(resources.files("miner.frontends") / "include"))
+
+
+@functools.cache
+def compiler_include_dir() -> str | None:
+    """GCC's own include dir gives float.h/stddef.h: libclang's wheel ships no resource headers."""
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if not gcc:
+        return None
+    try:
+        out = subprocess.run([gcc, "-print-file-name=include"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    path = out.stdout.strip()
+    return path if path and Path(path, "float.h").exists() else None
+
+
+def clang_args(config: ParseConfig, path: str) -> list[str]:
+    """Host-only parse that sees the device side: `__CUDA_ARCH__` is defined as the target arch."""
+    inc = stub_dir()
+    args = [
+        "-x", "cuda", "--cuda-host-only", f"-D__CUDA_ARCH__={config.cuda_arch}", "-std=c++17",
+        "-nocudainc", "-nocudalib", "-ferror-limit=0", "-Wno-unknown-cuda-version",
+        "-include", str(inc / "km_cuda_parse.h"),
+    ]
+    gcc_inc = compiler_include_dir()
+    if gcc_inc:
+        args += ["-isystem", gcc_inc]
+    args += config.per_file_args.get(path, [])
+    args += [f"-D{d}" for d in config.defines]
+    args += [f"-I{d}" for d in config.include_dirs]
+    args += [f"-I{inc / 'shims'}"]
+    return args

@@ -1,0 +1,188 @@
+"""Fallback frontend: tree-sitter-cuda. Syntax only, but fast and it sees both sides of every #if."""
+
+from __future__ import annotations
+
+import functools
+
+from miner.frontends.common import (
+    attributes_from_prefix,
+    line_of,
+    make_param,
+    make_template_param,
+    signature_text,
+)
+from miner.model import Kernel
+
+try:
+    import tree_sitter
+    import tree_sitter_cuda
+
+    AVAILABLE = True
+except Exception:  # noqa: BLE001 - a missing or broken grammar means this frontend is off
+    AVAILABLE = False
+
+# Containers a kernel definition can sit in; a function_definition anywhere else (for instance
+# `CUDA_1D_KERNEL_LOOP(i, n) {...}` inside a body) is not a kernel.
+_CONTAINERS = {
+    "translation_unit", "declaration_list", "namespace_definition", "linkage_specification",
+    "template_declaration", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
+    "preproc_elifdef",
+}
+_NAME_NODES = ("identifier", "field_identifier", "template_function", "qualified_identifier",
+               "destructor_name", "operator_name")
+
+
+@functools.cache
+def _parser() -> tree_sitter.Parser:
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_cuda.language()))
+
+
+def _declarator_name(node: tree_sitter.Node) -> tuple[str, int] | None:
+    """Name and byte offset of the declared identifier inside a (nested) declarator."""
+    stack = [node]
+    while stack:
+        n = stack.pop(0)
+        if n.type in ("identifier", "field_identifier"):
+            return n.text.decode("utf-8", "replace"), n.start_byte
+        if n.type == "template_function":
+            nm = n.child_by_field_name("name")
+            if nm is not None:
+                return nm.text.decode("utf-8", "replace"), nm.start_byte
+        if n.type == "qualified_identifier":
+            nm = n.child_by_field_name("name")
+            if nm is not None:
+                return _declarator_name(nm)
+        if n.type in ("parameter_list", "template_argument_list", "argument_list"):
+            continue
+        stack.extend(n.children)
+    return None
+
+
+def _is_global(fn: tree_sitter.Node) -> bool:
+    return any(ch.type == "__global__" for ch in fn.children)
+
+
+def _in_container(node: tree_sitter.Node) -> bool:
+    p = node.parent
+    while p is not None:
+        if p.type not in _CONTAINERS:
+            return False
+        if p.type == "translation_unit":
+            return True
+        p = p.parent
+    return True
+
+
+def _text(node: tree_sitter.Node) -> str:
+    return node.text.decode("utf-8", "replace")
+
+
+def _params(declarator: tree_sitter.Node) -> list:
+    plist = None
+    stack = [declarator]
+    while stack:
+        n = stack.pop(0)
+        if n.type == "parameter_list":
+            plist = n
+            break
+        stack.extend(n.children)
+    out = []
+    if plist is None:
+        return out
+    for p in plist.named_children:
+        if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
+            continue
+        decl = p.child_by_field_name("declarator")
+        found = _declarator_name(decl) if decl is not None else None
+        out.append(make_param(_text(p), found[0] if found else ""))
+    return out
+
+
+def _template_params(tdecl: tree_sitter.Node | None) -> list:
+    if tdecl is None:
+        return []
+    plist = tdecl.child_by_field_name("parameters")
+    out = []
+    if plist is None:
+        return out
+    for p in plist.named_children:
+        text = _text(p)
+        if p.type in ("type_parameter_declaration", "optional_type_parameter_declaration",
+                      "variadic_type_parameter_declaration"):
+            names = [c for c in p.named_children if c.type == "type_identifier"]
+            out.append(make_template_param(text, _text(names[0]) if names else "", "type"))
+        elif p.type == "template_template_parameter_declaration":
+            inner = [c for c in p.named_children if c.type != "template_parameter_list"]
+            name = ""
+            for c in inner:
+                names = [x for x in c.named_children if x.type == "type_identifier"]
+                if names:
+                    name = _text(names[0])
+            out.append(make_template_param(text, name, "template"))
+        else:
+            decl = p.child_by_field_name("declarator")
+            found = _declarator_name(decl) if decl is not None else None
+            out.append(make_template_param(text, found[0] if found else "", "value"))
+    return out
+
+
+def _qualified(fn: tree_sitter.Node, name: str) -> str:
+    parts = [name]
+    p = fn.parent
+    while p is not None:
+        if p.type == "namespace_definition":
+            nm = p.child_by_field_name("name")
+            if nm is not None:
+                parts.append(_text(nm))
+        p = p.parent
+    return "::".join(reversed(parts))
+
+
+def parse_bytes(data: bytes, path: str) -> tuple[list[Kernel], int]:
+    """Kernels in one file's bytes, and the number of syntax-error nodes seen."""
+    tree = _parser().parse(data)
+    kernels: list[Kernel] = []
+    errors = 0
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "ERROR" or node.is_missing:
+            errors += 1
+        if node.type == "function_definition":
+            if _is_global(node) and _in_container(node):
+                kernels.append(_kernel(node, data, path))
+            continue  # bodies hold no kernel definitions
+        stack.extend(node.children)
+    kernels.sort(key=lambda k: k.start_offset)
+    for k in kernels:
+        k.diagnostics = {"count": errors, "errors": errors,
+                         "messages": [f"tree-sitter: {errors} syntax error node(s)"] if errors else []}
+    return kernels, errors
+
+
+def _kernel(fn: tree_sitter.Node, data: bytes, path: str) -> Kernel:
+    tdecl = fn.parent if fn.parent is not None and fn.parent.type == "template_declaration" else None
+    start = tdecl.start_byte if tdecl is not None else fn.start_byte
+    end = fn.end_byte
+    declarator = fn.child_by_field_name("declarator")
+    found = _declarator_name(declarator) if declarator is not None else None
+    name, name_offset = found if found else ("", start)
+    text = data[start:end].decode("utf-8", "replace")
+    prefix = data[start:name_offset].decode("utf-8", "replace")
+    tparams = _template_params(tdecl)
+    is_spec = tdecl is not None and not tparams
+    return Kernel(
+        name=name,
+        qualified_name=_qualified(fn, name),
+        path=path,
+        start_offset=start,
+        end_offset=end,
+        start_line=line_of(data, start),
+        end_line=line_of(data, end),
+        signature=signature_text(text),
+        params=_params(declarator) if declarator is not None else [],
+        template_params=tparams,
+        attributes=attributes_from_prefix(prefix),
+        is_specialization=is_spec,
+        frontend="treesitter",
+    )

@@ -1,0 +1,83 @@
+"""Which input files include which, so kernels in headers are parsed with their real includer."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from miner.discover import SourceFile
+
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+TU_SUFFIXES = {".cu", ".hip", ".cpp", ".cc", ".cxx"}
+
+
+@dataclass
+class IncludeGraph:
+    edges: dict[str, set[str]] = field(default_factory=dict)  # file -> input files it includes
+    auto_include_dirs: list[str] = field(default_factory=list)
+
+    def closure(self, path: str) -> set[str]:
+        seen = {path}
+        stack = [path]
+        while stack:
+            for nxt in self.edges.get(stack.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        return seen
+
+
+def build(files: list[SourceFile], include_dirs: list[str]) -> IncludeGraph:
+    """Resolve `#include`s among the inputs; an include found only by its tail adds an -I dir.
+
+    Real repos compile with -I flags we are not told about (`#include "helper.hpp"` from a
+    sibling folder); the include's path tail matched against the inputs recovers them.
+    """
+    by_path = {f.path for f in files}
+    by_tail: dict[str, list[str]] = defaultdict(list)
+    for f in files:
+        by_tail[os.path.basename(f.path)].append(f.path)
+    graph = IncludeGraph()
+    auto: list[str] = []
+    for f in files:
+        targets: set[str] = set()
+        here = os.path.dirname(f.path)
+        for m in _INCLUDE.finditer(f.data):
+            name = m.group(2).decode("utf-8", "replace").strip()
+            found = None
+            search = ([here] if m.group(1) == b'"' else []) + include_dirs + auto
+            for d in search:
+                cand = os.path.realpath(os.path.join(d, name))
+                if cand in by_path:
+                    found = cand
+                    break
+            if found is None:
+                tail = "/" + name.lstrip("./")
+                matches = [p for p in by_tail.get(os.path.basename(name), []) if p.endswith(tail)]
+                if len(matches) >= 1:
+                    found = sorted(matches)[0]
+                    inc_dir = found[: len(found) - len(tail)]
+                    if inc_dir not in auto and inc_dir not in include_dirs:
+                        auto.append(inc_dir)
+            if found is not None and found != f.path:
+                targets.add(found)
+        graph.edges[f.path] = targets
+    graph.auto_include_dirs = auto
+    return graph
+
+
+def parse_roots(files: list[SourceFile], graph: IncludeGraph) -> list[str]:
+    """Translation units that reach a kernel file, plus kernel files no such unit includes."""
+    kernel_files = {f.path for f in files if f.has_kernel}
+    roots: list[str] = []
+    covered: set[str] = set()
+    for f in files:
+        if os.path.splitext(f.path)[1].lower() in TU_SUFFIXES:
+            reach = graph.closure(f.path) & kernel_files
+            if reach:
+                roots.append(f.path)
+                covered |= reach
+    roots += sorted(kernel_files - covered)
+    return roots

@@ -1,0 +1,52 @@
+"""Records passed between stages. Plain dataclasses: picklable for worker processes."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Param:
+    name: str
+    type: str
+    pointer: bool
+    const: bool
+    restrict: bool
+
+
+@dataclass
+class TemplateParam:
+    kind: str  # "type" | "value" | "template"
+    name: str
+    type: str | None
+    default: str | None
+
+
+@dataclass
+class Attribute:
+    name: str
+    text: str
+
+
+@dataclass
+class Kernel:
+    """One `__global__` definition, located by byte offsets in its file."""
+
+    name: str
+    qualified_name: str
+    path: str  # absolute, resolved
+    start_offset: int
+    end_offset: int
+    start_line: int
+    end_line: int
+    signature: str
+    params: list[Param]
+    template_params: list[TemplateParam]
+    attributes: list[Attribute]
+    is_specialization: bool
+    frontend: str
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

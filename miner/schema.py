@@ -1,0 +1,23 @@
+"""The JSON schemas shipped in the package, and validation against them."""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+from typing import Any
+
+import jsonschema
+
+SCHEMA_VERSION = "1.0"
+
+
+@functools.cache
+def load(name: str = "kernel") -> dict[str, Any]:
+    text = (resources.files("miner.metadata") / f"{name}.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def validate(obj: dict[str, Any], name: str = "kernel") -> None:
+    """Raise jsonschema.ValidationError when `obj` does not match the schema."""
+    jsonschema.validate(obj, load(name))

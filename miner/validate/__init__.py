@@ -1,0 +1,1 @@
+"""Running kernel tests in isolated child processes and recording what happened."""

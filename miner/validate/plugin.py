@@ -1,0 +1,139 @@
+"""pytest plugin loaded into every test process: writes what happened to a JSON result file.
+
+The file is rewritten (atomically) at the start and end of every test, so when the process dies
+the parent still knows which test was running and how the earlier ones ended. Without
+KM_RESULT_FILE in the environment the plugin records nothing (plain `pytest -p ...` reruns).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import Any
+
+import pytest
+
+from miner.atomic import write_json
+
+_CUDA_ERROR = re.compile(
+    r"CUDA error|cudaError|CUDA_ERROR|illegal memory access|illegal address|device-side assert|"
+    r"unspecified launch failure|illegal instruction|misaligned address|CUBLAS_STATUS|"
+    r"an error was encountered while running the kernel", re.I)
+_NO_GPU = re.compile(
+    r"Found no NVIDIA driver|Torch not compiled with CUDA enabled|No CUDA GPUs are available|"
+    r"no CUDA-capable device|CUDA driver version is insufficient|cudaErrorNoDevice|"
+    r"cudaErrorInsufficientDriver", re.I)
+# Worst first: a test's phases (setup, call, teardown) and a kernel's tests keep the worst.
+SEVERITY = ["cuda_error", "build_failed", "failed", "error", "passed", "skipped"]
+
+
+def classify_exception(exc: BaseException, when: str) -> str:
+    name = type(exc).__name__
+    text = f"{name}: {exc}"
+    if name == "BuildError":
+        return "build_failed"
+    if getattr(exc, "no_gpu", False) or _NO_GPU.search(text):
+        return "skipped"
+    if name in ("CudaLaunchError", "AcceleratorError") or _CUDA_ERROR.search(text):
+        return "cuda_error"
+    if when == "call" and isinstance(exc, AssertionError | pytest.fail.Exception):
+        return "failed"
+    return "error"
+
+
+def worse(a: str | None, b: str) -> str:
+    if a is None:
+        return b
+    return a if SEVERITY.index(a) <= SEVERITY.index(b) else b
+
+
+class ResultRecorder:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.state: dict[str, Any] = {
+            "child_start": float(os.environ.get("KM_CHILD_START", time.time())),
+            "session_start": None,
+            "session_end": None,
+            "current": None,
+            "tests": {},
+            "collect_errors": [],
+            "exitstatus": None,
+        }
+        self.flush()
+
+    def flush(self) -> None:
+        from miner import harness
+
+        self.state["harness"] = harness.RECORDS
+        write_json(self.path, self.state)
+
+    def pytest_sessionstart(self, session: Any) -> None:
+        self.state["session_start"] = time.time()
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            self.state["collect_errors"].append(
+                {"nodeid": report.nodeid, "message": _text(report.longrepr)[-2000:]})
+            self.flush()
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        self.state["current"] = nodeid
+        self.flush()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
+        outcome = yield
+        rep = outcome.get_result()
+        entry = self.state["tests"].setdefault(item.nodeid, {"outcome": None, "duration": 0.0})
+        entry["duration"] += float(getattr(rep, "duration", 0.0))
+        if rep.skipped and call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception):
+            entry["outcome"] = worse(entry["outcome"], "skipped")
+            entry.setdefault("message", str(call.excinfo.value)[:500])
+        elif rep.failed and call.excinfo is not None:
+            kind = classify_exception(call.excinfo.value, rep.when)
+            if entry["outcome"] is None or SEVERITY.index(kind) < SEVERITY.index(entry["outcome"]):
+                entry.update(exc_type=call.excinfo.typename, when=rep.when,
+                             message=str(call.excinfo.value)[:2000])
+            entry["outcome"] = worse(entry["outcome"], kind)
+        elif rep.failed:
+            entry["outcome"] = worse(entry["outcome"], "error")
+            entry.setdefault("message", _text(rep.longrepr)[-2000:])
+        elif rep.when == "call":
+            entry["outcome"] = worse(entry["outcome"], "skipped" if rep.skipped else "passed")
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        self.state["current"] = None
+        self.flush()
+
+    def pytest_sessionfinish(self, session: Any, exitstatus: Any) -> None:
+        self.state["session_end"] = time.time()
+        self.state["exitstatus"] = int(exitstatus)
+        self.flush()
+
+
+def _text(longrepr: Any) -> str:
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2])
+    return str(longrepr)
+
+
+def pytest_configure(config: Any) -> None:
+    path = os.environ.get("KM_RESULT_FILE")
+    if path and not config.pluginmanager.has_plugin("km-result-recorder"):
+        config.pluginmanager.register(ResultRecorder(path), "km-result-recorder")
+
+
+@pytest.fixture
+def km_kernel_dir(request: Any) -> Any:
+    """The kernel folder under test (the parent of the test file's folder)."""
+    return request.path.parent.parent
+
+
+@pytest.fixture
+def km_unit(km_kernel_dir: Any) -> Any:
+    """The kernel's first instantiation, loaded; skips where no CUDA GPU is usable."""
+    from miner import harness
+
+    harness.require_gpu()
+    return harness.load_unit(km_kernel_dir)

@@ -1,0 +1,251 @@
+"""Run one kernel's tests in a child process that nothing it does can take down with it.
+
+Two ways to start the child, same isolation: each kernel's tests run in their own process, in
+their own session and process group, and a timeout kills that whole group.
+- "spawn": a fresh `python -m miner.validate.child` (what `--sanitize` wraps in compute-sanitizer);
+- "fork": a warm zygote (miner.validate.zygote) that has already imported torch and pytest forks
+  the child, which saves the ~1-2 s interpreter and torch start per kernel. CUDA is never
+  initialised in the zygote, so every child creates its own context.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SANITIZER_EXIT = 86
+
+
+@dataclass
+class Job:
+    kernel_dir: Path
+    log_dir: Path  # receives stdout.txt, stderr.txt, result.json
+    timeout: float
+    sanitize: bool = False
+
+    @property
+    def result_file(self) -> Path:
+        return self.log_dir / "result.json"
+
+    @property
+    def stdout(self) -> Path:
+        return self.log_dir / "stdout.txt"
+
+    @property
+    def stderr(self) -> Path:
+        return self.log_dir / "stderr.txt"
+
+
+@dataclass
+class RawResult:
+    returncode: int | None
+    timed_out: bool
+    wall_s: float
+    command: list[str]
+    result: dict[str, Any] | None = None
+    note: str = ""
+    t_request: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.returncode is not None and self.returncode < 0:
+            try:
+                return signal.Signals(-self.returncode).name
+            except ValueError:
+                return f"signal {-self.returncode}"
+        return None
+
+
+def pytest_args(kernel_dir: Path) -> list[str]:
+    return ["-q", "-p", "no:cacheprovider", "--rootdir", str(kernel_dir), "-c", os.devnull,
+            "--import-mode=importlib", "tests"]
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # The child must import this very package, also when it runs from a source checkout.
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    # Third-party plugins slow every start and can change outcomes; tests get plain pytest.
+    env.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONFAULTHANDLER"] = "1"
+    return env
+
+
+def child_command(job: Job, sanitize: bool) -> list[str]:
+    cmd = [sys.executable, "-m", "miner.validate.child", str(job.result_file), "--",
+           *pytest_args(job.kernel_dir)]
+    if sanitize:
+        cmd = ["compute-sanitizer", "--tool", "memcheck", "--error-exitcode", str(SANITIZER_EXIT),
+               "--target-processes", "all", "--print-limit", "10", *cmd]
+    return cmd
+
+
+def read_result(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _prepare(job: Job) -> None:
+    job.log_dir.mkdir(parents=True, exist_ok=True)
+    for p in (job.result_file, job.stdout, job.stderr):
+        p.unlink(missing_ok=True)
+
+
+def kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+class SpawnRunner:
+    mode = "spawn"
+
+    def run(self, job: Job) -> RawResult:
+        _prepare(job)
+        cmd = child_command(job, job.sanitize)
+        env = child_env()
+        t0 = time.time()
+        env["KM_CHILD_START"] = repr(t0)  # the child's own clock starts after the interpreter
+        with open(job.stdout, "wb") as out, open(job.stderr, "wb") as err:
+            proc = subprocess.Popen(cmd, cwd=job.kernel_dir, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=err, env=env, start_new_session=True)
+            timed_out = False
+            try:
+                proc.wait(timeout=job.timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                kill_group(proc.pid)
+                proc.wait()
+            try:  # leftover grandchildren of the test share its group; the leader is reaped
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        wall = time.time() - t0
+        # compute-sanitizer reports the child's signal as its own exit code 128+N, not as a signal.
+        rc = proc.returncode
+        return RawResult(rc, timed_out, wall, cmd, read_result(job.result_file), t_request=t0)
+
+
+class Zygote:
+    """One warm process that forks test children on request (see miner/validate/zygote.py)."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.lock = threading.Lock()
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "miner.validate.zygote"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env=child_env(), start_new_session=True)
+        msg = self._read(deadline=time.time() + 120)
+        if not msg or msg.get("ready") is not True:
+            self.close()
+            raise RuntimeError("test worker did not start")
+
+    def _read(self, deadline: float) -> dict[str, Any] | None:
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        buf = b""
+        while not buf.endswith(b"\n"):
+            left = deadline - time.time()
+            if left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                raise TimeoutError
+            chunk = os.read(fd, 1)  # byte by byte: never read past our line
+            if not chunk:
+                return None
+            buf += chunk
+        return json.loads(buf)
+
+    def close(self) -> None:
+        if self.proc is not None:
+            kill_group(self.proc.pid)
+            self.proc.wait()
+            self.proc = None
+
+    def run(self, job: Job) -> RawResult:
+        _prepare(job)
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+        assert self.proc is not None and self.proc.stdin is not None
+        t0 = time.time()
+        req = {"result": str(job.result_file), "args": pytest_args(job.kernel_dir),
+               "cwd": str(job.kernel_dir), "stdout": str(job.stdout), "stderr": str(job.stderr),
+               "t_request": t0}
+        self.proc.stdin.write((json.dumps(req) + "\n").encode())
+        self.proc.stdin.flush()
+        cmd = ["<fork of zygote>", "python", "-m", "miner.validate.child", str(job.result_file), "--",
+               *req["args"]]
+        started = self._read(deadline=t0 + 60)
+        if not started or "pid" not in started:
+            self.close()
+            return RawResult(None, False, time.time() - t0, cmd, None, note="test worker died", t_request=t0)
+        pid = int(started["pid"])
+        timed_out = False
+        try:
+            done = self._read(deadline=t0 + job.timeout)
+        except TimeoutError:
+            timed_out = True
+            kill_group(pid)
+            done = self._read(deadline=time.time() + 30)
+        if not done:
+            self.close()
+            return RawResult(None, timed_out, time.time() - t0, cmd, read_result(job.result_file),
+                             note="test worker died", t_request=t0)
+        return RawResult(int(done["rc"]), timed_out, time.time() - t0, cmd,
+                         read_result(job.result_file), t_request=t0)
+
+
+class ForkRunner:
+    """A pool of zygotes, one per concurrent job."""
+
+    mode = "fork"
+
+    def __init__(self, jobs: int) -> None:
+        self.free: list[Zygote] = [Zygote() for _ in range(jobs)]
+        self.all = list(self.free)
+        self.cv = threading.Condition()
+        # Start them side by side: each imports torch once.
+        threads = [threading.Thread(target=z.start) for z in self.all]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def run(self, job: Job) -> RawResult:
+        if job.sanitize:
+            return SpawnRunner().run(job)
+        with self.cv:
+            while not self.free:
+                self.cv.wait()
+            z = self.free.pop()
+        try:
+            return z.run(job)
+        finally:
+            with self.cv:
+                self.free.append(z)
+                self.cv.notify()
+
+    def close(self) -> None:
+        for z in self.all:
+            z.close()
