@@ -218,3 +218,21 @@ print(json.dumps({
 
     missing = shipped(ROOT / "miner") - shipped(installed)
     assert not missing, f"not installed by `pip install .`: {sorted(missing)}"
+
+    # The container's job, from the installed copy: the entrypoint line of the issue, relative paths.
+    (outside / "axpy.cuh").write_text(
+        "template <typename T>\n"
+        "__global__ void km_axpy(int n, T a, const T* __restrict__ x, T* y) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) y[i] += a * x[i];\n"
+        "}\n"
+    )
+    proc = subprocess.run([str(exe), "--input-file", "axpy.cuh", "--output-dir", "extracted/"], cwd=outside,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in (outside / "extracted" / "index.jsonl").read_text().splitlines()]
+    found = [(r["name"], r["source"]["start_line"], r["source"]["end_line"]) for r in rows]
+    assert found == [("km_axpy", 1, 5)]
+    # Whether kernel.cu ends with a newline is the dataset's business; the definition text is ours.
+    kernel = (outside / "extracted" / rows[0]["id"] / "kernel.cu").read_text()
+    assert kernel.rstrip("\n") == (outside / "axpy.cuh").read_text().rstrip("\n")
