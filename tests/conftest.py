@@ -1,0 +1,49 @@
+"""Shared fixtures: the repository root, the own-code fixture corpus and a CLI runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+CORPUS = FIXTURES / "corpus"
+CORPUS_EXPECTED = FIXTURES / "corpus_expected.json"
+
+
+def run_miner(*args: str | os.PathLike[str], cwd: str | os.PathLike[str] | None = None,
+              timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`python -m miner ARGS` in a child process, as a user would run it (no install needed)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env.pop("FORCE_COLOR", None)
+    env["NO_COLOR"] = "1"
+    return subprocess.run(
+        [sys.executable, "-m", "miner", *map(str, args)],
+        cwd=cwd or ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False,
+    )
+
+
+def load_dataset(out_dir: Path) -> list[dict[str, Any]]:
+    """Every kernel folder's metadata.json under `out_dir`."""
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(out_dir.glob("*/metadata.json"))]
+
+
+@pytest.fixture(scope="session")
+def corpus_expected() -> dict[str, Any]:
+    return json.loads(CORPUS_EXPECTED.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def corpus_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The corpus outside any git checkout, so paths are relative to the corpus itself."""
+    dst = tmp_path_factory.mktemp("corpus-src") / "corpus"
+    shutil.copytree(CORPUS, dst)
+    return dst
