@@ -66,7 +66,7 @@ def _strip_default(text: str) -> tuple[str, str | None]:
 def _remove_name(decl: str, name: str) -> str:
     if not name:
         return normalize_ws(decl)
-    matches = list(re.finditer(r"\b%s\b" % re.escape(name), decl))
+    matches = list(re.finditer(rf"\b{re.escape(name)}\b", decl))
     if not matches:
         return normalize_ws(decl)
     m = matches[-1]

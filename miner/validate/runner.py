@@ -105,6 +105,26 @@ def _prepare(job: Job) -> None:
         p.unlink(missing_ok=True)
 
 
+_ACTIVE: set[int] = set()  # process groups of running test children
+_ACTIVE_LOCK = threading.Lock()
+
+
+def _track(pid: int, on: bool) -> None:
+    with _ACTIVE_LOCK:
+        (_ACTIVE.add if on else _ACTIVE.discard)(pid)
+
+
+def kill_active() -> None:
+    """End every test child still running (validate interrupted)."""
+    with _ACTIVE_LOCK:
+        pids = list(_ACTIVE)
+    for pid in pids:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -127,6 +147,7 @@ class SpawnRunner:
         with open(job.stdout, "wb") as out, open(job.stderr, "wb") as err:
             proc = subprocess.Popen(cmd, cwd=job.kernel_dir, stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=err, env=env, start_new_session=True)
+            _track(proc.pid, True)
             timed_out = False
             try:
                 proc.wait(timeout=job.timeout)
@@ -134,6 +155,8 @@ class SpawnRunner:
                 timed_out = True
                 kill_group(proc.pid)
                 proc.wait()
+            finally:
+                _track(proc.pid, False)
             try:  # leftover grandchildren of the test share its group; the leader is reaped
                 os.killpg(proc.pid, signal.SIGKILL)
             except OSError:
@@ -201,13 +224,19 @@ class Zygote:
             self.close()
             return RawResult(None, False, time.time() - t0, cmd, None, note="test worker died", t_request=t0)
         pid = int(started["pid"])
+        _track(pid, True)
         timed_out = False
         try:
             done = self._read(deadline=t0 + job.timeout)
         except TimeoutError:
             timed_out = True
             kill_group(pid)
-            done = self._read(deadline=time.time() + 30)
+            try:
+                done = self._read(deadline=time.time() + 30)
+            except TimeoutError:
+                done = None
+        finally:
+            _track(pid, False)
         if not done:
             self.close()
             return RawResult(None, timed_out, time.time() - t0, cmd, read_result(job.result_file),

@@ -29,9 +29,22 @@ def preload() -> None:
             pass
 
 
-def child(req: dict) -> None:
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process when the zygote dies (a killed validate leaves nothing behind)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):
+        pass
+
+
+def child(req: dict, zygote_pid: int) -> None:
     code = 70
     try:
+        _die_with_parent()
+        if os.getppid() != zygote_pid:
+            os._exit(code)
         os.setsid()
         devnull = os.open(os.devnull, os.O_RDONLY)
         out = os.open(req["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -66,15 +79,26 @@ def main() -> None:
         proto_out.flush()
 
     send({"ready": True})
+    me, parent = os.getpid(), os.getppid()
     for line in proto_in:
         req = json.loads(line)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            child(req)
+            child(req, me)
         send({"pid": pid})
-        _, status = os.waitpid(pid, 0)
+        while True:  # poll rather than block, to notice when validate itself is gone
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if os.getppid() != parent:
+                try:
+                    os.killpg(pid, 9)
+                except OSError:
+                    pass
+                os._exit(1)
+            time.sleep(0.002)
         try:  # a test's leftover grandchildren share its process group: end them too
             os.killpg(pid, 9)
         except OSError:

@@ -1,0 +1,196 @@
+"""`kernel-miner validate`: build what is missing, run each kernel's tests isolated, record results."""
+
+from __future__ import annotations
+
+import shlex
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from miner import __version__
+from miner.harness import library_path
+from miner.validate import store
+from miner.validate.classify import GOOD, Verdict, classify
+from miner.validate.compile_unit import BuildError, compile_unit
+from miner.validate.runner import ForkRunner, Job, RawResult, SpawnRunner, kill_active
+from miner.validate.wrapper import write_wrappers
+
+LOG_DIR = "validation"  # inside each kernel folder: stdout.txt, stderr.txt, result.json
+INDEX_EVERY_S = 5.0
+
+
+@dataclass
+class Options:
+    jobs: int = 4
+    timeout: float = 120.0
+    sanitize: bool = False
+    force: bool = False
+    kernels: list[str] | None = None
+    mode: str = "fork"
+    build_timeout: float = 300.0
+
+
+def build_missing(kdir: Path, meta: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Compile each instantiation that has no library yet. Returns {built, compiled, failed}."""
+    info: dict[str, Any] = {"built": [], "compiled": [], "failed": {}}
+    for inst in meta.get("instantiations") or []:
+        iid = str(inst.get("id"))
+        if library_path(kdir, inst) is not None:
+            info["built"].append(iid)
+            continue
+        status = (inst.get("build") or {}).get("status")
+        if status in ("failed", "timeout"):
+            info["failed"][iid] = (inst.get("build") or {}).get("error") or f"build {status}"
+            continue
+        try:
+            compile_unit(kdir / inst.get("unit", f"units/{iid}/unit.cu"), timeout=timeout)
+        except BuildError as exc:
+            info["failed"][iid] = str(exc)
+            continue
+        info["built"].append(iid)
+        info["compiled"].append(iid)
+    return info
+
+
+def repro_command(kdir: Path, sanitize: bool) -> str:
+    cmd = "python -m pytest -p miner.validate.plugin -p no:cacheprovider -c /dev/null --rootdir . " \
+          "--import-mode=importlib tests"
+    if sanitize:
+        cmd = "compute-sanitizer --tool memcheck " + cmd
+    return f"cd {shlex.quote(str(kdir))} && {cmd}"
+
+
+def _timing(raw: RawResult) -> dict[str, Any]:
+    res = raw.result or {}
+    h = res.get("harness") or {}
+    tests_s = sum(float(t.get("duration", 0.0)) for t in (res.get("tests") or {}).values())
+    start = res.get("child_start")
+    out = {
+        "wall_s": round(raw.wall_s, 4),
+        "process_start_s": round(start - raw.t_request, 4) if start else None,
+        "pytest_start_s": round(res["session_start"] - start, 4) if start and res.get("session_start") else None,
+        "load_s": round(sum(x.get("load_s", 0.0) for x in h.get("loads", [])), 4) if h.get("loads") else None,
+        "cuda_init_s": h.get("cuda_init_s"),
+        "first_launch_s": h.get("first_launch_s"),
+        "tests_s": round(tests_s, 4),
+        "overhead_s": round(max(0.0, raw.wall_s - tests_s), 4),
+    }
+    return out
+
+
+def make_record(kdir: Path, verdict: Verdict, raw: RawResult | None, build: dict[str, Any],
+                fp: str, opts: Options, mode: str) -> dict[str, Any]:
+    h = ((raw.result or {}).get("harness") or {}) if raw else {}
+    launches_ok = int(h.get("launches", 0)) - len(h.get("launch_errors", []))
+    bench = h.get("bench", [])
+    speedups = [b["speedup"] for b in bench if b.get("speedup")]
+    pass_exe = verdict.outcome == "passed"
+    rel = lambda p: str(p.relative_to(kdir))  # noqa: E731
+    log = kdir / LOG_DIR
+    return {
+        "outcome": verdict.outcome,
+        "reason": verdict.reason,
+        "signal": verdict.signal,
+        "test": verdict.test,
+        "exit_code": raw.returncode if raw else None,
+        "pass_call": bool(build["built"]) and launches_ok > 0
+        and verdict.outcome not in ("cuda_error", "crashed", "timeout", "build_failed"),
+        "pass_exe": pass_exe,
+        "pass_perf": (pass_exe and min(speedups) >= 1.0) if speedups else None,
+        "speedup": min(speedups) if speedups else None,
+        "tests": verdict.counts,
+        "bench": bench,
+        "oracles": h.get("oracles", []),
+        "build": build,
+        "timing": _timing(raw) if raw else None,
+        "sanitize": opts.sanitize,
+        "mode": "spawn" if opts.sanitize else mode,
+        "command": repro_command(kdir, opts.sanitize),
+        "logs": {k: rel(log / f) for k, f in (("stdout", "stdout.txt"), ("stderr", "stderr.txt"),
+                                             ("result", "result.json"))} if raw else None,
+        "fingerprint": fp,
+        "validated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "tool": f"kernel-miner {__version__}",
+    }
+
+
+def validate_one(kdir: Path, opts: Options, runner: Any) -> tuple[dict[str, Any], RawResult | None]:
+    meta = store.load_meta(kdir)
+    fp = store.fingerprint(kdir, meta)
+    build = build_missing(kdir, meta, opts.build_timeout)
+    write_wrappers(kdir, meta)
+    if not build["built"] and build["failed"]:
+        first = next(iter(build["failed"].items()))
+        verdict = Verdict("build_failed", f"{first[0]}: {first[1]}")
+        return make_record(kdir, verdict, None, build, fp, opts, runner.mode), None
+    if not store.test_files(kdir):
+        return make_record(kdir, Verdict("skipped", "no tests"), None, build, fp, opts, runner.mode), None
+    job = Job(kdir, kdir / LOG_DIR, opts.timeout, opts.sanitize)
+    raw = runner.run(job)
+    verdict = classify(raw, job.stdout, job.stderr, opts.timeout)
+    return make_record(kdir, verdict, raw, build, fp, opts, runner.mode), raw
+
+
+def validate_dataset(root: Path, opts: Options,
+                     on_result: Callable[[Path, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Validate every selected kernel of `root`; returns {"results": {id: validation}, "cached": n}."""
+    dirs = store.select(store.kernel_dirs(root), opts.kernels)
+    todo, cached = [], 0
+    for kdir in dirs:
+        meta = store.load_meta(kdir)
+        if not opts.force and store.finished(meta, store.fingerprint(kdir, meta)):
+            cached += 1
+        else:
+            todo.append(kdir)
+    results: dict[str, dict[str, Any]] = {}
+    lock = threading.Lock()
+    last_index = [time.time()]
+    runner: Any = None
+    stopping = threading.Event()  # set when interrupted: results of killed children are not recorded
+    if todo:
+        needs_fork = opts.mode == "fork" and not opts.sanitize
+        runner = ForkRunner(min(opts.jobs, len(todo))) if needs_fork else SpawnRunner()
+
+    def work(kdir: Path) -> None:
+        try:
+            rec, _ = validate_one(kdir, opts, runner)
+        except Exception as exc:  # noqa: BLE001 - one kernel's broken folder must not stop the run
+            rec = {"outcome": "error", "reason": f"validate: {type(exc).__name__}: {exc}",
+                   "pass_call": False, "pass_exe": False, "pass_perf": None,
+                   "validated_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        with lock:
+            if stopping.is_set():
+                return
+            store.record(kdir, rec)
+            results[kdir.name] = rec
+            if on_result:
+                on_result(kdir, rec)
+            if time.time() - last_index[0] > INDEX_EVERY_S:
+                store.rewrite_index(root)
+                last_index[0] = time.time()
+
+    t0 = time.time()
+    pool = ThreadPoolExecutor(max_workers=max(1, opts.jobs))
+    try:
+        for fut in [pool.submit(work, kdir) for kdir in todo]:
+            fut.result()
+    except BaseException:
+        stopping.set()
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        kill_active()
+        if isinstance(runner, ForkRunner):
+            runner.close()
+        if dirs:
+            store.rewrite_index(root)
+    return {"results": results, "cached": cached, "selected": len(dirs), "wall_s": time.time() - t0}
+
+
+def failing(outcome: str) -> bool:
+    return outcome not in GOOD

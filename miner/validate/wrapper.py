@@ -1,0 +1,125 @@
+"""Render units/<inst>/kernel_wrapper.py: call one instantiation with tensors, no grid arithmetic.
+
+Grid and block come from the kernel's first recorded launch (metadata `launches`) when they are
+integers or simple arithmetic over the kernel's own parameters (C integer `/` becomes `//`);
+anything else falls back to a 1-D default: block 256, grid ceil(n / 256) with n the first
+size-like integer parameter (else the first tensor's numel). Callers can always pass grid=/block=.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import re
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from miner.atomic import write_text
+
+TEMPLATE = "kernel_wrapper.py.j2"
+_INT_CTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
+_SIZE_NAME = re.compile(r"^(n|size|count|total|len|length|numel|nthreads|num\w*|\w*_?(size|count|num|len))$",
+                        re.I)
+
+
+def _env() -> jinja2.Environment:
+    here = Path(__file__).resolve().parents[2] / "templates"
+    loaders: list[jinja2.BaseLoader] = [jinja2.FileSystemLoader(str(here))]
+    try:
+        loaders.append(jinja2.PackageLoader("miner.templates", ""))
+    except (ValueError, ModuleNotFoundError):
+        pass
+    return jinja2.Environment(loader=jinja2.ChoiceLoader(loaders), keep_trailing_newline=True,
+                              undefined=jinja2.StrictUndefined)
+
+
+def _text(v: Any) -> str | None:
+    if isinstance(v, dict):
+        for key in ("value", "text", "expr"):
+            if v.get(key) not in (None, ""):
+                return _text(v[key])
+        return None
+    if isinstance(v, list | tuple):
+        parts = [_text(x) for x in v]
+        return None if any(p is None for p in parts) else "(" + ", ".join(parts) + ",)"  # type: ignore[arg-type]
+    if v is None:
+        return None
+    return str(v)
+
+
+def python_expr(c_expr: Any, names: set[str]) -> str | None:
+    """A C launch expression as a Python expression over `names`, or None if it is not that simple."""
+    text = _text(c_expr)
+    if text is None:
+        return None
+    text = re.sub(r"(?<![/])/(?![/])", "//", text.strip())
+    text = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", text)
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        return None
+    allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load, ast.Tuple,
+               ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.USub, ast.UAdd)
+    for node in ast.walk(tree):
+        if not isinstance(node, allowed):
+            return None
+        if isinstance(node, ast.Name) and node.id not in names:
+            return None
+        if isinstance(node, ast.Constant) and not isinstance(node.value, int):
+            return None
+    return text
+
+
+def _pyname(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name) and name != "bound"
+
+
+def launch_config(meta: dict[str, Any], params: list[dict[str, Any]]) -> dict[str, Any]:
+    names = {p["name"] for p in params if _pyname(p["name"])}
+    launches = meta.get("launches") or []
+    rec = launches[0] if launches else {}
+    out: dict[str, Any] = {"recorded": bool(launches)}
+    # The caller's variable passed as a parameter stands for that parameter in grid expressions.
+    rename: dict[str, str] = {}
+    for p, arg in zip(params, rec.get("args") or rec.get("arguments") or [], strict=False):
+        text = _text(arg)
+        if text and re.fullmatch(r"[A-Za-z_]\w*", text.strip()):
+            rename[text.strip()] = p["name"]
+    for key, alts in (("grid", ("grid", "grid_dim")), ("block", ("block", "block_dim")),
+                      ("smem", ("smem", "shared_mem", "shared_memory"))):
+        raw = next((rec[a] for a in alts if a in rec), None)
+        out[f"{key}_text"] = _text(raw) if raw is not None else None
+        text = out[f"{key}_text"]
+        if text is not None and rename:
+            text = re.sub(r"[A-Za-z_]\w*", lambda m: rename.get(m.group(0), m.group(0)), text)
+        out[key] = python_expr(text, names) if text is not None else None
+    ints = [p["name"] for p in params if p.get("ctype") in _INT_CTYPES and p["name"] in names]
+    sized = [n for n in ints if _SIZE_NAME.match(n)]
+    out["size_param"] = (sized or ints or [None])[0]
+    return out
+
+
+def render(kdir: Path, meta: dict[str, Any], inst: dict[str, Any]) -> str:
+    launcher = inst.get("launcher") or {}
+    params = list(launcher.get("params") or [])
+    return _env().get_template(TEMPLATE).render(
+        kernel_id=meta.get("id", kdir.name), kernel_name=meta.get("name", kdir.name),
+        inst=inst["id"], symbol=launcher.get("symbol", ""), params=params,
+        local_params=[p for p in params if _pyname(p["name"])],
+        cfg=launch_config(meta, params))
+
+
+def write_wrappers(kdir: Path, meta: dict[str, Any]) -> list[Path]:
+    written = []
+    for inst in meta.get("instantiations") or []:
+        if not (inst.get("launcher") or {}).get("symbol"):
+            continue
+        unit = kdir / inst.get("unit", f"units/{inst['id']}/unit.cu")
+        path = unit.with_name("kernel_wrapper.py")
+        text = render(kdir, meta, inst)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            write_text(path, text)
+        written.append(path)
+    return written
