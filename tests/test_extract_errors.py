@@ -108,6 +108,21 @@ def test_bad_file_beside_good_one(case: str, tmp_path: Path) -> None:
     _partial_failure(proc, out, name)
 
 
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_bad_file_alone(case: str, tmp_path: Path) -> None:
+    """The only input fails: exit 1 (an input problem, not a usage one) and an empty dataset."""
+    name, data = BAD_FILES[case]
+    bad = _write(tmp_path / name, data)
+    out = tmp_path / "out"
+    proc = run_miner("--input-file", bad, "--output-dir", out)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    errors = _error_lines(proc.stderr)
+    assert len(errors) == 1 and name in errors[0], proc.stderr
+    assert not load_dataset(out)
+    _assert_clean(out)
+
+
 def test_syntax_errors_give_partial_results(tmp_path: Path) -> None:
     src = _write(tmp_path / "broken.cu", GOOD + """
 __global__ void broken_kernel(float* x, int n) {
