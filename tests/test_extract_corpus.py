@@ -7,12 +7,13 @@ import json
 import re
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
-from conftest import CORPUS_EXPECTED, ROOT, load_dataset, run_miner
+from conftest import CORPUS, CORPUS_EXPECTED, ROOT, load_dataset, run_miner
 
 EXPECTED: dict[str, Any] = json.loads(CORPUS_EXPECTED.read_text(encoding="utf-8"))
 KERNELS: list[dict[str, Any]] = EXPECTED["kernels"]
@@ -197,3 +198,27 @@ def test_provenance_from_git(tmp_path: Path) -> None:
         assert m["source"]["repo"] == "https://example.com/acme/corpus.git"
         assert m["source"]["commit"] == commit
         assert m["source"]["license"] == EXPECTED["license"]
+
+
+def test_trt_variant_gives_same_kernels(corpus_copy: Path, tmp_path: Path) -> None:
+    """`-D KM_WITH_TRT` switches the helper header; the kernels themselves do not move."""
+    _, _, metas = _extract(tmp_path, "extract", str(corpus_copy), "-D", "KM_WITH_TRT",
+                           "-I", str(corpus_copy / "include"))
+    assert sorted(_meta_key(m) for m in metas) == sorted(_key(k) for k in KERNELS)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_pure_cuda_corpus_compiles_with_nvcc(tmp_path: Path) -> None:
+    """The corpus is real CUDA: files without torch or HIP headers compile as they are."""
+    files = [f for f in EXPECTED["files_with_kernels"]
+             if f.endswith(".cu") and "<ATen/" not in (CORPUS / f).read_text(encoding="utf-8")]
+    assert len(files) >= 8
+
+    def compile_one(i_f: tuple[int, str]) -> tuple[str, subprocess.CompletedProcess[str]]:
+        i, f = i_f
+        cmd = ["nvcc", "-c", "-arch=sm_90", "-o", str(tmp_path / f"{i}.o"), str(CORPUS / f)]
+        return f, subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        failed = {f: p.stderr[-400:] for f, p in pool.map(compile_one, enumerate(files)) if p.returncode}
+    assert not failed
