@@ -72,7 +72,11 @@ class ResultRecorder:
         self.state["session_start"] = time.time()
 
     def pytest_collectreport(self, report: Any) -> None:
-        if report.failed:
+        if report.skipped:  # a module-level skip (e.g. harness.require_gpu()) stands for its tests
+            self.state["tests"][report.nodeid] = {"outcome": "skipped", "duration": 0.0,
+                                                  "message": _text(report.longrepr)[:500]}
+            self.flush()
+        elif report.failed:
             self.state["collect_errors"].append(
                 {"nodeid": report.nodeid, "message": _text(report.longrepr)[-2000:]})
             self.flush()

@@ -67,7 +67,7 @@ class RawResult:
 
 
 def pytest_args(kernel_dir: Path) -> list[str]:
-    return ["-q", "-p", "no:cacheprovider", "--rootdir", str(kernel_dir), "-c", os.devnull,
+    return ["-q", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning", "--rootdir", str(kernel_dir), "-c", os.devnull,
             "--import-mode=importlib", "tests"]
 
 

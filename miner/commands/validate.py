@@ -1,0 +1,76 @@
+"""`kernel-miner validate DIR`: run every kernel's tests isolated and record the outcomes."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from miner.errors import InputError, UsageError
+
+HELP = "run each kernel's tests in an isolated process and record pass/fail/crash per kernel"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dir", metavar="DIR", help="dataset directory (kernel folders with metadata.json)")
+    parser.add_argument("--jobs", "-j", type=int, default=min(8, os.cpu_count() or 1),
+                        help="kernels tested at once (default: min(8, CPUs))")
+    parser.add_argument("--timeout", type=float, default=120.0,
+                        help="seconds one kernel's tests may run before its process group is killed")
+    parser.add_argument("--sanitize", action="store_true",
+                        help="run each kernel's tests under compute-sanitizer memcheck")
+    parser.add_argument("--force", action="store_true", help="re-run kernels already validated")
+    parser.add_argument("--kernels", action="append", metavar="PATTERN",
+                        help="only kernels whose id or name matches (glob; repeat or comma-separate)")
+    parser.add_argument("--mode", choices=("fork", "spawn"), default="fork",
+                        help="fork: children of a warm worker that has torch imported (fast); "
+                             "spawn: a fresh interpreter per kernel")
+    parser.add_argument("--quiet", "-q", action="store_true", help="only the summary line")
+
+
+def run(args: argparse.Namespace) -> int:
+    from miner.validate.pipeline import Options, failing, validate_dataset
+
+    root = Path(args.dir)
+    if not root.is_dir():
+        raise InputError(f"{root}: not a directory")
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    if args.sanitize and shutil.which("compute-sanitizer") is None:
+        raise UsageError("--sanitize needs compute-sanitizer on PATH")
+    patterns = [p for item in (args.kernels or []) for p in item.split(",") if p]
+    opts = Options(jobs=args.jobs, timeout=args.timeout, sanitize=args.sanitize, force=args.force,
+                   kernels=patterns or None, mode=args.mode)
+
+    def show(kdir: Path, rec: dict[str, Any]) -> None:
+        if not args.quiet:
+            print(f"{rec['outcome']:<12} {kdir.name}  {rec.get('reason', '')}", flush=True)
+
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        summary = validate_dataset(root, opts, on_result=show)
+    except KeyboardInterrupt:
+        print("kernel-miner: error: interrupted; results recorded so far are kept", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if not summary["selected"]:
+        raise InputError(f"{root}: no kernel folders (*/metadata.json)" +
+                         (" match --kernels" if patterns else ""))
+    counts = Counter(r["outcome"] for r in summary["results"].values())
+    parts = [f"{n} {k}" for k, n in sorted(counts.items())]
+    if summary["cached"]:
+        parts.append(f"{summary['cached']} already validated")
+    print(f"{summary['selected']} kernels: {', '.join(parts)} -> {root}")
+    return 1 if any(failing(r["outcome"]) for r in summary["results"].values()) else 0
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt

@@ -1,0 +1,102 @@
+"""Collect, for every failed kernel, what a person needs to reproduce and fix it in one folder."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from miner.atomic import write_text
+from miner.validate import store
+from miner.validate.classify import GOOD
+from miner.validate.compile_unit import nvcc_command
+
+_REPRO = """#!/usr/bin/env bash
+# Reproduce: {kid} -> {outcome}
+# {reason}
+# Runs from this folder, which mirrors the kernel's folder (units/, tests/, metadata.json).
+set -u
+cd "$(dirname "$0")"
+{build}
+export PYTHONFAULTHANDLER=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
+# Add "compute-sanitizer --tool memcheck" in front of python to look for memory errors.
+timeout -s KILL {timeout} {sanitize}python -m pytest -p miner.validate.plugin -p no:cacheprovider \\
+    -c /dev/null --rootdir . --import-mode=importlib tests "$@"
+echo "exit code: $?"
+"""
+
+
+def summary_text(kid: str, meta: dict[str, Any], v: dict[str, Any], stderr_tail: str) -> str:
+    lines = [
+        f"kernel:    {kid} ({meta.get('name', '?')})",
+        f"source:    {(meta.get('source') or {}).get('path', '?')}:{(meta.get('source') or {}).get('start_line', '?')}",
+        f"outcome:   {v.get('outcome')}",
+        f"reason:    {v.get('reason', '')}",
+    ]
+    if v.get("signal"):
+        lines.append(f"signal:    {v['signal']}")
+    if v.get("test"):
+        lines.append(f"test:      {v['test']}")
+    lines.append(f"exit code: {v.get('exit_code')}")
+    lines.append(f"pass_call: {v.get('pass_call')}  pass_exe: {v.get('pass_exe')}  pass_perf: {v.get('pass_perf')}")
+    build = v.get("build") or {}
+    for inst, err in (build.get("failed") or {}).items():
+        lines.append(f"build {inst}: {err}")
+    if v.get("timing"):
+        lines.append("timing:    " + ", ".join(f"{k}={val}" for k, val in v["timing"].items() if val is not None))
+    lines.append(f"validated: {v.get('validated_at')} with {v.get('tool')}")
+    lines.append(f"command:   {v.get('command')}")
+    if stderr_tail:
+        lines += ["", "last lines of stderr:", stderr_tail]
+    return "\n".join(lines) + "\n"
+
+
+def triage(root: Path, out: Path, timeout: float = 120) -> list[Path]:
+    """One folder per kernel whose recorded outcome is a failure; returns the folders written."""
+    written = []
+    for kdir in store.kernel_dirs(root):
+        meta = store.load_meta(kdir)
+        v = meta.get("validation") or {}
+        if not v.get("outcome") or v["outcome"] in GOOD:
+            continue
+        dest = out / kdir.name
+        tmp = out / f".{kdir.name}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for name in ("metadata.json", "kernel.cu"):
+            if (kdir / name).is_file():
+                shutil.copy2(kdir / name, tmp / name)
+        if (kdir / "tests").is_dir():
+            shutil.copytree(kdir / "tests", tmp / "tests",
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        builds = []
+        for inst in meta.get("instantiations") or []:
+            rel = Path(inst.get("unit", f"units/{inst.get('id')}/unit.cu"))
+            src_dir = (kdir / rel).parent
+            if not src_dir.is_dir():
+                continue
+            (tmp / rel.parent).mkdir(parents=True, exist_ok=True)
+            for f in ("unit.cu", "host_wrapper.cu", "kernel_wrapper.py"):
+                if (src_dir / f).is_file():
+                    shutil.copy2(src_dir / f, tmp / rel.parent / f)
+            cmd = " ".join(nvcc_command(rel, rel.with_name("libunit.so")))
+            builds.append(f"[ -f {rel.with_name('libunit.so')} ] || {cmd} || exit 1")
+        logs = v.get("logs") or {}
+        tail = ""
+        for key in ("stdout", "stderr", "result"):
+            src = kdir / logs[key] if logs.get(key) else None
+            if src and src.is_file():
+                shutil.copy2(src, tmp / src.name)
+        err_file = tmp / "stderr.txt"
+        if err_file.is_file():
+            tail = "\n".join(err_file.read_text(encoding="utf-8", errors="replace").splitlines()[-25:])
+        sanitize = "compute-sanitizer --tool memcheck " if v.get("sanitize") else ""
+        write_text(tmp / "repro.sh", _REPRO.format(
+            kid=kdir.name, outcome=v["outcome"], reason=str(v.get("reason", "")).replace("\n", " "),
+            build="\n".join(builds) or ":", timeout=int(timeout), sanitize=sanitize))
+        (tmp / "repro.sh").chmod(0o755)
+        write_text(tmp / "summary.txt", summary_text(kdir.name, meta, v, tail))
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.rename(dest)
+        written.append(dest)
+    return written
