@@ -54,6 +54,8 @@ def _child_env() -> dict[str, str]:
     root = str(Path(miner.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    # Third-party pytest plugins (hypothesis...) cost a second per run and generated tests need none.
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     # The API key has no business in a test process.
     env.pop("OPENAI_API_KEY", None)
     return env

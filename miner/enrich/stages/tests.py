@@ -15,8 +15,8 @@ from miner.enrich.prompts import load_prompt
 from miner.enrich.records import KernelInput, now
 from miner.enrich.repair import blame_heuristic, error_summary, parse_repair_answer, repair_messages
 from miner.enrich.run_tests import run_generated_test
-from miner.enrich.static_check import check_test_source
 from miner.enrich.stages.base import CallLog, RunContext, StageFailure, write_stage_json
+from miner.enrich.static_check import check_test_source
 
 TEST_FILE = "test_generated.py"
 MIN_CASES = 5
@@ -47,6 +47,8 @@ def run_tests_stage(ctx: RunContext, kin: KernelInput, analysis: dict[str, Any])
     attempts_path = kin.enrich_dir / "attempts.json"
     history: list[dict[str, Any]] = []
     memory: dict[str, Any] = {"kernel": kin.kid, "model": ctx.cfg.model, "attempts": history}
+    # A candidate from an earlier run must not survive if this run's candidates are all rejected.
+    test_path.unlink(missing_ok=True)
     code = _first_candidate(ctx, kin, analysis, log)
     outcome, message = "error", ""
     for attempt in range(1, ctx.cfg.max_attempts + 1):
