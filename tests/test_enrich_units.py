@@ -1,0 +1,229 @@
+"""Unit tests of the enrichment pieces that need no server: JSON extraction, the static test checker,
+the deterministic instruct rules, the cache key, the budget and the child-process test runner."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from miner.enrich.budget import Budget, BudgetExhausted
+from miner.enrich.cache import ResponseCache, request_key
+from miner.enrich.docstring import complete_docstring, instruct_prompt
+from miner.enrich.json_extract import ExtractError, extract_code, extract_json
+from miner.enrich.redact import Redactor
+from miner.enrich.repair import blame_heuristic, parse_repair_answer
+from miner.enrich.run_tests import run_generated_test
+from miner.enrich.static_check import check_test_source
+
+# ------------------------------------------------------------------------------ JSON extraction
+
+
+def test_extract_json_from_fence_prose_and_braces_in_strings() -> None:
+    text = 'Sure! Here it is:\n```json\n{"a": "x { not a brace", "b": [1, {"c": 2}]}\n```\nHope it helps.'
+    assert extract_json(text) == {"a": "x { not a brace", "b": [1, {"c": 2}]}
+    assert extract_json('The result is {"k": "v"} as requested.') == {"k": "v"}
+    # A stray brace in prose before the object is skipped.
+    assert extract_json('Using {braces} loosely, then {"ok": true}') == {"ok": True}
+
+
+@pytest.mark.parametrize("text, why", [
+    ('{"core_function": "adds", "params": [{"name": "x"', "truncated"),
+    ("```json\n{'single': 'quotes'}\n```", "invalid JSON"),
+    ("no json here at all", "no JSON object"),
+    ("", "empty"),
+])
+def test_extract_json_failures_say_why(text: str, why: str) -> None:
+    with pytest.raises(ExtractError, match=why):
+        extract_json(text)
+
+
+def test_extract_code_picks_python_block_and_rejects_unclosed_fence() -> None:
+    text = "Plan:\n```json\n{}\n```\nCode:\n```python\nimport os\nprint(1)\n```\nDone."
+    assert extract_code(text) == "import os\nprint(1)\n"
+    with pytest.raises(ExtractError, match="not closed"):
+        extract_code("```python\nimport os\ndef f(:\n")
+
+
+def test_parse_repair_answer_reflection_and_code() -> None:
+    answer = ('{"reflection": "wrong grid", "blame": "Test", "confidence": 0.8}\n'
+              '```python\nx = {"a": 1}\n```')
+    reflection, code = parse_repair_answer(answer)
+    assert reflection["blame"] == "test" and reflection["reflection"] == "wrong grid"
+    assert code == 'x = {"a": 1}\n'
+
+
+def test_blame_heuristic() -> None:
+    assert blame_heuristic("error", "E   ImportError: cannot import name 'x'") == "test"
+    assert blame_heuristic("build_failed", "nvcc: error") == "kernel"
+    assert blame_heuristic("failed", "AssertionError: Tensor-likes are not close") == "unknown"
+
+
+# ------------------------------------------------------------------------------ static checker
+
+GOOD = textwrap.dedent('''\
+    from pathlib import Path
+
+    import pytest
+
+    from miner.harness import load_unit
+
+    torch = pytest.importorskip("torch")
+    pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+    KERNEL_DIR = Path(__file__).resolve().parents[1]
+    SIZES = [1, 255, 256, 1000, 1 << 20]
+
+
+    def reference(x, alpha):
+        return x * alpha
+
+
+    @pytest.mark.parametrize("n", SIZES)
+    def test_scale(n):
+        unit = load_unit(KERNEL_DIR, "float")
+        x = torch.randn(n, device="cuda")
+        out = torch.full_like(x, float("nan"))
+        unit.launch((n + 255) // 256, 256, out, x, 2.0, n)
+        torch.cuda.synchronize()
+        expected = reference(x, 2.0)
+        torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+    ''')
+
+ASSERT = "torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)"
+LAUNCH = "unit.launch((n + 255) // 256, 256, out, x, 2.0, n)"
+
+
+def test_static_check_accepts_a_good_test() -> None:
+    result = check_test_source(GOOD)
+    assert result.ok, result.problems
+    assert result.cases == 5
+
+
+@pytest.mark.parametrize("source", [
+    GOOD.replace(ASSERT, "assert torch.allclose(out, expected, rtol=1e-5, atol=1e-5)"),
+    GOOD.replace(ASSERT, "assert (out - expected).abs().max() <= 1e-5"),
+    GOOD.replace("from miner.harness import load_unit", "from miner import harness").replace(
+        "load_unit(KERNEL_DIR", "harness.load_unit(KERNEL_DIR"),
+    # A snapshot taken before the launch is an honest reference for an in-place kernel.
+    GOOD.replace("    expected = reference(x, 2.0)\n", "").replace(
+        LAUNCH, "expected = reference(x.clone(), 2.0)\n    " + LAUNCH),
+], ids=["allclose", "abs-diff", "module-import", "snapshot-before-launch"])
+def test_static_check_accepts_variants(source: str) -> None:
+    result = check_test_source(source)
+    assert result.ok, result.problems
+
+
+@pytest.mark.parametrize("source, why", [
+    (GOOD.replace("expected = reference(x, 2.0)", "expected = out.clone()"), "kernel's own output"),
+    (GOOD.replace("expected = reference(x, 2.0)",
+                  "expected = torch.empty_like(x)\n    unit.launch(1, 256, expected, x, 2.0, n)"),
+     "kernel's own output"),
+    (GOOD.replace(ASSERT, "print(out, expected)"), "no assertion"),
+    (GOOD.replace(ASSERT, "torch.allclose(out, expected)"), "no assertion"),
+    (GOOD.replace(ASSERT, "assert True"), "asserts a constant"),
+    (GOOD.replace(ASSERT, "assert out.sum() == out.sum()"), "itself"),
+    (GOOD.replace(LAUNCH, "out = x * 2.0"), "never launches"),
+    (GOOD.replace("[1, 255, 256, 1000, 1 << 20]", "[1, 255]"), "at least 5"),
+    (GOOD.replace("    " + ASSERT, f"    try:\n        {ASSERT}\n    except Exception:\n        pass"),
+     "swallow"),
+    (GOOD.replace('@pytest.mark.parametrize("n", SIZES)',
+                  '@pytest.mark.skip\n@pytest.mark.parametrize("n", SIZES)'), "marked skip"),
+    (GOOD.replace("def reference(x, alpha):", "def reference(x, alpha)"), "syntax error"),
+    (GOOD.replace("from miner.harness import load_unit", "import subprocess\nfrom miner.harness import load_unit"),
+     "imports subprocess"),
+], ids=["clone-of-output", "kernel-as-reference", "print-only", "allclose-not-asserted", "assert-true",
+        "self-compare", "no-launch", "too-few-cases", "try-except", "skip-mark", "syntax", "subprocess"])
+def test_static_check_rejects_tests_that_cannot_fail(source: str, why: str) -> None:
+    result = check_test_source(source)
+    assert not result.ok
+    assert why in result.message(), result.message()
+
+
+# ------------------------------------------------------------------------------ descriptions
+
+DESC = {
+    "summary": "Scales a vector by a constant.",
+    "details": "Each thread multiplies one element; threads past n do nothing.",
+    "parameters": [
+        {"name": "out", "dtype": "float", "shape": "[n]", "role": "output", "description": "the result"},
+        {"name": "x", "dtype": "float", "shape": "[n]", "role": "input", "description": "the input"},
+        {"name": "n", "dtype": "int", "shape": "scalar", "role": "size", "description": "element count"},
+    ],
+    "returns": "Out holds x times the constant",
+    "launch": {"grid": "ceil(n / 256)", "block": "256", "dynamic_shared_memory": "0", "notes": ""},
+    "example": "unit.launch(4, 256, out, x, 1000)",
+}
+SIG = "__global__ void scale(float* out, const float* x, int n)"
+
+
+def test_instruct_is_derived_by_rules_and_agrees_with_complete() -> None:
+    complete = complete_docstring(DESC, SIG)
+    instruct = instruct_prompt(DESC, SIG)
+    assert complete.startswith("/**\n * Scales a vector by a constant.") and complete.rstrip().endswith(SIG)
+    assert instruct.startswith("Write a CUDA kernel that scales a vector by a constant.\n")
+    # Every fact of the complete description appears verbatim in the instruct one.
+    for p in DESC["parameters"]:
+        line = f"{p['name']} ({p['role']}; {p['dtype']}; shape {p['shape']})"
+        assert line in complete and line in instruct
+    assert "grid ceil(n / 256), block 256" in complete and "grid ceil(n / 256), block 256" in instruct
+    assert instruct == instruct_prompt(dict(DESC), SIG)  # deterministic
+
+
+# ------------------------------------------------------------------------------ cache, budget, redaction
+
+
+def test_cache_key_covers_model_messages_and_params(tmp_path: Path) -> None:
+    msgs = [{"role": "user", "content": "hi"}]
+    k = request_key("m", msgs, {"temperature": 0})
+    assert k != request_key("m2", msgs, {"temperature": 0})
+    assert k != request_key("m", msgs, {"temperature": 1})
+    assert k != request_key("m", [{"role": "user", "content": "hi!"}], {"temperature": 0})
+    cache = ResponseCache(tmp_path)
+    assert cache.get(k) is None
+    cache.put(k, {"content": "answer"})
+    assert cache.get(k) == {"content": "answer"}
+    (tmp_path / k[:2] / f"{k}.json").write_text("{broken")
+    assert cache.get(k) is None
+
+
+def test_budget_refuses_past_its_limits() -> None:
+    b = Budget(max_requests=2)
+    b.reserve()
+    b.reserve()
+    with pytest.raises(BudgetExhausted):
+        b.reserve()
+    t = Budget(max_tokens=100)
+    t.reserve()
+    t.charge(150)
+    with pytest.raises(BudgetExhausted, match="token"):
+        t.reserve()
+
+
+def test_redactor_masks_key_and_its_echoed_prefix() -> None:
+    r = Redactor("sk-test-0123456789abcdef")
+    assert r.text("key sk-test-0123456789abcdef bad") == "key *** bad"
+    assert "sk-test-" not in r.text("Incorrect API key provided: sk-test-****cdef")
+    assert r.obj({"a": ["sk-test-0123456789abcdef"]}) == {"a": ["***"]}
+
+
+# ------------------------------------------------------------------------------ child-process runner
+
+
+@pytest.mark.parametrize("body, outcome", [
+    ("def test_ok():\n    assert 1 + 1 == 2\n", "passed"),
+    ("def test_bad():\n    assert 1 + 1 == 3\n", "failed"),
+    ("import pytest\n\ndef test_s():\n    pytest.skip('no GPU')\n", "skipped"),
+    ("from miner.harness import no_such_name\n\ndef test_x():\n    pass\n", "error"),
+    ("import os, signal\n\ndef test_segv():\n    os.kill(os.getpid(), signal.SIGSEGV)\n", "crashed"),
+    ("import time\n\ndef test_hang():\n    time.sleep(60)\n", "timeout"),
+])
+def test_generated_test_runs_in_a_child_with_one_outcome(tmp_path: Path, body: str, outcome: str) -> None:
+    kdir = tmp_path / "k"
+    (kdir / "tests").mkdir(parents=True)
+    test = kdir / "tests" / "test_generated.py"
+    test.write_text(body)
+    got, message = run_generated_test(kdir, test, timeout=1.5 if outcome == "timeout" else 30)
+    assert got == outcome, message
+    if outcome == "crashed":
+        assert "SIGSEGV" in message
