@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from miner import compile_db, dataset, include_graph
+from miner import units as unit_stage
 from miner.discover import SourceFile, discover
 from miner.errors import UsageError
 from miner.frontends import clang_frontend, treesitter_frontend
@@ -32,6 +33,7 @@ class ExtractOptions:
     compile_commands: str | None = None
     jobs: int = 1
     frontend: str = "auto"
+    units: bool = True  # closure, launches, instantiations and rendered units (needs libclang)
 
 
 @dataclass
@@ -42,31 +44,53 @@ class ExtractReport:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass
+class UnitData:
+    """What the parse workers found for units: closures (first TU wins), launches, explicit insts."""
+
+    closures: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    launches: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
+    explicit: dict[str, list[list[str]]] = field(default_factory=dict)
+
+    def add(self, res: clang_frontend.ParseResult) -> None:
+        for key, unit in res.units.items():
+            self.closures.setdefault(key, unit)
+        for launch in res.launches:
+            lst = self.launches.setdefault(tuple(launch["kernel"]), [])
+            sig = (launch["path"], launch["line"], tuple(launch["template_args"] or ()))
+            if all((x["path"], x["line"], tuple(x["template_args"] or ())) != sig for x in lst):
+                lst.append(launch)
+        for name, lst in res.explicit.items():
+            for args in lst:
+                if args not in self.explicit.setdefault(name, []):
+                    self.explicit[name].append(args)
+
+
 # Worker state: set once per process by the pool initializer (libclang's Index is not picklable).
 _W: dict[str, Any] = {}
 
 
-def _init_worker(config: ParseConfig, inputs: set[str]) -> None:
-    _W["config"], _W["inputs"], _W["index"] = config, inputs, None
+def _init_worker(config: ParseConfig, inputs: set[str], units: bool) -> None:
+    _W["config"], _W["inputs"], _W["index"], _W["units"] = config, inputs, None, units
 
 
 def _parse_root(path: str) -> clang_frontend.ParseResult:
     if _W.get("index") is None and clang_frontend.AVAILABLE:
         _W["index"] = clang_frontend.ci.Index.create()
-    return clang_frontend.parse(path, _W["config"], _W["inputs"], _W["index"])
+    return clang_frontend.parse(path, _W["config"], _W["inputs"], _W["index"], with_units=_W["units"])
 
 
-def _run_clang(roots: list[str], config: ParseConfig, inputs: set[str], jobs: int,
+def _run_clang(roots: list[str], config: ParseConfig, inputs: set[str], jobs: int, units: bool,
                tick: Callable[[], None]) -> list[clang_frontend.ParseResult]:
     if jobs <= 1 or len(roots) <= 1:
-        _init_worker(config, inputs)
+        _init_worker(config, inputs, units)
         out = []
         for r in roots:
             out.append(_parse_root(r))
             tick()
         return out
     ctx = mp.get_context("fork")
-    with ctx.Pool(min(jobs, len(roots)), initializer=_init_worker, initargs=(config, inputs)) as pool:
+    with ctx.Pool(min(jobs, len(roots)), initializer=_init_worker, initargs=(config, inputs, units)) as pool:
         out = []
         for res in pool.imap_unordered(_parse_root, roots, chunksize=1):
             out.append(res)
@@ -80,7 +104,7 @@ def _overlaps(a: Kernel, b: Kernel) -> bool:
 
 def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_graph.IncludeGraph,
                opts: ExtractOptions, report: ExtractReport,
-               progress: Callable[[int], Callable[[], None]]) -> tuple[list[Kernel], dict[str, str]]:
+               progress: Callable[[int], Callable[[], None]], units: UnitData) -> tuple[list[Kernel], dict[str, str]]:
     """Kernels from every file, and for each kernel file the translation unit that parsed it."""
     kernel_files = {f.path: f for f in files if f.has_kernel}
     inputs = {f.path for f in files}
@@ -98,11 +122,12 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
         tick = progress(len(roots))
         pending = roots
         while pending:
-            results = _run_clang(pending, config, inputs, opts.jobs, tick)
+            results = _run_clang(pending, config, inputs, opts.jobs, opts.units, tick)
             for res in results:
                 if res.error:
                     clang_failed.add(res.path)
                     continue
+                units.add(res)
                 for k in res.kernels:
                     found.setdefault((k.path, k.start_offset), k)
                 for s in sorted(res.seen_files):
@@ -196,7 +221,8 @@ def extract(opts: ExtractOptions, progress: Callable[[int], Callable[[], None]] 
     graph = include_graph.build(files, include_dirs)
     config = ParseConfig(include_dirs=include_dirs + graph.auto_include_dirs,
                          defines=list(opts.defines), per_file_args=per_file)
-    kernels, tu_of = _parse_all(files, config, graph, opts, report, progress)
+    units = UnitData()
+    kernels, tu_of = _parse_all(files, config, graph, opts, report, progress, units)
     data = {f.path: f.data for f in files}
     ordinals: dict[tuple[str, str], int] = defaultdict(int)
     metas: list[dict[str, Any]] = []
@@ -209,6 +235,8 @@ def extract(opts: ExtractOptions, progress: Callable[[int], Callable[[], None]] 
         ordinals[key] += 1
         text = data[k.path][k.start_offset:k.end_offset]
         meta = _metadata(k, text, origin, kid, tu_of.get(k.path), config)
+        if opts.units:
+            unit_stage.attach(str(out_dir), meta, k, text.decode("utf-8", "replace"), units, origin.root)
         dataset.write_kernel(out_dir, meta, text)
         metas.append(meta)
         replaced.add((origin.repo, rel))

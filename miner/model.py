@@ -47,6 +47,7 @@ class Kernel:
     is_specialization: bool
     frontend: str
     diagnostics: dict[str, Any] = field(default_factory=dict)
+    name_offset: int = -1  # where clang locates the declaration (launch callees point here)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -36,6 +36,9 @@ class ParseResult:
     kernels: list[Kernel] = field(default_factory=list)
     seen_files: set[str] = field(default_factory=set)  # input files this TU included
     error: str | None = None
+    units: dict[tuple[str, int], dict] = field(default_factory=dict)  # closure per kernel
+    launches: list[dict] = field(default_factory=list)
+    explicit: dict[str, list[list[str]]] = field(default_factory=dict)
 
 
 class _Sources:
@@ -126,10 +129,12 @@ def _kernel(c: ci.Cursor, data: bytes, path: str, clang_name: str, diags: dict) 
         is_specialization=is_spec,
         frontend="clang",
         diagnostics=diags,
+        name_offset=c.location.offset,
     )
 
 
-def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | None = None) -> ParseResult:
+def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | None = None,
+          with_units: bool = False) -> ParseResult:
     """Parse `path`; report kernels defined in any file of `inputs` that this TU sees."""
     result = ParseResult(path=path)
     if not AVAILABLE:
@@ -147,6 +152,7 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
     result.seen_files = {path} | {
         n for inc in tu.get_includes() if (n := norm(inc.include.name)) in inputs
     }
+    cursors: list[ci.Cursor] = []
     stack = list(tu.cursor.get_children())
     while stack:
         c = stack.pop()
@@ -162,7 +168,33 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
                 if fname not in diag_cache:
                     diag_cache[fname] = _diagnostics(tu, f.name)
                 result.kernels.append(_kernel(c, sources.get(fname), fname, f.name, diag_cache[fname]))
+                cursors.append(c)
         elif kind.name in _SCOPES:
             stack.extend(c.get_children())
+    if with_units and result.kernels:
+        _units(tu, result, cursors, inputs, norm, sources)
     result.kernels.sort(key=lambda k: (k.path, k.start_offset))
     return result
+
+
+def _units(tu, result: ParseResult, cursors: list, inputs: set[str], norm, sources) -> None:
+    """Closure and launches while the TU is alive; plain data goes back to the parent process."""
+    from miner import closure, instantiations, launches
+
+    ctx = closure.TUContext(tu, inputs, norm, sources.get)
+    by_name = {(k.path, k.name_offset): k for k in result.kernels}
+    for k, c in zip(result.kernels, cursors, strict=True):
+        cl = closure.compute(ctx, c, k.path, k.start_offset)
+        result.units[(k.path, k.start_offset)] = {
+            "kernel_path": k.path, "pieces": closure.render_pieces(ctx, cl), "includes": cl.includes,
+            "shims": cl.shims, "unresolved": cl.unresolved,
+        }
+    found, _calls = launches.find(ctx, by_name)
+    for launch in found:
+        k = by_name[launch.kernel]
+        d = dict(vars(launch))
+        d["kernel"] = (k.path, k.start_offset)
+        result.launches.append(d)
+    for path in {k.path for k in result.kernels}:
+        for name, lst in instantiations.explicit_in(sources.get(path).decode("utf-8", "replace")).items():
+            result.explicit.setdefault(name, []).extend(lst)

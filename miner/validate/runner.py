@@ -67,7 +67,8 @@ class RawResult:
 
 
 def pytest_args(kernel_dir: Path) -> list[str]:
-    return ["-q", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning", "--rootdir", str(kernel_dir), "-c", os.devnull,
+    # unraisableexception runs gc.collect() five times at exit: ~1 s once torch is imported.
+    return ["-q", "-p", "no:cacheprovider", "-p", "no:unraisableexception", "-W", "ignore::pytest.PytestAssertRewriteWarning", "--rootdir", str(kernel_dir), "-c", os.devnull,
             "--import-mode=importlib", "tests"]
 
 

@@ -8,6 +8,7 @@ whole process group; the zygote never touches CUDA, so forked children can initi
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -71,6 +72,10 @@ def child(req: dict, zygote_pid: int) -> None:
 
 def main() -> None:
     preload()
+    # Preloaded modules (torch: millions of objects) never die: keep every gc pass in the
+    # children from walking them, and keep their pages shared after fork.
+    gc.collect()
+    gc.freeze()
     proto_in = sys.stdin.buffer
     proto_out = sys.stdout.buffer
 

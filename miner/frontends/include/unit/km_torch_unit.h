@@ -1,0 +1,74 @@
+/* kernel-miner unit shim: the few ATen/c10 names device code uses, for nvcc alone.
+ * Inlined into units instead of torch headers (which cost ~128 s to compile and need libtorch). */
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <stdint.h>
+namespace c10 {
+struct alignas(2) Half {
+  unsigned short x;
+  Half() = default;
+  __host__ __device__ Half(float f) { __half h = __float2half(f); x = *reinterpret_cast<unsigned short *>(&h); }
+  __host__ __device__ Half(__half h) { x = *reinterpret_cast<unsigned short *>(&h); }
+  __host__ __device__ operator float() const { return __half2float(*reinterpret_cast<const __half *>(&x)); }
+  __host__ __device__ Half &operator+=(float v) { return *this = Half(float(*this) + v); }
+  __host__ __device__ Half &operator-=(float v) { return *this = Half(float(*this) - v); }
+  __host__ __device__ Half &operator*=(float v) { return *this = Half(float(*this) * v); }
+  __host__ __device__ Half &operator/=(float v) { return *this = Half(float(*this) / v); }
+};
+struct alignas(2) BFloat16 {
+  unsigned short x;
+  BFloat16() = default;
+  __host__ __device__ BFloat16(float f) { __nv_bfloat16 h = __float2bfloat16(f); x = *reinterpret_cast<unsigned short *>(&h); }
+  __host__ __device__ operator float() const { return __bfloat162float(*reinterpret_cast<const __nv_bfloat16 *>(&x)); }
+  __host__ __device__ BFloat16 &operator+=(float v) { return *this = BFloat16(float(*this) + v); }
+  __host__ __device__ BFloat16 &operator*=(float v) { return *this = BFloat16(float(*this) * v); }
+};
+template <class T, bool is_cuda = true> struct km_acc { typedef T type; };
+template <> struct km_acc<Half, true> { typedef float type; };
+template <> struct km_acc<BFloat16, true> { typedef float type; };
+template <> struct km_acc<float, true> { typedef float type; };
+}  // namespace c10
+namespace at {
+using c10::BFloat16;
+using c10::Half;
+template <class T, bool is_cuda = true> using acc_type = typename c10::km_acc<T, is_cuda>::type;
+template <typename T> struct DefaultPtrTraits { typedef T *PtrType; };
+template <typename T> struct RestrictPtrTraits { typedef T *__restrict__ PtrType; };
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+struct TensorAccessor {
+  typename PtrTraits<T>::PtrType data_; const index_t *sizes_; const index_t *strides_;
+  __host__ __device__ TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) {
+    return {data_ + strides_[0] * i, sizes_ + 1, strides_ + 1}; }
+  __host__ __device__ index_t size(int d) const { return sizes_[d]; }
+};
+template <typename T, template <typename U> class PtrTraits, typename index_t>
+struct TensorAccessor<T, 1, PtrTraits, index_t> {
+  typename PtrTraits<T>::PtrType data_; const index_t *sizes_; const index_t *strides_;
+  __host__ __device__ T &operator[](index_t i) { return data_[strides_[0] * i]; }
+  __host__ __device__ index_t size(int d) const { return sizes_[d]; }
+};
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+struct GenericPackedTensorAccessor {
+  typename PtrTraits<T>::PtrType data_; index_t sizes_[N]; index_t strides_[N];
+  __host__ __device__ TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) {
+    return {data_ + strides_[0] * i, sizes_ + 1, strides_ + 1}; }
+  __host__ __device__ index_t size(int d) const { return sizes_[d]; }
+  __host__ __device__ T *data() { return data_; }
+};
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
+using PackedTensorAccessor32 = GenericPackedTensorAccessor<T, N, PtrTraits, int32_t>;
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
+using PackedTensorAccessor64 = GenericPackedTensorAccessor<T, N, PtrTraits, int64_t>;
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+using PackedTensorAccessor = GenericPackedTensorAccessor<T, N, PtrTraits, index_t>;
+namespace native {
+template <class T, class I>
+__device__ void fastAtomicAdd(T *tensor, I index, I numel, T value, bool fast) { atomicAdd(tensor + index, value); }
+}  // namespace native
+}  // namespace at
+__device__ inline c10::Half atomicAdd(c10::Half *p, c10::Half v) {
+  __half h = __float2half(float(v));
+  return c10::Half(atomicAdd(reinterpret_cast<__half *>(p), h)); }
+template <class T> __device__ inline T gpuAtomicAdd(T *p, T v) { return atomicAdd(p, v); }
+using at::Half;
+using at::BFloat16;

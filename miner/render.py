@@ -1,0 +1,112 @@
+"""Render one standalone unit and one readable host wrapper per (kernel, instantiation)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+from importlib import resources
+from typing import Any
+
+import jinja2
+
+from miner import __version__, atomic
+from miner.frontends.config import stub_dir
+from miner.instantiations import inst_id, substitute
+
+_CTYPES = [
+    (r"^(unsigned\s+long\s+long|uint64_t|size_t|unsigned\s+long)$", "uint64"),
+    (r"^(long\s+long|int64_t|long|ptrdiff_t|index_t)$", "int64"),
+    (r"^(unsigned(\s+int)?|uint32_t)$", "uint32"), (r"^(int|int32_t|signed)$", "int32"),
+    (r"^(short|int16_t)$", "int16"), (r"^(unsigned\s+short|uint16_t)$", "uint16"),
+    (r"^(char|signed\s+char|int8_t)$", "int8"), (r"^(unsigned\s+char|uint8_t)$", "uint8"),
+    (r"^float$", "float32"), (r"^double$", "float64"), (r"^bool$", "bool"),
+    (r"^(c10::Half|at::Half|Half|__half|half)$", "half"), (r"^(c10::BFloat16|at::BFloat16|__nv_bfloat16)$", "bfloat16"),
+]
+
+
+@functools.cache
+def _env() -> jinja2.Environment:
+    loader = jinja2.FunctionLoader(
+        lambda name: (resources.files("miner.templates") / name).read_text(encoding="utf-8"))
+    return jinja2.Environment(loader=loader, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+                              autoescape=False)
+
+
+@functools.cache
+def shim_text() -> str:
+    return (stub_dir() / "unit" / "km_torch_unit.h").read_text(encoding="utf-8")
+
+
+def ctype_of(type_text: str) -> str:
+    t = re.sub(r"\b(const|volatile|__restrict__|__restrict|restrict)\b", "", type_text).strip()
+    if "*" in t or "[" in t:
+        return "pointer"
+    t = re.sub(r"\s+", " ", t)
+    for pattern, name in _CTYPES:
+        if re.match(pattern, t):
+            return name
+    return "struct"
+
+
+def _base(type_text: str) -> str:
+    t = re.sub(r"\b(const|volatile|__restrict__|__restrict|restrict)\b", "", type_text)
+    t = t.replace("*", "").strip()
+    return "char" if t in ("void", "") else re.sub(r"\s+", " ", t)
+
+
+def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: dict[str, Any],
+           insts: list[dict[str, Any]], launch: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Write units/<inst>/unit.cu and host_wrapper.cu; return the metadata `instantiations`."""
+    kdir = os.path.join(out_dir, meta["id"])
+    root_hint = os.path.dirname(unit.get("kernel_path", ""))
+    pieces = [dict(p, relpath=os.path.relpath(p["path"], root_hint) if p["path"] else "") for p in unit["pieces"]]
+    records = []
+    used_ids: set[str] = set()
+    for inst in insts:
+        iid = inst_id(inst["args"])
+        while iid in used_ids:
+            iid += "_"
+        used_ids.add(iid)
+        mapping = inst["template_args"]
+        params = [{"name": p["name"], "type": substitute(p["type"], mapping), "pointer": p["pointer"]}
+                  for p in meta["params"]]
+        for i, p in enumerate(params):
+            p["name"] = p["name"] or f"arg{i}"
+            p["ctype"] = ctype_of(p["type"])
+            p["base"] = _base(p["type"])
+        args_text = ", ".join(inst["args"])
+        symbol = "km_launch_" + hashlib.sha256(f"{meta['id']}/{iid}".encode()).hexdigest()[:16]
+        explicit = bool(inst["args"]) and not meta["is_specialization"]
+        callee = meta["qualified_name"] + (f"<{args_text}>" if inst["args"] or meta["is_specialization"] else "")
+        if meta["is_specialization"]:
+            m = re.search(re.escape(meta["name"]) + r"\s*(<[^({]*>)\s*\(", kernel_text)
+            callee = meta["qualified_name"] + (m.group(1) if m else "")
+        ctx = {
+            "kernel": meta, "src": meta["source"], "version": __version__, "symbol": symbol,
+            "includes": unit["includes"],
+            "shim_text": shim_text() if unit["shims"] or any(
+                re.search(r"\b(c10|at)::", a) for a in inst["args"]) else "",
+            "pieces": pieces, "namespaces": meta["qualified_name"].split("::")[:-1],
+            "kernel_text": kernel_text, "callee": "::" + callee if "::" in callee else callee,
+            "macro_names": [p["name"] for p in unit["pieces"] if p["kind"] == "MACRO"],
+            "inst": {"args_text": args_text, "explicit": explicit, "params": params,
+                     "param_types": [p["type"] for p in params]},
+        }
+        unit_text = _env().get_template("unit.cu.j2").render(**ctx)
+        cfg = (launch or {}).get("config", {})
+        vals = (launch or {}).get("values", {})
+        wrap = _env().get_template("host_wrapper.cu.j2").render(
+            **ctx, launch_text=f"<<<{cfg.get('grid')}, {cfg.get('block')}, {cfg.get('shared_mem')}>>>"
+            if launch else "none recorded",
+            grid=256, block=vals.get("block", 256), smem=vals.get("shared_mem", 0))
+        udir = os.path.join(kdir, "units", iid)
+        atomic.write_text(os.path.join(udir, "unit.cu"), unit_text)
+        atomic.write_text(os.path.join(udir, "host_wrapper.cu"), wrap)
+        records.append({
+            "id": iid, "template_args": mapping, "args": inst["args"], "origin": inst["origin"],
+            "unit": f"units/{iid}/unit.cu", "host_wrapper": f"units/{iid}/host_wrapper.cu",
+            "launcher": {"symbol": symbol, "params": [{k: p[k] for k in ("name", "type", "ctype")} for p in params]},
+        })
+    return records

@@ -1,0 +1,58 @@
+"""Turn one kernel's closure, launches and instantiations into metadata blocks and rendered units."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from miner import instantiations, render
+from miner.model import Kernel
+
+_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
+               "TYPE_ALIAS_TEMPLATE_DECL", "CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION"}
+_FUNC_KINDS = {"FUNCTION_DECL", "FUNCTION_TEMPLATE"}
+
+
+def _rel(path: str, root: str) -> str:
+    return os.path.relpath(path, root) if path.startswith(root + os.sep) else os.path.basename(path)
+
+
+def _launch_json(launch: dict[str, Any], root: str, kernel_params: list[dict[str, Any]]) -> dict[str, Any]:
+    args = launch.get("args", [])
+    return {
+        "kind": launch["kind"], "launcher": launch["launcher"], "path": _rel(launch["path"], root),
+        "line": launch["line"], "config": launch["config"], "values": launch["values"],
+        "definitions": launch["definitions"],
+        "template_args": launch.get("template_args") or launch.get("template_args_text") or [],
+        "args": [{"param": p["name"], "expr": args[i] if i < len(args) else None}
+                 for i, p in enumerate(kernel_params)] if len(args) == len(kernel_params) else
+                [{"param": None, "expr": a} for a in args],
+    }
+
+
+def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Any, root: str) -> None:
+    """Add instantiations, launches, closure and unresolved to `meta`; write the units."""
+    key = (k.path, k.start_offset)
+    unit = data.closures.get(key)
+    unresolved: list[dict[str, str]] = []
+    if unit is None:
+        unit = {"kernel_path": k.path, "pieces": [], "includes": [], "shims": [], "unresolved": []}
+        unresolved.append({"symbol": "*", "reason": f"no AST closure: kernel came from the {k.frontend} frontend",
+                           "where": f"{_rel(k.path, root)}:{k.start_line}"})
+    launches = data.launches.get(key, [])
+    insts = instantiations.plan(meta, launches, data.explicit.get(k.name, []), {})
+    meta["launches"] = [_launch_json(lc, root, meta["params"]) for lc in launches]
+    pieces = unit["pieces"]
+    meta["closure"] = {
+        "functions": [p["name"] for p in pieces if p["kind"] in _FUNC_KINDS],
+        "macros": [p["name"] for p in pieces if p["kind"] == "MACRO"],
+        "types": [p["name"] for p in pieces if p["kind"] in _TYPE_KINDS],
+        "globals": [p["name"] for p in pieces if p["kind"] == "VAR_DECL"],
+        "includes": unit["includes"],
+        "shims": unit["shims"],
+        "chosen_defines": meta["parse_context"]["defines"],
+        "sources": sorted({_rel(p["path"], root) for p in pieces}),
+    }
+    meta["unresolved"] = unresolved + unit["unresolved"]
+    first = next((lc for lc in launches if lc["kind"] == "<<<>>>"), launches[0] if launches else None)
+    meta["instantiations"] = render.render(out_dir, meta, text, unit, insts, first)
