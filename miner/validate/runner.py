@@ -68,8 +68,9 @@ class RawResult:
 
 def pytest_args(kernel_dir: Path) -> list[str]:
     # unraisableexception runs gc.collect() five times at exit: ~1 s once torch is imported.
-    return ["-q", "-p", "no:cacheprovider", "-p", "no:unraisableexception", "-W", "ignore::pytest.PytestAssertRewriteWarning", "--rootdir", str(kernel_dir), "-c", os.devnull,
-            "--import-mode=importlib", "tests"]
+    return ["-q", "-p", "no:cacheprovider", "-p", "no:unraisableexception",
+            "-W", "ignore::pytest.PytestAssertRewriteWarning", "--rootdir", str(kernel_dir),
+            "-c", os.devnull, "--import-mode=importlib", "tests"]
 
 
 def child_env() -> dict[str, str]:

@@ -1,0 +1,206 @@
+"""`kernel-miner validate` on plain-Python kernel tests: isolation, outcomes, reruns, interruption.
+
+These need no GPU: the tests inside the dataset crash, hang, fail and abort by themselves, which
+is exactly what the runner must survive. The GPU fault fixtures run in scripts/gpu_validate.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+CASES = {
+    "k-pass": "def test_ok():\n    assert 1 + 1 == 2\n",
+    "k-fail": "def test_bad():\n    assert [1, 2] == [1, 3], 'lists differ here'\n",
+    "k-error": "def test_raises():\n    raise ValueError('bad shape 3x4')\n",
+    "k-segv": "import ctypes\n\ndef test_segv():\n    ctypes.string_at(0)\n",
+    "k-abort": "import os\n\ndef test_abort():\n    os.abort()\n",
+    "k-hang": "import time\n\ndef test_hang():\n    time.sleep(600)\n",
+    "k-cuda": "def test_cuda():\n    raise RuntimeError('CUDA error: an illegal memory access was encountered')\n",
+    "k-collect": "def test_syntax(:\n    pass\n",
+    "k-skip": "import pytest\n\npytest.skip('no CUDA GPU', allow_module_level=True)\n",
+    "k-mixed": "def test_a():\n    pass\n\ndef test_b():\n    assert 2 < 1\n",
+}
+EXPECTED = {
+    "k-pass": "passed", "k-fail": "failed", "k-error": "error", "k-segv": "crashed",
+    "k-abort": "crashed", "k-hang": "timeout", "k-cuda": "cuda_error", "k-collect": "error",
+    "k-skip": "skipped", "k-mixed": "failed", "k-none": "skipped",
+}
+
+
+def make_kernel(root: Path, kid: str, test: str | None) -> Path:
+    d = root / kid
+    (d / "tests").mkdir(parents=True)
+    (d / "metadata.json").write_text(json.dumps({"schema_version": 1, "id": kid, "name": kid,
+                                                 "instantiations": []}))
+    if test is not None:
+        (d / "tests" / "test_case.py").write_text(test)
+    return d
+
+
+def make_dataset(root: Path, cases: dict[str, str | None]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for kid, test in cases.items():
+        make_kernel(root, kid, test)
+    return root
+
+
+def km(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-m", "miner", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def validation(root: Path, kid: str) -> dict:
+    return json.loads((root / kid / "metadata.json").read_text())["validation"]
+
+
+@pytest.mark.parametrize("mode", ["fork", "spawn"])
+def test_every_outcome_is_exact(tmp_path: Path, mode: str) -> None:
+    root = make_dataset(tmp_path / "ds", {**CASES, "k-none": None})
+    t0 = time.time()
+    proc = km("validate", str(root), "--jobs", "4", "--timeout", "4", "--mode", mode)
+    assert time.time() - t0 < 60
+    assert proc.returncode == 1, proc.stderr  # some kernels failed, all were processed
+    got = {kid: validation(root, kid)["outcome"] for kid in EXPECTED}
+    assert got == EXPECTED
+    assert validation(root, "k-segv")["signal"] == "SIGSEGV"
+    assert validation(root, "k-abort")["signal"] == "SIGABRT"
+    assert "lists differ here" in validation(root, "k-fail")["reason"]
+    assert validation(root, "k-fail")["test"] == "tests/test_case.py::test_bad"
+    assert validation(root, "k-error")["reason"] == "ValueError: bad shape 3x4"
+    assert "illegal memory access" in validation(root, "k-cuda")["reason"]
+    assert "test_hang" in validation(root, "k-hang")["reason"]
+    assert validation(root, "k-mixed")["tests"] == {"passed": 1, "failed": 1, "total": 2}
+    assert validation(root, "k-pass")["pass_exe"] is True
+    assert validation(root, "k-fail")["pass_exe"] is False
+    assert validation(root, "k-none")["reason"] == "no tests"
+    # A Python traceback from the crash is kept for triage.
+    assert "Fatal Python error" in (root / "k-segv" / "validation" / "stderr.txt").read_text()
+    # index.jsonl holds every kernel with its validation block, one line each.
+    lines = [json.loads(x) for x in (root / "index.jsonl").read_text().splitlines()]
+    assert {x["id"]: x["validation"]["outcome"] for x in lines} == EXPECTED
+    assert "11 kernels:" in proc.stdout and "1 crashed" not in proc.stdout and "2 crashed" in proc.stdout
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    test = textwrap.dedent(f"""
+        import subprocess, sys, time
+        def test_spawns_and_hangs():
+            p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+            open({str(pidfile)!r}, "w").write(str(p.pid))
+            time.sleep(600)
+    """)
+    root = make_dataset(tmp_path / "ds", {"k-tree": test})
+    proc = km("validate", str(root), "--timeout", "3")
+    assert validation(root, "k-tree")["outcome"] == "timeout", proc.stdout + proc.stderr
+    pid = int(pidfile.read_text())
+    deadline = time.time() + 5
+    while Path(f"/proc/{pid}").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+
+
+def test_rerun_skips_finished_kernels_unless_forced_or_changed(tmp_path: Path) -> None:
+    root = make_dataset(tmp_path / "ds", {"k-pass": CASES["k-pass"], "k-fail": CASES["k-fail"]})
+    assert km("validate", str(root)).returncode == 1
+    first = validation(root, "k-pass")["validated_at"], validation(root, "k-pass")["fingerprint"]
+    again = km("validate", str(root))
+    assert "2 already validated" in again.stdout
+    assert again.returncode == 0  # nothing was run this time
+    # Fixing the failing test makes exactly that kernel run again.
+    (root / "k-fail" / "tests" / "test_case.py").write_text(CASES["k-pass"])
+    fixed = km("validate", str(root))
+    assert "1 passed" in fixed.stdout and "1 already validated" in fixed.stdout
+    assert validation(root, "k-fail")["outcome"] == "passed"
+    forced = km("validate", str(root), "--force", "--kernels", "k-p*")
+    assert "1 kernels: 1 passed" in forced.stdout
+    assert (validation(root, "k-pass")["validated_at"], validation(root, "k-pass")["fingerprint"])[1] == first[1]
+
+
+def test_killing_validate_keeps_finished_results_and_leaves_no_child(tmp_path: Path) -> None:
+    pidfile = tmp_path / "hang.pid"
+    hang = f"import os, time\n\ndef test_hang():\n    open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n" \
+           "    time.sleep(600)\n"
+    root = make_dataset(tmp_path / "ds", {"a-pass": CASES["k-pass"], "b-fail": CASES["k-fail"], "c-hang": hang})
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-m", "miner", "validate", str(root), "--jobs", "1",
+                             "--timeout", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    deadline = time.time() + 60
+    while not pidfile.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    assert pidfile.exists(), proc.stderr.read() if proc.poll() is not None else "hang test never started"
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert validation(root, "a-pass")["outcome"] == "passed"
+    assert validation(root, "b-fail")["outcome"] == "failed"
+    assert "validation" not in json.loads((root / "c-hang" / "metadata.json").read_text())
+    child = int(pidfile.read_text())
+    deadline = time.time() + 5
+    while Path(f"/proc/{child}").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{child}").exists(), "the hanging test outlived validate"
+    # The next run picks up where it stopped.
+    rerun = km("validate", str(root), "--timeout", "2")
+    assert "2 already validated" in rerun.stdout
+    assert validation(root, "c-hang")["outcome"] == "timeout"
+
+
+def test_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
+    missing = km("validate", str(tmp_path / "nope"))
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("kernel-miner: error: ") and missing.stderr.count("\n") == 1
+    (tmp_path / "empty").mkdir()
+    empty = km("validate", str(tmp_path / "empty"))
+    assert empty.returncode == 1 and "no kernel folders" in empty.stderr
+    bad_jobs = km("validate", str(tmp_path / "empty"), "--jobs", "0")
+    assert bad_jobs.returncode == 2 and "Traceback" not in bad_jobs.stderr
+
+
+def test_broken_metadata_is_an_error_outcome_not_a_crash(tmp_path: Path) -> None:
+    root = make_dataset(tmp_path / "ds", {"k-pass": CASES["k-pass"]})
+    d = make_kernel(root, "k-weird", CASES["k-pass"])
+    (d / "metadata.json").write_text(json.dumps({"id": "k-weird", "instantiations": [{"id": "x"}]}))
+    proc = km("validate", str(root))
+    assert "Traceback" not in proc.stderr
+    assert validation(root, "k-pass")["outcome"] == "passed"
+    assert validation(root, "k-weird")["outcome"] in ("build_failed", "error")
+
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@needs_nvcc
+def test_build_failed_and_skip_without_gpu_with_real_nvcc(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    import torch
+
+    root = tmp_path / "ds"
+    shutil.copytree(REPO / "tests" / "fixtures" / "faults" / "no-compile", root / "no-compile")
+    shutil.copytree(REPO / "tests" / "fixtures" / "faults" / "segv-test", root / "segv-test")
+    proc = km("validate", str(root), "--timeout", "60")
+    v = validation(root, "no-compile")
+    assert v["outcome"] == "build_failed", proc.stdout + proc.stderr
+    assert "helper_that_was_not_extracted" in v["reason"] and "undefined" in v["reason"]
+    assert v["build"]["failed"] and not v["build"]["built"]
+    seg = validation(root, "segv-test")
+    assert seg["build"]["compiled"] == ["default"]  # built here, since no library was recorded
+    assert (root / "segv-test" / "units" / "default" / "libunit.so").is_file()
+    assert (root / "segv-test" / "units" / "default" / "kernel_wrapper.py").is_file()
+    if not torch.cuda.is_available():
+        assert seg["outcome"] == "skipped" and "no CUDA GPU" in seg["reason"]
+    else:
+        assert seg["outcome"] == "crashed"
