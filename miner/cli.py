@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from types import ModuleType
 
@@ -75,4 +76,10 @@ def main(argv: list[str] | None = None) -> int:
         print("kernel-miner: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        return 1
+    except Exception as exc:  # noqa: BLE001 - the contract is one line, never a traceback
+        if os.environ.get("KM_DEBUG"):
+            raise
+        print(f"kernel-miner: internal error: {type(exc).__name__}: {exc} (set KM_DEBUG=1 for a traceback)",
+              file=sys.stderr)
         return 1

@@ -128,6 +128,8 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                     clang_failed.add(res.path)
                     continue
                 units.add(res)
+                if res.unit_error:
+                    report.notes.append(f"{res.path}: closure/launch analysis failed: {res.unit_error}")
                 for k in res.kernels:
                     found.setdefault((k.path, k.start_offset), k)
                 for s in sorted(res.seen_files):

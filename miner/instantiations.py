@@ -23,7 +23,8 @@ def _default(tp: dict[str, Any]) -> str:
     if tp.get("default"):
         return tp["default"]
     if tp["kind"] == "type":
-        return DEFAULT_TYPE
+        # Index-like type parameters are used as integers (array subscripts, shifts).
+        return "int" if re.search(r"(?i)index|idx|^I$|int", tp["name"]) else DEFAULT_TYPE
     t = (tp.get("type") or "").strip()
     return "false" if t == "bool" else "128"
 

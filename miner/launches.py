@@ -80,7 +80,10 @@ def _template_args(ref: ci.Cursor) -> list[str] | None:
         return None
     out = []
     for i in range(n):
-        kind = ref.get_template_argument_kind(i)
+        try:
+            kind = ref.get_template_argument_kind(i)
+        except ValueError:  # kinds newer than the Python bindings know (packs, ...)
+            return None
         if kind == ci.TemplateArgumentKind.INTEGRAL:
             t = ref.get_template_argument_type(i).get_canonical().spelling
             v = ref.get_template_argument_value(i)

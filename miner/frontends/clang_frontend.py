@@ -39,6 +39,7 @@ class ParseResult:
     units: dict[tuple[str, int], dict] = field(default_factory=dict)  # closure per kernel
     launches: list[dict] = field(default_factory=list)
     explicit: dict[str, list[list[str]]] = field(default_factory=dict)
+    unit_error: str | None = None
 
 
 class _Sources:
@@ -172,7 +173,10 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
         elif kind.name in _SCOPES:
             stack.extend(c.get_children())
     if with_units and result.kernels:
-        _units(tu, result, cursors, inputs, norm, sources)
+        try:
+            _units(tu, result, cursors, inputs, norm, sources)
+        except Exception as exc:  # noqa: BLE001 - one TU's closure failing must not stop the run
+            result.unit_error = f"{type(exc).__name__}: {exc}"
     result.kernels.sort(key=lambda k: (k.path, k.start_offset))
     return result
 

@@ -89,7 +89,7 @@ def triage(root: Path, out: Path, timeout: float = 120) -> list[Path]:
                 shutil.copy2(src, tmp / src.name)
         err_file = tmp / "stderr.txt"
         if err_file.is_file():
-            tail = "\n".join(err_file.read_text(encoding="utf-8", errors="replace").splitlines()[-25:])
+            tail = "\n".join(err_file.read_text(encoding="utf-8", errors="replace").splitlines()[-60:])
         sanitize = "compute-sanitizer --tool memcheck " if v.get("sanitize") else ""
         write_text(tmp / "repro.sh", _REPRO.format(
             kid=kdir.name, outcome=v["outcome"], reason=str(v.get("reason", "")).replace("\n", " "),

@@ -1,0 +1,749 @@
+"""Build stage: compile every standalone unit with nvcc into a ctypes-loadable shared library.
+
+One nvcc call costs ~1-2 s of fixed overhead (host preprocessing of the CUDA headers, cudafe++,
+host compile, link) and only a fraction of that per extra kernel, so units are compiled in
+batches: K units concatenated into one translation unit (includes hoisted and de-duplicated, each
+body in its own `namespace km_b<i>_`, its macros #undef'd after it), one .so for the whole batch.
+A failing batch is split: errors are attributed to units by `#line` tags and namespace names,
+the attributed units are compiled alone (their standalone result is the one recorded, so batching
+can never make a unit fail), the rest are rebuilt together; unattributable failures are bisected.
+
+Results are cached by content (unit text + local headers + flags + nvcc and host compiler
+versions), so an unchanged tree rebuilds in well under a second per hundred units.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from miner import atomic
+from miner.errors import UsageError
+
+CACHE_FORMAT = "km-build-3"
+DEFAULT_ARCH = "sm_90,compute_90"
+DEFAULT_BATCH = 12
+DEFAULT_TIMEOUT = 300.0
+LIBRARY_NAME = "libunit.so"
+LOG_NAME = "build.log"
+LOG_LIMIT = 20_000
+
+# ------------------------------------------------------------------------------------------------
+# toolchain
+
+
+def find_nvcc(explicit: str | None = None) -> str:
+    """The nvcc to use, or a UsageError saying how to provide one."""
+    if explicit:
+        path = shutil.which(explicit) or (explicit if os.access(explicit, os.X_OK) and Path(explicit).is_file()
+                                          else None)
+        if not path:
+            raise UsageError(f"nvcc not found or not executable: {explicit}")
+        return str(Path(path).resolve())
+    found = shutil.which("nvcc")
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if not found and home and os.access(Path(home) / "bin" / "nvcc", os.X_OK):
+            found = str(Path(home) / "bin" / "nvcc")
+    if not found:
+        raise UsageError("nvcc not found: install the CUDA toolkit, put nvcc on PATH or pass --nvcc PATH")
+    return str(Path(found).resolve())
+
+
+def toolchain_id(nvcc: str) -> str:
+    """`nvcc --version` plus the host compiler's version line: both change the output."""
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UsageError(f"cannot run {nvcc} --version: {exc}") from None
+    if out.returncode != 0 or "release" not in out.stdout:
+        raise UsageError(f"{nvcc} --version failed: {(out.stderr or out.stdout).strip()[:200]}")
+    host = ""
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx:
+        try:
+            host = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30,
+                                  check=False).stdout.splitlines()[0]
+        except (OSError, subprocess.TimeoutExpired, IndexError):
+            host = ""
+    return out.stdout.strip() + "\n" + host
+
+
+def nvcc_release(tool_id: str) -> str:
+    m = re.search(r"release [\d.]+, V([\d.]+)", tool_id)
+    return m.group(1) if m else "unknown"
+
+
+def gencode_flags(arch: str) -> list[str]:
+    """`sm_90,compute_90` -> -gencode flags; sm_X is a real arch, compute_X embeds PTX."""
+    flags: list[str] = []
+    items = [a.strip() for a in arch.split(",") if a.strip()]
+    if not items:
+        raise UsageError("--arch is empty")
+    for item in items:
+        m = re.fullmatch(r"(sm|compute)_(\d+[a-z]?)", item)
+        if not m:
+            raise UsageError(f"--arch: {item!r} is not sm_NN or compute_NN (e.g. sm_90, sm_90a, compute_90)")
+        kind, num = m.groups()
+        flags += ["-gencode", f"arch=compute_{num},code={kind}_{num}"]
+    return flags
+
+
+@dataclass
+class BuildOptions:
+    arch: str = DEFAULT_ARCH
+    jobs: int = 2
+    timeout: float = DEFAULT_TIMEOUT
+    batch_size: int = DEFAULT_BATCH
+    force: bool = False
+    extra_flags: list[str] = field(default_factory=list)
+    cache_dir: Path | None = None
+
+    def nvcc_flags(self) -> list[str]:
+        # Host code is only launch stubs: optimising it buys nothing and costs host-compile time.
+        return ["-shared", "-Xcompiler", "-fPIC", "-Xcompiler", "-O0", *gencode_flags(self.arch),
+                "-Xptxas", "-v", *self.extra_flags]
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kernel-miner" / "build"
+
+
+# ------------------------------------------------------------------------------------------------
+# units
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)", re.M)
+
+
+@dataclass
+class Unit:
+    """One instantiation's unit file, split along the renderer's km: markers."""
+
+    kernel_id: str
+    index: int          # position in metadata instantiations
+    inst_id: str
+    kernel_dir: Path
+    rel: str            # unit path relative to the kernel folder
+    symbol: str
+    kernel_name: str
+    text: str = ""
+    includes: list[str] = field(default_factory=list)
+    body: str = ""
+    body_line: int = 1
+    macros: list[str] = field(default_factory=list)
+    batchable: bool = False
+    local_headers: list[Path] = field(default_factory=list)
+    key: str = ""
+
+    @property
+    def path(self) -> Path:
+        return self.kernel_dir / self.rel
+
+    @property
+    def tag(self) -> str:
+        return f"{self.kernel_id}/{self.rel}"
+
+
+def split_unit(unit: Unit) -> None:
+    """Fill includes/body/macros from the markers; units without them are compiled alone."""
+    lines = unit.text.splitlines()
+    marks: dict[str, int] = {}
+    macros: list[str] = []
+    for i, line in enumerate(lines):
+        s = line.strip()
+        for name in ("includes-begin", "includes-end", "body-begin", "body-end"):
+            if s == f"// km:{name}" and name not in marks:
+                marks[name] = i
+        if s.startswith("// km:macros"):
+            macros += s[len("// km:macros"):].split()
+    unit.local_headers = _local_headers(unit.path.parent, unit.text)
+    if len(marks) != 4 or not (marks["includes-begin"] < marks["includes-end"] < marks["body-begin"]
+                               < marks["body-end"]):
+        return
+    batchable = True
+    includes: list[str] = []
+    for line in lines[marks["includes-begin"] + 1:marks["includes-end"]]:
+        s = line.strip()
+        if not s or s.startswith("//"):
+            continue
+        m = _INCLUDE.match(s)
+        if not m:
+            batchable = False  # a #define before an #include cannot be hoisted safely
+            continue
+        if m.group(1) == '"':
+            local = (unit.path.parent / m.group(2)).resolve()
+            if not local.is_file():
+                batchable = False
+                continue
+            s = f'#include "{local}"'
+        includes.append(s)
+    body_lines = lines[marks["body-begin"] + 1:marks["body-end"]]
+    for j, line in enumerate(body_lines):
+        m = _INCLUDE.match(line)
+        if m and m.group(1) == "<":
+            # System headers inside a namespace break; their guards make hoisting them harmless.
+            includes.append(line.strip())
+            body_lines[j] = ""
+        elif m:
+            batchable = False
+    unit.includes = includes
+    unit.body = "\n".join(body_lines)
+    unit.body_line = marks["body-begin"] + 2
+    unit.macros = list(dict.fromkeys(macros + _DEFINE.findall(unit.body)))
+    unit.batchable = batchable
+
+
+def _local_headers(folder: Path, text: str, seen: set[Path] | None = None) -> list[Path]:
+    """Quoted includes that resolve next to the unit, transitively: they are part of its content."""
+    seen = set() if seen is None else seen
+    out: list[Path] = []
+    for line in text.splitlines():
+        m = _INCLUDE.match(line)
+        if not m or m.group(1) != '"':
+            continue
+        p = (folder / m.group(2)).resolve()
+        if p in seen or not p.is_file():
+            continue
+        seen.add(p)
+        out.append(p)
+        try:
+            out += _local_headers(p.parent, p.read_text(encoding="utf-8", errors="replace"), seen)
+        except OSError:
+            pass
+    return out
+
+
+def unit_key(unit: Unit, flags: list[str], tool_id: str) -> str:
+    h = hashlib.sha256()
+    for part in (CACHE_FORMAT, tool_id, "\0".join(flags), unit.text):
+        h.update(part.encode("utf-8"))
+        h.update(b"\0")
+    for p in unit.local_headers:
+        try:
+            h.update(p.read_bytes())
+        except OSError:
+            h.update(b"<missing>")
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------------------------------------
+# compiler output
+
+_EDG = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?:catastrophic )?error\b:?\s*(?P<msg>.*)$")
+_GCC = re.compile(r"^(?P<file>[^\s:(][^:(]*):(?P<line>\d+):(?:\d+:)? (?:fatal )?error: (?P<msg>.*)$")
+_TOOL = re.compile(r"^(?:ptxas|nvlink|ld|fatbinary|cicc|nvcc)\b.*?(?:fatal|error)\s*:?\s*(?P<msg>.*)$", re.I)
+_LINK = re.compile(r"undefined reference to [`'](?P<sym>[^'`]+)'")
+_NS = re.compile(r"km_b(\d+)_")
+
+_MISSING = [
+    re.compile(r'identifier "(?P<sym>[^"]+)" is undefined'),
+    re.compile(r"[‘'`](?P<sym>[^’'`]+)[’'] was not declared"),
+    re.compile(r'namespace "(?P<ns>[^"]+)" has no member "(?P<sym>[^"]+)"'),
+    re.compile(r'no instance of (?:overloaded )?function(?: template)? "(?P<sym>[^"]+)" matches'),
+    re.compile(r'(?:undefined|unknown) (?:identifier|type name) [‘\'"`](?P<sym>[^’\'"`]+)'),
+    re.compile(r'"(?P<sym>[^"]+)" is not a (?:class |function |variable )?template'),
+    re.compile(r"undefined reference to [`'](?P<sym>[^'`]+)'"),
+    re.compile(r"[‘'`](?P<sym>[^’'`]+)[’'] (?:does not name a type|has not been declared)"),
+]
+_MISSING_INCLUDE = re.compile(r"fatal error: (?P<inc>[^:]+): No such file")
+
+
+@dataclass
+class Diagnostic:
+    file: str | None
+    line: int | None
+    message: str
+    text: str        # the whole first line, as the compiler printed it
+    caret_token: str | None = None
+
+
+def parse_errors(log: str) -> list[Diagnostic]:
+    lines = log.splitlines()
+    out: list[Diagnostic] = []
+    for i, line in enumerate(lines):
+        m = _EDG.match(line) or _GCC.match(line)
+        if m:
+            d = Diagnostic(m.group("file"), int(m.group("line")), m.group("msg").strip(), line.strip())
+            # EDG prints the source line and a caret under the offending token.
+            if _EDG.match(line) and i + 2 < len(lines) and lines[i + 2].strip() == "^":
+                col = lines[i + 2].index("^")
+                tok = re.match(r"[A-Za-z_]\w*", lines[i + 1][col:])
+                d.caret_token = tok.group(0) if tok else None
+            out.append(d)
+            continue
+        m = _TOOL.match(line.strip())
+        if (m and "info" not in line.split(":")[0]) or _LINK.search(line):
+            out.append(Diagnostic(None, None, line.strip(), line.strip()))
+    return out
+
+
+def missing_symbol(diags: list[Diagnostic]) -> str | None:
+    for d in diags:
+        for pat in _MISSING:
+            m = pat.search(d.message)
+            if m:
+                ns = m.groupdict().get("ns")
+                return f"{ns}::{m.group('sym')}" if ns else m.group("sym")
+        if 'name followed by "::" must be a class or namespace name' in d.message and d.caret_token:
+            return d.caret_token
+    return None
+
+
+def missing_include(diags: list[Diagnostic]) -> str | None:
+    for d in diags:
+        m = _MISSING_INCLUDE.search(d.message) or _MISSING_INCLUDE.search(d.text)
+        if m:
+            return m.group("inc").strip()
+    return None
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
+_PROPS = re.compile(r"Function properties for (\S+)")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers")
+
+
+def parse_resources(log: str) -> dict[str, dict[str, Any]]:
+    """ptxas -v output -> {mangled entry name: registers, shared/constant bytes, stack, spills}."""
+    entries: dict[str, dict[str, Any]] = {}
+    entry: str | None = None
+    props: str | None = None
+    frames: dict[str, tuple[int, int, int]] = {}
+    for line in log.splitlines():
+        if m := _ENTRY.search(line):
+            entry = m.group(1)
+            entries.setdefault(entry, {"kernel": entry, "arch": m.group(2)})
+        elif m := _PROPS.search(line):
+            props = m.group(1)
+        elif (m := _FRAME.search(line)) and props:
+            frames[props] = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        elif (m := _USED.search(line)) and entry:
+            r = entries[entry]
+            r["registers"] = int(m.group(1))
+            sm = re.search(r"(\d+) bytes smem", line)
+            cm = re.search(r"(\d+) bytes cmem\[0\]", line)
+            bar = re.search(r"used (\d+) barriers", line)
+            r["shared_bytes"] = int(sm.group(1)) if sm else 0
+            r["constant_bytes"] = int(cm.group(1)) if cm else 0
+            if bar:
+                r["barriers"] = int(bar.group(1))
+    for name, r in entries.items():
+        stack, stores, loads = frames.get(name, (0, 0, 0))
+        r.update(stack_bytes=stack, spill_stores=stores, spill_loads=loads)
+    return entries
+
+
+def pick_resources(entries: dict[str, dict[str, Any]], kernel_name: str) -> dict[str, Any] | None:
+    """The unit's own kernel among its entries (a mangled name holds `<len><name>`)."""
+    if not entries:
+        return None
+    needle = f"{len(kernel_name)}{kernel_name}"
+    for name, r in entries.items():
+        if needle in name or name == kernel_name:
+            return dict(r)
+    return dict(next(iter(entries.values())))
+
+
+# ------------------------------------------------------------------------------------------------
+# running nvcc
+
+
+@dataclass
+class Compiled:
+    rc: int | None      # None: timed out
+    log: str
+    seconds: float
+
+
+class Compiler:
+    """Runs nvcc in its own process group so a timeout kills cicc/ptxas/gcc children too."""
+
+    def __init__(self, nvcc: str, flags: list[str], timeout: float) -> None:
+        self.nvcc, self.flags, self.timeout = nvcc, flags, timeout
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def compile(self, src: str, out: Path, cwd: Path, tmp: Path) -> Compiled:
+        with self._lock:
+            self.calls += 1
+        env = dict(os.environ, TMPDIR=str(tmp))
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.Popen([self.nvcc, *self.flags, src, "-o", str(out)], cwd=cwd, env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+        except OSError as exc:
+            return Compiled(127, f"cannot run {self.nvcc}: {exc}", 0.0)
+        try:
+            data, _ = proc.communicate(timeout=self.timeout)
+            rc: int | None = proc.returncode
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            data, _ = proc.communicate()
+            rc = None
+        log = data.decode("utf-8", errors="replace")
+        return Compiled(rc, log, time.monotonic() - t0)
+
+
+# ------------------------------------------------------------------------------------------------
+# cache
+
+
+class Cache:
+    """Content-addressed results: units/<key>.json and objects/<batch>.so."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        (root / "tmp").mkdir(parents=True, exist_ok=True)
+
+    def _unit_path(self, key: str) -> Path:
+        return self.root / "units" / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        try:
+            rec = json.loads(self._unit_path(key).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return None
+        if rec.get("status") == "ok" and not (self.root / rec.get("object", "")).is_file():
+            return None
+        return rec
+
+    def put(self, key: str, rec: dict[str, Any]) -> None:
+        atomic.write_json(self._unit_path(key), rec)
+
+    def store_object(self, built: Path, batch_key: str) -> str:
+        rel = f"objects/{batch_key[:2]}/{batch_key}.so"
+        dst = self.root / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(built, dst)
+        return rel
+
+    def tmpdir(self) -> Path:
+        return Path(tempfile.mkdtemp(prefix="b-", dir=self.root / "tmp"))
+
+
+# ------------------------------------------------------------------------------------------------
+# scheduling
+
+
+@dataclass
+class Result:
+    status: str                       # ok | failed | timeout | skipped
+    seconds: float = 0.0
+    cached: bool = False
+    error: str | None = None
+    missing_symbol: str | None = None
+    missing_include: str | None = None
+    resources: dict[str, Any] | None = None
+    object: str | None = None         # cache-relative .so
+    log: str = ""
+    batch_size: int = 1
+    timeout: float | None = None
+
+    def cache_record(self) -> dict[str, Any]:
+        rec = {k: v for k, v in self.__dict__.items() if k != "cached"}
+        rec["log"] = rec["log"][-LOG_LIMIT:]
+        return rec
+
+
+def batch_source(units: list[Unit]) -> str:
+    includes = list(dict.fromkeys(inc for u in units for inc in u.includes))
+    parts = [f"// kernel-miner build batch of {len(units)} units", *includes, ""]
+    for i, u in enumerate(units):
+        parts.append(f"namespace km_b{i}_ {{")
+        parts.append(f'#line {u.body_line} "{u.tag}"')
+        parts.append(u.body)
+        parts.append(f"}}  // namespace km_b{i}_")
+        parts += [f"#undef {name}" for name in u.macros]
+        parts.append("")
+    return "\n".join(parts) + "\n"
+
+
+def attribute(log: str, units: list[Unit]) -> set[int]:
+    """Which batch members the errors belong to (by #line tag or km_b<i>_ in a symbol)."""
+    by_tag = {u.tag: i for i, u in enumerate(units)}
+    bad: set[int] = set()
+    for d in parse_errors(log):
+        if d.file in by_tag:
+            bad.add(by_tag[d.file])
+        for m in _NS.finditer(d.text):
+            if int(m.group(1)) < len(units):
+                bad.add(int(m.group(1)))
+    return bad
+
+
+class Builder:
+    def __init__(self, nvcc: str, opts: BuildOptions, cache: Cache,
+                 tick: Callable[[int], None] | None = None) -> None:
+        self.opts = opts
+        self.flags = opts.nvcc_flags()
+        self.compiler = Compiler(nvcc, self.flags, opts.timeout)
+        self.cache = cache
+        self.tick = tick or (lambda n: None)
+        self.results: dict[str, Result] = {}
+
+    # Each task compiles one group and returns follow-up groups (a failed batch's pieces).
+    def _single(self, u: Unit) -> list[tuple[list[Unit], bool]]:
+        tmp = self.cache.tmpdir()
+        try:
+            out = tmp / "unit.so"
+            c = self.compiler.compile(u.rel, out, u.kernel_dir, tmp)
+            if c.rc is None:
+                r = Result("timeout", c.seconds, error=f"nvcc timed out after {self.opts.timeout:g} s",
+                           log=c.log, timeout=self.opts.timeout)
+            elif c.rc == 0 and out.is_file():
+                obj = self.cache.store_object(out, u.key)
+                res = pick_resources(parse_resources(c.log), u.kernel_name)
+                r = Result("ok", c.seconds, resources=res, object=obj, log=c.log)
+            else:
+                diags = parse_errors(c.log)
+                first = diags[0].text if diags else (c.log.strip().splitlines() or [f"nvcc exit {c.rc}"])[-1]
+                r = Result("failed", c.seconds, error=first, missing_symbol=missing_symbol(diags),
+                           missing_include=missing_include(diags), log=c.log)
+            self._finish(u, r)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return []
+
+    def _batch(self, units: list[Unit]) -> list[tuple[list[Unit], bool]]:
+        tmp = self.cache.tmpdir()
+        try:
+            src = tmp / "batch.cu"
+            atomic.write_text(src, batch_source(units))
+            out = tmp / "batch.so"
+            c = self.compiler.compile(str(src), out, tmp, tmp)
+            if c.rc == 0 and out.is_file():
+                bkey = hashlib.sha256("".join(u.key for u in units).encode()).hexdigest()
+                obj = self.cache.store_object(out, bkey)
+                entries = parse_resources(c.log)
+                share = c.seconds / len(units)
+                for i, u in enumerate(units):
+                    own = {k: v for k, v in entries.items() if f"km_b{i}_" in k}
+                    self._finish(u, Result("ok", share, resources=pick_resources(own, u.kernel_name),
+                                           object=obj, batch_size=len(units)))
+                return []
+            bad = set() if c.rc is None else attribute(c.log, units)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if bad and len(bad) < len(units):
+            rest = [u for i, u in enumerate(units) if i not in bad]
+            return [([units[i]], False) for i in sorted(bad)] + [(rest, len(rest) > 1)]
+        if bad:
+            return [([u], False) for u in units]
+        half = len(units) // 2
+        return [(g, len(g) > 1) for g in (units[:half], units[half:])]
+
+    def _finish(self, u: Unit, r: Result) -> None:
+        self.cache.put(u.key, r.cache_record())
+        self.results[u.key] = r
+        self.tick(1)
+
+    def run(self, units: list[Unit]) -> dict[str, Result]:
+        todo: list[Unit] = []
+        for u in units:
+            rec = None if self.opts.force else self.cache.get(u.key)
+            if rec is not None and rec.get("status") == "timeout" and (rec.get("timeout") or 0) < self.opts.timeout:
+                rec = None  # a longer limit may let it finish
+            if rec is not None:
+                rec.pop("cached", None)
+                self.results[u.key] = Result(**{**rec, "cached": True})
+                self.tick(1)
+            elif u.key not in {t.key for t in todo}:
+                todo.append(u)
+        groups = self._plan(todo)
+        with ThreadPoolExecutor(max_workers=max(1, self.opts.jobs)) as pool:
+            pending: set[Future[list[tuple[list[Unit], bool]]]] = set()
+
+            def submit(group: list[Unit], batched: bool) -> None:
+                fn = (lambda: self._batch(group)) if batched and len(group) > 1 else (lambda: self._single(group[0]))
+                pending.add(pool.submit(fn))
+
+            for g in groups:
+                submit(g, len(g) > 1)
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    pending.discard(f)
+                    for g, batched in f.result():
+                        submit(g, batched)
+        return self.results
+
+    def _plan(self, todo: list[Unit]) -> list[list[Unit]]:
+        singles = [[u] for u in todo if not u.batchable]
+        batchable = [u for u in todo if u.batchable]
+        if not batchable:
+            return singles
+        # Enough batches to keep every job busy, never more than batch_size units in one.
+        n = max(1, -(-len(batchable) // max(1, self.opts.batch_size)), min(self.opts.jobs, len(batchable)))
+        size = -(-len(batchable) // n)
+        batches = [batchable[i:i + size] for i in range(0, len(batchable), size)]
+        return batches + singles
+
+
+# ------------------------------------------------------------------------------------------------
+# dataset
+
+
+@dataclass
+class BuildReport:
+    units: int = 0
+    ok: int = 0
+    failed: int = 0
+    timeout: int = 0
+    skipped: int = 0
+    cached: int = 0
+    kernels: int = 0
+    kernels_ok: int = 0
+    nvcc_calls: int = 0
+    seconds: float = 0.0
+    failures: list[str] = field(default_factory=list)
+
+
+def _kernel_dirs(out_dir: Path, selectors: list[str]) -> list[Path]:
+    dirs = sorted(p.parent for p in out_dir.glob("*/metadata.json"))
+    if not selectors:
+        return dirs
+    import fnmatch
+
+    keep = []
+    for d in dirs:
+        name = d.name.rsplit("-", 1)[0]
+        if any(fnmatch.fnmatchcase(d.name, s) or fnmatch.fnmatchcase(name, s) for s in selectors):
+            keep.append(d)
+    return keep
+
+
+def collect_units(kernel_dir: Path, meta: dict[str, Any]) -> tuple[list[Unit], dict[int, str]]:
+    """Units to build, and {instantiation index: reason} for those that cannot be."""
+    units: list[Unit] = []
+    skipped: dict[int, str] = {}
+    for i, inst in enumerate(meta.get("instantiations") or []):
+        rel = inst.get("unit")
+        symbol = (inst.get("launcher") or {}).get("symbol") or ""
+        if not rel:
+            skipped[i] = "no unit was rendered for this instantiation"
+            continue
+        u = Unit(meta["id"], i, str(inst.get("id", i)), kernel_dir, rel, symbol, meta.get("name", ""))
+        try:
+            u.text = u.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            skipped[i] = f"cannot read {rel}: {getattr(exc, 'strerror', None) or exc}"
+            continue
+        split_unit(u)
+        units.append(u)
+    return units, skipped
+
+
+def _place_library(cache: Cache, obj: str, dst: Path) -> None:
+    src = cache.root / obj
+    try:
+        if dst.exists() and os.path.samefile(src, dst):
+            return
+    except OSError:
+        pass
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        os.link(src, tmp)  # same bytes, no copy: a batch .so serves every unit in it
+    except OSError:
+        shutil.copy2(src, tmp)
+    os.replace(tmp, dst)
+
+
+def build_record(u: Unit, r: Result, arch: str) -> dict[str, Any]:
+    unit_dir = str(Path(u.rel).parent)
+    rec: dict[str, Any] = {
+        "status": r.status,
+        "library": f"{unit_dir}/{LIBRARY_NAME}" if r.status == "ok" else None,
+        "symbol": u.symbol,
+        "arch": arch,
+        "error": r.error,
+        "missing_symbol": r.missing_symbol,
+        "resources": r.resources,
+        "seconds": round(r.seconds, 3),
+        "cached": r.cached,
+        "batch_size": r.batch_size,
+    }
+    if r.missing_include:
+        rec["missing_include"] = r.missing_include
+    if r.status != "ok":
+        rec["log"] = f"{unit_dir}/{LOG_NAME}"
+    return rec
+
+
+def build_dataset(out_dir: Path, opts: BuildOptions, nvcc: str, selectors: list[str] | None = None,
+                  progress: Callable[[int], Callable[[], None]] | None = None,
+                  update: Callable[[Path, str, dict[str, Any]], Any] | None = None) -> BuildReport:
+    """Build every unit under out_dir and record the results in each kernel's metadata."""
+    from miner import dataset
+
+    t0 = time.monotonic()
+    update = update or dataset.update_metadata
+    tool_id = toolchain_id(nvcc)
+    cache = Cache(opts.cache_dir or default_cache_dir())
+    flags = opts.nvcc_flags()
+    kernels: list[tuple[Path, dict[str, Any], list[Unit], dict[int, str]]] = []
+    for kdir in _kernel_dirs(out_dir, selectors or []):
+        try:
+            meta = dataset.load_metadata(kdir)
+        except (OSError, json.JSONDecodeError):
+            continue
+        units, skipped = collect_units(kdir, meta)
+        for u in units:
+            u.key = unit_key(u, flags, tool_id)
+        kernels.append((kdir, meta, units, skipped))
+    all_units = [u for _, _, us, _ in kernels for u in us]
+    tick = progress(len(all_units)) if progress else (lambda: None)
+    builder = Builder(nvcc, opts, cache, tick=lambda n: tick())
+    results = builder.run(all_units)
+    rep = BuildReport(nvcc_calls=builder.compiler.calls)
+    release = nvcc_release(tool_id)
+    for _kdir, meta, units, skipped in kernels:
+        insts = [dict(i) for i in meta.get("instantiations") or []]
+        counts = {"ok": 0, "failed": 0, "timeout": 0, "skipped": 0}
+        for i, why in skipped.items():
+            insts[i]["build"] = {"status": "skipped", "library": None, "symbol": "", "arch": opts.arch,
+                                 "error": why, "missing_symbol": None, "resources": None, "seconds": 0.0,
+                                 "cached": False}
+            counts["skipped"] += 1
+        for u in units:
+            r = results[u.key]
+            lib, log = u.path.parent / LIBRARY_NAME, u.path.parent / LOG_NAME
+            if r.status == "ok" and r.object:
+                _place_library(cache, r.object, lib)
+                log.unlink(missing_ok=True)
+            else:
+                lib.unlink(missing_ok=True)
+                if not log.is_file() or log.read_text(encoding="utf-8", errors="replace") != r.log[-LOG_LIMIT:]:
+                    atomic.write_text(log, r.log[-LOG_LIMIT:])
+                rep.failures.append(f"{u.tag}: {r.error}")
+            insts[u.index]["build"] = build_record(u, r, opts.arch)
+            counts[r.status] += 1
+            rep.cached += r.cached
+        summary = {"pass_call": counts["ok"] > 0, "units": len(insts), **counts, "arch": opts.arch,
+                   "nvcc": release}
+        for k in ("ok", "failed", "timeout", "skipped"):
+            setattr(rep, k, getattr(rep, k) + counts[k])
+        rep.units += len(insts)
+        rep.kernels += 1
+        rep.kernels_ok += summary["pass_call"]
+        if insts != meta.get("instantiations") or summary != meta.get("build"):
+            update(out_dir, meta["id"], {"instantiations": insts, "build": summary})
+    rep.seconds = time.monotonic() - t0
+    return rep

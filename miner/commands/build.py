@@ -1,0 +1,83 @@
+"""`kernel-miner build`: compile every standalone unit of a dataset with nvcc."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from miner.build import DEFAULT_ARCH, DEFAULT_BATCH, DEFAULT_TIMEOUT, BuildOptions, build_dataset, find_nvcc
+from miner.errors import InputError, UsageError
+from miner.progress import progress_bar
+
+HELP = "compile every standalone unit (units/<inst>/unit.cu) with nvcc into a loadable .so"
+DESCRIPTION = """\
+Compile every unit a dataset holds into units/<inst>/libunit.so (a shared library exposing the
+unit's extern "C" km_launch_<symbol>), and record in metadata.json, per instantiation, `build`:
+status (ok | failed | timeout | skipped), library, symbol, arch, the first compiler error, the
+symbol the closure lacked, ptxas resource usage and timing; per kernel, a `build` summary with
+pass_call (true when any instantiation compiled).
+
+Units are compiled in batches (one nvcc call for several units) and results are cached by content,
+so an unchanged tree rebuilds almost instantly. A unit that fails in a batch is recompiled alone:
+its recorded error is always its own.
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", metavar="DIR", help="dataset folder written by `kernel-miner extract`")
+    p.add_argument("--arch", default=DEFAULT_ARCH, metavar="LIST",
+                   help=f"comma-separated sm_NN (real arch) and compute_NN (embedded PTX) targets "
+                        f"(default: {DEFAULT_ARCH}; e.g. sm_80, sm_90a)")
+    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help="parallel nvcc processes (default: number of CPUs)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"limit per nvcc call; the whole process group is killed (default: {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--nvcc", metavar="PATH", help="nvcc to use (default: nvcc on PATH, $CUDA_HOME/bin/nvcc)")
+    p.add_argument("--force", action="store_true", help="ignore cached results and compile everything again")
+    p.add_argument("--kernels", action="append", default=[], metavar="ID|NAME|GLOB",
+                   help="build only these kernels: ids, names or glob patterns (repeatable, comma-separated)")
+    p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH, metavar="K",
+                   help=f"units compiled together in one nvcc call (default: {DEFAULT_BATCH}; 1 disables batching)")
+    p.add_argument("--cache-dir", metavar="DIR",
+                   help="build cache (default: $XDG_CACHE_HOME/kernel-miner/build)")
+    p.add_argument("-X", "--nvcc-flag", action="append", default=[], metavar="FLAG",
+                   help="extra nvcc flag, e.g. -X=-DNDEBUG (repeatable; part of the cache key)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("-q", "--quiet", action="store_true", help="print errors only")
+    g.add_argument("-v", "--verbose", action="store_true", help="also print every unit that failed")
+
+
+def run(args: argparse.Namespace) -> int:
+    out_dir = Path(args.dataset)
+    if not out_dir.is_dir():
+        raise UsageError(f"{args.dataset}: not a dataset directory")
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if args.batch_size < 1:
+        raise UsageError("--batch-size must be at least 1")
+    if not args.timeout > 0:
+        raise UsageError("--timeout must be positive")
+    selectors = [s.strip() for item in args.kernels for s in item.split(",") if s.strip()]
+    opts = BuildOptions(arch=args.arch, jobs=args.jobs, timeout=args.timeout, batch_size=args.batch_size,
+                        force=args.force, extra_flags=list(args.nvcc_flag),
+                        cache_dir=Path(args.cache_dir) if args.cache_dir else None)
+    opts.nvcc_flags()  # validates --arch before anything else runs
+    nvcc = find_nvcc(args.nvcc)
+    with progress_bar("compiling", disable=args.quiet) as progress:
+        rep = build_dataset(out_dir, opts, nvcc, selectors, progress)
+    if rep.kernels == 0:
+        raise InputError(f"{args.dataset}: no kernels" + (" match --kernels" if selectors else ""))
+    if rep.units == 0:
+        raise InputError(f"{args.dataset}: no units to build (kernels have no rendered instantiations)")
+    shown = rep.failures if args.verbose else rep.failures[:10]
+    for line in shown:
+        print(f"kernel-miner: build failed: {line}", file=sys.stderr)
+    if len(rep.failures) > len(shown):
+        print(f"kernel-miner: ... and {len(rep.failures) - len(shown)} more (-v lists all)", file=sys.stderr)
+    if not args.quiet:
+        print(f"{rep.ok}/{rep.units} units built ({rep.failed} failed, {rep.timeout} timed out, "
+              f"{rep.skipped} skipped, {rep.cached} cached); {rep.kernels_ok}/{rep.kernels} kernels compile; "
+              f"{rep.nvcc_calls} nvcc calls in {rep.seconds:.1f} s")
+    return 0 if rep.failed + rep.timeout + rep.skipped == 0 else 1
