@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+
+_STARTED = time.time()
 
 
 def run(result_file: str, pytest_args: list[str]) -> int:
     os.environ["KM_RESULT_FILE"] = result_file
-    os.environ.setdefault("KM_CHILD_START", repr(__import__("time").time()))
+    os.environ.setdefault("KM_CHILD_START", repr(_STARTED))
     import pytest
 
     code = pytest.main(["-p", "miner.validate.plugin", *pytest_args])

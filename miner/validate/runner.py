@@ -144,8 +144,12 @@ class SpawnRunner:
         _prepare(job)
         cmd = child_command(job, job.sanitize)
         env = child_env()
+        if job.sanitize:
+            # memcheck knows allocations by cudaMalloc; torch's caching allocator would hide
+            # overruns inside its big segments.
+            env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
+        env.pop("KM_CHILD_START", None)  # the child stamps its own start, after interpreter start-up
         t0 = time.time()
-        env["KM_CHILD_START"] = repr(t0)  # the child's own clock starts after the interpreter
         with open(job.stdout, "wb") as out, open(job.stderr, "wb") as err:
             proc = subprocess.Popen(cmd, cwd=job.kernel_dir, stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=err, env=env, start_new_session=True)

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Validate the fault fixtures (and any extra datasets) on a GPU and print what happened.
+
+    PYTHONPATH=. python3 scripts/gpu_validate.py [--out DIR] [--copies 120] [--jobs 8] [EXTRA_DATASET...]
+
+Phases, each on a fresh copy under a temp folder (the fixtures in the repo stay untouched):
+1. faults: tests/fixtures/faults, every kernel's outcome against expected.json;
+2. throughput: the good saxpy kernel copied --copies times (library built once), validated with
+   the fork runner, then a smaller batch with the spawn runner for comparison;
+3. sanitize: a few kernels under compute-sanitizer memcheck (skipped if it is not installed);
+4. extra datasets given on the command line: outcomes only.
+Writes summary.json and table.txt into --out (default $OUT or ./gpu_validate_out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from miner.validate.pipeline import Options, validate_dataset  # noqa: E402
+
+FAULTS = REPO / "tests" / "fixtures" / "faults"
+SANITIZE_EXPECTED = {"saxpy-good": "passed", "oob-write": "cuda_error", "oob-small": "cuda_error"}
+
+
+def copy_dataset(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("validation", "*.so", "__pycache__",
+                                                            "kernel_wrapper.py", "index.jsonl"))
+    return dst
+
+
+def med(values: list[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return round(statistics.median(vals), 4) if vals else None
+
+
+def run_phase(root: Path, opts: Options) -> tuple[dict[str, Any], float]:
+    t0 = time.time()
+    summary = validate_dataset(root, opts)
+    return summary["results"], time.time() - t0
+
+
+def fmt(v: Any, width: int) -> str:
+    if isinstance(v, float):
+        v = f"{v:.3f}"
+    return str("-" if v is None else v)[:width].ljust(width)
+
+
+def outcome_table(results: dict[str, Any], expected: dict[str, str]) -> tuple[list[str], int]:
+    cols = [("kernel", 14), ("expected", 12), ("got", 12), ("ok", 3), ("wall_s", 7), ("start_s", 7),
+            ("cuda_s", 7), ("load_s", 7), ("launch_s", 8), ("overhead", 8), ("reason", 70)]
+    lines = [" ".join(fmt(c, w) for c, w in cols)]
+    bad = 0
+    for kid in sorted(set(results) | set(expected)):
+        r = results.get(kid) or {}
+        t = r.get("timing") or {}
+        exp = expected.get(kid)
+        ok = exp is None or r.get("outcome") == exp
+        bad += not ok
+        row = [kid, exp, r.get("outcome"), "yes" if ok else "NO", t.get("wall_s"), t.get("process_start_s"),
+               t.get("cuda_init_s"), t.get("load_s"), t.get("first_launch_s"), t.get("overhead_s"),
+               (r.get("signal") + ": " if r.get("signal") else "") + str(r.get("reason", ""))]
+        lines.append(" ".join(fmt(v, w) for v, (_, w) in zip(row, cols, strict=True)))
+    return lines, bad
+
+
+def throughput(results: dict[str, Any], wall: float, label: str) -> dict[str, Any]:
+    timings = [r.get("timing") or {} for r in results.values()]
+    n = len(results)
+    return {
+        "label": label, "kernels": n, "wall_s": round(wall, 2),
+        "kernel_tests_per_min": round(60 * n / wall, 1) if wall else None,
+        "passed": sum(r["outcome"] == "passed" for r in results.values()),
+        "median_process_start_s": med([t.get("process_start_s") for t in timings]),
+        "median_cuda_init_s": med([t.get("cuda_init_s") for t in timings]),
+        "median_load_s": med([t.get("load_s") for t in timings]),
+        "median_first_launch_s": med([t.get("first_launch_s") for t in timings]),
+        "median_tests_s": med([t.get("tests_s") for t in timings]),
+        "median_overhead_s": med([t.get("overhead_s") for t in timings]),
+        "median_wall_s": med([t.get("wall_s") for t in timings]),
+        "speedup_vs_torch_median": med([r.get("speedup") for r in results.values()]),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("extra", nargs="*", type=Path)
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu_validate_out")))
+    ap.add_argument("--copies", type=int, default=120)
+    ap.add_argument("--spawn-copies", type=int, default=24)
+    ap.add_argument("--jobs", type=int, default=8)
+    ap.add_argument("--timeout", type=float, default=20.0)
+    ap.add_argument("--no-sanitize", action="store_true")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="km-gpu-validate-"))
+    report: dict[str, Any] = {}
+    text: list[str] = []
+
+    def say(line: str = "") -> None:
+        print(line, flush=True)
+        text.append(line)
+
+    # 1. fault fixtures
+    faults = copy_dataset(FAULTS, work / "faults")
+    expected = json.loads((FAULTS / "expected.json").read_text())
+    res, wall = run_phase(faults, Options(jobs=args.jobs, timeout=args.timeout))
+    lines, bad = outcome_table(res, expected)
+    say(f"== fault fixtures: {len(res)} kernels in {wall:.1f} s, {len(res) - bad} as expected, {bad} wrong")
+    for ln in lines:
+        say(ln)
+    report["faults"] = {"wall_s": round(wall, 2), "wrong": bad, "results": res}
+
+    # 2. throughput: one good kernel, many copies (the library is built once and copied along)
+    tp = work / "throughput"
+    tp.mkdir()
+    src = faults / "saxpy-good"
+    for i in range(args.copies):
+        shutil.copytree(src, tp / f"saxpy-{i:04d}", ignore=shutil.ignore_patterns("validation"))
+    for i in range(args.copies):
+        meta_p = tp / f"saxpy-{i:04d}" / "metadata.json"
+        meta = json.loads(meta_p.read_text())
+        meta.pop("validation", None)
+        meta["id"] = meta_p.parent.name
+        meta_p.write_text(json.dumps(meta))
+    res, wall = run_phase(tp, Options(jobs=args.jobs, timeout=120))
+    fork_tp = throughput(res, wall, f"fork, jobs={args.jobs}")
+    spawn_root = work / "throughput-spawn"
+    spawn_root.mkdir()
+    for i in range(args.spawn_copies):
+        shutil.move(str(tp / f"saxpy-{i:04d}"), spawn_root / f"saxpy-{i:04d}")
+    res, wall = run_phase(spawn_root, Options(jobs=args.jobs, timeout=120, mode="spawn", force=True))
+    spawn_tp = throughput(res, wall, f"spawn, jobs={args.jobs}")
+    say()
+    say("== throughput (saxpy-good: 6 tests incl. a 20-rep benchmark vs torch, per kernel)")
+    keys = [k for k in fork_tp if k != "label"]
+    say(f"{'':28}" + "".join(f"{r['label']:>22}" for r in (fork_tp, spawn_tp)))
+    for k in keys:
+        say(f"{k:28}" + "".join(f"{str(r[k]):>22}" for r in (fork_tp, spawn_tp)))
+    report["throughput"] = [fork_tp, spawn_tp]
+
+    # 3. sanitizer
+    if not args.no_sanitize and shutil.which("compute-sanitizer"):
+        san = work / "sanitize"
+        san.mkdir()
+        for kid in SANITIZE_EXPECTED:
+            if (FAULTS / kid).is_dir():
+                copy_dataset(FAULTS / kid, san / kid)
+        res, wall = run_phase(san, Options(jobs=args.jobs, timeout=300, sanitize=True))
+        lines, bad = outcome_table(res, {k: v for k, v in SANITIZE_EXPECTED.items() if k in res})
+        say()
+        say(f"== --sanitize (compute-sanitizer memcheck): {len(res)} kernels in {wall:.1f} s, {bad} wrong")
+        for ln in lines:
+            say(ln)
+        report["sanitize"] = {"wall_s": round(wall, 2), "wrong": bad, "results": res}
+    else:
+        say("\n== --sanitize skipped (compute-sanitizer not found or --no-sanitize)")
+
+    # 4. extra datasets
+    for extra in args.extra:
+        root = copy_dataset(extra, work / f"extra-{extra.name}")
+        res, wall = run_phase(root, Options(jobs=args.jobs, timeout=120))
+        lines, _ = outcome_table(res, {})
+        say()
+        say(f"== {extra}: {len(res)} kernels in {wall:.1f} s")
+        for ln in lines:
+            say(ln)
+        report[f"extra:{extra}"] = {"wall_s": round(wall, 2), "results": res}
+
+    (args.out / "summary.json").write_text(json.dumps(report, indent=1, default=str))
+    (args.out / "table.txt").write_text("\n".join(text) + "\n")
+    shutil.rmtree(work, ignore_errors=True)
+    wrong = report["faults"]["wrong"] + (report.get("sanitize") or {}).get("wrong", 0)
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
