@@ -347,15 +347,32 @@ def parse_resources(log: str) -> dict[str, dict[str, Any]]:
     return entries
 
 
+def demangle(names: list[str]) -> dict[str, str]:
+    """Readable kernel names, without the batch namespace (its mangling is a build detail)."""
+    tool = shutil.which("c++filt")
+    out = {n: n for n in names}
+    if tool and names:
+        try:
+            res = subprocess.run([tool], input="\n".join(names) + "\n", capture_output=True, text=True,
+                                 timeout=30, check=False)
+            lines = res.stdout.splitlines()
+            if res.returncode == 0 and len(lines) == len(names):
+                out = dict(zip(names, lines, strict=True))
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return {k: re.sub(r"\bkm_b\d+_::", "", v) for k, v in out.items()}
+
+
 def pick_resources(entries: dict[str, dict[str, Any]], kernel_name: str) -> dict[str, Any] | None:
     """The unit's own kernel among its entries (a mangled name holds `<len><name>`)."""
     if not entries:
         return None
     needle = f"{len(kernel_name)}{kernel_name}"
-    for name, r in entries.items():
-        if needle in name or name == kernel_name:
-            return dict(r)
-    return dict(next(iter(entries.values())))
+    chosen = next((r for name, r in entries.items() if needle in name or name == kernel_name),
+                  next(iter(entries.values())))
+    r = dict(chosen)
+    r["kernel"] = demangle([r["kernel"]])[r["kernel"]]
+    return r
 
 
 # ------------------------------------------------------------------------------------------------
@@ -463,13 +480,58 @@ class Result:
         return rec
 
 
+# Repos overload these for their own types (atomicAdd for Half...). Declared inside a batch namespace,
+# such an overload would hide the global ones; a using-declaration keeps both visible.
+_BUILTINS = (
+    "atomicAdd atomicSub atomicExch atomicMin atomicMax atomicInc atomicDec atomicCAS atomicAnd atomicOr "
+    "atomicXor __ldg __ldcs __ldcg __ldca __ldlu __ldcv __stcs __stcg __stwb __stwt __shfl_sync "
+    "__shfl_up_sync __shfl_down_sync __shfl_xor_sync max min abs fabs fabsf exp expf log logf sqrt sqrtf "
+    "rsqrt rsqrtf pow powf floor floorf ceil ceilf round roundf tanh tanhf fmaxf fminf fma fmaf erf erff"
+).split()
+_DEFINES_FN = r"\b{}\s*\([^;{{}}]*\)\s*\{{"
+_DECLARED = re.compile(
+    r"\b(?:struct|class|union|enum(?:\s+class)?)\s+([A-Za-z_]\w*)"
+    r"|\b([A-Za-z_]\w*)\s*(?:<[^;{}()]*>)?\s*\([^;{}]*\)\s*(?:const\s*)?\{"
+    r"|\busing\s+([A-Za-z_]\w*)\s*="
+    r"|\btypedef\b[^;{}]*?\b([A-Za-z_]\w*)\s*;"
+)
+_NOT_NAMES = {"if", "for", "while", "switch", "catch", "return", "sizeof", "decltype", "else", "do"}
+_GLOBAL_AFTER = {"return", "new", "delete", "case", "else", "do", "throw", "typename", "co_return", "sizeof",
+                 "const", "static", "inline", "extern", "volatile", "public", "private", "protected", "virtual",
+                 "friend", "template", "__device__", "__host__", "__global__", "__forceinline__"}
+
+
+def _requalify(body: str, ns: str) -> str:
+    """`::name` for a name the body itself declares at its top level now means `ns::name`."""
+    if "::" not in body:
+        return body
+    declared = {g for m in _DECLARED.finditer(body) for g in m.groups() if g} - _NOT_NAMES
+    out: list[str] = []
+    last = 0
+    for m in re.finditer(r"::\s*([A-Za-z_]\w*)", body):
+        if m.group(1) not in declared:
+            continue
+        before = body[:m.start()].rstrip()
+        prev = before[-1:] if before else ""
+        if prev and (prev in ">)]" or prev.isalnum() or prev == "_"):
+            word = re.search(r"[A-Za-z_]\w*$", before)
+            if not (word and word.group(0) in _GLOBAL_AFTER):
+                continue
+        out.append(body[last:m.start()] + ns)
+        last = m.start()
+    out.append(body[last:])
+    return "".join(out)
+
+
 def batch_source(units: list[Unit]) -> str:
     includes = list(dict.fromkeys(inc for u in units for inc in u.includes))
     parts = [f"// kernel-miner build batch of {len(units)} units", *includes, ""]
     for i, u in enumerate(units):
-        parts.append(f"namespace km_b{i}_ {{")
+        ns = f"km_b{i}_"
+        uses = [f"using ::{b};" for b in _BUILTINS if b in u.body and re.search(_DEFINES_FN.format(b), u.body)]
+        parts.append(f"namespace {ns} {{ {' '.join(uses)}")
         parts.append(f'#line {u.body_line} "{u.tag}"')
-        parts.append(u.body)
+        parts.append(_requalify(u.body, ns))
         parts.append(f"}}  // namespace km_b{i}_")
         parts += [f"#undef {name}" for name in u.macros]
         parts.append("")
