@@ -1,8 +1,8 @@
 """An OpenAI-compatible chat-completions server on 127.0.0.1 that replays scripted answers and faults.
 
 Tests start it in a thread (`with FakeLLMServer(rules) as srv:`), point the real `openai` client at
-`srv.base_url`, and read `srv.requests` afterwards. A rule is a regex matched against the last user
-message plus a list of replies used in turn (the last one repeats). A reply is a string (the
+`srv.base_url`, and read `srv.requests` afterwards. A rule is a regex matched against the user
+messages of the request plus a list of replies used in turn (the last one repeats). A reply is a string (the
 assistant's content) or a `Reply` describing a fault: an HTTP status, a delay, a cut-off answer, a
 body that is not JSON at all.
 """
@@ -109,6 +109,8 @@ class FakeLLMServer:
     def _answer(self, path: str, body: dict[str, Any], auth: str) -> Reply:
         messages = body.get("messages") or []
         last_user = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
+        # Rules see every user turn, so a follow-up ("answer again...") still matches its kernel's rule.
+        users = "\n".join(m.get("content", "") for m in messages if m.get("role") == "user")
         with self._lock:
             self.requests.append({"path": path, "body": body, "last_user": last_user, "time": time.time()})
             self.authorization.add(auth)
@@ -116,7 +118,7 @@ class FakeLLMServer:
                 return Reply(status=404, error_message=f"no route {path}")
             answer: Answer | None = None
             for rule in self.rules:
-                if rule.regex.search(last_user):
+                if rule.regex.search(users):
                     answer = rule.next()
                     break
             if answer is None:
