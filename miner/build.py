@@ -778,6 +778,9 @@ def build_dataset(out_dir: Path, opts: BuildOptions, nvcc: str, selectors: list[
     release = nvcc_release(tool_id)
     for _kdir, meta, units, skipped in kernels:
         insts = [dict(i) for i in meta.get("instantiations") or []]
+        if not insts:
+            rep.kernels += 1
+            continue
         counts = {"ok": 0, "failed": 0, "timeout": 0, "skipped": 0}
         for i, why in skipped.items():
             insts[i]["build"] = {"status": "skipped", "library": None, "symbol": "", "arch": opts.arch,
