@@ -1,20 +1,18 @@
 """The one place where enrichment runs a generated test: always in a child process with a timeout.
 
-`run_generated_test` uses the validation runner (miner.validate) when it offers a single-file entry
-point, and otherwise runs `python -m pytest` itself in a new process group that is killed whole on
-expiry. Generated code is never imported or executed in the enrich process.
+`run_generated_test` uses the validation runner's child entry point, result plugin and classifier
+(miner.validate) when they are importable, and otherwise runs `python -m pytest` itself in a new
+process group that is killed whole on expiry. Generated code is never imported or executed in the enrich process.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
 from pathlib import Path
 
 import miner
@@ -26,26 +24,48 @@ _CUDA_MARKERS = ("cudaError", "CUDA error", "illegal memory access", "an illegal
 _TAIL = 4000
 
 
-def _validate_entry() -> Callable[[Path, Path, float], tuple[str, str]] | None:
-    """The validation runner's single-test-file function, when miner.validate provides one."""
-    for module, name in (("miner.validate.runner", "run_test_file"), ("miner.validate", "run_test_file")):
-        try:
-            mod = importlib.import_module(module)
-        except ImportError:
-            continue
-        fn = getattr(mod, name, None)
-        if callable(fn):
-            return fn  # type: ignore[no-any-return]
-    return None
+def _run_with_validate(kernel_dir: Path, test_path: Path, timeout: float) -> tuple[str, str] | None:
+    """Run through miner.validate's child process, result plugin and classifier; None if absent."""
+    try:
+        from miner.validate.classify import classify as v_classify
+        from miner.validate.runner import Job, RawResult, kill_group, pytest_args, read_result
+        from miner.validate.runner import child_env as v_child_env
+    except ImportError:
+        return None
+    args = pytest_args(kernel_dir)
+    if not args or args[-1] != "tests":
+        return None  # the runner's command line changed shape: do not guess, use our own child
+    with tempfile.TemporaryDirectory(prefix="km-enrich-") as tmp:
+        job = Job(kernel_dir, Path(tmp), timeout)
+        # Only the generated file: a user's own tests in tests/ must not be blamed on it.
+        cmd = [sys.executable, "-m", "miner.validate.child", str(job.result_file), "--", *args[:-1],
+               str(test_path)]
+        env = v_child_env()
+        env.pop("OPENAI_API_KEY", None)
+        with open(job.stdout, "wb") as out, open(job.stderr, "wb") as err:
+            proc = subprocess.Popen(cmd, cwd=kernel_dir, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                    env=env, start_new_session=True)
+            timed_out = False
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                kill_group(proc.pid)
+                proc.wait()
+        raw = RawResult(proc.returncode, timed_out, 0.0, cmd, read_result(job.result_file))
+        verdict = v_classify(raw, job.stdout, job.stderr, timeout)
+        output = job.stdout.read_text(errors="replace") + job.stderr.read_text(errors="replace")
+    return verdict.outcome, f"{verdict.reason}\n{_tail(output)}"
 
 
 def run_generated_test(kernel_dir: Path, test_path: Path, timeout: float) -> tuple[str, str]:
     """Run one test file against one kernel folder; return (outcome, message) with outcome in OUTCOMES."""
-    entry = _validate_entry()
-    if entry is not None:
-        outcome, message = entry(Path(kernel_dir), Path(test_path), timeout)
-        return str(outcome), str(message)
-    return run_pytest_child(Path(kernel_dir), Path(test_path), timeout)
+    kernel_dir, test_path = Path(kernel_dir).resolve(), Path(test_path).resolve()
+    if os.environ.get("KM_ENRICH_RUNNER") != "pytest":
+        result = _run_with_validate(kernel_dir, test_path, timeout)
+        if result is not None:
+            return result
+    return run_pytest_child(kernel_dir, test_path, timeout)
 
 
 def _child_env() -> dict[str, str]:
