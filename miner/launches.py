@@ -135,7 +135,8 @@ def _resolve_value(ctx: TUContext, text: str, out: Launch, key: str) -> None:
             out.definitions[ident] = f"#define {ident} {body}"
 
 
-def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]) -> tuple[list[Launch], dict[tuple[str, int], list[list[str]]]]:
+def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
+         ) -> tuple[list[Launch], dict[tuple[str, int], list[list[str]]]]:
     """All launches of known kernels in repo function bodies, and concrete calls of host templates."""
     launches: list[Launch] = []
     host_calls: dict[tuple[str, int], list[list[str]]] = {}

@@ -44,12 +44,12 @@ def floor_seconds(files: list[str]) -> float:
     return time.perf_counter() - t
 
 
-def extract_run(root: str, jobs: int) -> tuple[float, float, str]:
+def extract_run(root: str, jobs: int, extra: tuple[str, ...] = ()) -> tuple[float, float, str]:
     """Wall seconds, peak RSS (MB) of the child, and its summary line."""
     with tempfile.TemporaryDirectory() as out:
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         t = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "miner", "extract", root, "-o", out, "-j", str(jobs)],
+        proc = subprocess.run([sys.executable, "-m", "miner", "extract", root, "-o", out, "-j", str(jobs), *extra],
                               capture_output=True, text=True)
         wall = time.perf_counter() - t
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -66,14 +66,18 @@ def main() -> int:
     args = ap.parse_args()
     files = cuda_files(args.root)
     floors = [floor_seconds(files) for _ in range(args.repeat)]
-    runs = [extract_run(args.root, args.jobs) for _ in range(args.repeat)]
+    runs = [extract_run(args.root, args.jobs, ("--no-units",)) for _ in range(args.repeat)]
+    full = [extract_run(args.root, args.jobs) for _ in range(args.repeat)]
     floor = statistics.median(floors)
     wall = statistics.median(r[0] for r in runs)
     peak = max(r[1] for r in runs)
     print(f"tree: {args.root}  ({len(files)} CUDA files, jobs={args.jobs}, median of {args.repeat})")
     print(f"{'measure':<38}{'wall s':>9}{'peak MB':>10}{'x floor':>9}")
     print(f"{'tree-sitter parse only (floor)':<38}{floor:>9.2f}{'':>10}{1.0:>9.1f}")
-    print(f"{'kernel-miner extract (libclang+ts)':<38}{wall:>9.2f}{peak:>10.0f}{wall / floor:>9.1f}")
+    print(f"{'extract --no-units (libclang+ts)':<38}{wall:>9.2f}{peak:>10.0f}{wall / floor:>9.1f}")
+    fwall = statistics.median(r[0] for r in full)
+    fpeak = max(r[1] for r in full)
+    print(f"{'extract with units (closure+render)':<38}{fwall:>9.2f}{fpeak:>10.0f}{fwall / floor:>9.1f}")
     print(f"extract said: {runs[-1][2]}")
     return 0
 

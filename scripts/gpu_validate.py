@@ -59,7 +59,8 @@ def fmt(v: Any, width: int) -> str:
 
 def outcome_table(results: dict[str, Any], expected: dict[str, str]) -> tuple[list[str], int]:
     cols = [("kernel", 14), ("expected", 12), ("got", 12), ("ok", 3), ("wall_s", 7), ("start_s", 7),
-            ("cuda_s", 7), ("load_s", 7), ("launch_s", 8), ("overhead", 8), ("reason", 70)]
+            ("collect", 7), ("cuda_s", 7), ("load_s", 7), ("launch_s", 8), ("exit_s", 7), ("overhead", 8),
+            ("reason", 64)]
     lines = [" ".join(fmt(c, w) for c, w in cols)]
     bad = 0
     for kid in sorted(set(results) | set(expected)):
@@ -69,7 +70,8 @@ def outcome_table(results: dict[str, Any], expected: dict[str, str]) -> tuple[li
         ok = exp is None or r.get("outcome") == exp
         bad += not ok
         row = [kid, exp, r.get("outcome"), "yes" if ok else "NO", t.get("wall_s"), t.get("process_start_s"),
-               t.get("cuda_init_s"), t.get("load_s"), t.get("first_launch_s"), t.get("overhead_s"),
+               t.get("collect_s"), t.get("cuda_init_s"), t.get("load_s"), t.get("first_launch_s"),
+               t.get("exit_s"), t.get("overhead_s"),
                (r.get("signal") + ": " if r.get("signal") else "") + str(r.get("reason", ""))]
         lines.append(" ".join(fmt(v, w) for v, (_, w) in zip(row, cols, strict=True)))
     return lines, bad
@@ -83,10 +85,13 @@ def throughput(results: dict[str, Any], wall: float, label: str) -> dict[str, An
         "kernel_tests_per_min": round(60 * n / wall, 1) if wall else None,
         "passed": sum(r["outcome"] == "passed" for r in results.values()),
         "median_process_start_s": med([t.get("process_start_s") for t in timings]),
+        "median_pytest_start_s": med([t.get("pytest_start_s") for t in timings]),
+        "median_collect_s": med([t.get("collect_s") for t in timings]),
         "median_cuda_init_s": med([t.get("cuda_init_s") for t in timings]),
         "median_load_s": med([t.get("load_s") for t in timings]),
         "median_first_launch_s": med([t.get("first_launch_s") for t in timings]),
         "median_tests_s": med([t.get("tests_s") for t in timings]),
+        "median_exit_s": med([t.get("exit_s") for t in timings]),
         "median_overhead_s": med([t.get("overhead_s") for t in timings]),
         "median_wall_s": med([t.get("wall_s") for t in timings]),
         "speedup_vs_torch_median": med([r.get("speedup") for r in results.values()]),
@@ -100,6 +105,7 @@ def main() -> int:
     ap.add_argument("--copies", type=int, default=120)
     ap.add_argument("--spawn-copies", type=int, default=24)
     ap.add_argument("--jobs", type=int, default=8)
+    ap.add_argument("--more-jobs", type=int, default=0, help="also measure fork throughput at this --jobs")
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("--no-sanitize", action="store_true")
     args = ap.parse_args()
@@ -135,20 +141,23 @@ def main() -> int:
         meta["id"] = meta_p.parent.name
         meta_p.write_text(json.dumps(meta))
     res, wall = run_phase(tp, Options(jobs=args.jobs, timeout=120))
-    fork_tp = throughput(res, wall, f"fork, jobs={args.jobs}")
+    rows = [throughput(res, wall, f"fork, jobs={args.jobs}")]
+    if args.more_jobs:
+        res, wall = run_phase(tp, Options(jobs=args.more_jobs, timeout=120, force=True))
+        rows.append(throughput(res, wall, f"fork, jobs={args.more_jobs}"))
     spawn_root = work / "throughput-spawn"
     spawn_root.mkdir()
     for i in range(args.spawn_copies):
         shutil.move(str(tp / f"saxpy-{i:04d}"), spawn_root / f"saxpy-{i:04d}")
     res, wall = run_phase(spawn_root, Options(jobs=args.jobs, timeout=120, mode="spawn", force=True))
-    spawn_tp = throughput(res, wall, f"spawn, jobs={args.jobs}")
+    rows.append(throughput(res, wall, f"spawn, jobs={args.jobs}"))
     say()
     say("== throughput (saxpy-good: 6 tests incl. a 20-rep benchmark vs torch, per kernel)")
-    keys = [k for k in fork_tp if k != "label"]
-    say(f"{'':28}" + "".join(f"{r['label']:>22}" for r in (fork_tp, spawn_tp)))
+    keys = [k for k in rows[0] if k != "label"]
+    say(f"{'':28}" + "".join(f"{r['label']:>20}" for r in rows))
     for k in keys:
-        say(f"{k:28}" + "".join(f"{str(r[k]):>22}" for r in (fork_tp, spawn_tp)))
-    report["throughput"] = [fork_tp, spawn_tp]
+        say(f"{k:28}" + "".join(f"{str(r[k]):>20}" for r in rows))
+    report["throughput"] = rows
 
     # 3. sanitizer
     if not args.no_sanitize and shutil.which("compute-sanitizer"):
@@ -178,6 +187,15 @@ def main() -> int:
             say(ln)
         report[f"extra:{extra}"] = {"wall_s": round(wall, 2), "results": res}
 
+    # Triage folders of every failure, as one archive (what a person would open first).
+    from miner.validate.triage import triage
+
+    debug = work / "debug"
+    for name in ("faults", "sanitize"):
+        if (work / name).is_dir():
+            triage(work / name, debug / name)
+    if debug.is_dir():
+        shutil.make_archive(str(args.out / "triage"), "gztar", debug)
     (args.out / "summary.json").write_text(json.dumps(report, indent=1, default=str))
     (args.out / "table.txt").write_text("\n".join(text) + "\n")
     shutil.rmtree(work, ignore_errors=True)

@@ -38,6 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--frontend", choices=FRONTENDS, default="auto",
                    help="auto: libclang, plus tree-sitter for files libclang cannot parse and for "
                         "kernels in inactive #if branches; clang or treesitter: only that one")
+    p.add_argument("--no-units", action="store_true",
+                   help="only extract kernels: skip the dependency closure, launch sites, instantiations "
+                        "and the rendered standalone units (units/<inst>/unit.cu)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("-q", "--quiet", action="store_true", help="print errors only")
     g.add_argument("-v", "--verbose", action="store_true", help="also list skipped files and each kernel")
@@ -51,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--jobs must be at least 1")
     opts = ExtractOptions(paths=paths, out_dir=args.output_dir, include_dirs=args.include_dir,
                           defines=args.define, compile_commands=args.compile_commands,
-                          jobs=args.jobs, frontend=args.frontend)
+                          jobs=args.jobs, frontend=args.frontend, units=not args.no_units)
     with progress_bar("parsing", disable=args.quiet) as progress:
         report = extract(opts, progress)
     for line in report.failures:

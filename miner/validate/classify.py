@@ -2,8 +2,8 @@
 
 Precedence, first match wins:
 build_failed (no instantiation compiles) > skipped (no tests) > timeout (we killed it) >
-cuda_error (a test saw one, even if the process then crashed) > cuda_error (memcheck found an
-error under --sanitize) > crashed (killed by a signal) > the tests' own outcomes, worst first:
+cuda_error (memcheck found an error under --sanitize) > cuda_error (a test saw one, even if the
+process then crashed) > crashed (killed by a signal) > the tests' own outcomes, worst first:
 build_failed, failed, error, then skipped when nothing passed, else passed.
 """
 
@@ -80,11 +80,11 @@ def classify(raw: RawResult, stdout: Path, stderr: Path, timeout: float) -> Verd
         return Verdict("timeout", f"no result after {timeout:g} s{where}; process group killed",
                        test=current, counts=counts)
     hit = worst("cuda_error")
+    if raw.returncode == SANITIZER_EXIT and raw.command and raw.command[0] == "compute-sanitizer":
+        return Verdict("cuda_error", "memcheck: " + _sanitizer_error(stdout, stderr),
+                       test=hit[0] if hit else current, counts=counts)
     if hit:
         return Verdict("cuda_error", _first_line(hit[1].get("message", "")), test=hit[0], counts=counts)
-    if raw.returncode == SANITIZER_EXIT and raw.command and raw.command[0] == "compute-sanitizer":
-        return Verdict("cuda_error", "memcheck: " + _sanitizer_error(stdout, stderr), test=current,
-                       counts=counts)
     sig = raw.signal_name
     if sig is None and raw.command and raw.command[0] == "compute-sanitizer" and raw.returncode \
             and raw.returncode > 128:

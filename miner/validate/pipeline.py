@@ -74,6 +74,9 @@ def _timing(raw: RawResult) -> dict[str, Any]:
         "wall_s": round(raw.wall_s, 4),
         "process_start_s": round(start - raw.t_request, 4) if start else None,
         "pytest_start_s": round(res["session_start"] - start, 4) if start and res.get("session_start") else None,
+        "collect_s": round(res["collected_at"] - res["session_start"], 4)
+        if res.get("collected_at") and res.get("session_start") else None,
+        "exit_s": round(raw.t_request + raw.wall_s - res["session_end"], 4) if res.get("session_end") else None,
         "load_s": round(sum(x.get("load_s", 0.0) for x in h.get("loads", [])), 4) if h.get("loads") else None,
         "cuda_init_s": h.get("cuda_init_s"),
         "first_launch_s": h.get("first_launch_s"),

@@ -71,6 +71,9 @@ class ResultRecorder:
     def pytest_sessionstart(self, session: Any) -> None:
         self.state["session_start"] = time.time()
 
+    def pytest_collection_finish(self, session: Any) -> None:
+        self.state["collected_at"] = time.time()
+
     def pytest_collectreport(self, report: Any) -> None:
         if report.skipped:  # a module-level skip (e.g. harness.require_gpu()) stands for its tests
             self.state["tests"][report.nodeid] = {"outcome": "skipped", "duration": 0.0,
