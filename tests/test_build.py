@@ -21,6 +21,7 @@ needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 HEAD = """// test unit
 // km:includes-begin
 #include <cuda_runtime.h>
+#include <float.h>
 // km:includes-end
 // km:body-begin
 """
@@ -44,15 +45,18 @@ __global__ void scale_tile(int n, const T* in, T* out) {
   GRID_LOOP(i, n) {
     tile[threadIdx.x % TILE] = twice(in[i]);
     __syncthreads();
-    out[i] = tile[(threadIdx.x + 1) % TILE];
+    out[i] = tile[(threadIdx.x + 1) % TILE] < (T)FLT_MAX ? tile[(threadIdx.x + 1) % TILE] : (T)0;
   }
 }
-template __global__ void scale_tile<T_>(int, const T_*, T_*);
+template __global__ void scale_tile<ELEM>(int, const ELEM*, ELEM*);
 """
 
 # The unit overloads a CUDA built-in for its own type and launches through a global qualifier:
-# inside a batch namespace both would break without the builder's care.
+# inside a batch namespace both would break without the builder's care. It also redefines a toolkit
+# macro that a later unit of the same batch uses with its usual meaning.
 OVERLOAD_BODY = """#define PAIR_W 2
+#undef FLT_MAX
+#define FLT_MAX 1.0e30f
 struct Pair { float a, b; };
 __device__ inline Pair atomicAdd(Pair* p, Pair v) {
   return Pair{atomicAdd(&p->a, v.a), atomicAdd(&p->b, v.b)};
@@ -104,12 +108,12 @@ def write_kernel(ds: Path, kid: str, name: str, units: dict[str, str]) -> None:
 
 
 def make_dataset(ds: Path) -> None:
-    scale = {t: unit_text(SCALE_BODY.replace("T_", t), f"km_launch_test_scale_{t}", f"int n, const {t}* in, {t}* out",
+    scale = {t: unit_text(SCALE_BODY.replace("ELEM", t), f"km_launch_test_scale_{t}", f"int n, const {t}* in, {t}* out",
                           f"::scale_tile<{t}>", "n, in, out", "TILE GRID_LOOP") for t in ("float", "double")}
     write_kernel(ds, "scale_tile-000000000001", "scale_tile", scale)
     write_kernel(ds, "pair_sum-000000000002", "pair_sum", {"default": unit_text(
         OVERLOAD_BODY, "km_launch_test_pair_sum", "int n, const Pair* in, Pair* acc, float* total", "::pair_sum",
-        "n, in, acc, total", "PAIR_W")})
+        "n, in, acc, total", "PAIR_W FLT_MAX")})
     write_kernel(ds, "uses_missing-000000000003", "uses_missing", {"default": unit_text(
         MISSING_BODY, "km_launch_test_uses_missing", "int n, float* x", "uses_missing", "n, x")})
     write_kernel(ds, "uses_ns-000000000004", "uses_ns", {"default": unit_text(
