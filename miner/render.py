@@ -6,7 +6,6 @@ import functools
 import hashlib
 import os
 import re
-from importlib import resources
 from typing import Any
 
 import jinja2
@@ -14,6 +13,7 @@ import jinja2
 from miner import __version__, atomic
 from miner.frontends.config import stub_dir
 from miner.instantiations import inst_id, substitute
+from miner.resources import data_dir
 
 _CTYPES = [
     (r"^(unsigned\s+long\s+long|uint64_t|size_t|unsigned\s+long)$", "uint64"),
@@ -28,8 +28,7 @@ _CTYPES = [
 
 @functools.cache
 def _env() -> jinja2.Environment:
-    loader = jinja2.FunctionLoader(
-        lambda name: (resources.files("miner.templates") / name).read_text(encoding="utf-8"))
+    loader = jinja2.FileSystemLoader(str(data_dir("templates")))
     return jinja2.Environment(loader=loader, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
                               autoescape=False)
 

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import functools
 import json
-from importlib import resources
 from typing import Any
 
 import jsonschema
+
+from miner.resources import data_dir
 
 SCHEMA_VERSION = "1.0"
 
 
 @functools.cache
 def load(name: str = "kernel") -> dict[str, Any]:
-    text = (resources.files("miner.metadata") / f"{name}.schema.json").read_text(encoding="utf-8")
+    text = (data_dir("metadata") / f"{name}.schema.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 
