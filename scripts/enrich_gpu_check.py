@@ -138,9 +138,26 @@ def make_dataset(root: Path) -> Path:
     return root
 
 
+ONE_COMMAND = """
+import argparse, sys
+from importlib import import_module
+from miner.errors import MinerError
+mod = import_module("miner.commands." + sys.argv[1])
+parser = argparse.ArgumentParser(prog="kernel-miner " + sys.argv[1])
+mod.add_arguments(parser)
+try:
+    sys.exit(mod.run(parser.parse_args(sys.argv[2:])))
+except MinerError as exc:
+    print(f"kernel-miner: error: {exc}", file=sys.stderr)
+    sys.exit(exc.exit_code)
+"""
+
+
 def miner(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     full = dict(os.environ if env is None else env, PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "miner", *args], env=full, capture_output=True, text=True,
+    # One command module, not miner.cli: the CLI imports every command, and extract needs libclang,
+    # which the GPU machine does not have.
+    return subprocess.run([sys.executable, "-c", ONE_COMMAND, *args], env=full, capture_output=True, text=True,
                           timeout=timeout, cwd=REPO, check=False)
 
 
