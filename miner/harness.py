@@ -105,6 +105,7 @@ RECORDS: dict[str, Any] = {
     "launch_errors": [],
     "first_launch_s": None,
     "cuda_init_s": None,
+    "cuda_prewarmed": False,  # context created before the request, by the fork runner's spare
     "bench": [],
     "oracles": [],
 }

@@ -79,6 +79,7 @@ def _timing(raw: RawResult) -> dict[str, Any]:
         "exit_s": round(raw.t_request + raw.wall_s - res["session_end"], 4) if res.get("session_end") else None,
         "load_s": round(sum(x.get("load_s", 0.0) for x in h.get("loads", [])), 4) if h.get("loads") else None,
         "cuda_init_s": h.get("cuda_init_s"),
+        "cuda_prewarmed": bool(h.get("cuda_prewarmed")),
         "first_launch_s": h.get("first_launch_s"),
         "tests_s": round(tests_s, 4),
         "overhead_s": round(max(0.0, raw.wall_s - tests_s), 4),
