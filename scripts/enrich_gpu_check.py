@@ -154,7 +154,8 @@ except MinerError as exc:
 
 
 def miner(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    full = dict(os.environ if env is None else env, PYTHONPATH=str(REPO))
+    full = dict(os.environ if env is None else env)
+    full["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), full.get("PYTHONPATH")]))
     # One command module, not miner.cli: the CLI imports every command, and extract needs libclang,
     # which the GPU machine does not have.
     return subprocess.run([sys.executable, "-c", ONE_COMMAND, *args], env=full, capture_output=True, text=True,
