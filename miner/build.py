@@ -126,7 +126,7 @@ def default_cache_dir() -> Path:
 # units
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
-_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)", re.M)
+_DEFINE = re.compile(r"^\s*#\s*(?:define|undef)\s+([A-Za-z_]\w*)", re.M)
 
 
 @dataclass
@@ -650,14 +650,24 @@ class Builder:
         return self.results
 
     def _plan(self, todo: list[Unit]) -> list[list[Unit]]:
+        """Batches of units with the same includes: a header one unit lacks must not be lent to it
+        by a neighbour, or the unit would pass in its batch and fail on its own."""
         singles = [[u] for u in todo if not u.batchable]
-        batchable = [u for u in todo if u.batchable]
-        if not batchable:
-            return singles
-        # Enough batches to keep every job busy, never more than batch_size units in one.
-        n = max(1, -(-len(batchable) // max(1, self.opts.batch_size)), min(self.opts.jobs, len(batchable)))
-        size = -(-len(batchable) // n)
-        batches = [batchable[i:i + size] for i in range(0, len(batchable), size)]
+        groups: dict[frozenset[str], list[Unit]] = {}
+        for u in todo:
+            if u.batchable:
+                groups.setdefault(frozenset(u.includes), []).append(u)
+        batches: list[list[Unit]] = []
+        for members in groups.values():
+            n = -(-len(members) // max(1, self.opts.batch_size))
+            size = -(-len(members) // n)
+            batches += [members[i:i + size] for i in range(0, len(members), size)]
+        # Enough batches to keep every job busy.
+        while len(batches) < self.opts.jobs and max((len(b) for b in batches), default=0) > 1:
+            big = max(batches, key=len)
+            batches.remove(big)
+            batches += [big[:len(big) // 2], big[len(big) // 2:]]
+        batches.sort(key=len, reverse=True)  # long ones first: the tail of the run stays short
         return batches + singles
 
 

@@ -79,6 +79,19 @@ NO_NAMESPACE_BODY = """__global__ void uses_ns(int n, float* x) {
 }
 """
 
+# Uses FLT_MAX without including <float.h>: it must fail on its own even though its neighbours
+# include that header (a batch that lent it the header would report a unit that does not compile).
+NEEDS_FLOAT_H = """// km:includes-begin
+#include <cuda_runtime.h>
+// km:includes-end
+// km:body-begin
+__global__ void clamp_max(int n, float* x) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = fminf(x[i], FLT_MAX);
+}
+""" + LAUNCH.format(sym="km_launch_test_clamp_max", params="int n, float* x", call="clamp_max", args="n, x") + \
+    "// km:body-end\n// km:macros\n"
+
 PLAIN_UNIT = """#include <cuda_runtime.h>
 // no km: markers: the builder must compile this one on its own
 __global__ void plain_add(int n, const float* a, float* b) {
@@ -119,6 +132,7 @@ def make_dataset(ds: Path) -> None:
     write_kernel(ds, "uses_ns-000000000004", "uses_ns", {"default": unit_text(
         NO_NAMESPACE_BODY, "km_launch_test_uses_ns", "int n, float* x", "uses_ns", "n, x")})
     write_kernel(ds, "plain_add-000000000005", "plain_add", {"default": PLAIN_UNIT})
+    write_kernel(ds, "clamp_max-000000000006", "clamp_max", {"default": NEEDS_FLOAT_H})
 
 
 def counting_nvcc(tmp: Path, real: str) -> tuple[Path, Path]:
@@ -196,8 +210,14 @@ def test_batch_with_bad_units_keeps_good_ones_and_attributes_errors(built: dict[
     assert "absent_ns" in log.read_text()
     assert b["uses_missing"]["pass_call"] is False and b["uses_missing"]["failed"] == 1
     assert "uses_missing-000000000003/units/default/unit.cu" in built["cold"].stderr
-    # 1 failing batch, the 2 bad units alone, the rest again, and the marker-less unit alone.
-    assert built["cold_calls"] == 5
+    # 1 failing batch, the 2 bad units alone, the rest again, the marker-less unit and clamp_max alone.
+    assert built["cold_calls"] == 6
+
+
+@needs_nvcc
+def test_a_unit_is_never_lent_headers_by_its_batch_neighbours(built: dict[str, Any]) -> None:
+    rec = built["cold_builds"]["clamp_max/default"]
+    assert rec["status"] == "failed" and rec["missing_symbol"] == "FLT_MAX"
 
 
 @needs_nvcc
@@ -214,7 +234,7 @@ def test_resources_are_attributed_per_unit_inside_a_batch(built: dict[str, Any])
 def test_unchanged_rerun_is_served_from_cache(built: dict[str, Any]) -> None:
     assert built["warm_calls"] == 0
     assert built["warm"].returncode == 1
-    assert "6 cached" in built["warm"].stdout
+    assert "7 cached" in built["warm"].stdout
     warm = built["warm_builds"]
     for key, rec in built["cold_builds"].items():
         if "/" in key:
