@@ -392,10 +392,23 @@ class Compiler:
     def __init__(self, nvcc: str, flags: list[str], timeout: float) -> None:
         self.nvcc, self.flags, self.timeout = nvcc, flags, timeout
         self.calls = 0
+        self.stopped = False
+        self._running: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
+
+    def kill_all(self) -> None:
+        with self._lock:
+            self.stopped = True
+            for proc in list(self._running):
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
     def compile(self, src: str, out: Path, cwd: Path, tmp: Path) -> Compiled:
         with self._lock:
+            if self.stopped:
+                return Compiled(None, "build interrupted", 0.0)
             self.calls += 1
         env = dict(os.environ, TMPDIR=str(tmp))
         t0 = time.monotonic()
@@ -405,6 +418,8 @@ class Compiler:
                                     start_new_session=True)
         except OSError as exc:
             return Compiled(127, f"cannot run {self.nvcc}: {exc}", 0.0)
+        with self._lock:
+            self._running.add(proc)
         try:
             data, _ = proc.communicate(timeout=self.timeout)
             rc: int | None = proc.returncode
@@ -415,6 +430,9 @@ class Compiler:
                 pass
             data, _ = proc.communicate()
             rc = None
+        finally:
+            with self._lock:
+                self._running.discard(proc)
         log = data.decode("utf-8", errors="replace")
         return Compiled(rc, log, time.monotonic() - t0)
 
@@ -621,15 +639,23 @@ class Builder:
 
     def run(self, units: list[Unit]) -> dict[str, Result]:
         todo: list[Unit] = []
+        queued: set[str] = set()
         for u in units:
             rec = None if self.opts.force else self.cache.get(u.key)
             if rec is not None and rec.get("status") == "timeout" and (rec.get("timeout") or 0) < self.opts.timeout:
                 rec = None  # a longer limit may let it finish
+            cached = None
             if rec is not None:
                 rec.pop("cached", None)
-                self.results[u.key] = Result(**{**rec, "cached": True})
+                try:
+                    cached = Result(**{**rec, "cached": True})
+                except TypeError:  # a record this version does not understand: compile again
+                    cached = None
+            if cached is not None:
+                self.results[u.key] = cached
                 self.tick(1)
-            elif u.key not in {t.key for t in todo}:
+            elif u.key not in queued:
+                queued.add(u.key)
                 todo.append(u)
         groups = self._plan(todo)
         with ThreadPoolExecutor(max_workers=max(1, self.opts.jobs)) as pool:
@@ -639,14 +665,21 @@ class Builder:
                 fn = (lambda: self._batch(group)) if batched and len(group) > 1 else (lambda: self._single(group[0]))
                 pending.add(pool.submit(fn))
 
-            for g in groups:
-                submit(g, len(g) > 1)
-            while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    pending.discard(f)
-                    for g, batched in f.result():
-                        submit(g, batched)
+            try:
+                for g in groups:
+                    submit(g, len(g) > 1)
+                while pending:
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for f in done:
+                        pending.discard(f)
+                        for g, batched in f.result():
+                            submit(g, batched)
+            except BaseException:
+                # nvcc runs in its own session, so Ctrl-C does not reach it: stop it here.
+                for f in pending:
+                    f.cancel()
+                self.compiler.kill_all()
+                raise
         return self.results
 
     def _plan(self, todo: list[Unit]) -> list[list[Unit]]:

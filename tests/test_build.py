@@ -320,3 +320,14 @@ def test_missing_dataset_and_dataset_without_units(tmp_path: Path) -> None:
     (ds / "k-000000000001" / "metadata.json").write_text(json.dumps({"id": "k-000000000001", "name": "k"}))
     res = run_miner("build", ds, "--nvcc", fake_nvcc(tmp_path, "exit 1\n"))
     assert res.returncode == 1 and "no units to build" in res.stderr and len(res.stderr.splitlines()) == 1
+
+
+def test_unusable_cache_dir_is_one_clear_line(tmp_path: Path) -> None:
+    ds = tmp_path / "ds"
+    write_kernel(ds, "plain_add-000000000005", "plain_add", {"default": PLAIN_UNIT})
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    res = run_miner("build", ds, "--nvcc", fake_nvcc(tmp_path, "exit 1\n"), "--cache-dir", blocker / "cache")
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kernel-miner: error: build: ") and "Traceback" not in res.stderr

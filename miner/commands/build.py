@@ -65,8 +65,12 @@ def run(args: argparse.Namespace) -> int:
                         cache_dir=Path(args.cache_dir) if args.cache_dir else None)
     opts.nvcc_flags()  # validates --arch before anything else runs
     nvcc = find_nvcc(args.nvcc)
-    with progress_bar("compiling", disable=args.quiet) as progress:
-        rep = build_dataset(out_dir, opts, nvcc, selectors, progress)
+    try:
+        with progress_bar("compiling", disable=args.quiet) as progress:
+            rep = build_dataset(out_dir, opts, nvcc, selectors, progress)
+    except OSError as exc:  # an unwritable dataset or cache folder, a full disk
+        where = f"{exc.filename}: " if exc.filename else ""
+        raise UsageError(f"build: {where}{exc.strerror or exc}") from None
     if rep.kernels == 0:
         raise InputError(f"{args.dataset}: no kernels" + (" match --kernels" if selectors else ""))
     if rep.units == 0:
