@@ -259,6 +259,8 @@ _MISSING = [
     re.compile(r"undefined reference to [`'](?P<sym>[^'`]+)'"),
     re.compile(r"[‘'`](?P<sym>[^’'`]+)[’'] (?:does not name a type|has not been declared)"),
 ]
+# Errors that name a missing declaration and leave the parser on track.
+_UNDEFINED = re.compile(r'^identifier "[^"]+" is undefined$|^[‘\'`][^’\'`]+[’\'] was not declared in this scope$')
 _MISSING_INCLUDE = re.compile(r"fatal error: (?P<inc>[^:]+): No such file")
 
 
@@ -661,9 +663,8 @@ class Builder:
         """Batch members whose failure needs no solo compile to be known as their own.
 
         A unit whose first error says a name is undefined fails the same way alone: a batch only
-        adds other units' namespaced declarations, never removes one (checked on MMCV: identical
-        status, error and missing symbol for all 338 units, batched or alone). Anything less clear,
-        or anything after an error that might have derailed the parser, is compiled alone.
+        adds other units' namespaced declarations, never removes one. Anything less clear, or any
+        member after one whose errors may have derailed the parser, is compiled alone.
         """
         owned, stray = split_log(log, units)
         if stray:
@@ -671,12 +672,15 @@ class Builder:
         done: set[int] = set()
         for i in sorted(bad):
             diags = parse_errors(owned.get(i, ""))
-            sym = missing_symbol(diags[:1])
-            if not (diags and sym and diags[0].file == units[i].rel):
+            if not (diags and diags[0].file == units[i].rel and _UNDEFINED.search(diags[0].message)):
                 break
-            self._finish(units[i], Result("failed", seconds / len(units), error=diags[0].text, missing_symbol=sym,
-                                          log=owned[i], batch_size=len(units)))
+            self._finish(units[i], Result("failed", seconds / len(units), error=diags[0].text,
+                                          missing_symbol=missing_symbol(diags[:1]), log=owned[i],
+                                          batch_size=len(units)))
             done.add(i)
+            # A syntax error can derail the parser into the next member: trust nothing after one.
+            if "parsing restarts" in owned[i] or not all(_UNDEFINED.search(d.message) for d in diags):
+                break
         return done
 
     def _finish(self, u: Unit, r: Result) -> None:

@@ -210,10 +210,10 @@ def test_batch_with_bad_units_keeps_good_ones_and_attributes_errors(built: dict[
     assert "absent_ns" in log.read_text()
     assert b["uses_missing"]["pass_call"] is False and b["uses_missing"]["failed"] == 1
     assert "uses_missing-000000000003/units/default/unit.cu" in built["cold"].stderr
-    # 1 failing batch, whose errors are plainly the bad units' own (undefined names), the rest again,
-    # the marker-less unit and clamp_max alone.
-    assert built["cold_calls"] == 4
-    assert miss["batch_size"] == 5
+    # 1 failing batch; uses_missing's first error (an undefined name) is plainly its own, uses_ns's is not
+    # of that kind and it is compiled alone; the rest again; the marker-less unit and clamp_max alone.
+    assert built["cold_calls"] == 5
+    assert miss["batch_size"] == 5 and ns["batch_size"] == 1
     own_log = (built["ds"] / "uses_missing-000000000003" / miss["log"]).read_text()
     assert "km_missing_helper" in own_log and "absent_ns" not in own_log and "-00000000000" not in own_log
 
