@@ -320,19 +320,21 @@ _USED = re.compile(r"Used (\d+) registers")
 
 
 def parse_resources(log: str) -> dict[str, dict[str, Any]]:
-    """ptxas -v output -> {mangled entry name: registers, shared/constant bytes, stack, spills}."""
+    """ptxas -v output -> {"<mangled entry>@<arch>": registers, shared/constant bytes, stack, spills}."""
     entries: dict[str, dict[str, Any]] = {}
     entry: str | None = None
+    arch = ""
     props: str | None = None
-    frames: dict[str, tuple[int, int, int]] = {}
+    frames: dict[tuple[str, str], tuple[int, int, int]] = {}
     for line in log.splitlines():
         if m := _ENTRY.search(line):
-            entry = m.group(1)
-            entries.setdefault(entry, {"kernel": entry, "arch": m.group(2)})
+            arch = m.group(2)
+            entry = f"{m.group(1)}@{arch}"
+            entries.setdefault(entry, {"kernel": m.group(1), "arch": arch})
         elif m := _PROPS.search(line):
             props = m.group(1)
         elif (m := _FRAME.search(line)) and props:
-            frames[props] = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+            frames[(props, arch)] = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
         elif (m := _USED.search(line)) and entry:
             r = entries[entry]
             r["registers"] = int(m.group(1))
@@ -343,8 +345,8 @@ def parse_resources(log: str) -> dict[str, dict[str, Any]]:
             r["constant_bytes"] = int(cm.group(1)) if cm else 0
             if bar:
                 r["barriers"] = int(bar.group(1))
-    for name, r in entries.items():
-        stack, stores, loads = frames.get(name, (0, 0, 0))
+    for r in entries.values():
+        stack, stores, loads = frames.get((r["kernel"], r["arch"]), (0, 0, 0))
         r.update(stack_bytes=stack, spill_stores=stores, spill_loads=loads)
     return entries
 
@@ -369,8 +371,9 @@ def pick_resources(entries: dict[str, dict[str, Any]], kernel_name: str) -> dict
     """The unit's own kernel among its entries (a mangled name holds `<len><name>`)."""
     if not entries:
         return None
+    # The first real arch of --arch is the one reported (ptxas assembles them in that order).
     needle = f"{len(kernel_name)}{kernel_name}"
-    chosen = next((r for name, r in entries.items() if needle in name or name == kernel_name),
+    chosen = next((r for r in entries.values() if needle in r["kernel"] or r["kernel"] == kernel_name),
                   next(iter(entries.values())))
     r = dict(chosen)
     r["kernel"] = demangle([r["kernel"]])[r["kernel"]]

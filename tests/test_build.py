@@ -335,3 +335,22 @@ def test_unusable_cache_dir_is_one_clear_line(tmp_path: Path) -> None:
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kernel-miner: error: build: ") and "Traceback" not in res.stderr
+
+
+@needs_nvcc
+def test_resources_of_several_archs_stay_apart(tmp_path: Path) -> None:
+    import subprocess
+
+    from miner.build import parse_resources, pick_resources
+
+    src = tmp_path / "k.cu"
+    src.write_text(PLAIN_UNIT, encoding="utf-8")
+    log = subprocess.run([NVCC, "-c", "-gencode", "arch=compute_80,code=sm_80", "-gencode",
+                          "arch=compute_90,code=sm_90", "-Xptxas", "-v", str(src), "-o", str(tmp_path / "k.o")],
+                         capture_output=True, text=True, check=True).stderr
+    entries = parse_resources(log)
+    assert sorted(r["arch"] for r in entries.values()) == ["sm_80", "sm_90"]
+    assert all(r["registers"] > 0 and r["kernel"] == "_Z9plain_addiPKfPf" for r in entries.values())
+    picked = pick_resources(entries, "plain_add")
+    assert picked is not None and picked["arch"] == "sm_80"
+    assert picked["kernel"] == "plain_add(int, float const*, float*)"
