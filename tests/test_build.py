@@ -354,3 +354,22 @@ def test_resources_of_several_archs_stay_apart(tmp_path: Path) -> None:
     picked = pick_resources(entries, "plain_add")
     assert picked is not None and picked["arch"] == "sm_80"
     assert picked["kernel"] == "plain_add(int, float const*, float*)"
+
+
+@needs_nvcc
+def test_bench_script_prints_cold_warm_and_torch_figures(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    ds = tmp_path / "ds"
+    write_kernel(ds, "plain_add-000000000005", "plain_add", {"default": PLAIN_UNIT})
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_build.py"), str(ds), "--arch", "sm_90"],
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:1] == ["units"])
+    assert lines[header].split()[-1] == "warm/cold" and lines[header + 1].split()[-1].endswith("%")
+    assert lines[header + 1].split()[:2] == ["1", "1"]
+    assert "one unit as a torch extension (shared notes figure, not measured): 128 s" in res.stdout
