@@ -373,3 +373,20 @@ def test_bench_script_prints_cold_warm_and_torch_figures(tmp_path: Path) -> None
     assert lines[header].split()[-1] == "warm/cold" and lines[header + 1].split()[-1].endswith("%")
     assert lines[header + 1].split()[:2] == ["1", "1"]
     assert "one unit as a torch extension (shared notes figure, not measured): 128 s" in res.stdout
+
+
+def test_batch_that_times_out_falls_back_to_units_alone(tmp_path: Path) -> None:
+    ds = tmp_path / "ds"
+    for k in ("a", "b"):
+        write_kernel(ds, f"k{k}-00000000000{k == 'a' and 1 or 2}", f"k{k}", {"default": unit_text(
+            MISSING_BODY.replace("uses_missing", f"k{k}"), f"km_launch_test_k{k}", "int n, float* x", f"k{k}", "n, x")})
+    # Batches hang; a unit alone "compiles" (the fake writes the -o file), so only the fallback can finish.
+    nvcc = fake_nvcc(tmp_path, 'case "$*" in *batch.cu*) sleep 60;; esac\n'
+                               'while [ $# -gt 1 ]; do [ "$1" = "-o" ] && : > "$2"; shift; done\nexit 0\n')
+    t0 = time.monotonic()
+    res = run_miner("build", ds, "--nvcc", nvcc, "--timeout", "2", "-j", "1", "--cache-dir", tmp_path / "cache")
+    assert time.monotonic() - t0 < 30
+    assert res.returncode == 0, res.stderr
+    b = builds(ds)
+    assert b["ka/default"]["status"] == b["kb/default"]["status"] == "ok"
+    assert b["ka/default"]["batch_size"] == b["kb/default"]["batch_size"] == 1
