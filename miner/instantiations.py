@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from miner.launches import split_top
+from miner.frontends.common import split_top, substitute  # noqa: F401 - re-exported for render
 
 _EXPLICIT = re.compile(r"\btemplate\s+(?:__global__\s+)?(?:void\s+)?(?:[\w:]+::)?(\w+)\s*<([^;{]*?)>\s*\(", re.S)
 DEFAULT_TYPE = "float"  # a type parameter with no instantiation anywhere becomes float (marked inferred)
@@ -61,9 +61,3 @@ def inst_id(args: list[str]) -> str:
     text = "_".join(a.replace("c10::Half", "half").replace("at::Half", "half")
                     .replace("c10::BFloat16", "bf16").replace("at::BFloat16", "bf16") for a in args)
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")[:60] or "default"
-
-
-def substitute(text: str, mapping: dict[str, str]) -> str:
-    for name, value in mapping.items():
-        text = re.sub(rf"\b{re.escape(name)}\b", value, text)
-    return text

@@ -9,6 +9,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.closure import TUContext
+from miner.frontends.common import split_top, substitute
 
 K = ci.CursorKind
 _API = {"cudaLaunchKernel": 0, "cudaLaunchCooperativeKernel": 0, "cudaLaunchKernelEx": 1,
@@ -55,23 +56,6 @@ def _src(ctx: TUContext, c: ci.Cursor) -> str:
         return _join_tokens([t.spelling for t in c.get_tokens()])
     data = ctx.read(ctx.norm(e.start.file.name))
     return data[e.start.offset:e.end.offset].decode("utf-8", "replace")
-
-
-def split_top(text: str) -> list[str]:
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "([{<":
-            depth += 1
-        elif ch in ")]}>":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        out.append(cur.strip())
-    return out
 
 
 def _template_args(ref: ci.Cursor) -> list[str] | None:
@@ -153,14 +137,9 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
             for concrete in host_calls[launch.host_template]:
                 mapping = dict(zip(launch.host_params, concrete, strict=False))
                 launch.host_template_args.append(
-                    [_subst(t, mapping) for t in launch.template_args_text])
+                    [substitute(t, mapping) for t in launch.template_args_text])
     return launches, host_calls
 
-
-def _subst(text: str, mapping: dict[str, str]) -> str:
-    for name, value in mapping.items():
-        text = re.sub(rf"\b{re.escape(name)}\b", value, text)
-    return text
 
 
 def _walk_function(ctx, fn, path, kernels, launches, host_calls) -> None:

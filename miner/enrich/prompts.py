@@ -10,19 +10,14 @@ from typing import Any
 
 import jinja2
 
+from miner.resources import data_dir
+
 _VERSION = re.compile(r"\{#-?\s*version:\s*(\S+)\s*-?#\}")
 _SPLIT = "=== user ==="
 
 
 def prompts_dir() -> Path:
-    here = Path(__file__).resolve()
-    repo = here.parents[2] / "templates" / "prompts"
-    if repo.is_dir():
-        return repo
-    # Installed wheel: templates/ is packaged as miner.templates.
-    from importlib.resources import files
-
-    return Path(str(files("miner.templates") / "prompts"))
+    return data_dir("templates") / "prompts"
 
 
 @dataclass(frozen=True)

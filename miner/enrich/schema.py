@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 
+from miner.schema import load
+
 
 @cache
 def _schema() -> dict[str, Any]:
-    repo = Path(__file__).resolve().parents[2] / "metadata" / "analysis.schema.json"
-    if repo.is_file():
-        return json.loads(repo.read_text(encoding="utf-8"))
-    from importlib.resources import files
-
-    return json.loads((files("miner.metadata") / "analysis.schema.json").read_text(encoding="utf-8"))
+    return load("analysis")
 
 
 def _first_error(validator: jsonschema.protocols.Validator, obj: Any) -> str | None:

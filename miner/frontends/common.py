@@ -115,3 +115,26 @@ def signature_text(definition: str) -> str:
 
 def line_of(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
+
+
+def split_top(text: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def substitute(text: str, mapping: dict[str, str]) -> str:
+    for name, value in mapping.items():
+        text = re.sub(rf"\b{re.escape(name)}\b", value, text)
+    return text

@@ -17,6 +17,7 @@ from typing import Any
 import jinja2
 
 from miner.atomic import write_text
+from miner.resources import data_dir
 
 TEMPLATE = "kernel_wrapper.py.j2"
 _INT_CTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
@@ -25,13 +26,7 @@ _SIZE_NAME = re.compile(r"^(n|size|count|total|len|length|numel|nthreads|num\w*|
 
 
 def _env() -> jinja2.Environment:
-    here = Path(__file__).resolve().parents[2] / "templates"
-    loaders: list[jinja2.BaseLoader] = [jinja2.FileSystemLoader(str(here))]
-    try:
-        loaders.append(jinja2.PackageLoader("miner.templates", ""))
-    except (ValueError, ModuleNotFoundError):
-        pass
-    return jinja2.Environment(loader=jinja2.ChoiceLoader(loaders), keep_trailing_newline=True,
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(data_dir("templates"))), keep_trailing_newline=True,
                               undefined=jinja2.StrictUndefined)
 
 
