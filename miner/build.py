@@ -182,7 +182,10 @@ def split_unit(unit: Unit) -> None:
             continue
         m = _INCLUDE.match(s)
         if not m:
-            batchable = False  # a #define before an #include cannot be hoisted safely
+            if _DEFINE.match(s):
+                includes.append(s)  # part of the batch key: only units with the same prelude share a batch
+                continue
+            batchable = False
             continue
         if m.group(1) == '"':
             local = (unit.path.parent / m.group(2)).resolve()

@@ -9,6 +9,7 @@ the torch shims are recorded as shims; toolkit and C++ headers stay as `#include
 from __future__ import annotations
 
 import bisect
+import ctypes
 import os
 import re
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ K = ci.CursorKind
 _PIECE_KINDS = {
     K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL, K.ENUM_DECL,
     K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL, K.TYPE_ALIAS_TEMPLATE_DECL, K.VAR_DECL, K.CLASS_TEMPLATE,
-    K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION, K.USING_DIRECTIVE, K.USING_DECLARATION,
+    K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION, K.USING_DIRECTIVE, K.USING_DECLARATION, K.NAMESPACE_ALIAS,
 }
 _SCOPE_KINDS = {K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL}
 _REF_KINDS = {K.DECL_REF_EXPR, K.MEMBER_REF_EXPR, K.TYPE_REF, K.TEMPLATE_REF, K.CALL_EXPR,
@@ -31,12 +32,44 @@ _DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)((?:[^\n\\]|\\.|
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _SYS_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*<([^>\n]+)>', re.M)
 # Toolkit and standard headers a unit may keep; torch/framework headers never enter a unit.
-_KEEP_INCLUDE = re.compile(
-    r"^(c[a-z]+|[a-z_]+\.h|cuda_fp16\.h|cuda_bf16\.h|cuda_fp8\.h|cooperative_groups(/.*)?(\.h)?|cub/.*"
-    r"|mma\.h|cuda/.*|thrust/.*|cuda_runtime\.h|vector_types\.h|math_constants\.h|type_traits|limits"
-    r"|utility|algorithm|array|tuple|climits|cfloat|cstdint|cmath|cassert|cstdio|cstdlib|cstring"
-    r"|initializer_list|numeric|functional|iterator|new|complex)$")
+_STD_HEADERS = frozenset("""
+    algorithm any array atomic bit bitset cassert cctype cerrno cfenv cfloat charconv chrono cinttypes climits
+    cmath complex concepts cstddef cstdint cstdio cstdlib cstring ctime cwchar deque exception functional
+    initializer_list iomanip ios iosfwd iostream istream iterator limits list map memory mutex new numeric
+    optional ostream queue random ratio set span sstream stack stdexcept string string_view system_error thread
+    tuple type_traits typeinfo unordered_map unordered_set utility valarray variant vector
+    assert.h ctype.h errno.h float.h inttypes.h limits.h math.h stdbool.h stddef.h stdint.h stdio.h stdlib.h
+    string.h time.h
+""".split())
+# Headers that ship with the CUDA toolkit's compiler and runtime (not cuBLAS, cuDNN, cuRAND, NCCL, ...).
+_TOOLKIT_HEADER = re.compile(
+    r"^(cuda\.h|cuda_(runtime|runtime_api|fp16|bf16|fp8|fp6|fp4|pipeline|awbarrier|profiler_api|texture_types"
+    r"|surface_types|device_runtime_api|occupancy)\.h|device_(functions|launch_parameters|types|atomic_functions)\.h"
+    r"|vector_(types|functions)\.h|math_constants\.h|mma\.h|sm_\d+_intrinsics\.h|driver_types\.h"
+    r"|cooperative_groups(/.*)?(\.h)?|cub/.*|cuda/.*|thrust/.*|nv/.*)$")
 _FRAMEWORK = re.compile(r"^(ATen|c10|torch|THC|pybind11|parrots|caffe2|Python)\b|^Python\.h$")
+# Names a kernel may take from a C/C++ or toolkit header that its repo only reached through a framework
+# header (FLT_MAX through torch, std::vector through a helper): the header a unit must include for each.
+_HEADER_OF = {
+    **dict.fromkeys(("FLT_MAX", "FLT_MIN", "FLT_EPSILON", "DBL_MAX", "DBL_MIN", "DBL_EPSILON", "FLT_DIG",
+                     "DBL_DIG", "FLT_MAX_EXP", "HUGE_VALF"), "cfloat"),
+    **dict.fromkeys(("INT_MAX", "INT_MIN", "UINT_MAX", "LONG_MAX", "LLONG_MAX", "SHRT_MAX", "CHAR_BIT",
+                     "INT32_MAX", "INT64_MAX"), "climits"),
+    **dict.fromkeys(("int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
+                     "intptr_t", "uintptr_t"), "cstdint"),
+    "assert": "cassert", "printf": "cstdio", "memcpy": "cstring", "memset": "cstring",
+    "vector": "vector", "string": "string", "stringstream": "sstream", "cout": "iostream", "cerr": "iostream",
+    "numeric_limits": "limits", "initializer_list": "initializer_list",
+    "is_same": "type_traits", "enable_if": "type_traits", "conditional": "type_traits",
+    "tuple": "tuple", "array": "array", "pair": "utility", "swap": "utility",
+    "__nv_bfloat16": "cuda_bf16.h", "__nv_bfloat162": "cuda_bf16.h", "__float2bfloat16": "cuda_bf16.h",
+    "__bfloat162float": "cuda_bf16.h", "__half": "cuda_fp16.h", "__half2": "cuda_fp16.h",
+    "__float2half": "cuda_fp16.h", "__half2float": "cuda_fp16.h",
+    "cooperative_groups": "cooperative_groups.h", "__nv_fp8_e4m3": "cuda_fp8.h", "__nv_fp8_e5m2": "cuda_fp8.h",
+}
+_C_HEADER = {"float.h": "cfloat", "limits.h": "climits", "stdint.h": "cstdint", "assert.h": "cassert",
+             "stdio.h": "cstdio", "string.h": "cstring"}
+_STRING_OR_COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"', re.S)
 _UNDECLARED = re.compile(r"(?:use of undeclared identifier|unknown type name|no template named|"
                          r"no member named) '([^']+)'")
 
@@ -58,6 +91,7 @@ class Macro:
     start: int
     end: int
     body: str
+    active: bool = True
 
 
 @dataclass
@@ -75,16 +109,27 @@ class TUContext:
     def __init__(self, tu: ci.TranslationUnit, inputs: set[str], norm, read) -> None:
         self.tu, self.inputs, self.norm, self.read = tu, inputs, norm, read
         self.stub = os.path.realpath(str(stub_dir()))
-        self.order: dict[str, int] = {}  # file -> first-inclusion rank, for source order
+        self.files: dict[str, ci.File] = {}
+        self.order: dict[str, int] = {}  # file -> first-inclusion rank
+        # file -> offsets of the #include directives leading to it from the main file: a location's
+        # position in the preprocessed stream is chain + (offset,), compared as tuples.
+        self.chain: dict[str, tuple[int, ...]] = {norm(tu.spelling): ()}
+        self.files[norm(tu.spelling)] = tu.get_file(tu.spelling)
         for inc in tu.get_includes():
-            self.order.setdefault(norm(inc.include.name), len(self.order))
+            path = norm(inc.include.name)
+            self.files.setdefault(path, inc.include)
+            self.order.setdefault(path, len(self.order))
+            if path not in self.chain:
+                parent = self.chain.get(norm(inc.source.name)) if inc.source is not None else None
+                self.chain[path] = (parent if parent is not None else (1 << 30,)) + (inc.location.offset,)
         self.order.setdefault(norm(tu.spelling), len(self.order))
         self.pieces: dict[str, list[tuple[int, int, Piece, ci.Cursor]]] = {}
         self.by_name: dict[tuple[tuple[str, ...], str], list[tuple[Piece, ci.Cursor]]] = {}
         self.macros: dict[str, list[Macro]] = {}
         self._index(tu.cursor, ())
-        for lst in self.pieces.values():
-            lst.sort(key=lambda t: t[0])
+        for path, lst in self.pieces.items():
+            lst.sort(key=lambda t: (t[0], -t[1]))
+            self.pieces[path] = self._outermost(lst)
         for path in self.order:
             if path in inputs:
                 self._index_macros(path)
@@ -108,11 +153,29 @@ class TUContext:
                 if c.spelling:
                     self.by_name.setdefault((ns, c.spelling), []).append((p, c))
 
+    def _outermost(self, lst: list[tuple[int, int, Piece, ci.Cursor]]) -> list[tuple[int, int, Piece, ci.Cursor]]:
+        """Declarations nested in another (`typedef enum {..} t;`, `struct S {..} s;`) are one piece:
+        the outer one, so the text is emitted once and every name in it maps to it."""
+        out: list[tuple[int, int, Piece, ci.Cursor]] = []
+        for item in lst:
+            if out and item[0] >= out[-1][0] and item[1] <= out[-1][1] and item is not out[-1]:
+                outer = out[-1]
+                key = (item[2].namespaces, item[2].name)
+                group = self.by_name.get(key, [])
+                self.by_name[key] = [(outer[2], outer[3]) if gp is item[2] else (gp, gc) for gp, gc in group]
+                continue
+            out.append(item)
+        return out
+
     def _index_macros(self, path: str) -> None:
         data = self.read(path)
+        # A #define in a range the preprocessor skipped is not the one in force
+        # (`#ifdef __CUDACC__ #define HD __host__ __device__ #else #define HD #endif`).
+        skipped = _skipped_ranges(self.tu, self.files.get(path))
         for m in _DEFINE.finditer(data):
             body = m.group(2).decode("utf-8", "replace")
-            macro = Macro(m.group(1).decode(), path, m.start(), m.end(), body)
+            macro = Macro(m.group(1).decode(), path, m.start(), m.end(), body,
+                          active=not any(s <= m.start() < e for s, e in skipped))
             self.macros.setdefault(macro.name, []).append(macro)
 
     def piece_at(self, path: str, offset: int) -> tuple[Piece, ci.Cursor] | None:
@@ -127,8 +190,31 @@ class TUContext:
             i -= 1
         return None
 
-    def sort_key(self, path: str, offset: int) -> tuple[int, int]:
-        return (self.order.get(path, 1 << 30), offset)
+    def sort_key(self, path: str, offset: int) -> tuple[int, ...]:
+        return (*self.chain.get(path, (1 << 30,)), offset)
+
+
+class _RangeList(ctypes.Structure):
+    _fields_ = [("count", ctypes.c_uint), ("ranges", ctypes.POINTER(ci.SourceRange))]
+
+
+def _skipped_ranges(tu: ci.TranslationUnit, f: ci.File | None) -> list[tuple[int, int]]:
+    """Byte ranges of `f` inside inactive #if branches (needs the detailed preprocessing record)."""
+    if f is None:
+        return []
+    lib = ci.conf.lib
+    fn = lib.clang_getSkippedRanges
+    if fn.restype is not ctypes.POINTER(_RangeList):
+        fn.restype, fn.argtypes = ctypes.POINTER(_RangeList), [ci.TranslationUnit, ci.File]
+        lib.clang_disposeSourceRangeList.argtypes = [ctypes.POINTER(_RangeList)]
+    lst = fn(tu, f)
+    if not lst:
+        return []
+    try:
+        return [(lst.contents.ranges[i].start.offset, lst.contents.ranges[i].end.offset)
+                for i in range(lst.contents.count)]
+    finally:
+        lib.clang_disposeSourceRangeList(lst)
 
 
 def _text(ctx: TUContext, p: Piece | Macro) -> str:
@@ -144,7 +230,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     tokens: list[str] = []
     while work:
         cur = work.pop()
-        tokens += [t.spelling for t in cur.get_tokens() if t.kind == ci.TokenKind.IDENTIFIER]
+        tokens += _identifiers(ctx, cur)
         for c in cur.walk_preorder():
             if c.kind not in _REF_KINDS:
                 continue
@@ -176,40 +262,103 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                         seen.add(key)
                         pieces.append(gp)
                         work.append(gc)
+    files = {kernel_path} | {p.path for p in pieces}
+    pieces += _usings(ctx, files, pieces, seen, ctx.sort_key(kernel_path, kernel_start))
     out.pieces = sorted(pieces, key=lambda p: ctx.sort_key(p.path, p.start))
-    out.macros = _macros(ctx, tokens, kernel_path)
+    out.macros = _macros(ctx, tokens, ctx.sort_key(kernel_path, kernel_start))
     out.shims = sorted(shims)
-    files = {kernel_path} | {p.path for p in pieces} | {m.path for m in out.macros}
-    out.includes = _includes(ctx, files)
+    files |= {m.path for m in out.macros}
+    for m in out.macros:
+        tokens += _IDENT.findall(m.body)
+    out.includes = _includes(ctx, files, tokens)
     out.unresolved = _unresolved(ctx, files, {(p.path, p.start, p.end) for p in pieces},
                                  (kernel_path, kernel_cursor.extent.start.offset, kernel_cursor.extent.end.offset))
     return out
 
 
-def _macros(ctx: TUContext, tokens: list[str], kernel_path: str) -> list[Macro]:
+def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...]) -> list[Macro]:
     chosen: dict[str, Macro] = {}
     todo = [t for t in dict.fromkeys(tokens) if t in ctx.macros]
     while todo:
         name = todo.pop()
         if name in chosen:
             continue
-        cands = ctx.macros[name]
-        # The kernel's own file first, then the earliest included file (its real configuration).
-        m = min(cands, key=lambda m: (m.path != kernel_path, ctx.sort_key(m.path, m.start)))
+        cands = [m for m in ctx.macros[name] if m.active] or ctx.macros[name]
+        # The definition in force at the kernel: the last one before it in the preprocessed stream.
+        before = [m for m in cands if ctx.sort_key(m.path, m.start) < kernel_key]
+        m = (max(before, key=lambda m: ctx.sort_key(m.path, m.start)) if before
+             else min(cands, key=lambda m: ctx.sort_key(m.path, m.start)))
         chosen[name] = m
         todo += [t for t in _IDENT.findall(m.body) if t in ctx.macros and t not in chosen]
     return sorted(chosen.values(), key=lambda m: ctx.sort_key(m.path, m.start))
 
 
-def _includes(ctx: TUContext, files: set[str]) -> list[str]:
+def _identifiers(ctx: TUContext, cur: ci.Cursor) -> list[str]:
+    """Identifiers of a cursor's own text, comments and strings left out. From the text rather than
+    libclang's tokens: clang_tokenize returns nothing for some header cursors."""
+    e = cur.extent
+    if e.start.file is None:
+        return []
+    text = ctx.read(ctx.norm(e.start.file.name))[e.start.offset:e.end.offset].decode("utf-8", "replace")
+    return _IDENT.findall(_STRING_OR_COMMENT.sub(" ", text))
+
+
+def _namespace_chain(c: ci.Cursor) -> tuple[str, ...]:
+    chain: list[str] = []
+    while c is not None and c.kind == K.NAMESPACE:
+        chain.append(c.spelling)
+        c = c.semantic_parent
+    return tuple(reversed(chain))
+
+
+def _usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple[str, int]],
+            before: tuple[int, int]) -> list[Piece]:
+    """`using namespace X;`, `using X::y;` and `namespace a = X;` seen before the kernel, kept when what
+    they name is in the unit: a namespace or declaration of the closure, a shim or a toolkit header."""
+    in_unit = {(p.path, p.start) for p in pieces}
+    chains = {p.namespaces[:i] for p in pieces for i in range(1, len(p.namespaces) + 1)}
+    out: list[Piece] = []
+    for path in files:
+        for _s, _e, p, c in ctx.pieces.get(path, []):
+            if (p.kind not in ("USING_DIRECTIVE", "USING_DECLARATION", "NAMESPACE_ALIAS")
+                    or (p.path, p.start) in seen or ctx.sort_key(p.path, p.start) >= before):
+                continue
+            refs = [ch.referenced for ch in c.get_children() if ch.referenced is not None]
+            target = refs[-1] if refs else None
+            if target is None or target.location.file is None:
+                continue
+            tpath = ctx.norm(target.location.file.name)
+            if tpath in ctx.inputs:
+                if target.kind == K.NAMESPACE:
+                    keep = _namespace_chain(target) in chains
+                else:
+                    d = target.get_definition() or target
+                    found = ctx.piece_at(ctx.norm(d.location.file.name), d.location.offset) if d.location.file else None
+                    keep = found is not None and (found[0].path, found[0].start) in in_unit
+            else:
+                keep = True
+            if keep:
+                seen.add((p.path, p.start))
+                out.append(p)
+    return out
+
+
+def _includes(ctx: TUContext, files: set[str], tokens: list[str]) -> list[str]:
     out: list[str] = []
     for path in sorted(files, key=lambda p: ctx.order.get(p, 0)):
         for m in _SYS_INCLUDE.finditer(ctx.read(path)):
             name = m.group(1).decode().strip()
-            if _FRAMEWORK.search(name) or not _KEEP_INCLUDE.match(name):
+            if _FRAMEWORK.search(name) or not (name in _STD_HEADERS or _TOOLKIT_HEADER.match(name)):
                 continue
             if name not in out:
                 out.append(name)
+    # Names the repo took from a header that only a framework header included.
+    have = set(out) | {_C_HEADER.get(h, h) for h in out}
+    for t in dict.fromkeys(tokens):
+        h = _HEADER_OF.get(t)
+        if h and h not in have and not (t in ctx.macros or (h.endswith(".h") and h[:-2] in have)):
+            have.add(h)
+            out.append(h)
     return out
 
 
@@ -235,9 +384,11 @@ def _unresolved(ctx: TUContext, files: set[str], ranges: set[tuple[str, int, int
     return out
 
 
-def render_pieces(ctx: TUContext, closure: Closure) -> list[dict[str, Any]]:
-    """Pieces and macros as text, interleaved in source order, each with its namespace chain."""
-    items: list[tuple[tuple[int, int], dict[str, Any]]] = []
+def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_start: int) -> list[dict[str, Any]]:
+    """Pieces and macros as text, interleaved in source order, each with its namespace chain; those
+    after the kernel in the source (its own specializations, say) are marked to follow it."""
+    kernel_key = ctx.sort_key(kernel_path, kernel_start)
+    items: list[tuple[tuple[int, ...], dict[str, Any]]] = []
     for p in closure.pieces:
         items.append((ctx.sort_key(p.path, p.start), {
             "kind": p.kind, "name": p.name, "namespaces": list(p.namespaces), "text": _text(ctx, p),
@@ -246,4 +397,4 @@ def render_pieces(ctx: TUContext, closure: Closure) -> list[dict[str, Any]]:
         items.append((ctx.sort_key(m.path, m.start), {
             "kind": "MACRO", "name": m.name, "namespaces": [], "text": _text(ctx, m), "path": m.path,
             "line": ctx.read(m.path).count(b"\n", 0, m.start) + 1}))
-    return [d for _, d in sorted(items, key=lambda t: t[0])]
+    return [dict(d, after=key > kernel_key and d["kind"] != "MACRO") for key, d in sorted(items, key=lambda t: t[0])]

@@ -195,7 +195,7 @@ def _metadata(k: Kernel, text: bytes, origin: Origin, kid: str, tu: str | None,
         "diagnostics": k.diagnostics or {"count": 0, "errors": 0, "messages": []},
         "parse_context": {
             "translation_unit": _rel(tu, origin.root) if tu else None,
-            "defines": [f"__CUDA_ARCH__={config.cuda_arch}", *config.defines],
+            "defines": [f"__CUDA_ARCH__={config.cuda_arch}", "__NVCC__", *config.defines],
             "include_dirs": [_rel(d, origin.root) for d in config.include_dirs if d.startswith(origin.root)],
         },
     }

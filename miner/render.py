@@ -49,6 +49,31 @@ def ctype_of(type_text: str) -> str:
     return "struct"
 
 
+_OBJECT_MACRO = re.compile(r"#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])[ \t]*((?:[^\n\\]|\\.|\\\n)*)")
+
+
+def _object_macros(pieces: list[dict[str, Any]]) -> dict[str, str]:
+    out = {}
+    for p in pieces:
+        if p["kind"] == "MACRO" and (m := _OBJECT_MACRO.match(p["text"].lstrip())):
+            out[m.group(1)] = re.sub(r"\\\n", " ", m.group(2)).strip()
+    return out
+
+
+def concrete_type(type_text: str, mapping: dict[str, str], macros: dict[str, str]) -> str:
+    """A parameter type with the instantiation's arguments put in, looking through object-like macros
+    that hide a template parameter (`#define Acc4R PackedTensorAccessor32<scalar_t, 4>`)."""
+    expanded = type_text
+    for _ in range(8):
+        nxt = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: macros.get(m.group(0), m.group(0)), expanded)
+        if nxt == expanded:
+            break
+        expanded = nxt
+    if expanded != type_text and substitute(expanded, mapping) != expanded:
+        return substitute(expanded, mapping)
+    return substitute(type_text, mapping)
+
+
 def _base(type_text: str) -> str:
     t = re.sub(r"\b(const|volatile|__restrict__|__restrict|restrict)\b", "", type_text)
     t = t.replace("*", "").strip()
@@ -60,7 +85,9 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: dict[str,
     """Write units/<inst>/unit.cu and host_wrapper.cu; return the metadata `instantiations`."""
     kdir = os.path.join(out_dir, meta["id"])
     root_hint = os.path.dirname(unit.get("kernel_path", ""))
-    pieces = [dict(p, relpath=os.path.relpath(p["path"], root_hint) if p["path"] else "") for p in unit["pieces"]]
+    pieces = [dict(p, relpath=os.path.relpath(p["path"], root_hint) if p["path"] else "", after=p.get("after", False))
+              for p in unit["pieces"]]
+    macros = _object_macros(pieces)
     records = []
     used_ids: set[str] = set()
     for inst in insts:
@@ -69,7 +96,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: dict[str,
             iid += "_"
         used_ids.add(iid)
         mapping = inst["template_args"]
-        params = [{"name": p["name"], "type": substitute(p["type"], mapping), "pointer": p["pointer"]}
+        params = [{"name": p["name"], "type": concrete_type(p["type"], mapping, macros), "pointer": p["pointer"]}
                   for p in meta["params"]]
         for i, p in enumerate(params):
             p["name"] = p["name"] or f"arg{i}"

@@ -143,7 +143,8 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
         return result
     index = index or ci.Index.create()
     try:
-        tu = index.parse(path, args=clang_args(config, path), options=_OPTIONS)
+        # Units need the preprocessing record: it tells which #defines sit in skipped #if branches.
+        tu = index.parse(path, args=clang_args(config, path), options=_OPTIONS | (0x1 if with_units else 0))
     except ci.TranslationUnitLoadError as exc:
         result.error = f"libclang could not parse the file: {exc}"
         return result
@@ -190,8 +191,8 @@ def _units(tu, result: ParseResult, cursors: list, inputs: set[str], norm, sourc
     for k, c in zip(result.kernels, cursors, strict=True):
         cl = closure.compute(ctx, c, k.path, k.start_offset)
         result.units[(k.path, k.start_offset)] = {
-            "kernel_path": k.path, "pieces": closure.render_pieces(ctx, cl), "includes": cl.includes,
-            "shims": cl.shims, "unresolved": cl.unresolved,
+            "kernel_path": k.path, "pieces": closure.render_pieces(ctx, cl, k.path, k.start_offset),
+            "includes": cl.includes, "shims": cl.shims, "unresolved": cl.unresolved,
         }
     found, _calls = launches.find(ctx, by_name)
     for launch in found:

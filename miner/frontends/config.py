@@ -50,7 +50,7 @@ def clang_args(config: ParseConfig, path: str) -> list[str]:
     """Host-only parse that sees the device side: `__CUDA_ARCH__` is defined as the target arch."""
     inc = stub_dir()
     args = [
-        "-x", "cuda", "--cuda-host-only", f"-D__CUDA_ARCH__={config.cuda_arch}", "-std=c++17",
+        "-x", "cuda", "--cuda-host-only", f"-D__CUDA_ARCH__={config.cuda_arch}", "-D__NVCC__", "-std=c++17",
         "-nocudainc", "-nocudalib", "-ferror-limit=0", "-Wno-unknown-cuda-version",
         "-include", str(inc / "km_cuda_parse.h"),
     ]

@@ -10,6 +10,7 @@ struct alignas(2) Half {
   __host__ __device__ Half(float f) { __half h = __float2half(f); x = *reinterpret_cast<unsigned short *>(&h); }
   __host__ __device__ Half(__half h) { x = *reinterpret_cast<unsigned short *>(&h); }
   __host__ __device__ operator float() const { return __half2float(*reinterpret_cast<const __half *>(&x)); }
+  __host__ __device__ operator __half() const { return *reinterpret_cast<const __half *>(&x); }
   __host__ __device__ Half &operator+=(float v) { return *this = Half(float(*this) + v); }
   __host__ __device__ Half &operator-=(float v) { return *this = Half(float(*this) - v); }
   __host__ __device__ Half &operator*=(float v) { return *this = Half(float(*this) * v); }
@@ -23,6 +24,45 @@ struct alignas(2) BFloat16 {
   __host__ __device__ BFloat16 &operator+=(float v) { return *this = BFloat16(float(*this) + v); }
   __host__ __device__ BFloat16 &operator*=(float v) { return *this = BFloat16(float(*this) * v); }
 };
+// c10's own arithmetic: exact matches that keep Half op Half from being ambiguous between the float
+// and __half conversions (as in c10/util/Half-inl.h).
+#define KM_HALF_OPS(H)                                                                                       \
+  __host__ __device__ inline H operator+(const H &a, const H &b) { return float(a) + float(b); }           \
+  __host__ __device__ inline H operator-(const H &a, const H &b) { return float(a) - float(b); }           \
+  __host__ __device__ inline H operator*(const H &a, const H &b) { return float(a) * float(b); }           \
+  __host__ __device__ inline H operator/(const H &a, const H &b) { return float(a) / float(b); }           \
+  __host__ __device__ inline H operator-(const H &a) { return -float(a); }                                 \
+  __host__ __device__ inline H &operator+=(H &a, const H &b) { return a = a + b; }                         \
+  __host__ __device__ inline H &operator-=(H &a, const H &b) { return a = a - b; }                         \
+  __host__ __device__ inline H &operator*=(H &a, const H &b) { return a = a * b; }                         \
+  __host__ __device__ inline H &operator/=(H &a, const H &b) { return a = a / b; }                         \
+  __host__ __device__ inline float operator+(H a, float b) { return float(a) + b; }                        \
+  __host__ __device__ inline float operator-(H a, float b) { return float(a) - b; }                        \
+  __host__ __device__ inline float operator*(H a, float b) { return float(a) * b; }                        \
+  __host__ __device__ inline float operator/(H a, float b) { return float(a) / b; }                        \
+  __host__ __device__ inline float operator+(float a, H b) { return a + float(b); }                        \
+  __host__ __device__ inline float operator-(float a, H b) { return a - float(b); }                        \
+  __host__ __device__ inline float operator*(float a, H b) { return a * float(b); }                        \
+  __host__ __device__ inline float operator/(float a, H b) { return a / float(b); }                        \
+  __host__ __device__ inline double operator+(H a, double b) { return double(float(a)) + b; }              \
+  __host__ __device__ inline double operator-(H a, double b) { return double(float(a)) - b; }              \
+  __host__ __device__ inline double operator*(H a, double b) { return double(float(a)) * b; }              \
+  __host__ __device__ inline double operator/(H a, double b) { return double(float(a)) / b; }              \
+  __host__ __device__ inline double operator+(double a, H b) { return a + double(float(b)); }              \
+  __host__ __device__ inline double operator-(double a, H b) { return a - double(float(b)); }              \
+  __host__ __device__ inline double operator*(double a, H b) { return a * double(float(b)); }              \
+  __host__ __device__ inline double operator/(double a, H b) { return a / double(float(b)); }              \
+  __host__ __device__ inline H operator+(H a, int b) { return a + H(float(b)); }                           \
+  __host__ __device__ inline H operator-(H a, int b) { return a - H(float(b)); }                           \
+  __host__ __device__ inline H operator*(H a, int b) { return a * H(float(b)); }                           \
+  __host__ __device__ inline H operator/(H a, int b) { return a / H(float(b)); }                           \
+  __host__ __device__ inline H operator+(int a, H b) { return H(float(a)) + b; }                           \
+  __host__ __device__ inline H operator-(int a, H b) { return H(float(a)) - b; }                           \
+  __host__ __device__ inline H operator*(int a, H b) { return H(float(a)) * b; }                           \
+  __host__ __device__ inline H operator/(int a, H b) { return H(float(a)) / b; }
+KM_HALF_OPS(Half)
+KM_HALF_OPS(BFloat16)
+#undef KM_HALF_OPS
 template <class T, bool is_cuda = true> struct km_acc { typedef T type; };
 template <> struct km_acc<Half, true> { typedef float type; };
 template <> struct km_acc<BFloat16, true> { typedef float type; };
@@ -37,23 +77,24 @@ template <typename T> struct RestrictPtrTraits { typedef T *__restrict__ PtrType
 template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
 struct TensorAccessor {
   typename PtrTraits<T>::PtrType data_; const index_t *sizes_; const index_t *strides_;
-  __host__ __device__ TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) {
+  __host__ __device__ TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) const {
     return {data_ + strides_[0] * i, sizes_ + 1, strides_ + 1}; }
   __host__ __device__ index_t size(int d) const { return sizes_[d]; }
 };
 template <typename T, template <typename U> class PtrTraits, typename index_t>
 struct TensorAccessor<T, 1, PtrTraits, index_t> {
   typename PtrTraits<T>::PtrType data_; const index_t *sizes_; const index_t *strides_;
-  __host__ __device__ T &operator[](index_t i) { return data_[strides_[0] * i]; }
+  __host__ __device__ T &operator[](index_t i) const { return data_[strides_[0] * i]; }
   __host__ __device__ index_t size(int d) const { return sizes_[d]; }
 };
 template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
 struct GenericPackedTensorAccessor {
   typename PtrTraits<T>::PtrType data_; index_t sizes_[N]; index_t strides_[N];
-  __host__ __device__ TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) {
+  __host__ __device__ TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) const {
     return {data_ + strides_[0] * i, sizes_ + 1, strides_ + 1}; }
   __host__ __device__ index_t size(int d) const { return sizes_[d]; }
-  __host__ __device__ T *data() { return data_; }
+  __host__ __device__ index_t stride(int d) const { return strides_[d]; }
+  __host__ __device__ T *data() const { return data_; }
 };
 template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
 using PackedTensorAccessor32 = GenericPackedTensorAccessor<T, N, PtrTraits, int32_t>;
@@ -66,6 +107,7 @@ template <class T, class I>
 __device__ void fastAtomicAdd(T *tensor, I index, I numel, T value, bool fast) { atomicAdd(tensor + index, value); }
 }  // namespace native
 }  // namespace at
+namespace torch { using namespace at; }
 __device__ inline c10::Half atomicAdd(c10::Half *p, c10::Half v) {
   __half h = __float2half(float(v));
   return c10::Half(atomicAdd(reinterpret_cast<__half *>(p), h)); }
