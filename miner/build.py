@@ -915,24 +915,7 @@ def build_dataset(out_dir: Path, opts: BuildOptions, nvcc: str, selectors: list[
         rep.kernels_ok += summary["pass_call"]
         if insts != meta.get("instantiations") or summary != meta.get("build"):
             changes[meta["id"]] = {"instantiations": insts, "build": summary}
-    (update or _update_many)(out_dir, changes)
+    (update or dataset.update_many)(out_dir, changes)
     rep.seconds = time.monotonic() - t0
     return rep
 
-
-def _update_many(out_dir: Path, changes: dict[str, dict[str, Any]]) -> None:
-    """dataset.update_metadata for many kernels at once: index.jsonl is rewritten once, not per kernel
-    (per kernel, a 150-kernel tree spent seconds rewriting a megabyte index 150 times)."""
-    from miner import dataset
-
-    if not changes:
-        return
-    with dataset.locked(out_dir):
-        metas = {}
-        for kid, upd in changes.items():
-            meta = dataset.load_metadata(out_dir / kid)
-            meta.update(upd)
-            atomic.write_json(out_dir / kid / dataset.METADATA, meta)
-            metas[kid] = meta
-        records = [metas.get(r.get("id"), r) for r in dataset.read_index(out_dir)]
-        dataset.write_index(out_dir, records)

@@ -8,7 +8,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,11 +66,12 @@ def read_index(out_dir: Path) -> list[dict[str, Any]]:
             if line:
                 with contextlib.suppress(json.JSONDecodeError):
                     out.append(json.loads(line))
-    return out
+    return [r for r in out if isinstance(r, dict)]
 
 
 def write_index(out_dir: Path, records: list[dict[str, Any]]) -> None:
-    atomic.write_text(out_dir / INDEX, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    atomic.write_text(out_dir / INDEX, "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n"
+                                               for r in records))
 
 
 def write_kernel(out_dir: Path, meta: dict[str, Any], text: bytes) -> None:
@@ -96,12 +97,57 @@ def load_metadata(kernel_dir: Path) -> dict[str, Any]:
         return json.load(fh)
 
 
-def update_metadata(out_dir: Path, kernel_id_: str, update: dict[str, Any]) -> dict[str, Any]:
-    """Merge `update` into one kernel's metadata and its index line (later stages use this)."""
+def update_many(out_dir: Path, changes: Mapping[str, Mapping[str, Any]], *,
+                index: bool = True) -> dict[str, dict[str, Any]]:
+    """Merge `changes[kernel folder]` into each kernel's metadata.json under the dataset lock, every file
+    replaced atomically; returns the merged metadata by folder.
+
+    index=True rewrites index.jsonl once for the whole batch (rewriting it per kernel cost a 150-kernel
+    tree seconds). Stages that record kernels one by one as results arrive pass index=False and call
+    rewrite_index now and then, for the same reason.
+    """
+    if not changes:
+        return {}
     with locked(out_dir):
-        meta = load_metadata(out_dir / kernel_id_)
-        meta.update(update)
-        atomic.write_json(out_dir / kernel_id_ / METADATA, meta)
-        records = [meta if r.get("id") == kernel_id_ else r for r in read_index(out_dir)]
-        write_index(out_dir, records)
-    return meta
+        metas: dict[str, dict[str, Any]] = {}
+        for folder, update in changes.items():
+            meta = load_metadata(out_dir / folder)
+            if not isinstance(meta, dict):
+                raise ValueError(f"{folder}/{METADATA} is not a JSON object")
+            meta.update(update)
+            atomic.write_json(out_dir / folder / METADATA, meta)
+            metas[folder] = meta
+        if index:
+            if (out_dir / INDEX).exists():
+                by_id = {str(m.get("id", f)): m for f, m in metas.items()}
+                records = [by_id.pop(str(r.get("id")), r) for r in read_index(out_dir)]
+                write_index(out_dir, records + list(by_id.values()))
+            else:
+                _rewrite_index(out_dir)
+    return metas
+
+
+def update_metadata(out_dir: Path, kernel_id_: str, update: dict[str, Any]) -> dict[str, Any]:
+    """Merge `update` into one kernel's metadata and its index line."""
+    return update_many(out_dir, {kernel_id_: update})[kernel_id_]
+
+
+def rewrite_index(out_dir: Path) -> None:
+    """index.jsonl = every kernel folder's current metadata.json, one compact line each, earlier order kept
+    (kernels new to the index follow, sorted; folders that are gone or unreadable drop out)."""
+    with locked(out_dir):
+        _rewrite_index(out_dir)
+
+
+def _rewrite_index(out_dir: Path) -> None:
+    by_id: dict[str, dict[str, Any]] = {}
+    for meta_path in sorted(out_dir.glob(f"*/{METADATA}")):
+        try:
+            meta = load_metadata(meta_path.parent)
+        except (OSError, ValueError):
+            continue
+        if isinstance(meta, dict):
+            by_id.setdefault(str(meta.get("id", meta_path.parent.name)), meta)
+    order = [str(r.get("id")) for r in read_index(out_dir) if str(r.get("id")) in by_id]
+    order = list(dict.fromkeys(order)) + sorted(k for k in by_id if k not in order)
+    write_index(out_dir, [by_id[k] for k in order])

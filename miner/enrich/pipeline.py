@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from miner import dataset
 from miner.atomic import write_json
 from miner.enrich.budget import Budget, BudgetExhausted
 from miner.enrich.cache import ResponseCache
@@ -25,6 +26,7 @@ from miner.enrich.stages.tests import run_tests_stage
 from miner.errors import InputError, UsageError
 
 SUMMARY_FILE = "enrich_run.json"
+INDEX_EVERY_S = 5.0  # index.jsonl refresh while running; a full rewrite reads every kernel's metadata
 
 
 @dataclass
@@ -134,6 +136,7 @@ def run_enrich(root: Path, cfg: EnrichConfig, log: Callable[[str], None] | None 
     lock = threading.Lock()
     summary_path = root / SUMMARY_FILE
     started = now()
+    last_index = [time.monotonic()]
 
     def save() -> None:
         write_json(summary_path, redactor.obj({
@@ -149,6 +152,9 @@ def run_enrich(root: Path, cfg: EnrichConfig, log: Callable[[str], None] | None 
         with lock:
             summary.kernels[kdir.name] = status
             save()  # periodic save: after every kernel, so a kill loses at most the kernels in flight
+            if time.monotonic() - last_index[0] > INDEX_EVERY_S:
+                dataset.rewrite_index(root)
+                last_index[0] = time.monotonic()
 
     t0 = time.monotonic()
     try:
@@ -156,6 +162,8 @@ def run_enrich(root: Path, cfg: EnrichConfig, log: Callable[[str], None] | None 
             list(pool.map(work, kernels))
     finally:
         client.close()
+        if kernels:
+            dataset.rewrite_index(root)  # index.jsonl carries each kernel's `enrichment` block too
     summary.stopped = stop.reason
     summary.http_requests = client.http_requests
     summary.cache_hits = client.cache_hits

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from miner import dataset
 from miner.atomic import write_json
 
 MAX_CODE_CHARS = 24_000
-_META_LOCK = threading.Lock()
 
 
 def now() -> str:
@@ -113,14 +113,10 @@ class Record:
         self._update_metadata()
 
     def _update_metadata(self) -> None:
-        md_path = self.kernel_dir / "metadata.json"
         summary = {name: {k: v for k, v in st.items() if k in ("status", "error", "prompt_version", "model",
                                                                 "outcome", "blame", "attempts", "files")}
                    for name, st in self.data["stages"].items()}
-        with _META_LOCK:
-            try:
-                md = json.loads(md_path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                return
-            md["enrichment"] = {"record": "enrich/record.json", "stages": summary}
-            write_json(md_path, md)
+        # The index line is refreshed by the pipeline now and then, not on every stage change.
+        with contextlib.suppress(OSError, ValueError):
+            dataset.update_many(self.kernel_dir.parent, {self.kernel_dir.name: {
+                "enrichment": {"record": "enrich/record.json", "stages": summary}}}, index=False)

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from miner.atomic import write_json, write_text
+from miner import dataset
 
 
 def kernel_dirs(root: Path) -> list[Path]:
@@ -58,32 +58,9 @@ def finished(meta: dict[str, Any], fp: str) -> bool:
 
 
 def record(kdir: Path, validation: dict[str, Any]) -> dict[str, Any]:
-    """Write the validation block into the kernel's metadata.json now (atomically)."""
-    meta = load_meta(kdir)
-    meta["validation"] = validation
-    write_json(kdir / "metadata.json", meta)
-    return meta
+    """Write the validation block into the kernel's metadata.json now (atomically, under the dataset lock)."""
+    return dataset.update_many(kdir.parent, {kdir.name: {"validation": validation}}, index=False)[kdir.name]
 
 
 def rewrite_index(root: Path) -> None:
-    """index.jsonl = every kernel's current metadata, one compact line each, old order kept."""
-    by_id: dict[str, dict[str, Any]] = {}
-    for kdir in kernel_dirs(root):
-        try:
-            meta = load_meta(kdir)
-        except (OSError, ValueError):
-            continue
-        by_id[str(meta.get("id", kdir.name))] = meta
-    order: list[str] = []
-    index = root / "index.jsonl"
-    if index.is_file():
-        for line in index.read_text(encoding="utf-8").splitlines():
-            try:
-                kid = str(json.loads(line).get("id"))
-            except (ValueError, AttributeError):
-                continue
-            if kid in by_id and kid not in order:
-                order.append(kid)
-    order += sorted(k for k in by_id if k not in order)
-    text = "".join(json.dumps(by_id[k], separators=(",", ":"), ensure_ascii=False) + "\n" for k in order)
-    write_text(index, text)
+    dataset.rewrite_index(root)
