@@ -110,6 +110,7 @@ class TUContext:
         self.tu, self.inputs, self.norm, self.read = tu, inputs, norm, read
         self.stub = os.path.realpath(str(stub_dir()))
         self.files: dict[str, ci.File] = {}
+        self._errors: dict[str, list[int]] | None = None
         self.order: dict[str, int] = {}  # file -> first-inclusion rank
         # file -> offsets of the #include directives leading to it from the main file: a location's
         # position in the preprocessed stream is chain + (offset,), compared as tuples.
@@ -190,6 +191,19 @@ class TUContext:
             i -= 1
         return None
 
+    def has_errors(self, cur: ci.Cursor) -> bool:
+        """Whether the parse reported an error inside the cursor's text."""
+        if self._errors is None:
+            self._errors = {}
+            for d in self.tu.diagnostics:
+                if d.severity >= ci.Diagnostic.Error and d.location.file is not None:
+                    self._errors.setdefault(self.norm(d.location.file.name), []).append(d.location.offset)
+        e = cur.extent
+        if e.start.file is None:
+            return False
+        offsets = self._errors.get(self.norm(e.start.file.name), ())
+        return any(e.start.offset <= o <= e.end.offset for o in offsets)
+
     def sort_key(self, path: str, offset: int) -> tuple[int, ...]:
         return (*self.chain.get(path, (1 << 30,)), offset)
 
@@ -226,11 +240,22 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     seen: set[tuple[str, int]] = {(kernel_path, kernel_start)}
     pieces: list[Piece] = []
     shims: set[str] = set()
-    work = [kernel_cursor]
+    work = [(kernel_cursor, _enclosing_namespaces(kernel_cursor))]
     tokens: list[str] = []
+
+    def take(piece: Piece, pc: ci.Cursor) -> None:
+        # Overloads and specializations share a name: take the whole set at that scope.
+        for gp, gc in ctx.by_name.get((piece.namespaces, piece.name), [(piece, pc)]):
+            key = (gp.path, gp.start)
+            if key not in seen:
+                seen.add(key)
+                pieces.append(gp)
+                work.append((gc, gp.namespaces))
+
     while work:
-        cur = work.pop()
-        tokens += _identifiers(ctx, cur)
+        cur, scope = work.pop()
+        idents = _identifiers(ctx, cur)
+        tokens += idents
         for c in cur.walk_preorder():
             if c.kind not in _REF_KINDS:
                 continue
@@ -251,17 +276,15 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 d = r.get_definition() or r
                 dpath = ctx.norm(d.location.file.name) if d.location.file else rpath
                 found = ctx.piece_at(dpath, d.location.offset)
-                if found is None:
-                    continue
-                piece, pc = found
-                # Overloads and specializations share a name: take the whole set at that scope.
-                group = ctx.by_name.get((piece.namespaces, piece.name), [(piece, pc)])
-                for gp, gc in group:
-                    key = (gp.path, gp.start)
-                    if key not in seen:
-                        seen.add(key)
-                        pieces.append(gp)
-                        work.append(gc)
+                if found is not None:
+                    take(*found)
+        if ctx.has_errors(cur):
+            # The parse dropped invalid expressions (a name its stub lacked): their calls are missing
+            # from the AST. Fall back to the names in the text, looked up in the scopes visible here.
+            for name in dict.fromkeys(idents):
+                for i in range(len(scope), -1, -1):
+                    for gp, gc in ctx.by_name.get((scope[:i], name), [])[:1]:
+                        take(gp, gc)
     files = {kernel_path} | {p.path for p in pieces}
     pieces += _usings(ctx, files, pieces, seen, ctx.sort_key(kernel_path, kernel_start))
     out.pieces = sorted(pieces, key=lambda p: ctx.sort_key(p.path, p.start))
@@ -301,6 +324,13 @@ def _identifiers(ctx: TUContext, cur: ci.Cursor) -> list[str]:
         return []
     text = ctx.read(ctx.norm(e.start.file.name))[e.start.offset:e.end.offset].decode("utf-8", "replace")
     return _IDENT.findall(_STRING_OR_COMMENT.sub(" ", text))
+
+
+def _enclosing_namespaces(c: ci.Cursor) -> tuple[str, ...]:
+    p = c.semantic_parent
+    while p is not None and p.kind not in (K.NAMESPACE, K.TRANSLATION_UNIT):
+        p = p.semantic_parent
+    return _namespace_chain(p) if p is not None else ()
 
 
 def _namespace_chain(c: ci.Cursor) -> tuple[str, ...]:

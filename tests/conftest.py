@@ -19,9 +19,9 @@ CORPUS_EXPECTED = FIXTURES / "corpus_expected.json"
 
 
 def run_miner(*args: str | os.PathLike[str], cwd: str | os.PathLike[str] | None = None,
-              timeout: float = 120) -> subprocess.CompletedProcess[str]:
+              timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`python -m miner ARGS` in a child process, as a user would run it (no install needed)."""
-    env = dict(os.environ)
+    env = dict(os.environ, **(env or {}))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     env.pop("FORCE_COLOR", None)
     env["NO_COLOR"] = "1"

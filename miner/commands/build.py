@@ -49,6 +49,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("-v", "--verbose", action="store_true", help="also print every unit that failed")
 
 
+def options_namespace(dataset: str, **given: object) -> argparse.Namespace:
+    """This command's arguments with their defaults, for `extract --build`; None leaves a default."""
+    p = argparse.ArgumentParser(add_help=False)
+    add_arguments(p)
+    args = p.parse_args([dataset])
+    for key, value in given.items():
+        if value is not None:
+            setattr(args, key, value)
+    return args
+
+
 def run(args: argparse.Namespace) -> int:
     out_dir = Path(args.dataset)
     if not out_dir.is_dir():

@@ -42,6 +42,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="only extract kernels: skip the dependency closure, launch sites, instantiations "
                         "and the rendered standalone units (units/<inst>/unit.cu)")
     g = p.add_mutually_exclusive_group()
+    p.add_argument("--build", action="store_true",
+                   help="then compile the units with nvcc, as `kernel-miner build DIR` does (cached by content)")
+    p.add_argument("--arch", default=None, metavar="LIST",
+                   help="with --build: nvcc targets, as for `kernel-miner build --arch` (default: sm_90,compute_90)")
     g.add_argument("-q", "--quiet", action="store_true", help="print errors only")
     g.add_argument("-v", "--verbose", action="store_true", help="also list skipped files and each kernel")
 
@@ -52,6 +56,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("no input: give PATH arguments or --input-file")
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    if args.build and args.no_units:
+        raise UsageError("--build needs units: drop --no-units")
+    if args.arch and not args.build:
+        raise UsageError("--arch applies to --build only")
     opts = ExtractOptions(paths=paths, out_dir=args.output_dir, include_dirs=args.include_dir,
                           defines=args.define, compile_commands=args.compile_commands,
                           jobs=args.jobs, frontend=args.frontend, units=not args.no_units)
@@ -69,4 +77,10 @@ def run(args: argparse.Namespace) -> int:
         out = args.output_dir if args.output_dir.endswith("/") else args.output_dir + "/"
         print(f"{len(report.kernels)} kernels from {report.files} files "
               f"({len(report.failures)} failed) -> {out}")
-    return 1 if report.failures else 0
+    rc = 1 if report.failures else 0
+    if args.build and report.kernels:
+        from miner.commands import build as build_command
+
+        rc = max(rc, build_command.run(build_command.options_namespace(
+            args.output_dir, arch=args.arch, jobs=args.jobs, quiet=args.quiet, verbose=args.verbose)))
+    return rc
