@@ -70,6 +70,7 @@ _HEADER_OF = {
 _C_HEADER = {"float.h": "cfloat", "limits.h": "climits", "stdint.h": "cstdint", "assert.h": "cassert",
              "stdio.h": "cstdio", "string.h": "cstring"}
 _STRING_OR_COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"', re.S)
+_QUOTED = re.compile(r"'([^']+)'")
 _UNDECLARED = re.compile(r"(?:use of undeclared identifier|unknown type name|no template named|"
                          r"no member named) '([^']+)'")
 
@@ -406,10 +407,14 @@ def _unresolved(ctx: TUContext, files: set[str], ranges: set[tuple[str, int, int
         off = d.location.offset
         if not any(p == path and s <= off <= e for p, s, e in spans):
             continue
-        m = _UNDECLARED.search(d.spelling)
-        if m and m.group(1) not in seen:
-            seen.add(m.group(1))
-            out.append({"symbol": m.group(1), "reason": d.spelling,
+        # A missing name is the symbol; other errors (a stub overload that does not fit) name the
+        # first quoted entity, or none: still listed, since the parse of that piece is incomplete.
+        m = _UNDECLARED.search(d.spelling) or _QUOTED.search(d.spelling)
+        symbol = m.group(1) if m else "?"
+        key = d.spelling if symbol == "?" else symbol
+        if key not in seen:
+            seen.add(key)
+            out.append({"symbol": symbol, "reason": d.spelling,
                         "where": f"{os.path.basename(path)}:{d.location.line}"})
     return out
 
