@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import json
 import math
+import os
 import re
 import statistics
 import struct
@@ -81,7 +82,24 @@ _CTYPES: dict[str, Any] = {
     "bool": ctypes.c_bool,
 }
 
-_ATOMICS = re.compile(r"\batomic[A-Z]\w*\s*\(|\bcuda::atomic|\b__nv_atomic|\bfastAtomicAdd\b|\batom\.")
+_ATOMICS = re.compile(
+    r"\batomic[A-Z]\w*\s*\(|\bcuda::atomic|\b__nv_atomic|\bfastAtomicAdd\b"
+    r"|\b(?:atom|red)\.(?:global|shared|gpu|sys|cta|relaxed|release|acquire|acq_rel|add|inc|dec|min|max|and|or"
+    r"|xor|exch|cas)\b")
+
+
+def uses_atomics(source: str) -> bool:
+    """True when CUDA source text calls atomics (atomicAdd, cuda::atomic, inline PTX atom./red.).
+
+    The unit text holds the kernel and every helper it calls, so an atomic in a helper counts too.
+    Such kernels may legitimately give different bits from run to run (float addition order).
+    """
+    return bool(_ATOMICS.search(source))
+
+
+def oracles_enabled() -> bool:
+    """Oracles run unless KM_ORACLES=0 (`kernel-miner validate --no-oracles` sets it)."""
+    return os.environ.get("KM_ORACLES", "1") != "0"
 
 
 class CudaLaunchError(RuntimeError):
@@ -108,8 +126,19 @@ RECORDS: dict[str, Any] = {
     "cuda_prewarmed": False,  # context created before the request, by the fork runner's spare
     "bench": [],
     "oracles": [],
+    "current_test": None,  # node id of the running test, set by the plugin
 }
 _LOADED: list[Unit] = []
+# Called as hook(unit, grid, block, smem, stream_handle, args) before every launch: the oracles
+# (miner/validate/oracles.py) record launches through it to replay them after the test.
+_LAUNCH_HOOK: Callable[..., None] | None = None
+
+
+def set_launch_hook(hook: Callable[..., None] | None) -> Callable[..., None] | None:
+    """Install `hook` (or None) to be called before every Unit.launch; returns the previous one."""
+    global _LAUNCH_HOOK
+    previous, _LAUNCH_HOOK = _LAUNCH_HOOK, hook
+    return previous
 
 
 @dataclass
@@ -133,7 +162,21 @@ class Unit:
 
     @property
     def has_atomics(self) -> bool:
-        return bool(_ATOMICS.search(self.source))
+        return uses_atomics(self.source)
+
+    def sibling(self, inst: str) -> Unit:
+        """Another instantiation of the same kernel, already built (the oracles compare with it)."""
+        return load_unit(self.kernel_dir, inst, build=False)
+
+    def convert_arg(self, value: Any, param: Param) -> Any:
+        """One kernel argument as the ctypes object the launcher takes."""
+        return _convert(value, param)
+
+    def invoke(self, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int, stream: int,
+               cargs: Sequence[Any]) -> int:
+        """Call the launcher with converted arguments; returns its cudaError_t (no checks, no hooks)."""
+        return int(self._fn(*[ctypes.c_uint(v) for v in grid], *[ctypes.c_uint(v) for v in block],
+                            ctypes.c_ulong(int(smem)), ctypes.c_void_p(stream), *cargs))
 
     def launch(
         self,
@@ -155,11 +198,12 @@ class Unit:
             raise TypeError(f"{self.symbol} takes {len(self.params)} kernel arguments ({names}), "
                             f"got {len(args)}")
         g, b = _dim3(grid, "grid"), _dim3(block, "block")
-        cargs = [_convert(a, p) for a, p in zip(args, self.params, strict=True)]
+        cargs = [self.convert_arg(a, p) for a, p in zip(args, self.params, strict=True)]
         handle = _stream_handle(stream)
+        if _LAUNCH_HOOK is not None:
+            _LAUNCH_HOOK(self, g, b, int(smem), handle, args)
         t0 = time.perf_counter()
-        rc = self._fn(*[ctypes.c_uint(v) for v in g], *[ctypes.c_uint(v) for v in b],
-                      ctypes.c_ulong(int(smem)), ctypes.c_void_p(handle), *cargs)
+        rc = self.invoke(g, b, int(smem), handle, cargs)
         if RECORDS["first_launch_s"] is None:
             RECORDS["first_launch_s"] = time.perf_counter() - t0
         RECORDS["launches"] += 1
@@ -384,7 +428,8 @@ def benchmark(
     k_ms = timed(fn)
     r_ms = timed(ref_fn) if ref_fn is not None else None
     deterministic = None
-    if check_determinism and outputs and make_inputs and not any(u.has_atomics for u in _LOADED):
+    if check_determinism and oracles_enabled() and outputs and make_inputs \
+            and not any(u.has_atomics for u in _LOADED):
         deterministic = _same_bits_twice(torch, fn, sets[0], outputs)
     k_med = statistics.median(k_ms)
     r_med = statistics.median(r_ms) if r_ms else None
@@ -394,13 +439,19 @@ def benchmark(
     rec.pop("kernel_ms_all")
     RECORDS["bench"].append(rec)
     if deterministic is False:
-        RECORDS["oracles"].append({"oracle": "determinism", "name": label, "ok": False})
+        record_oracle({"oracle": "determinism", "source": "benchmark", "name": label, "ok": False})
         raise AssertionError(f"{label}: two runs on identical inputs gave different bits "
                              "(no atomics in the unit, so the kernel is nondeterministic or reads "
                              "uninitialised memory)")
     if deterministic:
-        RECORDS["oracles"].append({"oracle": "determinism", "name": label, "ok": True})
+        record_oracle({"oracle": "determinism", "source": "benchmark", "name": label, "ok": True})
     return result
+
+
+def record_oracle(entry: dict[str, Any]) -> None:
+    """Keep an oracle result for the validation record (with the running test's node id)."""
+    entry.setdefault("test", RECORDS.get("current_test"))
+    RECORDS["oracles"].append(entry)
 
 
 def _poison(torch: Any, args: Sequence[Any], outputs: Sequence[int]) -> None:
@@ -449,8 +500,8 @@ def assert_instantiations_agree(
     torch.cuda.synchronize()
     ok = bool(torch.allclose(out_lo.to(torch.float64), out_hi, rtol=rtol, atol=atol, equal_nan=False))
     worst = float((out_lo.to(torch.float64) - out_hi).abs().max()) if out_hi.numel() else 0.0
-    RECORDS["oracles"].append({"oracle": "instantiations_agree", "name": f"{low} vs {high}",
-                               "ok": ok, "max_abs_diff": worst})
+    record_oracle({"oracle": "instantiations_agree", "source": "test", "name": f"{low} vs {high}",
+                   "inst": low, "vs": high, "ok": ok, "max_abs_diff": worst, "rtol": rtol, "atol": atol})
     if not ok:
         raise AssertionError(f"instantiations {low} and {high} disagree: max |diff| {worst:.3g} "
                              f"(rtol {rtol}, atol {atol})")

@@ -30,6 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=("fork", "spawn"), default="fork",
                         help="fork: children of a warm worker that has torch imported (fast); "
                              "spawn: a fresh interpreter per kernel")
+    parser.add_argument("--no-oracles", dest="oracles", action="store_false",
+                        help="do not replay each passing test's launches for the determinism and "
+                             "float/double agreement oracles (on by default)")
+    parser.add_argument("--tests-from", action="append", metavar="DIR", type=Path,
+                        help="look for tests kept beside the kernels' sources (SRC_DIR/tests/<kernel name>/"
+                             "test_*.py) under DIR or its parents and copy them into the kernel folders "
+                             "(repeatable; default: the current directory)")
     parser.add_argument("--quiet", "-q", action="store_true", help="only the summary line")
 
 
@@ -47,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--sanitize needs compute-sanitizer on PATH")
     patterns = [p for item in (args.kernels or []) for p in item.split(",") if p]
     opts = Options(jobs=args.jobs, timeout=args.timeout, sanitize=args.sanitize, force=args.force,
-                   kernels=patterns or None, mode=args.mode)
+                   kernels=patterns or None, mode=args.mode, oracles=args.oracles, tests_from=args.tests_from)
 
     def show(kdir: Path, rec: dict[str, Any]) -> None:
         if not args.quiet:

@@ -14,10 +14,11 @@ from typing import Any
 
 from miner import __version__
 from miner.harness import library_path
-from miner.validate import store
+from miner.validate import oracles, store
 from miner.validate.classify import GOOD, Verdict, classify
 from miner.validate.compile_unit import BuildError, compile_unit
 from miner.validate.runner import ForkRunner, Job, RawResult, SpawnRunner, kill_active
+from miner.validate.sources import sync_tests
 from miner.validate.wrapper import write_wrappers
 
 LOG_DIR = "validation"  # inside each kernel folder: stdout.txt, stderr.txt, result.json
@@ -33,6 +34,13 @@ class Options:
     kernels: list[str] | None = None
     mode: str = "fork"
     build_timeout: float = 300.0
+    oracles: bool = True
+    tests_from: list[Path] | None = None  # roots for source-side tests (miner/validate/sources.py); None: cwd
+
+    @property
+    def salt(self) -> str:
+        """What, besides the files, a recorded result depends on (see store.fingerprint)."""
+        return "oracles" if self.oracles else "no-oracles"
 
 
 def build_missing(kdir: Path, meta: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -57,11 +65,13 @@ def build_missing(kdir: Path, meta: dict[str, Any], timeout: float) -> dict[str,
     return info
 
 
-def repro_command(kdir: Path, sanitize: bool) -> str:
+def repro_command(kdir: Path, sanitize: bool, use_oracles: bool = True) -> str:
     cmd = "python -m pytest -p miner.validate.plugin -p no:cacheprovider -c /dev/null --rootdir . " \
           "--import-mode=importlib tests"
     if sanitize:
         cmd = "compute-sanitizer --tool memcheck " + cmd
+    if not use_oracles:
+        cmd = "KM_ORACLES=0 " + cmd
     return f"cd {shlex.quote(str(kdir))} && {cmd}"
 
 
@@ -96,6 +106,7 @@ def make_record(kdir: Path, verdict: Verdict, raw: RawResult | None, build: dict
     pass_exe = verdict.outcome == "passed"
     rel = lambda p: str(p.relative_to(kdir))  # noqa: E731
     log = kdir / LOG_DIR
+    oracle_summary, oracle_entries = oracles.summarize(h.get("oracles", []), opts.oracles)
     return {
         "outcome": verdict.outcome,
         "reason": verdict.reason,
@@ -109,12 +120,13 @@ def make_record(kdir: Path, verdict: Verdict, raw: RawResult | None, build: dict
         "speedup": min(speedups) if speedups else None,
         "tests": verdict.counts,
         "bench": bench,
-        "oracles": h.get("oracles", []),
+        "oracles": oracle_entries,
+        "oracle_summary": oracle_summary,
         "build": build,
         "timing": _timing(raw) if raw else None,
         "sanitize": opts.sanitize,
         "mode": "spawn" if opts.sanitize else mode,
-        "command": repro_command(kdir, opts.sanitize),
+        "command": repro_command(kdir, opts.sanitize, opts.oracles),
         "logs": {k: rel(log / f) for k, f in (("stdout", "stdout.txt"), ("stderr", "stderr.txt"),
                                              ("result", "result.json"))} if raw else None,
         "fingerprint": fp,
@@ -123,9 +135,17 @@ def make_record(kdir: Path, verdict: Verdict, raw: RawResult | None, build: dict
     }
 
 
-def validate_one(kdir: Path, opts: Options, runner: Any) -> tuple[dict[str, Any], RawResult | None]:
+def validate_one(kdir: Path, opts: Options, runner: Any,
+                 test_sources: dict[str, Any] | None = None) -> tuple[dict[str, Any], RawResult | None]:
+    rec, raw = _validate_one(kdir, opts, runner)
+    if test_sources:
+        rec["test_sources"] = test_sources
+    return rec, raw
+
+
+def _validate_one(kdir: Path, opts: Options, runner: Any) -> tuple[dict[str, Any], RawResult | None]:
     meta = store.load_meta(kdir)
-    fp = store.fingerprint(kdir, meta)
+    fp = store.fingerprint(kdir, meta, opts.salt)
     build = build_missing(kdir, meta, opts.build_timeout)
     write_wrappers(kdir, meta)
     if not build["built"] and build["failed"]:
@@ -134,7 +154,7 @@ def validate_one(kdir: Path, opts: Options, runner: Any) -> tuple[dict[str, Any]
         return make_record(kdir, verdict, None, build, fp, opts, runner.mode), None
     if not store.test_files(kdir):
         return make_record(kdir, Verdict("skipped", "no tests"), None, build, fp, opts, runner.mode), None
-    job = Job(kdir, kdir / LOG_DIR, opts.timeout, opts.sanitize)
+    job = Job(kdir, kdir / LOG_DIR, opts.timeout, opts.sanitize, env={"KM_ORACLES": "1" if opts.oracles else "0"})
     raw = runner.run(job)
     verdict = classify(raw, job.stdout, job.stderr, opts.timeout)
     return make_record(kdir, verdict, raw, build, fp, opts, runner.mode), raw
@@ -145,9 +165,16 @@ def validate_dataset(root: Path, opts: Options,
     """Validate every selected kernel of `root`; returns {"results": {id: validation}, "cached": n}."""
     dirs = store.select(store.kernel_dirs(root), opts.kernels)
     todo, cached = [], 0
+    roots = opts.tests_from if opts.tests_from is not None else [Path.cwd()]
+    sources: dict[Path, dict[str, Any] | None] = {}
     for kdir in dirs:
-        meta = store.load_meta(kdir)
-        if not opts.force and store.finished(meta, store.fingerprint(kdir, meta)):
+        try:
+            meta = store.load_meta(kdir)
+            sources[kdir] = sync_tests(kdir, meta, roots) if roots else None
+            done = store.finished(meta, store.fingerprint(kdir, meta, opts.salt))
+        except (OSError, ValueError):
+            done = False  # a broken folder gets its `error` outcome from validate_one
+        if not opts.force and done:
             cached += 1
         else:
             todo.append(kdir)
@@ -162,7 +189,7 @@ def validate_dataset(root: Path, opts: Options,
 
     def work(kdir: Path) -> None:
         try:
-            rec, _ = validate_one(kdir, opts, runner)
+            rec, _ = validate_one(kdir, opts, runner, sources.get(kdir))
         except Exception as exc:  # noqa: BLE001 - one kernel's broken folder must not stop the run
             rec = {"outcome": "error", "reason": f"validate: {type(exc).__name__}: {exc}",
                    "pass_call": False, "pass_exe": False, "pass_perf": None,

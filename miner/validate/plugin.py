@@ -3,6 +3,9 @@
 The file is rewritten (atomically) at the start and end of every test, so when the process dies
 the parent still knows which test was running and how the earlier ones ended. Without
 KM_RESULT_FILE in the environment the plugin records nothing (plain `pytest -p ...` reruns).
+
+It also runs the oracles (miner/validate/oracles.py) after every passing test unless KM_ORACLES=0:
+the launches the test made are replayed, and a failed oracle fails the test with its message.
 """
 
 from __future__ import annotations
@@ -125,10 +128,57 @@ def _text(longrepr: Any) -> str:
     return str(longrepr)
 
 
+class OracleRunner:
+    """Records each test's launches and, once the test body passed, runs the oracles on them."""
+
+    def __init__(self) -> None:
+        from miner import harness
+        from miner.validate import oracles
+
+        self.oracles = oracles
+        self.recorder = oracles.Recorder()
+        harness.set_launch_hook(self.recorder)
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        from miner import harness
+
+        harness.RECORDS["current_test"] = nodeid
+        self.recorder.start()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_call(self, item: Any) -> None:
+        # Runs after the test function returned (pytest's own runtest_call raised otherwise).
+        from miner import harness
+
+        launches = self.recorder.take()
+        self.recorder.active = False  # the oracles' own launches are not recorded
+        marker = item.get_closest_marker("no_oracles")
+        enabled = list(self.oracles.ORACLES)
+        if marker is not None:
+            enabled = [o for o in enabled if marker.args and o not in marker.args]
+        if not launches or not enabled:
+            return
+        results = self.oracles.run(launches, item.nodeid, enabled)
+        for entry in results:
+            harness.record_oracle(entry)
+        failed = [e for e in results if e.get("ok") is False]
+        if failed:
+            raise AssertionError(self.oracles.failure_message(failed[0]))
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        self.recorder.start()  # drop the copies
+
+
 def pytest_configure(config: Any) -> None:
+    config.addinivalue_line("markers", "no_oracles(*names): do not run these oracles (default: all) "
+                                       "on this test's launches")
     path = os.environ.get("KM_RESULT_FILE")
     if path and not config.pluginmanager.has_plugin("km-result-recorder"):
         config.pluginmanager.register(ResultRecorder(path), "km-result-recorder")
+    from miner import harness
+
+    if harness.oracles_enabled() and not config.pluginmanager.has_plugin("km-oracles"):
+        config.pluginmanager.register(OracleRunner(), "km-oracles")
 
 
 @pytest.fixture

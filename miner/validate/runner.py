@@ -31,6 +31,7 @@ class Job:
     log_dir: Path  # receives stdout.txt, stderr.txt, result.json
     timeout: float
     sanitize: bool = False
+    env: dict[str, str] = field(default_factory=dict)  # set in the test process (KM_ORACLES)
 
     @property
     def result_file(self) -> Path:
@@ -144,6 +145,7 @@ class SpawnRunner:
         _prepare(job)
         cmd = child_command(job, job.sanitize)
         env = child_env()
+        env.update(job.env)
         if job.sanitize:
             # memcheck knows allocations by cudaMalloc; torch's caching allocator would hide
             # overruns inside its big segments.
@@ -220,7 +222,7 @@ class Zygote:
         t0 = time.time()
         req = {"result": str(job.result_file), "args": pytest_args(job.kernel_dir),
                "cwd": str(job.kernel_dir), "stdout": str(job.stdout), "stderr": str(job.stderr),
-               "t_request": t0}
+               "t_request": t0, "env": job.env}
         self.proc.stdin.write((json.dumps(req) + "\n").encode())
         self.proc.stdin.flush()
         cmd = ["<fork of zygote>", "python", "-m", "miner.validate.child", str(job.result_file), "--",

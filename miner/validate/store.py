@@ -41,9 +41,9 @@ def test_files(kdir: Path) -> list[Path]:
     return sorted((kdir / "tests").glob("test_*.py"))
 
 
-def fingerprint(kdir: Path, meta: dict[str, Any]) -> str:
-    """Hash of everything a result depends on: units, tests and the recorded launchers."""
-    h = hashlib.sha256()
+def fingerprint(kdir: Path, meta: dict[str, Any], salt: str = "") -> str:
+    """Hash of everything a result depends on: units, tests, the recorded launchers and `salt` (options)."""
+    h = hashlib.sha256(salt.encode() + b"\0")
     files = sorted([*kdir.glob("units/*/unit.cu"), *(kdir / "tests").rglob("*.py")])
     for f in files:
         h.update(str(f.relative_to(kdir)).encode() + b"\0")

@@ -58,6 +58,7 @@ def child(req: dict, zygote_pid: int) -> None:
         for fd in (devnull, out, err):
             os.close(fd)
         os.chdir(req["cwd"])
+        os.environ.update(req.get("env") or {})
         os.environ["KM_CHILD_START"] = repr(time.time())
         from miner.validate import child as child_mod
 

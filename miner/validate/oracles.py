@@ -1,0 +1,467 @@
+"""Oracles that need no LLM, run on the launches a passing test made.
+
+- determinism: the same launch on the same bytes, run twice, leaves the same bytes (not checked
+  when the unit's text uses atomics: their float additions legitimately change order);
+- instantiations_agree: where the kernel has a float and a double instantiation whose parameters
+  differ only float <-> double, the launch run on the other one with the same values converted
+  gives the same floating outputs within tolerance and the same integer outputs.
+
+How: while a test runs, a launch hook (harness.set_launch_hook) records the first launches of each
+unit: grid, block, shared memory and, for every tensor argument, a copy of its whole storage taken
+just before the launch, on the launch's stream. Once the test has passed (the plugin's
+pytest_runtest_call, last), each recorded launch is replayed on fresh copies of those bytes: a
+pointer keeps its byte offset inside its storage and arguments that share a storage share the copy,
+so views and in-place kernels replay exactly. Launches with pointers passed as raw addresses, or with
+struct arguments (which may hold pointers), cannot be replayed and are reported as skipped.
+
+Works for any kernel that has tests, whatever the test does: nothing here knows the kernel.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from miner import harness
+
+ORACLES = ("determinism", "instantiations_agree")
+PER_UNIT = 2  # recorded launches per instantiation and test: the first ones, before any timing loop
+PER_TEST = 4
+MAX_BYTES = 1 << 30  # storages larger than this in one launch are not copied
+# float vs double: elementwise |lo - hi| <= ATOL_SCALE * max|hi| + RTOL * |hi| over the elements a
+# run changed; a few elements may differ beyond that (MAX_MISMATCH of them), since floor/ceil and
+# comparisons on rounded values legitimately flip near boundaries (bin edges, argmax ties).
+RTOL = 1e-3
+ATOL_SCALE = 1e-4
+MAX_MISMATCH = 1e-3
+KEPT = 16  # oracle entries kept in the validation record (failures first)
+
+
+@dataclass
+class Buffer:
+    snapshot: Any  # uint8 tensor: the storage's bytes just before the launch
+    dtype: Any  # dtype of the first tensor that pointed into it
+    names: list[str] = field(default_factory=list)  # the parameters that point into it
+
+
+@dataclass
+class ArgRef:
+    buffer: int | None  # index into Launch.buffers; None: a plain value
+    offset: int = 0  # bytes from the start of the storage
+    value: Any = None
+
+
+@dataclass
+class Launch:
+    unit: Any
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    smem: int
+    stream: int
+    number: int  # 1 = the test's first launch of this instantiation
+    args: list[ArgRef] = field(default_factory=list)
+    buffers: list[Buffer] = field(default_factory=list)
+    skip: str | None = None  # why this launch cannot be replayed
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+def _is_tensor(v: Any) -> bool:
+    return hasattr(v, "untyped_storage") and hasattr(v, "data_ptr")
+
+
+class _OnStream:
+    """Run torch work on the launch's stream, so a copy is ordered right before the kernel."""
+
+    def __init__(self, handle: int, device: Any) -> None:
+        self.ctx: Any = None
+        if getattr(device, "type", None) == "cuda":
+            torch = _torch()
+            if handle and handle != torch.cuda.current_stream(device).cuda_stream:
+                self.ctx = torch.cuda.stream(torch.cuda.ExternalStream(handle, device=device))
+
+    def __enter__(self) -> None:
+        if self.ctx is not None:
+            self.ctx.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.ctx is not None:
+            self.ctx.__exit__(*exc)
+
+
+def _storage_bytes(storage: Any, device: Any) -> Any:
+    torch = _torch()
+    return torch.empty(0, dtype=torch.uint8, device=device).set_(storage, 0, (storage.nbytes(),), (1,))
+
+
+def capture(unit: Any, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int, stream: int,
+            args: Sequence[Any], number: int, max_bytes: int = MAX_BYTES) -> Launch:
+    """Record one launch: its configuration and a copy of every storage its pointers point into."""
+    launch = Launch(unit, grid, block, smem, stream, number)
+    storages: list[tuple[Any, Any]] = []
+    index: dict[tuple[str, int], int] = {}
+    for value, p in zip(args, unit.params, strict=True):
+        if p.ctype == "struct":
+            launch.skip = f"struct parameter {p.name} (may hold pointers)"
+            return launch
+        if p.ctype != "pointer" or value is None:
+            launch.args.append(ArgRef(None, value=value))
+            continue
+        if not _is_tensor(value):
+            launch.skip = f"parameter {p.name} is a raw address (buffer size unknown)"
+            return launch
+        st = value.untyped_storage()
+        if st.nbytes() == 0:
+            launch.args.append(ArgRef(None, value=value.data_ptr()))
+            continue
+        key = (str(value.device), st.data_ptr())
+        if key not in index:
+            index[key] = len(storages)
+            storages.append((st, value))
+            launch.buffers.append(Buffer(None, value.dtype))
+        i = index[key]
+        launch.buffers[i].names.append(p.name)
+        launch.args.append(ArgRef(i, offset=value.data_ptr() - st.data_ptr()))
+    total = sum(st.nbytes() for st, _ in storages)
+    if total > max_bytes:
+        launch.skip = f"buffers of {total >> 20} MiB (limit {max_bytes >> 20} MiB)"
+        launch.buffers = []
+        return launch
+    if storages:
+        with _OnStream(stream, storages[0][1].device):
+            for (st, t), buf in zip(storages, launch.buffers, strict=True):
+                buf.snapshot = _storage_bytes(st, t.device).clone()
+    return launch
+
+
+class Recorder:
+    """The launch hook: records the first launches of each instantiation during one test."""
+
+    def __init__(self, per_unit: int = PER_UNIT, per_test: int = PER_TEST, max_bytes: int = MAX_BYTES) -> None:
+        self.per_unit, self.per_test, self.max_bytes = per_unit, per_test, max_bytes
+        self.launches: list[Launch] = []
+        self.counts: dict[tuple[str, str], int] = {}
+        self.active = True
+
+    def start(self) -> None:
+        self.launches, self.counts, self.active = [], {}, True
+
+    def take(self) -> list[Launch]:
+        out, self.launches = self.launches, []
+        return out
+
+    def __call__(self, unit: Any, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
+                 stream: int, args: Sequence[Any]) -> None:
+        if not self.active:
+            return
+        key = (str(unit.kernel_dir), str(unit.inst))
+        n = self.counts.get(key, 0) + 1
+        self.counts[key] = n
+        if n > self.per_unit or len(self.launches) >= self.per_test:
+            return
+        self.launches.append(capture(unit, grid, block, smem, stream, args, n, self.max_bytes))
+
+
+# --------------------------------------------------------------------------- replay and compare
+
+
+def _sync(tensors: Iterable[Any]) -> None:
+    for t in tensors:
+        if getattr(t.device, "type", None) == "cuda":
+            _torch().cuda.synchronize(t.device)
+            return
+
+
+def _stream_for(buffers: Sequence[Any], fallback: int) -> int:
+    for b in buffers:
+        if getattr(b.device, "type", None) == "cuda":
+            return int(_torch().cuda.current_stream(b.device).cuda_stream)
+    return fallback
+
+
+def replay(launch: Launch, unit: Any = None, start: Sequence[Any] | None = None,
+           offsets: Sequence[int] | None = None, smem: int | None = None) -> list[Any]:
+    """Run the launch again on fresh copies of `start` (default: the recorded bytes); returns them after."""
+    unit = unit or launch.unit
+    fresh = [b.clone() for b in (start if start is not None else [x.snapshot for x in launch.buffers])]
+    cargs = []
+    for i, (ref, p) in enumerate(zip(launch.args, unit.params, strict=True)):
+        if ref.buffer is None:
+            value = ref.value
+        else:
+            value = fresh[ref.buffer].data_ptr() + (offsets[i] if offsets is not None else ref.offset)
+        cargs.append(unit.convert_arg(value, p))
+    rc = unit.invoke(launch.grid, launch.block, launch.smem if smem is None else smem,
+                     _stream_for(fresh, launch.stream), cargs)
+    if rc != 0:
+        raise harness.CudaLaunchError(rc, unit.symbol)
+    _sync(fresh)
+    return fresh
+
+
+_INT_OF_SIZE = {1: "uint8", 2: "int16", 4: "int32", 8: "int64"}
+
+
+def _bits(raw: Any, dtype: Any) -> Any:
+    """The bytes as integers of the element size of `dtype` (exact comparison, NaN == NaN)."""
+    torch = _torch()
+    size = getattr(dtype, "itemsize", 1)
+    if raw.numel() % size:
+        size = 1
+    return raw.view(getattr(torch, _INT_OF_SIZE.get(size, "uint8")))
+
+
+def _floating(raw: Any, dtype: Any) -> bool:
+    return bool(getattr(dtype, "is_floating_point", False)) and raw.numel() % dtype.itemsize == 0
+
+
+def _base(launch: Launch, oracle: str, test: str | None) -> dict[str, Any]:
+    return {"oracle": oracle, "source": "replay", "test": test, "inst": str(launch.unit.inst),
+            "launch": launch.number, "grid": list(launch.grid), "block": list(launch.block)}
+
+
+def check_determinism(launch: Launch, first: Sequence[Any], test: str | None = None) -> dict[str, Any]:
+    """Second replay of `launch` vs the bytes `first` replay left; every byte must be equal."""
+    entry = _base(launch, "determinism", test)
+    t0 = time.perf_counter()
+    second = replay(launch)
+    diffs = []
+    for buf, a, b in zip(launch.buffers, first, second, strict=True):
+        n = int((_bits(a, buf.dtype) != _bits(b, buf.dtype)).sum())
+        if n:
+            diffs.append({"buffer": "/".join(buf.names), "mismatched": n, "elements": int(_bits(a, buf.dtype).numel())})
+    entry.update(ok=not diffs, time_s=round(time.perf_counter() - t0, 4))
+    if diffs:
+        entry["diffs"] = diffs
+        worst = max(diffs, key=lambda d: d["mismatched"])
+        entry["reason"] = (f"two runs on identical inputs differ in {worst['mismatched']} of {worst['elements']} "
+                           f"elements of {worst['buffer']} (no atomics in the unit: a race, uninitialised "
+                           "memory or a read past a buffer)")
+    return entry
+
+
+# ----- instantiation pairs
+
+
+def _promote(text: str) -> str:
+    return re.sub(r"\bfloat\b", "double", text)
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"\s*([*&,<>()])\s*", r"\1", str(text))).strip()
+
+
+def _targs(entry: dict[str, Any]) -> list[str]:
+    args = entry.get("template_args")
+    if isinstance(args, dict):
+        return [f"{k}={_norm(v)}" for k, v in sorted(args.items())]
+    return [_norm(a) for a in (args or [])]
+
+
+def _params(entry: dict[str, Any]) -> list[tuple[str, str]]:
+    params = (entry.get("launcher") or {}).get("params", [])
+    return [(_norm(p.get("type", "")), str(p.get("ctype", ""))) for p in params]
+
+
+def is_pair(lo: dict[str, Any], hi: dict[str, Any]) -> bool:
+    """`hi` is `lo` with float replaced by double (template arguments and parameter types)."""
+    if _targs(lo) == _targs(hi) or [_promote(a) for a in _targs(lo)] != _targs(hi):
+        return False
+    lp, hp = _params(lo), _params(hi)
+    if len(lp) != len(hp) or not lp:
+        return False
+    for (lt, lc), (ht, hc) in zip(lp, hp, strict=True):
+        if _promote(lt) != ht or "struct" in (lc, hc):
+            return False
+        if lc != hc and (lc, hc) != ("float32", "float64"):
+            return False
+    return True
+
+
+def find_partner(meta: dict[str, Any], inst: str) -> tuple[dict[str, Any], str] | None:
+    """The instantiation to compare `inst` with and `inst`'s role ("low": float, "high": double)."""
+    insts = meta.get("instantiations") or []
+    me = next((e for e in insts if str(e.get("id")) == inst), None)
+    if me is None:
+        return None
+    for other in insts:
+        if other is me:
+            continue
+        if is_pair(me, other):
+            return other, "low"
+        if is_pair(other, me):
+            return other, "high"
+    return None
+
+
+def _meta(unit: Any) -> dict[str, Any]:
+    import json
+
+    try:
+        return json.loads((unit.kernel_dir / "metadata.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def check_agreement(launch: Launch, ref_after: Sequence[Any], test: str | None = None,
+                    meta: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """Replay on the float/double partner instantiation and compare; None where no partner exists."""
+    torch = _torch()
+    found = find_partner(meta if meta is not None else _meta(launch.unit), str(launch.unit.inst))
+    if found is None:
+        return None
+    partner, role = found
+    entry = _base(launch, "instantiations_agree", test)
+    entry.update(vs=str(partner.get("id")), rtol=RTOL, atol_scale=ATOL_SCALE, max_mismatch=MAX_MISMATCH)
+    t0 = time.perf_counter()
+
+    def skipped(reason: str) -> dict[str, Any]:
+        entry.update(ok=None, skipped=reason)
+        return entry
+
+    try:
+        other = launch.unit.sibling(str(partner.get("id")))
+    except (OSError, KeyError, ValueError) as exc:
+        return skipped(f"{partner.get('id')} not loadable: {exc}")
+    kind: dict[int, str] = {}
+    for ref, lp, op in zip(launch.args, launch.unit.params, other.params, strict=True):
+        if ref.buffer is None:
+            continue
+        k = "convert" if _norm(lp.type) != _norm(op.type) else "same"
+        if kind.setdefault(ref.buffer, k) != k:
+            return skipped(f"one storage is passed as {lp.name} ({lp.type}) and as another parameter type")
+    src, dst = (torch.float32, torch.float64) if role == "low" else (torch.float64, torch.float32)
+    start, offsets = [], []
+    for i, buf in enumerate(launch.buffers):
+        if kind.get(i) != "convert":
+            start.append(buf.snapshot)
+            continue
+        if buf.dtype != src or buf.snapshot.numel() % src.itemsize:
+            return skipped(f"{'/'.join(buf.names)} holds {buf.dtype}, not {src}")
+        start.append(buf.snapshot.view(src).to(dst).view(torch.uint8))
+    for ref in launch.args:
+        if ref.buffer is not None and kind.get(ref.buffer) == "convert":
+            if ref.offset % src.itemsize:
+                return skipped("a pointer is not aligned to its element type")
+            offsets.append(ref.offset // src.itemsize * dst.itemsize)
+        else:
+            offsets.append(ref.offset)
+    # Dynamic shared memory sized in elements of T: the double partner needs twice as much.
+    smem = launch.smem * 2 if role == "low" else launch.smem
+    try:
+        other_after = replay(launch, other, start, offsets, smem=smem)
+    except harness.CudaLaunchError as exc:
+        if exc.code == 9 or exc.code == 1:  # configuration the partner cannot take (shared memory)
+            return skipped(f"{partner.get('id')} does not launch with this configuration: {exc.error_name}")
+        raise RuntimeError(f"oracle instantiations_agree: replaying on {partner.get('id')}: {exc}") from exc
+    except RuntimeError as exc:
+        raise RuntimeError(f"oracle instantiations_agree: replaying on {partner.get('id')}: {exc}") from exc
+    mismatched = changed_total = 0
+    max_abs = 0.0
+    worst = ""
+    for i, buf in enumerate(launch.buffers):
+        a_pre, a, b_pre, b = buf.snapshot, ref_after[i], start[i], other_after[i]
+        a_dt, b_dt = (src, dst) if kind.get(i) == "convert" else (buf.dtype, buf.dtype)
+        changed = (_bits(a, a_dt) != _bits(a_pre, a_dt)) | (_bits(b, b_dt) != _bits(b_pre, b_dt))
+        if _floating(a, a_dt) and _floating(b, b_dt) and changed.shape == _bits(b, b_dt).shape:
+            av, bv = a.view(a_dt).double(), b.view(b_dt).double()
+            lo, hi = (av, bv) if role == "low" else (bv, av)  # hi: the double run's output
+            finite = changed & torch.isfinite(hi)
+            scale = float(hi[finite].abs().max()) if bool(finite.any()) else 0.0
+            close = torch.isclose(lo, hi, rtol=RTOL, atol=ATOL_SCALE * scale if scale > 0 else 1e-30,
+                                  equal_nan=True)
+            bad = changed & ~close
+            d = (lo - hi).abs()[bad]
+            d = d[torch.isfinite(d)]
+            if d.numel():
+                max_abs = max(max_abs, float(d.max()))
+        else:
+            bad = changed & (_bits(a, a_dt) != _bits(b, b_dt))
+        n_bad = int(bad.sum())
+        changed_total += int(changed.sum())
+        if n_bad and not worst:
+            worst = "/".join(buf.names)
+        mismatched += n_bad
+    entry["time_s"] = round(time.perf_counter() - t0, 4)
+    if changed_total == 0:
+        return skipped("the launch changed no buffer in either precision")
+    ok = mismatched <= MAX_MISMATCH * changed_total
+    entry.update(ok=ok, mismatched=mismatched, compared=changed_total, max_abs_diff=max_abs)
+    if not ok:
+        entry["reason"] = (f"{entry['inst']} and {entry['vs']} disagree on {mismatched} of {changed_total} "
+                           f"output elements (worst: {worst}; max |diff| {max_abs:.3g}; rtol {RTOL}, "
+                           f"atol {ATOL_SCALE} x max|output|)")
+    return entry
+
+
+def run(launches: Sequence[Launch], test: str | None = None,
+        enabled: Sequence[str] = ORACLES) -> list[dict[str, Any]]:
+    """Every enabled oracle on every recorded launch; one entry per oracle and launch."""
+    out: list[dict[str, Any]] = []
+    metas: dict[str, dict[str, Any]] = {}
+    for launch in launches:
+        if launch.skip or not launch.buffers:
+            reason = launch.skip or "no tensor arguments"
+            out += [{**_base(launch, o, test), "ok": None, "skipped": reason} for o in enabled]
+            continue
+        first = replay(launch)
+        if "determinism" in enabled:
+            if launch.unit.has_atomics:
+                out.append({**_base(launch, "determinism", test), "ok": None, "skipped": "atomics in the unit"})
+            else:
+                out.append(check_determinism(launch, first, test))
+        if "instantiations_agree" in enabled:
+            key = str(launch.unit.kernel_dir)
+            if key not in metas:
+                metas[key] = _meta(launch.unit)
+            entry = check_agreement(launch, first, test, metas[key])
+            if entry is not None:
+                out.append(entry)
+    return out
+
+
+def failure_message(entry: dict[str, Any]) -> str:
+    where = f"{entry.get('inst')} launch {entry.get('launch')} <<<{entry.get('grid')}, {entry.get('block')}>>>"
+    return f"oracle {entry['oracle']}: {where}: {entry.get('reason', 'failed')}"
+
+
+# --------------------------------------------------------------------------- the validation record
+
+
+def summarize(entries: Sequence[dict[str, Any]], enabled: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(summary per oracle, the entries worth keeping) for metadata.json -> validation.
+
+    Summary per oracle: status `failed` (any run failed), `ok` (at least one passed), `skipped`
+    (only skipped runs; `reason` says why) or `not_applicable` (never ran, e.g. no float/double
+    pair), with counts.
+    """
+    summary: dict[str, Any] = {"enabled": enabled}
+    for name in ORACLES:
+        mine = [e for e in entries if e.get("oracle") == name]
+        ok = sum(e.get("ok") is True for e in mine)
+        bad = sum(e.get("ok") is False for e in mine)
+        skips = [e.get("skipped") for e in mine if e.get("ok") is None]
+        status = "failed" if bad else "ok" if ok else "skipped" if skips else \
+            ("not_run" if not enabled else "not_applicable")
+        s: dict[str, Any] = {"status": status, "passed": ok, "failed": bad, "skipped": len(skips)}
+        if status == "skipped":
+            s["reason"] = next((r for r in skips if r), "skipped")
+        summary[name] = s
+    kept: list[dict[str, Any]] = []
+    seen: set[tuple[Any, ...]] = set()
+    for e in sorted(entries, key=lambda e: {False: 0, True: 1, None: 2}[e.get("ok")]):
+        key = (e.get("oracle"), e.get("inst"), e.get("ok"), e.get("skipped"), e.get("source"))
+        if e.get("ok") is not False and key in seen:
+            continue
+        seen.add(key)
+        kept.append(e)
+        if len(kept) >= KEPT:
+            break
+    return summary, kept
