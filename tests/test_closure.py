@@ -128,3 +128,16 @@ def test_extract_build_argument_errors(tmp_path: Path, args: list[str], message:
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and message in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_every_fixture_corpus_instantiation_compiles(corpus_copy: Path, corpus_expected: dict[str, Any],
+                                                     tmp_path: Path) -> None:
+    """The extraction corpus (the ten patterns of real repos): every unit builds."""
+    proc = run_miner("extract", corpus_copy, "-o", tmp_path / "out", "--build", "-j", "2", "-q",
+                     env={"XDG_CACHE_HOME": str(tmp_path / "cache")}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    metas = load_dataset(tmp_path / "out")
+    assert len(metas) == len(corpus_expected["kernels"])
+    failed = [(m["name"], i["id"], i["build"].get("error")) for m in metas for i in m["instantiations"]
+              if i["build"]["status"] != "ok"]
+    assert not failed

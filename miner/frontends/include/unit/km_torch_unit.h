@@ -96,6 +96,14 @@ struct GenericPackedTensorAccessor {
   __host__ __device__ index_t stride(int d) const { return strides_[d]; }
   __host__ __device__ T *data() const { return data_; }
 };
+template <typename T, template <typename U> class PtrTraits, typename index_t>
+struct GenericPackedTensorAccessor<T, 1, PtrTraits, index_t> {
+  typename PtrTraits<T>::PtrType data_; index_t sizes_[1]; index_t strides_[1];
+  __host__ __device__ T &operator[](index_t i) const { return data_[strides_[0] * i]; }
+  __host__ __device__ index_t size(int d) const { return sizes_[d]; }
+  __host__ __device__ index_t stride(int d) const { return strides_[d]; }
+  __host__ __device__ T *data() const { return data_; }
+};
 template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
 using PackedTensorAccessor32 = GenericPackedTensorAccessor<T, N, PtrTraits, int32_t>;
 template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
