@@ -92,6 +92,15 @@ GOOD = textwrap.dedent('''\
 
 ASSERT = "torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)"
 LAUNCH = "unit.launch((n + 255) // 256, 256, out, x, 2.0, n)"
+GPU_MARK = 'pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")'
+# An in-place kernel (x *= alpha) checked against a copy of x taken before the launch.
+INPLACE = GOOD.replace('    out = torch.full_like(x, float("nan"))\n', "").replace(
+    LAUNCH, "x0 = x.clone()\n    unit.launch((n + 255) // 256, 256, x, 2.0, n)").replace(
+    "expected = reference(x, 2.0)", "expected = reference(x0, 2.0)").replace(
+    ASSERT, "torch.testing.assert_close(x, expected)")
+_head, _body = GOOD.split('@pytest.mark.parametrize("n", SIZES)\ndef test_scale(n):\n')
+CLASS_BASED = (_head + 'class TestScale:\n    @pytest.mark.parametrize("n", SIZES)\n    def test_scale(self, n):\n'
+               + textwrap.indent(_body, "    "))
 
 
 def test_static_check_accepts_a_good_test() -> None:
@@ -108,7 +117,23 @@ def test_static_check_accepts_a_good_test() -> None:
     # A snapshot taken before the launch is an honest reference for an in-place kernel.
     GOOD.replace("    expected = reference(x, 2.0)\n", "").replace(
         LAUNCH, "expected = reference(x.clone(), 2.0)\n    " + LAUNCH),
-], ids=["allclose", "abs-diff", "module-import", "snapshot-before-launch"])
+    # The error held in a variable, bounded from above.
+    GOOD.replace(ASSERT, "err = (out - expected).abs().max().item()\n    assert err < 1e-5"),
+    GOOD.replace(ASSERT, "max_err = torch.max(torch.abs(out - expected))\n    assert 1e-5 >= max_err"),
+    # An in-place kernel checked against a copy taken before the launch.
+    INPLACE,
+    # Skips that depend on the machine are fine: no GPU here.
+    GOOD.replace("KERNEL_DIR =", "if not torch.cuda.is_available():\n"
+                 "    pytest.skip('no GPU', allow_module_level=True)\nKERNEL_DIR ="),
+    GOOD.replace("def reference(x, alpha):", "@pytest.fixture(autouse=True)\ndef _gpu():\n"
+                 "    if not torch.cuda.is_available():\n        pytest.skip('no GPU')\n\n\ndef reference(x, alpha):"),
+    GOOD.replace(ASSERT, "np.testing.assert_allclose(out.cpu().numpy(), expected.cpu().numpy(), 1e-5, 1e-6)"),
+    # A helper calling a two-argument function (the checker used to crash on these).
+    GOOD.replace("    return x * alpha", "    return torch.mul(x, alpha)"),
+    CLASS_BASED,
+], ids=["allclose", "abs-diff", "module-import", "snapshot-before-launch", "error-variable", "error-variable-reversed",
+        "in-place-snapshot", "module-skip-without-gpu", "fixture-skip-without-gpu", "numpy-positional-tolerances",
+        "helper-with-call", "class-based"])
 def test_static_check_accepts_variants(source: str) -> None:
     result = check_test_source(source)
     assert result.ok, result.problems
@@ -132,8 +157,52 @@ def test_static_check_accepts_variants(source: str) -> None:
     (GOOD.replace("def reference(x, alpha):", "def reference(x, alpha)"), "syntax error"),
     (GOOD.replace("from miner.harness import load_unit", "import subprocess\nfrom miner.harness import load_unit"),
      "imports subprocess"),
+    # Tautologies.
+    (GOOD.replace(ASSERT, "assert torch.allclose(out, out)"), "itself"),
+    (GOOD.replace(ASSERT, "assert out == out"), "itself"),
+    (GOOD.replace(ASSERT, "assert torch.allclose(out, expected) or True"), "always true"),
+    (GOOD.replace(ASSERT, "assert (torch.allclose(out, expected), 'message')"), "non-empty tuple"),
+    (GOOD.replace(ASSERT, "assert torch.allclose(out, expected) or not torch.allclose(out, expected)"),
+     "c or not c"),
+    (GOOD.replace(ASSERT, "assert (out - expected).abs().max() >= 0"), "never negative"),
+    (GOOD.replace(ASSERT, "torch.testing.assert_close(out, expected, rtol=0, atol=float('inf'))"), "atol="),
+    (GOOD.replace(ASSERT, "assert torch.allclose(out, expected, rtol=10.0)"), "rtol="),
+    (GOOD.replace(ASSERT, "err = (out - expected).abs().max().item()\n    assert err >= 0"), "no assertion"),
+    # References computed from the kernel's output.
+    (GOOD.replace("expected = reference(x, 2.0)", "expected = out * 1.0"), "computed from the kernel's own output"),
+    (GOOD.replace("expected = reference(x, 2.0)", "expected = reference(out, 1.0)"),
+     "computed from the kernel's own output"),
+    (INPLACE.replace("expected = reference(x0, 2.0)", "expected = reference(x, 2.0)"),
+     "computed from the kernel's own output"),
+    (INPLACE.replace("x0 = x.clone()", "x0 = x.view(-1)"), "computed from the kernel's own output"),
+    # Assertions that never run.
+    (GOOD.replace("    unit = load_unit", "    return\n    unit = load_unit"), "never launches"),
+    (GOOD.replace("    " + ASSERT, "    if False:\n        " + ASSERT), "no assertion"),
+    (GOOD.replace("    " + ASSERT, "    for _ in []:\n        " + ASSERT), "no assertion"),
+    # Skipping every test whatever the machine.
+    (GOOD.replace("KERNEL_DIR =", "pytest.skip('later', allow_module_level=True)\nKERNEL_DIR ="), "whole module"),
+    (GOOD.replace(GPU_MARK, 'pytestmark = pytest.mark.skip(reason="later")'), "pytestmark marks every test skip"),
+    (GOOD.replace(GPU_MARK, 'pytestmark = [pytest.mark.skipif(True, reason="later")]'), "marks every test skipif"),
+    (GOOD.replace(GPU_MARK, "pytestmark = pytest.mark.xfail"), "marks every test xfail"),
+    (GOOD.replace('@pytest.mark.parametrize("n", SIZES)',
+                  '@pytest.mark.skipif(1, reason="x")\n@pytest.mark.parametrize("n", SIZES)'), "marked skipif"),
+    (GOOD.replace('@pytest.mark.parametrize("n", SIZES)',
+                  '@unittest.skip("x")\n@pytest.mark.parametrize("n", SIZES)'), "marked skip"),
+    (GOOD.replace("def reference(x, alpha):", "@pytest.fixture(autouse=True)\ndef _later():\n"
+                  "    pytest.skip('later')\n\n\ndef reference(x, alpha):"), "fixture _later always skips"),
+    (GOOD.replace("    unit = load_unit", "    raise pytest.skip.Exception('x')\n    unit = load_unit"),
+     "raises pytest.skip.Exception"),
+    (GOOD.replace("[1, 255, 256, 1000, 1 << 20]", "[]"), "no case that runs"),
+    (GOOD.replace("[1, 255, 256, 1000, 1 << 20]", "[pytest.param(1, marks=pytest.mark.skip), "
+                  "pytest.param(2, marks=[pytest.mark.skip])]"), "no case that runs"),
+    (CLASS_BASED.replace("class TestScale:", "@pytest.mark.skip\nclass TestScale:"), "class TestScale: marked skip"),
 ], ids=["clone-of-output", "kernel-as-reference", "print-only", "allclose-not-asserted", "assert-true",
-        "self-compare", "no-launch", "too-few-cases", "try-except", "skip-mark", "syntax", "subprocess"])
+        "self-compare", "no-launch", "too-few-cases", "try-except", "skip-mark", "syntax", "subprocess",
+        "allclose-self", "eq-self", "or-true", "tuple", "c-or-not-c", "lower-bound", "infinite-atol", "huge-rtol",
+        "error-variable-lower-bound", "arithmetic-on-output", "helper-on-output", "in-place-reference-after-launch",
+        "in-place-alias-not-copy", "return-first", "if-false", "empty-loop", "module-skip", "pytestmark-skip",
+        "pytestmark-skipif-true", "pytestmark-xfail", "skipif-constant", "unittest-skip", "autouse-fixture-skip",
+        "raise-skip", "empty-parametrize", "all-params-skipped", "class-skip"])
 def test_static_check_rejects_tests_that_cannot_fail(source: str, why: str) -> None:
     result = check_test_source(source)
     assert not result.ok

@@ -24,8 +24,26 @@ BOOL_COMPARE_FUNCS = {"allclose", "isclose", "equal", "array_equal", "all_close"
 FORBIDDEN_CALLS = {("os", "system"), ("os", "_exit"), ("sys", "exit"), ("shutil", "rmtree"),
                    ("os", "kill"), ("os", "remove"), ("os", "unlink")}
 FORBIDDEN_IMPORTS = {"subprocess", "socket", "requests", "urllib", "http", "multiprocessing"}
+# Methods that return a view sharing the tensor's storage (or, for `to`/`float`..., may do so).
+ALIAS_METHODS = {
+    "view", "reshape", "flatten", "squeeze", "unsqueeze", "view_as", "reshape_as", "T", "data", "as_strided",
+    "expand", "expand_as", "detach", "contiguous", "to", "cuda", "float", "double", "half", "bfloat16", "int",
+    "long", "type", "requires_grad_", "permute", "transpose", "narrow", "select", "unflatten", "mT",
+}
 COPY_FUNCS = {"torch.clone", "copy.deepcopy", "np.array", "numpy.array", "np.asarray", "torch.as_tensor"}
 SWALLOWED = {"Exception", "BaseException", "AssertionError"}
+SKIP_CALLS = {"pytest.skip", "pytest.xfail", "pytest.exit", "sys.exit", "os._exit"}
+SKIP_EXCEPTIONS = {"pytest.skip.Exception", "pytest.xfail.Exception", "unittest.SkipTest", "SkipTest",
+                   "Skipped", "pytest.exit.Exception"}
+INF_NAMES = {"math.inf", "np.inf", "numpy.inf", "torch.inf", "float.inf", "math.nan", "np.nan", "numpy.nan",
+             "torch.nan"}
+# Tolerances at or past these accept almost any output: |a - b| <= atol + rtol * |b|.
+LOOSE_RTOL = 1.0
+LOOSE_ATOL = 1e3
+NON_NEGATIVE = {"abs", "fabs", "absolute", "norm", "vector_norm", "matrix_norm", "square", "numel", "len"}
+# allclose(a, b, rtol, atol) and numpy's assert_allclose(actual, desired, rtol, atol) take them positionally.
+POSITIONAL_TOLERANCES = {"allclose": ("rtol", "atol"), "isclose": ("rtol", "atol"),
+                         "assert_allclose": ("rtol", "atol")}
 
 
 @dataclass
@@ -93,6 +111,120 @@ def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
+def _always_false(node: ast.AST | None) -> bool:
+    """A condition or iterable that is false/empty whatever runs: `if False:`, `for _ in []:`."""
+    if isinstance(node, ast.Constant):
+        return not node.value
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return not node.elts
+    if isinstance(node, ast.Dict):
+        return not node.keys
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _always_true(node.operand)
+    return False
+
+
+def _always_true(node: ast.AST | None) -> bool:
+    return _tautology(node) is not None
+
+
+def _tautology(node: ast.AST | None) -> str | None:
+    """Why an assertion cannot fail: `True`, `(cond, "msg")`, `x or True`, `c or not c`, `err >= 0`..."""
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant):
+        return "a true constant" if node.value else None
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return "a non-empty tuple is always true" if node.elts else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return "negates something always false" if _always_false(node.operand) else None
+    if isinstance(node, ast.BoolOp):
+        if isinstance(node.op, ast.And):
+            return "every part is always true" if all(_always_true(v) for v in node.values) else None
+        if any(_always_true(v) for v in node.values):
+            return "`or` with a part that is always true"
+        dumps = {ast.dump(v) for v in node.values}
+        if any(isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.Not) and ast.dump(v.operand) in dumps
+               for v in node.values):
+            return "`c or not c`"
+        return None
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left, op, right = node.left, node.ops[0], node.comparators[0]
+        if ast.dump(left) == ast.dump(right) and isinstance(op, ast.Eq | ast.GtE | ast.LtE | ast.Is):
+            return "compares an expression with itself"
+        # A lower bound on a quantity that is never negative: `(out - ref).abs().max() >= 0`.
+        if isinstance(op, ast.Lt | ast.LtE):
+            left, right, op = right, left, (ast.Gt() if isinstance(op, ast.Lt) else ast.GtE())
+        bound = _constant_number(right)
+        if (isinstance(op, ast.Gt | ast.GtE) and bound is not None and _non_negative(left)
+                and (bound < 0 or (bound == 0 and isinstance(op, ast.GtE)))):
+            return "a lower bound on a value that is never negative"
+    return None
+
+
+def _constant_number(node: ast.AST) -> float | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        inner = _constant_number(node.operand)
+        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+        return float(node.value)
+    if _dotted(node) in INF_NAMES:
+        return float("inf")
+    if (isinstance(node, ast.Call) and _dotted(node.func) == "float" and len(node.args) == 1
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        try:
+            return float(node.args[0].value)
+        except ValueError:
+            return None
+    return None
+
+
+def _non_negative(node: ast.AST) -> bool:
+    """abs/norm/square anywhere on the outer call chain, or `x ** 2`."""
+    while True:
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and _constant_number(node.right) == 2:
+            return True
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in NON_NEGATIVE:
+                return True
+            node = node.func.value if isinstance(node.func, ast.Attribute) else (node.args[0] if node.args else node)
+            if not isinstance(node, ast.AST) or isinstance(node, ast.Name):
+                return False
+        elif isinstance(node, ast.Attribute | ast.Subscript):
+            node = node.value
+        else:
+            return False
+
+
+def _is_skip_statement(stmt: ast.stmt) -> bool:
+    """`pytest.skip(...)`, `raise pytest.skip.Exception(...)`, `sys.exit()`: nothing after it runs."""
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        return _dotted(stmt.value.func) in SKIP_CALLS
+    if isinstance(stmt, ast.Raise) and stmt.exc is not None:
+        exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+        return _dotted(exc) in SKIP_EXCEPTIONS
+    return False
+
+
+def _skipping_mark(node: ast.AST) -> str | None:
+    """The mark's name when `node` skips or xfails unconditionally (a pytestmark value or a decorator)."""
+    if isinstance(node, ast.List | ast.Tuple):
+        return next((m for m in map(_skipping_mark, node.elts) if m), None)
+    call = node if isinstance(node, ast.Call) else None
+    name = _dotted(call.func if call else node)
+    last = name.split(".")[-1]
+    if name.endswith(("mark.skip", "mark.xfail")) or name in ("unittest.skip", "unittest.expectedFailure"):
+        if last == "xfail" and call and call.args and not _always_true(call.args[0]):
+            return None  # xfail(condition) is conditional; only an unconditional one hides every failure
+        return last
+    if name.endswith("mark.skipif") or name == "unittest.skipIf":
+        cond = call.args[0] if call and call.args else next(
+            (k.value for k in (call.keywords if call else []) if k.arg == "condition"), None)
+        return last if _always_true(cond) else None
+    return None
+
+
 class _Module:
     """Module-level facts: harness imports, helpers that launch, helpers that compare, fixtures."""
 
@@ -148,8 +280,9 @@ class _Module:
                 if name not in self.launching and self._calls_kernel(fn):
                     self.launching.add(name)
                     changed = True
+        self.comparing: set[str] = set()  # helpers that assert, filled in before any test is judged
         self.comparing = {name for name, fn in self.funcs.items()
-                          if not name.startswith("test") and _has_assertion(fn, self)}
+                          if not name.split(".")[-1].startswith("test") and _has_assertion(fn, self)}
 
     def is_harness_call(self, node: ast.AST) -> bool:
         if not isinstance(node, ast.Call):
@@ -182,7 +315,10 @@ class _Module:
         if isinstance(node, ast.Name) and node.id in self.literals:
             node = self.literals[node.id]
         if isinstance(node, ast.List | ast.Tuple | ast.Set):
-            return len(node.elts)
+            # pytest.param(..., marks=pytest.mark.skip) is a case that never runs.
+            return sum(1 for e in node.elts if not (
+                isinstance(e, ast.Call) and _dotted(e.func).endswith("param")
+                and any(k.arg == "marks" and _skipping_mark(k.value) for k in e.keywords)))
         if isinstance(node, ast.Call) and _dotted(node.func) == "range" and all(
                 isinstance(a, ast.Constant) and isinstance(a.value, int) for a in node.args):
             return len(range(*[a.value for a in node.args]))  # type: ignore[attr-defined]
@@ -212,18 +348,31 @@ class _Module:
         return False
 
 
-def _compare_pairs(node: ast.AST, in_assert: bool, mod: _Module) -> list[tuple[ast.AST, ast.AST]]:
-    pairs: list[tuple[ast.AST, ast.AST]] = []
+def _loose_tolerance(call: ast.Call, name: str) -> str | None:
+    given = {k.arg: k.value for k in call.keywords if k.arg}
+    for key, arg in zip(POSITIONAL_TOLERANCES.get(name, ()), call.args[2:], strict=False):
+        given.setdefault(key, arg)
+    for key in ("rtol", "atol"):
+        value = _constant_number(given[key]) if key in given else None
+        limit = LOOSE_RTOL if key == "rtol" else LOOSE_ATOL
+        if value is not None and (value != value or value >= limit):
+            return f"{key}={ast.unparse(given[key])} accepts almost any output"
+    return None
+
+
+def _compare_pairs(node: ast.AST, in_assert: bool, mod: _Module) -> list[tuple[ast.AST, ast.AST, str | None]]:
+    """(a, b, why the comparison cannot fail or None) for every comparison inside `node`."""
+    pairs: list[tuple[ast.AST, ast.AST, str | None]] = []
     for sub in ast.walk(node):
         if isinstance(sub, ast.Call):
             name = sub.func.attr if isinstance(sub.func, ast.Attribute) else getattr(sub.func, "id", "")
             if len(sub.args) >= 2 and (name in ASSERT_FUNCS or name in mod.comparing
                                        or (in_assert and name in BOOL_COMPARE_FUNCS)):
-                pairs.append((sub.args[0], sub.args[1]))
+                pairs.append((sub.args[0], sub.args[1], _loose_tolerance(sub, name)))
         elif in_assert and isinstance(sub, ast.Compare) and sub.comparators:
-            pairs.append((sub.left, sub.comparators[0]))
+            pairs.append((sub.left, sub.comparators[0], None))
         elif in_assert and isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Sub):
-            pairs.append((sub.left, sub.right))
+            pairs.append((sub.left, sub.right, None))
     return pairs
 
 
@@ -237,24 +386,119 @@ def _has_assertion(fn: ast.FunctionDef, mod: _Module) -> bool:
 
 
 def _ordered_statements(body: list[ast.stmt]) -> list[ast.stmt]:
-    """Statements in source order, nested blocks flattened (loops and ifs run at most once here)."""
+    """Statements in source order, nested blocks flattened (loops and ifs run at most once here).
+
+    Code that never runs is left out: branches of `if False:`, loops over `[]`, and whatever follows a
+    return, raise, break, continue or skip in the same block.
+    """
     out: list[ast.stmt] = []
     for stmt in body:
         out.append(stmt)
-        for attr in ("body", "orelse", "finalbody"):
-            inner = getattr(stmt, attr, None)
-            if isinstance(inner, list) and not isinstance(stmt, ast.FunctionDef | ast.ClassDef):
-                out.extend(_ordered_statements(inner))
-        for handler in getattr(stmt, "handlers", []) or []:
-            out.extend(_ordered_statements(handler.body))
+        blocks: list[list[ast.stmt]] = []
+        if isinstance(stmt, ast.If | ast.While):
+            if _always_false(stmt.test):
+                blocks = [stmt.orelse]
+            elif isinstance(stmt, ast.If) and _always_true(stmt.test):
+                blocks = [stmt.body]
+            else:
+                blocks = [stmt.body, stmt.orelse]
+        elif isinstance(stmt, ast.For | ast.AsyncFor):
+            blocks = [stmt.orelse] if _always_false(stmt.iter) else [stmt.body, stmt.orelse]
+        elif not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            blocks = [b for b in (getattr(stmt, a, None) for a in ("body", "orelse", "finalbody"))
+                      if isinstance(b, list)]
+            blocks[1:1] = [h.body for h in getattr(stmt, "handlers", None) or []]
+        for block in blocks:
+            out.extend(_ordered_statements(block))
+        if isinstance(stmt, ast.Return | ast.Raise | ast.Break | ast.Continue) or _is_skip_statement(stmt):
+            break
     return out
+
+
+class _Flow:
+    """What each name holds at this point of a test, statement by statement."""
+
+    def __init__(self) -> None:
+        self.touched: set[str] = set()      # buffers the kernel may have written, from its launch on
+        self.kernel_vals: set[str] = set()  # names holding the kernel's output or a view of it
+        self.derived: dict[str, set[str]] = {}  # name -> kernel-side names its value was computed from
+        self.aliases: dict[str, str] = {}   # name -> the name whose storage it shares (`y = x`, `x.view()`)
+        self.errors: set[str] = set()       # `err = (out - ref).abs().max()`: output minus independent reference
+
+    def kernel_side(self, node: ast.AST) -> bool:
+        return bool(_names(node) & (self.touched | self.kernel_vals))
+
+    def roots(self, node: ast.AST) -> set[str]:
+        """Kernel-side names the value of `node` was computed from, directly or through assignments."""
+        out: set[str] = set()
+        for n in _names(node):
+            if n in self.touched or n in self.kernel_vals:
+                out.add(n)
+            out |= self.derived.get(n, set())
+        return out
+
+    def storage(self, name: str) -> set[str]:
+        """`name` and every name sharing its storage."""
+        root = name
+        while root in self.aliases and self.aliases[root] != root:
+            root = self.aliases[root]
+        group = {root} | {n for n in self.aliases if self._root(n) == root}
+        return group | {name}
+
+    def _root(self, name: str) -> str:
+        seen = set()
+        while name in self.aliases and name not in seen:
+            seen.add(name)
+            name = self.aliases[name]
+        return name
+
+    def identity(self, actual: ast.AST) -> set[str]:
+        """The kernel output an `actual` expression shows: its base buffer (and aliases), else its names."""
+        base = _view_base(actual)
+        if base is not None and (base in self.touched or base in self.kernel_vals):
+            return self.storage(base)
+        return _names(actual) & (self.touched | self.kernel_vals)
+
+    def launch_writes(self, arg: ast.AST) -> None:
+        base = _view_base(arg)
+        if base:
+            self.touched |= self.storage(base)
+
+    def assign(self, names: list[str], value: ast.AST, from_kernel: bool) -> None:
+        roots = self.roots(value)
+        alias = _alias_base(value)
+        is_error = any(isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Sub)
+                       and _judge_pair(sub.left, sub.right, self) is None for sub in ast.walk(value))
+        for n in names:
+            (self.errors.add if is_error else self.errors.discard)(n)
+            (self.kernel_vals.add if from_kernel else self.kernel_vals.discard)(n)
+            self.derived[n] = roots
+            if alias is not None and alias != n and len(names) == 1:
+                self.aliases[n] = alias
+            else:
+                self.aliases.pop(n, None)
+
+
+def _alias_base(node: ast.AST) -> str | None:
+    """`x` when node shares x's storage (`x`, `x[1:]`, `x.view(-1)`), None when it may be a copy."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Attribute) and node.attr in ALIAS_METHODS:
+            node = node.value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in ALIAS_METHODS):
+            node = node.func.value
+        else:
+            return None
 
 
 def _check_test(fn: ast.FunctionDef, mod: _Module) -> list[str]:
     problems: list[str] = []
     handles = set(mod.handles) | {a.arg for a in fn.args.args if a.arg in mod.fixture_handles}
-    touched: set[str] = set()   # buffers the kernel may have written, from its launch on
-    kernel_vals: set[str] = set()  # names holding the kernel's output or a view of it
+    flow = _Flow()
     launched = False
     valid = 0
     reasons: list[str] = []
@@ -264,9 +508,11 @@ def _check_test(fn: ast.FunctionDef, mod: _Module) -> list[str]:
                 caught = _dotted(h.type) if h.type is not None else "BaseException"
                 if h.type is None or caught.split(".")[-1] in SWALLOWED:
                     problems.append(f"{fn.name}: try/except {caught} can swallow a failure")
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _dotted(stmt.value.func) in (
-                "pytest.skip", "pytest.xfail"):
-            problems.append(f"{fn.name}: calls {_dotted(stmt.value.func)}")
+        if _is_skip_statement(stmt):
+            if isinstance(stmt, ast.Expr):
+                problems.append(f"{fn.name}: calls {_dotted(stmt.value.func)}")  # type: ignore[attr-defined]
+            else:
+                problems.append(f"{fn.name}: raises {ast.unparse(stmt.exc)}")  # type: ignore[attr-defined]
         # Launches in this statement mark their pointer arguments as possibly written.
         simple = ast.Assert | ast.Expr | ast.Assign | ast.AugAssign | ast.Return | ast.AnnAssign
         header = getattr(stmt, "test", None) or getattr(stmt, "iter", None)
@@ -278,31 +524,34 @@ def _check_test(fn: ast.FunctionDef, mod: _Module) -> list[str]:
                 if mod.is_kernel_call(node, handles):
                     launched = True
                     for arg in [*node.args, *(k.value for k in node.keywords)]:  # type: ignore[attr-defined]
-                        base = _view_base(arg)
-                        if base:
-                            touched.add(base)
+                        flow.launch_writes(arg)
         if isinstance(stmt, ast.Assign | ast.AnnAssign):
             value = stmt.value
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-            if value is not None and mod.is_harness_call(value) and not mod.is_kernel_call(value, handles):
+            if value is None:
+                continue
+            if mod.is_harness_call(value) and not mod.is_kernel_call(value, handles):
                 handles.update(names)
                 continue
-            base = _view_base(value) if value is not None else None
-            from_kernel = value is not None and (
-                any(mod.is_kernel_call(n, handles) for n in ast.walk(value))
-                or (base is not None and (base in touched or base in kernel_vals)))
-            for n in names:
-                (kernel_vals.add if from_kernel else kernel_vals.discard)(n)
-        asserted: list[tuple[ast.AST, ast.AST]] = []
+            base = _view_base(value)
+            from_kernel = (any(mod.is_kernel_call(n, handles) for n in ast.walk(value))
+                           or (base is not None and (base in flow.touched or base in flow.kernel_vals)))
+            flow.assign(names, value, from_kernel)
+        asserted: list[tuple[ast.AST, ast.AST, str | None]] = []
         if isinstance(stmt, ast.Assert):
             if _is_constant(stmt.test):
                 problems.append(f"{fn.name}: asserts a constant")
+            elif why := _tautology(stmt.test):
+                problems.append(f"{fn.name}: `assert {ast.unparse(stmt.test)[:80]}` is always true ({why})")
+                continue
             asserted = _compare_pairs(stmt.test, True, mod)
         elif isinstance(stmt, ast.Expr):
             asserted = _compare_pairs(stmt.value, False, mod)
-        for a, b in asserted:
-            verdict = _judge_pair(a, b, touched, kernel_vals)
+        if isinstance(stmt, ast.Assert) and _bounds_error(stmt.test, flow):
+            valid += 1
+        for a, b, loose in asserted:
+            verdict = loose or _judge_pair(a, b, flow)
             if verdict is None:
                 valid += 1
             else:
@@ -316,23 +565,39 @@ def _check_test(fn: ast.FunctionDef, mod: _Module) -> list[str]:
     return problems
 
 
-def _judge_pair(a: ast.AST, b: ast.AST, touched: set[str], kernel_vals: set[str]) -> str | None:
+def _bounds_error(test: ast.AST, flow: _Flow) -> bool:
+    """`assert err < tol` (or `err == 0`) where err holds the output minus an independent reference."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(op, ast.Gt | ast.GtE):
+        left, right = right, left
+    elif not isinstance(op, ast.Lt | ast.LtE | ast.Eq):
+        return False
+    return bool(_names(left) & flow.errors) and not (_names(right) & flow.errors)
+
+
+def _judge_pair(a: ast.AST, b: ast.AST, flow: _Flow) -> str | None:
     """None when (a, b) compares kernel output with an independent reference, else the reason."""
     if ast.dump(a) == ast.dump(b):
         return "compares an expression with itself"
 
-    def kernel_side(x: ast.AST) -> bool:
-        return bool(_names(x) & (touched | kernel_vals))
-
     def own_output(x: ast.AST) -> bool:
         base = _view_base(x)
-        return base is not None and (base in kernel_vals or base in touched)
+        return base is not None and (base in flow.kernel_vals or base in flow.touched)
 
-    if not (kernel_side(a) or kernel_side(b)):
+    if not (flow.kernel_side(a) or flow.kernel_side(b)):
         return "neither side depends on the kernel's output"
+    computed_from_output = False
     for actual, expected in ((a, b), (b, a)):
-        if kernel_side(actual) and not own_output(expected) and not _is_constant(expected):
-            return None
+        if not flow.kernel_side(actual) or own_output(expected) or _is_constant(expected):
+            continue
+        if flow.roots(expected) & flow.identity(actual):
+            computed_from_output = True  # `expected = out * 1.0`: the reference is the output itself
+            continue
+        return None
+    if computed_from_output:
+        return "the reference is computed from the kernel's own output"
     if _is_constant(a) or _is_constant(b):
         return "compares the output only with a constant"
     return "the reference is the kernel's own output"
@@ -342,11 +607,39 @@ def _test_functions(mod: _Module) -> list[ast.FunctionDef]:
     return [fn for name, fn in mod.funcs.items() if name.split(".")[-1].startswith("test")]
 
 
+def _skips_everything(mod: _Module) -> list[str]:
+    """Skips that hit every test whatever the machine: at import, by pytestmark, in a fixture, on a class."""
+    problems: list[str] = []
+
+    def marks(body: list[ast.stmt], where: str) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark"
+                                                    for t in stmt.targets):
+                mark = _skipping_mark(stmt.value)
+                if mark:
+                    problems.append(f"{where}pytestmark marks every test {mark}")
+
+    for stmt in mod.tree.body:
+        if _is_skip_statement(stmt):
+            problems.append(f"skips the whole module at import (line {stmt.lineno})")
+        elif isinstance(stmt, ast.ClassDef):
+            for d in stmt.decorator_list:
+                mark = _skipping_mark(d)
+                if mark:
+                    problems.append(f"class {stmt.name}: marked {mark}")
+            marks(stmt.body, f"class {stmt.name}: ")
+    marks(mod.tree.body, "")
+    for name, fn in mod.funcs.items():
+        if mod._is_fixture(fn) and any(_is_skip_statement(st) for st in fn.body):
+            problems.append(f"fixture {name} always skips")
+    return problems
+
+
 def _case_count(fn: ast.FunctionDef, mod: _Module) -> int:
     count = 1
     for d in fn.decorator_list:
         if isinstance(d, ast.Call) and _dotted(d.func).endswith("parametrize") and len(d.args) >= 2:
-            count *= max(1, mod.count_values(d.args[1]))
+            count *= mod.count_values(d.args[1])  # an empty list: pytest skips the test
     for a in fn.args.args:
         count *= mod.fixture_params.get(a.arg, 1)
     return count
@@ -364,14 +657,18 @@ def check_test_source(source: str, min_cases: int = 5) -> CheckResult:
     tests = _test_functions(mod)
     if not tests:
         problems.append("defines no test_* function")
+    problems += _skips_everything(mod)
     cases = 0
     for fn in tests:
         for d in fn.decorator_list:
-            name = _dotted(d.func if isinstance(d, ast.Call) else d)
-            if name.endswith(("mark.skip", "mark.xfail")):
-                problems.append(f"{fn.name}: marked {name.split('.')[-1]}")
+            mark = _skipping_mark(d)
+            if mark:
+                problems.append(f"{fn.name}: marked {mark}")
         problems.extend(_check_test(fn, mod))
-        cases += _case_count(fn, mod)
+        count = _case_count(fn, mod)
+        if count == 0:
+            problems.append(f"{fn.name}: parametrize leaves no case that runs")
+        cases += count
     if tests and cases < min_cases:
         problems.append(f"only {cases} test case(s); at least {min_cases} required")
     return CheckResult(not problems, problems, cases, [fn.name for fn in tests])
