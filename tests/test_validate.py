@@ -204,3 +204,56 @@ def test_build_failed_and_skip_without_gpu_with_real_nvcc(tmp_path: Path) -> Non
         assert seg["outcome"] == "skipped" and "no CUDA GPU" in seg["reason"]
     else:
         assert seg["outcome"] == "crashed"
+
+
+def test_tests_beside_the_source_are_copied_in_and_run(tmp_path: Path) -> None:
+    src = tmp_path / "repo" / "ops"
+    (src / "tests" / "scale").mkdir(parents=True)
+    kernel_text = "__global__ void scale(float* x) { x[0] *= 2; }"
+    (src / "scale.cu").write_text("#include <cuda_runtime.h>\n" + kernel_text + "\n")
+    (src / "tests" / "scale" / "test_scale.py").write_text(CASES["k-pass"])
+    root = make_dataset(tmp_path / "ds", {"k-scale": None, "k-other": None})
+    for kid, path in (("k-scale", "ops/scale.cu"), ("k-other", "ops/missing.cu")):
+        meta = json.loads((root / kid / "metadata.json").read_text())
+        meta.update(name="scale", source={"path": path})
+        (root / kid / "metadata.json").write_text(json.dumps(meta))
+        (root / kid / "kernel.cu").write_text(kernel_text)
+    # --tests-from a folder inside the repo: the source path is found relative to one of its parents.
+    proc = km("validate", str(root), "--tests-from", str(src / "tests"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    v = validation(root, "k-scale")
+    assert v["outcome"] == "passed" and v["test_sources"]["copied"] == ["test_scale.py"]
+    assert (root / "k-scale" / "tests" / "test_scale.py").read_text() == CASES["k-pass"]
+    assert validation(root, "k-other")["reason"] == "no tests"
+    # A newer source test is copied again and reruns the kernel; an edit in the dataset that is newer
+    # than the source stays.
+    time.sleep(0.05)
+    (src / "tests" / "scale" / "test_scale.py").write_text(CASES["k-fail"])
+    proc = km("validate", str(root), "--tests-from", str(tmp_path / "repo"))
+    assert validation(root, "k-scale")["outcome"] == "failed", proc.stdout + proc.stderr
+    time.sleep(0.05)
+    (root / "k-scale" / "tests" / "test_scale.py").write_text(CASES["k-pass"])
+    km("validate", str(root), "--tests-from", str(tmp_path / "repo"))
+    assert validation(root, "k-scale")["outcome"] == "passed"
+    # The source file no longer holds the kernel's text: its tests are not for this kernel.
+    (src / "scale.cu").write_text("__global__ void scale(float* x) { x[0] *= 3; }\n")
+    (root / "k-scale" / "tests" / "test_scale.py").unlink()
+    km("validate", str(root), "--tests-from", str(tmp_path / "repo"))
+    assert validation(root, "k-scale")["reason"] == "no tests"
+
+
+def test_extracted_examples_find_their_hand_written_tests(tmp_path: Path) -> None:
+    pytest.importorskip("clang.cindex")
+    out = tmp_path / "ex"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    subprocess.run([sys.executable, "-m", "miner", "extract", "examples", "-o", str(out), "-q"], cwd=REPO,
+                   env=env, check=True, capture_output=True, timeout=300)
+    kdirs = {json.loads(p.read_text())["name"]: p.parent for p in out.glob("*/metadata.json")}
+    from miner.validate.sources import sync_tests
+    from miner.validate.store import load_meta
+
+    for name, example in (("saxpy_kernel", "saxpy"), ("roi_pool_forward_kernel", "roi_pool"),
+                          ("roi_pool_backward_kernel", "roi_pool")):
+        got = sync_tests(kdirs[name], load_meta(kdirs[name]), [REPO])
+        assert got is not None and got["dir"] == str(REPO / "examples" / example / "tests" / name)
+        assert got["files"] and all((kdirs[name] / "tests" / f).is_file() for f in got["files"])

@@ -75,21 +75,30 @@ def launch_config(meta: dict[str, Any], params: list[dict[str, Any]]) -> dict[st
     names = {p["name"] for p in params if _pyname(p["name"])}
     launches = meta.get("launches") or []
     rec = launches[0] if launches else {}
+    # The launch stage nests the <<<>>> texts under `config` and its evaluated numbers under `values`.
+    cfg = rec.get("config") if isinstance(rec.get("config"), dict) else rec
+    values = rec.get("values") if isinstance(rec.get("values"), dict) else {}
     out: dict[str, Any] = {"recorded": bool(launches)}
     # The caller's variable passed as a parameter stands for that parameter in grid expressions.
     rename: dict[str, str] = {}
-    for p, arg in zip(params, rec.get("args") or rec.get("arguments") or [], strict=False):
+    for i, arg in enumerate(rec.get("args") or rec.get("arguments") or []):
+        pname = arg.get("param") if isinstance(arg, dict) and arg.get("param") else \
+            (params[i]["name"] if i < len(params) else None)
         text = _text(arg)
-        if text and re.fullmatch(r"[A-Za-z_]\w*", text.strip()):
-            rename[text.strip()] = p["name"]
+        if pname and text and re.fullmatch(r"[A-Za-z_]\w*", text.strip()):
+            rename[text.strip()] = pname
     for key, alts in (("grid", ("grid", "grid_dim")), ("block", ("block", "block_dim")),
                       ("smem", ("smem", "shared_mem", "shared_memory"))):
-        raw = next((rec[a] for a in alts if a in rec), None)
+        raw = next((cfg[a] for a in alts if a in cfg), None)
         out[f"{key}_text"] = _text(raw) if raw is not None else None
         text = out[f"{key}_text"]
         if text is not None and rename:
             text = re.sub(r"[A-Za-z_]\w*", lambda m: rename.get(m.group(0), m.group(0)), text)
         out[key] = python_expr(text, names) if text is not None else None
+        if out[key] is None:  # e.g. THREADS_PER_BLOCK, which the launch stage evaluated to 256
+            num = next((values[a] for a in alts if isinstance(values.get(a), int)), None)
+            out[key] = str(num) if num is not None else None
+    out["block_int"] = int(out["block"]) if out["block"] and str(out["block"]).isdigit() else None
     ints = [p["name"] for p in params if p.get("ctype") in _INT_CTYPES and p["name"] in names]
     sized = [n for n in ints if _SIZE_NAME.match(n)]
     out["size_param"] = (sized or ints or [None])[0]

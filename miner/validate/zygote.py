@@ -3,9 +3,13 @@
 A spare child is always forked ahead and creates its CUDA context while it waits (see prewarm).
 
 Protocol on stdin/stdout, one JSON object per line. Request: {"result", "args", "cwd", "stdout",
-"stderr", "t_request"}. Replies: {"pid"} as soon as the child exists, then {"pid", "rc"} when it
-ended (rc < 0: killed by that signal). The child runs in a new session, so the parent can kill its
-whole process group; the zygote never touches CUDA, so forked children can initialise it.
+"stderr", "t_request", "env"}. Replies: {"pid"} as soon as the child exists, then {"pid", "rc"} when
+it is done (rc < 0: killed by that signal). The child runs in a new session, so the parent can kill
+its whole process group; the zygote never touches CUDA, so forked children can initialise it.
+
+"Done" is when the child says so on its status pipe, right before it exits: its results are written
+by then, and tearing down its CUDA context (0.1-0.2 s in the driver) then overlaps the next kernel
+instead of adding to this one. A child that dies without saying so is reported by its wait status.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import select
 import sys
 import time
 import traceback
@@ -42,7 +47,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def child(req: dict, zygote_pid: int) -> None:
+def child(req: dict, zygote_pid: int, status_fd: int | None = None) -> None:
     code = 70
     try:
         _die_with_parent()
@@ -69,6 +74,8 @@ def child(req: dict, zygote_pid: int) -> None:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
+            if status_fd is not None:
+                os.write(status_fd, f"{code}\n".encode())
         finally:
             os._exit(code)
 
@@ -97,13 +104,17 @@ def prewarm() -> None:
         pass
 
 
-def fork_spare(zygote_pid: int) -> tuple[int, int]:
-    """Fork a child that warms up, then waits for its request on a pipe; returns (pid, write fd)."""
+def fork_spare(zygote_pid: int) -> tuple[int, int, int]:
+    """Fork a child that warms up, then waits for its request on a pipe.
+
+    Returns (pid, request write fd, status read fd)."""
     r, w = os.pipe()
+    sr, sw = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             os.close(w)
+            os.close(sr)
             _die_with_parent()
             if os.getppid() != zygote_pid:
                 os._exit(70)
@@ -119,31 +130,64 @@ def fork_spare(zygote_pid: int) -> tuple[int, int]:
             os._exit(70)
         if not data:
             os._exit(0)
-        child(json.loads(data), zygote_pid)
+        child(json.loads(data), zygote_pid, sw)
     os.close(r)
-    return pid, w
+    os.close(sw)
+    return pid, w, sr
 
 
-def deliver(spare: tuple[int, int] | None, line: bytes, me: int) -> int:
-    """Hand the request to the warm spare (or, if it died, to a fresh one); returns the child pid."""
+def _close(*fds: int) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def deliver(spare: tuple[int, int, int] | None, line: bytes, me: int) -> tuple[int, int]:
+    """Hand the request to the warm spare (or, if it died, to a fresh one); returns (pid, status fd)."""
     for _ in range(2):
         if spare is None:
             spare = fork_spare(me)
-        pid, w = spare
+        pid, w, sr = spare
         spare = None
         try:
             dead, _ = os.waitpid(pid, os.WNOHANG)
             if not dead:
                 os.write(w, line)
                 os.close(w)
-                return pid
+                return pid, sr
         except OSError:
             pass
-        try:
-            os.close(w)
-        except OSError:
-            pass
+        _close(w, sr)
     raise RuntimeError("could not start a test child")
+
+
+def wait_done(pid: int, sr: int, parent: int) -> tuple[int, bool]:
+    """Wait until the child reports its exit code or dies; returns (rc, still exiting)."""
+    said = b""
+    open_ = True
+    while True:  # poll rather than block, to notice when validate itself is gone
+        if open_:
+            ready, _, _ = select.select([sr], [], [], 0.002)
+            if ready:
+                chunk = os.read(sr, 64)
+                said += chunk
+                if said.endswith(b"\n"):
+                    return int(said), True
+                if not chunk:
+                    open_ = False  # died without a word: its wait status tells how
+        else:
+            time.sleep(0.002)
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status), False
+        if os.getppid() != parent:
+            try:
+                os.killpg(pid, 9)
+            except OSError:
+                pass
+            os._exit(1)
 
 
 def main() -> None:
@@ -162,33 +206,38 @@ def main() -> None:
     me, parent = os.getpid(), os.getppid()
     sys.stdout.flush()
     sys.stderr.flush()
-    spare: tuple[int, int] | None = fork_spare(me)
+    spare: tuple[int, int, int] | None = fork_spare(me)
+    exiting: list[int] = []  # children that reported done and are still tearing down
     send({"ready": True})
     for line in proto_in:
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = deliver(spare, line, me)
+        exiting = [p for p in exiting if not _reaped(p)]
+        pid, sr = deliver(spare, line, me)
         send({"pid": pid})
         spare = fork_spare(me)  # warms up while this kernel's tests run
-        while True:  # poll rather than block, to notice when validate itself is gone
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if os.getppid() != parent:
-                try:
-                    os.killpg(pid, 9)
-                except OSError:
-                    pass
-                os._exit(1)
-            time.sleep(0.002)
+        rc, still = wait_done(pid, sr, parent)
+        _close(sr)
         try:  # a test's leftover grandchildren share its process group: end them too
             os.killpg(pid, 9)
         except OSError:
             pass
-        send({"pid": pid, "rc": os.waitstatus_to_exitcode(status)})
+        if still:
+            exiting.append(pid)
+        send({"pid": pid, "rc": rc})
     if spare is not None:
         os.kill(spare[0], 9)
         os.waitpid(spare[0], 0)
+    for p in exiting:
+        _reaped(p, block=True)
+
+
+def _reaped(pid: int, block: bool = False) -> bool:
+    try:
+        done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return bool(done)
 
 
 if __name__ == "__main__":
