@@ -7,7 +7,7 @@ import multiprocessing as mp
 import os
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from miner import compile_db, dataset, include_graph
@@ -155,8 +155,43 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                     kernels.append(k)
             if syntax_errors and opts.frontend == "treesitter":
                 report.failures.append(f"{path}: syntax errors, partial results")
+    if use_clang:
+        kernels = _variant_parses(kernels, kernel_files, config, inputs, tu_of, opts, units)
     kernels.sort(key=lambda k: (k.path, k.start_offset))
     return kernels, tu_of
+
+
+def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], config: ParseConfig,
+                    inputs: set[str], tu_of: dict[str, str], opts: ExtractOptions, units: UnitData) -> list[Kernel]:
+    """Kernels only tree-sitter saw (their #if branch was off) are parsed again by clang in the
+    configuration that turns their branch on, so they get an AST, a closure and launches too; the
+    defines that took are recorded with the kernel."""
+    groups: dict[tuple[str, tuple[str, ...]], list[Kernel]] = defaultdict(list)
+    for k in kernels:
+        if k.frontend == "treesitter" and k.path in kernel_files:
+            defines = treesitter_frontend.activating_defines(kernel_files[k.path].data, k.start_offset)
+            if defines:
+                groups[(tu_of.get(k.path, k.path), tuple(defines))].append(k)
+    if not groups:
+        return kernels
+    swap: dict[int, Kernel] = {}
+    for (tu, defines), wanted in sorted(groups.items()):
+        variant = replace(config, defines=[*config.defines, *defines])
+        res = clang_frontend.parse(tu, variant, inputs, with_units=opts.units)
+        if res.error:
+            continue
+        hits = {}
+        for w in wanted:
+            match = next((c for c in res.kernels if _overlaps(c, w)), None)
+            if match is not None:
+                match.defines = list(defines)
+                hits[(match.path, match.start_offset)] = match
+                swap[id(w)] = match
+        # Only the variant kernels take their closure and launches from this configuration.
+        res.units = {key: u for key, u in res.units.items() if key in hits}
+        res.launches = [lc for lc in res.launches if tuple(lc["kernel"]) in hits]
+        units.add(res)
+    return [swap.get(id(k), k) for k in kernels]
 
 
 def _input_root(path: str, roots: list[str]) -> str:
@@ -168,6 +203,18 @@ def _input_root(path: str, roots: list[str]) -> str:
 
 def _rel(path: str, root: str) -> str:
     return os.path.relpath(path, root) if path.startswith(root + os.sep) else path
+
+
+def _file_defines(config: ParseConfig, tu: str | None) -> list[str]:
+    """-D flags a compile_commands.json entry gives the translation unit."""
+    args = config.per_file_args.get(tu or "", [])
+    out = []
+    for i, a in enumerate(args):
+        if a == "-D" and i + 1 < len(args):
+            out.append(args[i + 1])
+        elif a.startswith("-D") and len(a) > 2:
+            out.append(a[2:])
+    return out
 
 
 def _metadata(k: Kernel, text: bytes, origin: Origin, kid: str, tu: str | None,
@@ -195,7 +242,8 @@ def _metadata(k: Kernel, text: bytes, origin: Origin, kid: str, tu: str | None,
         "diagnostics": k.diagnostics or {"count": 0, "errors": 0, "messages": []},
         "parse_context": {
             "translation_unit": _rel(tu, origin.root) if tu else None,
-            "defines": [f"__CUDA_ARCH__={config.cuda_arch}", "__NVCC__", *config.defines],
+            "defines": [f"__CUDA_ARCH__={config.cuda_arch}", "__NVCC__",
+                        *dict.fromkeys([*config.defines, *_file_defines(config, tu), *k.defines])],
             "include_dirs": [_rel(d, origin.root) for d in config.include_dirs if d.startswith(origin.root)],
         },
     }

@@ -48,6 +48,7 @@ class Kernel:
     frontend: str
     diagnostics: dict[str, Any] = field(default_factory=dict)
     name_offset: int = -1  # where clang locates the declaration (launch callees point here)
+    defines: list[str] = field(default_factory=list)  # extra -D that made its #if branch active
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

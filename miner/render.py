@@ -112,6 +112,9 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: dict[str,
         ctx = {
             "kernel": meta, "src": meta["source"], "version": __version__, "symbol": symbol,
             "includes": unit["includes"],
+            # The configuration the kernel was mined in; nvcc defines __CUDA_ARCH__ and __NVCC__ itself.
+            "defines": [d.split("=", 1) if "=" in d else [d, "1"] for d in meta["parse_context"]["defines"]
+                        if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")],
             "shim_text": shim_text() if unit["shims"] or any(
                 re.search(r"\b(c10|at)::", a) for a in inst["args"]) else "",
             "pieces": pieces, "namespaces": meta["qualified_name"].split("::")[:-1],

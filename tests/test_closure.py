@@ -141,3 +141,48 @@ def test_every_fixture_corpus_instantiation_compiles(corpus_copy: Path, corpus_e
     failed = [(m["name"], i["id"], i["build"].get("error")) for m in metas for i in m["instantiations"]
               if i["build"]["status"] != "ok"]
     assert not failed
+
+
+def test_units_keep_the_defines_they_were_mined_with(tmp_path: Path) -> None:
+    """A -D changes which #if branch of a device function is live: the unit must say so too."""
+    src = tmp_path / "mode.cu"
+    src.write_text(
+        "__device__ float km_scaled(float v) {\n"
+        "#if defined(KM_MODE_B)\n  return v * KM_FACTOR;\n#else\n  return v * km_not_declared;\n#endif\n}\n"
+        "__global__ void mode_kernel(float *x, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] = km_scaled(x[i]);\n}\n",
+        encoding="utf-8")
+    proc = run_miner("extract", src, "-o", tmp_path / "out", "-D", "KM_MODE_B", "-D", "KM_FACTOR=3", "--build",
+                     env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert proc.returncode == 0, proc.stderr
+    (meta,) = load_dataset(tmp_path / "out")
+    unit = (tmp_path / "out" / meta["id"] / "units" / "default" / "unit.cu").read_text(encoding="utf-8")
+    assert "#define KM_MODE_B 1\n" in unit and "#define KM_FACTOR 3\n" in unit
+    assert {"KM_MODE_B", "KM_FACTOR=3"} <= set(meta["closure"]["chosen_defines"])
+    assert meta["instantiations"][0]["build"]["status"] == "ok"
+
+
+def test_host_wrappers_compile(dataset: dict[str, Any], tmp_path: Path) -> None:
+    """The readable host program includes its unit, so parameter types (structs, enums, accessors,
+    Half) are declared; parameter names that shadow CUDA names (`dim3`, `n`) do not collide."""
+    import subprocess
+
+    picks = [(_meta(dataset, "row_reduce_kernel"), "float"), (_meta(dataset, "box3_kernel"), "half"),
+             (_meta(dataset, "pair_area_kernel", "ops_cuda.cu"), "default")]
+    for i, (meta, inst) in enumerate(picks):
+        wrapper = dataset["out"] / meta["id"] / "units" / inst / "host_wrapper.cu"
+        proc = subprocess.run(["nvcc", "-c", "-arch=sm_90", str(wrapper), "-o", str(tmp_path / f"{i}.o")],
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr[-1500:]
+
+
+def test_parameter_names_that_shadow_cuda_names(tmp_path: Path) -> None:
+    src = tmp_path / "shadow.cu"
+    src.write_text("__global__ void shadow_kernel(const float *in, float *out, int dim3, int stream, int n) {\n"
+                   "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                   "  if (i < n) out[i] = in[i] * dim3 + stream;\n}\n", encoding="utf-8")
+    proc = run_miner("extract", src, "-o", tmp_path / "out", "--build", env={"XDG_CACHE_HOME": str(tmp_path / "c")})
+    assert proc.returncode == 0, proc.stderr
+    (meta,) = load_dataset(tmp_path / "out")
+    assert meta["instantiations"][0]["build"]["status"] == "ok"
+    assert [p["name"] for p in meta["instantiations"][0]["launcher"]["params"]] == ["in", "out", "dim3", "stream", "n"]

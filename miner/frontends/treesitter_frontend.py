@@ -186,3 +186,54 @@ def _kernel(fn: tree_sitter.Node, data: bytes, path: str) -> Kernel:
         is_specialization=is_spec,
         frontend="treesitter",
     )
+
+
+def activating_defines(data: bytes, offset: int) -> list[str]:
+    """-D flags that make the preprocessor keep the code at `offset`: for a kernel tree-sitter saw in a
+    branch the configured parse skipped. Only what can be forced by defining names is returned
+    (`#ifdef X` -> X, `#if defined(X) && Y` -> X, Y, the `#else` of `#ifndef X` -> X,
+    `#if X >= 3` -> X=3); a branch that needs a name undefined adds nothing."""
+    node = _parser().parse(data).root_node.named_descendant_for_byte_range(offset, offset)
+    out: list[str] = []
+    while node is not None and node.parent is not None:
+        parent = node.parent
+        if parent.type in ("preproc_ifdef", "preproc_if", "preproc_elif", "preproc_elifdef"):
+            in_else = parent.child_by_field_name("alternative") == node
+            directive = parent.children[0].type if parent.children else ""
+            if parent.type in ("preproc_ifdef", "preproc_elifdef"):
+                name = parent.child_by_field_name("name")
+                negated = directive in ("#ifndef", "#elifndef")
+                if name is not None and in_else == negated:
+                    out.append(name.text.decode("utf-8", "replace"))
+            else:
+                cond = parent.child_by_field_name("condition")
+                if cond is not None:
+                    out += _defines_for(cond, want=not in_else)
+        node = parent
+    return list(dict.fromkeys(out))
+
+
+def _defines_for(cond: tree_sitter.Node, want: bool) -> list[str]:
+    """Names to define so that `cond` evaluates to `want` (empty where defining cannot help)."""
+    t = cond.type
+    if t == "parenthesized_expression" and cond.named_child_count == 1:
+        return _defines_for(cond.named_children[0], want)
+    if t == "unary_expression" and cond.children and cond.children[0].type == "!":
+        arg = cond.child_by_field_name("argument")
+        return _defines_for(arg, not want) if arg is not None else []
+    if t == "preproc_defined" or t == "identifier":
+        ident = cond if t == "identifier" else next((c for c in cond.named_children if c.type == "identifier"), None)
+        return [ident.text.decode("utf-8", "replace")] if want and ident is not None else []
+    if t == "binary_expression":
+        op = cond.child_by_field_name("operator")
+        left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+        if op is None or left is None or right is None:
+            return []
+        if op.type == "&&" and want or op.type == "||" and not want:
+            return _defines_for(left, want) + _defines_for(right, want)
+        if op.type == "||" and want:
+            return _defines_for(left, want)
+        if want and left.type == "identifier" and right.type == "number_literal" and op.type in (">=", "==", ">"):
+            value = int(right.text.decode().rstrip("uUlL"), 0) + (op.type == ">")
+            return [f"{left.text.decode('utf-8', 'replace')}={value}"]
+    return []
