@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import fnmatch
 import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,53 @@ def locked(out_dir: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def kernel_dirs(out_dir: Path) -> list[Path]:
+    """Every kernel folder of a dataset (a folder holding metadata.json), sorted."""
+    return sorted(p.parent for p in out_dir.glob(f"*/{METADATA}"))
+
+
+def select(dirs: list[Path], patterns: Iterable[str]) -> list[Path]:
+    """The folders matching any glob pattern by id (`relu_kernel-3a87e40e1ebf`), by the id's name part
+    (`relu_kernel`) or by the metadata's kernel name; all of them when there is no pattern."""
+    patterns = [p for p in patterns if p]
+    if not patterns:
+        return list(dirs)
+
+    def hit(text: str) -> bool:
+        return any(fnmatch.fnmatchcase(text, p) for p in patterns)
+
+    out = []
+    for d in dirs:
+        if hit(d.name) or hit(d.name.rsplit("-", 1)[0]):
+            out.append(d)
+            continue
+        try:
+            name = load_metadata(d).get("name")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(name, str) and hit(name):
+            out.append(d)
+    return out
+
+
+class IndexRefresher:
+    """Rewrites index.jsonl at most every `every_s` seconds while a stage records kernels one by one
+    (a full rewrite reads every kernel's metadata), so a killed run leaves an index seconds old at worst."""
+
+    def __init__(self, out_dir: Path, every_s: float = 5.0) -> None:
+        self.out_dir = out_dir
+        self.every_s = every_s
+        self._last = time.monotonic()
+
+    def maybe(self) -> None:
+        if time.monotonic() - self._last >= self.every_s:
+            self.now()
+
+    def now(self) -> None:
+        rewrite_index(self.out_dir)
+        self._last = time.monotonic()
 
 
 def read_index(out_dir: Path) -> list[dict[str, Any]]:
@@ -141,13 +190,13 @@ def rewrite_index(out_dir: Path) -> None:
 
 def _rewrite_index(out_dir: Path) -> None:
     by_id: dict[str, dict[str, Any]] = {}
-    for meta_path in sorted(out_dir.glob(f"*/{METADATA}")):
+    for kdir in kernel_dirs(out_dir):
         try:
-            meta = load_metadata(meta_path.parent)
+            meta = load_metadata(kdir)
         except (OSError, ValueError):
             continue
         if isinstance(meta, dict):
-            by_id.setdefault(str(meta.get("id", meta_path.parent.name)), meta)
+            by_id.setdefault(str(meta.get("id", kdir.name)), meta)
     order = [str(r.get("id")) for r in read_index(out_dir) if str(r.get("id")) in by_id]
     order = list(dict.fromkeys(order)) + sorted(k for k in by_id if k not in order)
     write_index(out_dir, [by_id[k] for k in order])

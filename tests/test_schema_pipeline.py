@@ -285,3 +285,43 @@ def test_concurrent_updates_from_processes_lose_nothing(tmp_path: Path) -> None:
     meta = dataset.load_metadata(tmp_path / "k-1")
     assert meta == {"id": "k-1", "stage0": 39, "stage1": 39, "stage2": 39}
     assert dataset.read_index(tmp_path) == [meta]
+
+
+def test_select_by_id_name_part_metadata_name_and_glob(tmp_path: Path) -> None:
+    _kernel(tmp_path, "relu_kernel-aaaaaaaaaaaa", name="relu_kernel")
+    _kernel(tmp_path, "ns_scale-bbbbbbbbbbbb", name="scale")  # folder name from the qualified name
+    _kernel(tmp_path, "add_kernel-cccccccccccc", name="add_kernel")
+    dirs = dataset.kernel_dirs(tmp_path)
+    names = lambda ds: [d.name.split("-")[0] for d in ds]  # noqa: E731
+    assert names(dataset.select(dirs, [])) == ["add_kernel", "ns_scale", "relu_kernel"]
+    assert names(dataset.select(dirs, ["relu_kernel-aaaaaaaaaaaa"])) == ["relu_kernel"]
+    assert names(dataset.select(dirs, ["relu_kernel"])) == ["relu_kernel"]
+    assert names(dataset.select(dirs, ["scale"])) == ["ns_scale"]
+    assert names(dataset.select(dirs, ["*_kernel"])) == ["add_kernel", "relu_kernel"]
+    assert dataset.select(dirs, ["nothing*"]) == []
+
+
+def test_enrich_selects_kernels_like_build_and_validate(tmp_path: Path) -> None:
+    from miner.enrich.pipeline import select_kernels
+    from miner.errors import UsageError
+
+    _kernel(tmp_path, "relu_kernel-aaaaaaaaaaaa", name="relu_kernel")
+    _kernel(tmp_path, "add_kernel-cccccccccccc", name="add_kernel")
+    assert [d.name for d in select_kernels(tmp_path, ("re*",))] == ["relu_kernel-aaaaaaaaaaaa"]
+    assert len(select_kernels(tmp_path, ())) == 2
+    with pytest.raises(UsageError, match="matched no kernel"):
+        select_kernels(tmp_path, ("mul_kernel",))
+
+
+def test_index_refresher_waits_between_rewrites(tmp_path: Path) -> None:
+    _kernel(tmp_path, "a-1")
+    refresher = dataset.IndexRefresher(tmp_path, every_s=3600)
+    refresher.maybe()
+    assert not (tmp_path / "index.jsonl").exists()
+    refresher.now()
+    assert dataset.read_index(tmp_path) == [{"id": "a-1"}]
+    _kernel(tmp_path, "b-2")
+    refresher.maybe()
+    assert len(dataset.read_index(tmp_path)) == 1
+    dataset.IndexRefresher(tmp_path, every_s=0).maybe()
+    assert len(dataset.read_index(tmp_path)) == 2

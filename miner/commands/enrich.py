@@ -34,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--completion-tokens", type=int, help="max_tokens of one answer (default 4096)")
     parser.add_argument("--timeout", type=float, help="seconds per HTTP request (default 120)")
     parser.add_argument("--test-timeout", type=float, help="seconds per generated-test run (default 300)")
-    parser.add_argument("--kernels", help="comma-separated kernel ids or names to enrich (default all)")
+    parser.add_argument("--kernels", help="comma-separated kernel ids, names or glob patterns to enrich "
+                                          "(default all)")
     parser.add_argument("--force", action="store_true", default=None, help="redo stages already finished")
 
 

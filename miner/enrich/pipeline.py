@@ -17,7 +17,7 @@ from miner.enrich.budget import Budget, BudgetExhausted
 from miner.enrich.cache import ResponseCache
 from miner.enrich.client import AuthError, LLMClient, LLMError
 from miner.enrich.config import EnrichConfig
-from miner.enrich.records import KernelInput, Record, list_kernel_dirs, load_kernel, now
+from miner.enrich.records import KernelInput, Record, load_kernel, now
 from miner.enrich.redact import Redactor
 from miner.enrich.stages.analysis import run_analysis
 from miner.enrich.stages.base import RunContext, StageFailure, read_json
@@ -26,7 +26,6 @@ from miner.enrich.stages.tests import run_tests_stage
 from miner.errors import InputError, UsageError
 
 SUMMARY_FILE = "enrich_run.json"
-INDEX_EVERY_S = 5.0  # index.jsonl refresh while running; a full rewrite reads every kernel's metadata
 
 
 @dataclass
@@ -56,11 +55,9 @@ class _Stop:
 
 
 def select_kernels(root: Path, wanted: tuple[str, ...]) -> list[Path]:
-    dirs = list_kernel_dirs(root)
-    if not wanted:
-        return dirs
-    chosen = [d for d in dirs if d.name in wanted or d.name.rsplit("-", 1)[0] in wanted]
-    if not chosen:
+    """Kernel folders by id, name or glob, as `build --kernels` and `validate --kernels` select them."""
+    chosen = dataset.select(dataset.kernel_dirs(root), wanted)
+    if wanted and not chosen:
         raise UsageError(f"--kernels matched no kernel folder in {root}")
     return chosen
 
@@ -136,7 +133,7 @@ def run_enrich(root: Path, cfg: EnrichConfig, log: Callable[[str], None] | None 
     lock = threading.Lock()
     summary_path = root / SUMMARY_FILE
     started = now()
-    last_index = [time.monotonic()]
+    index = dataset.IndexRefresher(root)
 
     def save() -> None:
         write_json(summary_path, redactor.obj({
@@ -152,9 +149,7 @@ def run_enrich(root: Path, cfg: EnrichConfig, log: Callable[[str], None] | None 
         with lock:
             summary.kernels[kdir.name] = status
             save()  # periodic save: after every kernel, so a kill loses at most the kernels in flight
-            if time.monotonic() - last_index[0] > INDEX_EVERY_S:
-                dataset.rewrite_index(root)
-                last_index[0] = time.monotonic()
+            index.maybe()
 
     t0 = time.monotonic()
     try:
@@ -163,7 +158,7 @@ def run_enrich(root: Path, cfg: EnrichConfig, log: Callable[[str], None] | None 
     finally:
         client.close()
         if kernels:
-            dataset.rewrite_index(root)  # index.jsonl carries each kernel's `enrichment` block too
+            index.now()  # index.jsonl carries each kernel's `enrichment` block too
     summary.stopped = stop.reason
     summary.http_requests = client.http_requests
     summary.cache_hits = client.cache_hits

@@ -19,10 +19,6 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def list_kernel_dirs(root: Path) -> list[Path]:
-    return sorted(p for p in root.iterdir() if p.is_dir() and (p / "metadata.json").is_file())
-
-
 @dataclass
 class KernelInput:
     """What the prompts may see of one kernel: its code and the metadata recorded by earlier stages."""

@@ -79,19 +79,20 @@ def _dotted(node: ast.AST) -> str:
     return ".".join(reversed(parts))
 
 
-def _view_base(node: ast.AST) -> str | None:
+def _view_base(node: ast.AST, methods: frozenset[str] | set[str] = VIEW_METHODS,
+               copies: frozenset[str] | set[str] = COPY_FUNCS) -> str | None:
     """`x` when node is `x`, `x.clone().cpu()`, `x[0:n]`, `x.T`...; None for a computed expression."""
     while True:
         if isinstance(node, ast.Name):
             return node.id
         if isinstance(node, ast.Subscript):
             node = node.value
-        elif isinstance(node, ast.Attribute) and node.attr in VIEW_METHODS:
+        elif isinstance(node, ast.Attribute) and node.attr in methods:
             node = node.value
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr in VIEW_METHODS):
+              and node.func.attr in methods):
             node = node.func.value
-        elif isinstance(node, ast.Call) and _dotted(node.func) in COPY_FUNCS and node.args:
+        elif isinstance(node, ast.Call) and _dotted(node.func) in copies and node.args:
             node = node.args[0]
         else:
             return None
@@ -481,18 +482,7 @@ class _Flow:
 
 def _alias_base(node: ast.AST) -> str | None:
     """`x` when node shares x's storage (`x`, `x[1:]`, `x.view(-1)`), None when it may be a copy."""
-    while True:
-        if isinstance(node, ast.Name):
-            return node.id
-        if isinstance(node, ast.Subscript):
-            node = node.value
-        elif isinstance(node, ast.Attribute) and node.attr in ALIAS_METHODS:
-            node = node.value
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr in ALIAS_METHODS):
-            node = node.func.value
-        else:
-            return None
+    return _view_base(node, ALIAS_METHODS, frozenset())
 
 
 def _check_test(fn: ast.FunctionDef, mod: _Module) -> list[str]:
