@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
 """Validate the fault fixtures (and any extra datasets) on a GPU and print what happened.
 
-    PYTHONPATH=. python3 scripts/gpu_validate.py [--out DIR] [--copies 120] [--jobs 8] [EXTRA_DATASET...]
+    PYTHONPATH=. python3 scripts/gpu_validate.py [--out DIR] [--examples DIR] [--copies 96]
+        [--jobs 8] [--jobs-sweep 2,4,8] [EXTRA_DATASET...]
 
 Phases, each on a fresh copy under a temp folder (the fixtures in the repo stay untouched):
 1. faults: tests/fixtures/faults, every kernel's outcome against expected.json;
-2. throughput: the good saxpy kernel copied --copies times (library built once), validated with
-   the fork runner, then a smaller batch with the spawn runner for comparison;
-3. sanitize: a few kernels under compute-sanitizer memcheck (skipped if it is not installed);
-4. extra datasets given on the command line: outcomes only.
+2. oracles: tests/fixtures/oracles (weak tests that only the oracles fail), against expected.json;
+3. examples: `kernel-miner extract examples` (or the already extracted --examples DIR, for machines
+   without the extract frontends), validated with the hand-written tests kept beside the sources;
+   every kernel must pass;
+4. throughput: the good saxpy kernel copied --copies times (library built once), validated with
+   the fork runner at each --jobs-sweep value (oracles on), once more without oracles, then a smaller
+   batch with the spawn runner; medians of every part of the per-kernel overhead;
+5. sanitize: a few kernels under compute-sanitizer memcheck (skipped if it is not installed);
+6. extra datasets given on the command line: outcomes only.
 Writes summary.json and table.txt into --out (default $OUT or ./gpu_validate_out).
 """
 
@@ -31,6 +37,7 @@ sys.path.insert(0, str(REPO))
 from miner.validate.pipeline import Options, validate_dataset  # noqa: E402
 
 FAULTS = REPO / "tests" / "fixtures" / "faults"
+ORACLES = REPO / "tests" / "fixtures" / "oracles"
 SANITIZE_EXPECTED = {"saxpy-good": "passed", "oob-write": "cuda_error", "oob-small": "cuda_error"}
 
 
@@ -77,9 +84,16 @@ def outcome_table(results: dict[str, Any], expected: dict[str, str]) -> tuple[li
     return lines, bad
 
 
+def pct(values: list[float | None], q: float) -> float | None:
+    vals = sorted(v for v in values if v is not None)
+    return round(vals[min(len(vals) - 1, int(q * len(vals)))], 4) if vals else None
+
+
 def throughput(results: dict[str, Any], wall: float, label: str) -> dict[str, Any]:
     timings = [r.get("timing") or {} for r in results.values()]
     n = len(results)
+    parts = ("process_start_s", "pytest_start_s", "collect_s", "exit_s")
+    other = [t["overhead_s"] - sum(t.get(k) or 0.0 for k in parts) for t in timings if t.get("overhead_s") is not None]
     return {
         "label": label, "kernels": n, "wall_s": round(wall, 2),
         "kernel_tests_per_min": round(60 * n / wall, 1) if wall else None,
@@ -92,7 +106,10 @@ def throughput(results: dict[str, Any], wall: float, label: str) -> dict[str, An
         "median_first_launch_s": med([t.get("first_launch_s") for t in timings]),
         "median_tests_s": med([t.get("tests_s") for t in timings]),
         "median_exit_s": med([t.get("exit_s") for t in timings]),
+        "median_other_s": med(other),
         "median_overhead_s": med([t.get("overhead_s") for t in timings]),
+        "p90_overhead_s": pct([t.get("overhead_s") for t in timings], 0.9),
+        "prewarmed_share": round(sum(bool(t.get("cuda_prewarmed")) for t in timings) / n, 2) if n else None,
         "median_wall_s": med([t.get("wall_s") for t in timings]),
         "speedup_vs_torch_median": med([r.get("speedup") for r in results.values()]),
     }
@@ -102,10 +119,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("extra", nargs="*", type=Path)
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu_validate_out")))
-    ap.add_argument("--copies", type=int, default=120)
-    ap.add_argument("--spawn-copies", type=int, default=24)
+    ap.add_argument("--examples", type=Path, help="dataset already extracted from examples/ (default: extract now)")
+    ap.add_argument("--copies", type=int, default=96)
+    ap.add_argument("--spawn-copies", type=int, default=16)
     ap.add_argument("--jobs", type=int, default=8)
-    ap.add_argument("--more-jobs", type=int, default=0, help="also measure fork throughput at this --jobs")
+    ap.add_argument("--jobs-sweep", default="2,4,8", help="fork throughput at each of these --jobs")
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("--no-sanitize", action="store_true")
     args = ap.parse_args()
@@ -128,7 +146,43 @@ def main() -> int:
         say(ln)
     report["faults"] = {"wall_s": round(wall, 2), "wrong": bad, "results": res}
 
-    # 2. throughput: one good kernel, many copies (the library is built once and copied along)
+    # 2. oracle fixtures: weak tests that pass; the oracles must fail two of them
+    ora = copy_dataset(ORACLES, work / "oracles")
+    expected_o = json.loads((ORACLES / "expected.json").read_text())
+    res, wall = run_phase(ora, Options(jobs=args.jobs, timeout=args.timeout))
+    lines, bad_o = outcome_table(res, expected_o)
+    say()
+    say(f"== oracle fixtures: {len(res)} kernels in {wall:.1f} s, {len(res) - bad_o} as expected, {bad_o} wrong")
+    for ln in lines:
+        say(ln)
+    for kid, r in sorted(res.items()):
+        summ = r.get("oracle_summary") or {}
+        say(f"   {kid:14} " + "  ".join(f"{k}={v.get('status')}" for k, v in summ.items() if isinstance(v, dict)))
+    report["oracles"] = {"wall_s": round(wall, 2), "wrong": bad_o, "results": res}
+
+    # 3. our example kernels with their hand-written tests (kept beside the sources)
+    ex_root = work / "examples"
+    if args.examples:
+        shutil.copytree(args.examples, ex_root)
+    else:
+        import subprocess
+
+        subprocess.run([sys.executable, "-m", "miner", "extract", str(REPO / "examples"), "-o", str(ex_root), "-q"],
+                       cwd=REPO, check=True)
+    res, wall = run_phase(ex_root, Options(jobs=args.jobs, timeout=300, tests_from=[REPO]))
+    expected_e = {kid: "passed" for kid in res}
+    lines, bad_e = outcome_table(res, expected_e)
+    say()
+    say(f"== example kernels (examples/*/tests/<kernel>/): {len(res)} kernels in {wall:.1f} s, {bad_e} not passed")
+    for ln in lines:
+        say(ln)
+    for kid, r in sorted(res.items()):
+        summ = r.get("oracle_summary") or {}
+        say(f"   {kid[:30]:30} tests={r.get('tests')} speedup={r.get('speedup') and round(r['speedup'], 2)} "
+            + "  ".join(f"{k}={v.get('status')}" for k, v in summ.items() if isinstance(v, dict)))
+    report["examples"] = {"wall_s": round(wall, 2), "not_passed": bad_e, "results": res}
+
+    # 4. throughput: one good kernel, many copies (the library is built once and copied along)
     tp = work / "throughput"
     tp.mkdir()
     src = faults / "saxpy-good"
@@ -140,11 +194,13 @@ def main() -> int:
         meta.pop("validation", None)
         meta["id"] = meta_p.parent.name
         meta_p.write_text(json.dumps(meta))
-    res, wall = run_phase(tp, Options(jobs=args.jobs, timeout=120))
-    rows = [throughput(res, wall, f"fork, jobs={args.jobs}")]
-    if args.more_jobs:
-        res, wall = run_phase(tp, Options(jobs=args.more_jobs, timeout=120, force=True))
-        rows.append(throughput(res, wall, f"fork, jobs={args.more_jobs}"))
+    rows = []
+    sweep = [int(j) for j in args.jobs_sweep.split(",") if j.strip()] or [args.jobs]
+    for j in sweep:
+        res, wall = run_phase(tp, Options(jobs=j, timeout=120, force=True))
+        rows.append(throughput(res, wall, f"fork, jobs={j}"))
+    res, wall = run_phase(tp, Options(jobs=max(sweep), timeout=120, force=True, oracles=False))
+    rows.append(throughput(res, wall, f"fork, jobs={max(sweep)}, no oracles"))
     spawn_root = work / "throughput-spawn"
     spawn_root.mkdir()
     for i in range(args.spawn_copies):
@@ -154,12 +210,12 @@ def main() -> int:
     say()
     say("== throughput (saxpy-good: 6 tests incl. a 20-rep benchmark vs torch, per kernel)")
     keys = [k for k in rows[0] if k != "label"]
-    say(f"{'':28}" + "".join(f"{r['label']:>20}" for r in rows))
+    say(f"{'':28}" + "".join(f"{r['label']:>26}" for r in rows))
     for k in keys:
-        say(f"{k:28}" + "".join(f"{str(r[k]):>20}" for r in rows))
+        say(f"{k:28}" + "".join(f"{str(r[k]):>26}" for r in rows))
     report["throughput"] = rows
 
-    # 3. sanitizer
+    # 5. sanitizer
     if not args.no_sanitize and shutil.which("compute-sanitizer"):
         san = work / "sanitize"
         san.mkdir()
@@ -176,7 +232,7 @@ def main() -> int:
     else:
         say("\n== --sanitize skipped (compute-sanitizer not found or --no-sanitize)")
 
-    # 4. extra datasets
+    # 6. extra datasets
     for extra in args.extra:
         root = copy_dataset(extra, work / f"extra-{extra.name}")
         res, wall = run_phase(root, Options(jobs=args.jobs, timeout=120))
@@ -191,7 +247,7 @@ def main() -> int:
     from miner.validate.triage import triage
 
     debug = work / "debug"
-    for name in ("faults", "sanitize"):
+    for name in ("faults", "oracles", "examples", "sanitize"):
         if (work / name).is_dir():
             triage(work / name, debug / name)
     if debug.is_dir():
@@ -199,7 +255,8 @@ def main() -> int:
     (args.out / "summary.json").write_text(json.dumps(report, indent=1, default=str))
     (args.out / "table.txt").write_text("\n".join(text) + "\n")
     shutil.rmtree(work, ignore_errors=True)
-    wrong = report["faults"]["wrong"] + (report.get("sanitize") or {}).get("wrong", 0)
+    wrong = report["faults"]["wrong"] + report["oracles"]["wrong"] + report["examples"]["not_passed"] \
+        + (report.get("sanitize") or {}).get("wrong", 0)
     return 1 if wrong else 0
 
 
