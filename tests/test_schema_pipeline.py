@@ -182,6 +182,8 @@ MUTATIONS: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("unknown validation outcome", lambda m: m["validation"].update(outcome="mostly_fine"), "outcome"),
     ("pass_exe without passing", lambda m: m["validation"].update(pass_exe=True), "passed"),
     ("validation without reason", lambda m: m["validation"].pop("reason"), "reason"),
+    ("unknown oracle status",
+     lambda m: m["validation"].setdefault("oracle_summary", {}).update(determinism={"status": "meh"}), "status"),
     ("unknown enrich status", lambda m: m["enrichment"]["stages"]["tests"].update(status="done"), "status"),
     ("failed stage without error", lambda m: m["enrichment"]["stages"]["tests"].update(status="failed", error=None),
      "error"),
