@@ -19,24 +19,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 from conftest import load_dataset, run_miner
 from fake_llm_server import FakeLLMServer, Rule, kernel_brain
 
-from miner import dataset
-from miner.schema import load
+from miner import dataset, schema
 
 ROOT = Path(__file__).resolve().parents[1]
-VALIDATOR = jsonschema.Draft202012Validator(load("kernel"))
 BUILT = ["fill_kernel", "resample_forward_kernel", "apply_affine_kernel", "row_mean_kernel"]
 ENRICHED = ["fill_kernel", "resample_forward_kernel", "apply_affine_kernel"]
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
 
 def schema_errors(meta: dict[str, Any]) -> list[str]:
-    return [f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message[:200]}"
-            for e in sorted(VALIDATOR.iter_errors(meta), key=lambda e: list(map(str, e.absolute_path)))]
+    return schema.errors(meta, "kernel")
 
 
 def by_name(metas: list[dict[str, Any]], name: str) -> dict[str, Any]:
@@ -109,8 +105,8 @@ def test_the_pipeline_wrote_every_block(pipeline: dict[str, Any]) -> None:
 
 @needs_nvcc
 def test_enrich_files_the_metadata_points_to_match_their_schemas(pipeline: dict[str, Any]) -> None:
-    analysis = jsonschema.Draft202012Validator(load("analysis"))
-    description = jsonschema.Draft202012Validator(load("analysis")["$defs"]["description"])
+    analysis = schema.validator("analysis")
+    description = schema.validator("analysis", "description")
     out = pipeline["out"]
     for meta in pipeline["final"]:
         enrichment = meta.get("enrichment")

@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
-import jsonschema
-
-from miner.schema import load
+from miner.schema import errors
 
 
-@cache
-def _schema() -> dict[str, Any]:
-    return load("analysis")
-
-
-def _first_error(validator: jsonschema.protocols.Validator, obj: Any) -> str | None:
-    errors = sorted(validator.iter_errors(obj), key=lambda e: list(e.absolute_path))
-    if not errors:
-        return None
-    e = errors[0]
-    where = "/".join(str(p) for p in e.absolute_path) or "(top)"
-    return f"schema: at {where}: {e.message[:300]}"
+def _check(obj: dict[str, Any], definition: str | None) -> None:
+    found = errors(obj, "analysis", definition)
+    if found:
+        raise ValueError(f"schema: at {found[0]}")
 
 
 def _check_params(obj: dict[str, Any], key: str, kernel_params: list[str]) -> None:
@@ -36,14 +25,10 @@ def _check_params(obj: dict[str, Any], key: str, kernel_params: list[str]) -> No
 
 
 def check_analysis(obj: dict[str, Any], kernel_params: list[str]) -> None:
-    err = _first_error(jsonschema.Draft202012Validator(_schema()), obj)
-    if err:
-        raise ValueError(err)
+    _check(obj, None)
     _check_params(obj, "params", kernel_params)
 
 
 def check_description(obj: dict[str, Any], kernel_params: list[str]) -> None:
-    err = _first_error(jsonschema.Draft202012Validator(_schema()["$defs"]["description"]), obj)
-    if err:
-        raise ValueError(err)
+    _check(obj, "description")
     _check_params(obj, "parameters", kernel_params)
