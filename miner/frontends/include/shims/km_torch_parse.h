@@ -4,25 +4,130 @@
  */
 #ifndef KM_TORCH_PARSE_H
 #define KM_TORCH_PARSE_H
+/* What torch.utils.cpp_extension passes to nvcc for every CUDA extension. */
+#ifndef __CUDA_NO_HALF_OPERATORS__
+#define __CUDA_NO_HALF_OPERATORS__
+#endif
+#ifndef __CUDA_NO_HALF_CONVERSIONS__
+#define __CUDA_NO_HALF_CONVERSIONS__
+#endif
+#ifndef __CUDA_NO_BFLOAT16_CONVERSIONS__
+#define __CUDA_NO_BFLOAT16_CONVERSIONS__
+#endif
+#ifndef __CUDA_NO_HALF2_OPERATORS__
+#define __CUDA_NO_HALF2_OPERATORS__
+#endif
 #include "cuda_fp16.h"
 #include "cuda_bf16.h"
+/* torch/extension.h brings most of the standard library; code relies on it. */
+#if defined(KM_HAVE_LIBC) && __has_include(<vector>)
+#include <cmath>
+#include <vector>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <limits>
+#include <cfloat>
+#include <climits>
+#include <cstdint>
+#include <algorithm>
+#include <type_traits>
+#include <initializer_list>
+#endif
 
 namespace c10 {
-enum class ScalarType { Byte, Char, Short, Int, Long, Half, Float, Double, Bool, BFloat16 };
-enum class DeviceType { CPU, CUDA };
-enum class MemoryFormat { Contiguous, ChannelsLast };
-struct Half { unsigned short x; __host__ __device__ Half() {} __host__ __device__ Half(float) {}
-  __host__ __device__ operator float() const; };
-struct BFloat16 { unsigned short x; __host__ __device__ BFloat16() {} __host__ __device__ BFloat16(float) {}
-  __host__ __device__ operator float() const; };
-struct Scalar { Scalar(double); template <class T> T to() const; };
-struct Device { Device(DeviceType, int = 0); int index() const; };
-struct IntArrayRef { IntArrayRef(...); long size() const; const long *data() const; };
-template <class T> struct optional { bool has_value() const; T value() const; };
-template <class T> struct ArrayRef { ArrayRef(...); long size() const; const T *data() const; };
+enum class ScalarType { Byte, Char, Short, Int, Long, Half, Float, Double, ComplexHalf, ComplexFloat,
+  ComplexDouble, Bool, QInt8, QUInt8, QInt32, BFloat16, QUInt4x2, QUInt2x4, Bits1x8, Bits2x4, Bits4x2,
+  Bits8, Bits16, Float8_e5m2, Float8_e4m3fn, UInt16, UInt32, UInt64, Undefined, NumOptions };
+enum class DeviceType : signed char { CPU = 0, CUDA = 1, MKLDNN = 2, OPENGL = 3, OPENCL = 4, IDEEP = 5,
+  HIP = 6, FPGA = 7, MAIA = 8, XLA = 9, Vulkan = 10, Metal = 11, XPU = 12, MPS = 13, Meta = 14, HPU = 15,
+  VE = 16, Lazy = 17, IPU = 18, MTIA = 19, PrivateUse1 = 20, COMPILE_TIME_MAX_DEVICE_TYPES = 21 };
+enum class MemoryFormat : signed char { Contiguous, Preserve, ChannelsLast, ChannelsLast3d };
+enum class Layout : signed char { Strided, Sparse };
+typedef signed char DeviceIndex;
+struct Half {
+  unsigned short x;
+  Half() = default;
+  __host__ __device__ Half(float);
+  __host__ __device__ Half(const __half &);
+  __host__ __device__ operator float() const;
+  __host__ __device__ operator __half() const;
+};
+struct BFloat16 {
+  unsigned short x;
+  BFloat16() = default;
+  __host__ __device__ BFloat16(float);
+  __host__ __device__ BFloat16(const __nv_bfloat16 &);
+  __host__ __device__ operator float() const;
+  __host__ __device__ operator __nv_bfloat16() const;
+};
+/* c10/util/Half-inl.h: exact matches keep `h op x` from being ambiguous between the conversions. */
+#define KM_HALF_OPS(H)                                                                           \
+  __host__ __device__ H operator+(const H &, const H &);                                         \
+  __host__ __device__ H operator-(const H &, const H &);                                         \
+  __host__ __device__ H operator*(const H &, const H &);                                         \
+  __host__ __device__ H operator/(const H &, const H &);                                         \
+  __host__ __device__ H operator-(const H &);                                                    \
+  __host__ __device__ H &operator+=(H &, const H &);                                             \
+  __host__ __device__ H &operator-=(H &, const H &);                                             \
+  __host__ __device__ H &operator*=(H &, const H &);                                             \
+  __host__ __device__ H &operator/=(H &, const H &);                                             \
+  KM_HALF_MIXED(H, float, float) KM_HALF_MIXED(H, double, double) KM_HALF_MIXED(H, int, H)       \
+  KM_HALF_MIXED(H, long, H) KM_HALF_MIXED(H, long long, H)                                       \
+  __host__ __device__ float &operator+=(float &, const H &);                                     \
+  __host__ __device__ float &operator-=(float &, const H &);                                     \
+  __host__ __device__ float &operator*=(float &, const H &);                                     \
+  __host__ __device__ float &operator/=(float &, const H &);
+#define KM_HALF_MIXED(H, T, R)                                                                   \
+  __host__ __device__ R operator+(H, T); __host__ __device__ R operator-(H, T);                  \
+  __host__ __device__ R operator*(H, T); __host__ __device__ R operator/(H, T);                  \
+  __host__ __device__ R operator+(T, H); __host__ __device__ R operator-(T, H);                  \
+  __host__ __device__ R operator*(T, H); __host__ __device__ R operator/(T, H);
+KM_HALF_OPS(Half)
+KM_HALF_OPS(BFloat16)
+#undef KM_HALF_OPS
+#undef KM_HALF_MIXED
+template <class T> struct complex { T real_, imag_; __host__ __device__ complex(T r = T(), T i = T());
+  __host__ __device__ T real() const; __host__ __device__ T imag() const; };
+struct Scalar {
+  Scalar();
+  template <class T> Scalar(T);
+  template <class T> T to() const;
+  double toDouble() const; float toFloat() const; long toLong() const; int toInt() const; bool toBool() const;
+};
+struct Device {
+  Device(DeviceType, DeviceIndex = -1);
+  DeviceIndex index() const; bool has_index() const; DeviceType type() const;
+  bool is_cuda() const; bool is_cpu() const; std::string str() const;
+  bool operator==(const Device &) const; bool operator!=(const Device &) const;
+};
+template <class T> struct ArrayRef {
+  ArrayRef();
+  ArrayRef(const T &);
+  ArrayRef(const T *, size_t);
+  ArrayRef(std::initializer_list<T>);
+  template <class A> ArrayRef(const std::vector<T, A> &);
+  size_t size() const; bool empty() const; const T *data() const; const T *begin() const; const T *end() const;
+  const T &operator[](size_t) const; const T &front() const; const T &back() const;
+  std::vector<T> vec() const;
+  bool operator==(const ArrayRef &) const; bool operator!=(const ArrayRef &) const;
+};
+typedef ArrayRef<long> IntArrayRef;
+template <class T, unsigned N = 4> struct SmallVector : std::vector<T> { using std::vector<T>::vector; };
+struct nullopt_t { constexpr explicit nullopt_t(int) {} };
+constexpr nullopt_t nullopt{0};
+template <class T> struct optional {
+  optional(); optional(nullopt_t); optional(const T &);
+  bool has_value() const; explicit operator bool() const; const T &value() const; T value_or(const T &) const;
+  const T &operator*() const; const T *operator->() const;
+};
 template <class T, bool is_cuda = true> struct acc_type_s { typedef T type; };
 template <> struct acc_type_s<Half, true> { typedef float type; };
 template <> struct acc_type_s<BFloat16, true> { typedef float type; };
+template <> struct acc_type_s<float, true> { typedef float type; };
+const char *toString(ScalarType);
+std::string DeviceTypeName(DeviceType, bool = false);
+size_t elementSize(ScalarType);
 }  // namespace c10
 
 namespace at {
@@ -31,77 +136,220 @@ using c10::Half;
 using c10::ScalarType;
 using c10::Scalar;
 using c10::Device;
+using c10::DeviceType;
+using c10::DeviceIndex;
 using c10::IntArrayRef;
 using c10::MemoryFormat;
+using c10::Layout;
 using c10::optional;
 using c10::ArrayRef;
+using c10::SmallVector;
 constexpr ScalarType kFloat = ScalarType::Float, kDouble = ScalarType::Double, kHalf = ScalarType::Half,
     kInt = ScalarType::Int, kLong = ScalarType::Long, kBool = ScalarType::Bool, kByte = ScalarType::Byte,
-    kChar = ScalarType::Char, kBFloat16 = ScalarType::BFloat16, kUInt8 = ScalarType::Byte;
-constexpr c10::DeviceType kCPU = c10::DeviceType::CPU, kCUDA = c10::DeviceType::CUDA;
+    kChar = ScalarType::Char, kShort = ScalarType::Short, kBFloat16 = ScalarType::BFloat16,
+    kUInt8 = ScalarType::Byte, kInt8 = ScalarType::Char, kInt16 = ScalarType::Short, kInt32 = ScalarType::Int,
+    kInt64 = ScalarType::Long, kFloat16 = ScalarType::Half, kFloat32 = ScalarType::Float,
+    kFloat64 = ScalarType::Double, kComplexFloat = ScalarType::ComplexFloat,
+    kComplexDouble = ScalarType::ComplexDouble, kUInt16 = ScalarType::UInt16, kUInt32 = ScalarType::UInt32,
+    kUInt64 = ScalarType::UInt64;
+constexpr DeviceType kCPU = DeviceType::CPU, kCUDA = DeviceType::CUDA, kHIP = DeviceType::HIP,
+    kXLA = DeviceType::XLA, kMPS = DeviceType::MPS, kMeta = DeviceType::Meta, kXPU = DeviceType::XPU,
+    kPrivateUse1 = DeviceType::PrivateUse1;
+constexpr Layout kStrided = Layout::Strided;
 template <class T, bool is_cuda = true> using acc_type = typename c10::acc_type_s<T, is_cuda>::type;
 template <typename T> struct DefaultPtrTraits { typedef T *PtrType; };
 template <typename T> struct RestrictPtrTraits { typedef T *__restrict PtrType; };
 template <typename T, unsigned long N, template <typename U> class PtrTraits = DefaultPtrTraits,
           typename index_t = long>
-struct TensorAccessor { __host__ __device__ T &operator[](index_t); __host__ __device__ index_t size(int) const; };
+struct TensorAccessor {
+  __host__ __device__ TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t) const;
+  __host__ __device__ index_t size(int) const; __host__ __device__ index_t stride(int) const;
+  __host__ __device__ T *data() const;
+};
+template <typename T, template <typename U> class PtrTraits, typename index_t>
+struct TensorAccessor<T, 1, PtrTraits, index_t> {
+  __host__ __device__ T &operator[](index_t) const;
+  __host__ __device__ index_t size(int) const; __host__ __device__ index_t stride(int) const;
+  __host__ __device__ T *data() const;
+};
 template <typename T, unsigned long N, template <typename U> class PtrTraits = DefaultPtrTraits,
           typename index_t = long>
-struct PackedTensorAccessor { __host__ __device__ TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t);
-  __host__ __device__ index_t size(int) const; __host__ __device__ T *data(); };
+struct GenericPackedTensorAccessor {
+  __host__ __device__ TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t) const;
+  __host__ __device__ index_t size(int) const; __host__ __device__ index_t stride(int) const;
+  __host__ __device__ T *data() const;
+};
+template <typename T, template <typename U> class PtrTraits, typename index_t>
+struct GenericPackedTensorAccessor<T, 1, PtrTraits, index_t> {
+  __host__ __device__ T &operator[](index_t) const;
+  __host__ __device__ index_t size(int) const; __host__ __device__ index_t stride(int) const;
+  __host__ __device__ T *data() const;
+};
+template <typename T, unsigned long N, template <typename U> class PtrTraits = DefaultPtrTraits,
+          typename index_t = long>
+using PackedTensorAccessor = GenericPackedTensorAccessor<T, N, PtrTraits, index_t>;
 template <typename T, unsigned long N, template <typename U> class PtrTraits = DefaultPtrTraits>
-using PackedTensorAccessor32 = PackedTensorAccessor<T, N, PtrTraits, int>;
+using PackedTensorAccessor32 = GenericPackedTensorAccessor<T, N, PtrTraits, int>;
 template <typename T, unsigned long N, template <typename U> class PtrTraits = DefaultPtrTraits>
-using PackedTensorAccessor64 = PackedTensorAccessor<T, N, PtrTraits, long>;
-struct TensorOptions { TensorOptions(...); TensorOptions dtype(ScalarType) const; TensorOptions device(...) const; };
+using PackedTensorAccessor64 = GenericPackedTensorAccessor<T, N, PtrTraits, long>;
+struct TypeMeta { ScalarType toScalarType() const; bool operator==(const TypeMeta &) const;
+  bool operator!=(const TypeMeta &) const; bool operator==(ScalarType) const; bool operator!=(ScalarType) const;
+  const char *name() const; size_t itemsize() const; };
+struct TensorOptions {
+  TensorOptions(); TensorOptions(ScalarType); TensorOptions(Device); TensorOptions(DeviceType);
+  TensorOptions(MemoryFormat); TensorOptions(Layout);
+  TensorOptions dtype(ScalarType) const; TensorOptions device(Device) const; TensorOptions device(DeviceType, int = -1) const;
+  TensorOptions layout(Layout) const; TensorOptions requires_grad(bool) const;
+  TensorOptions memory_format(MemoryFormat) const; TensorOptions pinned_memory(bool) const;
+  TypeMeta dtype() const; Device device() const;
+};
+struct Tensor;
+typedef ArrayRef<Tensor> TensorList;
+/* Methods that take sizes accept a braced list (IntArrayRef) or separate values. */
+#define KM_SIZES(R, name, Q)                                                                     \
+  R name(IntArrayRef, TensorOptions = {}) Q; template <class... A> R name(A...) Q;
+namespace indexing { struct TensorIndex; }
 struct Tensor {
+  Tensor(); Tensor(const Tensor &); Tensor &operator=(const Tensor &); ~Tensor();
   template <class T> T *data_ptr() const;
   void *data_ptr() const;
   template <class T> T *data() const;
+  template <class T> T *mutable_data_ptr() const;
+  template <class T> const T *const_data_ptr() const;
   template <class T> T item() const;
+  Scalar item() const;
   template <class T, unsigned long N, template <typename U> class P = DefaultPtrTraits>
   PackedTensorAccessor64<T, N, P> packed_accessor64() const;
   template <class T, unsigned long N, template <typename U> class P = DefaultPtrTraits>
   PackedTensorAccessor32<T, N, P> packed_accessor32() const;
   template <class T, unsigned long N> TensorAccessor<T, N> accessor() const;
-  long size(long) const; IntArrayRef sizes() const; long stride(long) const; long numel() const;
-  long dim() const; ScalarType scalar_type() const; TensorOptions options() const; Device device() const;
-  bool is_cuda() const; bool is_contiguous() const; Tensor contiguous() const; Tensor view(...) const;
-  Tensor reshape(...) const; Tensor permute(...) const; Tensor transpose(long, long) const;
-  Tensor to(...) const; Tensor type_as(const Tensor &) const; Tensor zero_(); Tensor fill_(...);
-  Tensor select(long, long) const; Tensor narrow(long, long, long) const; Tensor index_select(...) const;
-  Tensor sum(...) const; Tensor mean(...) const; Tensor add_(...); Tensor copy_(...); Tensor resize_(...);
-  Tensor clone() const; Tensor new_zeros(...) const; Tensor new_empty(...) const; Tensor cuda() const;
-  Tensor cpu() const; Tensor slice(...) const; Tensor t() const; Tensor unsqueeze(long) const;
-  Tensor squeeze(...) const; Tensor expand(...) const; Tensor operator[](long) const;
-  Tensor sort(...) const; Tensor index(...) const; Tensor masked_select(...) const;
-  bool defined() const; long element_size() const; Tensor &operator=(const Tensor &);
+  long size(long) const; IntArrayRef sizes() const; long stride(long) const; IntArrayRef strides() const;
+  long numel() const; long dim() const; long ndimension() const; ScalarType scalar_type() const;
+  TypeMeta dtype() const; TensorOptions options() const; Device device() const; Layout layout() const;
+  bool is_cuda() const; bool is_cpu() const; bool is_contiguous(MemoryFormat = MemoryFormat::Contiguous) const;
+  bool is_non_overlapping_and_dense() const; bool defined() const; bool requires_grad() const;
+  long element_size() const; long itemsize() const; long nbytes() const; long storage_offset() const;
+  MemoryFormat suggest_memory_format(bool = false) const;
+  Tensor contiguous(MemoryFormat = MemoryFormat::Contiguous) const;
+  KM_SIZES(Tensor, view, const) KM_SIZES(Tensor, reshape, const) KM_SIZES(Tensor, permute, const)
+  KM_SIZES(Tensor, expand, const) KM_SIZES(Tensor, repeat, const) KM_SIZES(const Tensor &, resize_, const)
+  KM_SIZES(Tensor, new_zeros, const) KM_SIZES(Tensor, new_ones, const) KM_SIZES(Tensor, new_empty, const)
+  KM_SIZES(Tensor, sum, const) KM_SIZES(Tensor, mean, const) KM_SIZES(Tensor, flip, const)
+  KM_SIZES(Tensor, squeeze, const) KM_SIZES(Tensor, amax, const) KM_SIZES(Tensor, amin, const)
+  template <class... A> Tensor to(A...) const; Tensor to(TensorOptions, bool = false, bool = false) const;
+  Tensor type_as(const Tensor &) const; Tensor view_as(const Tensor &) const; Tensor expand_as(const Tensor &) const;
+  Tensor transpose(long, long) const; Tensor select(long, long) const; Tensor narrow(long, long, long) const;
+  Tensor unsqueeze(long) const; Tensor flatten(long = 0, long = -1) const; Tensor t() const;
+  Tensor slice(long = 0, long = 0, long = 9223372036854775807L, long = 1) const;
+  Tensor index_select(long, const Tensor &) const; Tensor masked_select(const Tensor &) const;
+  Tensor masked_fill(const Tensor &, Scalar) const; Tensor &masked_fill_(const Tensor &, Scalar) const;
+  Tensor gather(long, const Tensor &) const; Tensor nonzero() const; Tensor clone(MemoryFormat = MemoryFormat::Preserve) const;
+  Tensor detach() const; Tensor cuda() const; Tensor cpu() const; Tensor abs() const; Tensor sqrt() const;
+  Tensor exp() const; Tensor log() const; Tensor sigmoid() const; Tensor relu() const; Tensor neg() const;
+  Tensor floor() const; Tensor ceil() const; Tensor round() const; Tensor argmax(long = 0, bool = false) const;
+  Tensor max() const; std::tuple<Tensor, Tensor> max(long, bool = false) const;
+  Tensor min() const; std::tuple<Tensor, Tensor> min(long, bool = false) const;
+  std::tuple<Tensor, Tensor> sort(long = -1, bool = false) const;
+  std::tuple<Tensor, Tensor> topk(long, long = -1, bool = true, bool = true) const;
+  Tensor any() const; Tensor all() const; Tensor any(long, bool = false) const; Tensor all(long, bool = false) const; Tensor cumsum(long) const; Tensor clamp(Scalar, Scalar) const;
+  Tensor clamp_min(Scalar) const; Tensor clamp_max(Scalar) const; Tensor pow(Scalar) const;
+  Tensor lt(Scalar) const; Tensor gt(Scalar) const; Tensor le(Scalar) const; Tensor ge(Scalar) const;
+  Tensor eq(Scalar) const; Tensor ne(Scalar) const; Tensor lt(const Tensor &) const; Tensor gt(const Tensor &) const;
+  Tensor le(const Tensor &) const; Tensor ge(const Tensor &) const; Tensor eq(const Tensor &) const;
+  Tensor ne(const Tensor &) const; bool equal(const Tensor &) const;
+  Tensor add(const Tensor &, Scalar = 1) const; Tensor sub(const Tensor &, Scalar = 1) const;
+  Tensor mul(const Tensor &) const; Tensor div(const Tensor &) const; Tensor mm(const Tensor &) const;
+  Tensor matmul(const Tensor &) const; Tensor bmm(const Tensor &) const;
+  Tensor &zero_() const; Tensor &fill_(Scalar) const; Tensor &copy_(const Tensor &, bool = false) const;
+  Tensor &add_(const Tensor &, Scalar = 1) const; Tensor &add_(Scalar, Scalar = 1) const;
+  Tensor &sub_(const Tensor &, Scalar = 1) const; Tensor &mul_(const Tensor &) const; Tensor &mul_(Scalar) const;
+  Tensor &div_(const Tensor &) const; Tensor &div_(Scalar) const; Tensor &clamp_(Scalar, Scalar) const;
+  Tensor &index_put_(ArrayRef<Tensor>, const Tensor &, bool = false) const;
+  Tensor &index_put_(ArrayRef<Tensor>, Scalar) const;
+  Tensor &index_fill_(long, const Tensor &, Scalar) const; Tensor &scatter_(long, const Tensor &, const Tensor &) const;
+  Tensor &set_requires_grad(bool) const; Tensor &uniform_(double = 0, double = 1) const;
+  Tensor index(ArrayRef<Tensor>) const; Tensor index(std::initializer_list<indexing::TensorIndex>) const;
+  Tensor &index_put_(std::initializer_list<indexing::TensorIndex>, const Tensor &) const;
+  Tensor &index_put_(std::initializer_list<indexing::TensorIndex>, Scalar) const;
+  Tensor operator[](long) const; Tensor operator[](const Tensor &) const;
+  template <class T> Tensor &operator+=(const T &); template <class T> Tensor &operator-=(const T &);
+  template <class T> Tensor &operator*=(const T &); template <class T> Tensor &operator/=(const T &);
 };
-Tensor empty(...); Tensor zeros(...); Tensor ones(...); Tensor full(...); Tensor empty_like(...);
-Tensor zeros_like(...); Tensor ones_like(...); Tensor arange(...); Tensor cat(...); Tensor stack(...);
-Tensor from_blob(...); Tensor mm(...); Tensor mm_out(...); Tensor index_select_out(...);
-Tensor unique_dim(...); Tensor _unique(...); Tensor where(...);
-TensorOptions device(...); TensorOptions dtype(...);
+#undef KM_SIZES
+#define KM_TENSOR_OP(op)                                                                         \
+  Tensor operator op(const Tensor &, const Tensor &); Tensor operator op(const Tensor &, Scalar);  \
+  Tensor operator op(Scalar, const Tensor &);
+KM_TENSOR_OP(+) KM_TENSOR_OP(-) KM_TENSOR_OP(*) KM_TENSOR_OP(/) KM_TENSOR_OP(<) KM_TENSOR_OP(>)
+KM_TENSOR_OP(<=) KM_TENSOR_OP(>=) KM_TENSOR_OP(==) KM_TENSOR_OP(!=) KM_TENSOR_OP(&) KM_TENSOR_OP(|)
+KM_TENSOR_OP(^) KM_TENSOR_OP(%)
+#undef KM_TENSOR_OP
+Tensor operator-(const Tensor &); Tensor operator~(const Tensor &); Tensor operator!(const Tensor &);
+#define KM_FACTORY(name) Tensor name(IntArrayRef, TensorOptions = {}, optional<MemoryFormat> = {});
+KM_FACTORY(empty) KM_FACTORY(zeros) KM_FACTORY(ones) KM_FACTORY(rand) KM_FACTORY(randn)
+#undef KM_FACTORY
+Tensor full(IntArrayRef, Scalar, TensorOptions = {});
+Tensor empty_strided(IntArrayRef, IntArrayRef, TensorOptions = {});
+Tensor empty_like(const Tensor &, TensorOptions = {}, optional<MemoryFormat> = {});
+Tensor zeros_like(const Tensor &, TensorOptions = {}); Tensor ones_like(const Tensor &, TensorOptions = {});
+Tensor full_like(const Tensor &, Scalar, TensorOptions = {});
+Tensor arange(Scalar, TensorOptions = {}); Tensor arange(Scalar, Scalar, TensorOptions = {});
+Tensor arange(Scalar, Scalar, Scalar, TensorOptions = {});
+Tensor from_blob(void *, IntArrayRef, TensorOptions = {});
+Tensor from_blob(void *, IntArrayRef, IntArrayRef, TensorOptions = {});
+Tensor cat(TensorList, long = 0); Tensor stack(TensorList, long = 0);
+Tensor mm(const Tensor &, const Tensor &); Tensor &mm_out(Tensor &, const Tensor &, const Tensor &);
+Tensor matmul(const Tensor &, const Tensor &); Tensor bmm(const Tensor &, const Tensor &);
+Tensor &index_select_out(Tensor &, const Tensor &, long, const Tensor &);
+Tensor index_select(const Tensor &, long, const Tensor &);
+std::tuple<Tensor, Tensor, Tensor> unique_dim(const Tensor &, long, bool = true, bool = false, bool = false);
+std::tuple<Tensor, Tensor> _unique(const Tensor &, bool = true, bool = false);
+std::tuple<Tensor, Tensor, Tensor> _unique2(const Tensor &, bool = true, bool = false, bool = false);
+Tensor where(const Tensor &, const Tensor &, const Tensor &); Tensor where(const Tensor &, Scalar, Scalar);
+Tensor nonzero(const Tensor &); Tensor sqrt(const Tensor &); Tensor exp(const Tensor &); Tensor abs(const Tensor &);
+Tensor max(const Tensor &, const Tensor &); Tensor min(const Tensor &, const Tensor &);
+Tensor clamp(const Tensor &, Scalar, Scalar); Tensor sigmoid(const Tensor &);
+TensorOptions device(Device); TensorOptions device(DeviceType, int = -1); TensorOptions dtype(ScalarType);
+optional<Device> device_of(const Tensor &);
+namespace indexing {
+struct EllipsisIndexType {};
+constexpr EllipsisIndexType Ellipsis{};
+struct Slice { Slice(optional<long> = {}, optional<long> = {}, optional<long> = {}); };
+struct TensorIndex { template <class T> TensorIndex(T); TensorIndex(std::initializer_list<TensorIndex>); };
+}  // namespace indexing
 namespace cuda {
 cudaStream_t getCurrentCUDAStream(int device = -1);
 cudaStream_t getDefaultCUDAStream(int device = -1);
+cudaStream_t getStreamFromPool(bool = false, int device = -1);
 cudaDeviceProp *getCurrentDeviceProperties();
+cudaDeviceProp *getDeviceProperties(int);
 int current_device();
-struct CUDAGuard { CUDAGuard(...); };
-struct OptionalCUDAGuard { OptionalCUDAGuard(...); };
-template <class T> T ATenCeilDiv(T a, T b) { return (a + b - 1) / b; }
+int device_count();
+struct CUDAGuard { explicit CUDAGuard(Device); explicit CUDAGuard(DeviceIndex); explicit CUDAGuard(int); };
+struct OptionalCUDAGuard { OptionalCUDAGuard(); explicit OptionalCUDAGuard(optional<Device>);
+  explicit OptionalCUDAGuard(Device); explicit OptionalCUDAGuard(int); };
+struct CUDAStreamGuard { explicit CUDAStreamGuard(cudaStream_t); };
+template <class T> __host__ __device__ T ATenCeilDiv(T a, T b) { return (a + b - 1) / b; }
 }  // namespace cuda
+struct DeviceGuard { explicit DeviceGuard(Device); };
+struct OptionalDeviceGuard { OptionalDeviceGuard(); explicit OptionalDeviceGuard(optional<Device>); };
 }  // namespace at
 
-namespace c10 { namespace cuda {
+namespace c10 {
+using at::TensorOptions;
+namespace cuda {
 using at::cuda::CUDAGuard;
 using at::cuda::OptionalCUDAGuard;
+using at::cuda::CUDAStreamGuard;
 cudaStream_t getCurrentCUDAStream(int device = -1);
-}}  // namespace c10::cuda
+cudaStream_t getDefaultCUDAStream(int device = -1);
+}  // namespace cuda
+}  // namespace c10
 
 namespace torch {
 using namespace at;
-namespace indexing { struct Slice { Slice(...); }; }
+using at::indexing::Slice;
+namespace indexing { using namespace at::indexing; }
+namespace autograd { struct Variable : at::Tensor {}; }
 }  // namespace torch
 
 /* fastAtomicAdd and THC's half atomicAdd come from torch headers in real builds. */
@@ -111,16 +359,24 @@ template <class T, class I> __device__ void fastAtomicAdd(T *tensor, I index, I 
 __device__ c10::Half atomicAdd(c10::Half *, c10::Half);
 __device__ c10::BFloat16 atomicAdd(c10::BFloat16 *, c10::BFloat16);
 __device__ inline c10::Half gpuAtomicAdd(c10::Half *a, c10::Half b) { return atomicAdd(a, b); }
+__device__ c10::BFloat16 gpuAtomicAdd(c10::BFloat16 *, c10::BFloat16);
 __device__ float gpuAtomicAdd(float *, float);
 __device__ double gpuAtomicAdd(double *, double);
+__device__ int gpuAtomicAdd(int *, int);
 inline long THCCeilDiv(long a, long b) { return (a + b - 1) / b; }
 
-void km_torch_check_impl(bool, ...);
-#define TORCH_CHECK(cond, ...) km_torch_check_impl((cond))
-#define TORCH_INTERNAL_ASSERT(cond, ...) km_torch_check_impl((cond))
-#define AT_ASSERTM(cond, ...) km_torch_check_impl((cond))
-#define AT_ASSERT(cond, ...) km_torch_check_impl((cond))
-#define AT_ERROR(...) km_torch_check_impl(false)
+/* Like torch's, a check is an `if` block (code leaves out the `;`) and its message parts are
+ * expressions that must type-check. */
+template <class... A> [[noreturn]] void km_torch_check_fail(const A &...);
+#define TORCH_CHECK(cond, ...) if (!(cond)) { km_torch_check_fail(__VA_ARGS__); }
+#define TORCH_CHECK_VALUE(cond, ...) TORCH_CHECK(cond, __VA_ARGS__)
+#define TORCH_CHECK_INDEX(cond, ...) TORCH_CHECK(cond, __VA_ARGS__)
+#define TORCH_CHECK_NOT_IMPLEMENTED(cond, ...) TORCH_CHECK(cond, __VA_ARGS__)
+#define TORCH_INTERNAL_ASSERT(cond, ...) TORCH_CHECK(cond, __VA_ARGS__)
+#define TORCH_WARN(...) ((void)0)
+#define AT_ASSERTM(cond, ...) TORCH_CHECK(cond, __VA_ARGS__)
+#define AT_ASSERT(cond, ...) TORCH_CHECK(cond, __VA_ARGS__)
+#define AT_ERROR(...) km_torch_check_fail(__VA_ARGS__)
 #define AT_CUDA_CHECK(expr) ((void)(expr))
 #define C10_CUDA_CHECK(expr) ((void)(expr))
 #define C10_CUDA_KERNEL_LAUNCH_CHECK() ((void)0)

@@ -1,0 +1,1 @@
+/* kernel-miner parse shim: cudaProfilerStart/Stop are declared in km_cuda_parse.h */

@@ -1,0 +1,2 @@
+/* kernel-miner parse shim */
+#include "hip_runtime.h"

@@ -1,0 +1,2 @@
+/* kernel-miner parse shim */
+#include <nvtx3/nvToolsExt.h>
