@@ -122,8 +122,8 @@ def main() -> int:
     ap.add_argument("--examples", type=Path, help="dataset already extracted from examples/ (default: extract now)")
     ap.add_argument("--copies", type=int, default=96)
     ap.add_argument("--spawn-copies", type=int, default=16)
-    ap.add_argument("--jobs", type=int, default=8)
-    ap.add_argument("--jobs-sweep", default="2,4,8", help="fork throughput at each of these --jobs")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--jobs-sweep", default="1,2,4,8", help="fork throughput at each of these --jobs")
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("--no-sanitize", action="store_true")
     args = ap.parse_args()
@@ -182,6 +182,21 @@ def main() -> int:
             + "  ".join(f"{k}={v.get('status')}" for k, v in summ.items() if isinstance(v, dict)))
     report["examples"] = {"wall_s": round(wall, 2), "not_passed": bad_e, "results": res}
 
+    # 3b. the README's harness example, saved as a test of the mined saxpy kernel, must pass as written
+    readme = REPO / "README.md"
+    block = readme.read_text().split("## Harness API", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    rd_root = work / "readme"
+    saxpy = next(d for d in ex_root.iterdir() if d.name.startswith("saxpy_kernel-"))
+    shutil.copytree(saxpy, rd_root / saxpy.name, ignore=shutil.ignore_patterns("validation", "tests"))
+    (rd_root / saxpy.name / "tests").mkdir()
+    (rd_root / saxpy.name / "tests" / "test_mine.py").write_text(block)
+    res, wall = run_phase(rd_root, Options(jobs=1, timeout=120, tests_from=[]))
+    r = res[saxpy.name]
+    say()
+    say(f"== README harness example as a test of {saxpy.name}: {r['outcome']} ({r.get('reason')}), "
+        f"speedup {r.get('speedup') and round(r['speedup'], 2)}")
+    report["readme"] = {"outcome": r["outcome"], "result": r}
+
     # 4. throughput: one good kernel, many copies (the library is built once and copied along)
     tp = work / "throughput"
     tp.mkdir()
@@ -199,8 +214,8 @@ def main() -> int:
     for j in sweep:
         res, wall = run_phase(tp, Options(jobs=j, timeout=120, force=True))
         rows.append(throughput(res, wall, f"fork, jobs={j}"))
-    res, wall = run_phase(tp, Options(jobs=max(sweep), timeout=120, force=True, oracles=False))
-    rows.append(throughput(res, wall, f"fork, jobs={max(sweep)}, no oracles"))
+    res, wall = run_phase(tp, Options(jobs=args.jobs, timeout=120, force=True, oracles=False))
+    rows.append(throughput(res, wall, f"fork, jobs={args.jobs}, no oracles"))
     spawn_root = work / "throughput-spawn"
     spawn_root.mkdir()
     for i in range(args.spawn_copies):
@@ -256,6 +271,7 @@ def main() -> int:
     (args.out / "table.txt").write_text("\n".join(text) + "\n")
     shutil.rmtree(work, ignore_errors=True)
     wrong = report["faults"]["wrong"] + report["oracles"]["wrong"] + report["examples"]["not_passed"] \
+        + (report["readme"]["outcome"] != "passed") \
         + (report.get("sanitize") or {}).get("wrong", 0)
     return 1 if wrong else 0
 

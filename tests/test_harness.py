@@ -109,3 +109,24 @@ def test_rendered_wrapper_computes_grid_from_recorded_launch(tmp_path: Path) -> 
     kw2 = _load_module(write_wrappers(d, meta)[1])
     assert kw2.config(kw2._bind((None, None, None, 1.0, 1000), {})) == (4, 256, 0)
     assert "1-D default" in paths[1].read_text()
+
+
+def test_pointer_element_size_must_match_the_parameter_type() -> None:
+    assert harness.pointee_size("const float* __restrict__") == 4
+    assert harness.pointee_size("const c10::Half *") == 2 and harness.pointee_size("int64_t*") == 8
+    # Typedefs, byte buffers and pointers to pointers are not checked.
+    assert harness.pointee_size("floatX*") is None and harness.pointee_size("unsigned char *") is None
+    assert harness.pointee_size("float **") is None
+    torch = pytest.importorskip("torch")
+    boxes = harness.Param("rois", "const float *", "pointer")
+    with pytest.raises(TypeError, match=r"rois is const float \* \(4-byte elements\) but the tensor is torch.float64"):
+        harness._check_element_size(torch.zeros(5, dtype=torch.float64), boxes)
+    harness._check_element_size(torch.zeros(5, dtype=torch.int32), boxes)  # same size: bit tricks are allowed
+
+
+def test_atomics_in_the_inlined_torch_shim_do_not_count() -> None:
+    shim = (REPO / "miner" / "frontends" / "include" / "unit" / "km_torch_unit.h").read_text()
+    kernel = "__global__ void k(float *o, const float *x) { o[threadIdx.x] = x[threadIdx.x]; }"
+    assert "atomicAdd(" in shim
+    assert not harness.uses_atomics(shim + "\n" + kernel)
+    assert harness.uses_atomics(shim + "\n" + kernel.replace("o[threadIdx.x] = x[threadIdx.x]", "atomicAdd(o, x[0])"))

@@ -90,7 +90,7 @@ def test_seven_by_seven_bins():
     # instantiation legitimately pools a different row for some boxes; only float is checked here.
     unit = harness.load_unit(KDIR, "float")
     inp = torch.randn(1, 8, 40, 40, device="cuda")
-    rois = random_rois(32, 1, 40, 40, 1.0).to("cuda")
+    rois = random_rois(32, 1, 40, 40, 1.0).to("cuda", torch.float32)
     out, arg = run(unit, inp, rois, 1.0, 7, 7)
     ref_out, ref_arg = reference(inp, rois, 1.0, 7, 7, torch.float32)
     torch.testing.assert_close(out.cpu().double(), ref_out, rtol=0, atol=0)
@@ -119,6 +119,6 @@ def test_many_rois_grid_stride_loop():
     # More outputs than 1024 blocks x 256 threads: the grid-stride loop must cover them all.
     unit = harness.load_unit(KDIR, "float")
     inp = torch.randn(1, 64, 16, 16, device="cuda")
-    rois = random_rois(1100, 1, 16, 16, 1.0).to("cuda")
+    rois = random_rois(1100, 1, 16, 16, 1.0).to("cuda", torch.float32)
     out, arg = run(unit, inp, rois, 1.0, 2, 2)
     assert out.numel() > 1024 * 256 and not bool(out.isnan().any()) and not bool((arg == -7).any())
