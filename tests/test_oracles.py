@@ -245,7 +245,7 @@ TEST_FILE = HOST_UNIT + textwrap.dedent('''
 
 
 def km(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     return subprocess.run([sys.executable, "-m", "miner", *args], capture_output=True, text=True, timeout=300, env=env)
 
 

@@ -38,7 +38,7 @@ def test_oracles_catch_what_weak_tests_miss(tmp_path: Path) -> None:
     shutil.copytree(FIXTURES / "oracles", root, ignore=shutil.ignore_patterns("expected.json", "validation", "*.so"))
     shutil.copytree(FIXTURES / "faults" / "saxpy-good", root / "saxpy-good",
                     ignore=shutil.ignore_patterns("validation", "*.so"))
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     proc = subprocess.run([sys.executable, "-m", "miner", "validate", str(root), "--timeout", "120"],
                           capture_output=True, text=True, env=env, timeout=600)
     expected = json.loads((FIXTURES / "oracles" / "expected.json").read_text()) | {"saxpy-good": "passed"}
