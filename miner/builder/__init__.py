@@ -1,0 +1,25 @@
+"""Build stage: compile every standalone unit with nvcc into a ctypes-loadable shared library.
+
+One nvcc call costs ~1-2 s of fixed overhead (host preprocessing of the CUDA headers, cudafe++,
+host compile, link) and only a fraction of that per extra kernel, so units are compiled in
+batches: K units concatenated into one translation unit (includes hoisted and de-duplicated, each
+body in its own `namespace km_b<i>_`, its macros restored after it), one .so for the whole batch.
+A failing batch is split: errors are attributed to units by `#line` tags and namespace names,
+the attributed units are compiled alone (their standalone result is the one recorded, so batching
+can never make a unit fail), the rest are rebuilt together; unattributable failures are bisected.
+
+Results are cached by content (unit text + local headers + flags + nvcc and host compiler
+versions), so an unchanged tree rebuilds in well under a second per hundred units.
+
+The stage's public names are imported from `miner.build`; this package holds its parts, in the order
+a build uses them:
+  toolchain   which nvcc, its version id, --arch to -gencode flags, BuildOptions
+  unit_split  a kernel's units read and split along the km: markers (includes, body, macros)
+  cache       content keys and the content-addressed result/object store
+  batch       batch source assembly; a batch log traced back to its members (#line tags, namespaces)
+  compiler    nvcc in its own process group, killed whole on a timeout
+  diagnostics error lines and the missing names they report
+  ptxas       per-kernel resource usage from ptxas -v
+  scheduler   batches planned, run in parallel, failed batches split or bisected
+  driver      the dataset-level stage: select kernels, build, place libraries, record metadata
+"""

@@ -1,0 +1,69 @@
+"""One nvcc call at a time per thread, each in its own process group, killed whole on a timeout."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Compiled:
+    rc: int | None      # None: timed out
+    log: str
+    seconds: float
+
+
+class Compiler:
+    """Runs nvcc in its own process group so a timeout kills cicc/ptxas/gcc children too."""
+
+    def __init__(self, nvcc: str, flags: list[str], timeout: float) -> None:
+        self.nvcc, self.flags, self.timeout = nvcc, flags, timeout
+        self.calls = 0
+        self.stopped = False
+        self._running: set[subprocess.Popen[bytes]] = set()
+        self._lock = threading.Lock()
+
+    def kill_all(self) -> None:
+        with self._lock:
+            self.stopped = True
+            for proc in list(self._running):
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    def compile(self, src: str, out: Path, cwd: Path, tmp: Path) -> Compiled:
+        with self._lock:
+            if self.stopped:
+                return Compiled(None, "build interrupted", 0.0)
+            self.calls += 1
+        env = dict(os.environ, TMPDIR=str(tmp))
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.Popen([self.nvcc, *self.flags, src, "-o", str(out)], cwd=cwd, env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+        except OSError as exc:
+            return Compiled(127, f"cannot run {self.nvcc}: {exc}", 0.0)
+        with self._lock:
+            self._running.add(proc)
+        try:
+            data, _ = proc.communicate(timeout=self.timeout)
+            rc: int | None = proc.returncode
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            data, _ = proc.communicate()
+            rc = None
+        finally:
+            with self._lock:
+                self._running.discard(proc)
+        log = data.decode("utf-8", errors="replace")
+        return Compiled(rc, log, time.monotonic() - t0)

@@ -1,0 +1,87 @@
+"""nvcc's error lines (EDG front end, host gcc, ptxas/nvlink/ld) and the names they say are missing."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_EDG = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?:catastrophic )?error\b:?\s*(?P<msg>.*)$")
+_GCC = re.compile(r"^(?P<file>[^\s:(][^:(]*):(?P<line>\d+):(?:\d+:)? (?:fatal )?error: (?P<msg>.*)$")
+_TOOL = re.compile(r"^(?:ptxas|nvlink|ld|fatbinary|cicc|nvcc)\b.*?(?:fatal|error)\s*:?\s*(?P<msg>.*)$", re.I)
+_LINK = re.compile(r"undefined reference to [`'](?P<sym>[^'`]+)'")
+
+_MISSING = [
+    re.compile(r'identifier "(?P<sym>[^"]+)" is undefined'),
+    re.compile(r"[‘'`](?P<sym>[^’'`]+)[’'] was not declared"),
+    re.compile(r'namespace "(?P<ns>[^"]+)" has no member "(?P<sym>[^"]+)"'),
+    re.compile(r'no instance of (?:overloaded )?function(?: template)? "(?P<sym>[^"]+)" matches'),
+    re.compile(r'(?:undefined|unknown) (?:identifier|type name) [‘\'"`](?P<sym>[^’\'"`]+)'),
+    re.compile(r'"(?P<sym>[^"]+)" is not a (?:class |function |variable )?template'),
+    re.compile(r"undefined reference to [`'](?P<sym>[^'`]+)'"),
+    re.compile(r"[‘'`](?P<sym>[^’'`]+)[’'] (?:does not name a type|has not been declared)"),
+]
+_UNDEFINED = re.compile(r'^identifier "[^"]+" is undefined$|^[‘\'`][^’\'`]+[’\'] was not declared in this scope$')
+_MISSING_INCLUDE = re.compile(r"fatal error: (?P<inc>[^:]+): No such file")
+
+
+@dataclass
+class Diagnostic:
+    file: str | None
+    line: int | None
+    message: str
+    text: str        # the whole first line, as the compiler printed it
+    caret_token: str | None = None
+
+
+def located_error(line: str) -> re.Match[str] | None:
+    """An error the front end or host compiler printed with its file and line."""
+    return _EDG.match(line) or _GCC.match(line)
+
+
+def is_tool_error(line: str) -> bool:
+    """An error from a later tool (ptxas, nvlink, ld, ...) or an undefined reference: no file, no line."""
+    return bool(_TOOL.match(line.strip()) and "info" not in line.split(":")[0] or _LINK.search(line))
+
+
+def is_undefined_name(message: str) -> bool:
+    """An error that names a missing declaration and leaves the parser on track."""
+    return bool(_UNDEFINED.search(message))
+
+
+def parse_errors(log: str) -> list[Diagnostic]:
+    lines = log.splitlines()
+    out: list[Diagnostic] = []
+    for i, line in enumerate(lines):
+        m = located_error(line)
+        if m:
+            d = Diagnostic(m.group("file"), int(m.group("line")), m.group("msg").strip(), line.strip())
+            # EDG prints the source line and a caret under the offending token.
+            if _EDG.match(line) and i + 2 < len(lines) and lines[i + 2].strip() == "^":
+                col = lines[i + 2].index("^")
+                tok = re.match(r"[A-Za-z_]\w*", lines[i + 1][col:])
+                d.caret_token = tok.group(0) if tok else None
+            out.append(d)
+            continue
+        if is_tool_error(line):
+            out.append(Diagnostic(None, None, line.strip(), line.strip()))
+    return out
+
+
+def missing_symbol(diags: list[Diagnostic]) -> str | None:
+    for d in diags:
+        for pat in _MISSING:
+            m = pat.search(d.message)
+            if m:
+                ns = m.groupdict().get("ns")
+                return f"{ns}::{m.group('sym')}" if ns else m.group("sym")
+        if 'name followed by "::" must be a class or namespace name' in d.message and d.caret_token:
+            return d.caret_token
+    return None
+
+
+def missing_include(diags: list[Diagnostic]) -> str | None:
+    for d in diags:
+        m = _MISSING_INCLUDE.search(d.message) or _MISSING_INCLUDE.search(d.text)
+        if m:
+            return m.group("inc").strip()
+    return None

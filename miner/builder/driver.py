@@ -1,0 +1,151 @@
+"""The build stage over a dataset: every kernel's units built, libraries placed, metadata recorded."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from miner import atomic, dataset
+from miner.builder.cache import Cache, default_cache_dir, unit_key
+from miner.builder.scheduler import LOG_LIMIT, Builder, Result
+from miner.builder.toolchain import BuildOptions, nvcc_release, toolchain_id
+from miner.builder.unit_split import Unit, collect_units
+
+LIBRARY_NAME = "libunit.so"
+LOG_NAME = "build.log"
+
+
+@dataclass
+class BuildReport:
+    units: int = 0
+    ok: int = 0
+    failed: int = 0
+    timeout: int = 0
+    skipped: int = 0
+    cached: int = 0
+    kernels: int = 0
+    kernels_ok: int = 0
+    nvcc_calls: int = 0
+    seconds: float = 0.0
+    failures: list[str] = field(default_factory=list)
+
+
+def _kernel_dirs(out_dir: Path, selectors: list[str]) -> list[Path]:
+    dirs = sorted(p.parent for p in out_dir.glob("*/metadata.json"))
+    if not selectors:
+        return dirs
+    import fnmatch
+
+    keep = []
+    for d in dirs:
+        name = d.name.rsplit("-", 1)[0]
+        if any(fnmatch.fnmatchcase(d.name, s) or fnmatch.fnmatchcase(name, s) for s in selectors):
+            keep.append(d)
+    return keep
+
+
+def _place_library(cache: Cache, obj: str, dst: Path) -> None:
+    src = cache.root / obj
+    try:
+        if dst.exists() and os.path.samefile(src, dst):
+            return
+    except OSError:
+        pass
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        os.link(src, tmp)  # same bytes, no copy: a batch .so serves every unit in it
+    except OSError:
+        shutil.copy2(src, tmp)
+    os.replace(tmp, dst)
+
+
+def build_record(u: Unit, r: Result, arch: str) -> dict[str, Any]:
+    unit_dir = str(Path(u.rel).parent)
+    rec: dict[str, Any] = {
+        "status": r.status,
+        "library": f"{unit_dir}/{LIBRARY_NAME}" if r.status == "ok" else None,
+        "symbol": u.symbol,
+        "arch": arch,
+        "error": r.error,
+        "missing_symbol": r.missing_symbol,
+        "resources": r.resources,
+        "seconds": round(r.seconds, 3),
+        "cached": r.cached,
+        "batch_size": r.batch_size,
+    }
+    if r.missing_include:
+        rec["missing_include"] = r.missing_include
+    if r.status != "ok":
+        rec["log"] = f"{unit_dir}/{LOG_NAME}"
+    return rec
+
+
+def build_dataset(out_dir: Path, opts: BuildOptions, nvcc: str, selectors: list[str] | None = None,
+                  progress: Callable[[int], Callable[[], None]] | None = None,
+                  update: Callable[[Path, dict[str, dict[str, Any]]], None] | None = None) -> BuildReport:
+    """Build every unit under out_dir and record the results in each kernel's metadata."""
+    t0 = time.monotonic()
+    tool_id = toolchain_id(nvcc)
+    cache = Cache(opts.cache_dir or default_cache_dir())
+    flags = opts.nvcc_flags()
+    kernels: list[tuple[Path, dict[str, Any], list[Unit], dict[int, str]]] = []
+    for kdir in _kernel_dirs(out_dir, selectors or []):
+        try:
+            meta = dataset.load_metadata(kdir)
+        except (OSError, json.JSONDecodeError):
+            continue
+        units, skipped = collect_units(kdir, meta)
+        for u in units:
+            u.key = unit_key(u, flags, tool_id)
+        kernels.append((kdir, meta, units, skipped))
+    all_units = [u for _, _, us, _ in kernels for u in us]
+    tick = progress(len(all_units)) if progress else (lambda: None)
+    builder = Builder(nvcc, opts, cache, tick=lambda n: tick())
+    results = builder.run(all_units)
+    rep = BuildReport(nvcc_calls=builder.compiler.calls)
+    release = nvcc_release(tool_id)
+    changes: dict[str, dict[str, Any]] = {}
+    for _kdir, meta, units, skipped in kernels:
+        insts = [dict(i) for i in meta.get("instantiations") or []]
+        if not insts:
+            rep.kernels += 1
+            continue
+        counts = {"ok": 0, "failed": 0, "timeout": 0, "skipped": 0}
+        for i, why in skipped.items():
+            insts[i]["build"] = {"status": "skipped", "library": None, "symbol": "", "arch": opts.arch,
+                                 "error": why, "missing_symbol": None, "resources": None, "seconds": 0.0,
+                                 "cached": False}
+            counts["skipped"] += 1
+        for u in units:
+            r = results[u.key]
+            lib, log = u.path.parent / LIBRARY_NAME, u.path.parent / LOG_NAME
+            if r.status == "ok" and r.object:
+                _place_library(cache, r.object, lib)
+                log.unlink(missing_ok=True)
+            else:
+                lib.unlink(missing_ok=True)
+                if not log.is_file() or log.read_text(encoding="utf-8", errors="replace") != r.log[-LOG_LIMIT:]:
+                    atomic.write_text(log, r.log[-LOG_LIMIT:])
+                rep.failures.append(f"{u.tag}: {r.error}")
+            insts[u.index]["build"] = build_record(u, r, opts.arch)
+            counts[r.status] += 1
+            rep.cached += r.cached
+        summary = {"pass_call": counts["ok"] > 0, "units": len(insts), **counts, "arch": opts.arch,
+                   "nvcc": release}
+        for k in ("ok", "failed", "timeout", "skipped"):
+            setattr(rep, k, getattr(rep, k) + counts[k])
+        rep.units += len(insts)
+        rep.kernels += 1
+        rep.kernels_ok += summary["pass_call"]
+        if insts != meta.get("instantiations") or summary != meta.get("build"):
+            changes[meta["id"]] = {"instantiations": insts, "build": summary}
+    (update or dataset.update_many)(out_dir, changes)
+    rep.seconds = time.monotonic() - t0
+    return rep

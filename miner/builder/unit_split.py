@@ -1,0 +1,134 @@
+"""A kernel's rendered units, read and split along the renderer's km: markers into the includes a
+batch hoists, the body it wraps in a namespace and the macros it restores after that body."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+_DEFINE = re.compile(r"^\s*#\s*(?:define|undef)\s+([A-Za-z_]\w*)", re.M)
+
+
+@dataclass
+class Unit:
+    """One instantiation's unit file, split along the renderer's km: markers."""
+
+    kernel_id: str
+    index: int          # position in metadata instantiations
+    inst_id: str
+    kernel_dir: Path
+    rel: str            # unit path relative to the kernel folder
+    symbol: str
+    kernel_name: str
+    text: str = ""
+    includes: list[str] = field(default_factory=list)
+    body: str = ""
+    body_line: int = 1
+    macros: list[str] = field(default_factory=list)
+    batchable: bool = False
+    local_headers: list[Path] = field(default_factory=list)
+    key: str = ""
+
+    @property
+    def path(self) -> Path:
+        return self.kernel_dir / self.rel
+
+    @property
+    def tag(self) -> str:
+        return f"{self.kernel_id}/{self.rel}"
+
+
+def split_unit(unit: Unit) -> None:
+    """Fill includes/body/macros from the markers; units without them are compiled alone."""
+    lines = unit.text.splitlines()
+    marks: dict[str, int] = {}
+    macros: list[str] = []
+    for i, line in enumerate(lines):
+        s = line.strip()
+        for name in ("includes-begin", "includes-end", "body-begin", "body-end"):
+            if s == f"// km:{name}" and name not in marks:
+                marks[name] = i
+        if s.startswith("// km:macros"):
+            macros += s[len("// km:macros"):].split()
+    unit.local_headers = _local_headers(unit.path.parent, unit.text)
+    if len(marks) != 4 or not (marks["includes-begin"] < marks["includes-end"] < marks["body-begin"]
+                               < marks["body-end"]):
+        return
+    batchable = True
+    includes: list[str] = []
+    for line in lines[marks["includes-begin"] + 1:marks["includes-end"]]:
+        s = line.strip()
+        if not s or s.startswith("//"):
+            continue
+        m = _INCLUDE.match(s)
+        if not m:
+            if _DEFINE.match(s):
+                includes.append(s)  # part of the batch key: only units with the same prelude share a batch
+                continue
+            batchable = False
+            continue
+        if m.group(1) == '"':
+            local = (unit.path.parent / m.group(2)).resolve()
+            if not local.is_file():
+                batchable = False
+                continue
+            s = f'#include "{local}"'
+        includes.append(s)
+    body_lines = lines[marks["body-begin"] + 1:marks["body-end"]]
+    for j, line in enumerate(body_lines):
+        m = _INCLUDE.match(line)
+        if m and m.group(1) == "<":
+            # System headers inside a namespace break; their guards make hoisting them harmless.
+            includes.append(line.strip())
+            body_lines[j] = ""
+        elif m:
+            batchable = False
+    unit.includes = includes
+    unit.body = "\n".join(body_lines)
+    unit.body_line = marks["body-begin"] + 2
+    unit.macros = list(dict.fromkeys(macros + _DEFINE.findall(unit.body)))
+    unit.batchable = batchable
+
+
+def _local_headers(folder: Path, text: str, seen: set[Path] | None = None) -> list[Path]:
+    """Quoted includes that resolve next to the unit, transitively: they are part of its content."""
+    seen = set() if seen is None else seen
+    out: list[Path] = []
+    for line in text.splitlines():
+        m = _INCLUDE.match(line)
+        if not m or m.group(1) != '"':
+            continue
+        p = (folder / m.group(2)).resolve()
+        if p in seen or not p.is_file():
+            continue
+        seen.add(p)
+        out.append(p)
+        try:
+            out += _local_headers(p.parent, p.read_text(encoding="utf-8", errors="replace"), seen)
+        except OSError:
+            pass
+    return out
+
+
+def collect_units(kernel_dir: Path, meta: dict[str, Any]) -> tuple[list[Unit], dict[int, str]]:
+    """Units to build, and {instantiation index: reason} for those that cannot be."""
+    units: list[Unit] = []
+    skipped: dict[int, str] = {}
+    for i, inst in enumerate(meta.get("instantiations") or []):
+        rel = inst.get("unit")
+        symbol = (inst.get("launcher") or {}).get("symbol") or ""
+        if not rel:
+            skipped[i] = "no unit was rendered for this instantiation"
+            continue
+        u = Unit(meta["id"], i, str(inst.get("id", i)), kernel_dir, rel, symbol, meta.get("name", ""))
+        try:
+            u.text = u.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            skipped[i] = f"cannot read {rel}: {getattr(exc, 'strerror', None) or exc}"
+            continue
+        split_unit(u)
+        units.append(u)
+    return units, skipped
