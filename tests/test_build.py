@@ -390,3 +390,20 @@ def test_batch_that_times_out_falls_back_to_units_alone(tmp_path: Path) -> None:
     b = builds(ds)
     assert b["ka/default"]["status"] == b["kb/default"]["status"] == "ok"
     assert b["ka/default"]["batch_size"] == b["kb/default"]["batch_size"] == 1
+
+
+def test_kernels_selects_by_metadata_name_like_validate_and_enrich(tmp_path: Path) -> None:
+    ds = tmp_path / "ds"
+    # Kernel ids keep 48 characters of the name: a longer name is only whole in metadata.json.
+    long_name = "plain_add_" + "x" * 50
+    write_kernel(ds, long_name[:48] + "-000000000007", long_name, {"default": PLAIN_UNIT})
+    write_kernel(ds, "plain_add-000000000005", "plain_add", {"default": PLAIN_UNIT})
+    # A compiler that "builds" whatever it is given: this test is about which kernels are built.
+    nvcc = fake_nvcc(tmp_path, 'while [ $# -gt 1 ]; do [ "$1" = "-o" ] && : > "$2"; shift; done\nexit 0\n')
+    for selector in (long_name, "*_" + "x" * 50):  # the whole name, and a glob only the whole name matches
+        res = run_miner("build", ds, "--nvcc", nvcc, "--kernels", selector, "--cache-dir", tmp_path / "cache")
+        assert res.returncode == 0, res.stderr
+        assert "1/1 units built" in res.stdout
+        metas = {p.parent.name: json.loads(p.read_text()) for p in ds.glob("*/metadata.json")}
+        assert metas[long_name[:48] + "-000000000007"]["build"]["ok"] == 1
+        assert "build" not in metas["plain_add-000000000005"]

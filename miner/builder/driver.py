@@ -37,20 +37,6 @@ class BuildReport:
     failures: list[str] = field(default_factory=list)
 
 
-def _kernel_dirs(out_dir: Path, selectors: list[str]) -> list[Path]:
-    dirs = sorted(p.parent for p in out_dir.glob("*/metadata.json"))
-    if not selectors:
-        return dirs
-    import fnmatch
-
-    keep = []
-    for d in dirs:
-        name = d.name.rsplit("-", 1)[0]
-        if any(fnmatch.fnmatchcase(d.name, s) or fnmatch.fnmatchcase(name, s) for s in selectors):
-            keep.append(d)
-    return keep
-
-
 def _place_library(cache: Cache, obj: str, dst: Path) -> None:
     src = cache.root / obj
     try:
@@ -90,13 +76,16 @@ def build_record(u: Unit, r: Result, arch: str) -> dict[str, Any]:
 def build_dataset(out_dir: Path, opts: BuildOptions, nvcc: str, selectors: list[str] | None = None,
                   progress: Callable[[int], Callable[[], None]] | None = None,
                   update: Callable[[Path, dict[str, dict[str, Any]]], None] | None = None) -> BuildReport:
-    """Build every unit under out_dir and record the results in each kernel's metadata."""
+    """Build every unit under out_dir and record the results in each kernel's metadata.
+
+    selectors pick kernels as every stage's --kernels does (dataset.select: id, name part, metadata name, glob).
+    """
     t0 = time.monotonic()
     tool_id = toolchain_id(nvcc)
     cache = Cache(opts.cache_dir or default_cache_dir())
     flags = opts.nvcc_flags()
     kernels: list[tuple[Path, dict[str, Any], list[Unit], dict[int, str]]] = []
-    for kdir in _kernel_dirs(out_dir, selectors or []):
+    for kdir in dataset.select(dataset.kernel_dirs(out_dir), selectors or []):
         try:
             meta = dataset.load_metadata(kdir)
         except (OSError, json.JSONDecodeError):
