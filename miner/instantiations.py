@@ -1,7 +1,26 @@
-"""Concrete template arguments per kernel: launches, dispatch, explicit instantiations, defaults."""
+"""Concrete template arguments per kernel: launches, dispatch, references, explicit instantiations, defaults.
+
+Where each instantiation comes from (`origin`), strongest first:
+
+- `explicit`: a `template __global__ void k<float, 64>(...);` line.
+- `dispatch` / `call_site`: a launch whose arguments the AST resolved (inside an AT_DISPATCH lambda or not).
+- `host_template`: a launch written in terms of an enclosing host function template's parameters, with
+  one instantiation per known instantiation of that template, however many calls up it was fixed.
+- `reference`: the kernel named with template arguments outside a launch (a `(void*)` table, a function
+  pointer, `auto f = k<float, 256>;`); parameters of an enclosing host template take its instantiations,
+  or the defaults below when none is known.
+- `inferred`: nothing better: every template parameter takes its default. A launch inside a host
+  template whose instantiations are unknown also lands here (its written literals kept).
+
+Defaults: a type parameter becomes `float` (`int` when its name says it is an index), a `bool` value
+`false`, any other value `128`; a parameter's own default argument wins. At most `MAX_INSTANTIATIONS`
+are kept per kernel, spread over the distinct type combinations; `plan(..., omitted=[])` lists the rest.
+"""
 
 from __future__ import annotations
 
+import ast
+import operator
 import re
 from typing import Any
 
@@ -9,6 +28,8 @@ from miner.frontends.common import split_top, substitute  # noqa: F401 - re-expo
 
 _EXPLICIT = re.compile(r"\btemplate\s+(?:__global__\s+)?(?:void\s+)?(?:[\w:]+::)?(\w+)\s*<([^;{]*?)>\s*\(", re.S)
 DEFAULT_TYPE = "float"  # a type parameter with no instantiation anywhere becomes float (marked inferred)
+MAX_INSTANTIATIONS = 16  # units per kernel: a kernel chosen from a table of 100 variants keeps 16
+ORIGINS = ("explicit", "dispatch", "call_site", "host_template", "reference", "inferred")
 
 
 def explicit_in(text: str) -> dict[str, list[list[str]]]:
@@ -29,30 +50,171 @@ def _default(tp: dict[str, Any]) -> str:
     return "false" if t == "bool" else "128"
 
 
+# ------------------------------------------------------------------------------- value arguments
+
+_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+        ast.Mod: operator.mod, ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitAnd: operator.and_,
+        ast.BitOr: operator.or_, ast.BitXor: operator.xor}
+_CMP = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Eq: operator.eq,
+        ast.NotEq: operator.ne}
+
+
+def eval_int(text: str) -> int | None:
+    """Value of a C integer constant expression made of literals (`24 * 32`, `!!0`, `(48 == 48) ? 0 : 48`),
+    or None when it names anything else."""
+    t = re.sub(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]+\b", r"\1", text.strip())
+    t = re.sub(r"\btrue\b", "1", re.sub(r"\bfalse\b", "0", t))
+    if re.search(r"[A-Za-z_]", re.sub(r"\b0[xX][0-9a-fA-F]+\b", "", t)) or len(t) > 200:
+        return None
+    m = re.fullmatch(r"(.*?)\?(.*):(.*)", t, re.S)
+    if m and "?" not in m.group(1):
+        c = eval_int(m.group(1))
+        return None if c is None else eval_int(m.group(2) if c else m.group(3))
+    t = t.replace("&&", " and ").replace("||", " or ").replace("/", "//")
+    t = re.sub(r"!(?!=)", " not ", t).strip()
+    try:
+        return _ev(ast.parse(t, mode="eval").body)
+    except (SyntaxError, ValueError, TypeError, ZeroDivisionError, RecursionError):
+        return None
+
+
+def _ev(n: ast.AST) -> int:
+    if isinstance(n, ast.Constant) and isinstance(n.value, int) and not isinstance(n.value, bool):
+        return n.value
+    if isinstance(n, ast.BinOp) and type(n.op) in _BIN:
+        a, b = _ev(n.left), _ev(n.right)
+        if isinstance(n.op, ast.FloorDiv):  # C division truncates toward zero
+            return int(a / b) if b else _raise()
+        return _BIN[type(n.op)](a, b)
+    if isinstance(n, ast.UnaryOp):
+        v = _ev(n.operand)
+        if isinstance(n.op, ast.USub):
+            return -v
+        if isinstance(n.op, ast.UAdd):
+            return v
+        if isinstance(n.op, ast.Invert):
+            return ~v
+        if isinstance(n.op, ast.Not):
+            return int(not v)
+    if isinstance(n, ast.BoolOp):
+        vals = [_ev(v) for v in n.values]
+        return int(all(vals)) if isinstance(n.op, ast.And) else int(any(vals))
+    if isinstance(n, ast.Compare) and len(n.ops) == 1 and type(n.ops[0]) in _CMP:
+        return int(_CMP[type(n.ops[0])](_ev(n.left), _ev(n.comparators[0])))
+    raise ValueError("not an integer constant expression")
+
+
+def _raise() -> int:
+    raise ZeroDivisionError
+
+
+def _normalize(args: list[str], tparams: list[dict[str, Any]]) -> tuple[str, ...] | None:
+    """One argument per template parameter: missing trailing ones from their defaults, value arguments
+    folded to literals (`W * 32` after substitution -> `768`, `!!0` for a bool -> `false`)."""
+    if len(args) > len(tparams):
+        return None
+    out: list[str] = []
+    mapping: dict[str, str] = {}
+    for i, tp in enumerate(tparams):
+        if i < len(args):
+            a = re.sub(r"\s+", " ", args[i]).strip()
+        elif tp.get("default"):
+            a = substitute(tp["default"], mapping)
+        else:
+            return None
+        if tp["kind"] == "value":
+            v = eval_int(a)
+            if v is not None:
+                a = ("true" if v else "false") if (tp.get("type") or "").strip() == "bool" else str(v)
+        out.append(a)
+        mapping[tp["name"]] = a
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------------------- plan
+
+
+def _candidates(launches: list[dict[str, Any]], explicit: list[list[str]]
+                ) -> list[tuple[list[str], str]]:
+    out: list[tuple[list[str], str]] = []
+    for launch in launches:
+        ref = launch.get("kind") == "reference"
+        if launch.get("template_args"):
+            out.append((launch["template_args"], "reference" if ref else
+                        "dispatch" if launch.get("in_lambda") else "call_site"))
+        elif launch.get("host_template_args"):
+            origin = "reference" if ref else "inferred" if launch.get("host_defaulted") else "host_template"
+            out += [(a, origin) for a in launch["host_template_args"]]
+        elif launch.get("resolved_text"):
+            out.append((launch["resolved_text"], "reference" if ref else "call_site"))
+    out += [([a.strip() for a in args], "explicit") for args in explicit]
+    return out
+
+
+def _spread(found: list[tuple[tuple[str, ...], str]], tparams: list[dict[str, Any]], limit: int
+            ) -> list[tuple[tuple[str, ...], str]]:
+    """At most `limit`: strongest origins first, taken in turn from each distinct combination of the
+    type arguments (float, double and Half all stay), and within one, the combination that brings the
+    most values not seen yet (tile sizes and modes vary instead of repeating the table's first row)."""
+    if len(found) <= limit:
+        return found
+    types = [i for i, tp in enumerate(tparams) if tp["kind"] == "type"]
+    rank = {o: i for i, o in enumerate(ORIGINS)}
+    groups: dict[tuple[str, ...], list[tuple[tuple[str, ...], str]]] = {}
+    for ao in found:
+        groups.setdefault(tuple(ao[0][i] for i in types), []).append(ao)
+    seen: dict[tuple[str, ...], set[tuple[int, str]]] = {g: set() for g in groups}
+    picked: list[tuple[tuple[str, ...], str]] = []
+    while len(picked) < limit and any(groups.values()):
+        for g, lst in groups.items():
+            if not lst or len(picked) >= limit:
+                continue
+            best = min(lst, key=lambda ao: (rank.get(ao[1], len(rank)),
+                                            -len(set(enumerate(ao[0])) - seen[g])))
+            lst.remove(best)
+            seen[g] |= set(enumerate(best[0]))
+            picked.append(best)
+    keep = set(picked)
+    return [ao for ao in found if ao in keep]
+
+
 def plan(meta: dict[str, Any], launches: list[dict[str, Any]], explicit: list[list[str]],
-         host_calls: dict[str, list[list[str]]]) -> list[dict[str, Any]]:
-    """Distinct instantiations with their origin; nothing found gives one `inferred` default."""
+         host_calls: dict[str, list[list[str]]] | None = None, *, limit: int = MAX_INSTANTIATIONS,
+         omitted: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Distinct instantiations with their origin; nothing found gives one `inferred` default.
+
+    `launches` are the kernel's launch and reference records (launches.Launch as dicts); `host_calls` is
+    unused (host templates are resolved in launches.find). Instantiations beyond `limit` go to `omitted`.
+    """
     tparams = meta["template_params"]
     names = [t["name"] for t in tparams]
-    found: dict[tuple[str, ...], str] = {}
     if meta["is_specialization"] or not tparams:
         return [{"args": [], "template_args": {}, "origin": "specialization" if meta["is_specialization"]
                  else "none"}]
-    for launch in launches:
-        args = launch.get("template_args")
-        if args and len(args) == len(names):
-            found.setdefault(tuple(args), "dispatch" if launch.get("in_lambda") else "call_site")
-        elif launch.get("host_template_args"):
-            for concrete in launch["host_template_args"]:
-                if len(concrete) == len(names):
-                    found.setdefault(tuple(concrete), "host_template")
-    for args in explicit:
-        if len(args) == len(names):
-            found.setdefault(tuple(a.strip() for a in args), "explicit")
-    if not found:
-        found[tuple(_default(t) for t in tparams)] = "inferred"
-    return [{"args": list(a), "template_args": dict(zip(names, a, strict=False)), "origin": o}
-            for a, o in found.items()]
+    best: dict[tuple[str, ...], str] = {}
+    for args, origin in _candidates(launches, explicit):
+        norm = _normalize(list(args), tparams)
+        if norm is None:
+            continue
+        if norm not in best or ORIGINS.index(origin) < ORIGINS.index(best[norm]):
+            best[norm] = origin
+    # A guess only stands in for nothing: known instantiations push out inferred ones.
+    if any(o != "inferred" for o in best.values()):
+        best = {a: o for a, o in best.items() if o != "inferred"}
+    if not best:
+        head = []
+        for t in tparams:  # parameters up to the first with its own default; the rest from theirs
+            if t.get("default"):
+                break
+            head.append(_default(t))
+        best[_normalize(head, tparams) or tuple(_default(t) for t in tparams)] = "inferred"
+    found = list(best.items())
+    kept = _spread(found, tparams, limit)
+    if omitted is not None:
+        keep = set(kept)
+        omitted += [{"args": list(a), "template_args": dict(zip(names, a, strict=False)), "origin": o}
+                    for a, o in found if (a, o) not in keep]
+    return [{"args": list(a), "template_args": dict(zip(names, a, strict=False)), "origin": o} for a, o in kept]
 
 
 def inst_id(args: list[str]) -> str:

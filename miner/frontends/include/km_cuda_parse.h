@@ -15,6 +15,17 @@
 #define KM_CUDA_PARSE_H
 
 #define __KM_PARSE_STUB__ 1
+/* nvcc's host compiler is GCC; clang says __GNUC__ 4 for compatibility, and code that tests it
+ * (`#if __GNUC__ < 6` turning a whole op off) would hide its host code, launches included. Not 11
+ * or later: glibc then uses GCC-only attribute forms (`__malloc__(dealloc)`). */
+#if defined(__clang__) && __GNUC__ < 9
+#undef __GNUC__
+#undef __GNUC_MINOR__
+#undef __GNUC_PATCHLEVEL__
+#define __GNUC__ 10
+#define __GNUC_MINOR__ 5
+#define __GNUC_PATCHLEVEL__ 0
+#endif
 #define __CUDACC__ 1
 #define __NVCC__ 1
 #define __CUDACC_VER_MAJOR__ 12
@@ -45,26 +56,42 @@
 #define CUDART_CB
 #define __CUDA_DEPRECATED
 
-#if __has_include(<math.h>) && __has_include(<stddef.h>) && __has_include(<new>)
-#define KM_HAVE_LIBC 1
-/* The C headers themselves, not libstdc++'s wrappers around them: <cmath> alone costs ~100 ms
- * per translation unit; a file that includes it gets it then. */
-#define _GLIBCXX_INCLUDE_NEXT_C_HEADERS 1
-#include <math.h>
-#include <stdlib.h>
-#include <stdio.h>
-#include <string.h>
-#include <time.h>
-#include <assert.h>
+/* The C library as device code sees it. The C headers themselves are left to the files that include
+ * them (torch's shim brings the STL): with glibc's and libstdc++'s macros a translation unit holds
+ * ~8000 more top-level cursors, which every AST walk pays for. What is declared here is compatible
+ * with those headers when they come later: the same typedefs, the same macro definitions, and
+ * __device__ functions beside the host ones (a target overload, not a redeclaration). */
 #include <stddef.h>
-#include <stdint.h>
-#include <limits.h>
-#undef _GLIBCXX_INCLUDE_NEXT_C_HEADERS
-#include <new>
-/* What nvcc's <cmath> brings along and code uses unasked: std::forward, std::min/max through
- * <utility>'s neighbours, std::integral_constant, std::is_same_v. */
-#include <type_traits>
-#include <utility>
+typedef signed char int8_t;
+typedef short int int16_t;
+typedef int int32_t;
+typedef long int int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short int uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long int uint64_t;
+typedef long int intptr_t;
+typedef unsigned long int uintptr_t;
+typedef long int clock_t;
+#ifndef assert
+#define assert(e) ((void)(e))
+#endif
+#define INFINITY (__builtin_inff ())
+#define NAN (__builtin_nanf (""))
+#define HUGE_VALF (__builtin_huge_valf ())
+#define HUGE_VAL (__builtin_huge_val ())
+#define M_PI 3.14159265358979323846
+#define M_PI_2 1.57079632679489661923
+#define M_PI_4 0.78539816339744830962
+#define M_E 2.7182818284590452354
+#define M_LN2 0.69314718055994530942
+#define M_SQRT2 1.41421356237309504880
+#define M_SQRT1_2 0.70710678118654752440
+#define M_2_SQRTPI 1.12837916709551257390
+#define isnan(x) __builtin_isnan (x)
+#define isinf(x) __builtin_isinf_sign (x)
+#define isfinite(x) __builtin_isfinite (x)
+#define signbit(x) __builtin_signbit (x)
 /* Device-side C library, as clang's own CUDA headers declare it: __device__ overloads beside the
  * host declarations (same signatures may differ by target), so each side resolves its own. */
 #define KM_DMATH1(F)                                                                             \
@@ -134,58 +161,6 @@ __device__ float abs(float);
 __device__ double abs(double);
 /* isnan, isinf, isfinite and signbit stay the C library's macros (builtins, fine on both sides)
  * until <cmath> replaces them. */
-#else
-/* No C library headers on this machine: declare the part kernels use, for both sides. */
-typedef unsigned long size_t;
-typedef long ptrdiff_t;
-typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long int64_t;
-typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;
-typedef unsigned long uint64_t; typedef long intptr_t; typedef unsigned long uintptr_t;
-typedef long clock_t;
-#define NULL 0
-#define INT_MAX 2147483647
-#define INT_MIN (-INT_MAX - 1)
-#define UINT_MAX 4294967295U
-#define assert(e) ((void)(e))
-#define KM_MATH1(F)                                                                              \
-  __host__ __device__ float F##f(float);                                                         \
-  __host__ __device__ double F(double);                                                          \
-  __host__ __device__ float F(float);
-extern "C++" {
-KM_MATH1(sqrt) KM_MATH1(exp) KM_MATH1(exp2) KM_MATH1(expm1) KM_MATH1(log) KM_MATH1(log2)
-KM_MATH1(log10) KM_MATH1(log1p) KM_MATH1(sin) KM_MATH1(cos) KM_MATH1(tan) KM_MATH1(asin)
-KM_MATH1(acos) KM_MATH1(atan) KM_MATH1(sinh) KM_MATH1(cosh) KM_MATH1(tanh) KM_MATH1(floor)
-KM_MATH1(ceil) KM_MATH1(round) KM_MATH1(trunc) KM_MATH1(fabs) KM_MATH1(erf) KM_MATH1(erfc)
-KM_MATH1(cbrt) KM_MATH1(rint) KM_MATH1(lrint) KM_MATH1(lround) KM_MATH1(exp10)
-__host__ __device__ float powf(float, float);
-__host__ __device__ double pow(double, double);
-__host__ __device__ float pow(float, float);
-__host__ __device__ float atan2f(float, float);
-__host__ __device__ double atan2(double, double);
-__host__ __device__ float fmaxf(float, float);
-__host__ __device__ float fminf(float, float);
-__host__ __device__ double fmax(double, double);
-__host__ __device__ double fmin(double, double);
-__host__ __device__ float fmodf(float, float);
-__host__ __device__ double fmod(double, double);
-__host__ __device__ float fmaf(float, float, float);
-__host__ __device__ double fma(double, double, double);
-__host__ __device__ float copysignf(float, float);
-__host__ __device__ void sincosf(float, float *, float *);
-__host__ __device__ int isnan(double);
-__host__ __device__ int isinf(double);
-__host__ __device__ int isfinite(double);
-__host__ __device__ int abs(int);
-__host__ __device__ long long llabs(long long);
-__host__ __device__ int printf(const char *, ...);
-__host__ __device__ void *memset(void *, int, size_t);
-__host__ __device__ void *memcpy(void *, const void *, size_t);
-__host__ __device__ void *malloc(size_t);
-__host__ __device__ void free(void *);
-__host__ __device__ clock_t clock(void);
-}
-#undef KM_MATH1
-#endif
 
 /* ---- vector types (vector_types.h) and their make_* functions (vector_functions.h) ---- */
 #define KM_VEC1(T, N) struct __device_builtin__ N##1 { T x; };
@@ -434,6 +409,7 @@ cudaError_t cudaGetSymbolAddress(void **devPtr, const void *symbol);
 cudaError_t cudaGetSymbolSize(size_t *size, const void *symbol);
 cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func);
 cudaError_t cudaFuncSetCacheConfig(const void *func, enum cudaFuncCache cacheConfig);
+cudaError_t cudaFuncSetSharedMemConfig(const void *func, enum cudaSharedMemConfig config);
 cudaError_t cudaProfilerStart(void);
 cudaError_t cudaProfilerStop(void);
 }
@@ -452,6 +428,8 @@ template <class T>
 cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, T *entry);
 template <class T>
 cudaError_t cudaFuncSetCacheConfig(T *func, enum cudaFuncCache cacheConfig);
+template <class T>
+cudaError_t cudaFuncSetSharedMemConfig(T *func, enum cudaSharedMemConfig config);
 template <class T>
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, T func, int blockSize,
                                                           size_t dynamicSMemSize);
@@ -693,7 +671,7 @@ __host__ __device__ long long min(long long, int);
 __host__ __device__ long long max(long long, int);
 }
 
-/* math_constants.h and INFINITY/NAN, which nvcc code gets through <math.h>. */
+/* math_constants.h */
 #define CUDART_INF_F __builtin_huge_valf()
 #define CUDART_INF __builtin_huge_val()
 #define CUDART_NAN_F __builtin_nanf("")
@@ -702,14 +680,5 @@ __host__ __device__ long long max(long long, int);
 #define CUDART_PI 3.1415926535897931e+0
 #define CUDART_SQRT_2PI_F 2.506628275f
 #define CUDART_MIN_DENORM_F 1.40129846e-45f
-#ifndef M_PI
-#define M_PI 3.14159265358979323846
-#endif
-#ifndef INFINITY
-#define INFINITY __builtin_inff()
-#endif
-#ifndef NAN
-#define NAN __builtin_nanf("")
-#endif
 
 #endif /* KM_CUDA_PARSE_H */

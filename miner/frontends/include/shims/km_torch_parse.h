@@ -17,11 +17,12 @@
 #ifndef __CUDA_NO_HALF2_OPERATORS__
 #define __CUDA_NO_HALF2_OPERATORS__
 #endif
-#include "cuda_fp16.h"
-#include "cuda_bf16.h"
+#include "cuda_runtime.h"
 /* torch/extension.h brings most of the standard library; code relies on it. */
-#if defined(KM_HAVE_LIBC) && __has_include(<vector>)
+#if __has_include(<vector>)
 #include <cmath>
+#include <cstring>
+#include <cstdlib>
 #include <vector>
 #include <string>
 #include <tuple>

@@ -1,0 +1,105 @@
+"""instantiations.plan: origins, their precedence, argument folding, defaults and the per-kernel limit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from miner import instantiations
+from miner.instantiations import eval_int, plan
+
+
+def tp(name: str, kind: str = "type", type_: str | None = None, default: str | None = None) -> dict[str, Any]:
+    return {"kind": kind, "name": name, "type": type_, "default": default}
+
+
+def meta(*params: dict[str, Any], spec: bool = False) -> dict[str, Any]:
+    return {"template_params": list(params), "is_specialization": spec}
+
+
+def launch(kind: str = "<<<>>>", **kw: Any) -> dict[str, Any]:
+    return {"kind": kind, "template_args": None, "host_template_args": [], "host_defaulted": False,
+            "resolved_text": None, "in_lambda": False, **kw}
+
+
+def ids(insts: list[dict[str, Any]]) -> dict[str, str]:
+    return {"_".join(i["args"]): i["origin"] for i in insts}
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("24 * 32", 768), ("!!0", 0), ("!!11", 1), ("(48 == 48) ? 0 : 48", 0), ("256u", 256), ("0x10", 16),
+    ("7 / 2", 3), ("-7 / 2", -3), ("1 << 4", 16), ("true && false", 0), ("(8 > 8)", 0), ("!(3 > 2)", 0),
+])
+def test_eval_int_folds_constant_expressions(text: str, value: int) -> None:
+    assert eval_int(text) == value
+
+
+@pytest.mark.parametrize("text", ["N * 2", "sizeof(float)", "T", "1 / 0", "__import__('os')", ""])
+def test_eval_int_refuses_anything_else(text: str) -> None:
+    assert eval_int(text) is None
+
+
+def test_reference_wins_over_inferred_and_replaces_it() -> None:
+    m = meta(tp("T"), tp("N", "value", "int"))
+    got = plan(m, [launch("reference", host_template_args=[["float", "4"]], host_defaulted=True),
+                   launch(host_template_args=[["float", "128"]], host_defaulted=True)], [])
+    assert ids(got) == {"float_4": "reference"}
+
+
+def test_nothing_found_gives_one_inferred_default() -> None:
+    m = meta(tp("T"), tp("index_t"), tp("N", "value", "int"), tp("B", "value", "bool"))
+    assert ids(plan(m, [], [])) == {"float_int_128_false": "inferred"}
+
+
+def test_own_default_arguments_fill_missing_parameters() -> None:
+    m = meta(tp("T"), tp("N", "value", "int", "64"), tp("M", "value", "int", "N * 2"))
+    assert ids(plan(m, [launch(template_args=["double"])], [])) == {"double_64_128": "call_site"}
+    assert ids(plan(m, [], [])) == {"float_64_128": "inferred"}
+
+
+def test_strongest_origin_kept_for_the_same_arguments() -> None:
+    m = meta(tp("N", "value", "int"), tp("SQ", "value", "bool"))
+    got = plan(m, [launch(template_args=["128", "false"]), launch(template_args=["256", "1"], in_lambda=True),
+                   launch("reference", template_args=["256", "true"])], [["128", "false"]])
+    assert ids(got) == {"128_false": "explicit", "256_true": "dispatch"}
+
+
+def test_value_arguments_are_folded_per_parameter_type() -> None:
+    m = meta(tp("T"), tp("W", "value", "int"), tp("X", "value", "bool"), tp("U", "value", "unsigned int"))
+    got = plan(m, [launch("reference", host_template_args=[["float", "24 * 32", "!!11", "(1u << 3)"]])], [])
+    assert ids(got) == {"float_768_true_8": "reference"}
+
+
+def test_argument_lists_that_do_not_fit_are_ignored() -> None:
+    m = meta(tp("T"), tp("N", "value", "int"))
+    got = plan(m, [launch(template_args=["float", "4", "extra"]), launch(template_args=["float"])], [])
+    assert ids(got) == {"float_128": "inferred"}
+
+
+def test_specializations_and_plain_kernels() -> None:
+    assert plan(meta(spec=True), [], [])[0]["origin"] == "specialization"
+    assert plan(meta(), [launch(template_args=["float"])], [])[0]["origin"] == "none"
+
+
+def test_limit_keeps_every_type_and_varied_values() -> None:
+    m = meta(tp("T"), tp("A", "value", "int"), tp("B", "value", "int"))
+    rows = [[t, str(a), str(b)] for a in (1, 2, 3, 4) for b in (8, 16, 32) for t in ("float", "double", "c10::Half")]
+    omitted: list[dict[str, Any]] = []
+    got = plan(m, [launch("reference", host_template_args=rows)], [], limit=9, omitted=omitted)
+    assert len(got) == 9 and len(omitted) == len(rows) - 9
+    assert {i["args"][0] for i in got} == {"float", "double", "c10::Half"}
+    per_type = [i for i in got if i["args"][0] == "float"]
+    # Three float picks, no two with the same A or the same B.
+    assert len({i["args"][1] for i in per_type}) == 3 and len({i["args"][2] for i in per_type}) == 3
+    assert {tuple(i["args"]) for i in got}.isdisjoint({tuple(i["args"]) for i in omitted})
+
+
+def test_default_limit_is_documented() -> None:
+    assert str(instantiations.MAX_INSTANTIATIONS) in (instantiations.__doc__ or "") or \
+        "MAX_INSTANTIATIONS" in (instantiations.__doc__ or "")
+
+
+def test_explicit_instantiation_lines() -> None:
+    text = "template __global__ void k<float, 64>(const float*, int);\ntemplate void ns::k<double, 1>(int);\n"
+    assert instantiations.explicit_in(text) == {"k": [["float", "64"], ["double", "1"]]}
