@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from miner.build import DEFAULT_ARCH, DEFAULT_BATCH, DEFAULT_TIMEOUT, BuildOptions, build_dataset, find_nvcc
+from miner.commands._common import add_kernels, add_output_level, check_numbers, kernel_patterns
 from miner.errors import InputError, UsageError
 from miner.progress import progress_bar
 
@@ -36,17 +37,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"limit per nvcc call; the whole process group is killed (default: {DEFAULT_TIMEOUT:g})")
     p.add_argument("--nvcc", metavar="PATH", help="nvcc to use (default: nvcc on PATH, $CUDA_HOME/bin/nvcc)")
     p.add_argument("--force", action="store_true", help="ignore cached results and compile everything again")
-    p.add_argument("--kernels", action="append", default=[], metavar="ID|NAME|GLOB",
-                   help="build only these kernels: ids, names or glob patterns (repeatable, comma-separated)")
+    add_kernels(p, "build")
     p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH, metavar="K",
                    help=f"units compiled together in one nvcc call (default: {DEFAULT_BATCH}; 1 disables batching)")
     p.add_argument("--cache-dir", metavar="DIR",
                    help="build cache (default: $XDG_CACHE_HOME/kernel-miner/build)")
     p.add_argument("-X", "--nvcc-flag", action="append", default=[], metavar="FLAG",
                    help="extra nvcc flag, e.g. -X=-DNDEBUG (repeatable; part of the cache key)")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("-q", "--quiet", action="store_true", help="print errors only")
-    g.add_argument("-v", "--verbose", action="store_true", help="also print every unit that failed")
+    add_output_level(p, "also print every unit that failed")
 
 
 def options_namespace(dataset: str, **given: object) -> argparse.Namespace:
@@ -64,13 +62,8 @@ def run(args: argparse.Namespace) -> int:
     out_dir = Path(args.dataset)
     if not out_dir.is_dir():
         raise UsageError(f"{args.dataset}: not a dataset directory")
-    if args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
-    if args.batch_size < 1:
-        raise UsageError("--batch-size must be at least 1")
-    if not args.timeout > 0:
-        raise UsageError("--timeout must be positive")
-    selectors = [s.strip() for item in args.kernels for s in item.split(",") if s.strip()]
+    check_numbers(args, at_least_one=("jobs", "batch_size"), positive=("timeout",))
+    selectors = kernel_patterns(args.kernels)
     opts = BuildOptions(arch=args.arch, jobs=args.jobs, timeout=args.timeout, batch_size=args.batch_size,
                         force=args.force, extra_flags=list(args.nvcc_flag),
                         cache_dir=Path(args.cache_dir) if args.cache_dir else None)

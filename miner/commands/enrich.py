@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from miner.commands._common import add_kernels, kernel_patterns
 from miner.errors import UsageError
 
 HELP = "analyse, test and describe each kernel with an LLM (any OpenAI-compatible endpoint)"
@@ -34,8 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--completion-tokens", type=int, help="max_tokens of one answer (default 4096)")
     parser.add_argument("--timeout", type=float, help="seconds per HTTP request (default 120)")
     parser.add_argument("--test-timeout", type=float, help="seconds per generated-test run (default 300)")
-    parser.add_argument("--kernels", help="comma-separated kernel ids, names or glob patterns to enrich "
-                                          "(default all)")
+    add_kernels(parser, "enrich")
     parser.add_argument("--force", action="store_true", default=None, help="redo stages already finished")
 
 
@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"enrich needs the llm extra ({exc.name} missing): pip install 'kernel-miner[llm]'") from None
     cli = {k: getattr(args, k) for k in ("model", "base_url", "concurrency", "max_attempts", "stages",
                                           "max_requests", "max_tokens", "completion_tokens", "timeout",
-                                          "test_timeout", "kernels", "force")}
+                                          "test_timeout", "force")}
+    cli["kernels"] = kernel_patterns(args.kernels) or None  # None: the --config file's list, if any
     cfg = build_config(cli, args.config)
     summary = run_enrich(Path(args.dir), cfg)
     if summary.stopped:

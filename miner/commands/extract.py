@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 
+from miner.commands._common import add_output_level, check_numbers
 from miner.errors import UsageError
 from miner.extract import FRONTENDS, ExtractOptions, extract
 from miner.progress import progress_bar
@@ -41,21 +42,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-units", action="store_true",
                    help="only extract kernels: skip the dependency closure, launch sites, instantiations "
                         "and the rendered standalone units (units/<inst>/unit.cu)")
-    g = p.add_mutually_exclusive_group()
     p.add_argument("--build", action="store_true",
                    help="then compile the units with nvcc, as `kernel-miner build DIR` does (cached by content)")
     p.add_argument("--arch", default=None, metavar="LIST",
                    help="with --build: nvcc targets, as for `kernel-miner build --arch` (default: sm_90,compute_90)")
-    g.add_argument("-q", "--quiet", action="store_true", help="print errors only")
-    g.add_argument("-v", "--verbose", action="store_true", help="also list skipped files and each kernel")
+    add_output_level(p, "also list skipped files and each kernel")
 
 
 def run(args: argparse.Namespace) -> int:
     paths = list(args.paths) + list(args.input_file)
     if not paths:
         raise UsageError("no input: give PATH arguments or --input-file")
-    if args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
+    check_numbers(args, at_least_one=("jobs",))
     if args.build and args.no_units:
         raise UsageError("--build needs units: drop --no-units")
     if args.arch and not args.build:

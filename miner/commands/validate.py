@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from miner.commands._common import add_kernels, check_numbers, kernel_patterns
 from miner.errors import InputError, UsageError
 
 HELP = "run each kernel's tests in an isolated process and record pass/fail/crash per kernel"
@@ -27,8 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sanitize", action="store_true",
                         help="run each kernel's tests under compute-sanitizer memcheck")
     parser.add_argument("--force", action="store_true", help="re-run kernels already validated")
-    parser.add_argument("--kernels", action="append", metavar="PATTERN",
-                        help="only kernels whose id or name matches (glob; repeat or comma-separate)")
+    add_kernels(parser, "validate")
     parser.add_argument("--mode", choices=("fork", "spawn"), default="fork",
                         help="fork: children of a warm worker that has torch imported (fast); "
                              "spawn: a fresh interpreter per kernel")
@@ -48,13 +48,10 @@ def run(args: argparse.Namespace) -> int:
     root = Path(args.dir)
     if not root.is_dir():
         raise InputError(f"{root}: not a directory")
-    if args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be positive")
+    check_numbers(args, at_least_one=("jobs",), positive=("timeout",))
     if args.sanitize and shutil.which("compute-sanitizer") is None:
         raise UsageError("--sanitize needs compute-sanitizer on PATH")
-    patterns = [p for item in (args.kernels or []) for p in item.split(",") if p]
+    patterns = kernel_patterns(args.kernels)
     opts = Options(jobs=args.jobs, timeout=args.timeout, sanitize=args.sanitize, force=args.force,
                    kernels=patterns or None, mode=args.mode, oracles=args.oracles, tests_from=args.tests_from)
 
