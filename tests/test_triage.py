@@ -28,6 +28,8 @@ def test_triage_writes_a_reproducible_folder_per_failure(tmp_path: Path) -> None
     summary = (seg / "summary.txt").read_text()
     assert "outcome:   crashed" in summary and "signal:    SIGSEGV" in summary
     assert "Fatal Python error" in summary  # stderr tail
+    assert "oracles:   determinism=not_applicable" in summary
+    assert "KM_ORACLES=1" in (seg / "repro.sh").read_text()
     assert os.access(seg / "repro.sh", os.X_OK)
     # The repro reproduces: the failing assertion shows, from the triage folder alone.
     env = dict(os.environ, PYTHONPATH=str(REPO))

@@ -18,7 +18,7 @@ _REPRO = """#!/usr/bin/env bash
 set -u
 cd "$(dirname "$0")"
 {build}
-export PYTHONFAULTHANDLER=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
+export PYTHONFAULTHANDLER=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 KM_ORACLES={oracles}
 # Add "compute-sanitizer --tool memcheck" in front of python to look for memory errors.
 timeout -s KILL {timeout} {sanitize}python -m pytest -p miner.validate.plugin -p no:cacheprovider \\
     -c /dev/null --rootdir . --import-mode=importlib tests "$@"
@@ -42,6 +42,10 @@ def summary_text(kid: str, meta: dict[str, Any], v: dict[str, Any], stderr_tail:
     build = v.get("build") or {}
     for inst, err in (build.get("failed") or {}).items():
         lines.append(f"build {inst}: {err}")
+    summ = v.get("oracle_summary") or {}
+    if summ:
+        lines.append("oracles:   " + ", ".join(f"{k}={x.get('status')}" for k, x in summ.items() if isinstance(x, dict))
+                     + ("" if summ.get("enabled", True) else " (run with --no-oracles)"))
     if v.get("timing"):
         lines.append("timing:    " + ", ".join(f"{k}={val}" for k, val in v["timing"].items() if val is not None))
     lines.append(f"validated: {v.get('validated_at')} with {v.get('tool')}")
@@ -93,7 +97,8 @@ def triage(root: Path, out: Path, timeout: float = 120) -> list[Path]:
         sanitize = "compute-sanitizer --tool memcheck " if v.get("sanitize") else ""
         write_text(tmp / "repro.sh", _REPRO.format(
             kid=kdir.name, outcome=v["outcome"], reason=str(v.get("reason", "")).replace("\n", " "),
-            build="\n".join(builds) or ":", timeout=int(timeout), sanitize=sanitize))
+            build="\n".join(builds) or ":", timeout=int(timeout), sanitize=sanitize,
+            oracles=0 if (v.get("oracle_summary") or {}).get("enabled") is False else 1))
         (tmp / "repro.sh").chmod(0o755)
         write_text(tmp / "summary.txt", summary_text(kdir.name, meta, v, tail))
         shutil.rmtree(dest, ignore_errors=True)
