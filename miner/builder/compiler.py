@@ -11,6 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+def _kill_group(pid: int) -> None:
+    """SIGKILL nvcc's whole process group (cicc, ptxas, gcc); it may have exited already."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 @dataclass
 class Compiled:
     rc: int | None      # None: timed out
@@ -32,10 +40,7 @@ class Compiler:
         with self._lock:
             self.stopped = True
             for proc in list(self._running):
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                _kill_group(proc.pid)
 
     def compile(self, src: str, out: Path, cwd: Path, tmp: Path) -> Compiled:
         with self._lock:
@@ -56,10 +61,7 @@ class Compiler:
             data, _ = proc.communicate(timeout=self.timeout)
             rc: int | None = proc.returncode
         except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _kill_group(proc.pid)
             data, _ = proc.communicate()
             rc = None
         finally:
