@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from miner import compile_db, dataset, include_graph
+from miner import compile_db, context, dataset, include_graph
 from miner import units as unit_stage
 from miner.discover import SourceFile, discover
 from miner.errors import UsageError
@@ -34,6 +34,7 @@ class ExtractOptions:
     jobs: int = 1
     frontend: str = "auto"
     units: bool = True  # closure, launches, instantiations and rendered units (needs libclang)
+    project: str | None = None  # where context files are looked up (default: the inputs' git checkout)
 
 
 @dataclass
@@ -104,7 +105,8 @@ def _overlaps(a: Kernel, b: Kernel) -> bool:
 
 def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_graph.IncludeGraph,
                opts: ExtractOptions, report: ExtractReport,
-               progress: Callable[[int], Callable[[], None]], units: UnitData) -> tuple[list[Kernel], dict[str, str]]:
+               progress: Callable[[int], Callable[[], None]], units: UnitData,
+               extra: list[SourceFile] = ()) -> tuple[list[Kernel], dict[str, str]]:
     """Kernels from every file, and for each kernel file the translation unit that parsed it."""
     kernel_files = {f.path: f for f in files if f.has_kernel}
     inputs = {f.path for f in files}
@@ -118,7 +120,7 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
         report.notes.append("libclang is not available: using tree-sitter for every file")
         use_clang = False
     if use_clang:
-        roots = include_graph.parse_roots(files, graph)
+        roots = include_graph.parse_roots(files, graph, extra)
         tick = progress(len(roots))
         pending = roots
         while pending:
@@ -268,11 +270,19 @@ def extract(opts: ExtractOptions, progress: Callable[[int], Callable[[], None]] 
             return report
         raise UsageError("no CUDA kernels found in the given inputs (no __global__ definitions)")
     include_dirs = [os.path.realpath(d) for d in opts.include_dirs]
-    graph = include_graph.build(files, include_dirs)
+    if opts.project is not None and not os.path.isdir(opts.project):
+        raise UsageError(f"{opts.project}: --project is not a directory")
+    extra = (context.find(files, include_dirs, disc.roots, opts.project)
+             if opts.units or opts.frontend != "treesitter" else [])
+    if extra:
+        names = ", ".join(os.path.basename(f.path) for f in extra[:8]) + (" ..." if len(extra) > 8 else "")
+        report.notes.append(f"{len(extra)} project files outside the inputs used as context: {names}")
+    graph = include_graph.build(files + extra, include_dirs)
     config = ParseConfig(include_dirs=include_dirs + graph.auto_include_dirs,
-                         defines=list(opts.defines), per_file_args=per_file)
+                         defines=list(opts.defines), per_file_args=per_file,
+                         context=frozenset(f.path for f in extra))
     units = UnitData()
-    kernels, tu_of = _parse_all(files, config, graph, opts, report, progress, units)
+    kernels, tu_of = _parse_all(files, config, graph, opts, report, progress, units, extra)
     data = {f.path: f.data for f in files}
     ordinals: dict[tuple[str, str], int] = defaultdict(int)
     metas: list[dict[str, Any]] = []

@@ -68,14 +68,21 @@ def build(files: list[SourceFile], include_dirs: list[str]) -> IncludeGraph:
     return graph
 
 
-def parse_roots(files: list[SourceFile], graph: IncludeGraph) -> list[str]:
-    """Translation units that reach a kernel file, plus kernel files no such unit includes."""
+def parse_roots(files: list[SourceFile], graph: IncludeGraph, context: list[SourceFile] = ()) -> list[str]:
+    """Translation units that reach a kernel file, plus kernel files no such unit includes. Context
+    translation units (outside the inputs) are roots only for kernel files no input unit reaches."""
     kernel_files = {f.path for f in files if f.has_kernel}
     roots: list[str] = []
     covered: set[str] = set()
     for f in files:
         if os.path.splitext(f.path)[1].lower() in TU_SUFFIXES:
             reach = graph.closure(f.path) & kernel_files
+            if reach:
+                roots.append(f.path)
+                covered |= reach
+    for f in context:
+        if os.path.splitext(f.path)[1].lower() in TU_SUFFIXES:
+            reach = graph.closure(f.path) & (kernel_files - covered)
             if reach:
                 roots.append(f.path)
                 covered |= reach

@@ -186,3 +186,28 @@ def test_parameter_names_that_shadow_cuda_names(tmp_path: Path) -> None:
     (meta,) = load_dataset(tmp_path / "out")
     assert meta["instantiations"][0]["build"]["status"] == "ok"
     assert [p["name"] for p in meta["instantiations"][0]["launcher"]["params"]] == ["in", "out", "dim3", "stream", "n"]
+
+
+@pytest.mark.parametrize("how", ["git", "--project"])
+def test_one_header_alone_is_mined_with_its_project_context(tmp_path: Path, how: str) -> None:
+    """The container use: `--input-file kernel.cuh`. Its helper headers and the .cu that launches it
+    sit elsewhere in the project: they are found there, so the unit, launches and dispatched types
+    are the same as when the whole tree is given."""
+    src = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "closure", src)
+    extra: list[str] = []
+    if how == "git":
+        (src / ".git").mkdir()
+    else:
+        extra = ["--project", str(src)]
+    proc = run_miner("--input-file", src / "cuda" / "reduce_kernel.cuh", "--output-dir", tmp_path / "out", *extra,
+                     "--build", "-v", env={"XDG_CACHE_HOME": str(tmp_path / "cache")}, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "project files outside the inputs used as context" in proc.stderr and "ops_cuda.cu" in proc.stderr
+    metas = {m["name"]: m for m in load_dataset(tmp_path / "out")}
+    assert sorted(metas) == ["pair_area_kernel", "row_reduce_kernel"]  # context files are not mined
+    row = metas["row_reduce_kernel"]
+    assert sorted(i["id"] for i in row["instantiations"]) == ["double", "float", "half"]
+    assert {i["build"]["status"] for i in row["instantiations"]} == {"ok"}
+    assert row["launches"][0]["config"]["block"] == "KM_THREADS" and row["launches"][0]["values"]["block"] == 256
+    assert "KM_LOOP_1D" in row["closure"]["macros"]

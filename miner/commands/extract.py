@@ -42,6 +42,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-units", action="store_true",
                    help="only extract kernels: skip the dependency closure, launch sites, instantiations "
                         "and the rendered standalone units (units/<inst>/unit.cu)")
+    p.add_argument("--project", metavar="DIR",
+                   help="the project the inputs belong to: helper headers they include and the .cu files that "
+                        "launch their kernels are looked up there when they lie outside the inputs "
+                        "(default: the inputs' git checkout, else their folder)")
     p.add_argument("--build", action="store_true",
                    help="then compile the units with nvcc, as `kernel-miner build DIR` does (cached by content)")
     p.add_argument("--arch", default=None, metavar="LIST",
@@ -60,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--arch applies to --build only")
     opts = ExtractOptions(paths=paths, out_dir=args.output_dir, include_dirs=args.include_dir,
                           defines=args.define, compile_commands=args.compile_commands,
-                          jobs=args.jobs, frontend=args.frontend, units=not args.no_units)
+                          jobs=args.jobs, frontend=args.frontend, units=not args.no_units, project=args.project)
     with progress_bar("parsing", disable=args.quiet) as progress:
         report = extract(opts, progress)
     for line in report.failures:

@@ -175,7 +175,7 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
             stack.extend(c.get_children())
     if with_units and result.kernels:
         try:
-            _units(tu, result, cursors, inputs, norm, sources)
+            _units(tu, result, cursors, inputs | config.context, norm, sources)
         except Exception as exc:  # noqa: BLE001 - one TU's closure failing must not stop the run
             result.unit_error = f"{type(exc).__name__}: {exc}"
     result.kernels.sort(key=lambda k: (k.path, k.start_offset))

@@ -17,6 +17,7 @@ class ParseConfig:
     include_dirs: list[str] = field(default_factory=list)
     defines: list[str] = field(default_factory=list)  # "NAME" or "NAME=VALUE"
     per_file_args: dict[str, list[str]] = field(default_factory=dict)  # from compile_commands.json
+    context: frozenset[str] = frozenset()  # project files outside the inputs: closure scope, never mined
     cuda_arch: int = DEFAULT_CUDA_ARCH
 
     def defines_dict(self) -> dict[str, str]:
