@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
+if TYPE_CHECKING:
+    import jsonschema
 
 from miner.resources import data_dir
 
@@ -22,6 +23,8 @@ def load(name: str = "kernel") -> dict[str, Any]:
 @functools.cache
 def validator(name: str = "kernel", definition: str | None = None) -> jsonschema.protocols.Validator:
     """A validator for schema `name`, or for its `$defs/<definition>` (which may refer to other $defs)."""
+    import jsonschema  # only stages that check documents need it: the CLI starts without it
+
     schema = load(name)
     if definition is not None:
         schema = {**schema["$defs"][definition], "$defs": schema["$defs"]}
@@ -36,4 +39,6 @@ def errors(obj: Any, name: str = "kernel", definition: str | None = None) -> lis
 
 def validate(obj: dict[str, Any], name: str = "kernel") -> None:
     """Raise jsonschema.ValidationError when `obj` does not match the schema."""
+    import jsonschema
+
     jsonschema.validate(obj, load(name))
