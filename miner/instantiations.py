@@ -220,6 +220,7 @@ def plan(meta: dict[str, Any], launches: list[dict[str, Any]], explicit: list[li
 def inst_id(args: list[str]) -> str:
     if not args:
         return "default"
-    text = "_".join(a.replace("c10::Half", "half").replace("at::Half", "half")
-                    .replace("c10::BFloat16", "bf16").replace("at::BFloat16", "bf16") for a in args)
+    text = "_".join(a.replace("c10::Half", "half").replace("at::Half", "half").replace("__half", "half")
+                    .replace("c10::BFloat16", "bf16").replace("at::BFloat16", "bf16")
+                    .replace("__nv_bfloat16", "bf16") for a in args)
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")[:60] or "default"

@@ -862,6 +862,10 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
             concrete = _template_args(t) if t.kind == K.FUNCTION_DECL else None
             if concrete is None and ref is not None and _kernel_key(st, ref) == kkey:
                 concrete = _template_args(ref)
+            if concrete is None and not written and t.kind == K.FUNCTION_TEMPLATE:
+                host = [p.spelling for p in st.host_params.get(host_key, [])] if host_key else []
+                deduced = _deduce(t, [a for a in children if a is not callee and a is not cfg], host)
+                written = [deduced] if deduced else written
         launch = Launch(kernel=kkey, launcher=fn.spelling, path=path, line=call.location.line, kind=kind,
                         config={"grid": parts[0], "block": parts[1], "shared_mem": parts[2] or "0",
                                 "stream": parts[3] or "0"},
@@ -871,6 +875,57 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
             launch._aliases = _aliases(ctx, r)  # type: ignore[attr-defined]
         _values(ctx, launch)
         st.launches.append(launch)
+
+
+_CV = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict)\b|&")
+
+
+def _type_text(t: ci.Type, host: list[str]) -> str:
+    """A type as text: canonical, with a host template's parameters by name (`type-parameter-0-1` -> Tg)."""
+    text = t.get_canonical().spelling
+
+    def name(m: re.Match[str]) -> str:
+        depth, index = int(m.group(1)), int(m.group(2))
+        return host[index] if depth == 0 and index < len(host) else m.group(0)
+    return re.sub(r"type-parameter-(\d+)-(\d+)", name, text)
+
+
+def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str]) -> list[str] | None:
+    """Template arguments a launch without `<...>` deduces from its arguments' types: the kernel's
+    parameter types with its template parameters as holes, matched against the argument types
+    (`adamw_kernel3<<<...>>>(params, grads)` inside `adamw_update<Tp, Tg>` gives <Tp, Tg>)."""
+    tps = [p.spelling for p in _tparams(kernel)]
+    parms = [c for c in kernel.get_children() if c.kind == K.PARM_DECL]
+    if not tps or not parms:
+        return None
+    bound: dict[str, str] = {}
+    for parm, arg in zip(parms, args, strict=False):
+        pat = " ".join(_CV.sub(" ", parm.type.spelling).split())
+        act = " ".join(_CV.sub(" ", _type_text(arg.type, host)).split())
+        if not pat or not act or "type-parameter" in act:
+            continue
+        holes = [n for n in tps if re.search(rf"\b{re.escape(n)}\b", pat)]
+        if not holes:
+            continue
+        rx, used = "", set()
+        for piece in re.split(r"\b(" + "|".join(re.escape(n) for n in holes) + r")\b", pat):
+            if piece in holes:
+                rx += f"(?P={piece})" if piece in used else f"(?P<{piece}>.+?)"
+                used.add(piece)
+            else:
+                rx += re.escape(piece)
+        m = re.fullmatch(rx, act)
+        if not m:
+            continue
+        for n in holes:
+            if bound.setdefault(n, m.group(n).strip()) != m.group(n).strip():
+                return None  # two arguments disagree: leave it to a better source
+    out = []
+    for n in tps:  # trailing parameters may have defaults (filled by instantiations.plan)
+        if n not in bound:
+            break
+        out.append(bound[n])
+    return out or None
 
 
 def _macro_launch(ctx: TUContext, text: str) -> tuple[list[str | None], list[str] | None, str]:

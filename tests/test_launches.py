@@ -83,8 +83,12 @@ __global__ void chain_kernel(T* x, int n) {
   if (i < n) x[i] = x[i] * (T)2;
 }
 template <typename T, int N>
+__global__ void chain_ref_kernel(T* x) { x[threadIdx.x % N] = (T)0; }
+template <typename T, int N>
 void launch_chain(T* x, int n, cudaStream_t s) {
   chain_kernel<T, N><<<(n + N - 1) / N, N, 0, s>>>(x, n);
+  void* keep = (void*)chain_ref_kernel<T, N / 2>;
+  (void)keep;
 }
 template <typename T>
 void mid_chain(T* x, int n, cudaStream_t s) {
@@ -155,6 +159,25 @@ cudaError_t run_mode(float* x, double* y, int w, int h, cudaStream_t stream) {
   mode_spec spec2 = choose_mode<double>(w, h);
   void* args2[] = {&y};
   return cudaLaunchKernel(spec2.exec, dim3(1), dim3(128), args2, 0, stream);
+}
+""",
+    # No `<...>` at the launch: the kernel's arguments are deduced from the host template's parameters.
+    "deduced.cu": r"""
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+typedef __nv_bfloat16 floatX;
+template <typename Tp, typename Tg>
+__global__ void step_kernel(Tp* params, const Tg* grads, float lr, int n) {
+  const int i = threadIdx.x;
+  if (i < n) params[i] = (Tp)((float)params[i] - lr * (float)grads[i]);
+}
+template <typename Tp, typename Tg>
+void step_update(Tp* params, Tg* grads, float lr, int n, cudaStream_t s) {
+  step_kernel<<<1, 256, 0, s>>>(params, grads, lr, n);
+}
+void step_all(float* p, floatX* g, floatX* q, int n) {
+  step_update(p, g, 0.1f, n, 0);
+  step_update(q, g, 0.1f, n, 0);
 }
 """,
     # `if constexpr` inside an AT_DISPATCH lambda: the discarded branch is never instantiated.
@@ -233,6 +256,9 @@ def test_host_template_chain_three_levels(dataset) -> None:
     assert insts(dataset["chain_kernel"]) == {
         "float_128": "host_template", "float_256": "host_template",
         "double_128": "host_template", "double_256": "host_template"}
+    # A reference three calls down gets the same instantiations, its `N / 2` folded.
+    assert insts(dataset["chain_ref_kernel"]) == {
+        "float_64": "reference", "float_128": "reference", "double_64": "reference", "double_128": "reference"}
     (launch,) = real_launches(dataset["chain_kernel"])
     assert launch["launcher"] == "launch_chain"
     assert launch["config"]["block"] == "N"
@@ -258,6 +284,10 @@ def test_macro_table_values_folded(dataset) -> None:
     assert {lc["config"]["block"] for lc in exec_launches} == {"dim3(128)"}
     (setup,) = real_launches(dataset["mode_setup_kernel"])
     assert setup["config"]["block"] == "dim3(32)"
+
+
+def test_arguments_deduced_from_host_template_parameters(dataset) -> None:
+    assert insts(dataset["step_kernel"]) == {"float_bf16": "host_template", "bf16_bf16": "host_template"}
 
 
 def test_if_constexpr_keeps_the_instantiated_branch(dataset) -> None:

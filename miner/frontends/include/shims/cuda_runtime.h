@@ -13,6 +13,12 @@
 #include <assert.h>
 #undef _GLIBCXX_INCLUDE_NEXT_C_HEADERS
 #endif
+/* What nvcc's <cmath> brings along and code uses unasked: std::forward, std::integral_constant. */
+#if defined(__cplusplus) && __has_include(<type_traits>)
+#include <type_traits>
+#include <utility>
+#include <new>
+#endif
 #include "cuda_fp16.h"
 #include "cuda_bf16.h"
 #endif
