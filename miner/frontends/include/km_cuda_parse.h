@@ -61,7 +61,13 @@
  * ~8000 more top-level cursors, which every AST walk pays for. What is declared here is compatible
  * with those headers when they come later: the same typedefs, the same macro definitions, and
  * __device__ functions beside the host ones (a target overload, not a redeclaration). */
+#if __has_include(<stddef.h>)
 #include <stddef.h>
+#else
+typedef unsigned long size_t;
+typedef long ptrdiff_t;
+#define NULL 0
+#endif
 typedef signed char int8_t;
 typedef short int int16_t;
 typedef int int32_t;
