@@ -138,13 +138,16 @@ class TUContext:
 
     def _index(self, scope: ci.Cursor, ns: tuple[str, ...]) -> None:
         for c in scope.get_children():
+            kind = c.kind  # before the location: most top-level cursors are preprocessing records
+            if kind not in _SCOPE_KINDS and kind not in _PIECE_KINDS:
+                continue
             f = c.location.file
             if f is None:
                 continue
             path = self.norm(f.name)
             if path not in self.inputs:
                 continue
-            if c.kind in _SCOPE_KINDS:
+            if kind in _SCOPE_KINDS:
                 self._index(c, ns + ((c.spelling or "",) if c.kind == K.NAMESPACE else ()))
             elif c.kind in _PIECE_KINDS:
                 e = c.extent

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing as mp
 import os
+import tempfile
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -14,7 +15,7 @@ from miner import compile_db, context, dataset, include_graph
 from miner import units as unit_stage
 from miner.discover import SourceFile, discover
 from miner.errors import UsageError
-from miner.frontends import clang_frontend, treesitter_frontend
+from miner.frontends import clang_frontend, pch, treesitter_frontend
 from miner.frontends.config import ParseConfig
 from miner.model import Kernel
 from miner.provenance import Origin, origin_of
@@ -58,13 +59,18 @@ class UnitData:
             self.closures.setdefault(key, unit)
         for launch in res.launches:
             lst = self.launches.setdefault(tuple(launch["kernel"]), [])
-            sig = (launch["path"], launch["line"], tuple(launch["template_args"] or ()))
-            if all((x["path"], x["line"], tuple(x["template_args"] or ())) != sig for x in lst):
+            sig = _launch_key(launch)
+            if all(_launch_key(x) != sig for x in lst):
                 lst.append(launch)
         for name, lst in res.explicit.items():
             for args in lst:
                 if args not in self.explicit.setdefault(name, []):
                     self.explicit[name].append(args)
+
+
+def _launch_key(launch: dict[str, Any]) -> tuple[Any, ...]:
+    return (launch["path"], launch["line"], launch["kind"], tuple(launch["template_args"] or ()),
+            tuple(launch.get("template_args_text") or ()))
 
 
 # Worker state: set once per process by the pool initializer (libclang's Index is not picklable).
@@ -119,8 +125,10 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
             raise UsageError("libclang is not available: install the 'libclang' package or use --frontend treesitter")
         report.notes.append("libclang is not available: using tree-sitter for every file")
         use_clang = False
+    pch_dir = tempfile.TemporaryDirectory(prefix="km-pch-") if use_clang else None
     if use_clang:
         roots = include_graph.parse_roots(files, graph, extra)
+        config = _with_torch_pch(config, files + list(extra), graph, roots, pch_dir.name)
         tick = progress(len(roots))
         pending = roots
         while pending:
@@ -159,8 +167,21 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                 report.failures.append(f"{path}: syntax errors, partial results")
     if use_clang:
         kernels = _variant_parses(kernels, kernel_files, config, inputs, tu_of, opts, units)
+    if pch_dir is not None:
+        pch_dir.cleanup()
     kernels.sort(key=lambda k: (k.path, k.start_offset))
     return kernels, tu_of
+
+
+def _with_torch_pch(config: ParseConfig, files: list[SourceFile], graph: include_graph.IncludeGraph,
+                    roots: list[str], folder: str) -> ParseConfig:
+    """The config with a precompiled stub + torch shim for the roots whose includes reach torch."""
+    torch_files = {f.path for f in files if pch.includes_torch(f.data)}
+    tus = frozenset(r for r in roots if graph.closure(r) & torch_files)
+    if len(tus) < 2:  # building the prefix costs about two parses
+        return config
+    path = pch.build(config, folder)
+    return replace(config, torch_pch=path, torch_tus=tus) if path else config
 
 
 def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], config: ParseConfig,
@@ -178,7 +199,7 @@ def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], 
         return kernels
     swap: dict[int, Kernel] = {}
     for (tu, defines), wanted in sorted(groups.items()):
-        variant = replace(config, defines=[*config.defines, *defines])
+        variant = replace(config, defines=[*config.defines, *defines], torch_pch=None)
         res = clang_frontend.parse(tu, variant, inputs, with_units=opts.units)
         if res.error:
             continue

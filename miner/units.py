@@ -39,9 +39,12 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Any, 
         unit = {"kernel_path": k.path, "pieces": [], "includes": [], "shims": [], "unresolved": []}
         unresolved.append({"symbol": "*", "reason": f"no AST closure: kernel came from the {k.frontend} frontend",
                            "where": f"{_rel(k.path, root)}:{k.start_line}"})
-    launches = data.launches.get(key, [])
-    insts = instantiations.plan(meta, launches, data.explicit.get(k.name, []), {})
+    records = data.launches.get(key, [])
+    omitted: list[dict[str, Any]] = []
+    insts = instantiations.plan(meta, records, data.explicit.get(k.name, []), {}, omitted=omitted)
+    launches = [lc for lc in records if lc["kind"] != "reference"]
     meta["launches"] = [_launch_json(lc, root, meta["params"]) for lc in launches]
+    meta["references"] = [_launch_json(lc, root, meta["params"]) for lc in records if lc["kind"] == "reference"]
     pieces = unit["pieces"]
     meta["closure"] = {
         "functions": [p["name"] for p in pieces if p["kind"] in _FUNC_KINDS],
@@ -53,6 +56,9 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Any, 
         "chosen_defines": meta["parse_context"]["defines"],
         "sources": sorted({_rel(p["path"], root) for p in pieces}),
     }
+    unresolved += [{"symbol": f"{k.name}<{', '.join(o['args'])}>", "where": f"{_rel(k.path, root)}:{k.start_line}",
+                    "reason": f"instantiation limit reached ({instantiations.MAX_INSTANTIATIONS}): "
+                              f"{o['origin']} instantiation not rendered"} for o in omitted]
     meta["unresolved"] = unresolved + unit["unresolved"]
     first = next((lc for lc in launches if lc["kind"] == "<<<>>>"), launches[0] if launches else None)
     meta["instantiations"] = render.render(out_dir, meta, text, unit, insts, first)

@@ -211,3 +211,24 @@ def test_one_header_alone_is_mined_with_its_project_context(tmp_path: Path, how:
     assert {i["build"]["status"] for i in row["instantiations"]} == {"ok"}
     assert row["launches"][0]["config"]["block"] == "KM_THREADS" and row["launches"][0]["values"]["block"] == 256
     assert "KM_LOOP_1D" in row["closure"]["macros"]
+
+
+def test_precompiled_torch_prefix_parses_like_the_plain_stub(corpus_copy: Path, tmp_path: Path) -> None:
+    """Torch translation units parse against a precompiled stub + shim: same kernels, no new errors."""
+    from miner.frontends import clang_frontend, pch
+    from miner.frontends.config import ParseConfig
+
+    if not clang_frontend.AVAILABLE:
+        pytest.skip("libclang not installed")
+    tu = str((corpus_copy / "ops" / "row_stats.cu").resolve())
+    assert pch.includes_torch((corpus_copy / "ops" / "row_stats.cu").read_bytes())
+    plain = ParseConfig(include_dirs=[str(corpus_copy / "include")])
+    path = pch.build(plain, str(tmp_path))
+    assert path and Path(path).stat().st_size > 0
+    fast = ParseConfig(include_dirs=plain.include_dirs, torch_pch=path, torch_tus=frozenset({tu}))
+    assert "-include-pch" in clang_frontend.clang_args(fast, tu)
+    a = clang_frontend.parse(tu, plain, {tu}, with_units=True)
+    b = clang_frontend.parse(tu, fast, {tu}, with_units=True)
+    assert [(k.name, k.start_offset) for k in a.kernels] == [(k.name, k.start_offset) for k in b.kernels]
+    assert a.kernels and all(k.diagnostics.get("errors", 0) == 0 for k in b.kernels)
+    assert [u["pieces"] for u in a.units.values()] == [u["pieces"] for u in b.units.values()]

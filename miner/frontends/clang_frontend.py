@@ -134,6 +134,9 @@ def _kernel(c: ci.Cursor, data: bytes, path: str, clang_name: str, diags: dict) 
     )
 
 
+_PREPROCESSING = {K.MACRO_DEFINITION, K.MACRO_INSTANTIATION, K.INCLUSION_DIRECTIVE} if AVAILABLE else set()
+
+
 def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | None = None,
           with_units: bool = False) -> ParseResult:
     """Parse `path`; report kernels defined in any file of `inputs` that this TU sees."""
@@ -158,12 +161,14 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
     stack = list(tu.cursor.get_children())
     while stack:
         c = stack.pop()
+        kind = c.kind
+        if kind in _PREPROCESSING:
+            continue
         f = c.location.file
         # Only input files are walked: system and shim headers are never descended into.
         fname = norm(f.name) if f is not None else None
         if fname not in inputs:
             continue
-        kind = c.kind
         if kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
             start_file = c.extent.start.file
             if _is_kernel(c) and start_file is not None and norm(start_file.name) == fname:

@@ -19,6 +19,10 @@ class ParseConfig:
     per_file_args: dict[str, list[str]] = field(default_factory=dict)  # from compile_commands.json
     context: frozenset[str] = frozenset()  # project files outside the inputs: closure scope, never mined
     cuda_arch: int = DEFAULT_CUDA_ARCH
+    # The parse stub and torch shim precompiled once per run, for the translation units that include
+    # torch headers: the shim's standard library is most of their parse time.
+    torch_pch: str | None = None
+    torch_tus: frozenset[str] = frozenset()
 
     def defines_dict(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -47,14 +51,18 @@ def compiler_include_dir() -> str | None:
     return path if path and Path(path, "float.h").exists() else None
 
 
-def clang_args(config: ParseConfig, path: str) -> list[str]:
-    """Host-only parse that sees the device side: `__CUDA_ARCH__` is defined as the target arch."""
+def clang_args(config: ParseConfig, path: str, prefix: bool = True) -> list[str]:
+    """Host-only parse that sees the device side: `__CUDA_ARCH__` is defined as the target arch.
+    `prefix=False` leaves the stub out: for building the precompiled prefix itself."""
     inc = stub_dir()
     args = [
         "-x", "cuda", "--cuda-host-only", f"-D__CUDA_ARCH__={config.cuda_arch}", "-D__NVCC__", "-std=c++17",
         "-nocudainc", "-nocudalib", "-ferror-limit=0", "-Wno-unknown-cuda-version",
-        "-include", str(inc / "km_cuda_parse.h"),
     ]
+    if prefix and config.torch_pch and path in config.torch_tus and path not in config.per_file_args:
+        args += ["-include-pch", config.torch_pch]
+    elif prefix:
+        args += ["-include", str(inc / "km_cuda_parse.h")]
     gcc_inc = compiler_include_dir()
     if gcc_inc:
         args += ["-isystem", gcc_inc]
