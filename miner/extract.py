@@ -129,6 +129,10 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
     if use_clang:
         roots = include_graph.parse_roots(files, graph, extra)
         config = _with_torch_pch(config, files + list(extra), graph, roots, pch_dir.name)
+        # Longest first (by the bytes each unit reaches): one heavy file started last would be the
+        # whole tail of the run. Results are sorted again afterwards, so the order is not visible.
+        size = {f.path: len(f.data) for f in [*files, *extra]}
+        roots.sort(key=lambda r: -sum(size.get(p, 0) for p in graph.closure(r)))
         tick = progress(len(roots))
         pending = roots
         while pending:
