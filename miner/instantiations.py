@@ -59,10 +59,18 @@ _CMP = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE:
         ast.NotEq: operator.ne}
 
 
+_INT_TYPE = (r"(?:(?:(?:unsigned|signed)\s+)?(?:int|long\s+long|long|short|char)|unsigned|signed"
+             r"|(?:std::)?size_t|u?int(?:8|16|32|64)_t)")
+_INT_CAST = re.compile(rf"\b{_INT_TYPE}\s*\(")
+_C_CAST = re.compile(rf"\(\s*{_INT_TYPE}\s*\)")
+
+
 def eval_int(text: str) -> int | None:
     """Value of a C integer constant expression made of literals (`24 * 32`, `!!0`, `(48 == 48) ? 0 : 48`),
     or None when it names anything else."""
-    t = re.sub(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]+\b", r"\1", text.strip())
+    # Casts to an integer type change no value here: `int(Tile)` once Tile is 64, `(unsigned)N`.
+    t = _INT_CAST.sub("(", _C_CAST.sub(" ", text.strip()))
+    t = re.sub(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]+\b", r"\1", t)
     t = re.sub(r"\btrue\b", "1", re.sub(r"\bfalse\b", "0", t))
     if re.search(r"[A-Za-z_]", re.sub(r"\b0[xX][0-9a-fA-F]+\b", "", t)) or len(t) > 200:
         return None
@@ -139,6 +147,8 @@ def _candidates(launches: list[dict[str, Any]], explicit: list[list[str]]
     out: list[tuple[list[str], str]] = []
     for launch in launches:
         ref = launch.get("kind") == "reference"
+        # A generic lambda dispatched over a list of values: one instantiation per value.
+        out += [(a, "reference" if ref else "dispatch") for a in launch.get("dispatch_args") or []]
         if launch.get("template_args"):
             out.append((launch["template_args"], "reference" if ref else
                         "dispatch" if launch.get("in_lambda") else "call_site"))

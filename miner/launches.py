@@ -23,6 +23,7 @@ import clang.cindex as ci
 
 from miner.closure import TUContext
 from miner.frontends.common import split_top
+from miner.instantiations import eval_int
 
 K = ci.CursorKind
 _API = {"cudaLaunchKernel": 0, "cudaLaunchCooperativeKernel": 0, "cudaLaunchKernelEx": 1,
@@ -30,6 +31,9 @@ _API = {"cudaLaunchKernel": 0, "cudaLaunchCooperativeKernel": 0, "cudaLaunchKern
 # Launches written through these shim macros get the macro's name as their kind.
 _MACRO_LAUNCHES = {"hipLaunchKernelGGL"}
 _FUNCS = {K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.CONVERSION_FUNCTION}
+_CLASS_TEMPLATES = (K.CLASS_TEMPLATE, K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION)
+# Where a class template is used with concrete arguments (`W<Gpu, float> w;`, `W<Gpu, float>()(x)`).
+_TYPED_USES = (K.VAR_DECL, K.TYPE_REF, K.CALL_EXPR, K.UNEXPOSED_EXPR, K.CXX_FUNCTIONAL_CAST_EXPR)
 _SCOPES = {K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL, K.CLASS_DECL, K.STRUCT_DECL, K.CLASS_TEMPLATE,
            K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION, K.UNION_DECL}
 _TPARAMS = (K.TEMPLATE_TYPE_PARAMETER, K.TEMPLATE_NON_TYPE_PARAMETER, K.TEMPLATE_TEMPLATE_PARAMETER)
@@ -65,6 +69,9 @@ class Launch:
     host_defaulted: bool = False
     # Written arguments with macros, enumerators and aliases replaced (no host parameters left).
     resolved_text: list[str] | None = None
+    # One argument list per element of the list a generic lambda is dispatched over
+    # (`for_each<list_c<int, 64, 32>>([&](auto Tile) { k<T, Tile><<<...>>>(); })`).
+    dispatch_args: list[list[str]] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------- text
@@ -303,10 +310,13 @@ def _default_for(p: ci.Cursor) -> str:
 _DEPENDENT_DECLS = (K.TEMPLATE_TYPE_PARAMETER, K.TEMPLATE_NON_TYPE_PARAMETER, K.TEMPLATE_TEMPLATE_PARAMETER)
 
 
-def _aliases(ctx: TUContext, ref: ci.Cursor) -> dict[str, str]:
+def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[str]] | None = None,
+             found: dict[str, list[str]] | None = None) -> dict[str, str]:
     """What the names in a written argument list stand for, where the AST knows: non-dependent type
     aliases (`scalar_t` inside an AT_DISPATCH lambda) and local constants (`constexpr int kTile = 64;`).
-    Names that depend on a template parameter or a generic lambda's `auto` map to "" (unknown here)."""
+    Names that depend on a template parameter or a generic lambda's `auto` map to "" (unknown here),
+    except a generic lambda parameter in `lists` (dispatched over a value list: it stays by name, for
+    `_finish` to expand) and a class template's member alias (its text, in the class's parameters)."""
     out: dict[str, str] = {}
     for ch in ref.walk_preorder():
         d = ch.referenced if ch.kind in (K.TYPE_REF, K.DECL_REF_EXPR, K.TEMPLATE_REF) else None
@@ -317,17 +327,25 @@ def _aliases(ctx: TUContext, ref: ci.Cursor) -> dict[str, str]:
         elif d.kind in (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL):
             canon = d.underlying_typedef_type.get_canonical()
             dependent = canon.kind == ci.TypeKind.UNEXPOSED or "type-parameter" in canon.spelling
-            out[d.spelling] = "" if dependent else canon.spelling
+            member = d.semantic_parent is not None and d.semantic_parent.kind in _CLASS_TEMPLATES
+            out[d.spelling] = (d.underlying_typedef_type.spelling if member else "") if dependent else canon.spelling
+            if dependent and member:  # unknown unless they are the host's own parameters (checked in _finish)
+                for p in _tparams(d.semantic_parent):
+                    out.setdefault(p.spelling, "")
         elif d.kind in (K.VAR_DECL, K.PARM_DECL) and ch.kind == K.DECL_REF_EXPR:
             t = d.type.get_canonical()
-            if "type-parameter" in t.spelling or t.kind in (ci.TypeKind.UNEXPOSED, ci.TypeKind.AUTO):
+            if lists and d.kind == K.PARM_DECL and _key(ctx, d) in lists:
+                out[d.spelling] = d.spelling
+                if found is not None:
+                    found[d.spelling] = lists[_key(ctx, d)]  # type: ignore[index]
+            elif "type-parameter" in t.spelling or t.kind in (ci.TypeKind.UNEXPOSED, ci.TypeKind.AUTO):
                 out[d.spelling] = ""
             elif d.kind == K.VAR_DECL and t.is_const_qualified() and d.semantic_parent is not None \
                     and d.semantic_parent.kind in _FUNCS:
                 init = [x for x in d.get_children() if x.kind not in (K.TYPE_REF, K.NAMESPACE_REF)]
                 if init:
                     text = _src(ctx, init[-1])
-                    inner = _aliases(ctx, init[-1]) if d.spelling not in text else {}
+                    inner = _aliases(ctx, init[-1], lists, found) if d.spelling not in text else {}
                     out[d.spelling] = "" if "" in inner.values() else f"({substitute(text, inner)})"
     return out
 
@@ -393,6 +411,12 @@ class _State:
     names: set[str] = field(default_factory=set)  # kernel names: a cheap test before resolving a reference
     bodies: dict[tuple[str, int], tuple[list[tuple[ci.Cursor, ci.Cursor]], dict[int, str]]] = field(
         default_factory=dict)  # a function's kernel references and the fields they are stored into
+    # Generic lambda parameters (by declaration) dispatched over a list of values, and those values.
+    lists: dict[tuple[str, int], list[str]] = field(default_factory=dict)
+    scanned: set[int] = field(default_factory=set)  # scopes searched for explicit class instantiations
+    # Partial specializations of each class template: (key, written arguments, parameter names).
+    partials: dict[tuple[str, int], list[tuple[tuple[str, int], list[str], list[str]]]] = field(
+        default_factory=dict)
 
 
 def _definitions(st: _State) -> list[tuple[str, ci.Cursor]]:
@@ -417,10 +441,97 @@ def _definitions(st: _State) -> list[tuple[str, ci.Cursor]]:
                             _add(st.concrete, key, args)
                 elif kind == K.VAR_DECL:
                     out.append((path, d))
+                elif kind in (K.STRUCT_DECL, K.CLASS_DECL) and d.get_num_template_arguments() > 0:
+                    _class_instance(st, d, explicit=True)
+                    _sibling_instances(st, d)
+                    stack.extend(d.get_children())
                 elif kind in _SCOPES:
+                    if kind == K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION:
+                        _partial(st, d)
                     stack.extend(d.get_children())
     out.sort(key=lambda pc: (pc[0], pc[1].extent.start.offset))
     return out
+
+
+def _class_instance(st: _State, d: ci.Cursor, explicit: bool = False) -> None:
+    """A class template specialization with concrete arguments (`template struct W<Gpu, float, 2>;`, a
+    variable of type `W<Gpu, float, 2>`): an instantiation of the class template, for its methods.
+    An explicit full specialization (`template <> struct W<float> {...}`, with members of its own) is not."""
+    prim = _primary(d)
+    if prim.kind == K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION:  # the arguments are the primary's
+        prim = _primary(prim)
+    if prim.kind != K.CLASS_TEMPLATE:
+        return
+    if explicit and any(ch.kind in _FUNCS or ch.kind in (K.FIELD_DECL, K.CXX_BASE_SPECIFIER)
+                        for ch in d.get_children()):
+        return
+    key = _key(st.ctx, prim)
+    args = _template_args(d)
+    if key is not None and key[0] in st.ctx.inputs and args:
+        _add(st.concrete, key, args)
+
+
+def _sibling_instances(st: _State, d: ci.Cursor) -> None:
+    """Every explicit instantiation beside `d` in its scope: several written by one macro invocation
+    share its extent, and the closure's index keeps only the first of those."""
+    parent = d.lexical_parent or d.semantic_parent
+    if parent is None or parent.hash in st.scanned:
+        return
+    st.scanned.add(parent.hash)
+    for c in parent.get_children():
+        if c.kind in (K.STRUCT_DECL, K.CLASS_DECL) and c.location.file is not None \
+                and st.ctx.norm(c.location.file.name) in st.ctx.inputs and c.get_num_template_arguments() > 0:
+            _class_instance(st, c, explicit=True)
+
+
+def _partial(st: _State, d: ci.Cursor) -> None:
+    """A partial specialization's written arguments (`struct W<Gpu, T, N>`), to match instantiations."""
+    prim = _primary(d)
+    key, pkey = _key(st.ctx, prim), _key(st.ctx, d)
+    if key is None or pkey is None or prim.kind != K.CLASS_TEMPLATE:
+        return
+    text = _COMMENT.sub(" ", _src(st.ctx, d))
+    m = re.search(rf"\b(?:struct|class)\s+(?:[\w:]*::)?{re.escape(d.spelling)}\s*<", text)
+    got = _angle_args(text, m.end() - 1) if m else None
+    if got:
+        st.partials.setdefault(key, []).append((pkey, got[0], [p.spelling for p in _tparams(d)]))
+
+
+def _match_partial(pattern: list[str], params: list[str], args: list[str]) -> list[str] | None:
+    """The partial specialization's arguments for one instantiation of its primary template, or None
+    when it does not match (a written non-parameter argument is compared by its last name)."""
+    if len(pattern) != len(args):
+        return None
+    bound: dict[str, str] = {}
+    for pat, arg in zip(pattern, args, strict=True):
+        pat = pat.strip()
+        if pat in params:
+            if bound.setdefault(pat, arg) != arg:
+                return None
+        else:
+            a, b = _IDENT.findall(pat), _IDENT.findall(arg)
+            if not a or not b or a[-1] != b[-1]:
+                if eval_int(pat) is None or eval_int(pat) != eval_int(arg):
+                    return None
+    if any(p not in bound for p in params):
+        return None
+    return [bound[p] for p in params]
+
+
+def _host_of(st: _State, path: str, fn: ci.Cursor) -> tuple[str, int] | None:
+    """The host template a definition's dependent names come from: itself (a function template), or
+    the class template (or partial specialization) whose method it is, in-class or out-of-line."""
+    if fn.kind == K.FUNCTION_TEMPLATE:
+        st.host_params[(path, fn.location.offset)] = _tparams(fn)
+        return path, fn.location.offset
+    parent = fn.semantic_parent
+    if fn.kind in _FUNCS and parent is not None and parent.kind in _CLASS_TEMPLATES:
+        key = _key(st.ctx, parent)
+        if key is not None:
+            # Out of line, the definition names the parameters itself (possibly differently).
+            st.host_params.setdefault(key, _tparams(fn) or _tparams(parent))
+        return key
+    return None
 
 
 def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
@@ -457,6 +568,9 @@ def _merge(records: list[Launch]) -> list[Launch]:
             if args not in first.host_template_args:
                 first.host_template_args.append(args)
         first.host_defaulted = first.host_defaulted and rec.host_defaulted
+        for args in rec.dispatch_args:
+            if args not in first.dispatch_args:
+                first.dispatch_args.append(args)
     return list(out.values())
 
 
@@ -469,9 +583,7 @@ def _add(table: dict[tuple[str, int], list[list[str]]], key: tuple[str, int], ar
 
 
 def _walk(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None) -> None:
-    host_key = (path, fn.location.offset) if fn is not None and fn.kind == K.FUNCTION_TEMPLATE else None
-    if host_key is not None:
-        st.host_params[host_key] = _tparams(fn)
+    host_key = _host_of(st, path, fn) if fn is not None else None
     stack: list[tuple[ci.Cursor, bool]] = [(root, False)]
     while stack:
         c, in_lambda = stack.pop()
@@ -481,6 +593,7 @@ def _walk(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None) -> None:
             cfg = next((x for x in children if x.kind == K.CALL_EXPR
                         and x.spelling == "__cudaPushCallConfiguration"), None)
             ref = c.referenced
+            _lambda_lists(st, c, children)
             if cfg is not None:
                 _chevron(st, fn or root, path, c, children, cfg, in_lambda, host_key)
             elif ref is not None and ref.spelling in _API and fn is not None:
@@ -492,6 +605,10 @@ def _walk(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None) -> None:
             _reference(st, root if fn is None else fn, path, c, in_lambda, host_key)
             if c.kind == K.DECL_REF_EXPR and c.referenced is not None and c.referenced.kind == K.OVERLOADED_DECL_REF:
                 continue  # its OVERLOADED_DECL_REF child names the same thing
+        elif kind in _TYPED_USES:
+            decl = c.type.get_canonical().get_declaration()
+            if decl.kind in (K.STRUCT_DECL, K.CLASS_DECL) and decl.get_num_template_arguments() > 0:
+                _class_instance(st, decl)
         children_ = list(c.get_children())
         if kind == K.IF_STMT:
             children_ = _taken_branches(c, children_)
@@ -604,7 +721,7 @@ def _reference(st: _State, fn: ci.Cursor, path: str, c: ci.Cursor, in_lambda: bo
                          config={"grid": None, "block": None, "shared_mem": None, "stream": None},
                          template_args=concrete, template_args_text=texts, in_lambda=in_lambda,
                          host_template=host_key)
-            rec._aliases = _aliases(st.ctx, c)  # type: ignore[attr-defined]
+            _record_aliases(st, rec, c)
             st.refs.append(rec)
 
 
@@ -635,14 +752,80 @@ def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.C
             texts = _written_args(st, callee, t.spelling)
             if texts:
                 params = [p.spelling for p in st.host_params.get(host_key, [])]
-                alias = {k: v for k, v in _aliases(ctx, callee).items() if v}
+                alias = {k: v for k, v in _aliases(ctx, callee, st.lists).items() if v}
                 st.dep_calls.append(_DepCall(host_key, params, key, [substitute(x, alias) for x in texts[0]]))
         break
 
 
+_LIST_VALUE = re.compile(r"integral_constant<[^<>,]+,\s*\(?(-?\d+)[uUlL]*\)?\s*>")
+_LIST_C = re.compile(r"\w+_c\s*<\s*(?:(?:unsigned|signed|long|short|std::size_t|size_t|int|bool)\s*)+,([^<>]*)>")
+
+
+def _list_values(texts: list[str]) -> list[str]:
+    """Values of a type list of integral constants (`list<integral_constant<int, 64>, ...>`, `list_c<int,
+    64, 32>`), as spelled in the types named by a dispatch call."""
+    for t in texts:
+        vals = _LIST_VALUE.findall(t)
+        if vals:
+            return list(dict.fromkeys(vals))
+    for t in texts:
+        m = _LIST_C.search(t)
+        if m:
+            vals = [v.strip().rstrip("uUlL") for v in m.group(1).split(",")]
+            if vals and all(re.fullmatch(r"-?\d+", v) for v in vals):
+                return list(dict.fromkeys(vals))
+    return []
+
+
+def _lambda_lists(st: _State, call: ci.Cursor, children: list[ci.Cursor]) -> None:
+    """A call that passes a generic lambda (`auto` parameter) and names a list of integral constants in
+    its template arguments (`for_each<list_c<int, 64, 32>>([&](auto Tile) {...})`): the lambda runs once
+    per value, so its parameter takes each of them."""
+    lambdas = [x for a in children[1:] for x in a.walk_preorder() if x.kind == K.LAMBDA_EXPR]
+    if not lambdas or not children:
+        return
+    parms = [p for lam in lambdas[:1] for p in lam.get_children() if p.kind == K.PARM_DECL
+             and p.type.get_canonical().kind in (ci.TypeKind.UNEXPOSED, ci.TypeKind.AUTO)]
+    if len(parms) != 1:
+        return
+    texts: list[str] = []
+    ref = call.referenced
+    if ref is not None and ref.kind in _FUNCS:
+        for i in range(max(ref.get_num_template_arguments(), 0)):
+            try:
+                if ref.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE:
+                    texts.append(ref.get_template_argument_type(i).get_canonical().spelling)
+            except ValueError:
+                break
+    for d in children[0].walk_preorder():  # the callee as written: `for_each<tiles_t>`
+        if d.kind == K.TYPE_REF and d.referenced is not None:
+            r = d.referenced
+            if r.kind in (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL):
+                texts += [r.underlying_typedef_type.get_canonical().spelling, r.underlying_typedef_type.spelling]
+            texts.append(d.type.get_canonical().spelling)
+    texts.append(_src(st.ctx, children[0]))
+    vals = _list_values(texts)
+    key = _key(st.ctx, parms[0])
+    if vals and key is not None:
+        st.lists[key] = vals
+
+
+def _record_aliases(st: _State, rec: Launch, ref: ci.Cursor) -> None:
+    found: dict[str, list[str]] = {}
+    rec._aliases = _aliases(st.ctx, ref, st.lists, found)  # type: ignore[attr-defined]
+    rec._lists = found  # type: ignore[attr-defined]
+
+
 def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
-    """Concrete instantiations of every host template, pushed through dependent calls to a fixed point."""
+    """Concrete instantiations of every host template, pushed through dependent calls to a fixed point.
+    A class template's instantiations reach the partial specializations they match."""
     insts = {k: [list(a) for a in v] for k, v in st.concrete.items()}
+    for key, parts in st.partials.items():
+        for inst in list(insts.get(key, [])):
+            for pkey, pattern, params in parts:
+                args = _match_partial(pattern, params, inst)
+                if args is not None:
+                    _add(insts, pkey, args)
     for _ in range(_MAX_DEPTH):
         changed = False
         for dc in st.dep_calls:
@@ -655,24 +838,69 @@ def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
     return insts
 
 
+_MAX_LIST_VARIANTS = 64
+_COND = re.compile(r"(?:std::)?conditional_t\s*<\s*(?:std::)?is_same(?:_v\s*<|\s*<)\s*([\w:\s]+?)\s*,\s*([\w:\s]+?)"
+                   r"\s*>(?:::value)?\s*,\s*([\w:\s]+?)\s*,\s*([\w:\s]+?)\s*>")
+_SAME = {"at::Half": "c10::Half", "at::BFloat16": "c10::BFloat16", "half": "__half", "signed": "int",
+         "unsigned": "unsigned int", "signed int": "int"}
+_DISTINCT = {"float", "double", "int", "unsigned int", "long", "unsigned long", "long long", "unsigned long long",
+             "short", "unsigned short", "char", "signed char", "unsigned char", "bool", "c10::Half",
+             "c10::BFloat16", "__half", "__nv_bfloat16"}
+
+
+def _fold_conditional(text: str) -> str:
+    """`std::conditional_t<std::is_same<float, at::Half>::value, int2, int4>` once the class template's
+    parameter is bound -> `int4`, where both compared types are known builtins (else left as written)."""
+    def one(m: re.Match[str]) -> str:
+        a, b = (_SAME.get(" ".join(x.split()), " ".join(x.split())) for x in (m.group(1), m.group(2)))
+        if a == b:
+            return m.group(3).strip()
+        return m.group(4).strip() if a in _DISTINCT and b in _DISTINCT else m.group(0)
+    return _COND.sub(one, text)
+
+
 def _finish(st: _State, rec: Launch, insts: dict[tuple[str, int], list[list[str]]]) -> None:
     """Resolve a record's written arguments: aliases, constants, and the host template's instantiations
-    (or its parameters' defaults when none is known)."""
+    (or its parameters' defaults when none is known); once per value of each list a generic lambda
+    parameter in them is dispatched over."""
     alias = getattr(rec, "_aliases", {})
-    if hasattr(rec, "_aliases"):
-        del rec._aliases  # type: ignore[attr-defined]
+    lists = getattr(rec, "_lists", {})
+    for attr in ("_aliases", "_lists"):
+        if hasattr(rec, attr):
+            delattr(rec, attr)
     if rec.host_template is not None:
         params = st.host_params.get(rec.host_template, [])
         rec.host_params = [p.spelling for p in params]
+    variants: list[dict[str, str]] = [{}]
+    for name, vals in lists.items():
+        variants = [{**v, name: x} for v in variants for x in vals][:_MAX_LIST_VARIANTS]
+    if not lists:
+        _finish_one(st, rec, insts, alias, {})
+        return
+    host_args, defaulted = list(rec.host_template_args), rec.host_defaulted
+    for variant in variants:
+        rec.resolved_text, rec.host_template_args, rec.host_defaulted = None, [], False
+        _finish_one(st, rec, insts, alias, variant)
+        if rec.resolved_text is not None and rec.resolved_text not in rec.dispatch_args:
+            rec.dispatch_args.append(rec.resolved_text)
+        for args in rec.host_template_args:
+            if args not in host_args:
+                host_args.append(args)
+        defaulted = defaulted or rec.host_defaulted
+    rec.resolved_text, rec.host_template_args, rec.host_defaulted = None, host_args, defaulted and bool(host_args)
+
+
+def _finish_one(st: _State, rec: Launch, insts: dict[tuple[str, int], list[list[str]]], alias: dict[str, str],
+                variant: dict[str, str]) -> None:
     names = set(rec.host_params)
-    texts = [substitute(t, {k: v for k, v in alias.items() if v and k not in names})
+    texts = [substitute(substitute(t, {k: v for k, v in alias.items() if v and k not in names}), variant)
              for t in rec.template_args_text]
     if not texts:
         return
     rec.resolved_text = [st.resolver(t, names) for t in texts]
     idents = {n for t in rec.resolved_text for n in _IDENT.findall(t)}
     used = idents & names
-    # A name that depends on something other than the host function template's parameters (a class
+    # A name that depends on something other than the host template's parameters (an enclosing class
     # template's, a generic lambda's `auto`): these arguments cannot be made concrete here.
     unknown = {n for n, v in alias.items() if not v} - names
     if rec.template_args is not None or rec.host_template is None or not used or idents & unknown:
@@ -683,13 +911,13 @@ def _finish(st: _State, rec: Launch, insts: dict[tuple[str, int], list[list[str]
     if known:
         for inst in known:
             mapping = dict(zip(rec.host_params, inst, strict=False))
-            args = [st.resolver(substitute(t, mapping), set()) for t in rec.resolved_text]
+            args = [_fold_conditional(st.resolver(substitute(t, mapping), set())) for t in rec.resolved_text]
             if args not in rec.host_template_args:
                 rec.host_template_args.append(args)
     else:
         params = st.host_params.get(rec.host_template, [])
         mapping = {p.spelling: _default_for(p) for p in params}
-        rec.host_template_args.append([substitute(t, mapping) for t in rec.resolved_text])
+        rec.host_template_args.append([_fold_conditional(substitute(t, mapping)) for t in rec.resolved_text])
         rec.host_defaulted = True
     rec.resolved_text = None
 
@@ -872,7 +1100,7 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
                         args=args_text or [], template_args=concrete, template_args_text=written[0] if written else [],
                         in_lambda=in_lambda, host_template=host_key)
         if own and r is not None:
-            launch._aliases = _aliases(ctx, r)  # type: ignore[attr-defined]
+            _record_aliases(st, launch, r)
         _values(ctx, launch)
         st.launches.append(launch)
 
@@ -973,6 +1201,6 @@ def _api_launch(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children:
                         template_args=concrete, template_args_text=written[0] if written else [],
                         in_lambda=in_lambda, host_template=host_key)
         if own and r is not None:
-            launch._aliases = _aliases(ctx, r)  # type: ignore[attr-defined]
+            _record_aliases(st, launch, r)
         _values(ctx, launch)
         st.launches.append(launch)

@@ -103,3 +103,18 @@ def test_default_limit_is_documented() -> None:
 def test_explicit_instantiation_lines() -> None:
     text = "template __global__ void k<float, 64>(const float*, int);\ntemplate void ns::k<double, 1>(int);\n"
     assert instantiations.explicit_in(text) == {"k": [["float", "64"], ["double", "1"]]}
+
+
+def test_eval_int_ignores_integer_casts() -> None:
+    assert eval_int("int(64) / 4") == 16
+    assert eval_int("(unsigned)3 * 2") == 6
+    assert eval_int("std::size_t(8)") == 8
+    assert eval_int("float(2)") is None
+
+
+def test_dispatch_arguments_are_dispatch_instantiations() -> None:
+    meta = {"template_params": [{"name": "T", "kind": "type"}, {"name": "N", "kind": "value", "type": "int"}],
+            "is_specialization": False}
+    launches = [{"kind": "<<<>>>", "template_args": None, "dispatch_args": [["float", "64"], ["float", "32"]]}]
+    got = {tuple(i["args"]): i["origin"] for i in plan(meta, launches, [])}
+    assert got == {("float", "64"): "dispatch", ("float", "32"): "dispatch"}

@@ -195,6 +195,78 @@ void run_narrow(at::Tensor x) {
   });
 }
 """,
+    # Methods of class templates: a partial specialization instantiated explicitly (through a macro that
+    # writes two instantiations at once), launches in a generic lambda dispatched over a list of tile
+    # sizes, a member alias picked by the class's type, and a primary template used with concrete args.
+    "classes.cu": r"""
+#include <cuda_runtime.h>
+#include <type_traits>
+template <class... Ts> struct type_list {};
+template <class T, T... I> using value_list = type_list<std::integral_constant<T, I>...>;
+template <class F, class... Ts> void visit_each(type_list<Ts...>, F&& f) { (f(Ts{}), ...); }
+template <class L, class F> void for_each_value(F&& f) { visit_each(L{}, f); }
+
+template <typename T, typename I, int N>
+__global__ void part_kernel(T* x, const I* idx) { x[idx[threadIdx.x] % N] = (T)0; }
+template <typename T, int A, int B>
+__global__ void tile_loop_kernel(T* x) { x[threadIdx.x % A] = (T)B; }
+template <typename T, int A, typename V>
+__global__ void vec_kernel(T* x) { x[threadIdx.x % A] = (T)sizeof(V); }
+template <typename T, int A>
+__global__ void fixed_tile_kernel(T* x) { x[threadIdx.x % A] = (T)1; }
+template <typename T, unsigned D>
+__global__ void grid_kernel(T* x) { x[threadIdx.x % D] = (T)3; }
+template <typename T>
+__global__ void used_kernel(T* x) { x[threadIdx.x] = (T)4; }
+
+struct OnGpu {};
+struct OnCpu {};
+template <class Dev, typename T, typename I, int N> struct Worker;
+template <typename T, typename I, int N>
+struct Worker<OnGpu, T, I, N> {
+  using tiles_t = value_list<int, 64, 32>;
+  using vec_t = std::conditional_t<std::is_same<T, double>::value, int4, int2>;
+  void operator()(T* x, const I* idx) {
+    part_kernel<T, I, N><<<1, 32>>>(x, idx);
+    for_each_value<tiles_t>([=](auto Tile) {
+      constexpr int Half = Tile / 2;
+      tile_loop_kernel<T, int(Tile), Half><<<1, int(Tile)>>>(x);
+      vec_kernel<T, Tile, vec_t><<<1, int(Tile)>>>(x);
+    });
+    constexpr int kTile = 16;
+    fixed_tile_kernel<T, kTile><<<1, kTile>>>(x);
+  }
+};
+template <typename I, int N>
+struct Worker<OnCpu, float, I, N> {
+  void operator()(float* x, const I*) { x[0] = N; }
+};
+#define WORKER_INSTANCES(T, N) template struct Worker<OnGpu, T, int, N>;
+WORKER_INSTANCES(float, 2)
+WORKER_INSTANCES(double, 3)
+template struct Worker<OnCpu, float, int, 5>;
+
+template <typename T, unsigned D>
+struct Grid {
+  void fill(T* x) { grid_kernel<T, D><<<1, 32>>>(x); }
+};
+template <typename T, unsigned D>
+struct Shape {
+  void fill(T* x) { fixed_tile_kernel<T, D * 2><<<1, 32>>>(x); }
+};
+#define GRID_INSTANCES(T, D) template struct Grid<T, D>; template struct Shape<T, D>;
+#define GRID_ALL(T) GRID_INSTANCES(T, 1) GRID_INSTANCES(T, 2)
+GRID_ALL(int)
+
+template <typename T>
+struct Holder {
+  void go(T* x) { used_kernel<T><<<1, 32>>>(x); }
+};
+void run_holder(short* x) {
+  Holder<short> h;
+  h.go(x);
+}
+""",
 }
 
 
@@ -271,8 +343,38 @@ def test_unknown_host_instantiations_take_defaults(dataset) -> None:
 
 
 def test_class_template_parameters_are_not_call_site_arguments(dataset) -> None:
-    # `member_kernel<T, 16>` inside a class template: nothing concrete, never a symbolic `T_16`.
-    assert insts(dataset["member_kernel"]) == {"float_128": "inferred"}
+    # `member_kernel<T, 16>` inside a class template nobody instantiates: T takes its default (never a
+    # symbolic `T_16`), the written 16 stays.
+    assert insts(dataset["member_kernel"]) == {"float_16": "inferred"}
+
+
+def test_explicit_instantiations_of_a_partial_specialization(dataset) -> None:
+    # `template struct Worker<OnGpu, float, int, 2>;` reaches Worker<OnGpu, T, I, N>::operator();
+    # Worker<OnCpu, float, int, 5> matches the other partial specialization and adds nothing here.
+    assert insts(dataset["part_kernel"]) == {"float_int_2": "host_template", "double_int_3": "host_template"}
+
+
+def test_generic_lambda_over_a_value_list(dataset) -> None:
+    # `auto Tile` takes 64 and 32 (`int(Tile)` and a local `Tile / 2` folded), per class instantiation.
+    assert insts(dataset["tile_loop_kernel"]) == {
+        "float_64_32": "host_template", "float_32_16": "host_template",
+        "double_64_32": "host_template", "double_32_16": "host_template"}
+    # A member alias chosen by the class's type parameter is folded once T is known.
+    assert insts(dataset["vec_kernel"]) == {
+        "float_64_int2": "host_template", "float_32_int2": "host_template",
+        "double_64_int4": "host_template", "double_32_int4": "host_template"}
+
+
+def test_instantiations_written_by_one_macro_invocation(dataset) -> None:
+    # GRID_ALL(int) writes four explicit instantiations; each class gets both of its own.
+    assert insts(dataset["grid_kernel"]) == {"int_1": "host_template", "int_2": "host_template"}
+    assert insts(dataset["fixed_tile_kernel"]) == {
+        "float_16": "host_template", "double_16": "host_template", "int_2": "host_template",
+        "int_4": "host_template"}
+
+
+def test_class_template_used_with_concrete_arguments(dataset) -> None:
+    assert insts(dataset["used_kernel"]) == {"short": "host_template"}
 
 
 def test_macro_table_values_folded(dataset) -> None:
