@@ -9,8 +9,10 @@ units run in tests/test_oracles_gpu.py.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import struct
 import subprocess
 import sys
 import textwrap
@@ -277,3 +279,149 @@ def test_validate_runs_oracles_after_passing_tests(tmp_path: Path, mode: str) ->
     assert all(x["outcome"] == "passed" for x in v.values())
     assert all(x["oracle_summary"]["determinism"]["status"] == "not_run" and not x["oracles"] for x in v.values())
     assert v["k-good"]["command"].count("KM_ORACLES=0") == 1
+
+
+# --------------------------------------------------------------------------- reduced precision vs float
+
+RED_DTYPES = {"half": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+RED_TYPES = {"half": "c10::Half", "bfloat16": "__nv_bfloat16", "float32": "float"}
+
+
+class ReducedUnit(harness.Unit):
+    """out[i] = f(a * x[idx[i]]) in the unit's precision: T *out, const T *x, const int *idx, T a, int n."""
+
+    def __init__(self, kdir: Path, inst: str, prec: str, f: Any = None, siblings: dict[str, Any] | None = None):
+        t = RED_TYPES[prec]
+        params = [harness.Param("out", f"{t} *", "pointer"), harness.Param("x", f"const {t} *", "pointer"),
+                  harness.Param("idx", "const int *", "pointer"), harness.Param("a", t, prec),
+                  harness.Param("n", "int", "int32")]
+        super().__init__(kdir, inst, f"host_{inst}", params, Path("host"), "", None)
+        self.prec, self.f, self.siblings = prec, f or (lambda v: v), siblings or {}
+
+    def convert_arg(self, value: Any, param: harness.Param) -> Any:
+        if param.ctype == "pointer" and hasattr(value, "data_ptr"):
+            return ctypes.c_void_p(value.data_ptr())
+        return harness._convert(value, param)
+
+    def invoke(self, grid: Any, block: Any, smem: int, stream: int, cargs: Any) -> int:
+        out, x, idx, a, n = [c.value for c in cargs]
+        dt = RED_DTYPES[self.prec]
+        if self.prec == "half":
+            a = struct.unpack("<e", struct.pack("<H", a))[0]
+        elif self.prec == "bfloat16":
+            a = struct.unpack("<f", struct.pack("<I", a << 16))[0]
+        size = dt.itemsize
+        xs = torch.frombuffer(bytearray((ctypes.c_char * (n * size)).from_address(x)), dtype=dt)
+        ids = torch.frombuffer(bytearray((ctypes.c_char * (n * 4)).from_address(idx)), dtype=torch.int32)
+        r = self.f(torch.tensor(a, dtype=dt) * xs[ids.long()]).to(dt).contiguous()
+        ctypes.memmove(out, r.data_ptr(), n * size)
+        return 0
+
+    def sibling(self, inst: str) -> Any:
+        if inst not in self.siblings:
+            raise FileNotFoundError(f"{inst} is not built")
+        return self.siblings[inst]()
+
+
+def red_meta(insts: list[tuple[str, str]]) -> dict[str, Any]:
+    entries = []
+    for iid, prec in insts:
+        t = RED_TYPES[prec]
+        entries.append({"id": iid, "template_args": [t], "launcher": {"params": [
+            {"name": "out", "type": f"{t} *", "ctype": "pointer"},
+            {"name": "x", "type": f"const {t} *", "ctype": "pointer"},
+            {"name": "idx", "type": "const int *", "ctype": "pointer"},
+            {"name": "a", "type": t, "ctype": prec}, {"name": "n", "type": "int", "ctype": "int32"}]}})
+    return {"instantiations": entries}
+
+
+def test_reduced_pairs_convert_only_the_template_type() -> None:
+    m = red_meta([("float", "float32"), ("half", "half"), ("bf16", "bfloat16")])
+    f, h, b = m["instantiations"]
+    assert oracles.reduced_kind(h, f) == "half" and oracles.reduced_kind(b, f) == "bfloat16"
+    assert oracles.reduced_kind(f, h) is None and oracles.reduced_kind(h, b) is None
+    assert [(p["id"], k, r) for p, k, r in oracles.find_reduced_partners(m, "float")] == [
+        ("half", "half", "high"), ("bf16", "bfloat16", "high")]
+    assert [(p["id"], k, r) for p, k, r in oracles.find_reduced_partners(m, "half")] == [("float", "half", "low")]
+    # An index parameter that changes type, or a float parameter that stays float, is no pair / not converted.
+    bad = json.loads(json.dumps(h))
+    bad["launcher"]["params"][2]["type"] = "const c10::Half *"
+    assert oracles.reduced_kind(bad, f) is None
+    acc = json.loads(json.dumps(h))
+    acc["launcher"]["params"].append({"name": "acc", "type": "float *", "ctype": "pointer"})
+    f2 = json.loads(json.dumps(f))
+    f2["launcher"]["params"].append({"name": "acc", "type": "float *", "ctype": "pointer"})
+    assert oracles.reduced_kind(acc, f2) == "half"
+    # Names: __half, at::Half, half, nv_bfloat16; a word that merely contains "half" is not one.
+    for name in ("__half", "at::Half", "half"):
+        assert oracles._as_float(f"const {name} *", "half") == "const float *"
+    assert oracles._as_float("halfway_t", "half") == "halfway_t"
+    assert oracles._as_float("nv_bfloat16*", "bfloat16") == "float*"
+
+
+def test_compare_reduced_tolerances_by_type() -> None:
+    hi = torch.tensor([1.0, 100.0, 1000.0, 5.0], dtype=torch.float64)
+    every = torch.ones(4, dtype=torch.bool)
+    # Within 1e-2 relative: fine for half; 3 % off: fails half where beyond atol = 1e-3 x 1000 (100 and
+    # 1000, not 1 and 5), fine for bfloat16.
+    assert oracles.compare_reduced(hi * 1.005, hi, every, "half") == (0, 0.0, 0)
+    n, d, nf = oracles.compare_reduced(hi * 1.03, hi, every, "half")
+    assert n == 2 and nf == 0 and abs(d - 30.0) < 1e-6
+    assert oracles.compare_reduced(hi * 1.03, hi, every, "bfloat16")[0] == 0
+    # Small values are judged against the output's magnitude (atol = 1e-3 x max|hi|), not their own.
+    tiny = torch.tensor([1000.0, 1e-4], dtype=torch.float64)
+    assert oracles.compare_reduced(torch.tensor([1000.0, 0.5], dtype=torch.float64), tiny,
+                                   torch.ones(2, dtype=torch.bool), "half")[0] == 0
+    # Overflow: inf where float is finite counts, as not finite; matching infinities/NaNs do not.
+    lo = torch.tensor([float("inf"), float("inf"), float("nan"), 5.0], dtype=torch.float64)
+    ref = torch.tensor([70000.0, float("inf"), float("nan"), 5.0], dtype=torch.float64)
+    assert oracles.compare_reduced(lo, ref, every, "half") == (1, 0.0, 1)
+    # Elements outside the changed mask are not compared.
+    assert oracles.compare_reduced(lo, ref, torch.tensor([False, True, True, True]), "half") == (0, 0.0, 0)
+
+
+def test_half_and_bf16_agree_with_float_or_not(tmp_path: Path) -> None:
+    kdir = tmp_path / "gather"
+    kdir.mkdir()
+    (kdir / "metadata.json").write_text(json.dumps(red_meta([("float", "float32"), ("half", "half"),
+                                                             ("bf16", "bfloat16")])))
+    x = torch.randn(256) * 8
+    idx = torch.randperm(256, dtype=torch.int32)  # converted to half it would index garbage
+    out = torch.zeros(256)
+
+    def on_float(half_f: Any = None) -> list[dict[str, Any]]:
+        sib = {"half": lambda: ReducedUnit(kdir, "half", "half", half_f),
+               "bf16": lambda: ReducedUnit(kdir, "bf16", "bfloat16")}
+        launch = record(ReducedUnit(kdir, "float", "float32", siblings=sib), out, x, idx, 1.7, 256)
+        return [r for r in oracles.run([launch], "t") if r["oracle"] in ("half_vs_float", "bf16_vs_float")]
+
+    good = on_float()
+    assert [(r["oracle"], r["ok"], r["vs"]) for r in good] == [("half_vs_float", True, "half"),
+                                                              ("bf16_vs_float", True, "bf16")]
+    assert good[0]["compared"] == 256 and good[0]["rtol"] == 1e-2 and good[1]["rtol"] == 5e-2
+    # The reduced path overflows (an intermediate x 1e4 in half): caught, with the overflow counted.
+    bad = on_float(lambda v: (v * 1e4) / 1e4)
+    assert bad[0]["ok"] is False and bad[0]["nonfinite"] > 0 and bad[1]["ok"] is True
+    assert "half (half) and float (float) disagree" in bad[0]["reason"]
+    assert oracles.failure_message(bad[0]).startswith("oracle half_vs_float: float launch 1")
+
+    # Recorded on the half instantiation: the float partner runs on the same values, converted exactly.
+    sib = {"float": lambda: ReducedUnit(kdir, "float", "float32")}
+    hx = x.half()
+    launch = record(ReducedUnit(kdir, "half", "half", siblings=sib), torch.zeros(256, dtype=torch.float16),
+                    hx, idx, 1.7, 256)
+    (res,) = [r for r in oracles.run([launch], "t") if r["oracle"] == "half_vs_float"]
+    assert res["ok"] is True and res["vs"] == "float" and res["compared"] == 256
+
+    # Inputs beyond the half range: both sides run on the same infinities, so they still agree.
+    sib = {"half": lambda: ReducedUnit(kdir, "half", "half")}
+    launch = record(ReducedUnit(kdir, "float", "float32", siblings=sib), torch.zeros(256), x * 1e5, idx, 1.0, 256)
+    res = oracles.check_reduced(launch, oracles.replay(launch), red_meta([("half", "half")])["instantiations"][0],
+                                "half", "high")
+    assert res["ok"] is True and res["rounded_to_inf"] > 100
+
+    # --no-oracles style selection: only the named oracles run.
+    launch = record(ReducedUnit(kdir, "float", "float32", siblings=sib), torch.zeros(256), x, idx, 1.0, 256)
+    assert [r["oracle"] for r in oracles.run([launch], "t", ["determinism"])] == ["determinism"]
+    summary, _ = oracles.summarize(oracles.run([launch], "t"), True)
+    assert summary["half_vs_float"]["status"] == "ok" and summary["bf16_vs_float"]["status"] == "skipped"

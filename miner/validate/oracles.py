@@ -4,7 +4,11 @@
   when the unit's text uses atomics: their float additions legitimately change order);
 - instantiations_agree: where the kernel has a float and a double instantiation whose parameters
   differ only float <-> double, the launch run on the other one with the same values converted
-  gives the same floating outputs within tolerance and the same integer outputs.
+  gives the same floating outputs within tolerance and the same integer outputs;
+- half_vs_float / bf16_vs_float: where the kernel has a half (bfloat16) instantiation and a float one
+  whose parameters differ only half (bfloat16) <-> float, both run the launch on the same values
+  (the float side's inputs rounded to the reduced type first) and the reduced run's floating
+  outputs must match the float run's within the reduced type's tolerance (REDUCED below).
 
 How: while a test runs, a launch hook (harness.set_launch_hook) records the first launches of each
 unit: grid, block, shared memory and, for every tensor argument, a copy of its whole storage taken
@@ -27,7 +31,7 @@ from typing import Any
 
 from miner import harness
 
-ORACLES = ("determinism", "instantiations_agree")
+ORACLES = ("determinism", "instantiations_agree", "half_vs_float", "bf16_vs_float")
 PER_UNIT = 2  # recorded launches per instantiation and test: the first ones, before any timing loop
 PER_TEST = 4
 MAX_BYTES = 1 << 30  # storages larger than this in one launch are not copied
@@ -37,6 +41,15 @@ MAX_BYTES = 1 << 30  # storages larger than this in one launch are not copied
 RTOL = 1e-3
 ATOL_SCALE = 1e-4
 MAX_MISMATCH = 1e-3
+# Reduced precision vs float, same elementwise rule, per reduced type: half keeps 11 significant bits
+# (eps 9.8e-4), so a result rounded once and a few rounded intermediates stay well within 1e-2;
+# bfloat16 keeps 8 (eps 7.8e-3), hence 5e-2. More elements may flip at boundaries (1 %) since
+# rounding a value to 8 or 11 bits moves it across a bin edge or tie far more often than float.
+REDUCED: dict[str, dict[str, float]] = {
+    "half": {"rtol": 1e-2, "atol_scale": 1e-3, "max_mismatch": 1e-2},
+    "bfloat16": {"rtol": 5e-2, "atol_scale": 1e-2, "max_mismatch": 1e-2},
+}
+REDUCED_ORACLE = {"half": "half_vs_float", "bfloat16": "bf16_vs_float"}
 KEPT = 16  # oracle entries kept in the validation record (failures first)
 
 
@@ -401,6 +414,202 @@ def check_agreement(launch: Launch, ref_after: Sequence[Any], test: str | None =
     return entry
 
 
+# ----- reduced precision (half, bfloat16) vs float
+
+_HALF_NAMES = r"(?:c10::|at::)?Half|__half|half|__nv_half"
+_BF16_NAMES = r"(?:c10::|at::)?BFloat16|__nv_bfloat16|nv_bfloat16|bfloat16|__bfloat16"
+_REDUCED_RE = {"half": re.compile(rf"(?<![\w:])(?:{_HALF_NAMES})(?!\w)"),
+               "bfloat16": re.compile(rf"(?<![\w:])(?:{_BF16_NAMES})(?!\w)")}
+
+
+def _as_float(text: str, kind: str) -> str:
+    return _REDUCED_RE[kind].sub("float", text)
+
+
+def reduced_kind(lo: dict[str, Any], hi: dict[str, Any]) -> str | None:
+    """"half" or "bfloat16" where `lo` is `hi` with float replaced by that type, else None."""
+    if _targs(lo) == _targs(hi):
+        return None
+    for kind in ("half", "bfloat16"):
+        if [_as_float(a, kind) for a in _targs(lo)] != _targs(hi):
+            continue
+        lp, hp = _params(lo), _params(hi)
+        if len(lp) != len(hp) or not lp:
+            return None
+        for (lt, lc), (ht, hc) in zip(lp, hp, strict=True):
+            if _as_float(lt, kind) != ht or "struct" in (lc, hc):
+                return None
+            if lc != hc and (lc, hc) != (kind, "float32"):
+                return None
+        return kind
+    return None
+
+
+def find_reduced_partners(meta: dict[str, Any], inst: str) -> list[tuple[dict[str, Any], str, str]]:
+    """(partner, reduced type, `inst`'s role: "low" = the reduced one, "high" = float) for each pair."""
+    insts = meta.get("instantiations") or []
+    me = next((e for e in insts if str(e.get("id")) == inst), None)
+    if me is None:
+        return []
+    out = []
+    for other in insts:
+        if other is me:
+            continue
+        if (kind := reduced_kind(me, other)) is not None:
+            out.append((other, kind, "low"))
+        elif (kind := reduced_kind(other, me)) is not None:
+            out.append((other, kind, "high"))
+    return out
+
+
+def _reduced_dtype(kind: str) -> Any:
+    torch = _torch()
+    return torch.float16 if kind == "half" else torch.bfloat16
+
+
+def round_scalar(value: Any, kind: str) -> Any:
+    """A float scalar rounded to the reduced type, so the float side sees the reduced side's value."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    torch = _torch()
+    return float(torch.tensor(float(value), dtype=torch.float64).to(_reduced_dtype(kind)).double())
+
+
+def compare_reduced(lo: Any, hi: Any, changed: Any, kind: str) -> tuple[int, float, int]:
+    """(elements beyond tolerance, max finite |diff| among them, how many of them are not finite):
+    `lo` the reduced run's values, `hi` the float run's, both as float64, over the `changed` mask.
+    |lo - hi| <= atol_scale * max|hi| + rtol * |hi|; an infinity or NaN where the float run is
+    finite counts (half overflow), matching infinities and NaNs do not."""
+    torch = _torch()
+    tol = REDUCED[kind]
+    finite = changed & torch.isfinite(hi)
+    scale = float(hi[finite].abs().max()) if bool(finite.any()) else 0.0
+    close = torch.isclose(lo, hi, rtol=tol["rtol"], atol=tol["atol_scale"] * scale if scale > 0 else 1e-30,
+                          equal_nan=True)
+    bad = changed & ~close
+    d = (lo - hi).abs()[bad]
+    fin = torch.isfinite(d)
+    return int(bad.sum()), float(d[fin].max()) if bool(fin.any()) else 0.0, int((~fin).sum())
+
+
+def check_reduced(launch: Launch, first: Sequence[Any], partner: dict[str, Any], kind: str, role: str,
+                  test: str | None = None) -> dict[str, Any]:
+    """Run `launch` on the reduced and the float instantiation from the same values and compare.
+
+    Only storages behind parameters whose type differs between the two (T * with T the template
+    type) are converted; integer/index buffers, float buffers that stay float and scalars of other
+    types pass unchanged. Float scalars of type T are rounded to the reduced type on both sides.
+    """
+    torch = _torch()
+    tol = REDUCED[kind]
+    entry = _base(launch, REDUCED_ORACLE[kind], test)
+    entry.update(vs=str(partner.get("id")), **tol)
+    t0 = time.perf_counter()
+
+    def skipped(reason: str) -> dict[str, Any]:
+        entry.update(ok=None, skipped=reason, time_s=round(time.perf_counter() - t0, 4))
+        return entry
+
+    try:
+        other = launch.unit.sibling(str(partner.get("id")))
+    except (OSError, KeyError, ValueError) as exc:
+        return skipped(f"{partner.get('id')} not loadable: {exc}")
+    lo_unit, hi_unit = (launch.unit, other) if role == "low" else (other, launch.unit)
+    conv: dict[int, bool] = {}
+    for ref, lp, op in zip(launch.args, launch.unit.params, other.params, strict=True):
+        if ref.buffer is None:
+            continue
+        c = _norm(lp.type) != _norm(op.type)
+        if conv.setdefault(ref.buffer, c) != c:
+            return skipped(f"one storage is passed as {lp.name} ({lp.type}) and as another parameter type")
+    red, f32 = _reduced_dtype(kind), torch.float32
+    mine = red if role == "low" else f32
+    lo_start, hi_start = [], []
+    rounded_to_inf = 0
+    for i, buf in enumerate(launch.buffers):
+        if not conv.get(i):
+            lo_start.append(buf.snapshot)
+            hi_start.append(buf.snapshot)
+            continue
+        if buf.dtype != mine or buf.snapshot.numel() % mine.itemsize:
+            return skipped(f"{'/'.join(buf.names)} holds {buf.dtype}, not {mine}")
+        lo_vals = buf.snapshot.view(mine).to(red)
+        if role == "high":
+            # Values beyond the reduced range become infinities on both sides alike (the float side
+            # runs on the rounded values too), so the comparison stays fair; counted for the record.
+            src = buf.snapshot.view(f32)
+            rounded_to_inf += int((torch.isfinite(src) & ~torch.isfinite(lo_vals)).sum())
+        lo_start.append(lo_vals.view(torch.uint8))
+        hi_start.append(lo_vals.to(f32).view(torch.uint8))
+    lo_offsets, hi_offsets, lo_args, hi_args = [], [], [], []
+    for ref, lp in zip(launch.args, lo_unit.params, strict=True):
+        if ref.buffer is not None and conv.get(ref.buffer):
+            if ref.offset % mine.itemsize:
+                return skipped("a pointer is not aligned to its element type")
+            n = ref.offset // mine.itemsize
+            lo_offsets.append(n * red.itemsize)
+            hi_offsets.append(n * f32.itemsize)
+        else:
+            lo_offsets.append(ref.offset)
+            hi_offsets.append(ref.offset)
+        if ref.buffer is None and lp.ctype == kind:
+            value = round_scalar(ref.value, kind)
+            lo_args.append(ArgRef(None, value=value))
+            hi_args.append(ArgRef(None, value=value))
+        else:
+            lo_args.append(ref)
+            hi_args.append(ref)
+    # Dynamic shared memory sized in elements of T: the float side needs twice the reduced side's.
+    lo_smem, hi_smem = (launch.smem, launch.smem * 2) if role == "low" else (launch.smem, launch.smem)
+    runs = []
+    for unit, start, offsets, args, smem in ((lo_unit, lo_start, lo_offsets, lo_args, lo_smem),
+                                             (hi_unit, hi_start, hi_offsets, hi_args, hi_smem)):
+        if role == "low" and unit is launch.unit:
+            runs.append(list(first))  # the recorded launch on its own bytes: already replayed
+            continue
+        shadow = Launch(launch.unit, launch.grid, launch.block, launch.smem, launch.stream, launch.number, args,
+                        launch.buffers)
+        try:
+            runs.append(replay(shadow, unit, start, offsets, smem=smem))
+        except harness.CudaLaunchError as exc:
+            if exc.code in (1, 9):  # a configuration this side cannot take (shared memory)
+                return skipped(f"{unit.inst} does not launch with this configuration: {exc.error_name}")
+            raise RuntimeError(f"oracle {entry['oracle']}: replaying on {unit.inst}: {exc}") from exc
+        except RuntimeError as exc:
+            raise RuntimeError(f"oracle {entry['oracle']}: replaying on {unit.inst}: {exc}") from exc
+    lo_after, hi_after = runs
+    mismatched = changed_total = nonfinite = 0
+    max_abs = 0.0
+    worst = ""
+    for i, buf in enumerate(launch.buffers):
+        lo_dt, hi_dt = (red, f32) if conv.get(i) else (buf.dtype, buf.dtype)
+        a_pre, a, b_pre, b = lo_start[i], lo_after[i], hi_start[i], hi_after[i]
+        changed = (_bits(a, lo_dt) != _bits(a_pre, lo_dt)) | (_bits(b, hi_dt) != _bits(b_pre, hi_dt))
+        if _floating(a, lo_dt) and _floating(b, hi_dt) and changed.shape == _bits(b, hi_dt).shape:
+            n_bad, d, nf = compare_reduced(a.view(lo_dt).double(), b.view(hi_dt).double(), changed, kind)
+            max_abs, nonfinite = max(max_abs, d), nonfinite + nf
+        else:
+            n_bad = int((changed & (_bits(a, lo_dt) != _bits(b, hi_dt))).sum())
+        changed_total += int(changed.sum())
+        if n_bad and not worst:
+            worst = "/".join(buf.names)
+        mismatched += n_bad
+    entry["time_s"] = round(time.perf_counter() - t0, 4)
+    if changed_total == 0:
+        return skipped("the launch changed no buffer in either precision")
+    ok = mismatched <= tol["max_mismatch"] * changed_total
+    entry.update(ok=ok, mismatched=mismatched, compared=changed_total, max_abs_diff=max_abs, nonfinite=nonfinite)
+    if rounded_to_inf:
+        entry["rounded_to_inf"] = rounded_to_inf
+    if not ok:
+        low_id, high_id = (entry["inst"], entry["vs"]) if role == "low" else (entry["vs"], entry["inst"])
+        entry["reason"] = (f"{low_id} ({kind}) and {high_id} (float) disagree on {mismatched} of {changed_total} "
+                           f"output elements (worst: {worst}; {nonfinite} not finite, e.g. overflow; max finite |diff| "
+                           f"{max_abs:.3g}; rtol {tol['rtol']}, "
+                           f"atol {tol['atol_scale']} x max|output|)")
+    return entry
+
+
 def run(launches: Sequence[Launch], test: str | None = None,
         enabled: Sequence[str] = ORACLES) -> list[dict[str, Any]]:
     """Every enabled oracle on every recorded launch; one entry per oracle and launch."""
@@ -424,6 +633,13 @@ def run(launches: Sequence[Launch], test: str | None = None,
             entry = check_agreement(launch, first, test, metas[key])
             if entry is not None:
                 out.append(entry)
+        if any(REDUCED_ORACLE[k] in enabled for k in REDUCED):
+            key = str(launch.unit.kernel_dir)
+            if key not in metas:
+                metas[key] = _meta(launch.unit)
+            for partner, kind, role in find_reduced_partners(metas[key], str(launch.unit.inst)):
+                if REDUCED_ORACLE[kind] in enabled:
+                    out.append(check_reduced(launch, first, partner, kind, role, test))
     return out
 
 
@@ -440,7 +656,7 @@ def summarize(entries: Sequence[dict[str, Any]], enabled: bool) -> tuple[dict[st
 
     Summary per oracle: status `failed` (any run failed), `ok` (at least one passed), `skipped`
     (only skipped runs; `reason` says why) or `not_applicable` (never ran, e.g. no float/double
-    pair), with counts.
+    or half/float pair), with counts.
     """
     summary: dict[str, Any] = {"enabled": enabled}
     for name in ORACLES:
