@@ -24,7 +24,9 @@ _PIECE_KINDS = {
     K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL, K.ENUM_DECL,
     K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL, K.TYPE_ALIAS_TEMPLATE_DECL, K.VAR_DECL, K.CLASS_TEMPLATE,
     K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION, K.USING_DIRECTIVE, K.USING_DECLARATION, K.NAMESPACE_ALIAS,
+    K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.CONVERSION_FUNCTION,  # member definitions out of line
 }
+_CLASS_KINDS = {K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL, K.CLASS_TEMPLATE, K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION}
 _SCOPE_KINDS = {K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL}
 _REF_KINDS = {K.DECL_REF_EXPR, K.MEMBER_REF_EXPR, K.TYPE_REF, K.TEMPLATE_REF, K.CALL_EXPR,
               K.OVERLOADED_DECL_REF, K.MEMBER_REF, K.VARIABLE_REF}
@@ -153,10 +155,15 @@ class TUContext:
                 e = c.extent
                 if e.start.file is None or self.norm(e.start.file.name) != path:
                     continue
-                p = Piece(path, e.start.offset, e.end.offset, ns, c.kind.name, c.spelling)
+                name = c.spelling
+                parent = c.semantic_parent
+                if parent is not None and parent.kind in _CLASS_KINDS and name:
+                    # `void W<T>::run() {...}` at namespace scope: one set per class, not every `run`.
+                    name = f"{parent.spelling}::{name}"
+                p = Piece(path, e.start.offset, e.end.offset, ns, c.kind.name, name)
                 self.pieces.setdefault(path, []).append((p.start, p.end, p, c))
-                if c.spelling:
-                    self.by_name.setdefault((ns, c.spelling), []).append((p, c))
+                if name:
+                    self.by_name.setdefault((ns, name), []).append((p, c))
 
     def _outermost(self, lst: list[tuple[int, int, Piece, ci.Cursor]]) -> list[tuple[int, int, Piece, ci.Cursor]]:
         """Declarations nested in another (`typedef enum {..} t;`, `struct S {..} s;`) are one piece:

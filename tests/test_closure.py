@@ -232,3 +232,28 @@ def test_precompiled_torch_prefix_parses_like_the_plain_stub(corpus_copy: Path, 
     assert [(k.name, k.start_offset) for k in a.kernels] == [(k.name, k.start_offset) for k in b.kernels]
     assert a.kernels and all(k.diagnostics.get("errors", 0) == 0 for k in b.kernels)
     assert [u["pieces"] for u in a.units.values()] == [u["pieces"] for u in b.units.values()]
+
+
+def test_out_of_line_member_definitions_come_with_their_class(tmp_path: Path) -> None:
+    """`float Acc::get() const {...}` defined at namespace scope is part of the closure; another
+    class's out-of-line method of the same name (using an undeclared helper) is not dragged in."""
+    src = tmp_path / "members.cu"
+    src.write_text(
+        "namespace km {\n"
+        "struct Acc {\n  float s;\n  __device__ void add(float v);\n  __device__ float get() const;\n};\n"
+        "template <typename T> struct Box {\n  T v;\n  __device__ T get() const;\n};\n"
+        "struct Unused {\n  float get() const;\n};\n"
+        "__device__ void Acc::add(float v) { s += v; }\n"
+        "__device__ float Acc::get() const { return s; }\n"
+        "template <typename T> __device__ T Box<T>::get() const { return v; }\n"
+        "float Unused::get() const { return km_host_only_helper(); }\n"
+        "__global__ void member_kernel(const float *x, float *out, int n) {\n"
+        "  Acc a{0.f};\n  Box<float> b{2.f};\n"
+        "  for (int i = 0; i < n; ++i) a.add(x[i]);\n  out[0] = a.get() * b.get();\n}\n"
+        "}  // namespace km\n", encoding="utf-8")
+    proc = run_miner("extract", src, "-o", tmp_path / "out", "--build", env={"XDG_CACHE_HOME": str(tmp_path / "c")})
+    assert proc.returncode == 0, proc.stderr
+    (meta,) = load_dataset(tmp_path / "out")
+    assert meta["instantiations"][0]["build"]["status"] == "ok", meta["instantiations"][0]["build"].get("error")
+    assert {"Acc::add", "Acc::get", "Box::get"} <= set(meta["closure"]["functions"])
+    assert "Unused::get" not in meta["closure"]["functions"]
