@@ -18,6 +18,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.config import stub_dir
+from miner.include_graph import INCLUDE
 
 K = ci.CursorKind
 _PIECE_KINDS = {
@@ -32,7 +33,6 @@ _REF_KINDS = {K.DECL_REF_EXPR, K.MEMBER_REF_EXPR, K.TYPE_REF, K.TEMPLATE_REF, K.
               K.OVERLOADED_DECL_REF, K.MEMBER_REF, K.VARIABLE_REF}
 _DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)((?:[^\n\\]|\\.|\\\n)*)", re.M)
 _IDENT = re.compile(r"[A-Za-z_]\w*")
-_SYS_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*<([^>\n]+)>', re.M)
 # Toolkit and standard headers a unit may keep; torch/framework headers never enter a unit.
 _STD_HEADERS = frozenset("""
     algorithm any array atomic bit bitset cassert cctype cerrno cfenv cfloat charconv chrono cinttypes climits
@@ -114,6 +114,7 @@ class TUContext:
         self.stub = os.path.realpath(str(stub_dir()))
         self.files: dict[str, ci.File] = {}
         self._errors: dict[str, list[int]] | None = None
+        self._by_bare: dict[str, list[list[tuple[Piece, ci.Cursor]]]] | None = None
         self.order: dict[str, int] = {}  # file -> first-inclusion rank
         # file -> offsets of the #include directives leading to it from the main file: a location's
         # position in the preprocessed stream is chain + (offset,), compared as tuples.
@@ -202,6 +203,15 @@ class TUContext:
             i -= 1
         return None
 
+    def groups_named(self, name: str) -> list[list[tuple[Piece, ci.Cursor]]]:
+        """The same-name sets called `name` in every scope, in index order (candidates of an
+        unresolved dependent call). Indexed on first use, once the TU's pieces are final."""
+        if self._by_bare is None:
+            self._by_bare = {}
+            for (_ns, nm), lst in self.by_name.items():
+                self._by_bare.setdefault(nm, []).append(lst)
+        return self._by_bare.get(name, [])
+
     def has_errors(self, cur: ci.Cursor) -> bool:
         """Whether the parse reported an error inside the cursor's text."""
         if self._errors is None:
@@ -272,7 +282,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 continue
             if c.kind == K.OVERLOADED_DECL_REF:
                 # Unresolved overload set (dependent call): every repo function of that name.
-                refs = [gc for (_ns, nm), lst in ctx.by_name.items() if nm == c.spelling for _gp, gc in lst]
+                refs = [gc for lst in ctx.groups_named(c.spelling) for _gp, gc in lst]
             else:
                 refs = [c.referenced]
             for r in refs:
@@ -387,9 +397,10 @@ def _usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tupl
 def _includes(ctx: TUContext, files: set[str], tokens: list[str]) -> list[str]:
     out: list[str] = []
     for path in sorted(files, key=lambda p: ctx.order.get(p, 0)):
-        for m in _SYS_INCLUDE.finditer(ctx.read(path)):
-            name = m.group(1).decode().strip()
-            if _FRAMEWORK.search(name) or not (name in _STD_HEADERS or _TOOLKIT_HEADER.match(name)):
+        for m in INCLUDE.finditer(ctx.read(path)):
+            name = m.group(2).decode().strip()
+            kept = name in _STD_HEADERS or _TOOLKIT_HEADER.match(name)
+            if m.group(1) != b"<" or _FRAMEWORK.search(name) or not kept:
                 continue
             if name not in out:
                 out.append(name)

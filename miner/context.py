@@ -14,13 +14,13 @@ import os
 import re
 from collections import defaultdict
 
+from miner.discover import _SKIP_DIRS as _DISCOVER_SKIP_DIRS
 from miner.discover import SOURCE_SUFFIXES, SourceFile, _check_text
+from miner.include_graph import INCLUDE, TU_SUFFIXES, include_tail
 
-_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
-_SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".venv", "build", "dist"}
+_SKIP_DIRS = _DISCOVER_SKIP_DIRS | {"build", "dist"}
 _SYSTEM_DIR = re.compile(r"^(torch|ATen|c10|caffe2|pybind11|cuda|cub|thrust|cooperative_groups|nv|crt|hip|rocm|"
                          r"sys|bits|linux|mma|cutlass|cute|cudnn|cublas|nccl|mpi|omp|Python)/")
-_TU_SUFFIXES = {".cu", ".hip", ".cpp", ".cc", ".cxx"}
 MAX_PROJECT_FILES = 20000  # a bigger tree is not scanned: pass the folders you need instead
 
 
@@ -39,17 +39,13 @@ def project_root(path: str) -> str:
 
 def _includes(data: bytes) -> list[str]:
     """Quoted includes, and `<dir/file>` ones a project may own (`<utils/helper.h>`); `<vector>`,
-    `<cuda_fp16.h>` and framework headers are the toolchain's."""
+    `<cuda_fp16.h>` and framework headers (`torch/...`, `cub/...`) are the toolchain's."""
     out = []
-    for m in _INCLUDE.finditer(data):
+    for m in INCLUDE.finditer(data):
         name = m.group(2).decode("utf-8", "replace").strip()
-        if m.group(1) == b'"' or "/" in name and not _SYSTEM_DIR.match(name):
+        if not _SYSTEM_DIR.match(name) and (m.group(1) == b'"' or "/" in name):
             out.append(name)
     return out
-
-
-def _may_be_project(name: str) -> bool:
-    return not _SYSTEM_DIR.match(name)
 
 
 def _project_files(roots: set[str], skip: set[str]) -> dict[str, list[str]]:
@@ -85,35 +81,37 @@ def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
     """Context files the inputs need: unresolved includes, transitively, and includers of kernel
     headers that no input translation unit includes. Empty when the inputs are self-sufficient."""
     inputs = {f.path: f.data for f in files}
+    context: dict[str, bytes] = {}
     tails: dict[str, list[str]] = defaultdict(list)
     for p in inputs:
         tails[os.path.basename(p)].append(p)
 
-    def resolves(name: str, here: str, quoted: bool, known: dict[str, bytes]) -> bool:
-        for d in ([here] if quoted else []) + include_dirs:
-            if os.path.realpath(os.path.join(d, name)) in known:
+    def resolves(name: str, here: str) -> bool:
+        for d in [here, *include_dirs]:
+            cand = os.path.realpath(os.path.join(d, name))
+            if cand in inputs or cand in context:
                 return True
-        tail = "/" + name.lstrip("./")
+        tail = include_tail(name)
         return any(p.endswith(tail) for p in tails.get(os.path.basename(name), ()))
 
-    missing = [(name, os.path.dirname(p)) for p, data in inputs.items() for name in _includes(data)
-               if _may_be_project(name) and not resolves(name, os.path.dirname(p), True, inputs)]
-    headers = {p for p, data in inputs.items() if b"__global__" in data
-               and os.path.splitext(p)[1].lower() not in _TU_SUFFIXES}
-    included = {q for p, data in inputs.items() if os.path.splitext(p)[1].lower() in _TU_SUFFIXES
-                for name in _includes(data) for q in headers if q.endswith("/" + name.lstrip("./"))}
+    missing = [name for p, data in inputs.items() for name in _includes(data)
+               if not resolves(name, os.path.dirname(p))]
+    is_tu = {p: os.path.splitext(p)[1].lower() in TU_SUFFIXES for p in inputs}
+    headers = {p for p, data in inputs.items() if b"__global__" in data and not is_tu[p]}
+    included = {q for p, data in inputs.items() if is_tu[p]
+                for name in _includes(data) for q in headers if q.endswith(include_tail(name))}
     orphans = headers - included
     if not missing and not orphans:
         return []
     projects = ({os.path.realpath(project)} if project else
                 {project_root(r) for r in roots} | {project_root(p) for p in inputs})
     pool = _project_files(projects, set(inputs))
-    context: dict[str, bytes] = {}
+    todo: list[str] = []
 
-    def take(path: str) -> None:
+    def take(path: str, data: bytes | None = None) -> None:
         if path in context or path in inputs:
             return
-        data = _read(path)
+        data = data if data is not None else _read(path)
         if data is None:
             return
         context[path] = data
@@ -121,26 +119,24 @@ def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
         todo.append(path)
 
     def lookup(name: str) -> str | None:
-        tail = "/" + name.lstrip("./")
+        tail = include_tail(name)
         cands = sorted(p for p in pool.get(os.path.basename(name), ()) if p.endswith(tail))
         return cands[0] if cands else None
 
-    todo: list[str] = []
-    for name, _here in missing:
+    for name in missing:
         if (found := lookup(name)) is not None:
             take(found)
     # The translation units that include an orphan kernel header: its real launchers.
     for cands in pool.values():
         for p in cands:
-            if os.path.splitext(p)[1].lower() not in _TU_SUFFIXES:
+            if os.path.splitext(p)[1].lower() not in TU_SUFFIXES:
                 continue
             data = _read(p)
-            if data and any(h.endswith("/" + n.lstrip("./")) for n in _includes(data) for h in orphans):
-                take(p)
+            if data and any(h.endswith(include_tail(n)) for n in _includes(data) for h in orphans):
+                take(p, data)
     while todo:
         path = todo.pop()
         for name in _includes(context[path]):
-            if _may_be_project(name) and not resolves(name, os.path.dirname(path), True, {**inputs, **context}):
-                if (found := lookup(name)) is not None:
-                    take(found)
+            if not resolves(name, os.path.dirname(path)) and (found := lookup(name)) is not None:
+                take(found)
     return [SourceFile(path=p, data=d, explicit=False) for p, d in sorted(context.items())]

@@ -128,11 +128,12 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
     pch_dir = tempfile.TemporaryDirectory(prefix="km-pch-") if use_clang else None
     if use_clang:
         roots = include_graph.parse_roots(files, graph, extra)
-        config = _with_torch_pch(config, files + list(extra), graph, roots, pch_dir.name)
+        reach = {r: graph.closure(r) for r in roots}
+        config = _with_torch_pch(config, [*files, *extra], reach, pch_dir.name)
         # Longest first (by the bytes each unit reaches): one heavy file started last would be the
         # whole tail of the run. Results are sorted again afterwards, so the order is not visible.
         size = {f.path: len(f.data) for f in [*files, *extra]}
-        roots.sort(key=lambda r: -sum(size.get(p, 0) for p in graph.closure(r)))
+        roots.sort(key=lambda r: -sum(size.get(p, 0) for p in reach[r]))
         tick = progress(len(roots))
         pending = roots
         while pending:
@@ -177,11 +178,11 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
     return kernels, tu_of
 
 
-def _with_torch_pch(config: ParseConfig, files: list[SourceFile], graph: include_graph.IncludeGraph,
-                    roots: list[str], folder: str) -> ParseConfig:
+def _with_torch_pch(config: ParseConfig, files: list[SourceFile], reach: dict[str, set[str]],
+                    folder: str) -> ParseConfig:
     """The config with a precompiled stub + torch shim for the roots whose includes reach torch."""
     torch_files = {f.path for f in files if pch.includes_torch(f.data)}
-    tus = frozenset(r for r in roots if graph.closure(r) & torch_files)
+    tus = frozenset(r for r, seen in reach.items() if seen & torch_files)
     if len(tus) < 2:  # building the prefix costs about two parses
         return config
     path = pch.build(config, folder)

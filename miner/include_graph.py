@@ -9,8 +9,13 @@ from dataclasses import dataclass, field
 
 from miner.discover import SourceFile
 
-_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 TU_SUFFIXES = {".cu", ".hip", ".cpp", ".cc", ".cxx"}
+
+
+def include_tail(name: str) -> str:
+    """`/dir/file.h` for `#include "../dir/file.h"`: what a file found by path tail must end with."""
+    return "/" + name.lstrip("./")
 
 
 @dataclass
@@ -44,7 +49,7 @@ def build(files: list[SourceFile], include_dirs: list[str]) -> IncludeGraph:
     for f in files:
         targets: set[str] = set()
         here = os.path.dirname(f.path)
-        for m in _INCLUDE.finditer(f.data):
+        for m in INCLUDE.finditer(f.data):
             name = m.group(2).decode("utf-8", "replace").strip()
             found = None
             search = ([here] if m.group(1) == b'"' else []) + include_dirs + auto
@@ -54,7 +59,7 @@ def build(files: list[SourceFile], include_dirs: list[str]) -> IncludeGraph:
                     found = cand
                     break
             if found is None:
-                tail = "/" + name.lstrip("./")
+                tail = include_tail(name)
                 matches = [p for p in by_tail.get(os.path.basename(name), []) if p.endswith(tail)]
                 if len(matches) >= 1:
                     found = sorted(matches)[0]

@@ -167,26 +167,8 @@ def _invocation(text: str) -> tuple[str, list[str]] | None:
         elif text[i] in ")]}":
             depth -= 1
             if depth == 0:
-                return m.group(1), _split_args(text[start + 1:i])
+                return m.group(1), split_top(text[start + 1:i], angle=False)
     return None
-
-
-def _split_args(text: str) -> list[str]:
-    """Macro arguments: commas inside (), [] and {} do not split, unlike template-argument lists."""
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip() or out:
-        out.append(cur.strip())
-    return out
 
 
 def expand_macros(ctx: TUContext, text: str, depth: int = 4) -> str:
@@ -946,10 +928,9 @@ def _resolve_value(ctx: TUContext, text: str, out: Launch, key: str) -> None:
         fname = fm.group(1)
         if fname in ctx.macros:
             out.definitions[fname] = "#define " + fname + ctx.macros[fname][0].body
-        for (_ns, nm), lst in ctx.by_name.items():
-            if nm == fname:
-                p = lst[0][0]
-                out.definitions[fname] = ctx.read(p.path)[p.start:p.end].decode("utf-8", "replace")
+        if groups := ctx.groups_named(fname):
+            p = groups[-1][0][0]
+            out.definitions[fname] = ctx.read(p.path)[p.start:p.end].decode("utf-8", "replace")
     for ident in re.findall(r"[A-Za-z_]\w*", text):
         if ident in ctx.macros and ident not in out.definitions:
             body = ctx.macros[ident][0].body.strip()

@@ -117,19 +117,22 @@ def line_of(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
 
 
-def split_top(text: str) -> list[str]:
+def split_top(text: str, angle: bool = True) -> list[str]:
+    """Split on top-level commas. Template-argument lists nest in `<>` too; macro arguments do not
+    (`angle=False`), and there an empty last argument (`F(a,)`) is kept."""
+    opening, closing = ("([{<", ")]}>") if angle else ("([{", ")]}")
     out, depth, cur = [], 0, ""
     for ch in text:
-        if ch in "([{<":
+        if ch in opening:
             depth += 1
-        elif ch in ")]}>":
+        elif ch in closing:
             depth -= 1
         if ch == "," and depth == 0:
             out.append(cur.strip())
             cur = ""
         else:
             cur += ch
-    if cur.strip():
+    if cur.strip() or (out and not angle):
         out.append(cur.strip())
     return out
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -323,6 +323,44 @@ def _meta(unit: Any) -> dict[str, Any]:
         return {}
 
 
+def _converted_storages(launch: Launch, other: Any) -> dict[int, bool] | str:
+    """Per recorded storage, whether it sits behind a parameter whose type differs between the two
+    instantiations (so its values are converted); a reason to skip when one storage is both."""
+    conv: dict[int, bool] = {}
+    for ref, lp, op in zip(launch.args, launch.unit.params, other.params, strict=True):
+        if ref.buffer is None:
+            continue
+        c = _norm(lp.type) != _norm(op.type)
+        if conv.setdefault(ref.buffer, c) != c:
+            return f"one storage is passed as {lp.name} ({lp.type}) and as another parameter type"
+    return conv
+
+
+def _tally(buffers: Sequence[Any], a_before: Sequence[Any], a_after: Sequence[Any], b_before: Sequence[Any],
+           b_after: Sequence[Any], dtypes: Sequence[tuple[Any, Any]],
+           compare: Callable[[Any, Any, Any], tuple[int, float, int]]) -> tuple[int, int, float, int, str]:
+    """Compare two runs buffer by buffer over the elements either run changed: floating buffers with
+    `compare(a, b, changed)` on float64 values, the others bit for bit. Returns (mismatched,
+    compared, max finite |diff|, not finite, name of the first buffer that disagrees)."""
+    mismatched = changed_total = nonfinite = 0
+    max_abs = 0.0
+    worst = ""
+    for i, buf in enumerate(buffers):
+        a_dt, b_dt = dtypes[i]
+        a_pre, a, b_pre, b = a_before[i], a_after[i], b_before[i], b_after[i]
+        changed = (_bits(a, a_dt) != _bits(a_pre, a_dt)) | (_bits(b, b_dt) != _bits(b_pre, b_dt))
+        if _floating(a, a_dt) and _floating(b, b_dt) and changed.shape == _bits(b, b_dt).shape:
+            n_bad, d, nf = compare(a.view(a_dt).double(), b.view(b_dt).double(), changed)
+            max_abs, nonfinite = max(max_abs, d), nonfinite + nf
+        else:
+            n_bad = int((changed & (_bits(a, a_dt) != _bits(b, b_dt))).sum())
+        changed_total += int(changed.sum())
+        if n_bad and not worst:
+            worst = "/".join(buf.names)
+        mismatched += n_bad
+    return mismatched, changed_total, max_abs, nonfinite, worst
+
+
 def check_agreement(launch: Launch, ref_after: Sequence[Any], test: str | None = None,
                     meta: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """Replay on the float/double partner instantiation and compare; None where no partner exists."""
@@ -343,24 +381,20 @@ def check_agreement(launch: Launch, ref_after: Sequence[Any], test: str | None =
         other = launch.unit.sibling(str(partner.get("id")))
     except (OSError, KeyError, ValueError) as exc:
         return skipped(f"{partner.get('id')} not loadable: {exc}")
-    kind: dict[int, str] = {}
-    for ref, lp, op in zip(launch.args, launch.unit.params, other.params, strict=True):
-        if ref.buffer is None:
-            continue
-        k = "convert" if _norm(lp.type) != _norm(op.type) else "same"
-        if kind.setdefault(ref.buffer, k) != k:
-            return skipped(f"one storage is passed as {lp.name} ({lp.type}) and as another parameter type")
+    conv = _converted_storages(launch, other)
+    if isinstance(conv, str):
+        return skipped(conv)
     src, dst = (torch.float32, torch.float64) if role == "low" else (torch.float64, torch.float32)
     start, offsets = [], []
     for i, buf in enumerate(launch.buffers):
-        if kind.get(i) != "convert":
+        if not conv.get(i):
             start.append(buf.snapshot)
             continue
         if buf.dtype != src or buf.snapshot.numel() % src.itemsize:
             return skipped(f"{'/'.join(buf.names)} holds {buf.dtype}, not {src}")
         start.append(buf.snapshot.view(src).to(dst).view(torch.uint8))
     for ref in launch.args:
-        if ref.buffer is not None and kind.get(ref.buffer) == "convert":
+        if ref.buffer is not None and conv.get(ref.buffer):
             if ref.offset % src.itemsize:
                 return skipped("a pointer is not aligned to its element type")
             offsets.append(ref.offset // src.itemsize * dst.itemsize)
@@ -376,32 +410,12 @@ def check_agreement(launch: Launch, ref_after: Sequence[Any], test: str | None =
         raise RuntimeError(f"oracle instantiations_agree: replaying on {partner.get('id')}: {exc}") from exc
     except RuntimeError as exc:
         raise RuntimeError(f"oracle instantiations_agree: replaying on {partner.get('id')}: {exc}") from exc
-    mismatched = changed_total = 0
-    max_abs = 0.0
-    worst = ""
-    for i, buf in enumerate(launch.buffers):
-        a_pre, a, b_pre, b = buf.snapshot, ref_after[i], start[i], other_after[i]
-        a_dt, b_dt = (src, dst) if kind.get(i) == "convert" else (buf.dtype, buf.dtype)
-        changed = (_bits(a, a_dt) != _bits(a_pre, a_dt)) | (_bits(b, b_dt) != _bits(b_pre, b_dt))
-        if _floating(a, a_dt) and _floating(b, b_dt) and changed.shape == _bits(b, b_dt).shape:
-            av, bv = a.view(a_dt).double(), b.view(b_dt).double()
-            lo, hi = (av, bv) if role == "low" else (bv, av)  # hi: the double run's output
-            finite = changed & torch.isfinite(hi)
-            scale = float(hi[finite].abs().max()) if bool(finite.any()) else 0.0
-            close = torch.isclose(lo, hi, rtol=RTOL, atol=ATOL_SCALE * scale if scale > 0 else 1e-30,
-                                  equal_nan=True)
-            bad = changed & ~close
-            d = (lo - hi).abs()[bad]
-            d = d[torch.isfinite(d)]
-            if d.numel():
-                max_abs = max(max_abs, float(d.max()))
-        else:
-            bad = changed & (_bits(a, a_dt) != _bits(b, b_dt))
-        n_bad = int(bad.sum())
-        changed_total += int(changed.sum())
-        if n_bad and not worst:
-            worst = "/".join(buf.names)
-        mismatched += n_bad
+    dtypes = [(src, dst) if conv.get(i) else (b.dtype, b.dtype) for i, b in enumerate(launch.buffers)]
+    # hi: the double run's output, whichever side the test launched.
+    compare = ((lambda a, b, changed: _compare(a, b, changed, RTOL, ATOL_SCALE)) if role == "low" else
+               (lambda a, b, changed: _compare(b, a, changed, RTOL, ATOL_SCALE)))
+    mismatched, changed_total, max_abs, _nonfinite, worst = _tally(
+        launch.buffers, [b.snapshot for b in launch.buffers], ref_after, start, other_after, dtypes, compare)
     entry["time_s"] = round(time.perf_counter() - t0, 4)
     if changed_total == 0:
         return skipped("the launch changed no buffer in either precision")
@@ -475,21 +489,25 @@ def round_scalar(value: Any, kind: str) -> Any:
     return float(torch.tensor(float(value), dtype=torch.float64).to(_reduced_dtype(kind)).double())
 
 
-def compare_reduced(lo: Any, hi: Any, changed: Any, kind: str) -> tuple[int, float, int]:
+def _compare(lo: Any, hi: Any, changed: Any, rtol: float, atol_scale: float) -> tuple[int, float, int]:
     """(elements beyond tolerance, max finite |diff| among them, how many of them are not finite):
-    `lo` the reduced run's values, `hi` the float run's, both as float64, over the `changed` mask.
-    |lo - hi| <= atol_scale * max|hi| + rtol * |hi|; an infinity or NaN where the float run is
-    finite counts (half overflow), matching infinities and NaNs do not."""
+    `lo` the lower-precision run's values, `hi` the higher one's, both as float64, over the `changed`
+    mask. |lo - hi| <= atol_scale * max|hi| + rtol * |hi|; an infinity or NaN where `hi` is finite
+    counts (half overflow), matching infinities and NaNs do not."""
     torch = _torch()
-    tol = REDUCED[kind]
     finite = changed & torch.isfinite(hi)
     scale = float(hi[finite].abs().max()) if bool(finite.any()) else 0.0
-    close = torch.isclose(lo, hi, rtol=tol["rtol"], atol=tol["atol_scale"] * scale if scale > 0 else 1e-30,
-                          equal_nan=True)
+    close = torch.isclose(lo, hi, rtol=rtol, atol=atol_scale * scale if scale > 0 else 1e-30, equal_nan=True)
     bad = changed & ~close
     d = (lo - hi).abs()[bad]
     fin = torch.isfinite(d)
     return int(bad.sum()), float(d[fin].max()) if bool(fin.any()) else 0.0, int((~fin).sum())
+
+
+def compare_reduced(lo: Any, hi: Any, changed: Any, kind: str) -> tuple[int, float, int]:
+    """`_compare` with the tolerances of the reduced type `kind` (`lo` its run, `hi` the float run)."""
+    tol = REDUCED[kind]
+    return _compare(lo, hi, changed, tol["rtol"], tol["atol_scale"])
 
 
 def check_reduced(launch: Launch, first: Sequence[Any], partner: dict[str, Any], kind: str, role: str,
@@ -515,13 +533,9 @@ def check_reduced(launch: Launch, first: Sequence[Any], partner: dict[str, Any],
     except (OSError, KeyError, ValueError) as exc:
         return skipped(f"{partner.get('id')} not loadable: {exc}")
     lo_unit, hi_unit = (launch.unit, other) if role == "low" else (other, launch.unit)
-    conv: dict[int, bool] = {}
-    for ref, lp, op in zip(launch.args, launch.unit.params, other.params, strict=True):
-        if ref.buffer is None:
-            continue
-        c = _norm(lp.type) != _norm(op.type)
-        if conv.setdefault(ref.buffer, c) != c:
-            return skipped(f"one storage is passed as {lp.name} ({lp.type}) and as another parameter type")
+    conv = _converted_storages(launch, other)
+    if isinstance(conv, str):
+        return skipped(conv)
     red, f32 = _reduced_dtype(kind), torch.float32
     mine = red if role == "low" else f32
     lo_start, hi_start = [], []
@@ -578,22 +592,10 @@ def check_reduced(launch: Launch, first: Sequence[Any], partner: dict[str, Any],
         except RuntimeError as exc:
             raise RuntimeError(f"oracle {entry['oracle']}: replaying on {unit.inst}: {exc}") from exc
     lo_after, hi_after = runs
-    mismatched = changed_total = nonfinite = 0
-    max_abs = 0.0
-    worst = ""
-    for i, buf in enumerate(launch.buffers):
-        lo_dt, hi_dt = (red, f32) if conv.get(i) else (buf.dtype, buf.dtype)
-        a_pre, a, b_pre, b = lo_start[i], lo_after[i], hi_start[i], hi_after[i]
-        changed = (_bits(a, lo_dt) != _bits(a_pre, lo_dt)) | (_bits(b, hi_dt) != _bits(b_pre, hi_dt))
-        if _floating(a, lo_dt) and _floating(b, hi_dt) and changed.shape == _bits(b, hi_dt).shape:
-            n_bad, d, nf = compare_reduced(a.view(lo_dt).double(), b.view(hi_dt).double(), changed, kind)
-            max_abs, nonfinite = max(max_abs, d), nonfinite + nf
-        else:
-            n_bad = int((changed & (_bits(a, lo_dt) != _bits(b, hi_dt))).sum())
-        changed_total += int(changed.sum())
-        if n_bad and not worst:
-            worst = "/".join(buf.names)
-        mismatched += n_bad
+    dtypes = [(red, f32) if conv.get(i) else (b.dtype, b.dtype) for i, b in enumerate(launch.buffers)]
+    mismatched, changed_total, max_abs, nonfinite, worst = _tally(
+        launch.buffers, lo_start, lo_after, hi_start, hi_after, dtypes,
+        lambda a, b, changed: compare_reduced(a, b, changed, kind))
     entry["time_s"] = round(time.perf_counter() - t0, 4)
     if changed_total == 0:
         return skipped("the launch changed no buffer in either precision")
