@@ -99,8 +99,11 @@ def test_the_pipeline_wrote_every_block(pipeline: dict[str, Any]) -> None:
         "analysis": "ok", "tests": "unverified", "describe": "ok"}
     assert stages["apply_affine_kernel"] == {"analysis": "failed", "tests": "blocked", "describe": "blocked"}
     # The generated tests ran under validate without a GPU: skipped, not passed.
+    # What matters is that nothing ran: how many skips pytest reports for a module-level skip differs
+    # between pytest releases (one per test, or one for the module), so the count is not asserted.
     v = by_name(metas, "fill_kernel")["validation"]
-    assert v["outcome"] == "skipped" and v["tests"]["skipped"] >= 5 and v["pass_exe"] is False
+    assert v["outcome"] == "skipped" and v["pass_exe"] is False, v
+    assert v["tests"]["skipped"] >= 1 and v["tests"].get("passed", 0) == 0 and v["tests"].get("failed", 0) == 0, v
 
 
 @needs_nvcc
