@@ -1,0 +1,112 @@
+"""`kernel-miner mine LIST -o DS`: many repositories into one dataset, with a resumable ledger."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
+
+from miner.commands._common import add_output_level, check_numbers
+from miner.errors import UsageError
+from miner.extract import FRONTENDS
+from miner.scale.executor import EXECUTORS
+from miner.scale.mine import MineOptions, mine
+
+HELP = "mine many repositories (a list file or a folder of checkouts) into one dataset, resumably"
+DESCRIPTION = """\
+Extract (and with --build / --validate, build and validate) every repository of LIST into the dataset
+DS. LIST is a text file with one repository path per line (relative paths are relative to the file;
+`#` starts a comment) or a folder whose subfolders are checkouts.
+
+DS/ledger.sqlite records per repository and stage its state, attempts, duration and error, per file
+its kernels and errors, per kernel its build and validation outcome. Kill the run at any moment
+(even kill -9) and run the same command again: finished work is skipped, nothing is lost or duplicated.
+A repository that fails, or runs past --repo-timeout, is recorded and the run goes on; --retry-failed
+tries failed stages again.
+"""
+
+
+def _licenses(text: str) -> list[str]:
+    out = [s.strip() for s in text.split(",") if s.strip()]
+    if not out:
+        raise argparse.ArgumentTypeError("expected SPDX ids, e.g. MIT,Apache-2.0")
+    return out
+
+
+def add_license_allow(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--license-allow", type=_licenses, metavar="SPDX,...",
+                   help=f"{what} only from repositories whose license is one of these SPDX ids "
+                        f"(e.g. MIT,Apache-2.0,BSD-3-Clause); 'unknown' admits repos without a license file")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("repos", metavar="LIST", help="file of repository paths, or a folder of checkouts")
+    p.add_argument("-o", "--output-dir", required=True, metavar="DS", help="dataset folder (created if missing)")
+    p.add_argument("--build", action="store_true", help="compile every unit with nvcc after extraction")
+    p.add_argument("--validate", action="store_true", help="run every kernel's tests (needs a GPU) after the build")
+    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help="parser, nvcc or test processes within one repository's stage (default: number of CPUs)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="repositories processed at once (default: 1; with --executor ray: tasks in flight)")
+    p.add_argument("--repo-timeout", type=float, default=3600.0, metavar="SECONDS",
+                   help="time budget of one repository over all its stages in this run (default: 3600)")
+    p.add_argument("--retry-failed", action="store_true", help="run stages that failed in an earlier run again")
+    p.add_argument("--no-units", action="store_true", help="extract kernels only (no closures or units)")
+    p.add_argument("--frontend", choices=FRONTENDS, default="auto", help="as for `kernel-miner extract`")
+    add_license_allow(p, "mine")
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="local: child processes of this run; ray: Ray tasks (docs/scale.md)")
+    p.add_argument("--ray-address", metavar="ADDR",
+                   help="with --executor ray: the cluster to join ('auto', ray://host:10001; default: a local one)")
+    p.add_argument("--arch", default="sm_90,compute_90", metavar="LIST", help="with --build: nvcc targets")
+    p.add_argument("--nvcc", metavar="PATH", help="with --build: the nvcc to use")
+    p.add_argument("--cache-dir", metavar="DIR", help="with --build: build cache folder")
+    add_output_level(p, "list every failure")
+
+
+@contextlib.contextmanager
+def _progress(disable: bool) -> Iterator[Callable[[str, int], Callable[[], None]]]:
+    """One bar per stage (rich), on stderr when it is a terminal."""
+    if disable or not sys.stderr.isatty():
+        yield lambda stage, total: (lambda: None)
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("[bold]{task.description:<9}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True)) as bar:
+        def start(stage: str, total: int) -> Callable[[], None]:
+            task = bar.add_task(stage, total=total)
+            return lambda: bar.advance(task)
+
+        yield start
+
+
+def run(args: argparse.Namespace) -> int:
+    check_numbers(args, at_least_one=("jobs", "workers"), positive=("repo_timeout",))
+    if args.build and args.no_units:
+        raise UsageError("--build needs units: drop --no-units")
+    if args.validate and args.no_units:
+        raise UsageError("--validate needs units: drop --no-units")
+    if args.ray_address and args.executor != "ray":
+        raise UsageError("--ray-address applies to --executor ray only")
+    opts = MineOptions(repos=args.repos, out_dir=args.output_dir, build=args.build, validate=args.validate,
+                       jobs=args.jobs, workers=args.workers, repo_timeout=args.repo_timeout,
+                       retry_failed=args.retry_failed, units=not args.no_units, frontend=args.frontend,
+                       license_allow=args.license_allow, executor=args.executor, ray_address=args.ray_address,
+                       arch=args.arch, nvcc=args.nvcc, cache_dir=args.cache_dir, argv=sys.argv[1:])
+    with _progress(args.quiet) as progress:
+        rep = mine(opts, progress)
+    shown = rep.failures if args.verbose else rep.failures[:10]
+    for line in shown:
+        print(f"kernel-miner: error: {line}", file=sys.stderr)
+    if len(rep.failures) > len(shown):
+        print(f"kernel-miner: ... and {len(rep.failures) - len(shown)} more (-v lists all)", file=sys.stderr)
+    if not args.quiet:
+        out = args.output_dir if args.output_dir.endswith("/") else args.output_dir + "/"
+        resumed = f", {rep.resumed} interrupted commits finished" if rep.resumed else ""
+        print(f"{rep.repos} repos: {rep.done} done, {rep.failed} failed, {rep.skipped} skipped{resumed}; "
+              f"{rep.kernels} kernels ({rep.new_kernels} new) in {rep.seconds:.1f} s -> {out}")
+    return 1 if rep.failed else 0
