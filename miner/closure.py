@@ -281,8 +281,13 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
             if c.kind not in _REF_KINDS:
                 continue
             if c.kind == K.OVERLOADED_DECL_REF:
-                # Unresolved overload set (dependent call): every repo function of that name.
+                # Unresolved overload set (dependent call): every repo function of that name, and the
+                # shim it names (`at::native::fastAtomicAdd(p, i, n, v, true)` in a template kernel).
                 refs = [gc for lst in ctx.groups_named(c.spelling) for _gp, gc in lst]
+                # A CUDA built-in the shim overloads for Half (`atomicAdd`) stays a built-in.
+                decls = [d for d in _overloaded(c) if d is not None and d.location.file is not None]
+                if decls and all(_is_torch_shim(ctx, ctx.norm(d.location.file.name)) for d in decls):
+                    refs += decls
             else:
                 refs = [c.referenced]
             for r in refs:
@@ -290,8 +295,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                     continue
                 rpath = ctx.norm(r.location.file.name)
                 if rpath not in ctx.inputs:
-                    if rpath.startswith(ctx.stub) and "km_torch_parse" in rpath or "/shims/" in rpath and (
-                            "ATen" in rpath or "c10" in rpath or "torch" in rpath or "THC" in rpath):
+                    if _is_torch_shim(ctx, rpath):
                         shims.add(r.spelling)
                     continue
                 d = r.get_definition() or r
@@ -307,7 +311,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                     for gp, gc in ctx.by_name.get((scope[:i], name), [])[:1]:
                         take(gp, gc)
     files = {kernel_path} | {p.path for p in pieces}
-    pieces += _usings(ctx, files, pieces, seen, ctx.sort_key(kernel_path, kernel_start))
+    pieces += _usings(ctx, files, pieces, seen, ctx.sort_key(kernel_path, kernel_start), bool(shims))
     out.pieces = sorted(pieces, key=lambda p: ctx.sort_key(p.path, p.start))
     out.macros = _macros(ctx, tokens, ctx.sort_key(kernel_path, kernel_start))
     out.shims = sorted(shims)
@@ -318,6 +322,17 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     out.unresolved = _unresolved(ctx, files, {(p.path, p.start, p.end) for p in pieces},
                                  (kernel_path, kernel_cursor.extent.start.offset, kernel_cursor.extent.end.offset))
     return out
+
+
+def _is_torch_shim(ctx: TUContext, path: str) -> bool:
+    """A declaration of our ATen/c10/torch parse shims (it maps onto the unit shim)."""
+    return path.startswith(ctx.stub) and "km_torch_parse" in path or "/shims/" in path and (
+        "ATen" in path or "c10" in path or "torch" in path or "THC" in path)
+
+
+def _overloaded(c: ci.Cursor) -> list[ci.Cursor]:
+    lib = ci.conf.lib
+    return [lib.clang_getOverloadedDecl(c, i) for i in range(lib.clang_getNumOverloadedDecls(c))]
 
 
 def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...]) -> list[Macro]:
@@ -363,9 +378,11 @@ def _namespace_chain(c: ci.Cursor) -> tuple[str, ...]:
 
 
 def _usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple[str, int]],
-            before: tuple[int, int]) -> list[Piece]:
+            before: tuple[int, int], with_shim: bool) -> list[Piece]:
     """`using namespace X;`, `using X::y;` and `namespace a = X;` seen before the kernel, kept when what
-    they name is in the unit: a namespace or declaration of the closure, a shim or a toolkit header."""
+    they name is in the unit: a namespace or declaration of the closure, a toolkit header, or the torch
+    shim when the unit inlines it (`using namespace at;` in a kernel that uses no torch name is dropped:
+    without the shim there is no `at` to name)."""
     in_unit = {(p.path, p.start) for p in pieces}
     chains = {p.namespaces[:i] for p in pieces for i in range(1, len(p.namespaces) + 1)}
     out: list[Piece] = []
@@ -387,7 +404,7 @@ def _usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tupl
                     found = ctx.piece_at(ctx.norm(d.location.file.name), d.location.offset) if d.location.file else None
                     keep = found is not None and (found[0].path, found[0].start) in in_unit
             else:
-                keep = True
+                keep = with_shim or not _is_torch_shim(ctx, tpath)
             if keep:
                 seen.add((p.path, p.start))
                 out.append(p)

@@ -353,6 +353,22 @@ namespace indexing { using namespace at::indexing; }
 namespace autograd { struct Variable : at::Tensor {}; }
 }  // namespace torch
 
+/* ATen/cuda/detail/TensorInfo.cuh: a tensor's data, sizes and strides passed by value to kernels. */
+#define MAX_TENSORINFO_DIMS 25
+namespace at { namespace cuda { namespace detail {
+template <typename T, typename IndexType> struct TensorInfo {
+  TensorInfo(); TensorInfo(T *p, int dim, IndexType sz[MAX_TENSORINFO_DIMS], IndexType st[MAX_TENSORINFO_DIMS]);
+  void reduceDim(int dim); int collapseDims(const int excludeDim = -1);
+  __host__ __device__ bool isContiguous() const;
+  T *data; IndexType sizes[MAX_TENSORINFO_DIMS]; IndexType strides[MAX_TENSORINFO_DIMS]; int dims;
+};
+template <typename T, typename IndexType, int Dims> struct IndexToOffset {
+  static __host__ __device__ IndexType get(IndexType linearId, const TensorInfo<T, IndexType> &info);
+};
+template <typename scalar, typename IndexType> TensorInfo<scalar, IndexType> getTensorInfo(const at::Tensor &t);
+bool canUse32BitIndexMath(const at::Tensor &t, long max_elem = 2147483647);
+}}}  // namespace at::cuda::detail
+
 /* fastAtomicAdd and THC's half atomicAdd come from torch headers in real builds. */
 namespace at { namespace native {
 template <class T, class I> __device__ void fastAtomicAdd(T *tensor, I index, I numel, T value, bool fast);

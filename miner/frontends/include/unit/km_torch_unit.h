@@ -59,7 +59,15 @@ struct alignas(2) BFloat16 {
   __host__ __device__ inline H operator+(int a, H b) { return H(float(a)) + b; }                           \
   __host__ __device__ inline H operator-(int a, H b) { return H(float(a)) - b; }                           \
   __host__ __device__ inline H operator*(int a, H b) { return H(float(a)) * b; }                           \
-  __host__ __device__ inline H operator/(int a, H b) { return H(float(a)) / b; }
+  __host__ __device__ inline H operator/(int a, H b) { return H(float(a)) / b; }                           \
+  __host__ __device__ inline H operator+(H a, int64_t b) { return a + H(float(b)); }                       \
+  __host__ __device__ inline H operator-(H a, int64_t b) { return a - H(float(b)); }                       \
+  __host__ __device__ inline H operator*(H a, int64_t b) { return a * H(float(b)); }                       \
+  __host__ __device__ inline H operator/(H a, int64_t b) { return a / H(float(b)); }                       \
+  __host__ __device__ inline H operator+(int64_t a, H b) { return H(float(a)) + b; }                       \
+  __host__ __device__ inline H operator-(int64_t a, H b) { return H(float(a)) - b; }                       \
+  __host__ __device__ inline H operator*(int64_t a, H b) { return H(float(a)) * b; }                       \
+  __host__ __device__ inline H operator/(int64_t a, H b) { return H(float(a)) / b; }
 KM_HALF_OPS(Half)
 KM_HALF_OPS(BFloat16)
 #undef KM_HALF_OPS
@@ -68,6 +76,12 @@ template <> struct km_acc<Half, true> { typedef float type; };
 template <> struct km_acc<BFloat16, true> { typedef float type; };
 template <> struct km_acc<float, true> { typedef float type; };
 }  // namespace c10
+// Declared before at::native::fastAtomicAdd, whose dependent call must find it by ordinary lookup.
+__device__ inline c10::Half atomicAdd(c10::Half *p, c10::Half v) {
+  __half h = __float2half(float(v));
+  return c10::Half(atomicAdd(reinterpret_cast<__half *>(p), h)); }
+__device__ inline c10::BFloat16 atomicAdd(c10::BFloat16 *p, c10::BFloat16 v) {
+  return c10::BFloat16(__bfloat162float(atomicAdd(reinterpret_cast<__nv_bfloat16 *>(p), __float2bfloat16(float(v))))); }
 namespace at {
 using c10::BFloat16;
 using c10::Half;
@@ -110,15 +124,29 @@ template <typename T, size_t N, template <typename U> class PtrTraits = DefaultP
 using PackedTensorAccessor64 = GenericPackedTensorAccessor<T, N, PtrTraits, int64_t>;
 template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
 using PackedTensorAccessor = GenericPackedTensorAccessor<T, N, PtrTraits, index_t>;
+namespace cuda { namespace detail {
+// ATen's layout (ATen/cuda/detail/TensorInfo.cuh): kernels take it by value.
+template <typename T, typename IndexType> struct TensorInfo {
+  T *data; IndexType sizes[25]; IndexType strides[25]; int dims;
+  __host__ __device__ bool isContiguous() const { return dims == 1 && strides[0] == 1; }
+};
+template <typename T, typename IndexType, int Dims> struct IndexToOffset {
+  static __host__ __device__ IndexType get(IndexType linearId, const TensorInfo<T, IndexType> &info) {
+    IndexType offset = 0;
+    for (int i = (Dims < 0 ? info.dims : Dims) - 1; i > 0; --i) {
+      offset += (linearId % info.sizes[i]) * info.strides[i];
+      linearId /= info.sizes[i];
+    }
+    return offset + linearId * info.strides[0];
+  }
+};
+}}  // namespace cuda::detail
 namespace native {
 template <class T, class I>
 __device__ void fastAtomicAdd(T *tensor, I index, I numel, T value, bool fast) { atomicAdd(tensor + index, value); }
 }  // namespace native
 }  // namespace at
 namespace torch { using namespace at; }
-__device__ inline c10::Half atomicAdd(c10::Half *p, c10::Half v) {
-  __half h = __float2half(float(v));
-  return c10::Half(atomicAdd(reinterpret_cast<__half *>(p), h)); }
 template <class T> __device__ inline T gpuAtomicAdd(T *p, T v) { return atomicAdd(p, v); }
 using at::Half;
 using at::BFloat16;
