@@ -24,20 +24,36 @@ import operator
 import re
 from typing import Any
 
+from miner import macro_text
 from miner.frontends.common import split_top, substitute  # noqa: F401 - re-exported for render
 
-_EXPLICIT = re.compile(r"\btemplate\s+(?:__global__\s+)?(?:void\s+)?(?:[\w:]+::)?(\w+)\s*<([^;{]*?)>\s*\(", re.S)
+# `template [attributes, macros such as GLOBAL, __launch_bounds__(256)] void [ns::]k<args>(`
+_EXPLICIT = re.compile(r"\btemplate\s+(?:[A-Za-z_]\w*(?:\s*\((?:[^;{()]|\([^;{()]*\))*\))?\s+)*?"
+                       r"(?:[\w:]+::)?(\w+)\s*<([^;{]*?)>\s*\(", re.S)
 DEFAULT_TYPE = "float"  # a type parameter with no instantiation anywhere becomes float (marked inferred)
 MAX_INSTANTIATIONS = 16  # units per kernel: a kernel chosen from a table of 100 variants keeps 16
 ORIGINS = ("explicit", "dispatch", "call_site", "host_template", "reference", "inferred")
 
 
-def explicit_in(text: str) -> dict[str, list[list[str]]]:
-    """`template __global__ void k<float, 64>(...)` lines, by kernel name."""
+def explicit_in(text: str, macros: dict[str, macro_text.MacroDef] | None = None) -> dict[str, list[list[str]]]:
+    """`template __global__ void k<float, 64>(...)` lines, by kernel name, also those that the project's
+    macros write (`INSTANTIATE(float)` with `#define INSTANTIATE(T) template GLOBAL void k<T>(T *);`)."""
+    if macros:
+        text = macro_text.expand(text, macros, _writing_template(macros))
     out: dict[str, list[list[str]]] = {}
     for m in _EXPLICIT.finditer(text):
         out.setdefault(m.group(1), []).append(split_top(m.group(2)))
     return out
+
+
+def _writing_template(macros: dict[str, macro_text.MacroDef]) -> set[str]:
+    """Macros whose expansion contains the keyword `template`, directly or through other macros."""
+    names = {n for n, m in macros.items() if re.search(r"\btemplate\b", m.body)}
+    while True:
+        more = {n for n, m in macros.items() if n not in names and set(re.findall(r"[A-Za-z_]\w*", m.body)) & names}
+        if not more:
+            return names
+        names |= more
 
 
 def _default(tp: dict[str, Any]) -> str:

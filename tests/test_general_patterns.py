@@ -56,3 +56,10 @@ def test_tensor_info_by_value_and_no_type_dropped_near_a_host_call_the_shim_decl
     m = _meta(dataset, "strided_copy")
     assert _built(m) == {"float": "ok", "double": "ok"}
     assert {"TensorInfo", "IndexToOffset"} <= set(m["closure"]["shims"])
+
+
+def test_explicit_instantiations_written_through_project_macros(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "tile_sum")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {
+        "float_64": "explicit", "float_256": "explicit", "double_64": "explicit", "double_256": "explicit"}
+    assert set(_built(m).values()) == {"ok"}

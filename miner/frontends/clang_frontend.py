@@ -189,7 +189,7 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
 
 def _units(tu, result: ParseResult, cursors: list, inputs: set[str], norm, sources) -> None:
     """Closure and launches while the TU is alive; plain data goes back to the parent process."""
-    from miner import closure, instantiations, launches
+    from miner import closure, instantiations, launches, macro_text
 
     ctx = closure.TUContext(tu, inputs, norm, sources.get)
     by_name = {(k.path, k.name_offset): k for k in result.kernels}
@@ -205,6 +205,14 @@ def _units(tu, result: ParseResult, cursors: list, inputs: set[str], norm, sourc
         d = dict(vars(launch))
         d["kernel"] = (k.path, k.start_offset)
         result.launches.append(d)
-    for path in {k.path for k in result.kernels}:
-        for name, lst in instantiations.explicit_in(sources.get(path).decode("utf-8", "replace")).items():
+    # Explicit instantiations sit beside the kernel or in the .cu that includes its header, often
+    # written through the project's macros (defined in any file of this TU).
+    texts = {p: sources.get(p).decode("utf-8", "replace") for p in ctx.order if p in inputs}
+    macros: dict[str, macro_text.MacroDef] = {}
+    for t in texts.values():
+        macros.update(macro_text.definitions(t))
+    for path in {k.path for k in result.kernels} | {norm(tu.spelling)}:
+        if path not in texts:
+            continue
+        for name, lst in instantiations.explicit_in(texts[path], macros).items():
             result.explicit.setdefault(name, []).extend(lst)
