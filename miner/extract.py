@@ -22,6 +22,7 @@ from miner.provenance import Origin, origin_of
 from miner.schema import SCHEMA_VERSION
 
 FRONTENDS = ("auto", "clang", "treesitter")
+LANGUAGES = ("auto", "cuda", "triton")
 CUDA_SUFFIXES = {".cu", ".cuh", ".hip"}
 
 
@@ -36,6 +37,7 @@ class ExtractOptions:
     frontend: str = "auto"
     units: bool = True  # closure, launches, instantiations and rendered units (needs libclang)
     project: str | None = None  # where context files are looked up (default: the inputs' git checkout)
+    language: str = "auto"  # auto: .py files are mined for Triton kernels, the rest for CUDA ones
 
 
 @dataclass
@@ -283,8 +285,44 @@ def extract(opts: ExtractOptions, progress: Callable[[int], Callable[[], None]] 
     for d in opts.include_dirs:
         if not os.path.isdir(d):
             raise UsageError(f"{d}: include directory does not exist")
+    if opts.language not in LANGUAGES:
+        raise UsageError(f"unknown language {opts.language!r}: choose one of {', '.join(LANGUAGES)}")
     progress = progress or (lambda total: (lambda: None))
     out_dir = dataset.prepare_output(opts.out_dir)
+    triton_report = None
+    if opts.language in ("auto", "triton"):
+        from miner.triton import extract as triton_extract
+
+        triton_report = triton_extract.extract(opts.paths, out_dir, units=opts.units, project_root=opts.project)
+        if opts.language == "triton" or not _has_cuda_input(opts.paths):
+            if not triton_report.kernels and not triton_report.failures:
+                raise UsageError("no Triton kernels found in the given inputs (no @triton.jit definitions)")
+            return ExtractReport(kernels=triton_report.kernels, files=triton_report.files,
+                                 failures=triton_report.failures, notes=triton_report.notes)
+    report = _extract_cuda(opts, out_dir, progress)
+    if triton_report is not None:
+        report.kernels += triton_report.kernels
+        report.files += triton_report.files
+        report.failures += [f for f in triton_report.failures if f not in report.failures]
+        if not report.kernels and not report.failures:
+            raise UsageError("no kernels found in the given inputs (no __global__ nor @triton.jit definitions)")
+    return report
+
+
+def _has_cuda_input(paths: list[str]) -> bool:
+    """Whether the inputs hold any file the CUDA frontends read (a tree of .py files has none)."""
+    from miner.discover import SOURCE_SUFFIXES
+
+    for p in paths:
+        if os.path.isfile(p) and os.path.splitext(p)[1].lower() in SOURCE_SUFFIXES:
+            return True
+        for _dp, _dns, fns in os.walk(p):
+            if any(os.path.splitext(f)[1].lower() in SOURCE_SUFFIXES for f in fns):
+                return True
+    return False
+
+
+def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Callable[[], None]]) -> ExtractReport:
     per_file = compile_db.load(opts.compile_commands) if opts.compile_commands else {}
     disc = discover(opts.paths)
     report = ExtractReport(failures=list(disc.failures), notes=list(disc.notes))
@@ -292,7 +330,7 @@ def extract(opts: ExtractOptions, progress: Callable[[int], Callable[[], None]] 
     cuda_files = [f for f in files if f.has_kernel or os.path.splitext(f.path)[1].lower() in CUDA_SUFFIXES]
     report.files = len(cuda_files)
     if not any(f.has_kernel for f in files):
-        if report.failures:
+        if report.failures or opts.language == "auto":
             return report
         raise UsageError("no CUDA kernels found in the given inputs (no __global__ definitions)")
     include_dirs = [os.path.realpath(d) for d in opts.include_dirs]

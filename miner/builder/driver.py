@@ -90,6 +90,8 @@ def build_dataset(out_dir: Path, opts: BuildOptions, nvcc: str, selectors: list[
             meta = dataset.load_metadata(kdir)
         except (OSError, json.JSONDecodeError):
             continue
+        if meta.get("language") == "triton":  # built by miner.triton.build, not nvcc
+            continue
         units, skipped = collect_units(kdir, meta)
         for u in units:
             u.key = unit_key(u, flags, tool_id)

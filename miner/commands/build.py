@@ -68,6 +68,12 @@ def run(args: argparse.Namespace) -> int:
                         force=args.force, extra_flags=list(args.nvcc_flag),
                         cache_dir=Path(args.cache_dir) if args.cache_dir else None)
     opts.nvcc_flags()  # validates --arch before anything else runs
+    languages = _languages(out_dir, selectors)
+    rc = 0
+    if "triton" in languages:
+        rc = _build_triton(args, out_dir, selectors)
+        if "cuda" not in languages:
+            return rc
     nvcc = find_nvcc(args.nvcc)
     try:
         with progress_bar("compiling", disable=args.quiet) as progress:
@@ -88,4 +94,40 @@ def run(args: argparse.Namespace) -> int:
         print(f"{rep.ok}/{rep.units} units built ({rep.failed} failed, {rep.timeout} timed out, "
               f"{rep.skipped} skipped, {rep.cached} cached); {rep.kernels_ok}/{rep.kernels} kernels compile; "
               f"{rep.nvcc_calls} nvcc calls in {rep.seconds:.1f} s")
-    return 0 if rep.failed + rep.timeout + rep.skipped == 0 else 1
+    return max(rc, 0 if rep.failed + rep.timeout + rep.skipped == 0 else 1)
+
+
+def _languages(out_dir: Path, selectors: list[str]) -> set[str]:
+    from miner import dataset
+
+    out = set()
+    for kdir in dataset.select(dataset.kernel_dirs(out_dir), selectors):
+        try:
+            out.add(dataset.load_metadata(kdir).get("language") or "cuda")
+        except (OSError, ValueError, AttributeError):
+            continue
+    return out or {"cuda"}
+
+
+def _build_triton(args: argparse.Namespace, out_dir: Path, selectors: list[str]) -> int:
+    """Triton units: an ahead-of-time compile for the first --arch entry, in child processes."""
+    from miner.triton import build as triton_build
+
+    if triton_build.triton_release() == "unavailable":
+        raise UsageError("the dataset holds Triton kernels but the 'triton' package is not installed "
+                         "(pip install 'kernel-miner[triton]')")
+    with progress_bar("compiling triton", disable=args.quiet) as progress:
+        rep = triton_build.build_dataset(out_dir, arch=args.arch, jobs=args.jobs, timeout=args.timeout,
+                                         selectors=selectors, force=args.force,
+                                         cache_dir=Path(args.cache_dir) / "triton" if args.cache_dir else None,
+                                         progress=progress)
+    shown = rep.failures if args.verbose else rep.failures[:10]
+    for line in shown:
+        print(f"kernel-miner: build failed: {line}", file=sys.stderr)
+    if len(rep.failures) > len(shown):
+        print(f"kernel-miner: ... and {len(rep.failures) - len(shown)} more (-v lists all)", file=sys.stderr)
+    if not args.quiet:
+        classes = ", ".join(f"{k} {v}" for k, v in sorted(rep.classes.items())) or "none"
+        print(f"{rep.ok}/{rep.units} Triton units compiled for {args.arch} ({rep.failed} failed, {rep.timeout} "
+              f"timed out, {rep.skipped} skipped, {rep.cached} cached; classes: {classes}) in {rep.seconds:.1f} s")
+    return 0 if rep.failed + rep.timeout == 0 else 1

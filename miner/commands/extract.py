@@ -8,7 +8,7 @@ import sys
 
 from miner.commands._common import add_output_level, check_numbers
 from miner.errors import UsageError
-from miner.extract import FRONTENDS, ExtractOptions, extract
+from miner.extract import FRONTENDS, LANGUAGES, ExtractOptions, extract
 from miner.progress import progress_bar
 
 HELP = "extract every __global__ kernel from files or directories into a dataset folder"
@@ -39,6 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--frontend", choices=FRONTENDS, default="auto",
                    help="auto: libclang, plus tree-sitter for files libclang cannot parse and for "
                         "kernels in inactive #if branches; clang or treesitter: only that one")
+    p.add_argument("--language", choices=LANGUAGES, default="auto",
+                   help="auto: .py files are searched for @triton.jit kernels and CUDA/HIP sources for __global__ "
+                        "ones; cuda or triton: only that language")
     p.add_argument("--no-units", action="store_true",
                    help="only extract kernels: skip the dependency closure, launch sites, instantiations "
                         "and the rendered standalone units (units/<inst>/unit.cu)")
@@ -64,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--arch applies to --build only")
     opts = ExtractOptions(paths=paths, out_dir=args.output_dir, include_dirs=args.include_dir,
                           defines=args.define, compile_commands=args.compile_commands,
-                          jobs=args.jobs, frontend=args.frontend, units=not args.no_units, project=args.project)
+                          jobs=args.jobs, frontend=args.frontend, units=not args.no_units, project=args.project,
+                          language=args.language)
     with progress_bar("parsing", disable=args.quiet) as progress:
         report = extract(opts, progress)
     for line in report.failures:

@@ -1,0 +1,207 @@
+"""Closure of a Triton kernel: the module-level definitions its text needs, across project modules.
+
+Starting from the kernel (and its launcher), every free name is looked up where Python would find it:
+a top-level `def`/class/assignment of the same module (taken, and closed over in turn), an import
+of a project module (followed into that file), or an import of anything else (`triton`, `torch`,
+`math`, libdevice: kept as an import line). What cannot be found is listed as unresolved.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import textwrap
+from dataclasses import dataclass, field
+
+from miner.frontends.triton_frontend import _AUTOTUNE, _HEURISTICS, _JIT, _is
+from miner.triton.project import Module, Project
+
+_BUILTINS = set(dir(builtins)) | {"__name__", "__file__", "__doc__", "__spec__", "__package__"}
+
+
+@dataclass
+class Piece:
+    module: str  # path
+    stmt: ast.stmt
+    name: str
+    kind: str  # jit | function | class | assign | block | import
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.module, self.stmt.lineno
+
+
+@dataclass
+class Closure:
+    pieces: list[Piece] = field(default_factory=list)  # definitions, dependencies before dependants
+    imports: list[str] = field(default_factory=list)  # import lines for external modules
+    aliases: list[str] = field(default_factory=list)  # `bar = foo` for `from x import foo as bar`
+    unresolved: list[dict[str, str]] = field(default_factory=list)
+    dropped_decorators: list[str] = field(default_factory=list)
+
+
+def free_names(node: ast.AST) -> list[str]:
+    """Names a definition reads but does not bind itself, in first-use order (an over-approximation:
+    a local that shadows a global still counts, which at worst pulls in one definition too many)."""
+    loads: dict[str, None] = {}
+    bound: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            if isinstance(n.ctx, ast.Load):
+                loads.setdefault(n.id, None)
+            else:
+                bound.add(n.id)
+        elif isinstance(n, ast.arg):
+            bound.add(n.arg)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            bound.difference_update(n.names)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not node:
+            bound.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            bound.update(a.asname or a.name.split(".")[0] for a in n.names)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        bound.discard(node.name)  # recursion reads the module-level name
+    return [n for n in loads if n not in bound and n not in _BUILTINS]
+
+
+def _kind(mod: Module, stmt: ast.stmt) -> str:
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return "jit" if any(_is(mod.names, d, _JIT) for d in stmt.decorator_list) else "function"
+    if isinstance(stmt, ast.ClassDef):
+        return "class"
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return "import"
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        return "assign"
+    return "block"
+
+
+def is_triton_decorator(mod: Module, d: ast.AST) -> bool:
+    return _is(mod.names, d, _JIT | _AUTOTUNE | _HEURISTICS)
+
+
+def _import_line(node: ast.Import | ast.ImportFrom, name: str) -> str | None:
+    """The import statement binding `name`, alone: `import torch`, `from triton.language.extra import libdevice`."""
+    for a in node.names:
+        local = a.asname or a.name.split(".")[0]
+        if local != name:
+            continue
+        if isinstance(node, ast.Import):
+            return f"import {a.name}" + (f" as {a.asname}" if a.asname else "")
+        mod = "." * node.level + (node.module or "")
+        return f"from {mod} import {a.name}" + (f" as {a.asname}" if a.asname else "")
+    return None
+
+
+class _Closer:
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self.out = Closure()
+        self.taken: dict[tuple[str, int], Piece] = {}
+        self.order: list[Piece] = []
+        self.provider: dict[str, str] = {}  # unit-level name -> module path that provides it
+        self.visiting: set[tuple[str, str]] = set()
+
+    def add_root(self, mod: Module, stmt: ast.stmt, name: str) -> None:
+        self._take(mod, stmt, name)
+
+    def _take(self, mod: Module, stmt: ast.stmt, name: str) -> None:
+        piece = Piece(mod.path, stmt, name, _kind(mod, stmt))
+        if piece.key in self.taken:
+            return
+        self.taken[piece.key] = piece
+        node: ast.AST = stmt
+        if piece.kind == "jit":
+            kept = [d for d in stmt.decorator_list if is_triton_decorator(mod, d)]
+            self.out.dropped_decorators += [mod.src.segment(d) for d in stmt.decorator_list if d not in kept]
+            node = copy.copy(stmt)
+            node.decorator_list = kept
+        for n in free_names(node):
+            self._resolve(mod, n, stmt)
+        self.order.append(piece)  # after its dependencies: they were resolved first
+
+    def _resolve(self, mod: Module, name: str, user: ast.stmt) -> None:
+        key = (mod.path, name)
+        if key in self.visiting:
+            return
+        self.visiting.add(key)
+        where = f"{mod.path}:{user.lineno}"
+        stmt = mod.binding(name)
+        if stmt is None:
+            self.out.unresolved.append({"symbol": name, "where": where,
+                                        "reason": "not defined at module level nor imported"})
+            return
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            self._resolve_import(mod, stmt, name, where)
+            return
+        prev = self.provider.setdefault(name, mod.path)
+        if prev != mod.path:
+            self.out.unresolved.append({"symbol": name, "where": where,
+                                        "reason": f"two modules define it; the unit keeps the one from {prev}"})
+            return
+        self._take(mod, stmt, name)
+
+    def _resolve_import(self, mod: Module, stmt: ast.Import | ast.ImportFrom, name: str, where: str) -> None:
+        if isinstance(stmt, ast.ImportFrom):
+            target = self.project.resolve_module(stmt.module or "", stmt.level, mod)
+            alias = next(a for a in stmt.names if (a.asname or a.name) == name)
+            if target is not None:
+                sub = self.project.module(target)
+                inner = sub.binding(alias.name) if sub else None
+                if sub is not None and inner is not None:
+                    self._resolve(sub, alias.name, stmt)
+                    if alias.asname and alias.asname != alias.name:
+                        self.out.aliases.append(f"{alias.asname} = {alias.name}")
+                    return
+                pkg = self.project.resolve_module(f"{stmt.module}.{alias.name}" if stmt.module else alias.name,
+                                                  stmt.level, mod)
+                reason = ("a project module imported whole: the unit cannot carry it" if pkg else
+                          f"not found in {target}")
+                self.out.unresolved.append({"symbol": name, "where": where, "reason": reason})
+                return
+            if stmt.level:
+                rel = "." * stmt.level + (stmt.module or "")
+                self.out.unresolved.append({"symbol": name, "where": where,
+                                            "reason": f"relative import of a module outside the project ({rel})"})
+                return
+        else:
+            dotted = next(a.name for a in stmt.names if (a.asname or a.name.split(".")[0]) == name)
+            if self.project.resolve_module(dotted, 0, mod) is not None:
+                self.out.unresolved.append({"symbol": name, "where": where,
+                                            "reason": "a project module imported whole: the unit cannot carry it"})
+                return
+        line = _import_line(stmt, name)
+        if line and line not in self.out.imports:
+            self.out.imports.append(line)
+
+
+def close(project: Project, mod: Module, roots: list[tuple[ast.stmt, str]]) -> Closure:
+    """The closure of `roots` (top-level statements of `mod`, with their names)."""
+    c = _Closer(project)
+    for stmt, name in roots:
+        c.provider.setdefault(name, mod.path)
+        c.add_root(mod, stmt, name)
+    c.out.pieces = c.order
+    return c.out
+
+
+def piece_text(project: Project, p: Piece) -> str:
+    """Source of a piece as the unit shows it: jit functions lose decorators that are not Triton's
+    (a project's `@libentry()` wrapper would drag its whole runtime in), nested code is dedented."""
+    mod = project.module(p.module)
+    assert mod is not None
+    stmt = p.stmt
+    if p.kind == "jit":
+        kept = [d for d in stmt.decorator_list if is_triton_decorator(mod, d)]
+        def_start = mod.src.offset(stmt.lineno, 0)
+        body = mod.data[def_start:mod.src.offset(stmt.end_lineno, stmt.end_col_offset)].decode("utf-8", "replace")
+        decos = "".join(f"@{mod.src.segment(d)}\n" for d in kept)
+        return decos + textwrap.dedent(body)
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        a, b = mod.src.span(stmt)
+    else:
+        a, b = mod.src.offset(stmt.lineno, stmt.col_offset), mod.src.offset(stmt.end_lineno, stmt.end_col_offset)
+    line_start = mod.src.starts[mod.src.line_of(a) - 1]
+    text = mod.data[line_start:b].decode("utf-8", "replace")
+    return textwrap.dedent(text)
