@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from miner import atomic, dataset
+from miner.errors import UsageError
 from miner.frontends import triton_frontend
 from miner.frontends.triton_frontend import TritonKernel
 from miner.provenance import origin_of
@@ -64,10 +65,11 @@ def python_files(paths: list[str], report: TritonReport) -> tuple[list[tuple[str
                 for f in sorted(fns):
                     if f.endswith(".py"):
                         read(os.path.join(dp, f))
-        elif p.endswith(".py") or os.path.isfile(p):
-            read(p)
+        elif os.path.lexists(p):
+            if p.endswith(".py"):
+                read(p)
         else:
-            report.failures.append(f"{p}: no such file or directory")
+            raise UsageError(f"{p}: no such file or directory")
     return sorted(out.items()), roots
 
 
