@@ -275,6 +275,8 @@ def _metadata(k: Kernel, text: bytes, origin: Origin, kid: str, tu: str | None,
             "defines": [f"__CUDA_ARCH__={config.cuda_arch}", "__NVCC__",
                         *dict.fromkeys([*config.defines, *_file_defines(config, tu), *k.defines])],
             "include_dirs": [_rel(d, origin.root) for d in config.include_dirs if d.startswith(origin.root)],
+            # Where source.path and the paths above are relative to, for `verify` to find the original.
+            "root": origin.root,
         },
     }
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from miner.build import DEFAULT_ARCH, DEFAULT_BATCH, DEFAULT_TIMEOUT, BuildOptions, build_dataset, find_nvcc
+from miner.commands import verify as verify_cmd
 from miner.commands._common import add_kernels, add_output_level, check_numbers, kernel_patterns
 from miner.errors import InputError, UsageError
 from miner.progress import progress_bar
@@ -44,6 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="build cache (default: $XDG_CACHE_HOME/kernel-miner/build)")
     p.add_argument("-X", "--nvcc-flag", action="append", default=[], metavar="FLAG",
                    help="extra nvcc flag, e.g. -X=-DNDEBUG (repeatable; part of the cache key)")
+    p.add_argument("--verify", action="store_true",
+                   help="then run `kernel-miner verify` on the built units (options: --verify-sample ...)")
+    verify_cmd.add_verify_options(p, prefix="verify-")
     add_output_level(p, "also print every unit that failed")
 
 
@@ -74,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         rc = _build_triton(args, out_dir, selectors)
         if "cuda" not in languages:
             return rc
+    vopts = verify_cmd.options(args, prefix="verify_") if getattr(args, "verify", False) else None
     nvcc = find_nvcc(args.nvcc)
     try:
         with progress_bar("compiling", disable=args.quiet) as progress:
@@ -94,7 +99,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"{rep.ok}/{rep.units} units built ({rep.failed} failed, {rep.timeout} timed out, "
               f"{rep.skipped} skipped, {rep.cached} cached); {rep.kernels_ok}/{rep.kernels} kernels compile; "
               f"{rep.nvcc_calls} nvcc calls in {rep.seconds:.1f} s")
-    return max(rc, 0 if rep.failed + rep.timeout + rep.skipped == 0 else 1)
+    code = max(rc, 0 if rep.failed + rep.timeout + rep.skipped == 0 else 1)
+    if vopts is not None:
+        vrep = verify_cmd.verify(out_dir, vopts, nvcc, selectors, args.quiet)
+        verify_cmd.report(vrep, args.verbose, args.quiet)
+        code = max(code, 0 if vrep.counts["identical"] == vrep.verified else 1)
+    return code
 
 
 def _languages(out_dir: Path, selectors: list[str]) -> set[str]:

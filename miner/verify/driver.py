@@ -1,0 +1,265 @@
+"""The verify stage over a dataset: each built instantiation's unit and its original TU compiled to
+PTX, the kernel's code compared, `fidelity` recorded per instantiation.
+
+One original compile serves every kernel of its TU (grouped by TU, defines and include dirs); TUs
+and units compile in parallel; every compile is cached by content (store.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from miner import dataset
+from miner.builder.diagnostics import parse_errors
+from miner.builder.toolchain import toolchain_id
+from miner.errors import UsageError
+from miner.verify import original as orig_mod
+from miner.verify import ptx as ptx_mod
+from miner.verify.original import Original
+from miner.verify.store import FORMAT, PtxResult, PtxStore, default_cache_dir
+
+DEFAULT_TIMEOUT = 1200.0
+STATUSES = ("identical", "differs", "original_unbuildable", "unit_unbuildable")
+
+
+@dataclass
+class VerifyOptions:
+    jobs: int = 2
+    timeout: float = DEFAULT_TIMEOUT
+    sample: int | None = None
+    source: Path | None = None
+    cache_dir: Path | None = None
+    force: bool = False
+    extra_flags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class VerifyReport:
+    instantiations: int = 0       # built instantiations in the selected kernels
+    verified: int = 0             # of those, in the sampled TUs
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATUSES, 0))
+    tus: int = 0
+    tus_total: int = 0
+    nvcc_calls: int = 0
+    cached: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)   # one line per instantiation that is not identical
+
+
+@dataclass
+class _Item:
+    kdir: Path
+    meta: dict[str, Any]
+    index: int
+    unit: Path
+    orig: Original | None = None
+    error: str | None = None
+    unit_res: PtxResult | None = None
+    record: dict[str, Any] | None = None
+
+    @property
+    def tag(self) -> str:
+        return f"{self.kdir.name}/{self.meta['instantiations'][self.index].get('id', self.index)}"
+
+
+def _first_error(log: str) -> str:
+    diags = parse_errors(log)
+    if diags:
+        return diags[0].text[:400]
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    return (lines[-1] if lines else "nvcc failed without a message")[:400]
+
+
+def _sample(groups: dict[Any, list[_Item]], n: int | None) -> list[Any]:
+    """A deterministic sample of TUs: the first n by a hash of their name and flags."""
+    keys = sorted(groups, key=lambda k: hashlib.sha256(repr((groups[k][0].orig.rel, k[1:])).encode()).hexdigest())
+    return keys if n is None else keys[:n]
+
+
+def _collect(out_dir: Path, selectors: list[str], source: Path | None) -> list[_Item]:
+    items: list[_Item] = []
+    for kdir in dataset.select(dataset.kernel_dirs(out_dir), selectors):
+        try:
+            meta = dataset.load_metadata(kdir)
+        except (OSError, json.JSONDecodeError):
+            continue
+        if (meta.get("language") or "cuda") != "cuda":
+            continue  # Triton units are Python: no original TU to compile with nvcc
+        built = [i for i, inst in enumerate(meta.get("instantiations") or [])
+                 if (inst.get("build") or {}).get("status") == "ok" and inst.get("unit")]
+        if not built:
+            continue
+        try:
+            orig: Original | None = orig_mod.locate(meta, source)
+            error = None
+        except ValueError as exc:
+            orig, error = None, str(exc)
+        for i in built:
+            items.append(_Item(kdir, meta, i, kdir / meta["instantiations"][i]["unit"], orig, error))
+    return items
+
+
+def _unit_entry(item: _Item) -> str | None:
+    parsed = ptx_mod.parse(item.unit_res.ptx if item.unit_res else "")
+    mark = f"{len(item.meta['name'])}{item.meta['name']}"
+    hits = [e for e in parsed.entries if mark in e]
+    return (hits or parsed.entries or [None])[0]
+
+
+def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: list[str] | None = None,
+                   progress: Callable[[int], Callable[[], None]] | None = None) -> VerifyReport:
+    t0 = time.monotonic()
+    rep = VerifyReport()
+    items = _collect(out_dir.resolve(), selectors or [], opts.source)
+    rep.instantiations = len(items)
+    if items and all(it.orig is None for it in items) and len({it.error for it in items}) == 1:
+        raise UsageError(f"verify: {items[0].error}")
+    groups: dict[Any, list[_Item]] = {}
+    for it in items:
+        if it.orig is not None:
+            groups.setdefault(it.orig.group_key(), []).append(it)
+    rep.tus_total = len(groups)
+    chosen = _sample(groups, opts.sample)
+    rep.tus = len(chosen)
+    todo = [it for k in chosen for it in groups[k]]
+    if opts.sample is None:
+        todo += [it for it in items if it.orig is None]
+    rep.verified = len(todo)
+    if not todo:
+        rep.seconds = time.monotonic() - t0
+        return rep
+    tool_id = toolchain_id(nvcc)
+    store = PtxStore(opts.cache_dir or default_cache_dir(), nvcc, opts.timeout)
+    arch = orig_mod.arch_flag((todo[0].meta["instantiations"][todo[0].index].get("build") or {}).get("arch"))
+    unit_flags = ["-ptx", "-x", "cu", arch, *opts.extra_flags]
+    torch_version = ""
+    if any(groups[k][0].orig.torch for k in chosen):
+        torch_version = orig_mod.torch_setup()[2]
+    tick = progress(len(chosen) + len(todo)) if progress else (lambda: None)
+
+    def orig_key(o: Original, flags: list[str], text: str) -> str:
+        ver = torch_version if o.torch else ""
+        return orig_mod.content_key([FORMAT, "original", tool_id, ver, "\0".join(flags), text], [o.tu, *o.headers])
+
+    def compile_original(o: Original, text: str | None) -> PtxResult:
+        flags = ["-x", "cu", *orig_mod.compile_flags(o, arch), *opts.extra_flags]
+        key = orig_key(o, flags, text or "")
+        try:
+            return store.compile(key, None if text else o.tu, text, flags, o.tu.parent, opts.force)
+        finally:
+            if text is None:
+                tick()
+
+    def compile_unit(it: _Item) -> PtxResult:
+        text = it.unit.read_text(encoding="utf-8")
+        headers, _ = orig_mod.scan_includes(it.unit, [])
+        key = orig_mod.content_key([FORMAT, "unit", tool_id, "\0".join(unit_flags), text], headers)
+        try:
+            return store.compile(key, it.unit, None, unit_flags, it.unit.parent, opts.force)
+        finally:
+            tick()
+
+    with ThreadPoolExecutor(max_workers=opts.jobs) as pool:
+        # Originals first and torch ones first: they are the long poles.
+        order = sorted(chosen, key=lambda k: (not groups[k][0].orig.torch, -len(groups[k][0].orig.headers)))
+        orig_futs: dict[Any, Future[PtxResult]] = {k: pool.submit(compile_original, groups[k][0].orig, None)
+                                                   for k in order}
+        unit_futs = {id(it): pool.submit(compile_unit, it) for it in todo if it.orig is not None}
+        for it in todo:
+            if id(it) in unit_futs:
+                it.unit_res = unit_futs[id(it)].result()
+        results = {k: f.result() for k, f in orig_futs.items()}
+        # Second round: wrappers adding explicit instantiations the original TU does not make.
+        wrap_need: dict[Any, list[_Item]] = {}
+        parsed: dict[Any, ptx_mod.Ptx] = {}
+        for k in chosen:
+            parsed[k] = ptx_mod.parse(results[k].ptx) if results[k].ok else ptx_mod.Ptx()
+            if not results[k].ok:
+                continue
+            for it in groups[k]:
+                entry = _unit_entry(it)
+                if entry and ptx_mod.find_entry(parsed[k], entry) is None and orig_mod.explicit_instantiation(
+                        it.meta, it.meta["instantiations"][it.index]):
+                    wrap_need.setdefault(k, []).append(it)
+        wrap_futs = {}
+        for k, its in wrap_need.items():
+            o = groups[k][0].orig
+            insts = [orig_mod.explicit_instantiation(it.meta, it.meta["instantiations"][it.index]) or "" for it in its]
+            wrap_futs[k] = pool.submit(compile_original, o, orig_mod.wrapper_source(o, insts))
+        wrapped = {k: f.result() for k, f in wrap_futs.items()}
+
+    rep.nvcc_calls = store.calls
+    for k in chosen:
+        for it in groups[k]:
+            it.record = _judge(it, results[k], parsed[k], wrapped.get(k), arch)
+    for it in todo:
+        if it.orig is None:
+            it.record = {"status": "original_unbuildable", "original": None, "entry": None, "arch": arch[6:],
+                         "error": it.error, "explicit_instantiation": False}
+    changes: dict[str, dict[str, Any]] = {}
+    by_kernel: dict[Path, list[_Item]] = {}
+    for it in todo:
+        by_kernel.setdefault(it.kdir, []).append(it)
+        rec = it.record or {}
+        rep.counts[rec["status"]] += 1
+        rep.cached += bool(rec.get("cached"))
+        if rec["status"] != "identical":
+            why = rec.get("error") or (rec.get("first_diff") or [""])[0]
+            first = next((ln for ln in rec.get("first_diff") or [] if ln[:1] in "+-"), why)
+            rep.notes.append(f"{it.tag}: {rec['status']}: {first}")
+    for kdir, its in by_kernel.items():
+        insts = [dict(i) for i in its[0].meta["instantiations"]]
+        for it in its:
+            insts[it.index]["fidelity"] = it.record
+        changes[kdir.name] = {"instantiations": insts}
+    dataset.update_many(out_dir, changes)
+    rep.seconds = time.monotonic() - t0
+    return rep
+
+
+def _judge(it: _Item, res: PtxResult, parsed: ptx_mod.Ptx, wrapped: PtxResult | None, arch: str) -> dict[str, Any]:
+    o = it.orig
+    assert o is not None
+    rec: dict[str, Any] = {"status": "", "original": o.rel, "entry": None, "arch": arch[6:], "error": None,
+                           "explicit_instantiation": False, "cached": res.cached}
+    if it.unit_res is None or not it.unit_res.ok:
+        rec.update(status="unit_unbuildable", error=_first_error(it.unit_res.log if it.unit_res else ""))
+        return rec
+    entry = _unit_entry(it)
+    rec["entry"] = entry
+    if entry is None:
+        rec.update(status="unit_unbuildable", error="the unit's PTX has no .entry")
+        return rec
+    if not res.ok:
+        rec.update(status="original_unbuildable",
+                   error=("timed out" if res.timed_out else _first_error(res.log)))
+        return rec
+    src = parsed
+    found = ptx_mod.find_entry(parsed, entry)
+    if found is None and wrapped is not None:
+        rec["explicit_instantiation"] = True
+        rec["cached"] = rec["cached"] and wrapped.cached
+        if not wrapped.ok:
+            rec.update(status="original_unbuildable",
+                       error="with the unit's explicit instantiation appended: " + _first_error(wrapped.log))
+            return rec
+        src = ptx_mod.parse(wrapped.ptx)
+        found = ptx_mod.find_entry(src, entry)
+    if found is None:
+        rec.update(status="original_unbuildable",
+                   error=f"the original's PTX has no .entry {entry} (not compiled in the mined configuration)")
+        return rec
+    a, b = ptx_mod.listing(src, found), ptx_mod.listing(ptx_mod.parse(it.unit_res.ptx), entry)
+    rec["lines"] = len(b)
+    if a == b:
+        rec["status"] = "identical"
+    else:
+        rec.update(status="differs", first_diff=ptx_mod.first_difference(a, b))
+    return rec

@@ -1,0 +1,183 @@
+"""The original translation unit of a kernel, compiled the way its project compiles it.
+
+Which file: `parse_context.translation_unit` (the `.cu` the kernel was parsed with), else the file
+that defines the kernel. Where the sources are: `--source DIR`, else `parse_context.root` (recorded
+by extract). Flags: the mined `-D` set (less `__CUDA_ARCH__`/`__NVCC__`, which nvcc sets itself),
+the mined include dirs (as -iquote and -idirafter, see compile_flags), and:
+
+- when the TU's includes reach torch (`torch/`, `ATen/`, `c10/`): torch's include dirs
+  (`torch.utils.cpp_extension.include_paths()`), Python's, and the nvcc flags every torch extension
+  is built with (`COMMON_NVCC_FLAGS`: `__CUDA_NO_HALF_OPERATORS__` ...);
+- the headers of CUDA libraries installed as wheels (`nvidia/*/include`: cuBLAS ...), which the
+  toolkit here does not ship.
+
+A template kernel that the TU never instantiates with the unit's arguments has no `.entry` in its
+PTX; then a wrapper TU `#include`s the original file and adds the unit's explicit instantiation
+(`template __global__ void ns::k<float>(float*, int);`), which is what a launch in another file does.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+import re
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+_TORCH = re.compile(r"^(torch|ATen|c10)/")
+MAX_HEADERS = 2000
+
+
+@dataclass
+class Original:
+    root: Path
+    tu: Path                    # the file compiled (absolute)
+    rel: str                    # the same, as the dataset names it
+    defines: list[str]
+    include_dirs: list[Path]
+    headers: list[Path] = field(default_factory=list)   # project headers it reaches (its content)
+    torch: bool = False
+
+    def group_key(self) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+        return str(self.tu), tuple(self.defines), tuple(map(str, self.include_dirs))
+
+
+def locate(meta: dict[str, Any], source_root: Path | None) -> Original:
+    """The original TU of a kernel; ValueError (one line) when it cannot be found."""
+    pc = meta.get("parse_context") or {}
+    root_text = str(source_root) if source_root else pc.get("root")
+    if not root_text:
+        raise ValueError("the dataset does not record where its sources are (pass --source DIR)")
+    root = Path(root_text)
+    rel = pc.get("translation_unit") or meta["source"]["path"]
+    tu = (root / rel).resolve()
+    if not tu.is_file():
+        raise ValueError(f"{tu}: original source not found")
+    defines = [d for d in pc.get("defines", []) if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")]
+    dirs = [(root / d).resolve() for d in pc.get("include_dirs", [])]
+    orig = Original(root=root, tu=tu, rel=rel, defines=defines, include_dirs=[d for d in dirs if d.is_dir()])
+    orig.headers, orig.torch = scan_includes(tu, orig.include_dirs)
+    return orig
+
+
+def scan_includes(tu: Path, include_dirs: list[Path]) -> tuple[list[Path], bool]:
+    """Project headers the TU reaches (transitively) and whether it reaches torch's headers."""
+    seen: dict[Path, None] = {}
+    torch = False
+    todo = [tu]
+    while todo and len(seen) < MAX_HEADERS:
+        path = todo.pop()
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for m in _INCLUDE.finditer(text):
+            name = m.group(2).strip()
+            if _TORCH.match(name):
+                torch = True
+                continue
+            search = ([path.parent] if m.group(1) == '"' else []) + include_dirs
+            for d in search:
+                cand = (d / name).resolve()
+                if cand.is_file():
+                    if cand not in seen and cand != tu:
+                        seen[cand] = None
+                        todo.append(cand)
+                    break
+    return list(seen), torch
+
+
+@functools.lru_cache(maxsize=1)
+def torch_setup() -> tuple[list[str], list[str], str]:
+    """(include dirs, nvcc flags, version) of the installed torch; empty where torch is absent."""
+    if importlib.util.find_spec("torch") is None:
+        return [], [], ""
+    import torch
+    from torch.utils import cpp_extension  # imported only when a TU needs it: ~2 s
+    dirs = [*cpp_extension.include_paths(), sysconfig.get_paths()["include"]]
+    return dirs, list(cpp_extension.COMMON_NVCC_FLAGS), str(torch.__version__)
+
+
+@functools.lru_cache(maxsize=1)
+def library_include_dirs() -> list[str]:
+    """`include` folders of CUDA library wheels (nvidia-cublas ...): `site-packages/nvidia/*/include`."""
+    spec = importlib.util.find_spec("nvidia")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    out = []
+    for base in spec.submodule_search_locations:
+        for d in sorted(Path(base).glob("*/include")):
+            out.append(str(d))
+    return out
+
+
+def compile_flags(orig: Original, arch_flag: str) -> list[str]:
+    flags = ["-ptx", arch_flag]
+    if orig.torch:
+        dirs, nvcc_flags, _ = torch_setup()
+        flags += nvcc_flags
+    flags += [f"-D{d}" for d in orig.defines]
+    # Mined dirs searched before the system's for "quoted" includes and after it for <angle> ones: the
+    # include graph adds a dir for any header found by path tail, and a repo's Windows stand-in
+    # (dev/unistd.h) must not hide the system's <unistd.h>, as it does not in the project's own build.
+    for d in orig.include_dirs:
+        flags += ["-Xcompiler", f"-iquote,{d},-idirafter,{d}"]
+    if orig.torch:
+        flags += [f"-I{d}" for d in dirs]
+    flags += [f"-I{d}" for d in library_include_dirs()]
+    return flags
+
+
+def explicit_instantiation(meta: dict[str, Any], inst: dict[str, Any]) -> str | None:
+    """The unit's explicit instantiation, for a wrapper around the original TU; None for a non-template."""
+    args = inst.get("args") or []
+    if not args or meta.get("is_specialization"):
+        return None
+    parts = meta["qualified_name"].split("::")
+    types = ", ".join(p["type"] for p in (inst.get("launcher") or {}).get("params", []))
+    text = f"template __global__ void {parts[-1]}<{', '.join(args)}>({types});"
+    for ns in reversed(parts[:-1]):
+        text = f"namespace {ns} {{ {text} }}"
+    return text
+
+
+def wrapper_source(orig: Original, instantiations: list[str]) -> str:
+    body = "\n".join(dict.fromkeys(instantiations))
+    return (f"// kernel-miner verify: the original TU with the units' explicit instantiations\n"
+            f'#include "{orig.tu}"\n{body}\n')
+
+
+def content_key(parts: list[str], files: list[Path]) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode("utf-8"))
+        h.update(b"\0")
+    for f in files:
+        h.update(str(f).encode("utf-8"))
+        try:
+            h.update(f.read_bytes())
+        except OSError:
+            h.update(b"<missing>")
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def arch_flag(arch_list: str | None) -> str:
+    """`-arch=compute_NN` for the first target the units were built for (sm_90,compute_90 -> compute_90)."""
+    for item in (arch_list or "").split(","):
+        m = re.fullmatch(r"\s*(?:sm|compute)_(\d+[a-z]?)\s*", item)
+        if m:
+            return f"-arch=compute_{m.group(1)}"
+    return "-arch=compute_90"
+
+
+def relative(path: Path, root: Path) -> str:
+    try:
+        return os.path.relpath(path, root)
+    except ValueError:
+        return str(path)

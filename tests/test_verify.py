@@ -1,0 +1,147 @@
+"""`kernel-miner verify`: units of our own fixture kernels compile to the same PTX as their original
+translation unit (real nvcc), and a unit changed by hand is caught with the lines that differ."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from miner import schema
+from miner.verify import ptx
+from tests.conftest import FIXTURES, load_dataset, run_miner
+from tests.test_build import needs_nvcc
+
+pytestmark = needs_nvcc
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture extracted and built once (outside any git checkout); tests work on copies."""
+    base = tmp_path_factory.mktemp("verify")
+    src = base / "src"
+    shutil.copytree(FIXTURES / "verify", src)
+    out = base / "ds"
+    r = run_miner("extract", src, "-o", out, "--build", "-j", "2",
+                  "-q", timeout=600)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def _copy(built: Path, tmp_path: Path) -> Path:
+    ds = tmp_path / "ds"
+    shutil.copytree(built, ds)
+    return ds
+
+
+def _fidelity(ds: Path) -> dict[str, dict]:
+    return {f"{m['name']}/{i['id']}": i.get("fidelity") for m in load_dataset(ds) for i in m["instantiations"]}
+
+
+def test_units_are_identical_to_the_original(built: Path, tmp_path: Path) -> None:
+    ds = _copy(built, tmp_path)
+    cache = tmp_path / "cache"
+    r = run_miner("verify", ds, "--cache-dir", cache, "-j", "2", timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "5/5 built instantiations verified: 5 identical, 0 differs, 0 original_unbuildable" in r.stdout
+    fid = _fidelity(ds)
+    assert set(fid) == {"vf_scale/float", "vf_scale/double", "vf_gather/float_4", "vf_report/default",
+                        "vf_axpy/float"}
+    assert all(f["status"] == "identical" and f["original"] == "vf_launch.cu" for f in fid.values())
+    # vf_axpy is instantiated nowhere in the original: the wrapper's explicit instantiation made it.
+    assert fid["vf_axpy/float"]["explicit_instantiation"] is True
+    assert fid["vf_scale/float"]["explicit_instantiation"] is False
+    assert fid["vf_scale/double"]["entry"] == "_Z8vf_scaleIdEviPKT_PS0_7VfRange"
+    for m in load_dataset(ds):
+        assert schema.errors(m) == [], m["id"]
+    # Warm rerun: every PTX from the cache, no nvcc call.
+    again = run_miner("verify", ds, "--cache-dir", cache, timeout=300)
+    assert again.returncode == 0 and " 0 nvcc calls, 5 cached" in again.stdout, again.stdout
+
+
+def test_a_changed_unit_differs(built: Path, tmp_path: Path) -> None:
+    ds = _copy(built, tmp_path)
+    unit = next(ds.glob("vf_scale-*/units/float/unit.cu"))
+    text = unit.read_text(encoding="utf-8")
+    assert "return v + v;" in text  # vf_twice, carried by the closure
+    unit.write_text(text.replace("return v + v;", "return v * v;"), encoding="utf-8")
+    r = run_miner("verify", ds, "--cache-dir", tmp_path / "cache", "--kernels", "vf_scale", timeout=600)
+    assert r.returncode == 1
+    assert "1 identical, 1 differs" in r.stdout
+    assert "vf_scale-" in r.stderr and "/float: differs: " in r.stderr
+    f = _fidelity(ds)["vf_scale/float"]
+    assert f["status"] == "differs"
+    removed = [ln for ln in f["first_diff"] if ln.startswith("-")]
+    added = [ln for ln in f["first_diff"] if ln.startswith("+")]
+    assert any("add.f32" in ln for ln in removed) and any("mul.f32" in ln for ln in added), f["first_diff"]
+
+
+def test_an_original_that_does_not_compile(built: Path, tmp_path: Path) -> None:
+    ds = _copy(built, tmp_path)
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURES / "verify", src)
+    launch = src / "vf_launch.cu"
+    launch.write_text(launch.read_text(encoding="utf-8") + "\nint vf_broken = vf_no_such_name;\n", encoding="utf-8")
+    r = run_miner("verify", ds, "--source", src, "--cache-dir", tmp_path / "cache", "--kernels", "vf_report",
+                  timeout=300)
+    assert r.returncode == 1
+    f = _fidelity(ds)["vf_report/default"]
+    assert f["status"] == "original_unbuildable" and 'identifier "vf_no_such_name" is undefined' in f["error"]
+    # Sources found nowhere: one line, nothing recorded.
+    r = run_miner("verify", ds, "--source", tmp_path, "--cache-dir", tmp_path / "cache", timeout=300)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "original source not found" in r.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["verify", "no/such/dir"], "no/such/dir: not a dataset directory"),
+    (["verify", ".", "--sample", "0"], "--sample must be at least 1"),
+    (["verify", ".", "--source", "no/such/dir"], "--source is not a directory"),
+])
+def test_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    r = run_miner(*args, cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"kernel-miner: error: {message}" or (
+        r.stderr.count("\n") == 1 and message in r.stderr), r.stderr
+
+
+def test_normalization_keeps_code_and_drops_placement() -> None:
+    """Two PTX texts that differ only in file-dependent names, label/depot indices and string numbering
+    give one listing; a changed immediate does not."""
+    def text(fn_index: int, uniq: str, strno: str, imm: int) -> str:
+        name = f"_ZN{len(uniq)}{uniq}6helperEf"
+        return f"""
+.version 9.0
+.global .align 1 .b8 $str{strno}[3] = {{104, 105, 0}};
+.func  (.param .b32 func_retval0) {name}(
+\t.param .b32 {name}_param_0
+)
+{{
+\tld.param.f32 \t%f1, [{name}_param_0];
+\tst.param.f32 \t[func_retval0+0], %f1;
+\tret;
+}}
+.visible .entry _Z1kPf(
+\t.param .u64 _Z1kPf_param_0
+)
+{{
+\t.local .align 8 .b8 \t__local_depot{fn_index}[8];
+\tmov.u64 \t%rd1, $str{strno};   // a comment
+\t.loc 1 2 3
+\tcall.uni (retval0), {name}, (param0);
+$L__BB{fn_index}_2:
+\tmov.u32 \t%r1, {imm};
+\tret;
+}}
+"""
+    a = ptx.parse(text(1, "_GLOBAL__N__65b35793_4_a_cu_d589cb60", "", 7))
+    b = ptx.parse(text(4, "_GLOBAL__N__0badcafe_7_unit_cu_12345678", "$3", 7))
+    c = ptx.parse(text(1, "_GLOBAL__N__65b35793_4_a_cu_d589cb60", "", 8))
+    assert a.entries == ["_Z1kPf"]
+    la, lb, lc = (ptx.listing(p, "_Z1kPf") for p in (a, b, c))
+    assert la == lb
+    assert any("helper" in ln for ln in la) and any(ln.startswith(".global") for ln in la)  # callee and data came along
+    assert any("__local_depot[8]" in ln for ln in la)
+    changed = [ln for ln in ptx.first_difference(la, lc) if ln[:1] in "+-"]
+    assert la != lc and changed == ["-mov.u32 %r1, 7;", "+mov.u32 %r1, 8;"]
+
