@@ -47,3 +47,15 @@ def corpus_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dst = tmp_path_factory.mktemp("corpus-src") / "corpus"
     shutil.copytree(CORPUS, dst)
     return dst
+
+
+@pytest.fixture(scope="session")
+def mined_repos(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/fixtures/repos (three small repos of own code) mined with units and built with nvcc when it is
+    on this machine, by `kernel-miner mine`; read-only for tests (copy it to change it)."""
+    base = tmp_path_factory.mktemp("mined")
+    shutil.copytree(FIXTURES / "repos", base / "repos")
+    build = ["--build"] if shutil.which("nvcc") else []
+    res = run_miner("mine", base / "repos", "-o", base / "ds", "-j", "2", "-q", *build, timeout=600)
+    assert res.returncode == 0, res.stderr
+    return base / "ds"

@@ -57,7 +57,7 @@ def test_mine_records_every_repo_and_skips_finished_work(corpus: Path, capsys: p
     assert main(["mine", str(corpus / "list.txt"), "-o", str(ds), "--frontend", "treesitter", "--no-units",
                  "-j", "1"]) == 1  # one bad repo: recorded, the others mined
     out, err = capsys.readouterr()
-    assert "4 repos: 3 done, 1 failed" in out and "7 kernels (7 new)" in out
+    assert "4 repos: 3 done, 1 failed" in out and "7 kernels (7 new; 1 exact and 1 near duplicates)" in out
     assert "not-there: extract: not a directory" in err and "Traceback" not in err
     rows = _rows(ds, "SELECT repo, stage, state, attempts FROM stages")
     stages = {(Path(r).name, s): (st, n) for r, s, st, n in rows}

@@ -56,6 +56,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-units", action="store_true", help="extract kernels only (no closures or units)")
     p.add_argument("--frontend", choices=FRONTENDS, default="auto", help="as for `kernel-miner extract`")
     add_license_allow(p, "mine")
+    p.add_argument("--no-dedupe", dest="dedupe", action="store_false",
+                   help="do not mark exact and near duplicates across the dataset at the end of the run")
     p.add_argument("--executor", choices=EXECUTORS, default="local",
                    help="local: child processes of this run; ray: Ray tasks (docs/scale.md)")
     p.add_argument("--ray-address", metavar="ADDR",
@@ -84,6 +86,10 @@ def _progress(disable: bool) -> Iterator[Callable[[str, int], Callable[[], None]
         yield start
 
 
+def _dups(d: dict[str, int]) -> str:
+    return f"; {d['exact']} exact and {d['near']} near duplicates" if d else ""
+
+
 def run(args: argparse.Namespace) -> int:
     check_numbers(args, at_least_one=("jobs", "workers"), positive=("repo_timeout",))
     if args.build and args.no_units:
@@ -96,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
                        jobs=args.jobs, workers=args.workers, repo_timeout=args.repo_timeout,
                        retry_failed=args.retry_failed, units=not args.no_units, frontend=args.frontend,
                        license_allow=args.license_allow, executor=args.executor, ray_address=args.ray_address,
-                       arch=args.arch, nvcc=args.nvcc, cache_dir=args.cache_dir, argv=sys.argv[1:])
+                       arch=args.arch, nvcc=args.nvcc, cache_dir=args.cache_dir, dedupe=args.dedupe,
+                       argv=sys.argv[1:])
     with _progress(args.quiet) as progress:
         rep = mine(opts, progress)
     shown = rep.failures if args.verbose else rep.failures[:10]
@@ -104,9 +111,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"kernel-miner: error: {line}", file=sys.stderr)
     if len(rep.failures) > len(shown):
         print(f"kernel-miner: ... and {len(rep.failures) - len(shown)} more (-v lists all)", file=sys.stderr)
+    for line in rep.notes:
+        print(f"kernel-miner: note: {line}", file=sys.stderr)
     if not args.quiet:
         out = args.output_dir if args.output_dir.endswith("/") else args.output_dir + "/"
         resumed = f", {rep.resumed} interrupted commits finished" if rep.resumed else ""
         print(f"{rep.repos} repos: {rep.done} done, {rep.failed} failed, {rep.skipped} skipped{resumed}; "
-              f"{rep.kernels} kernels ({rep.new_kernels} new) in {rep.seconds:.1f} s -> {out}")
+              f"{rep.kernels} kernels ({rep.new_kernels} new{_dups(rep.duplicates)}) in {rep.seconds:.1f} s -> {out}")
     return 1 if rep.failed else 0

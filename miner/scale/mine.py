@@ -49,6 +49,7 @@ class MineOptions:
     cache_dir: str | None = None
     validate_timeout: float = 120.0
     oracles: bool = True
+    dedupe: bool = True
     argv: list[str] = field(default_factory=list)
 
     @property
@@ -66,6 +67,8 @@ class MineReport:
     kernels: int = 0
     new_kernels: int = 0
     failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    duplicates: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
 
@@ -268,6 +271,16 @@ class _Run:
             ticks[s]()
 
 
+def _dedupe(ds: Path, rep: MineReport) -> None:
+    """Duplicate clusters over the whole dataset (a new repo may hold the original of an older one's copy)."""
+    from miner.scale.dedupe import dedupe_dataset
+
+    try:
+        rep.duplicates = dedupe_dataset(ds)
+    except UsageError as exc:
+        rep.notes.append(f"duplicates not marked: {exc}")
+
+
 def mine(opts: MineOptions, progress: Callable[[str, int], Callable[[], None]] | None = None) -> MineReport:
     t0 = time.monotonic()
     repos = read_list(opts.repos)
@@ -293,6 +306,8 @@ def mine(opts: MineOptions, progress: Callable[[str, int], Callable[[], None]] |
             finally:
                 ex.close()
             commit.sort_index(ds, ledger)
+            if opts.dedupe:
+                _dedupe(ds, run.report)
             commit.sweep(ds)
             ledger.finish_run(run_id)
             rep = run.report
