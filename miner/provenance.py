@@ -105,11 +105,31 @@ def _origin_for_git(root: str) -> Origin:
     )
 
 
+@functools.cache
+def _tracked(root: str) -> frozenset[str] | None:
+    """Real paths of the files the checkout at `root` tracks; None when git cannot say."""
+    try:
+        out = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return frozenset(os.path.join(root, p) for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p)
+
+
+def _in_checkout(root: str, path: str) -> bool:
+    """The file belongs to the checkout's commit: tracked there. An untracked or ignored tree inside a checkout
+    (a release tarball unpacked into it, a vendored download) is not that checkout's code."""
+    tracked = _tracked(root)
+    return tracked is None or path in tracked
+
+
 def origin_of(path: str, input_root: str) -> Origin:
-    """Origin of a file: its git repo, else the directory the user pointed at."""
+    """Origin of a file: its git repo when the checkout tracks it, else the directory the user pointed at,
+    with the license of the nearest license file between the file and that directory."""
     directory = os.path.dirname(path)
     root = _git_root(directory)
-    if root is not None:
+    if root is not None and _in_checkout(root, path):
         return _origin_for_git(root)
     lic_dir = _find_up(directory, input_root, lambda d: _license_in(d) is not None)
     return Origin(root=input_root, repo=None, commit=None,

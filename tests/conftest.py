@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 CORPUS = FIXTURES / "corpus"
 CORPUS_EXPECTED = FIXTURES / "corpus_expected.json"
+REPOS_FIXTURE = FIXTURES / "repos"  # three small repos of own code for `mine`, export, report
 
 
 def run_miner(*args: str | os.PathLike[str], cwd: str | os.PathLike[str] | None = None,
@@ -54,8 +55,18 @@ def mined_repos(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/fixtures/repos (three small repos of own code) mined with units and built with nvcc when it is
     on this machine, by `kernel-miner mine`; read-only for tests (copy it to change it)."""
     base = tmp_path_factory.mktemp("mined")
-    shutil.copytree(FIXTURES / "repos", base / "repos")
+    shutil.copytree(REPOS_FIXTURE, base / "repos")
     build = ["--build"] if shutil.which("nvcc") else []
     res = run_miner("mine", base / "repos", "-o", base / "ds", "-j", "2", "-q", *build, timeout=600)
     assert res.returncode == 0, res.stderr
     return base / "ds"
+
+
+def snapshot(ds: Path) -> dict[str, bytes]:
+    """Every file of a dataset but the ledger and hidden run bookkeeping (locks, logs), by relative path."""
+    out = {}
+    for p in sorted(ds.rglob("*")):
+        rel = p.relative_to(ds).as_posix()
+        if p.is_file() and not rel.startswith((".", "ledger.sqlite")) and "/." not in rel:
+            out[rel] = p.read_bytes()
+    return out

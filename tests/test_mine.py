@@ -19,27 +19,17 @@ from miner.cli import main
 from miner.scale import commit
 from miner.scale.ledger import Ledger
 from miner.scale.worker import run_job
+from tests.conftest import REPOS_FIXTURE, snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
-REPOS = ROOT / "tests" / "fixtures" / "repos"
 FAST = ["--frontend", "treesitter", "--no-units", "-j", "1", "-q"]
 
 
 @pytest.fixture()
 def corpus(tmp_path: Path) -> Path:
-    shutil.copytree(REPOS, tmp_path / "repos")
+    shutil.copytree(REPOS_FIXTURE, tmp_path / "repos")
     (tmp_path / "list.txt").write_text("# fixture repos\nrepos/alpha\nrepos/beta\nrepos/gamma\n", encoding="utf-8")
     return tmp_path
-
-
-def _snapshot(ds: Path) -> dict[str, bytes]:
-    """Every dataset file but the ledger and run bookkeeping, by relative path."""
-    out = {}
-    for p in sorted(ds.rglob("*")):
-        rel = p.relative_to(ds).as_posix()
-        if p.is_file() and not rel.startswith((".", "ledger.sqlite")) and "/." not in rel:
-            out[rel] = p.read_bytes()
-    return out
 
 
 def _rows(ds: Path, sql: str) -> list[tuple]:
@@ -73,9 +63,9 @@ def test_mine_records_every_repo_and_skips_finished_work(corpus: Path, capsys: p
     assert {r["source"]["license"] for r in index} == {"MIT", "Apache-2.0", None}
     # LIST order, then path and line: alpha's kernels first.
     assert [r["name"] for r in index][:3] == ["block_sum", "scale_kernel", "add_one"]
-    before = _snapshot(ds)
+    before = snapshot(ds)
     assert main(["mine", str(corpus / "list.txt"), "-o", str(ds), *FAST]) == 1
-    assert _snapshot(ds) == before
+    assert snapshot(ds) == before
     assert _rows(ds, "SELECT attempts FROM stages WHERE stage='extract' AND repo LIKE '%alpha'") == [(1,)]
     # --retry-failed tries the failed repo again; it is there now.
     shutil.copytree(corpus / "repos" / "gamma", corpus / "repos" / "not-there")
@@ -121,7 +111,7 @@ def test_kill_minus_9_at_random_points_loses_and_duplicates_nothing(corpus: Path
     t0 = time.monotonic()
     subprocess.run(_mine_cmd(corpus, ref, FAST), env=env, check=True, cwd=ROOT)
     full = time.monotonic() - t0
-    expected = _snapshot(ref)
+    expected = snapshot(ref)
     assert len([k for k in expected if k.endswith("/metadata.json")]) == 7
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
@@ -138,7 +128,7 @@ def test_kill_minus_9_at_random_points_loses_and_duplicates_nothing(corpus: Path
             proc.wait()
             kills += 1
         subprocess.run(_mine_cmd(corpus, ds, FAST), env=env, check=True, cwd=ROOT)
-        got = _snapshot(ds)
+        got = snapshot(ds)
         assert sorted(got) == sorted(expected), f"seed {seed}"
         assert got == expected, f"seed {seed}"
         lines = (ds / "index.jsonl").read_text().splitlines()
@@ -172,7 +162,7 @@ def test_commit_cut_short_is_finished_by_the_next_run(corpus: Path, tmp_path: Pa
     shutil.rmtree(ds / res["kernels"][1]["id"])
     ledger.close()
     assert main(["mine", str(corpus / "list.txt"), "-o", str(ds), *FAST]) == 0
-    assert _snapshot(ds) == _snapshot(ref)
+    assert snapshot(ds) == snapshot(ref)
     assert _rows(ds, f"SELECT state, attempts FROM stages WHERE repo='{beta}'") == [("done", 2)]
     assert not any((ds / commit.STAGING).iterdir())
 

@@ -52,7 +52,8 @@ class RayExecutor:
         except ImportError:
             raise UsageError("--executor ray needs the 'ray' package: pip install 'kernel-miner[scale]'") from None
         self.ray = ray
-        if not ray.is_initialized():
+        self.started = not ray.is_initialized()
+        if self.started:
             if address:
                 ray.init(address=address, include_dashboard=False, log_to_driver=False)
             else:
@@ -72,7 +73,8 @@ class RayExecutor:
         return ref, self.ray.get(ref)
 
     def close(self) -> None:
-        pass  # a cluster this process joined or started is left to ray's own shutdown at exit
+        if self.started:  # the connection (and a local cluster) this run opened; a caller's own is left alone
+            self.ray.shutdown()
 
 
 def make(kind: str, workers: int, address: str | None = None) -> Executor:
