@@ -84,7 +84,7 @@ def test_unit_closes_over_helpers_constants_and_launcher(mined: Path) -> None:
     tree = ast.parse(unit)
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     assert {"silu_kernel", "_sigmoid", "_exp", "silu", "block_for"} <= defined
-    assert "silu_ref" not in defined and "UNUSED" not in unit  # only what the kernel and launcher need
+    assert "silu_ref" in defined and "half_ref" not in defined and "UNUSED" not in unit  # only what is needed
     assert "LOG2E = tl.constexpr(" in unit and "sig = _sigmoid" in unit
     assert "from .." not in unit and "from ." not in unit
     assert m["unresolved"] == []
@@ -150,3 +150,38 @@ def test_build_without_gpu_records_ptx_and_classified_failures(mined: Path, tmp_
     assert by["_exp"]["instantiations"][0]["build"]["error_class"] == "helper"
     for m in (by["silu_kernel"], by["global_kernel"]):
         assert schema.errors(m) == []
+
+
+def test_reference_pairing_and_written_test(mined: Path) -> None:
+    from miner.triton import reference
+
+    assert reference.bases("_layer_norm_fwd") == ["_layer_norm_fwd", "layer_norm"]
+    by = _by_name(mined)
+    assert by["silu_kernel"]["triton"]["reference"] == {"function": "silu", "reference": "silu_ref",
+                                                         "test": "tests/test_reference.py"}
+    assert by["copy_kernel"]["triton"]["reference"]["reference"] == "copy_ref"  # beside a launcher elsewhere
+    assert "reference" not in by["fill_kernel"]["triton"]  # never launched: nothing to compare
+    kdir = mined / by["half_kernel"]["id"]
+    test = (kdir / "tests/test_reference.py").read_text()
+    ast.parse(test)
+    assert "check_against_reference(unit, 'half', 'half_ref')" in test
+    assert "def half_ref(" in (kdir / "units/default/unit.py").read_text()
+
+
+def _gpu() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs a CUDA GPU")
+def test_fixture_units_validate_against_their_references(mined: Path) -> None:
+    r = run_miner("validate", mined, "--kernels", "silu_kernel", "--kernels", "half_kernel", "--no-oracles",
+                  timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for name in ("silu_kernel", "half_kernel"):
+        v = _by_name(mined)[name]["validation"]
+        assert v["outcome"] == "passed" and v["pass_call"] and v["pass_exe"], v

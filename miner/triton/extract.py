@@ -25,7 +25,7 @@ from miner.provenance import origin_of
 from miner.schema import SCHEMA_VERSION
 from miner.triton import closure as closure_mod
 from miner.triton import launches as launch_mod
-from miner.triton import render, signature
+from miner.triton import reference, render, signature
 from miner.triton.project import Module, Project
 
 KERNEL_TEXT = "kernel.py"
@@ -188,19 +188,28 @@ def kernel_metadata(project: Project, mod: Module, k: TritonKernel, fn: ast.Func
 
 
 def _unit(project: Project, mod: Module, k: TritonKernel, fn: ast.FunctionDef, launch: dict[str, Any] | None,
-          header: list[str]) -> tuple[str, closure_mod.Closure]:
-    roots: list[tuple[ast.stmt, str]] = [(fn, k.name)]
-    if launch is not None and launch["_stmt"] is not None and launch["_module"] is mod:
-        roots.append((launch["_stmt"], launch["_top_name"]))
-    c = closure_mod.close(project, mod, roots)
-    if launch is not None and launch["_stmt"] is not None and launch["_module"] is not mod:
-        # A launcher in another module: its closure pulls the kernel in through its import.
-        c2 = closure_mod.close(project, launch["_module"], [(launch["_stmt"], launch["_top_name"])])
-        keys = {p.key for p in c.pieces}
-        c.pieces += [p for p in c2.pieces if p.key not in keys]
-        c.imports += [i for i in c2.imports if i not in c.imports]
-        c.aliases += c2.aliases
-        c.unresolved += c2.unresolved
+          header: list[str], pair: dict[str, str] | None) -> tuple[str, closure_mod.Closure]:
+    """The unit of `k`: the kernel, its launcher and, when paired, the function to test and its reference,
+    each closed over in the module that defines it (a launcher elsewhere pulls the kernel in by import)."""
+    roots: dict[str, tuple[Module, list[tuple[ast.stmt, str]]]] = {mod.path: (mod, [(fn, k.name)])}
+    if launch is not None and launch["_stmt"] is not None:
+        lmod = launch["_module"]
+        lst = roots.setdefault(lmod.path, (lmod, []))[1]
+        lst.append((launch["_stmt"], launch["_top_name"]))
+        for name in (pair or {}).values():
+            stmt = lmod.binding(name)
+            if stmt is not None:
+                lst.append((stmt, name))
+    c = closure_mod.Closure()
+    keys: set[tuple[str, int]] = set()
+    for m, lst in roots.values():
+        part = closure_mod.close(project, m, lst)
+        c.pieces += [p for p in part.pieces if p.key not in keys]
+        keys |= {p.key for p in part.pieces}
+        c.imports += [i for i in part.imports if i not in c.imports]
+        c.aliases += [a for a in part.aliases if a not in c.aliases]
+        c.unresolved += [u for u in part.unresolved if u not in c.unresolved]
+        c.dropped_decorators += part.dropped_decorators
     return render.render(project, c, header), c
 
 
@@ -252,11 +261,14 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
             meta = kernel_metadata(project, mod, k, fn, kid, origin, rel, text, launches)
             if units:
                 launch = next((r for r in launches if r["_stmt"] is not None), None)
+                pair = None
+                if launch is not None and launch["launcher"] == launch["_top_name"]:
+                    pair = reference.pair(launch["_module"], launch["launcher"])
                 header = [f"kernel-miner unit (language: triton): {k.qualified_name}",
                           f"from {origin.repo or rel} {rel}:{k.start_line}-{k.end_line}"
                           + (f" @ {origin.commit[:12]}" if origin.commit else "")]
                 try:
-                    unit_text, c = _unit(project, mod, k, fn, launch, header)
+                    unit_text, c = _unit(project, mod, k, fn, launch, header, pair)
                 except SyntaxError as exc:  # a rendering bug must not cost the other kernels
                     report.failures.append(f"{path}:{k.def_line}: {k.name}: unit is not valid Python: {exc.msg}")
                     unit_text, c = None, closure_mod.Closure()
@@ -276,6 +288,9 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
                 if unit_text is not None:
                     meta["instantiations"] = [_instantiation(meta, launch)]
                     atomic.write_text(out_dir / kid / "units" / "default" / UNIT_NAME, unit_text)
+                    if pair is not None:
+                        meta["triton"]["reference"] = {**pair, "test": reference.TEST_FILE}
+                        atomic.write_text(out_dir / kid / reference.TEST_FILE, reference.test_text(pair))
                 else:
                     meta["instantiations"] = []
             atomic.write_bytes(out_dir / kid / KERNEL_TEXT, text)

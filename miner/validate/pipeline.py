@@ -48,6 +48,14 @@ def build_missing(kdir: Path, meta: dict[str, Any], timeout: float) -> dict[str,
     info: dict[str, Any] = {"built": [], "compiled": [], "failed": {}}
     for inst in meta.get("instantiations") or []:
         iid = str(inst.get("id"))
+        if meta.get("language") == "triton":
+            # Triton compiles at the first launch; an ahead-of-time build that failed is final.
+            status = (inst.get("build") or {}).get("status")
+            if status in ("failed", "timeout"):
+                info["failed"][iid] = (inst.get("build") or {}).get("error") or f"build {status}"
+            else:
+                info["built"].append(iid)
+            continue
         if library_path(kdir, inst) is not None:
             info["built"].append(iid)
             continue
