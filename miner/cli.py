@@ -12,7 +12,7 @@ from miner import __version__
 from miner.errors import MinerError
 
 # Order is the pipeline's order; a command whose module is absent is simply not offered.
-COMMANDS = ("extract", "build", "verify", "validate", "triage", "enrich", "mine", "export", "report")
+COMMANDS = ("extract", "build", "verify", "validate", "triage", "enrich", "mine", "import", "export", "report")
 
 DESCRIPTION = """\
 Mine CUDA/HIP __global__ kernels from source files or whole repositories into a dataset:

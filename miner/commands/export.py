@@ -10,6 +10,8 @@ from miner.commands._common import add_output_level
 from miner.commands.mine import add_license_allow
 from miner.scale.export import FORMATS, export
 
+RECORD_FORMATS = ("tritonbench", "geak")
+
 HELP = "write a dataset as Parquet or JSONL shards plus a dataset card (README.md)"
 DESCRIPTION = """\
 Write one row per kernel (exact text, standalone units, build and validation outcomes, license,
@@ -22,7 +24,9 @@ Duplicates are marked first (as `kernel-miner mine` does at the end of a run) un
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", metavar="DS", help="dataset folder (from mine or extract)")
-    p.add_argument("--format", choices=FORMATS, default="parquet", help="shard format (default: parquet)")
+    p.add_argument("--format", choices=(*FORMATS, *RECORD_FORMATS), default="parquet",
+                   help="shard format (default: parquet); tritonbench (a JSON list, OUT/tritonbench.json) or geak "
+                        "(JSONL, OUT/geak.jsonl): the Triton kernels as those tools' records")
     p.add_argument("--out", metavar="DIR", help="output folder (default: DS/export)")
     add_license_allow(p, "export kernels")
     p.add_argument("--drop-duplicates", action="store_true",
@@ -35,6 +39,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     ds = Path(args.dataset)
     out = Path(args.out) if args.out else ds / "export"
+    if args.format in RECORD_FORMATS:
+        return _records(args, ds, out)
     if args.dedupe and ds.is_dir():
         from miner.scale.dedupe import dedupe_dataset
 
@@ -54,4 +60,20 @@ def run(args: argparse.Namespace) -> int:
     if rep.rows == 0:
         print("kernel-miner: error: no kernel was exported", file=sys.stderr)
         return 1
+    return 0
+
+
+def _records(args: argparse.Namespace, ds: Path, out: Path) -> int:
+    """TritonBench / GEAK records of the Triton kernels (miner/formats/tritonbench.py)."""
+    from miner.errors import UsageError
+    from miner.formats import tritonbench
+
+    if not ds.is_dir():
+        raise UsageError(f"{args.dataset}: not a dataset directory")
+    target = out / ("tritonbench.json" if args.format == "tritonbench" else "geak.jsonl")
+    n, tests = tritonbench.export_records(ds, args.format, str(target))
+    if n == 0:
+        raise UsageError(f"{args.dataset}: no Triton kernels with a unit to export")
+    if not args.quiet:
+        print(f"{n} {args.format} records ({tests} with a test whose output depends on the kernel) -> {target}")
     return 0

@@ -13,6 +13,7 @@ import errno
 import hashlib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from miner import atomic, dataset
 from miner.errors import UsageError
 from miner.frontends import triton_frontend
 from miner.frontends.triton_frontend import TritonKernel
-from miner.provenance import origin_of
+from miner.provenance import Origin, origin_of
 from miner.schema import SCHEMA_VERSION
 from miner.triton import closure as closure_mod
 from miner.triton import launches as launch_mod
@@ -228,7 +229,10 @@ def k_symbol(meta: dict[str, Any]) -> str:
 
 
 def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: str | None = None,
-            files: list[tuple[str, bytes]] | None = None, roots: list[str] | None = None) -> TritonReport:
+            files: list[tuple[str, bytes]] | None = None, roots: list[str] | None = None,
+            origin_for: Callable[[str], Origin | None] | None = None) -> TritonReport:
+    """Mine `paths` (or the given (path, bytes) `files`); `origin_for` overrides provenance per path
+    (records imported from a list carry their own repo/commit/license)."""
     report = TritonReport()
     if files is None:
         files, roots = python_files(paths, report)
@@ -246,7 +250,7 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
             continue
         if not kernels:
             continue
-        origin = origin_of(path, _input_root(path, roots))
+        origin = (origin_for(path) if origin_for else None) or origin_of(path, _input_root(path, roots))
         root = project_root or origin.root
         project = projects.setdefault(root, Project(root))
         mod = project.module(path, data)
