@@ -70,7 +70,7 @@ def validation(root: Path, kid: str) -> dict:
 def test_every_outcome_is_exact(tmp_path: Path, mode: str) -> None:
     root = make_dataset(tmp_path / "ds", {**CASES, "k-none": None})
     t0 = time.time()
-    proc = km("validate", str(root), "--jobs", "4", "--timeout", "4", "--mode", mode)
+    proc = km("validate", str(root), "--jobs", "4", "--timeout", "8", "--mode", mode)
     assert time.time() - t0 < 60
     assert proc.returncode == 1, proc.stderr  # some kernels failed, all were processed
     got = {kid: validation(root, kid)["outcome"] for kid in EXPECTED}
@@ -104,7 +104,8 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
             time.sleep(600)
     """)
     root = make_dataset(tmp_path / "ds", {"k-tree": test})
-    proc = km("validate", str(root), "--timeout", "3")
+    # --no-sandbox: the test reports its grandchild's pid in a file outside its work area.
+    proc = km("validate", str(root), "--timeout", "3", "--no-sandbox")
     assert validation(root, "k-tree")["outcome"] == "timeout", proc.stdout + proc.stderr
     pid = int(pidfile.read_text())
     deadline = time.time() + 5
@@ -136,7 +137,7 @@ def test_killing_validate_keeps_finished_results_and_leaves_no_child(tmp_path: P
            "    time.sleep(600)\n"
     root = make_dataset(tmp_path / "ds", {"a-pass": CASES["k-pass"], "b-fail": CASES["k-fail"], "c-hang": hang})
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, "-m", "miner", "validate", str(root), "--jobs", "1",
+    proc = subprocess.Popen([sys.executable, "-m", "miner", "validate", str(root), "--jobs", "1", "--no-sandbox",
                              "--timeout", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     deadline = time.time() + 60
     while not pidfile.exists() and time.time() < deadline:

@@ -39,6 +39,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="look for tests kept beside the kernels' sources (SRC_DIR/tests/<kernel name>/"
                              "test_*.py) under DIR or its parents and copy them into the kernel folders "
                              "(repeatable; default: the current directory)")
+    parser.add_argument("--no-sandbox", dest="sandbox", action="store_false",
+                        help="run the tests with your own rights: no namespaces, no private copy, no "
+                             "rlimits (the environment is still filtered); for machines without "
+                             "unprivileged user namespaces")
+    parser.add_argument("--memory-limit", type=float, default=None, metavar="GIB",
+                        help="sandbox: heap and private mappings of a test process (RLIMIT_DATA; default "
+                             "half the RAM, at most 32)")
+    parser.add_argument("--file-limit", type=float, default=2.0, metavar="GIB",
+                        help="sandbox: largest file a test may write (default 2)")
+    parser.add_argument("--process-limit", type=int, default=512, metavar="N",
+                        help="sandbox: processes and threads of one kernel's tests (default 512)")
     parser.add_argument("--quiet", "-q", action="store_true", help="only the summary line")
 
 
@@ -51,9 +62,12 @@ def run(args: argparse.Namespace) -> int:
     check_numbers(args, at_least_one=("jobs",), positive=("timeout",))
     if args.sanitize and shutil.which("compute-sanitizer") is None:
         raise UsageError("--sanitize needs compute-sanitizer on PATH")
+    if args.sandbox:
+        check_sandbox()
     patterns = kernel_patterns(args.kernels)
     opts = Options(jobs=args.jobs, timeout=args.timeout, sanitize=args.sanitize, force=args.force,
-                   kernels=patterns or None, mode=args.mode, oracles=args.oracles, tests_from=args.tests_from)
+                   kernels=patterns or None, mode=args.mode, oracles=args.oracles, tests_from=args.tests_from,
+                   sandbox=args.sandbox, limits=_limits(args))
 
     def show(kdir: Path, rec: dict[str, Any]) -> None:
         if not args.quiet:
@@ -76,6 +90,26 @@ def run(args: argparse.Namespace) -> int:
         parts.append(f"{summary['cached']} already validated")
     print(f"{summary['selected']} kernels: {', '.join(parts)} -> {root}")
     return 1 if any(failing(r["outcome"]) for r in summary["results"].values()) else 0
+
+
+def _limits(args: argparse.Namespace) -> dict[str, int]:
+    gib = 1 << 30
+    out = {"file_bytes": int(args.file_limit * gib), "processes": args.process_limit}
+    if args.memory_limit is not None:
+        out["memory_bytes"] = int(args.memory_limit * gib)
+    if min(out.values()) <= 0:
+        raise UsageError("--memory-limit, --file-limit and --process-limit must be positive")
+    return out
+
+
+def check_sandbox() -> None:
+    from miner.sandbox import unavailable
+
+    why = unavailable()
+    if why:
+        raise UsageError(f"cannot build the test sandbox here ({why}); it needs Linux with unprivileged "
+                         "user namespaces and mount_setattr (5.12+). --no-sandbox runs the tests with your "
+                         "own rights")
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:

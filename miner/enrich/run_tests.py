@@ -18,7 +18,8 @@ from pathlib import Path
 import miner
 
 # The outcomes of docs/ARCHITECTURE.md's validate stage, so records of both stages read alike.
-OUTCOMES = ("passed", "failed", "error", "timeout", "crashed", "cuda_error", "build_failed", "skipped")
+OUTCOMES = ("passed", "failed", "error", "timeout", "crashed", "cuda_error", "build_failed", "skipped",
+            "sandbox_violation")
 _CUDA_MARKERS = ("cudaError", "CUDA error", "illegal memory access", "an illegal instruction",
                  "device-side assert", "misaligned address")
 _TAIL = 4000

@@ -17,6 +17,9 @@ _STARTED = time.time()
 def run(result_file: str, pytest_args: list[str]) -> int:
     os.environ["KM_RESULT_FILE"] = result_file
     os.environ.setdefault("KM_CHILD_START", repr(_STARTED))
+    from miner.sandbox import audit
+
+    audit.install_from_env()  # in a sandbox: report what the tests try (writes outside, network)
     import pytest
 
     code = pytest.main(["-p", "miner.validate.plugin", *pytest_args])

@@ -1,6 +1,9 @@
 """Turn what a test process left behind into exactly one outcome per kernel.
 
-Precedence, first match wins:
+A sandboxed child that tried to write outside its work area or to use the network (the audit
+hook's report), or that hit one of the sandbox's limits (processes, memory, file size, open files:
+read from its errors), is `sandbox_violation` whatever else happened; the reason says what it tried
+and what the tests did. Otherwise precedence, first match wins:
 build_failed (no instantiation compiles) > skipped (no tests) > timeout (we killed it) >
 cuda_error (memcheck found an error under --sanitize) > cuda_error (a test saw one, even if the
 process then crashed) > crashed (killed by a signal) > the tests' own outcomes, worst first:
@@ -14,10 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from miner.sandbox import audit
 from miner.validate.plugin import SEVERITY
 from miner.validate.runner import SANITIZER_EXIT, RawResult
 
-OUTCOMES = ("passed", "failed", "error", "timeout", "crashed", "cuda_error", "build_failed", "skipped")
+OUTCOMES = ("passed", "failed", "error", "timeout", "crashed", "cuda_error", "build_failed", "skipped",
+            "sandbox_violation")
 GOOD = frozenset({"passed", "skipped"})
 
 
@@ -28,6 +33,7 @@ class Verdict:
     signal: str | None = None
     test: str | None = None  # the test that decided the outcome
     counts: dict[str, int] = field(default_factory=dict)
+    violations: list[dict[str, str]] = field(default_factory=list)
 
 
 def _first_line(text: str, limit: int = 300) -> str:
@@ -60,6 +66,27 @@ def _sanitizer_error(*paths: Path) -> str:
 
 
 def classify(raw: RawResult, stdout: Path, stderr: Path, timeout: float) -> Verdict:
+    verdict = _classify(raw, stdout, stderr, timeout)
+    violations = list(raw.extra.get("violations") or [])
+    if raw.extra.get("sandboxed") and verdict.outcome not in GOOD:
+        res = raw.result or {}
+        texts = [f"{t.get('exc_type', '')}: {t.get('message', '')}" for t in (res.get("tests") or {}).values()
+                 if t.get("outcome") not in ("passed", "skipped")]
+        texts += [str(e.get("message", "")) for e in res.get("collect_errors", [])]
+        try:
+            texts.append(stderr.read_text(encoding="utf-8", errors="replace")[-8000:])
+        except OSError:
+            pass
+        kinds = {v["kind"] for v in violations}
+        violations += [hit for hit in audit.limit_hits(*texts) if hit["kind"] not in kinds]
+    if not violations:
+        return verdict
+    tried = "; ".join(f"{v['kind']}: {v['what']}" for v in violations[:5])
+    return Verdict("sandbox_violation", f"sandbox: {tried} (tests: {verdict.outcome}: {verdict.reason})"[:600],
+                   signal=verdict.signal, test=verdict.test, counts=verdict.counts, violations=violations)
+
+
+def _classify(raw: RawResult, stdout: Path, stderr: Path, timeout: float) -> Verdict:
     res = raw.result or {}
     tests: dict[str, dict[str, Any]] = res.get("tests", {})
     counts: dict[str, int] = {}

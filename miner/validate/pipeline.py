@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import threading
 import time
@@ -12,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from miner import __version__
+from miner import __version__, sandbox
 from miner.harness import library_path
 from miner.validate import oracles, store
 from miner.validate.classify import GOOD, Verdict, classify
@@ -36,6 +37,15 @@ class Options:
     build_timeout: float = 300.0
     oracles: bool = True
     tests_from: list[Path] | None = None  # roots for source-side tests (miner/validate/sources.py); None: cwd
+    sandbox: bool = True  # False: --no-sandbox, tests run with the user's own rights
+    limits: dict[str, int] | None = None  # Policy fields (memory_bytes, file_bytes, processes)
+
+    def policy(self, root: Path) -> sandbox.Policy | None:
+        if not self.sandbox:
+            return None
+        # RLIMIT_CPU is a backstop behind the wall-clock timeout: every core busy for the whole timeout.
+        cpu = int(self.timeout * (os.cpu_count() or 1)) + 30
+        return sandbox.Policy(cpu_seconds=cpu, visible=(str(root),), **(self.limits or {}))
 
     @property
     def salt(self) -> str:
@@ -133,6 +143,8 @@ def make_record(kdir: Path, verdict: Verdict, raw: RawResult | None, build: dict
         "build": build,
         "timing": _timing(raw) if raw else None,
         "sanitize": opts.sanitize,
+        "sandbox": opts.sandbox,
+        "violations": verdict.violations,
         "mode": "spawn" if opts.sanitize else mode,
         "command": repro_command(kdir, opts.sanitize, opts.oracles),
         "logs": {k: rel(log / f) for k, f in (("stdout", "stdout.txt"), ("stderr", "stderr.txt"),
@@ -152,6 +164,7 @@ def validate_one(kdir: Path, opts: Options, runner: Any,
 
 
 def _validate_one(kdir: Path, opts: Options, runner: Any) -> tuple[dict[str, Any], RawResult | None]:
+    policy = opts.policy(kdir.parent)
     meta = store.load_meta(kdir)
     fp = store.fingerprint(kdir, meta, opts.salt)
     build = build_missing(kdir, meta, opts.build_timeout)
@@ -162,7 +175,8 @@ def _validate_one(kdir: Path, opts: Options, runner: Any) -> tuple[dict[str, Any
         return make_record(kdir, verdict, None, build, fp, opts, runner.mode), None
     if not store.test_files(kdir):
         return make_record(kdir, Verdict("skipped", "no tests"), None, build, fp, opts, runner.mode), None
-    job = Job(kdir, kdir / LOG_DIR, opts.timeout, opts.sanitize, env={"KM_ORACLES": "1" if opts.oracles else "0"})
+    job = Job(kdir, kdir / LOG_DIR, opts.timeout, opts.sanitize, env={"KM_ORACLES": "1" if opts.oracles else "0"},
+              policy=policy)
     raw = runner.run(job)
     verdict = classify(raw, job.stdout, job.stderr, opts.timeout)
     return make_record(kdir, verdict, raw, build, fp, opts, runner.mode), raw
@@ -171,6 +185,7 @@ def _validate_one(kdir: Path, opts: Options, runner: Any) -> tuple[dict[str, Any
 def validate_dataset(root: Path, opts: Options,
                      on_result: Callable[[Path, dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Validate every selected kernel of `root`; returns {"results": {id: validation}, "cached": n}."""
+    root = root.resolve()  # children run elsewhere (their own cwd, a private copy): never a relative path
     dirs = store.select(store.kernel_dirs(root), opts.kernels)
     todo, cached = [], 0
     roots = opts.tests_from if opts.tests_from is not None else [Path.cwd()]
@@ -193,7 +208,7 @@ def validate_dataset(root: Path, opts: Options,
     stopping = threading.Event()  # set when interrupted: results of killed children are not recorded
     if todo:
         needs_fork = opts.mode == "fork" and not opts.sanitize
-        runner = ForkRunner(min(opts.jobs, len(todo))) if needs_fork else SpawnRunner()
+        runner = ForkRunner(min(opts.jobs, len(todo)), opts.policy(root)) if needs_fork else SpawnRunner()
 
     def work(kdir: Path) -> None:
         try:

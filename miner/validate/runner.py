@@ -1,7 +1,10 @@
 """Run one kernel's tests in a child process that nothing it does can take down with it.
 
 Two ways to start the child, same isolation: each kernel's tests run in their own process, in
-their own session and process group, and a timeout kills that whole group.
+their own session and process group, and a timeout kills that whole group. With a sandbox policy
+(the default; miner/sandbox) the child is also confined: own user, PID, mount and network namespace,
+a private copy of the kernel folder as its cwd, everything else read-only, an allow-listed
+environment and rlimits; only its result area (validation/) is copied back into the job's log_dir.
 - "spawn": a fresh `python -m miner.validate.child` (what `--sanitize` wraps in compute-sanitizer);
 - "fork": a warm zygote (miner.validate.zygote) that has already imported torch and pytest forks
   the child, which saves the ~1-2 s interpreter and torch start per kernel. CUDA is never
@@ -16,11 +19,15 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from miner import sandbox
+from miner.sandbox import workspace
 
 SANITIZER_EXIT = 86
 
@@ -32,6 +39,7 @@ class Job:
     timeout: float
     sanitize: bool = False
     env: dict[str, str] = field(default_factory=dict)  # set in the test process (KM_ORACLES)
+    policy: sandbox.Policy | None = None  # None: --no-sandbox (the user's own rights)
 
     @property
     def result_file(self) -> Path:
@@ -67,15 +75,16 @@ class RawResult:
         return None
 
 
-def pytest_args(kernel_dir: Path) -> list[str]:
+def pytest_args(kernel_dir: Path | None = None) -> list[str]:
+    """pytest's options for a kernel's tests, run with the kernel folder (or its copy) as cwd."""
     # unraisableexception runs gc.collect() five times at exit: ~1 s once torch is imported.
-    return ["-q", "-p", "no:cacheprovider", "-p", "no:unraisableexception",
-            "-W", "ignore::pytest.PytestAssertRewriteWarning", "--rootdir", str(kernel_dir),
-            "-c", os.devnull, "--import-mode=importlib", "tests"]
+    *opts, tests = sandbox.pytest_args()
+    return [*opts, "-p", "no:unraisableexception", "-W", "ignore::pytest.PytestAssertRewriteWarning", tests]
 
 
 def child_env() -> dict[str, str]:
-    env = dict(os.environ)
+    """The test process's environment: the sandbox's allow-list (never API keys or tokens)."""
+    env = sandbox.environment()
     # The child must import this very package, also when it runs from a source checkout.
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -83,12 +92,13 @@ def child_env() -> dict[str, str]:
     env.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONFAULTHANDLER"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 
 def child_command(job: Job, sanitize: bool) -> list[str]:
-    cmd = [sys.executable, "-m", "miner.validate.child", str(job.result_file), "--",
-           *pytest_args(job.kernel_dir)]
+    result = Path(workspace.RESULT_AREA, "result.json") if job.policy else job.result_file
+    cmd = [sys.executable, "-m", "miner.validate.child", str(result), "--", *pytest_args()]
     if sanitize:
         cmd = ["compute-sanitizer", "--tool", "memcheck", "--error-exitcode", str(SANITIZER_EXIT),
                "--target-processes", "all", "--print-limit", "10", *cmd]
@@ -104,7 +114,7 @@ def read_result(path: Path) -> dict[str, Any] | None:
 
 def _prepare(job: Job) -> None:
     job.log_dir.mkdir(parents=True, exist_ok=True)
-    for p in (job.result_file, job.stdout, job.stderr):
+    for p in (job.result_file, job.stdout, job.stderr, job.log_dir / sandbox.audit.REPORT):
         p.unlink(missing_ok=True)
 
 
@@ -151,6 +161,14 @@ class SpawnRunner:
             # overruns inside its big segments.
             env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
         env.pop("KM_CHILD_START", None)  # the child stamps its own start, after interpreter start-up
+        if job.policy is not None:
+            done = sandbox.run(cmd, job.kernel_dir, job.log_dir, timeout=job.timeout, policy=job.policy,
+                               env=env, track=_track)
+            raw = RawResult(done.returncode, done.timed_out, done.wall_s, cmd, read_result(job.result_file),
+                            t_request=time.time() - done.wall_s)
+            raw.extra["violations"] = done.violations
+            raw.extra["sandboxed"] = True
+            return raw
         t0 = time.time()
         with open(job.stdout, "wb") as out, open(job.stderr, "wb") as err:
             proc = subprocess.Popen(cmd, cwd=job.kernel_dir, stdin=subprocess.DEVNULL, stdout=out,
@@ -178,14 +196,20 @@ class SpawnRunner:
 class Zygote:
     """One warm process that forks test children on request (see miner/validate/zygote.py)."""
 
-    def __init__(self) -> None:
+    def __init__(self, policy: sandbox.Policy | None = None, work_root: Path | None = None) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
         self.lock = threading.Lock()
+        self.policy = policy
+        self.work_root = work_root
 
     def start(self) -> None:
+        env = child_env()
+        if self.policy is not None:
+            env["KM_SANDBOX_POLICY"] = json.dumps(self.policy.to_json())
+            env["KM_SANDBOX_ROOT"] = str(self.work_root or "")
         self.proc = subprocess.Popen([sys.executable, "-m", "miner.validate.zygote"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=child_env(), start_new_session=True)
+                                     stderr=subprocess.DEVNULL, env=env, start_new_session=True)
         msg = self._read(deadline=time.time() + 120)
         if not msg or msg.get("ready") is not True:
             self.close()
@@ -232,6 +256,7 @@ class Zygote:
             self.close()
             return RawResult(None, False, time.time() - t0, cmd, None, note="test worker died", t_request=t0)
         pid = int(started["pid"])
+        work = Path(started["work"]) if started.get("work") else None
         _track(pid, True)
         timed_out = False
         try:
@@ -245,12 +270,19 @@ class Zygote:
                 done = None
         finally:
             _track(pid, False)
+            if work is not None:
+                workspace.copy_back(work / job.kernel_dir.name / workspace.RESULT_AREA, job.log_dir)
+                workspace.remove(work)
+        wall = time.time() - t0
         if not done:
             self.close()
-            return RawResult(None, timed_out, time.time() - t0, cmd, read_result(job.result_file),
-                             note="test worker died", t_request=t0)
-        return RawResult(int(done["rc"]), timed_out, time.time() - t0, cmd,
-                         read_result(job.result_file), t_request=t0)
+            raw = RawResult(None, timed_out, wall, cmd, read_result(job.result_file),
+                            note="test worker died", t_request=t0)
+        else:
+            raw = RawResult(int(done["rc"]), timed_out, wall, cmd, read_result(job.result_file), t_request=t0)
+        if work is not None:
+            raw.extra.update(sandboxed=True, violations=sandbox.audit.read(job.log_dir / sandbox.audit.REPORT))
+        return raw
 
 
 class ForkRunner:
@@ -258,8 +290,10 @@ class ForkRunner:
 
     mode = "fork"
 
-    def __init__(self, jobs: int) -> None:
-        self.free: list[Zygote] = [Zygote() for _ in range(jobs)]
+    def __init__(self, jobs: int, policy: sandbox.Policy | None = None) -> None:
+        # One private folder for every work area of this run: nothing is left behind in the temp folder.
+        self.work_root = Path(tempfile.mkdtemp(prefix="km-validate-")) if policy is not None else None
+        self.free: list[Zygote] = [Zygote(policy, self.work_root) for _ in range(jobs)]
         self.all = list(self.free)
         self.cv = threading.Condition()
         # Start them side by side: each imports torch once.
@@ -286,3 +320,5 @@ class ForkRunner:
     def close(self) -> None:
         for z in self.all:
             z.close()
+        if self.work_root is not None:
+            workspace.remove(self.work_root)

@@ -3,9 +3,15 @@
 A spare child is always forked ahead and creates its CUDA context while it waits (see prewarm).
 
 Protocol on stdin/stdout, one JSON object per line. Request: {"result", "args", "cwd", "stdout",
-"stderr", "t_request", "env"}. Replies: {"pid"} as soon as the child exists, then {"pid", "rc"} when
-it is done (rc < 0: killed by that signal). The child runs in a new session, so the parent can kill
-its whole process group; the zygote never touches CUDA, so forked children can initialise it.
+"stderr", "t_request", "env"}. Replies: {"pid", "work"} as soon as the child exists, then {"pid", "rc"}
+when it is done (rc < 0: killed by that signal). The child runs in a new session, so the parent can
+kill its whole process group; the zygote never touches CUDA, so forked children can initialise it.
+
+With KM_SANDBOX_POLICY set (JSON of miner.sandbox.Policy), each spare is confined (miner.sandbox.confine)
+right after it is forked, before it creates its CUDA context, in a fresh work area under
+KM_SANDBOX_ROOT ("work" in the first reply). On its request it copies the kernel folder into the
+work area and runs there: "result", "stdout" and "stderr" go to the copy's validation/ folder, which
+the parent copies back.
 
 "Done" is when the child says so on its status pipe, right before it exits: its results are written
 by then, and tearing down its CUDA context (0.1-0.2 s in the driver) then overlaps the next kernel
@@ -21,6 +27,7 @@ import select
 import sys
 import time
 import traceback
+from pathlib import Path
 
 
 def preload() -> None:
@@ -47,13 +54,36 @@ def _die_with_parent() -> None:
         pass
 
 
-def child(req: dict, zygote_pid: int, status_fd: int | None = None) -> None:
+def _policy() -> object | None:
+    raw = os.environ.get("KM_SANDBOX_POLICY")
+    if not raw:
+        return None
+    from miner.sandbox import Policy
+
+    return Policy.from_json(json.loads(raw))
+
+
+def _into_work(req: dict, work: str) -> dict:
+    """Copy the kernel folder into the work area; the request's paths now point into the copy."""
+    from miner.sandbox import audit, workspace
+
+    copy = workspace.copy_in(Path(req["cwd"]), Path(work))
+    area = copy / workspace.RESULT_AREA
+    os.environ["KM_SANDBOX_REPORT"] = str(area / audit.REPORT)
+    return {**req, "cwd": str(copy), "result": str(area / "result.json"), "stdout": str(area / "stdout.txt"),
+            "stderr": str(area / "stderr.txt")}
+
+
+def child(req: dict, zygote_pid: int, status_fd: int | None = None, work: str | None = None) -> None:
     code = 70
     try:
-        _die_with_parent()
-        if os.getppid() != zygote_pid:
-            os._exit(code)
-        os.setsid()
+        if work is None:
+            _die_with_parent()
+            if os.getppid() != zygote_pid:
+                os._exit(code)
+            os.setsid()
+        else:
+            req = _into_work(req, work)
         devnull = os.open(os.devnull, os.O_RDONLY)
         out = os.open(req["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         err = os.open(req["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -63,7 +93,7 @@ def child(req: dict, zygote_pid: int, status_fd: int | None = None) -> None:
         for fd in (devnull, out, err):
             os.close(fd)
         os.chdir(req["cwd"])
-        os.environ.update(req.get("env") or {})
+        os.environ.update(_allowed(req.get("env") or {}))
         os.environ["KM_CHILD_START"] = repr(time.time())
         from miner.validate import child as child_mod
 
@@ -78,6 +108,12 @@ def child(req: dict, zygote_pid: int, status_fd: int | None = None) -> None:
                 os.write(status_fd, f"{code}\n".encode())
         finally:
             os._exit(code)
+
+
+def _allowed(env: dict) -> dict:
+    from miner.sandbox import environment
+
+    return environment({}, env)
 
 
 def prewarm() -> None:
@@ -104,10 +140,19 @@ def prewarm() -> None:
         pass
 
 
-def fork_spare(zygote_pid: int) -> tuple[int, int, int]:
-    """Fork a child that warms up, then waits for its request on a pipe.
+Spare = tuple[int, int, int, "str | None"]
 
-    Returns (pid, request write fd, status read fd)."""
+
+def fork_spare(zygote_pid: int) -> Spare:
+    """Fork a child that (confines itself and) warms up, then waits for its request on a pipe.
+
+    Returns (pid, request write fd, status read fd, work area or None)."""
+    policy = _policy()
+    work = None
+    if policy is not None:
+        from miner.sandbox import workspace
+
+        work = str(workspace.make(os.environ.get("KM_SANDBOX_ROOT") or None))
     r, w = os.pipe()
     sr, sw = os.pipe()
     pid = os.fork()
@@ -122,6 +167,10 @@ def fork_spare(zygote_pid: int) -> tuple[int, int, int]:
             os.dup2(null, 0)
             os.dup2(null, 1)
             os.close(null)
+            if policy is not None:
+                from miner.sandbox import confine
+
+                confine(work, policy)  # type: ignore[arg-type]
             prewarm()
             data = b""
             while chunk := os.read(r, 1 << 16):
@@ -130,10 +179,10 @@ def fork_spare(zygote_pid: int) -> tuple[int, int, int]:
             os._exit(70)
         if not data:
             os._exit(0)
-        child(json.loads(data), zygote_pid, sw)
+        child(json.loads(data), zygote_pid, sw, work)
     os.close(r)
     os.close(sw)
-    return pid, w, sr
+    return pid, w, sr, work
 
 
 def _close(*fds: int) -> None:
@@ -144,23 +193,31 @@ def _close(*fds: int) -> None:
             pass
 
 
-def deliver(spare: tuple[int, int, int] | None, line: bytes, me: int) -> tuple[int, int]:
-    """Hand the request to the warm spare (or, if it died, to a fresh one); returns (pid, status fd)."""
+def deliver(spare: Spare | None, line: bytes, me: int) -> tuple[int, int, str | None]:
+    """Hand the request to the warm spare (or, if it died, to a fresh one); returns (pid, status fd, work)."""
     for _ in range(2):
         if spare is None:
             spare = fork_spare(me)
-        pid, w, sr = spare
+        pid, w, sr, work = spare
         spare = None
         try:
             dead, _ = os.waitpid(pid, os.WNOHANG)
             if not dead:
                 os.write(w, line)
                 os.close(w)
-                return pid, sr
+                return pid, sr, work
         except OSError:
             pass
         _close(w, sr)
+        _remove(work)
     raise RuntimeError("could not start a test child")
+
+
+def _remove(work: str | None) -> None:
+    if work:
+        from miner.sandbox import workspace
+
+        workspace.remove(Path(work))
 
 
 def wait_done(pid: int, sr: int, parent: int) -> tuple[int, bool]:
@@ -206,15 +263,15 @@ def main() -> None:
     me, parent = os.getpid(), os.getppid()
     sys.stdout.flush()
     sys.stderr.flush()
-    spare: tuple[int, int, int] | None = fork_spare(me)
+    spare: Spare | None = fork_spare(me)
     exiting: list[int] = []  # children that reported done and are still tearing down
     send({"ready": True})
     for line in proto_in:
         sys.stdout.flush()
         sys.stderr.flush()
         exiting = [p for p in exiting if not _reaped(p)]
-        pid, sr = deliver(spare, line, me)
-        send({"pid": pid})
+        pid, sr, work = deliver(spare, line, me)
+        send({"pid": pid, "work": work})
         spare = fork_spare(me)  # warms up while this kernel's tests run
         rc, still = wait_done(pid, sr, parent)
         _close(sr)
@@ -228,6 +285,7 @@ def main() -> None:
     if spare is not None:
         os.kill(spare[0], 9)
         os.waitpid(spare[0], 0)
+        _remove(spare[3])
     for p in exiting:
         _reaped(p, block=True)
 
