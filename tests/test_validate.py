@@ -155,7 +155,7 @@ def test_killing_validate_keeps_finished_results_and_leaves_no_child(tmp_path: P
         time.sleep(0.05)
     assert not Path(f"/proc/{child}").exists(), "the hanging test outlived validate"
     # The next run picks up where it stopped.
-    rerun = km("validate", str(root), "--timeout", "2")
+    rerun = km("validate", str(root), "--timeout", "2", "--no-sandbox")
     assert "2 already validated" in rerun.stdout
     assert validation(root, "c-hang")["outcome"] == "timeout"
 
