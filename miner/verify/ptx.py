@@ -26,12 +26,15 @@ _FUNC_HEAD = re.compile(r"^(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\b")
 _NAME_AFTER = re.compile(r"^\s*(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)")
 _GLOBAL_DECL = re.compile(
     r"^(?:\.(?:visible|weak|extern)\s+)*\.(?:global|const|shared)\b.*?([A-Za-z_$][\w$]*)\s*(?:\[|=|;)")
-_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+_IDENT = re.compile(r"(?<![\w$.%])[A-Za-z_$][\w$]*")   # not an opcode part (st.shared) nor a register
 _LABEL = re.compile(r"\$L__(BB|tmp)\d+_(\d+)")
 _DEPOT = re.compile(r"__local_depot\d+")
 _INTERNAL = re.compile(r"(\d+)(_INTERNAL_|_GLOBAL__N_)")
 _COMPONENT = re.compile(r"_(?:INTERNAL|GLOBAL__N)_\w*_[0-9a-f]{8}")
-_STR = re.compile(r"\$str(?:\$\d+)?\b")
+_NUMBERED = re.compile(r"\$str(?:\$\d+)?(?![\w$])|\b__unnamed_\d+\b")
+_SHARED_DECL = re.compile(r"^(?:\.extern\s+)?\.shared\b")
+_MOV = re.compile(r"^(?:mov|cvta\.global)\.u64\s+(%rd\d+),\s*([%\w$]+);")
+_PARAM_STORE = re.compile(r"^st\.param\.b(?:32|64)\s+\[param(\d+)\+0\],\s*(%?\w+);")
 
 
 @dataclass
@@ -125,11 +128,11 @@ def _clean(line: str) -> str | None:
     return re.sub(r"\s+", " ", s)
 
 
-def listing(ptx: Ptx, entry: str) -> list[str]:
-    """The entry, the functions it reaches and the globals they use, normalized (see the module doc)."""
+def _reaching(ptx: Ptx, entry: str) -> tuple[list[str], list[str]]:
+    """Functions the entry reaches (itself first) and the globals they use, in order of first use."""
     order: list[str] = []
     todo = [entry]
-    used_globals: list[str] = []
+    used: list[str] = []
     while todo:
         name = todo.pop(0)
         if name in order:
@@ -139,23 +142,89 @@ def listing(ptx: Ptx, entry: str) -> list[str]:
             for tok in _IDENT.findall(line.split("//", 1)[0]):
                 if tok in ptx.functions and tok not in order and tok not in todo:
                     todo.append(tok)
-                elif tok in ptx.globals and tok not in used_globals:
-                    used_globals.append(tok)
-    raw = [ln for name in order for ln in ptx.functions[name]] + [ptx.globals[g] for g in used_globals]
-    strings: dict[str, str] = {}
+                elif tok in ptx.globals and tok not in used:
+                    used.append(tok)
+    return order, used
+
+
+def _symbol_in(reg: str, lines: list[str], before: int) -> str | None:
+    """The global a 64-bit register was loaded from (`mov.u64 %rd1, $str; cvta.global.u64 %rd2, %rd1`)."""
+    for i in range(before - 1, -1, -1):
+        m = _MOV.match(lines[i].strip())
+        if m and m.group(1) == reg:
+            src = m.group(2)
+            if not src.startswith("%"):
+                return src
+            reg = src
+    return None
+
+
+def _assert_positions(lines: list[str]) -> tuple[set[int], set[str]]:
+    """`assert` in device code calls `__assertfail(msg, file, line, function, size)`: the indices of the
+    lines that store the line number, and the globals holding the file name. Both say where the unit
+    or the original file is, not what the kernel does."""
+    line_idx: set[int] = set()
+    files: set[str] = set()
+    i = 0
+    while i < len(lines):
+        if lines[i].strip().startswith("{"):
+            j = i
+            while j < len(lines) and not lines[j].strip().startswith("}"):
+                j += 1
+            block = lines[i:j]
+            if any("__assertfail" in ln for ln in block):
+                for k, ln in enumerate(block, start=i):
+                    m = _PARAM_STORE.match(ln.strip())
+                    if m and m.group(1) == "2":
+                        line_idx.add(k)
+                    elif m and m.group(1) == "1" and (sym := _symbol_in(m.group(2), lines, k)):
+                        files.add(sym)
+            i = j
+        i += 1
+    return line_idx, files
+
+
+def listing(ptx: Ptx, entry: str) -> list[str]:
+    """The entry, the functions it reaches and the globals they use, normalized (see the module doc)."""
+    order, used = _reaching(ptx, entry)
+    code: list[str] = []
+    shared: list[str] = []
+    file_syms: set[str] = set()
+    for name in order:
+        lines = ptx.functions[name]
+        line_idx, files = _assert_positions(lines)
+        file_syms |= files
+        for k, line in enumerate(lines):
+            s = _clean(line)
+            if s is None:
+                continue
+            if _SHARED_DECL.match(s):
+                shared.append(s)  # demoted into the one kernel that uses it, or module level: the same memory
+                continue
+            if k in line_idx:
+                s = re.sub(r",\s*-?\d+;$", ", <LINE>;", s)
+            code.append(s)
+    data: list[str] = []
+    for g in used:
+        s = _clean(ptx.globals[g]) or ""
+        if _SHARED_DECL.match(s):
+            shared.append(s)
+        elif g in file_syms:
+            data.append(re.sub(r"\[\d+\]\s*=\s*\{.*\}", "[<FILE>]", s))
+        else:
+            data.append(s)
+    counters: dict[str, dict[str, str]] = {"$str": {}, "__unnamed": {}}
 
     def renumber(m: re.Match[str]) -> str:
-        return strings.setdefault(m.group(0), f"$str${len(strings) + 1}")
+        kind = "$str" if m.group(0).startswith("$str") else "__unnamed"
+        seen = counters[kind]
+        return seen.setdefault(m.group(0), f"{kind}${len(seen) + 1}")
 
     out: list[str] = []
-    for line in raw:
-        s = _clean(line)
-        if s is None:
-            continue
+    for s in code + data + sorted(set(shared)):
         s = _LABEL.sub(lambda m: f"$L__{m.group(1)}_{m.group(2)}", s)
         s = _DEPOT.sub("__local_depot", s)
-        s = _STR.sub(renumber, strip_internal(s))
-        out.append(s)
+        out.append(_NUMBERED.sub(renumber, strip_internal(s)))
     return out
 
 
