@@ -4,6 +4,7 @@ not depend on the kernel (TritonBench's flaw)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,79 @@ def test_flawed_test_is_rejected_and_not_exported(imported: Path, tmp_path: Path
 def test_output_must_depend_on_kernel(code: str, ok: bool) -> None:
     res = check_test_source(code, {"relu_kernel", "relu"})
     assert res.ok is ok, res.message()
+
+
+FLAWED_ANSWER = '''```python
+import torch
+from pathlib import Path
+from miner.triton import harness
+
+KDIR = Path(__file__).resolve().parents[1]
+
+
+def test_silu():
+    unit = harness.load_triton_unit(KDIR)
+    results = {}
+    for n in (1, 7, 1024, 4097, 65536):
+        results[n] = unit.function("silu")(torch.randn(n, device="cuda"))
+    return results
+```
+'''
+GOOD_ANSWER = '''{"reflection": "Nothing asserted on the kernel's output; compare with torch now.", "blame": "test",
+ "confidence": 0.9}
+
+```python
+from pathlib import Path
+
+import pytest
+
+from miner.triton import harness
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+KDIR = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("n", [1, 7, 1024, 4097, 65536])
+def test_silu(n):
+    unit = harness.load_triton_unit(KDIR)
+    x = torch.randn(n, device="cuda", generator=torch.Generator(device="cuda").manual_seed(0))
+    y = unit.function("silu")(x)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, x * torch.sigmoid(x), rtol=1e-5, atol=1e-5)
+```
+'''
+
+
+def test_enrich_uses_triton_prompts_and_rejects_a_test_that_asserts_nothing(tmp_path: Path) -> None:
+    """The real enrich command against the local fake OpenAI server: Triton templates are used, and the
+    first candidate (TritonBench-style: collects results, asserts nothing) is rejected before it runs."""
+    from fake_llm_server import FakeLLMServer, Rule, fence
+
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURES / "triton", src)
+    ds = tmp_path / "ds"
+    assert run_miner("extract", src, "-o", ds, "--language", "triton", "-q").returncode == 0
+    params = [("x_ptr", "float*"), ("y_ptr", "float*"), ("n", "int"), ("BLOCK", "int")]
+    from fake_llm_server import analysis_answer, describe_answer
+
+    rules = [Rule(r"^Analyse the Triton kernel", [fence("json", json.dumps(analysis_answer("silu_kernel", params)))]),
+             Rule(r"^Write the complete documentation of the Triton kernel",
+                  [json.dumps(describe_answer("silu_kernel", params))]),
+             Rule(r"did not pass", [GOOD_ANSWER]),
+             Rule(r"^Write a pytest file that tests the Triton kernel", [FLAWED_ANSWER])]
+    with FakeLLMServer(rules) as srv:
+        env = {"OPENAI_API_KEY": "sk-test-triton-0000", "OPENAI_BASE_URL": srv.base_url}
+        cfg = tmp_path / "km.toml"
+        cfg.write_text(f'[enrich]\nbase_url = "{srv.base_url}"\nretries = 1\nretry_initial = 0.01\n')
+        r = run_miner("enrich", ds, "--kernels", "silu_kernel", "--config", cfg, "--model", "fake", env=env,
+                      timeout=300)
+        prompts = [m["content"] for q in srv.requests for m in q["body"]["messages"] if m["role"] == "user"]
+    assert r.returncode in (0, 1), r.stderr
+    assert any("Analyse the Triton kernel `silu_kernel`" in p for p in prompts)
+    assert any("from miner.triton import harness" in p for p in prompts)  # the Triton harness API
+    m = next(x for x in load_dataset(ds) if x["name"] == "silu_kernel")
+    attempts = json.loads((ds / m["id"] / "enrich" / "attempts.json").read_text())["attempts"]
+    assert attempts[0]["outcome"] == "rejected" and "does not depend on the kernel" in attempts[0]["error"]
+    assert attempts[1]["outcome"] in ("skipped", "passed")  # no GPU here: statically sound, not run
+    assert "assert_close" in (ds / m["id"] / "tests" / "test_generated.py").read_text()

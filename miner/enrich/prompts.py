@@ -43,8 +43,11 @@ def _env(root: str) -> jinja2.Environment:
                               keep_trailing_newline=True, autoescape=False)
 
 
-def load_prompt(name: str) -> Prompt:
+def load_prompt(name: str, language: str | None = None) -> Prompt:
+    """Template `name`; for a language with its own templates (prompts/triton/), that one when it exists."""
     root = prompts_dir()
+    if language and language != "cuda" and (root / language / f"{name}.j2").is_file():
+        name = f"{language}/{name}"
     source = (root / f"{name}.j2").read_text(encoding="utf-8")
     m = _VERSION.search(source)
     if not m:

@@ -37,8 +37,11 @@ class KernelInput:
 
     def prompt_kernel(self) -> dict[str, Any]:
         md = self.metadata
-        return {"name": md.get("name", self.kid), "signature": md.get("signature", ""),
-                "params": md.get("params", []), "template_params": md.get("template_params", [])}
+        out = {"name": md.get("name", self.kid), "signature": md.get("signature", ""),
+               "params": md.get("params", []), "template_params": md.get("template_params", [])}
+        if md.get("language") == "triton":
+            out["launcher"] = ((md.get("instantiations") or [{}])[0]).get("python_launcher")
+        return out
 
 
 def _pick_unit(path: Path, insts: list[dict[str, Any]]) -> tuple[str, str] | None:
@@ -78,7 +81,8 @@ def load_kernel(path: Path) -> KernelInput:
                            for p in (i.get("launcher") or {}).get("params", [])],
                 "symbol": (i.get("launcher") or {}).get("symbol")} for i in insts]
     return KernelInput(kid=path.name, path=path, metadata=metadata, code=code, code_source=source,
-                       instantiations=summary, launches=list(metadata.get("launches") or [])[:8])
+                       instantiations=summary, launches=list(metadata.get("launches")
+                                                      or (metadata.get("triton") or {}).get("launches") or [])[:8])
 
 
 class Record:

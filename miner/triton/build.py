@@ -47,7 +47,12 @@ def classify(stage: str, error: str | None, status: str) -> str | None:
     if stage == "helper":
         return "helper"
     if stage == "import":
-        return "missing_module" if _CLASSES[0][1].search(error or "") else "import_error"
+        if _CLASSES[0][1].search(error or ""):
+            return "missing_module"
+        # Module-level code that asks torch for a device (capability checks): no GPU at build time.
+        if re.search(r"CUDA|cuda|NVIDIA driver|device", error or ""):
+            return "needs_gpu_at_import"
+        return "import_error"
     if stage == "lookup":
         return "not_a_kernel"
     for name, rx in _CLASSES:

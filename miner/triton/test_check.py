@@ -70,6 +70,16 @@ def _targets(t: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
+def _cases(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """1, times the length of each literal `@pytest.mark.parametrize(..., [...])` list."""
+    n = 1
+    for d in fn.decorator_list:
+        if isinstance(d, ast.Call) and _callee(d) == "parametrize" and len(d.args) >= 2 \
+                and isinstance(d.args[1], (ast.List, ast.Tuple)):
+            n *= max(1, len(d.args[1].elts))
+    return n
+
+
 def check_test_source(code: str, names: set[str] | list[str], min_cases: int = 1) -> CheckResult:
     """`names`: the kernel and its launcher(s); a call of any of them produces kernel values."""
     names = set(names)
@@ -117,7 +127,7 @@ def check_test_source(code: str, names: set[str] | list[str], min_cases: int = 1
     elif not any(_kernel_calls(s, names, tainted, funcs)[0] for s in sinks):
         reasons.append("its output does not depend on the kernel: no assert or print reads a value the kernel "
                        "computed (a test that prints nothing passes whatever the kernel does)")
-    cases = sum(1 for d in defs if d.name.startswith("test")) + sum(
+    cases = sum(_cases(d) for d in defs if d.name.startswith("test")) + sum(
         1 for n in ast.walk(tree) if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant)
         and isinstance(n.slice.value, str) and n.slice.value.startswith("test_case"))
     if not reasons and cases < min_cases:

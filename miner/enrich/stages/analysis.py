@@ -15,7 +15,7 @@ def kernel_param_names(kin: KernelInput) -> list[str]:
 
 
 def run_analysis(ctx: RunContext, kin: KernelInput) -> tuple[dict[str, Any], dict[str, Any]]:
-    prompt = load_prompt("analysis")
+    prompt = load_prompt("analysis", kin.metadata.get("language"))
     log = CallLog(prompt, ctx.cfg.model)
     messages = prompt.messages(kernel=kin.prompt_kernel(), code=kin.code,
                                instantiations=kin.instantiations, launches=kin.launches)

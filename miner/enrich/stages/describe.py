@@ -13,7 +13,7 @@ from miner.enrich.stages.base import CallLog, RunContext, ask_json, write_stage_
 
 
 def run_describe(ctx: RunContext, kin: KernelInput, analysis: dict[str, Any]) -> dict[str, Any]:
-    prompt = load_prompt("describe")
+    prompt = load_prompt("describe", kin.metadata.get("language"))
     log = CallLog(prompt, ctx.cfg.model)
     messages = prompt.messages(kernel=kin.prompt_kernel(), code=kin.code, analysis=analysis,
                                launches=kin.launches)

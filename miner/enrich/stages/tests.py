@@ -39,9 +39,20 @@ def _first_candidate(ctx: RunContext, kin: KernelInput, analysis: dict[str, Any]
         raise StageFailure(ctx.redact.text(f"unusable answer: {exc}"), log.meta()) from None
 
 
+def _check(kin: KernelInput, code: str) -> Any:
+    """The static check of the kernel's language: a Triton test must assert on a value the kernel computed."""
+    if kin.metadata.get("language") == "triton":
+        from miner.triton.test_check import check_test_source as triton_check
+
+        launcher = (kin.metadata.get("instantiations") or [{}])[0].get("python_launcher")
+        return triton_check(code, {kin.metadata["name"], *([launcher.split(".")[-1]] if launcher else [])},
+                            MIN_CASES)
+    return check_test_source(code, MIN_CASES)
+
+
 def run_tests_stage(ctx: RunContext, kin: KernelInput, analysis: dict[str, Any]) -> dict[str, Any]:
     """Returns the stage's record entry; status is ok (passed), unverified (no GPU here) or failed."""
-    log = CallLog(load_prompt("tests"), ctx.cfg.model)
+    log = CallLog(load_prompt("tests", kin.metadata.get("language")), ctx.cfg.model)
     repair_prompt = load_prompt("repair")
     test_path = kin.path / "tests" / TEST_FILE
     attempts_path = kin.enrich_dir / "attempts.json"
@@ -52,7 +63,7 @@ def run_tests_stage(ctx: RunContext, kin: KernelInput, analysis: dict[str, Any])
     code = _first_candidate(ctx, kin, analysis, log)
     outcome, message = "error", ""
     for attempt in range(1, ctx.cfg.max_attempts + 1):
-        check = check_test_source(code, MIN_CASES)
+        check = _check(kin, code)
         if check.ok:
             write_text(test_path, code)
             outcome, message = run_generated_test(kin.path, test_path, ctx.cfg.test_timeout)
