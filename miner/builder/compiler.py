@@ -1,4 +1,4 @@
-"""One nvcc call at a time per thread, each in its own process group, killed whole on a timeout."""
+"""One compiler (nvcc, hipcc) call at a time per thread, each in its own process group, killed whole on a timeout."""
 
 from __future__ import annotations
 
@@ -29,8 +29,9 @@ class Compiled:
 class Compiler:
     """Runs nvcc in its own process group so a timeout kills cicc/ptxas/gcc children too."""
 
-    def __init__(self, nvcc: str, flags: list[str], timeout: float) -> None:
+    def __init__(self, nvcc: str, flags: list[str], timeout: float, env: dict[str, str] | None = None) -> None:
         self.nvcc, self.flags, self.timeout = nvcc, flags, timeout
+        self.env = env or {}
         self.calls = 0
         self.stopped = False
         self._running: set[subprocess.Popen[bytes]] = set()
@@ -47,7 +48,7 @@ class Compiler:
             if self.stopped:
                 return Compiled(None, "build interrupted", 0.0)
             self.calls += 1
-        env = dict(os.environ, TMPDIR=str(tmp))
+        env = dict(os.environ, **self.env, TMPDIR=str(tmp))
         t0 = time.monotonic()
         try:
             proc = subprocess.Popen([self.nvcc, *self.flags, src, "-o", str(out)], cwd=cwd, env=env,

@@ -15,7 +15,9 @@ from typing import Any
 from miner import atomic, dataset
 from miner.builder.cache import Cache, default_cache_dir, unit_key
 from miner.builder.scheduler import LOG_LIMIT, Builder, Result
-from miner.builder.toolchain import BuildOptions, nvcc_release, toolchain_id
+from miner.builder.toolchain import BuildOptions
+from miner.builder.toolchains.base import Toolchain
+from miner.builder.toolchains.nvcc import Nvcc
 from miner.builder.unit_split import Unit, collect_units
 
 LIBRARY_NAME = "libunit.so"
@@ -32,7 +34,8 @@ class BuildReport:
     cached: int = 0
     kernels: int = 0
     kernels_ok: int = 0
-    nvcc_calls: int = 0
+    nvcc_calls: int = 0              # compiler calls, whichever the toolchain
+    with_findings: int = 0           # units that built but carry portability findings (hip)
     seconds: float = 0.0
     failures: list[str] = field(default_factory=list)
 
@@ -52,11 +55,12 @@ def _place_library(cache: Cache, obj: str, dst: Path) -> None:
     os.replace(tmp, dst)
 
 
-def build_record(u: Unit, r: Result, arch: str) -> dict[str, Any]:
+def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME,
+                 log_name: str = LOG_NAME) -> dict[str, Any]:
     unit_dir = str(Path(u.rel).parent)
     rec: dict[str, Any] = {
         "status": r.status,
-        "library": f"{unit_dir}/{LIBRARY_NAME}" if r.status == "ok" else None,
+        "library": f"{unit_dir}/{library_name}" if r.status == "ok" else None,
         "symbol": u.symbol,
         "arch": arch,
         "error": r.error,
@@ -69,21 +73,25 @@ def build_record(u: Unit, r: Result, arch: str) -> dict[str, Any]:
     if r.missing_include:
         rec["missing_include"] = r.missing_include
     if r.status != "ok":
-        rec["log"] = f"{unit_dir}/{LOG_NAME}"
+        rec["log"] = f"{unit_dir}/{log_name}"
     return rec
 
 
 def build_dataset(out_dir: Path, opts: BuildOptions, nvcc: str, selectors: list[str] | None = None,
                   progress: Callable[[int], Callable[[], None]] | None = None,
-                  update: Callable[[Path, dict[str, dict[str, Any]]], None] | None = None) -> BuildReport:
+                  update: Callable[[Path, dict[str, dict[str, Any]]], None] | None = None,
+                  toolchain: Toolchain | None = None) -> BuildReport:
     """Build every unit under out_dir and record the results in each kernel's metadata.
 
     selectors pick kernels as every stage's --kernels does (dataset.select: id, name part, metadata name, glob).
+    toolchain: the compiler (default nvcc at `nvcc`); its results go to the metadata block it names
+    (`build` for nvcc, `build_hip` for hipcc), beside the other toolchains' blocks.
     """
     t0 = time.monotonic()
-    tool_id = toolchain_id(nvcc)
+    tc = toolchain or Nvcc(nvcc)
+    tool_id = tc.version_id()
     cache = Cache(opts.cache_dir or default_cache_dir())
-    flags = opts.nvcc_flags()
+    flags = tc.flags(opts)
     kernels: list[tuple[Path, dict[str, Any], list[Unit], dict[int, str]]] = []
     for kdir in dataset.select(dataset.kernel_dirs(out_dir), selectors or []):
         try:
@@ -93,15 +101,16 @@ def build_dataset(out_dir: Path, opts: BuildOptions, nvcc: str, selectors: list[
         if meta.get("language") == "triton":  # built by miner.triton.build, not nvcc
             continue
         units, skipped = collect_units(kdir, meta)
+        units = tc.prepare(units)
         for u in units:
             u.key = unit_key(u, flags, tool_id)
         kernels.append((kdir, meta, units, skipped))
     all_units = [u for _, _, us, _ in kernels for u in us]
     tick = progress(len(all_units)) if progress else (lambda: None)
-    builder = Builder(nvcc, opts, cache, tick=lambda n: tick())
+    builder = Builder(tc, opts, cache, tick=lambda n: tick())
     results = builder.run(all_units)
     rep = BuildReport(nvcc_calls=builder.compiler.calls)
-    release = nvcc_release(tool_id)
+    release = tc.release(tool_id)
     changes: dict[str, dict[str, Any]] = {}
     for _kdir, meta, units, skipped in kernels:
         insts = [dict(i) for i in meta.get("instantiations") or []]
@@ -110,13 +119,13 @@ def build_dataset(out_dir: Path, opts: BuildOptions, nvcc: str, selectors: list[
             continue
         counts = {"ok": 0, "failed": 0, "timeout": 0, "skipped": 0}
         for i, why in skipped.items():
-            insts[i]["build"] = {"status": "skipped", "library": None, "symbol": "", "arch": opts.arch,
-                                 "error": why, "missing_symbol": None, "resources": None, "seconds": 0.0,
-                                 "cached": False}
+            insts[i][tc.key] = {"status": "skipped", "library": None, "symbol": "", "arch": opts.arch,
+                                "error": why, "missing_symbol": None, "resources": None, "seconds": 0.0,
+                                "cached": False}
             counts["skipped"] += 1
         for u in units:
             r = results[u.key]
-            lib, log = u.path.parent / LIBRARY_NAME, u.path.parent / LOG_NAME
+            lib, log = u.path.parent / tc.library_name, u.path.parent / tc.log_name
             if r.status == "ok" and r.object:
                 _place_library(cache, r.object, lib)
                 log.unlink(missing_ok=True)
@@ -125,18 +134,21 @@ def build_dataset(out_dir: Path, opts: BuildOptions, nvcc: str, selectors: list[
                 if not log.is_file() or log.read_text(encoding="utf-8", errors="replace") != r.log[-LOG_LIMIT:]:
                     atomic.write_text(log, r.log[-LOG_LIMIT:])
                 rep.failures.append(f"{u.tag}: {r.error}")
-            insts[u.index]["build"] = build_record(u, r, opts.arch)
+            rec = build_record(u, r, opts.arch, tc.library_name, tc.log_name)
+            rec.update(tc.record_extra(u, rec, r.log))
+            insts[u.index][tc.key] = rec
             counts[r.status] += 1
             rep.cached += r.cached
         summary = {"pass_call": counts["ok"] > 0, "units": len(insts), **counts, "arch": opts.arch,
-                   "nvcc": release}
+                   tc.compiler: release, **tc.summary_extra([i.get(tc.key) or {} for i in insts])}
         for k in ("ok", "failed", "timeout", "skipped"):
             setattr(rep, k, getattr(rep, k) + counts[k])
+        rep.with_findings += summary.get("with_findings", 0)
         rep.units += len(insts)
         rep.kernels += 1
         rep.kernels_ok += summary["pass_call"]
-        if insts != meta.get("instantiations") or summary != meta.get("build"):
-            changes[meta["id"]] = {"instantiations": insts, "build": summary}
+        if insts != meta.get("instantiations") or summary != meta.get(tc.key):
+            changes[meta["id"]] = {"instantiations": insts, tc.key: summary}
     (update or dataset.update_many)(out_dir, changes)
     rep.seconds = time.monotonic() - t0
     return rep

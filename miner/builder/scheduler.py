@@ -16,8 +16,10 @@ from miner.builder.batch import attribute, batch_source, split_log
 from miner.builder.cache import Cache
 from miner.builder.compiler import Compiler
 from miner.builder.diagnostics import is_undefined_name, missing_include, missing_symbol, parse_errors
-from miner.builder.ptxas import parse_resources, pick_resources
+from miner.builder.ptxas import pick_resources
 from miner.builder.toolchain import BuildOptions
+from miner.builder.toolchains.base import Toolchain
+from miner.builder.toolchains.nvcc import Nvcc
 from miner.builder.unit_split import Unit
 
 LOG_LIMIT = 20_000
@@ -46,11 +48,12 @@ class Result:
 
 
 class Builder:
-    def __init__(self, nvcc: str, opts: BuildOptions, cache: Cache,
+    def __init__(self, nvcc: str | Toolchain, opts: BuildOptions, cache: Cache,
                  tick: Callable[[int], None] | None = None) -> None:
         self.opts = opts
-        self.flags = opts.nvcc_flags()
-        self.compiler = Compiler(nvcc, self.flags, opts.timeout)
+        self.toolchain = nvcc if isinstance(nvcc, Toolchain) else Nvcc(nvcc)
+        self.flags = self.toolchain.flags(opts)
+        self.compiler = Compiler(self.toolchain.path, self.flags, opts.timeout, self.toolchain.env())
         self.cache = cache
         self.tick = tick or (lambda n: None)
         self.results: dict[str, Result] = {}
@@ -62,15 +65,17 @@ class Builder:
             out = tmp / "unit.so"
             c = self.compiler.compile(u.rel, out, u.kernel_dir, tmp)
             if c.rc is None:
-                r = Result("timeout", c.seconds, error=f"nvcc timed out after {self.opts.timeout:g} s",
+                what = f"{self.toolchain.compiler} timed out after {self.opts.timeout:g} s"
+                r = Result("timeout", c.seconds, error=what,
                            log=c.log, timeout=self.opts.timeout)
             elif c.rc == 0 and out.is_file():
                 obj = self.cache.store_object(out, u.key)
-                res = pick_resources(parse_resources(c.log), u.kernel_name)
+                res = pick_resources(self.toolchain.parse_resources(c.log), u.kernel_name)
                 r = Result("ok", c.seconds, resources=res, object=obj, log=c.log)
             else:
                 diags = parse_errors(c.log)
-                first = diags[0].text if diags else (c.log.strip().splitlines() or [f"nvcc exit {c.rc}"])[-1]
+                exit_line = f"{self.toolchain.compiler} exit {c.rc}"
+                first = diags[0].text if diags else (c.log.strip().splitlines() or [exit_line])[-1]
                 r = Result("failed", c.seconds, error=first, missing_symbol=missing_symbol(diags),
                            missing_include=missing_include(diags), log=c.log)
             self._finish(u, r)
@@ -81,14 +86,14 @@ class Builder:
     def _batch(self, units: list[Unit]) -> list[tuple[list[Unit], bool]]:
         tmp = self.cache.tmpdir()
         try:
-            src = tmp / "batch.cu"
+            src = tmp / f"batch{self.toolchain.source_suffix}"
             atomic.write_text(src, batch_source(units))
             out = tmp / "batch.so"
             c = self.compiler.compile(str(src), out, tmp, tmp)
             if c.rc == 0 and out.is_file():
                 bkey = hashlib.sha256("".join(u.key for u in units).encode()).hexdigest()
                 obj = self.cache.store_object(out, bkey)
-                entries = parse_resources(c.log)
+                entries = self.toolchain.parse_resources(c.log)
                 share = c.seconds / len(units)
                 for i, u in enumerate(units):
                     own = {k: v for k, v in entries.items() if f"km_b{i}_" in k}

@@ -52,7 +52,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--build", action="store_true",
                    help="then compile the units with nvcc, as `kernel-miner build DIR` does (cached by content)")
     p.add_argument("--arch", default=None, metavar="LIST",
-                   help="with --build: nvcc targets, as for `kernel-miner build --arch` (default: sm_90,compute_90)")
+                   help="with --build: targets, as for `kernel-miner build --arch` (default: sm_90,compute_90 for "
+                        "cuda, gfx90a for hip)")
+    p.add_argument("--toolchain", default=None, metavar="LIST",
+                   help="with --build: cuda, hip or cuda,hip, as for `kernel-miner build --toolchain` (default: cuda)")
     add_output_level(p, "also list skipped files and each kernel")
 
 
@@ -65,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--build needs units: drop --no-units")
     if args.arch and not args.build:
         raise UsageError("--arch applies to --build only")
+    if args.toolchain and not args.build:
+        raise UsageError("--toolchain applies to --build only")
     opts = ExtractOptions(paths=paths, out_dir=args.output_dir, include_dirs=args.include_dir,
                           defines=args.define, compile_commands=args.compile_commands,
                           jobs=args.jobs, frontend=args.frontend, units=not args.no_units, project=args.project,
@@ -88,5 +93,6 @@ def run(args: argparse.Namespace) -> int:
         from miner.commands import build as build_command
 
         rc = max(rc, build_command.run(build_command.options_namespace(
-            args.output_dir, arch=args.arch, jobs=args.jobs, quiet=args.quiet, verbose=args.verbose)))
+            args.output_dir, arch=args.arch, toolchain=args.toolchain, jobs=args.jobs, quiet=args.quiet,
+            verbose=args.verbose)))
     return rc

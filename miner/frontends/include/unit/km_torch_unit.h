@@ -1,7 +1,10 @@
 /* kernel-miner unit shim: the few ATen/c10 names device code uses, for nvcc alone.
  * Inlined into units instead of torch headers (which cost ~128 s to compile and need libtorch). */
 #include <cuda_fp16.h>
+// Guarded: hipify renames it to <hip/hip_bf16.h>, which HIP releases before 5.7 do not have.
+#if __has_include(<cuda_bf16.h>)
 #include <cuda_bf16.h>
+#endif
 #include <stdint.h>
 namespace c10 {
 struct alignas(2) Half {
@@ -19,8 +22,12 @@ struct alignas(2) Half {
 struct alignas(2) BFloat16 {
   unsigned short x;
   BFloat16() = default;
-  __host__ __device__ BFloat16(float f) { __nv_bfloat16 h = __float2bfloat16(f); x = *reinterpret_cast<unsigned short *>(&h); }
-  __host__ __device__ operator float() const { return __bfloat162float(*reinterpret_cast<const __nv_bfloat16 *>(&x)); }
+  // Bits as c10/util/BFloat16.h computes them (round to nearest even, NaN kept), so CUDA and HIP units
+  // convert alike without a bf16 header.
+  __host__ __device__ BFloat16(float f) {
+    unsigned int u; __builtin_memcpy(&u, &f, 4);
+    x = (f != f) ? (unsigned short)0x7fc0 : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16); }
+  __host__ __device__ operator float() const { unsigned int u = (unsigned int)x << 16; float f; __builtin_memcpy(&f, &u, 4); return f; }
   __host__ __device__ BFloat16 &operator+=(float v) { return *this = BFloat16(float(*this) + v); }
   __host__ __device__ BFloat16 &operator*=(float v) { return *this = BFloat16(float(*this) * v); }
 };
@@ -77,11 +84,30 @@ template <> struct km_acc<BFloat16, true> { typedef float type; };
 template <> struct km_acc<float, true> { typedef float type; };
 }  // namespace c10
 // Declared before at::native::fastAtomicAdd, whose dependent call must find it by ordinary lookup.
+#if defined(__HIP__)
+// HIP has no 16-bit float atomicAdd: a CAS loop on the 32-bit word holding the value, as ATen's AtomicFPOp.
+template <class H> __device__ inline H km_atomic_add16(H *p, H v) {
+  unsigned int hi = (unsigned int)((size_t)p & 2) * 8;
+  unsigned int *word = (unsigned int *)((char *)p - ((size_t)p & 2));
+  unsigned int old = *word, assumed;
+  H cur;
+  do {
+    assumed = old;
+    cur.x = (unsigned short)(old >> hi);
+    H sum(float(cur) + float(v));
+    old = atomicCAS(word, assumed, (old & ~(0xffffu << hi)) | ((unsigned int)sum.x << hi));
+  } while (assumed != old);
+  return cur;
+}
+__device__ inline c10::Half atomicAdd(c10::Half *p, c10::Half v) { return km_atomic_add16(p, v); }
+__device__ inline c10::BFloat16 atomicAdd(c10::BFloat16 *p, c10::BFloat16 v) { return km_atomic_add16(p, v); }
+#else
 __device__ inline c10::Half atomicAdd(c10::Half *p, c10::Half v) {
   __half h = __float2half(float(v));
   return c10::Half(atomicAdd(reinterpret_cast<__half *>(p), h)); }
 __device__ inline c10::BFloat16 atomicAdd(c10::BFloat16 *p, c10::BFloat16 v) {
   return c10::BFloat16(__bfloat162float(atomicAdd(reinterpret_cast<__nv_bfloat16 *>(p), __float2bfloat16(float(v))))); }
+#endif
 namespace at {
 using c10::BFloat16;
 using c10::Half;

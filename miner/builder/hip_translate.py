@@ -1,0 +1,68 @@
+"""CUDA unit text to HIP unit text with torch's hipify mapping (torch.utils.hipify, the one ROCm PyTorch
+builds its own CUDA sources with), loaded on its own: importing torch would cost seconds and libtorch.
+
+Launches stay `<<<...>>>` (hip-clang compiles them, as torch's hip_clang_launch mode keeps them), so the
+extern "C" launcher and its ABI are the CUDA unit's, name for name.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
+
+from miner.errors import UsageError
+
+_PACKAGE = "km_torch_hipify"
+INSTALL_HINT = ("the hip toolchain translates units with torch.utils.hipify: "
+                "pip install 'kernel-miner[hip]' (torch==2.13.0)")
+
+
+@lru_cache(maxsize=1)
+def _hipify() -> ModuleType:
+    """torch/utils/hipify/hipify_python.py as a module of its own package, without torch/__init__."""
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        spec = None
+    root = Path(spec.origin).parent / "utils" / "hipify" if spec and spec.origin else None
+    if root is None or not (root / "hipify_python.py").is_file():
+        raise UsageError(f"torch.utils.hipify not found: {INSTALL_HINT}")
+    pkg_spec = importlib.util.spec_from_file_location(_PACKAGE, root / "__init__.py",
+                                                      submodule_search_locations=[str(root)])
+    if pkg_spec is None or pkg_spec.loader is None:
+        raise UsageError(f"cannot load {root}: {INSTALL_HINT}")
+    pkg = importlib.util.module_from_spec(pkg_spec)
+    sys.modules[_PACKAGE] = pkg
+    pkg_spec.loader.exec_module(pkg)
+    return importlib.import_module(f"{_PACKAGE}.hipify_python")
+
+
+def available() -> bool:
+    try:
+        _hipify()
+    except UsageError:
+        return False
+    return True
+
+
+def hipify_version() -> str:
+    """Part of the HIP cache key: a new mapping may translate a unit differently."""
+    h = _hipify()
+    version = sys.modules.get(f"{_PACKAGE}.version")
+    return f"torch-hipify {getattr(version, '__version__', '?')} {len(h.PYTORCH_MAP)} names"
+
+
+def is_mapped(name: str) -> bool:
+    return name in _hipify().PYTORCH_MAP
+
+
+def translate(cuda_text: str) -> str:
+    """The HIP text of a CUDA unit: identifiers, types and headers renamed by the mapping, device-side
+    std:: math as hipify does it for .cu files."""
+    h = _hipify()
+    # The mapping's regex needs a non-word character on each side of a name, as in a whole file.
+    out = h.RE_PYTORCH_PREPROCESSOR.sub(lambda m: h.PYTORCH_MAP[m.group(0)], "\n" + cuda_text + "\n")[1:-1]
+    return h.replace_math_functions(out)

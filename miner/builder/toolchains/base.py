@@ -1,0 +1,95 @@
+"""What the build stage asks of a compiler: where it is, what it is (part of every cache key), which flags
+an --arch list means, where its results go in metadata, and how its resource report reads.
+
+One subclass per compiler (nvcc.py, hipcc.py); the scheduler, cache and driver only see this interface.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from miner.errors import UsageError
+
+if TYPE_CHECKING:
+    from miner.builder.toolchain import BuildOptions
+    from miner.builder.unit_split import Unit
+
+
+def find_executable(name: str, explicit: str | None, homes: list[str | None], hint: str) -> str:
+    """`explicit` (a path or a name on PATH), else `name` on PATH, else <home>/bin/<name>; a UsageError
+    saying how to provide one when none is found."""
+    if explicit:
+        path = shutil.which(explicit) or (explicit if os.access(explicit, os.X_OK) and Path(explicit).is_file()
+                                          else None)
+        if not path:
+            raise UsageError(f"{name} not found or not executable: {explicit}")
+        return str(Path(path).resolve())
+    found = shutil.which(name)
+    for home in homes:
+        if not found and home and os.access(Path(home) / "bin" / name, os.X_OK):
+            found = str(Path(home) / "bin" / name)
+    if not found:
+        raise UsageError(f"{name} not found: {hint}")
+    return str(Path(found).resolve())
+
+
+class Toolchain(ABC):
+    """One compiler family. `name` is what --toolchain takes; `key` the metadata block it fills."""
+
+    name: str = ""
+    compiler: str = ""          # executable name, used in messages
+    key: str = "build"          # per-instantiation and per-kernel metadata block
+    library_name: str = "libunit.so"
+    log_name: str = "build.log"
+    source_suffix: str = ".cu"     # how a batch file is named, so the compiler takes its language
+    default_arch: str = ""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    @classmethod
+    @abstractmethod
+    def find(cls, explicit: str | None = None) -> str:
+        """Absolute path of the compiler, or a UsageError (exit 2) in one line."""
+
+    @classmethod
+    @abstractmethod
+    def owns_arch(cls, item: str) -> bool:
+        """Whether an --arch item (sm_90, gfx90a) names a target of this compiler."""
+
+    @abstractmethod
+    def version_id(self) -> str:
+        """Everything about the compiler that changes its output: part of every cache key."""
+
+    @staticmethod
+    @abstractmethod
+    def release(tool_id: str) -> str:
+        """The short version recorded in the kernel-level summary."""
+
+    @abstractmethod
+    def flags(self, opts: BuildOptions) -> list[str]:
+        """Compiler flags for a shared library of opts.arch (validates it: UsageError when bad)."""
+
+    def env(self) -> dict[str, str]:
+        """Environment the compiler needs besides the caller's."""
+        return {}
+
+    @abstractmethod
+    def parse_resources(self, log: str) -> dict[str, dict[str, Any]]:
+        """{"<mangled kernel>@<arch>": usage} from the compiler's resource report in its log."""
+
+    def prepare(self, units: list[Unit]) -> list[Unit]:
+        """The units this compiler builds, made from the rendered CUDA units (identity for nvcc)."""
+        return units
+
+    def record_extra(self, u: Unit, rec: dict[str, Any], log: str) -> dict[str, Any]:
+        """Fields this toolchain adds to an instantiation's build record."""
+        return {}
+
+    def summary_extra(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        """Fields this toolchain adds to the kernel-level summary."""
+        return {}

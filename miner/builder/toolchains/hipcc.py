@@ -1,0 +1,121 @@
+"""hipcc (AMD platform) as a Toolchain: each CUDA unit translated into units/<inst>/unit.hip with torch's
+hipify mapping, built into libunit_hip.so for --offload-arch gfx targets; resources from clang remarks.
+
+hipcc picks its platform from HIP_PLATFORM and, left alone on a machine with nvcc, would pick NVIDIA:
+HIP_PLATFORM=amd is always set for it. No AMD GPU is needed to compile.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from miner import atomic
+from miner.builder import hip_translate, portability
+from miner.builder.hip_resources import parse_remarks
+from miner.builder.toolchains.base import Toolchain, find_executable
+from miner.builder.unit_split import Unit, split_unit
+from miner.errors import UsageError
+
+if TYPE_CHECKING:
+    from miner.builder.toolchain import BuildOptions
+
+DEFAULT_HIP_ARCH = "gfx90a"
+_GFX = re.compile(r"gfx[0-9a-f]{3,4}(?::(?:xnack|sramecc)[+-])*")
+
+
+class Hipcc(Toolchain):
+    name = "hip"
+    compiler = "hipcc"
+    key = "build_hip"
+    library_name = "libunit_hip.so"
+    log_name = "build_hip.log"
+    source_suffix = ".hip"
+    default_arch = DEFAULT_HIP_ARCH
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.first_arch = DEFAULT_HIP_ARCH
+        self.findings: dict[tuple[str, int], list[dict[str, Any]]] = {}
+
+    @classmethod
+    def find(cls, explicit: str | None = None) -> str:
+        path = find_executable("hipcc", explicit, [os.environ.get("ROCM_PATH"), os.environ.get("HIP_PATH"),
+                                                   "/opt/rocm"],
+                               "install ROCm or Debian's hipcc (apt-get install hipcc), put hipcc on PATH "
+                               "or pass --hipcc PATH")
+        hip_translate._hipify()  # the translation is part of the toolchain: fail here, in one line, too
+        return path
+
+    @classmethod
+    def owns_arch(cls, item: str) -> bool:
+        return bool(_GFX.fullmatch(item))
+
+    def env(self) -> dict[str, str]:
+        return {"HIP_PLATFORM": "amd"}
+
+    def version_id(self) -> str:
+        try:
+            # With a target named, hipcc does not probe for a GPU (rocm_agent_enumerator) first.
+            out = subprocess.run([self.path, f"--offload-arch={DEFAULT_HIP_ARCH}", "--version"], capture_output=True,
+                                 text=True, timeout=60, check=False, env=dict(os.environ, **self.env()))
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise UsageError(f"cannot run {self.path} --version: {exc}") from None
+        if out.returncode != 0 or "HIP version" not in out.stdout:
+            raise UsageError(f"{self.path} --version failed: {(out.stderr or out.stdout).strip()[:200]}")
+        return out.stdout.strip() + "\n" + hip_translate.hipify_version()
+
+    @staticmethod
+    def release(tool_id: str) -> str:
+        m = re.search(r"HIP version: ([\w.-]+)", tool_id)
+        return m.group(1) if m else "unknown"
+
+    def flags(self, opts: BuildOptions) -> list[str]:
+        items = [a.strip() for a in opts.arch.split(",") if a.strip()]
+        if not items:
+            raise UsageError("--arch is empty")
+        for item in items:
+            if not self.owns_arch(item):
+                raise UsageError(f"--arch: {item!r} is not a gfx target (e.g. gfx90a, gfx942, gfx90a:xnack-)")
+        self.first_arch = items[0]
+        return ["-shared", "-fPIC", *(f"--offload-arch={a}" for a in items),
+                "-Rpass-analysis=kernel-resource-usage", *opts.extra_flags]
+
+    def parse_resources(self, log: str) -> dict[str, dict[str, Any]]:
+        return parse_remarks(log, self.first_arch)
+
+    def prepare(self, units: list[Unit]) -> list[Unit]:
+        """Translate every CUDA unit into unit.hip beside it (rewritten only when its text changes) and
+        note its portability findings."""
+        out: list[Unit] = []
+        for u in units:
+            hip_text = hip_translate.translate(u.text)
+            rel = str(Path(u.rel).with_suffix(".hip"))
+            dst = u.kernel_dir / rel
+            try:
+                same = dst.read_text(encoding="utf-8") == hip_text
+            except (OSError, UnicodeDecodeError):
+                same = False
+            if not same:
+                atomic.write_text(dst, hip_text)
+            self.findings[(u.kernel_id, u.index)] = [
+                f.record() for f in portability.find(u.text, hip_text, hip_translate.is_mapped)]
+            h = Unit(u.kernel_id, u.index, u.inst_id, u.kernel_dir, rel, u.symbol, u.kernel_name, text=hip_text)
+            split_unit(h)
+            out.append(h)
+        return out
+
+    def record_extra(self, u: Unit, rec: dict[str, Any], log: str) -> dict[str, Any]:
+        found = self.findings.get((u.kernel_id, u.index), [])
+        extra: dict[str, Any] = {"unit": u.rel, "portability": found}
+        if rec["status"] == "ok":
+            extra["portable"] = not found
+        elif rec["status"] == "failed":
+            extra["error_class"] = portability.classify(rec.get("error"), log, found)
+        return extra
+
+    def summary_extra(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"with_findings": sum(1 for r in records if r.get("status") == "ok" and r.get("portability"))}

@@ -1,0 +1,165 @@
+"""`kernel-miner build --toolchain hip`: units translated with torch's hipify mapping, built by the real
+hipcc for gfx90a, portability findings recorded, a missing hipcc one line and exit 2.
+
+No AMD GPU exists here: these tests compile HIP units and load nothing on a device."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from miner import schema
+from miner.builder import hip_translate, portability
+from tests.conftest import FIXTURES, load_dataset, run_miner
+
+HIPCC = shutil.which("hipcc")
+HIPIFY = hip_translate.available()
+needs_hipify = pytest.mark.skipif(not HIPIFY, reason="torch.utils.hipify is not installed (extra 'hip')")
+needs_hipcc = pytest.mark.skipif(HIPCC is None or not HIPIFY,
+                                 reason="hipcc (apt-get install hipcc) or torch.utils.hipify is not installed")
+PORT = FIXTURES / "hip" / "port"
+
+
+def _by_name(out: Path) -> dict[str, dict[str, Any]]:
+    return {m["name"]: m for m in load_dataset(out)}
+
+
+@pytest.fixture(scope="module")
+def hip_built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, subprocess.CompletedProcess[str]]:
+    if HIPCC is None or not HIPIFY:
+        pytest.skip("hipcc or torch.utils.hipify is not installed")
+    base = tmp_path_factory.mktemp("hip")
+    out, cache = base / "out", base / "cache"
+    r = run_miner("extract", PORT, "-o", out, "-q", "-j", "1")
+    assert r.returncode == 0, r.stderr
+    r = run_miner("build", out, "--toolchain", "hip", "--arch", "gfx90a", "-j", "2", "--cache-dir", cache,
+                  timeout=600)
+    return out, cache, r
+
+
+@needs_hipcc
+def test_hip_units_build_with_findings_and_classes(hip_built: tuple[Path, Path, Any]) -> None:
+    out, _cache, r = hip_built
+    assert r.returncode == 1, r.stderr  # two units fail on purpose
+    metas = _by_name(out)
+    for m in metas.values():
+        assert schema.errors(m) == []
+        assert m["build_hip"]["hipcc"] != "unknown" and m["build_hip"]["arch"] == "gfx90a"
+        assert "build" not in m  # the CUDA block is another toolchain's, untouched
+    ok = metas["scale_kernel"]["instantiations"][0]["build_hip"]
+    assert ok["status"] == "ok" and ok["portable"] is True and ok["portability"] == []
+    kdir = out / metas["scale_kernel"]["id"]
+    hip_unit = (kdir / ok["unit"]).read_text(encoding="utf-8")
+    assert "#include <hip/hip_runtime.h>" in hip_unit and "hipStream_t" in hip_unit and "cuda" not in hip_unit
+    res = ok["resources"]
+    assert res["arch"] == "gfx90a" and res["vgprs"] > 0 and res["sgprs"] > 0 and res["occupancy"] > 0
+    assert "scale_kernel" in res["kernel"]
+    # Same launcher ABI as the CUDA unit: the symbol metadata names is exported by the HIP library.
+    nm = shutil.which("nm")
+    if nm:
+        syms = subprocess.run([nm, "-D", "--defined-only", str(kdir / ok["library"])], capture_output=True,
+                              text=True, check=True).stdout
+        assert ok["symbol"] in syms and ok["symbol"] == metas["scale_kernel"]["instantiations"][0]["launcher"]["symbol"]
+
+    warp = metas["warp_sum_kernel"]["instantiations"][0]["build_hip"]
+    assert warp["status"] == "failed" and warp["error_class"] == "wave64"
+    whats = " | ".join(f["what"] for f in warp["portability"])
+    assert {f["kind"] for f in warp["portability"]} == {"wave64"}
+    assert "__shfl_down_sync with 32-bit mask FULL_MASK" in whats and "WARP_SIZE 32" in whats
+    assert "offset 16" in whats
+    assert (kdir.parent / metas["warp_sum_kernel"]["id"] / warp["log"]).is_file()
+
+    ptx = metas["ptx_add_kernel"]["instantiations"][0]["build_hip"]
+    assert ptx["status"] == "failed" and ptx["error_class"] == "inline_ptx"
+    assert [f["kind"] for f in ptx["portability"]] == ["inline_ptx"]
+
+
+@needs_hipcc
+def test_hip_rebuild_is_cached(hip_built: tuple[Path, Path, Any]) -> None:
+    out, cache, _ = hip_built
+    r = run_miner("build", out, "--toolchain", "hip", "-j", "2", "--cache-dir", cache)
+    assert "4 cached" in r.stdout and "0 hipcc calls" in r.stdout, r.stdout + r.stderr
+
+
+@needs_hipcc
+def test_hazard_that_builds_is_not_plain_ok(hip_built: tuple[Path, Path, Any]) -> None:
+    """A unit that compiles for gfx90a but hard-codes a 32-lane warp says so."""
+    out, _cache, r = hip_built
+    assert "2/4 units built, 1 of them with portability findings" in r.stdout
+    m = _by_name(out)["lane_kernel"]
+    b = m["instantiations"][0]["build_hip"]
+    assert b["status"] == "ok" and b["portable"] is False
+    assert [f["kind"] for f in b["portability"]] == ["wave64"] and "threadIdx.x & 31" in b["portability"][0]["what"]
+    assert m["build_hip"]["with_findings"] == 1
+
+
+@needs_hipify
+def test_findings_from_real_unit_text() -> None:
+    cuda = (PORT / "port_kernels.cu").read_text(encoding="utf-8") + (
+        "cublasHandle_t h;\nvoid f() { cudaFrobnicate(0); }\n")
+    found = portability.find(cuda, hip_translate.translate(cuda), hip_translate.is_mapped)
+    kinds = {(f.kind, f.what.split()[0]) for f in found}
+    assert ("unmapped_api", "cudaFrobnicate") in kinds
+    assert ("library", "cublasHandle_t") in kinds
+    assert ("inline_ptx", "inline") in kinds
+    assert not any(f.kind == "unmapped_api" and f.what.startswith(("cudaStream_t", "cudaGetLastError")) for f in found)
+
+
+@needs_hipify
+def test_translation_keeps_lines_and_launcher() -> None:
+    cuda = (PORT / "port_kernels.cu").read_text(encoding="utf-8")
+    hip = hip_translate.translate(cuda)
+    assert hip.count("\n") == cuda.count("\n")
+    assert "<<<(n + 255) / 256, 256, 0, s>>>" in hip and "hipStream_t s" in hip
+
+
+def _path_without_hipcc(tmp_path: Path) -> str:
+    """PATH with only python and nvcc (if any): no hipcc."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("nvcc", "c++filt", "g++", "nm"):
+        if found := shutil.which(tool):
+            os.symlink(found, bin_dir / tool)
+    return str(bin_dir)
+
+
+def test_missing_hipcc_is_one_line_exit_2(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run_miner("extract", PORT, "-o", out, "-q", "-j", "1").returncode == 0
+    env = {"PATH": _path_without_hipcc(tmp_path), "ROCM_PATH": str(tmp_path / "none"),
+           "HIP_PATH": str(tmp_path / "none")}
+    r = run_miner("build", out, "--toolchain", "hip", env=env)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("kernel-miner: error: ")
+    assert "hipcc" in r.stderr or "hipify" in r.stderr
+    r = run_miner("build", out, "--toolchain", "cuda,hip", "--hipcc", str(tmp_path / "nope"), env=env)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "hipcc not found" in r.stderr
+    for m in load_dataset(out):  # nothing was built before the check
+        assert "build" not in m and "build_hip" not in m
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--toolchain", "hip", "--arch", "sm_90"], "is a cuda target"),
+    (["--toolchain", "rocm"], "unknown 'rocm'"),
+    (["--toolchain", "hip", "--arch", "gfx9x"], "neither an nvcc target"),
+])
+def test_bad_toolchain_arguments(tmp_path: Path, args: list[str], message: str) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    r = run_miner("build", out, *args)
+    assert r.returncode == 2 and message in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_hip_modules_import_without_torch_package() -> None:
+    """The mapping is loaded from its files: importing torch itself would cost seconds and libtorch."""
+    code = ("import sys; from miner.builder import hip_translate; hip_translate.available(); "
+            "print('torch' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                       cwd=Path(__file__).resolve().parents[1])
+    assert r.stdout.strip() == "False"
