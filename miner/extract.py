@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from miner import compile_db, context, dataset, include_graph
+from miner import compile_db, context, dataset, hip_config, include_graph
 from miner import units as unit_stage
 from miner.discover import SourceFile, discover
 from miner.errors import UsageError
@@ -349,6 +349,10 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
                          context=frozenset(f.path for f in extra))
     units = UnitData()
     kernels, tu_of = _parse_all(files, config, graph, opts, report, progress, units, extra)
+    hip_variants = (hip_config.variants(files, extra, graph, config, kernels, tu_of, {f.path for f in files}, units,
+                                        UnitData, opts.units)
+                    if opts.frontend != "treesitter" and clang_frontend.AVAILABLE else [])
+    variant_of = {id(v.of): v for v in hip_variants}
     data = {f.path: f.data for f in files}
     ordinals: dict[tuple[str, str], int] = defaultdict(int)
     metas: list[dict[str, Any]] = []
@@ -361,11 +365,26 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
         ordinals[key] += 1
         text = data[k.path][k.start_offset:k.end_offset]
         meta = _metadata(k, text, origin, kid, tu_of.get(k.path), config)
+        native = hip_config.native_reason(k.path, data[k.path])
+        if native:
+            meta["variant"] = {"toolchain": "hip", "defines": [], "reason": native}
         if opts.units:
             unit_stage.attach(str(out_dir), meta, k, text.decode("utf-8", "replace"), units, origin.root)
         dataset.write_kernel(out_dir, meta, text)
         metas.append(meta)
         replaced.add((origin.repo, rel))
+        v = variant_of.get(id(k))
+        if v is not None:  # the same kernel in its project's HIP configuration
+            vk = v.kernel
+            vtext = data[vk.path][vk.start_offset:vk.end_offset]
+            vmeta = _metadata(vk, vtext, origin, dataset.kernel_id(vk.qualified_name + "@hip", origin.repo, rel,
+                                                                   ordinals[key] - 1), tu_of.get(k.path), config)
+            vmeta["variant"] = {"toolchain": "hip", "defines": v.defines, "of": kid,
+                                "reason": f"HIP branches (#if on {', '.join(v.defines)})"}
+            if opts.units:
+                unit_stage.attach(str(out_dir), vmeta, vk, vtext.decode("utf-8", "replace"), v.units, origin.root)
+            dataset.write_kernel(out_dir, vmeta, vtext)
+            metas.append(vmeta)
     dataset.merge_index(out_dir, metas, replaced)
     report.kernels = metas
     return report

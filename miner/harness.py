@@ -20,6 +20,7 @@ import os
 import re
 import statistics
 import struct
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -279,12 +280,31 @@ def pick_instantiation(meta: dict[str, Any], inst: str | None) -> dict[str, Any]
     raise KeyError(f"{meta.get('id', '?')}: no instantiation {inst!r} (have: {known})")
 
 
+def toolchain() -> str:
+    """`hip` on a ROCm PyTorch (which also names its device `cuda`) or with KM_TOOLCHAIN=hip, else `cuda`.
+
+    torch is not imported for this: a test imports it before loading units; validate's parent process,
+    which must not, sets KM_TOOLCHAIN from its --toolchain."""
+    chosen = os.environ.get("KM_TOOLCHAIN", "").strip().lower()
+    if chosen in ("cuda", "hip"):
+        return chosen
+    torch = sys.modules.get("torch")
+    return "hip" if getattr(getattr(torch, "version", None), "hip", None) else "cuda"
+
+
+def build_block(entry: dict[str, Any]) -> dict[str, Any]:
+    """The instantiation's build record for this platform's toolchain (`build` or `build_hip`)."""
+    return entry.get("build_hip" if toolchain() == "hip" else "build") or {}
+
+
 def library_path(kdir: Path, entry: dict[str, Any]) -> Path | None:
     """The built library of an instantiation, or None when it must still be built."""
-    recorded = (entry.get("build") or {}).get("library")
+    recorded = build_block(entry).get("library")
     if recorded and (kdir / recorded).is_file():
         return kdir / recorded
     unit_cu = kdir / entry.get("unit", f"units/{entry['id']}/unit.cu")
+    if toolchain() == "hip":  # HIP units are built by `kernel-miner build --toolchain hip` only
+        return None
     local = unit_cu.with_name("libunit.so")
     if local.is_file() and (not unit_cu.exists() or local.stat().st_mtime >= unit_cu.stat().st_mtime):
         return local

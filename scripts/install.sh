@@ -7,11 +7,16 @@
 # Environment (flags win over the environment):
 #   KM_EXTRAS    comma-separated extras from pyproject.toml, e.g. "test" or "test,torch" (default: none).
 #                "torch" resolves to the pinned torch==2.13.0; the core install never pulls torch.
+#                "hip" (build --toolchain hip) is the same pinned torch, for its hipify mapping, plus hipcc
+#                from apt (see KM_APT).
 #   KM_VENV      create this virtual environment if it does not exist and install into it
 #                (default: install into the interpreter given by KM_PYTHON).
 #   KM_PYTHON    interpreter used to create the venv or to install into (default: python3).
 #   KM_EDITABLE  1 for an editable install (development only; images use the default, a real install).
 #   KM_PIP_ARGS  extra words passed to `pip install` (e.g. "--no-deps --no-build-isolation").
+#   KM_APT       with the "hip" extra: 1 (default) installs hipcc with apt-get when it is missing and this
+#                runs as root on an apt system (Debian/Ubuntu `hipcc`: HIP for gfx targets, no GPU needed);
+#                0 never touches system packages.
 #
 # Idempotent: running it twice leaves the same installed package.
 set -euo pipefail
@@ -25,6 +30,7 @@ extras="${KM_EXTRAS:-}"
 venv="${KM_VENV:-}"
 python="${KM_PYTHON:-python3}"
 editable="${KM_EDITABLE:-0}"
+apt="${KM_APT:-1}"
 read -r -a pip_args <<<"${KM_PIP_ARGS:-}"
 
 while (($#)); do
@@ -36,7 +42,7 @@ while (($#)); do
     --python) (($# >= 2)) || die "--python needs a value"; python="$2"; shift 2 ;;
     --python=*) python="${1#*=}"; shift ;;
     --editable) editable=1; shift ;;
-    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --) shift; pip_args+=("$@"); break ;;
     *) die "unknown argument: $1 (see --help)" ;;
   esac
@@ -95,4 +101,15 @@ if missing:
     print("missing:", *missing, file=sys.stderr)
     sys.exit(1)
 EOF
+# build --toolchain hip needs hipcc: a system package, so pip cannot bring it.
+if [[ ",$extras," == *,hip,* ]] && ! command -v hipcc >/dev/null 2>&1 && ! [[ -x /opt/rocm/bin/hipcc ]]; then
+  if [[ "$apt" == 1 && "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "install.sh: installing hipcc with apt-get (KM_APT=0 to skip)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends hipcc >/dev/null \
+      || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends hipcc >/dev/null; } \
+      || echo "install.sh: warning: apt-get could not install hipcc; build --toolchain hip will say so" >&2
+  else
+    echo "install.sh: note: no hipcc found; install ROCm or 'apt-get install hipcc' for build --toolchain hip" >&2
+  fi
+fi
 echo "kernel-miner installed: $bindir/kernel-miner"

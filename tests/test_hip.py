@@ -147,7 +147,8 @@ def test_missing_hipcc_is_one_line_exit_2(tmp_path: Path) -> None:
 @pytest.mark.parametrize("args, message", [
     (["--toolchain", "hip", "--arch", "sm_90"], "is a cuda target"),
     (["--toolchain", "rocm"], "unknown 'rocm'"),
-    (["--toolchain", "hip", "--arch", "gfx9x"], "neither an nvcc target"),
+    (["--toolchain", "hip", "--arch", "gfx9x"], "'gfx9x' is not a gfx target"),
+    (["--toolchain", "cuda,hip", "--arch", "gfx9x"], "neither an nvcc target"),
 ])
 def test_bad_toolchain_arguments(tmp_path: Path, args: list[str], message: str) -> None:
     out = tmp_path / "out"
@@ -163,3 +164,75 @@ def test_hip_modules_import_without_torch_package() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                        cwd=Path(__file__).resolve().parents[1])
     assert r.stdout.strip() == "False"
+
+
+NATIVE = FIXTURES / "hip" / "native"
+
+
+@pytest.fixture(scope="module")
+def native_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("native") / "out"
+    r = run_miner("extract", NATIVE, "-o", out, "-q", "-j", "1")
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_hip_branches_give_a_variant_with_its_defines(native_out: Path) -> None:
+    metas = {m["id"].rsplit("-", 1)[0]: m for m in load_dataset(native_out)}
+    assert set(metas) == {"block_sum_kernel", "block_sum_kernel_hip", "copy_kernel", "hip_scale_kernel"}
+    v = metas["block_sum_kernel_hip"]
+    assert v["variant"] == {"toolchain": "hip", "defines": ["LANELIB_WITH_HIP"], "of": metas["block_sum_kernel"]["id"],
+                            "reason": "HIP branches (#if on LANELIB_WITH_HIP)"}
+    assert "LANELIB_WITH_HIP" in v["parse_context"]["defines"] and schema.errors(v) == []
+    unit = (native_out / v["id"] / v["instantiations"][0]["unit"]).read_text(encoding="utf-8")
+    assert "#define LANES 64" in unit and "__shfl_down((v), (o))" in unit and "_sync" not in unit
+    cuda_unit = (native_out / metas["block_sum_kernel"]["id"] / "units/default/unit.cu").read_text(encoding="utf-8")
+    assert "#define LANES 32" in cuda_unit
+    # copy_kernel uses nothing the HIP branch changes: no variant of it.
+    assert "variant" not in metas["copy_kernel"] and "variant" not in metas["block_sum_kernel"]
+    native = metas["hip_scale_kernel"]
+    assert native["variant"] == {"toolchain": "hip", "defines": [], "reason": "HIP source (.hip file)"}
+    assert native["launches"] and native["instantiations"][0]["id"] == "default"
+
+
+def test_toolchains_build_only_their_variants() -> None:
+    from miner.builder.toolchains import Hipcc, Nvcc
+    hip_variant = {"variant": {"toolchain": "hip"}}
+    assert not Nvcc("").wants(hip_variant) and Hipcc("").wants(hip_variant)
+    assert Nvcc("").wants({}) and Hipcc("").wants({})
+
+
+@needs_hipcc
+def test_hip_variants_build_with_hipcc(native_out: Path, tmp_path: Path) -> None:
+    r = run_miner("build", native_out, "--toolchain", "hip", "-j", "2", "--cache-dir", tmp_path / "cache",
+                  "--kernels", "block_sum_kernel_hip*", "--kernels", "hip_scale_kernel*", timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "2/2 units built" in r.stdout
+    for m in load_dataset(native_out):
+        if "variant" in m:
+            b = m["instantiations"][0]["build_hip"]
+            assert b["status"] == "ok" and b["resources"]["vgprs"] > 0, b
+
+
+def test_harness_picks_the_hip_library_on_rocm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The validation path on a ROCm PyTorch: the harness loads build_hip's library, never nvcc's."""
+    from miner import harness
+    kdir = tmp_path / "k"
+    (kdir / "units" / "float").mkdir(parents=True)
+    for name in ("libunit.so", "libunit_hip.so", "unit.cu"):
+        (kdir / "units" / "float" / name).write_text("", encoding="utf-8")
+    entry = {"id": "float", "unit": "units/float/unit.cu",
+             "build": {"status": "ok", "library": "units/float/libunit.so"},
+             "build_hip": {"status": "ok", "library": "units/float/libunit_hip.so"}}
+    monkeypatch.setenv("KM_TOOLCHAIN", "hip")
+    assert harness.library_path(kdir, entry) == kdir / "units/float/libunit_hip.so"
+    del entry["build_hip"]
+    assert harness.library_path(kdir, entry) is None  # not built for HIP: never the CUDA library
+    monkeypatch.setenv("KM_TOOLCHAIN", "cuda")
+    assert harness.library_path(kdir, entry) == kdir / "units/float/libunit.so"
+    monkeypatch.delenv("KM_TOOLCHAIN")
+
+    class FakeVersion:  # torch.version as a ROCm wheel has it (only the attribute is read)
+        hip = "6.3"
+    monkeypatch.setitem(sys.modules, "torch", type("T", (), {"version": FakeVersion})())
+    assert harness.toolchain() == "hip"

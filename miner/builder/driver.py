@@ -98,7 +98,8 @@ def build_dataset(out_dir: Path, opts: BuildOptions, nvcc: str, selectors: list[
             meta = dataset.load_metadata(kdir)
         except (OSError, json.JSONDecodeError):
             continue
-        if meta.get("language") == "triton":  # built by miner.triton.build, not nvcc
+        # Triton kernels are built by miner.triton.build; a HIP variant only by the hip toolchain.
+        if meta.get("language") == "triton" or not tc.wants(meta):
             continue
         units, skipped = collect_units(kdir, meta)
         units = tc.prepare(units)

@@ -50,6 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sandbox: largest file a test may write (default 2)")
     parser.add_argument("--process-limit", type=int, default=512, metavar="N",
                         help="sandbox: processes and threads of one kernel's tests (default 512)")
+    parser.add_argument("--toolchain", choices=("auto", "cuda", "hip"), default="auto",
+                        help="which build's libraries the tests load: cuda (build, libunit.so) or hip (build_hip, "
+                             "libunit_hip.so, for a ROCm PyTorch); auto: $KM_TOOLCHAIN, else cuda")
     parser.add_argument("--quiet", "-q", action="store_true", help="only the summary line")
 
 
@@ -65,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
     if args.sandbox:
         check_sandbox()
     patterns = kernel_patterns(args.kernels)
+    if args.toolchain != "auto":  # read by the harness here and in every test process
+        os.environ["KM_TOOLCHAIN"] = args.toolchain
     opts = Options(jobs=args.jobs, timeout=args.timeout, sanitize=args.sanitize, force=args.force,
                    kernels=patterns or None, mode=args.mode, oracles=args.oracles, tests_from=args.tests_from,
                    sandbox=args.sandbox, limits=_limits(args))

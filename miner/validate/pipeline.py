@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from miner import __version__, sandbox
-from miner.harness import library_path
+from miner.harness import build_block, library_path, toolchain
 from miner.validate import oracles, store
 from miner.validate.classify import GOOD, Verdict, classify
 from miner.validate.compile_unit import BuildError, compile_unit
@@ -50,7 +50,8 @@ class Options:
     @property
     def salt(self) -> str:
         """What, besides the files, a recorded result depends on (see store.fingerprint)."""
-        return "oracles" if self.oracles else "no-oracles"
+        # A HIP run loads other libraries: its results are not the CUDA run's (CUDA salts unchanged).
+        return ("oracles" if self.oracles else "no-oracles") + ("+hip" if toolchain() == "hip" else "")
 
 
 def build_missing(kdir: Path, meta: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -69,9 +70,13 @@ def build_missing(kdir: Path, meta: dict[str, Any], timeout: float) -> dict[str,
         if library_path(kdir, inst) is not None:
             info["built"].append(iid)
             continue
-        status = (inst.get("build") or {}).get("status")
+        block = build_block(inst)
+        status = block.get("status")
         if status in ("failed", "timeout"):
-            info["failed"][iid] = (inst.get("build") or {}).get("error") or f"build {status}"
+            info["failed"][iid] = block.get("error") or f"build {status}"
+            continue
+        if toolchain() == "hip":
+            info["failed"][iid] = "no HIP library: run kernel-miner build --toolchain hip"
             continue
         try:
             compile_unit(kdir / inst.get("unit", f"units/{iid}/unit.cu"), timeout=timeout)

@@ -30,6 +30,8 @@ def split_arch(arch: str | None, names: list[str]) -> dict[str, str]:
     parts: dict[str, list[str]] = {n: [] for n in names}
     for item in items:
         owner = next((n for n, tc in TOOLCHAINS.items() if tc.owns_arch(item)), None)
+        if owner is None and len(names) == 1:
+            owner = names[0]  # its own flags() says what it expected
         if owner is None:
             raise UsageError(f"--arch: {item!r} is neither an nvcc target (sm_90, compute_90) nor a hipcc one (gfx90a)")
         if owner not in parts:

@@ -82,6 +82,11 @@ class Toolchain(ABC):
     def parse_resources(self, log: str) -> dict[str, dict[str, Any]]:
         """{"<mangled kernel>@<arch>": usage} from the compiler's resource report in its log."""
 
+    def wants(self, meta: dict[str, Any]) -> bool:
+        """Whether this compiler builds a kernel: a HIP variant (metadata `variant.toolchain`) is HIP code."""
+        want = (meta.get("variant") or {}).get("toolchain")
+        return want is None or want == self.name
+
     def prepare(self, units: list[Unit]) -> list[Unit]:
         """The units this compiler builds, made from the rendered CUDA units (identity for nvcc)."""
         return units

@@ -1,0 +1,109 @@
+"""HIP-native code, mined in its HIP configuration.
+
+Projects that target ROCm too write it in one of two ways, and both are found here:
+- HIP sources: a `.hip` file, or one that includes <hip/...> headers or launches with hipLaunchKernelGGL.
+  Its kernels are marked as the HIP variant themselves (nothing to re-parse).
+- HIP branches: `#if`/`#ifdef` on a HIP guard (`*_WITH_HIP`, `*_USE_HIP`, `USE_ROCM`, `__HIP_PLATFORM_AMD__`,
+  `__HIPCC__`, ... in the translation unit's include closure) that change a kernel's code or its closure
+  (MMCV's `WARP_SIZE 64` and `__shfl_down` under MMCV_WITH_HIP, a `#define cudaX hipX` remap header).
+  The translation unit is parsed again with those guards defined; a kernel whose closure, text or launches
+  differ in that configuration becomes a variant of its own (`<name>_hip-<hash>`, `variant` block with
+  the defines), rendered like any kernel and built by `build --toolchain hip` (nvcc skips it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from miner.frontends import clang_frontend
+
+if TYPE_CHECKING:
+    from miner.discover import SourceFile
+    from miner.frontends.config import ParseConfig
+    from miner.include_graph import IncludeGraph
+    from miner.model import Kernel
+
+_GUARD = re.compile(rb"\b(__HIP_PLATFORM_(?:AMD|HCC)__|__HIPCC__|__HIP__|__HIP_DEVICE_COMPILE__"
+                    rb"|\w*(?:WITH|USE|ENABLE)_(?:HIP|ROCM)\w*)\b")
+_COND = re.compile(rb"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef)\b([^\n]*)", re.M)
+_HIP_SOURCE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*[<\"]hip/|\bhipLaunchKernelGGL\b", re.M)
+
+
+def guards(data: bytes) -> list[str]:
+    """HIP guard names the file's preprocessor conditions test."""
+    found: list[str] = []
+    for m in _COND.finditer(data):
+        for g in _GUARD.finditer(m.group(1)):
+            found.append(g.group(1).decode())
+    return list(dict.fromkeys(found))
+
+
+def native_reason(path: str, data: bytes) -> str | None:
+    """Why a kernel file is HIP code already, or None."""
+    if os.path.splitext(path)[1].lower() == ".hip":
+        return "HIP source (.hip file)"
+    m = _HIP_SOURCE.search(data)
+    if m:
+        return "HIP source (hipLaunchKernelGGL)" if b"hipLaunchKernelGGL" in m.group(0) else "HIP source (hip/ headers)"
+    return None
+
+
+@dataclass
+class Variant:
+    kernel: Kernel          # the kernel as the HIP configuration parsed it (its defines set)
+    of: Kernel              # the same kernel in the mined (CUDA) configuration
+    units: Any              # UnitData holding this configuration's closure and launches
+    defines: list[str]
+
+
+def _fingerprint(units: Any, k: Kernel, text: bytes, reach: set[str]) -> str:
+    """What a configuration gives a kernel: its text, closure and the launches its translation unit sees
+    (launches from other translation units are not part of this comparison)."""
+    key = (k.path, k.start_offset)
+    closure = units.closures.get(key) or {}
+    launches = [{x: v for x, v in lc.items() if x != "kernel"} for lc in units.launches.get(key, [])
+                if lc.get("path") in reach]
+    return json.dumps([text.decode("utf-8", "replace"), closure.get("pieces"), closure.get("includes"), launches],
+                      sort_keys=True, default=str)
+
+
+def variants(files: list[SourceFile], extra: list[SourceFile], graph: IncludeGraph, config: ParseConfig,
+             kernels: list[Kernel], tu_of: dict[str, str], inputs: set[str], cuda_units: Any,
+             unit_data: type, with_units: bool) -> list[Variant]:
+    """The kernels whose HIP configuration differs from the mined one, parsed in that configuration."""
+    data = {f.path: f.data for f in [*files, *extra]}
+    guard_of = {p: guards(d) for p, d in data.items()}
+    groups: dict[tuple[str, tuple[str, ...]], list[Kernel]] = {}
+    for k in kernels:
+        tu = tu_of.get(k.path, k.path)
+        if k.frontend == "treesitter" or tu not in data:
+            continue
+        names = sorted({g for p in graph.closure(tu) for g in guard_of.get(p, [])})
+        if names:
+            groups.setdefault((tu, tuple(names)), []).append(k)
+    out: list[Variant] = []
+    for (tu, names), wanted in sorted(groups.items()):
+        defines = [n for n in names if n not in config.defines]
+        cfg = replace(config, defines=[*config.defines, *defines], torch_pch=None)
+        res = clang_frontend.parse(tu, cfg, inputs, with_units=with_units)
+        if res.error:
+            continue
+        reach = graph.closure(tu)
+        hip_units = unit_data()
+        hip_units.add(res)
+        for w in wanted:
+            match = next((c for c in res.kernels if c.path == w.path and c.start_line <= w.end_line
+                          and w.start_line <= c.end_line), None)
+            if match is None:
+                continue
+            text_w = data[w.path][w.start_offset:w.end_offset]
+            text_m = data[match.path][match.start_offset:match.end_offset]
+            if _fingerprint(cuda_units, w, text_w, reach) == _fingerprint(hip_units, match, text_m, reach):
+                continue  # the HIP configuration changes nothing this kernel uses
+            match.defines = [*match.defines, *defines]
+            out.append(Variant(match, w, hip_units, defines))
+    return out
