@@ -152,11 +152,13 @@ def _build_triton(args: argparse.Namespace, out_dir: Path, selectors: list[str])
     """Triton units: an ahead-of-time compile for the first --arch entry, in child processes."""
     from miner.triton import build as triton_build
 
+    arch = args.arch or DEFAULT_ARCH
+
     if triton_build.triton_release() == "unavailable":
         raise UsageError("the dataset holds Triton kernels but the 'triton' package is not installed "
                          "(pip install 'kernel-miner[triton]')")
     with progress_bar("compiling triton", disable=args.quiet) as progress:
-        rep = triton_build.build_dataset(out_dir, arch=args.arch or DEFAULT_ARCH, jobs=args.jobs, timeout=args.timeout,
+        rep = triton_build.build_dataset(out_dir, arch=arch, jobs=args.jobs, timeout=args.timeout,
                                          selectors=selectors, force=args.force,
                                          cache_dir=Path(args.cache_dir) / "triton" if args.cache_dir else None,
                                          progress=progress)
@@ -167,6 +169,6 @@ def _build_triton(args: argparse.Namespace, out_dir: Path, selectors: list[str])
         print(f"kernel-miner: ... and {len(rep.failures) - len(shown)} more (-v lists all)", file=sys.stderr)
     if not args.quiet:
         classes = ", ".join(f"{k} {v}" for k, v in sorted(rep.classes.items())) or "none"
-        print(f"{rep.ok}/{rep.units} Triton units compiled for {args.arch or DEFAULT_ARCH} ({rep.failed} failed, {rep.timeout} "
+        print(f"{rep.ok}/{rep.units} Triton units compiled for {arch} ({rep.failed} failed, {rep.timeout} "
               f"timed out, {rep.skipped} skipped, {rep.cached} cached; classes: {classes}) in {rep.seconds:.1f} s")
     return 0 if rep.failed + rep.timeout == 0 else 1
