@@ -102,7 +102,7 @@ def build_dataset(out_dir: Path, opts: BuildOptions, nvcc: str, selectors: list[
         if meta.get("language") == "triton" or not tc.wants(meta):
             continue
         units, skipped = collect_units(kdir, meta)
-        units = tc.prepare(units)
+        units = tc.prepare(units, cache.root)
         for u in units:
             u.key = unit_key(u, flags, tool_id)
         kernels.append((kdir, meta, units, skipped))

@@ -7,6 +7,7 @@ extern "C" launcher and its ABI are the CUDA unit's, name for name.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import sys
 from functools import lru_cache
@@ -21,8 +22,8 @@ INSTALL_HINT = ("the hip toolchain translates units with torch.utils.hipify: "
 
 
 @lru_cache(maxsize=1)
-def _hipify() -> ModuleType:
-    """torch/utils/hipify/hipify_python.py as a module of its own package, without torch/__init__."""
+def _root() -> Path:
+    """torch/utils/hipify, found without importing torch; a UsageError when torch is not installed."""
     try:
         spec = importlib.util.find_spec("torch")
     except (ImportError, ValueError):
@@ -30,6 +31,13 @@ def _hipify() -> ModuleType:
     root = Path(spec.origin).parent / "utils" / "hipify" if spec and spec.origin else None
     if root is None or not (root / "hipify_python.py").is_file():
         raise UsageError(f"torch.utils.hipify not found: {INSTALL_HINT}")
+    return root
+
+
+@lru_cache(maxsize=1)
+def _hipify() -> ModuleType:
+    """torch/utils/hipify/hipify_python.py as a module of its own package, without torch/__init__."""
+    root = _root()
     pkg_spec = importlib.util.spec_from_file_location(_PACKAGE, root / "__init__.py",
                                                       submodule_search_locations=[str(root)])
     if pkg_spec is None or pkg_spec.loader is None:
@@ -42,17 +50,20 @@ def _hipify() -> ModuleType:
 
 def available() -> bool:
     try:
-        _hipify()
+        _root()
     except UsageError:
         return False
     return True
 
 
+@lru_cache(maxsize=1)
 def hipify_version() -> str:
-    """Part of the HIP cache key: a new mapping may translate a unit differently."""
-    h = _hipify()
-    version = sys.modules.get(f"{_PACKAGE}.version")
-    return f"torch-hipify {getattr(version, '__version__', '?')} {len(h.PYTORCH_MAP)} names"
+    """Part of the HIP cache keys: the mapping's files by content (a new mapping may translate a unit
+    differently), read without loading them, so a warm rebuild never imports the mapping."""
+    h = hashlib.sha256()
+    for name in ("hipify_python.py", "cuda_to_hip_mappings.py"):
+        h.update((_root() / name).read_bytes())
+    return f"torch-hipify {h.hexdigest()[:16]}"
 
 
 def is_mapped(name: str) -> bool:

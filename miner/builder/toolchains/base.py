@@ -87,7 +87,7 @@ class Toolchain(ABC):
         want = (meta.get("variant") or {}).get("toolchain")
         return want is None or want == self.name
 
-    def prepare(self, units: list[Unit]) -> list[Unit]:
+    def prepare(self, units: list[Unit], cache_root: Path | None = None) -> list[Unit]:
         """The units this compiler builds, made from the rendered CUDA units (identity for nvcc)."""
         return units
 

@@ -7,6 +7,8 @@ HIP_PLATFORM=amd is always set for it. No AMD GPU is needed to compile.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import subprocess
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from miner.builder.toolchain import BuildOptions
 
 DEFAULT_HIP_ARCH = "gfx90a"
+TRANSLATION_FORMAT = "km-hipify-1"  # bump when translate() or the portability scans change
 _GFX = re.compile(r"gfx[0-9a-f]{3,4}(?::(?:xnack|sramecc)[+-])*")
 
 
@@ -47,7 +50,7 @@ class Hipcc(Toolchain):
                                                    "/opt/rocm"],
                                "install ROCm or Debian's hipcc (apt-get install hipcc), put hipcc on PATH "
                                "or pass --hipcc PATH")
-        hip_translate._hipify()  # the translation is part of the toolchain: fail here, in one line, too
+        hip_translate.hipify_version()  # the mapping is part of the toolchain: fail here, in one line, too
         return path
 
     @classmethod
@@ -87,12 +90,30 @@ class Hipcc(Toolchain):
     def parse_resources(self, log: str) -> dict[str, dict[str, Any]]:
         return parse_remarks(log, self.first_arch)
 
-    def prepare(self, units: list[Unit]) -> list[Unit]:
+    def _translated(self, cuda_text: str, cache_root: Path | None) -> tuple[str, list[dict[str, Any]]]:
+        """The HIP text and findings of a CUDA unit, kept in the build cache by content: a warm rebuild
+        reads them instead of running the mapping and the scans again."""
+        tag = f"{TRANSLATION_FORMAT}\0{hip_translate.hipify_version()}\0"
+        key = hashlib.sha256((tag + cuda_text).encode()).hexdigest()
+        path = cache_root / "hipify" / key[:2] / f"{key}.json" if cache_root else None
+        if path is not None:
+            try:
+                rec = json.loads(path.read_text(encoding="utf-8"))
+                return rec["hip"], rec["findings"]
+            except (OSError, ValueError, KeyError):
+                pass
+        hip_text = hip_translate.translate(cuda_text)
+        findings = [f.record() for f in portability.find(cuda_text, hip_text, hip_translate.is_mapped)]
+        if path is not None:
+            atomic.write_json(path, {"hip": hip_text, "findings": findings})
+        return hip_text, findings
+
+    def prepare(self, units: list[Unit], cache_root: Path | None = None) -> list[Unit]:
         """Translate every CUDA unit into unit.hip beside it (rewritten only when its text changes) and
         note its portability findings."""
         out: list[Unit] = []
         for u in units:
-            hip_text = hip_translate.translate(u.text)
+            hip_text, findings = self._translated(u.text, cache_root)
             rel = str(Path(u.rel).with_suffix(".hip"))
             dst = u.kernel_dir / rel
             try:
@@ -101,8 +122,7 @@ class Hipcc(Toolchain):
                 same = False
             if not same:
                 atomic.write_text(dst, hip_text)
-            self.findings[(u.kernel_id, u.index)] = [
-                f.record() for f in portability.find(u.text, hip_text, hip_translate.is_mapped)]
+            self.findings[(u.kernel_id, u.index)] = findings
             h = Unit(u.kernel_id, u.index, u.inst_id, u.kernel_dir, rel, u.symbol, u.kernel_name, text=hip_text)
             split_unit(h)
             out.append(h)
