@@ -5,9 +5,10 @@ that defines the kernel. Where the sources are: `--source DIR`, else `parse_cont
 by extract). Flags: the mined `-D` set (less `__CUDA_ARCH__`/`__NVCC__`, which nvcc sets itself),
 the mined include dirs (as -iquote and -idirafter, see compile_flags), and:
 
-- when the TU's includes reach torch (`torch/`, `ATen/`, `c10/`): torch's include dirs
-  (`torch.utils.cpp_extension.include_paths()`), Python's, and the nvcc flags every torch extension
-  is built with (`COMMON_NVCC_FLAGS`: `__CUDA_NO_HALF_OPERATORS__` ...);
+- when the TU's includes reach torch (`torch/`, `ATen/`, `c10/`, `THC/`): torch's include dirs
+  (`torch.utils.cpp_extension.include_paths()`), Python's, stand-ins for the two headers a CUDA build
+  of torch installs and the CPU wheel lacks (torch_cuda_include/), and the nvcc flags every torch
+  extension is built with (`COMMON_NVCC_FLAGS`: `__CUDA_NO_HALF_OPERATORS__` ...);
 - the headers of CUDA libraries installed as wheels (`nvidia/*/include`: cuBLAS ...), which the
   toolkit here does not ship.
 
@@ -29,8 +30,11 @@ from pathlib import Path
 from typing import Any
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
-_TORCH = re.compile(r"^(torch|ATen|c10)/")
+_TORCH = re.compile(r"^(torch|ATen|c10|THC)/")
 MAX_HEADERS = 2000
+# Headers a CUDA build of torch installs and the CPU wheel lacks (THC/THCAtomics.cuh, the generated
+# c10/cuda/impl/cuda_cmake_macros.h): each file says what the real one holds.
+TORCH_CUDA_STANDINS = Path(__file__).resolve().parent / "torch_cuda_include"
 
 
 @dataclass
@@ -100,6 +104,8 @@ def torch_setup() -> tuple[list[str], list[str], str]:
     import torch
     from torch.utils import cpp_extension  # imported only when a TU needs it: ~2 s
     dirs = [*cpp_extension.include_paths(), sysconfig.get_paths()["include"]]
+    # After torch's own dirs, so a CUDA wheel's real headers win over these stand-ins.
+    dirs.append(str(TORCH_CUDA_STANDINS))
     return dirs, list(cpp_extension.COMMON_NVCC_FLAGS), str(torch.__version__)
 
 
@@ -114,6 +120,17 @@ def library_include_dirs() -> list[str]:
         for d in sorted(Path(base).glob("*/include")):
             out.append(str(d))
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def library_versions() -> str:
+    """The CUDA library wheels installed (`nvidia-cublas==13.1.1.3 ...`): part of a compile's cache key,
+    since a header they add can turn a failed original into one that builds."""
+    from importlib import metadata
+
+    names = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions()
+                   if (d.metadata["Name"] or "").lower().startswith("nvidia-"))
+    return " ".join(names)
 
 
 def compile_flags(orig: Original, arch_flag: str) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from miner import atomic
 from miner.builder.compiler import Compiler
 
 FORMAT = "km-verify-1"
+_MISSING_HEADER = re.compile(r"fatal error: .*: No such file or directory|cannot open source file")
 LOG_LIMIT = 20000
 
 
@@ -73,7 +75,8 @@ class PtxStore:
             meta_path, ptx_path = self._paths(key)
             if ok:
                 atomic.write_text(ptx_path, ptx)
-            if res.rc is not None:  # a timeout may be the machine's load: not kept
+            # Not kept: a timeout (it may be the machine's load) and a missing header (an install fixes it).
+            if res.rc is not None and (ok or not _MISSING_HEADER.search(log)):
                 atomic.write_json(meta_path, {"format": FORMAT, "ok": ok, "log": log,
                                               "seconds": round(res.seconds, 2)})
             return PtxResult(ok, ptx, log, res.seconds, False, timed_out=res.rc is None)
