@@ -69,7 +69,12 @@ def options(args: argparse.Namespace, prefix: str = "") -> VerifyOptions:
 
 
 def summary(rep: VerifyReport) -> str:
-    parts = ", ".join(f"{rep.counts[s]} {s}" for s in STATUSES if rep.counts[s] or s != "unit_unbuildable")
+    ctx = f" ({rep.context_identical} identical beside the original's other instantiations)"
+
+    def part(s: str) -> str:
+        return f"{rep.counts[s]} {s}" + (ctx if s == "differs" and rep.context_identical else "")
+
+    parts = ", ".join(part(s) for s in STATUSES if rep.counts[s] or s != "unit_unbuildable")
     sample = f" (sample of {rep.tus}/{rep.tus_total} translation units)" if rep.tus < rep.tus_total else ""
     return (f"{rep.verified}/{rep.instantiations} built instantiations verified{sample}: {parts}; "
             f"{rep.nvcc_calls} nvcc calls, {rep.cached} cached, in {rep.seconds:.1f} s")

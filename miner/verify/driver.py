@@ -18,6 +18,7 @@ from typing import Any
 
 from miner import dataset
 from miner.builder.diagnostics import parse_errors
+from miner.builder.ptxas import demangle
 from miner.builder.toolchain import toolchain_id
 from miner.errors import UsageError
 from miner.verify import original as orig_mod
@@ -49,6 +50,7 @@ class VerifyReport:
     tus_total: int = 0
     nvcc_calls: int = 0
     cached: int = 0
+    context_identical: int = 0    # `differs`, but identical once compiled beside the original's sibling instantiations
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)   # one line per instantiation that is not identical
 
@@ -63,6 +65,7 @@ class _Item:
     error: str | None = None
     unit_res: PtxResult | None = None
     record: dict[str, Any] | None = None
+    compared: tuple[ptx_mod.Ptx, str] | None = None   # the original's PTX and entry, kept for the context check
 
     @property
     def tag(self) -> str:
@@ -200,6 +203,15 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
     for k in chosen:
         for it in groups[k]:
             it.record = _judge(it, results[k], parsed[k], wrapped.get(k), arch)
+    differs = [it for it in todo if it.record and it.record["status"] == "differs"]
+    if differs:
+        with ThreadPoolExecutor(max_workers=opts.jobs) as pool:
+            for it, ctx in zip(differs, pool.map(lambda it: _context_check(it, store, tool_id, unit_flags, opts.force),
+                                                 differs), strict=True):
+                if ctx is not None:
+                    it.record["context"] = ctx
+                    rep.context_identical += ctx["status"] == "identical"
+        rep.nvcc_calls = store.calls
     for it in todo:
         if it.orig is None:
             it.record = {"status": "original_unbuildable", "original": None, "entry": None, "arch": arch[6:],
@@ -214,6 +226,10 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
         if rec["status"] != "identical":
             why = rec.get("error") or (rec.get("first_diff") or [""])[0]
             first = next((ln for ln in rec.get("first_diff") or [] if ln[:1] in "+-"), why)
+            ctx = rec.get("context")
+            if ctx and ctx["status"] == "identical":
+                first = (f"identical when compiled beside the original's {ctx['instantiations']} other "
+                         f"instantiation(s) of the kernel (module-level inlining); alone: {first}")
             rep.notes.append(f"{it.tag}: {rec['status']}: {first}")
     for kdir, its in by_kernel.items():
         insts = [dict(i) for i in its[0].meta["instantiations"]]
@@ -257,6 +273,7 @@ def _judge(it: _Item, res: PtxResult, parsed: ptx_mod.Ptx, wrapped: PtxResult | 
         rec.update(status="original_unbuildable",
                    error=f"the original's PTX has no .entry {entry} (not compiled in the mined configuration)")
         return rec
+    it.compared = (src, found)
     a, b = ptx_mod.listing(src, found), ptx_mod.listing(ptx_mod.parse(it.unit_res.ptx), entry)
     rec["lines"] = len(b)
     if a == b:
@@ -264,3 +281,34 @@ def _judge(it: _Item, res: PtxResult, parsed: ptx_mod.Ptx, wrapped: PtxResult | 
     else:
         rec.update(status="differs", first_diff=ptx_mod.first_difference(a, b))
     return rec
+
+
+def _context_check(it: _Item, store: PtxStore, tool_id: str, flags: list[str], force: bool) -> dict[str, Any] | None:
+    """Whether a `differs` comes from the module rather than the kernel: nvcc's inliner weighs a helper by
+    all its callers in the module, so a kernel compiled beside its sibling instantiations (the original
+    TU instantiates <32> ... <1024>, the unit only <128>) may be scheduled differently. The unit is
+    compiled again with explicit instantiations of the siblings the original's PTX holds (demangled)."""
+    if it.compared is None or it.unit_res is None:
+        return None
+    src, found = it.compared
+    entry = (it.record or {}).get("entry") or ""
+    mark = f"{len(it.meta['name'])}{it.meta['name']}"
+    sibs = [e for e in src.entries if e != found and mark in e]
+    names = demangle(sibs)
+    decls = [f"template __global__ {names[e]};" for e in sibs
+             if names[e].startswith("void ") and "(anonymous namespace)" not in names[e]]
+    if not decls:
+        return None
+    text = (it.unit.read_text(encoding="utf-8") + "\n// kernel-miner verify: the original's other instantiations "
+            "of this kernel, for the module context\n" + "\n".join(decls) + "\n")
+    headers, _ = orig_mod.scan_includes(it.unit, [])
+    key = orig_mod.content_key([FORMAT, "context", tool_id, "\0".join(flags), text], headers)
+    res = store.compile(key, None, text, flags, it.unit.parent, force)
+    out: dict[str, Any] = {"instantiations": len(decls)}
+    if not res.ok:
+        out.update(status="unbuildable", error=_first_error(res.log))
+        return out
+    got = ptx_mod.find_entry(ptx_mod.parse(res.ptx), entry)
+    same = got is not None and ptx_mod.listing(ptx_mod.parse(res.ptx), got) == ptx_mod.listing(src, found)
+    out["status"] = "identical" if same else "differs"
+    return out
