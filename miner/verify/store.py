@@ -11,8 +11,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from miner import atomic
 from miner.builder.compiler import Compiler
+from miner.dataset import atomic
 
 FORMAT = "km-verify-1"
 LOG_LIMIT = 20000
