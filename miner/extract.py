@@ -11,15 +11,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from miner import compile_db, context, dataset, hip_config, include_graph
-from miner import units as unit_stage
-from miner.discover import SourceFile, discover
+from miner import dataset
+from miner.dataset.schema import SCHEMA_VERSION
 from miner.errors import UsageError
-from miner.frontends import clang_frontend, pch, treesitter_frontend
+from miner.frontends import clang_frontend, hip_config, pch, treesitter_frontend
 from miner.frontends.config import ParseConfig
-from miner.model import Kernel
-from miner.provenance import Origin, origin_of
-from miner.schema import SCHEMA_VERSION
+from miner.frontends.model import Kernel
+from miner.source import compile_db, context, include_graph
+from miner.source.discover import SourceFile, discover
+from miner.source.provenance import Origin, origin_of
+from miner.units import assemble as unit_stage
 
 FRONTENDS = ("auto", "clang", "treesitter")
 LANGUAGES = ("auto", "cuda", "triton")
@@ -313,7 +314,7 @@ def extract(opts: ExtractOptions, progress: Callable[[int], Callable[[], None]] 
 
 def _has_cuda_input(paths: list[str]) -> bool:
     """Whether the inputs hold any file the CUDA frontends read (a tree of .py files has none)."""
-    from miner.discover import SOURCE_SUFFIXES
+    from miner.source.discover import SOURCE_SUFFIXES
 
     for p in paths:
         if os.path.isfile(p) and os.path.splitext(p)[1].lower() in SOURCE_SUFFIXES:

@@ -89,7 +89,7 @@ _ATOMICS = re.compile(
     r"|xor|exch|cas)\b")
 
 
-# The torch shim every unit that uses ATen names inlines (miner/render.py): it defines atomicAdd
+# The torch shim every unit that uses ATen names inlines (miner/units/render.py): it defines atomicAdd
 # overloads whether or not the kernel calls them, so its text does not count.
 _SHIM = Path(__file__).with_name("frontends") / "include" / "unit" / "km_torch_unit.h"
 _SHIM_TEXT: list[str] = []

@@ -54,7 +54,7 @@ def statuses(ds: Path) -> dict[str, int]:
 def phases(ds: Path, nvcc: str, flags: list[str], k: int) -> None:
     """nvcc --time for one unit alone and for a batch of k: which phases are per call, which per unit."""
     sys.path.insert(0, str(ROOT))
-    from miner.build import batch_source, collect_units
+    from miner.builder import batch_source, collect_units
     from miner.dataset import load_metadata
 
     units = []
@@ -153,7 +153,7 @@ def main() -> int:
           f"{torch_s / per_unit:.0f}x the per-unit time here")
     if args.phases:
         sys.path.insert(0, str(ROOT))
-        from miner.build import BuildOptions
+        from miner.builder import BuildOptions
 
         opts = BuildOptions(arch=args.arch or BuildOptions().arch)
         phases(ds, nvcc, opts.nvcc_flags(), args.batch_size or 12)

@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from miner.hip_config import guards  # noqa: E402  (the same guard pattern the extractor uses)
+from miner.frontends.hip_config import guards  # noqa: E402  (the same guard pattern the extractor uses)
 
 _PIECE = re.compile(r"^// .* from (\S+?):(\d+)$", re.M)
 _KERNEL = re.compile(r"^// the kernel, (\S+?):(\d+)$", re.M)

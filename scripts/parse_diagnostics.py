@@ -19,9 +19,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from miner import include_graph  # noqa: E402
-from miner.discover import discover  # noqa: E402
 from miner.frontends.config import ParseConfig, clang_args  # noqa: E402
+from miner.source import include_graph  # noqa: E402
+from miner.source.discover import discover  # noqa: E402
 
 
 def main() -> int:

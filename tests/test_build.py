@@ -341,7 +341,7 @@ def test_unusable_cache_dir_is_one_clear_line(tmp_path: Path) -> None:
 def test_resources_of_several_archs_stay_apart(tmp_path: Path) -> None:
     import subprocess
 
-    from miner.build import parse_resources, pick_resources
+    from miner.builder import parse_resources, pick_resources
 
     src = tmp_path / "k.cu"
     src.write_text(PLAIN_UNIT, encoding="utf-8")

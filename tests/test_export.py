@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from miner import schema
+from miner.dataset import schema
 from miner.scale import dedupe
 from tests.conftest import run_miner
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from miner import schema
 from miner.builder import hip_translate, portability
+from miner.dataset import schema
 from tests.conftest import FIXTURES, load_dataset, run_miner
 
 HIPCC = shutil.which("hipcc")

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from miner import instantiations
-from miner.instantiations import eval_int, plan
+from miner.units import instantiations
+from miner.units.instantiations import eval_int, plan
 
 
 def tp(name: str, kind: str = "type", type_: str | None = None, default: str | None = None) -> dict[str, Any]:

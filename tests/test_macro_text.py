@@ -1,8 +1,8 @@
-"""miner.macro_text: the project's macros expanded in text, to read the lines they write."""
+"""miner.units.macro_text: the project's macros expanded in text, to read the lines they write."""
 
 from __future__ import annotations
 
-from miner import instantiations, macro_text
+from miner.units import instantiations, macro_text
 
 SRC = """
 #define GLOBAL __global__

@@ -23,7 +23,8 @@ import pytest
 from conftest import load_dataset, run_miner
 from fake_llm_server import FakeLLMServer, Rule, kernel_brain
 
-from miner import dataset, schema
+from miner import dataset
+from miner.dataset import schema
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILT = ["fill_kernel", "resample_forward_kernel", "apply_affine_kernel", "row_mean_kernel"]

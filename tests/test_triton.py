@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, load_dataset, run_miner
 
-from miner import schema
+from miner.dataset import schema
 from miner.frontends import triton_frontend
 
 PKG = FIXTURES / "triton"

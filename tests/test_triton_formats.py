@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, load_dataset, run_miner
 
-from miner import schema
+from miner.dataset import schema
 from miner.triton.test_check import check_test_source
 
 RECORDS = FIXTURES / "triton_records"

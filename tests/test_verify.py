@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from miner import schema
+from miner.dataset import schema
 from miner.verify import ptx
 from tests.conftest import FIXTURES, load_dataset, run_miner
 from tests.test_build import needs_nvcc

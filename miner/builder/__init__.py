@@ -11,8 +11,8 @@ can never make a unit fail), the rest are rebuilt together; unattributable failu
 Results are cached by content (unit text + local headers + flags + nvcc and host compiler
 versions), so an unchanged tree rebuilds in well under a second per hundred units.
 
-The stage's public names are imported from `miner.build`; this package holds its parts, in the order
-a build uses them:
+The stage's public names are imported from `miner.builder` (below); the parts, in the order a build
+uses them:
   toolchain   which nvcc, its version id, --arch to -gencode flags, BuildOptions
   unit_split  a kernel's units read and split along the km: markers (includes, body, macros)
   cache       content keys and the content-addressed result/object store
@@ -23,3 +23,30 @@ a build uses them:
   scheduler   batches planned, run in parallel, failed batches split or bisected
   driver      the dataset-level stage: select kernels, build, place libraries, record metadata
 """
+
+from miner.builder.batch import attribute, batch_source, split_log
+from miner.builder.cache import CACHE_FORMAT, Cache, default_cache_dir, unit_key
+from miner.builder.compiler import Compiled, Compiler
+from miner.builder.diagnostics import Diagnostic, missing_include, missing_symbol, parse_errors
+from miner.builder.driver import LIBRARY_NAME, LOG_NAME, BuildReport, build_dataset, build_record
+from miner.builder.ptxas import demangle, parse_resources, pick_resources
+from miner.builder.scheduler import LOG_LIMIT, Builder, Result
+from miner.builder.toolchain import (
+    DEFAULT_ARCH,
+    DEFAULT_BATCH,
+    DEFAULT_TIMEOUT,
+    BuildOptions,
+    find_nvcc,
+    gencode_flags,
+    nvcc_release,
+    toolchain_id,
+)
+from miner.builder.unit_split import Unit, collect_units, split_unit
+
+__all__ = [
+    "CACHE_FORMAT", "DEFAULT_ARCH", "DEFAULT_BATCH", "DEFAULT_TIMEOUT", "LIBRARY_NAME", "LOG_LIMIT", "LOG_NAME",
+    "BuildOptions", "BuildReport", "Builder", "Cache", "Compiled", "Compiler", "Diagnostic", "Result", "Unit",
+    "attribute", "batch_source", "build_dataset", "build_record", "collect_units", "default_cache_dir", "demangle",
+    "find_nvcc", "gencode_flags", "missing_include", "missing_symbol", "nvcc_release", "parse_errors",
+    "parse_resources", "pick_resources", "split_log", "split_unit", "toolchain_id", "unit_key",
+]

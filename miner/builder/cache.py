@@ -10,8 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from miner import atomic
 from miner.builder.unit_split import Unit
+from miner.dataset import atomic
 
 CACHE_FORMAT = "km-build-3"
 

@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from miner import atomic, dataset
+from miner import dataset
 from miner.builder.cache import Cache, default_cache_dir, unit_key
 from miner.builder.scheduler import LOG_LIMIT, Builder, Result
 from miner.builder.toolchain import BuildOptions
 from miner.builder.toolchains.base import Toolchain
 from miner.builder.toolchains.nvcc import Nvcc
 from miner.builder.unit_split import Unit, collect_units
+from miner.dataset import atomic
 
 LIBRARY_NAME = "libunit.so"
 LOG_NAME = "build.log"

@@ -11,7 +11,6 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
-from miner import atomic
 from miner.builder.batch import attribute, batch_source, split_log
 from miner.builder.cache import Cache
 from miner.builder.compiler import Compiler
@@ -21,6 +20,7 @@ from miner.builder.toolchain import BuildOptions
 from miner.builder.toolchains.base import Toolchain
 from miner.builder.toolchains.nvcc import Nvcc
 from miner.builder.unit_split import Unit
+from miner.dataset import atomic
 
 LOG_LIMIT = 20_000
 

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from miner.build import DEFAULT_ARCH, DEFAULT_BATCH, DEFAULT_TIMEOUT, BuildOptions, build_dataset
+from miner.builder import DEFAULT_ARCH, DEFAULT_BATCH, DEFAULT_TIMEOUT, BuildOptions, build_dataset
 from miner.builder.toolchains import TOOLCHAINS, Toolchain, parse_names, split_arch
 from miner.commands import verify as verify_cmd
 from miner.commands._common import add_kernels, add_output_level, check_numbers, kernel_patterns

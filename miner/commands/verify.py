@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from miner.build import find_nvcc
+from miner.builder import find_nvcc
 from miner.commands._common import add_kernels, add_output_level, check_numbers, kernel_patterns
 from miner.errors import InputError, UsageError
 from miner.progress import progress_bar

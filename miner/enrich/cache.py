@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from miner.atomic import write_json
+from miner.dataset.atomic import write_json
 
 
 def request_key(model: str, messages: list[dict[str, str]], params: dict[str, Any]) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from miner import dataset
-from miner.atomic import write_json
+from miner.dataset.atomic import write_json
 from miner.enrich.budget import Budget, BudgetExhausted
 from miner.enrich.cache import ResponseCache
 from miner.enrich.client import AuthError, LLMClient, LLMError

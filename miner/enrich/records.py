@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from miner import dataset
-from miner.atomic import write_json
+from miner.dataset.atomic import write_json
 
 MAX_CODE_CHARS = 24_000
 

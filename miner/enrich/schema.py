@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from miner.schema import errors
+from miner.dataset.schema import errors
 
 
 def _check(obj: dict[str, Any], definition: str | None) -> None:

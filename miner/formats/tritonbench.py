@@ -22,9 +22,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from miner import atomic, dataset, schema
+from miner import dataset
+from miner.dataset import atomic, schema
 from miner.errors import UsageError
-from miner.provenance import Origin
+from miner.source.provenance import Origin
 from miner.triton import extract as triton_extract
 from miner.triton.test_check import check_test_source
 

@@ -13,7 +13,7 @@ from miner.frontends.common import (
     signature_text,
 )
 from miner.frontends.config import ParseConfig, clang_args
-from miner.model import Kernel
+from miner.frontends.model import Kernel
 
 try:
     import clang.cindex as ci
@@ -189,7 +189,7 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
 
 def _units(tu, result: ParseResult, cursors: list, inputs: set[str], norm, sources) -> None:
     """Closure and launches while the TU is alive; plain data goes back to the parent process."""
-    from miner import closure, instantiations, launches, macro_text
+    from miner.units import closure, instantiations, launches, macro_text
 
     ctx = closure.TUContext(tu, inputs, norm, sources.get)
     by_name = {(k.path, k.name_offset): k for k in result.kernels}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from miner.model import Attribute, Param, TemplateParam
+from miner.frontends.model import Attribute, Param, TemplateParam
 
 _WS = re.compile(r"\s+")
 _ATTR = re.compile(

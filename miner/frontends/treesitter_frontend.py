@@ -11,7 +11,7 @@ from miner.frontends.common import (
     make_template_param,
     signature_text,
 )
-from miner.model import Kernel
+from miner.frontends.model import Kernel
 
 try:
     import tree_sitter

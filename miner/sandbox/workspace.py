@@ -14,7 +14,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from miner.atomic import write_bytes
+from miner.dataset.atomic import write_bytes
 
 MAX_FILE = 64 << 20
 RESULT_AREA = "validation"

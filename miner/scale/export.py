@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from miner import atomic, dataset
+from miner import dataset
+from miner.dataset import atomic
 from miner.errors import UsageError
 
 FORMATS = ("parquet", "jsonl")

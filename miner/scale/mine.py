@@ -83,7 +83,7 @@ def _run_lock(ds: Path) -> Iterator[None]:
 
 
 def _repo_license(repo: Repo) -> str | None:
-    from miner.provenance import origin_of
+    from miner.source.provenance import origin_of
 
     return origin_of(os.path.join(repo.key, ".km-probe"), repo.key).license
 
@@ -286,7 +286,7 @@ def mine(opts: MineOptions, progress: Callable[[str, int], Callable[[], None]] |
     repos = read_list(opts.repos)
     ds = dataset.prepare_output(opts.out_dir)
     if opts.build:
-        from miner.build import find_nvcc
+        from miner.builder import find_nvcc
 
         find_nvcc(opts.nvcc)  # one clear error before any work, not one per repo
     with _run_lock(ds):

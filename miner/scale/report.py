@@ -11,7 +11,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from miner import __version__, atomic, dataset
+from miner import __version__, dataset
+from miner.dataset import atomic
 from miner.errors import UsageError
 from miner.scale import svg
 from miner.scale.ledger import LEDGER

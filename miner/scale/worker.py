@@ -20,7 +20,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from miner import atomic
+from miner.dataset import atomic
 
 _ACTIVE: set[subprocess.Popen[bytes]] = set()  # children running now, killed by kill_active on an interrupt
 
@@ -126,7 +126,7 @@ def _extract(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def _build(job: dict[str, Any]) -> dict[str, Any]:
-    from miner.build import BuildOptions, build_dataset, find_nvcc
+    from miner.builder import BuildOptions, build_dataset, find_nvcc
 
     b = job["build"]
     opts = BuildOptions(arch=b["arch"], jobs=job["jobs"], timeout=b["timeout"], batch_size=b["batch_size"],

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from miner import atomic, dataset
+from miner import dataset
+from miner.dataset import atomic
 
 PTX_NAME = "kernel.ptx"
 LOG_NAME = "build.log"

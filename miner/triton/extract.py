@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from miner import atomic, dataset
+from miner import dataset
+from miner.dataset import atomic
+from miner.dataset.schema import SCHEMA_VERSION
 from miner.errors import UsageError
 from miner.frontends import triton_frontend
 from miner.frontends.triton_frontend import TritonKernel
-from miner.provenance import Origin, origin_of
-from miner.schema import SCHEMA_VERSION
+from miner.source.provenance import Origin, origin_of
 from miner.triton import closure as closure_mod
 from miner.triton import launches as launch_mod
 from miner.triton import reference, render, signature

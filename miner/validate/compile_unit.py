@@ -1,6 +1,6 @@
 """Build one unit into its launcher library when the build stage has not recorded one.
 
-A narrow seam: miner/build.py (the build stage) replaces this; validate only needs
+A narrow seam: miner/builder/__init__.py (the build stage) replaces this; validate only needs
 `compile_unit(unit_cu) -> Path` raising BuildError with the compiler's first error.
 """
 

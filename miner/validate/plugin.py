@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from miner.atomic import write_json
+from miner.dataset.atomic import write_json
 
 _CUDA_ERROR = re.compile(
     r"CUDA error|cudaError|CUDA_ERROR|illegal memory access|illegal address|device-side assert|"

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from miner.atomic import write_text
+from miner.dataset.atomic import write_text
 from miner.validate import store
 from miner.validate.classify import GOOD
 from miner.validate.compile_unit import nvcc_command

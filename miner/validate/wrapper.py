@@ -16,7 +16,7 @@ from typing import Any
 
 import jinja2
 
-from miner.atomic import write_text
+from miner.dataset.atomic import write_text
 from miner.resources import data_dir
 
 TEMPLATE = "kernel_wrapper.py.j2"

@@ -12,8 +12,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from miner import atomic
 from miner.builder.compiler import Compiler
+from miner.dataset import atomic
 
 FORMAT = "km-verify-1"
 _MISSING_HEADER = re.compile(r"fatal error: .*: No such file or directory|cannot open source file")

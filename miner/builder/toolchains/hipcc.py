@@ -15,11 +15,11 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from miner import atomic
 from miner.builder import hip_translate, portability
 from miner.builder.hip_resources import parse_remarks
 from miner.builder.toolchains.base import Toolchain, find_executable
 from miner.builder.unit_split import Unit, split_unit
+from miner.dataset import atomic
 from miner.errors import UsageError
 
 if TYPE_CHECKING:

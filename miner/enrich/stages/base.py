@@ -76,7 +76,7 @@ def ask_json(ctx: RunContext, log: CallLog, messages: list[dict[str, str]],
 
 
 def write_stage_json(path: Path, obj: dict[str, Any], redact: Redactor) -> None:
-    from miner.atomic import write_json
+    from miner.dataset.atomic import write_json
 
     write_json(path, redact.obj(obj))
 

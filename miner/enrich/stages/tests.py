@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-from miner.atomic import write_text
+from miner.dataset.atomic import write_text
 from miner.enrich.json_extract import ExtractError, extract_code
 from miner.enrich.prompts import load_prompt
 from miner.enrich.records import KernelInput, now

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from miner import atomic
+from miner.dataset import atomic
 from miner.errors import UsageError
 
 INDEX = "index.jsonl"

@@ -14,9 +14,9 @@ import os
 import re
 from collections import defaultdict
 
-from miner.discover import _SKIP_DIRS as _DISCOVER_SKIP_DIRS
-from miner.discover import SOURCE_SUFFIXES, SourceFile, _check_text
-from miner.include_graph import INCLUDE, TU_SUFFIXES, include_tail
+from miner.source.discover import _SKIP_DIRS as _DISCOVER_SKIP_DIRS
+from miner.source.discover import SOURCE_SUFFIXES, SourceFile, _check_text
+from miner.source.include_graph import INCLUDE, TU_SUFFIXES, include_tail
 
 _SKIP_DIRS = _DISCOVER_SKIP_DIRS | {"build", "dist"}
 _SYSTEM_DIR = re.compile(r"^(torch|ATen|c10|caffe2|pybind11|cuda|cub|thrust|cooperative_groups|nv|crt|hip|rocm|"

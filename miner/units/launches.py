@@ -21,9 +21,9 @@ from typing import Any
 
 import clang.cindex as ci
 
-from miner.closure import TUContext
 from miner.frontends.common import split_top
-from miner.instantiations import eval_int
+from miner.units.closure import TUContext
+from miner.units.instantiations import eval_int
 
 K = ci.CursorKind
 _API = {"cudaLaunchKernel": 0, "cudaLaunchCooperativeKernel": 0, "cudaLaunchKernelEx": 1,

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 from miner.frontends import clang_frontend
 
 if TYPE_CHECKING:
-    from miner.discover import SourceFile
     from miner.frontends.config import ParseConfig
-    from miner.include_graph import IncludeGraph
-    from miner.model import Kernel
+    from miner.frontends.model import Kernel
+    from miner.source.discover import SourceFile
+    from miner.source.include_graph import IncludeGraph
 
 _GUARD = re.compile(rb"\b(__HIP_PLATFORM_(?:AMD|HCC)__|__HIPCC__|__HIP__|__HIP_DEVICE_COMPILE__"
                     rb"|\w*(?:WITH|USE|ENABLE)_(?:HIP|ROCM)\w*)\b")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from miner import instantiations, render
-from miner.model import Kernel
+from miner.frontends.model import Kernel
+from miner.units import instantiations, render
 
 _TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
                "TYPE_ALIAS_TEMPLATE_DECL", "CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION"}

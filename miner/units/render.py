@@ -10,10 +10,11 @@ from typing import Any
 
 import jinja2
 
-from miner import __version__, atomic
+from miner import __version__
+from miner.dataset import atomic
 from miner.frontends.config import stub_dir
-from miner.instantiations import inst_id, substitute
 from miner.resources import data_dir
+from miner.units.instantiations import inst_id, substitute
 
 _CTYPES = [
     (r"^(unsigned\s+long\s+long|uint64_t|size_t|unsigned\s+long)$", "uint64"),

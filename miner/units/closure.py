@@ -18,7 +18,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.config import stub_dir
-from miner.include_graph import INCLUDE
+from miner.source.include_graph import INCLUDE
 
 K = ci.CursorKind
 _PIECE_KINDS = {

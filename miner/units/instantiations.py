@@ -24,8 +24,8 @@ import operator
 import re
 from typing import Any
 
-from miner import macro_text
 from miner.frontends.common import split_top, substitute  # noqa: F401 - re-exported for render
+from miner.units import macro_text
 
 # `template [attributes, macros such as GLOBAL, __launch_bounds__(256)] void [ns::]k<args>(`
 _EXPLICIT = re.compile(r"\btemplate\s+(?:[A-Za-z_]\w*(?:\s*\((?:[^;{()]|\([^;{()]*\))*\))?\s+)*?"

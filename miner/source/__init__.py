@@ -1,0 +1,8 @@
+"""Source stage: what the repository is, before any parsing.
+
+  discover       inputs to SourceFile records (file kinds, skipped folders, text checks)
+  include_graph  `#include` lines resolved inside the project; which translation units reach a header
+  compile_db     compile_commands.json: per-file defines and include paths
+  context        project-wide parse context (include dirs, defines, the files a header needs first)
+  provenance     git remote, commit and SPDX license of the kernel's repository
+"""
