@@ -54,12 +54,23 @@ class RayExecutor:
         self.ray = ray
         self.started = not ray.is_initialized()
         if self.started:
-            if address:
-                ray.init(address=address, include_dashboard=False, log_to_driver=False)
-            else:
-                ray.init(num_cpus=max(1, workers), include_dashboard=False, log_to_driver=False)
+            try:
+                if address:
+                    ray.init(address=address, log_to_driver=False)
+                else:
+                    ray.init(num_cpus=max(1, workers), include_dashboard=False, log_to_driver=False)
+            except Exception as exc:  # noqa: BLE001 - ray raises plain Exception and ConnectionError
+                where = f"join the Ray cluster at {address}" if address else "start a local Ray cluster"
+                raise UsageError(f"could not {where}: {str(exc).splitlines()[0][:300]} (start one with "
+                                 f"`ray start --head` and pass --ray-address; docs/scale.md)") from None
         self.remote = ray.remote(max_retries=0)(run_job)
+        self._check_alive()
         self.gpus = int(ray.cluster_resources().get("GPU", 0))
+
+    def _check_alive(self) -> None:
+        """A cluster whose every node died (its GCS still answers) would leave tasks pending for ever."""
+        if not any(n.get("Alive") for n in self.ray.nodes()):
+            raise UsageError("the Ray cluster has no live node (see its raylet.out; docs/scale.md)")
 
     def submit(self, job: dict[str, Any]) -> Any:
         opts: dict[str, Any] = {"num_cpus": 1}
@@ -68,7 +79,11 @@ class RayExecutor:
         return self.remote.options(**opts).remote(job)
 
     def wait_any(self, handles: list[Any]) -> tuple[Any, dict[str, Any]]:
-        done, _ = self.ray.wait(handles, num_returns=1)
+        while True:
+            done, _ = self.ray.wait(handles, num_returns=1, timeout=30)
+            if done:
+                break
+            self._check_alive()
         ref = done[0]
         return ref, self.ray.get(ref)
 
