@@ -15,8 +15,9 @@ from miner import dataset
 from miner.dataset.schema import SCHEMA_VERSION
 from miner.errors import UsageError
 from miner.frontends import clang_frontend, hip_config, pch, treesitter_frontend
-from miner.frontends.config import ParseConfig
+from miner.frontends.config import ParseConfig, clang_args
 from miner.frontends.model import Kernel
+from miner.frontends.parse_cache import ParseCache
 from miner.source import compile_db, context, include_graph
 from miner.source.discover import SourceFile, discover
 from miner.source.provenance import Origin, origin_of
@@ -132,15 +133,43 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
     if use_clang:
         roots = include_graph.parse_roots(files, graph, extra)
         reach = {r: graph.closure(r) for r in roots}
-        config = _with_torch_pch(config, [*files, *extra], reach, pch_dir.name)
+        data = {f.path: f.data for f in [*files, *extra]}
+        cache = ParseCache.open()
+        keys: dict[str, str] = {}
+        plain_config = config
+        pch_config: list[ParseConfig] = []  # built at the first cache miss: it costs about two parses
+
+        def parse_some(paths: list[str]) -> list[clang_frontend.ParseResult]:
+            out, todo = [], []
+            for r in paths:
+                reach.setdefault(r, graph.closure(r))
+                if cache is not None:
+                    keys[r] = cache.key(r, clang_args(plain_config, r), opts.units, reach[r], data,
+                                        inputs, plain_config.context)
+                hit = cache.load(keys[r]) if cache is not None else None
+                if hit is not None:
+                    out.append(hit)
+                    tick()
+                else:
+                    todo.append(r)
+            if todo:
+                if not pch_config:
+                    pch_config.append(_with_torch_pch(plain_config, [*files, *extra],
+                                                      {r: reach[r] for r in todo}, pch_dir.name))
+                fresh = _run_clang(todo, pch_config[0], inputs, opts.jobs, opts.units, tick)
+                for res in fresh:
+                    if cache is not None and not res.error:
+                        cache.store(keys[res.path], res)
+                out += fresh
+            return sorted(out, key=lambda res: res.path)
+
         # Longest first (by the bytes each unit reaches): one heavy file started last would be the
         # whole tail of the run. Results are sorted again afterwards, so the order is not visible.
-        size = {f.path: len(f.data) for f in [*files, *extra]}
-        roots.sort(key=lambda r: -sum(size.get(p, 0) for p in reach[r]))
+        roots.sort(key=lambda r: -sum(len(data.get(p, b"")) for p in reach[r]))
         tick = progress(len(roots))
         pending = roots
         while pending:
-            results = _run_clang(pending, config, inputs, opts.jobs, opts.units, tick)
+            results = parse_some(pending)
             for res in results:
                 if res.error:
                     clang_failed.add(res.path)
@@ -155,6 +184,9 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
             # Kernel headers whose includers did not reach them (inactive #if) get their own parse.
             pending = sorted(p for p in kernel_files if p not in tu_of and p not in clang_failed
                              and p not in pending)
+        if cache is not None and cache.hits:
+            report.notes.append(f"{cache.hits} of {len(keys)} translation units from the parse cache ({cache.folder})")
+        config = pch_config[0] if pch_config else plain_config
         for p in sorted(clang_failed):
             if opts.frontend == "clang":
                 report.failures.append(f"{p}: libclang could not parse the file")

@@ -1,0 +1,80 @@
+"""libclang parse results cached across runs, keyed by content and flags: an unchanged tree is not parsed again.
+
+The key of a translation unit covers the miner's own code and shipped headers, the clang arguments, whether
+units are analysed, and every project file the unit reaches by its includes (path, sha256, input or context
+file). A change to any of them is a miss. Results are pickled (our own files, in our own cache folder);
+`KM_PARSE_CACHE=off` turns the cache off, `KM_PARSE_CACHE=DIR` moves it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import pickle
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from miner.dataset import atomic
+
+ENV = "KM_PARSE_CACHE"
+
+
+@functools.cache
+def code_id() -> str:
+    """The miner's Python sources and shipped headers: a new version of either parses again."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and (p.suffix in (".py", ".h", ".hpp", ".cuh") or "include" in p.parts):
+            h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+class ParseCache:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.hits = 0
+
+    @classmethod
+    def open(cls) -> ParseCache | None:
+        value = os.environ.get(ENV, "")
+        if value.lower() in ("off", "0", "no"):
+            return None
+        if value:
+            folder = Path(value)
+        else:
+            base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+            folder = Path(base) / "kernel-miner" / "parse"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return None  # an unwritable cache is no cache, not an error
+        return cls(folder)
+
+    @staticmethod
+    def key(root: str, args: list[str], units: bool, reach: Iterable[str], data: Mapping[str, bytes],
+            inputs: set[str], context: frozenset[str]) -> str:
+        files = [[p, hashlib.sha256(data.get(p, b"")).hexdigest(), p in inputs, p in context] for p in sorted(reach)]
+        text = json.dumps([code_id(), root, args, units, files], separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.pkl"
+
+    def load(self, key: str) -> Any | None:
+        try:
+            with open(self._path(key), "rb") as fh:
+                res = pickle.load(fh)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
+            return None
+        self.hits += 1
+        return res
+
+    def store(self, key: str, result: Any) -> None:
+        try:
+            atomic.write_bytes(self._path(key), pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+        except (OSError, pickle.PicklingError):
+            pass
