@@ -41,16 +41,19 @@ class Closure:
     dropped_decorators: list[str] = field(default_factory=list)
 
 
-def free_names(node: ast.AST) -> list[str]:
+def free_names(node: ast.AST, module_level: bool = False) -> list[str]:
     """Names a definition reads but does not bind itself, in first-use order (an over-approximation:
-    a local that shadows a global still counts, which at worst pulls in one definition too many)."""
+    a local that shadows a global still counts, which at worst pulls in one definition too many).
+
+    module_level: `node` is a top-level `if`/`try`/assignment, whose stores are module globals: a name
+    it both reads and assigns (`if device == 'cpu': device = 'cuda'`) still needs its earlier binding."""
     loads: dict[str, None] = {}
     bound: set[str] = set()
     for n in ast.walk(node):
         if isinstance(n, ast.Name):
             if isinstance(n.ctx, ast.Load):
                 loads.setdefault(n.id, None)
-            else:
+            elif not module_level:
                 bound.add(n.id)
         elif isinstance(n, ast.arg):
             bound.add(n.arg)
@@ -102,6 +105,7 @@ class _Closer:
         self.order: list[Piece] = []
         self.provider: dict[str, str] = {}  # unit-level name -> module path that provides it
         self.visiting: set[tuple[str, str]] = set()
+        self.module_deps: dict[str, list[str]] = {}  # module -> project modules it takes names from
 
     def add_root(self, mod: Module, stmt: ast.stmt, name: str) -> None:
         self._take(mod, stmt, name)
@@ -117,7 +121,7 @@ class _Closer:
             self.out.dropped_decorators += [mod.src.segment(d) for d in stmt.decorator_list if d not in kept]
             node = copy.copy(stmt)
             node.decorator_list = kept
-        for n in free_names(node):
+        for n in free_names(node, module_level=piece.kind in ("assign", "block")):
             self._resolve(mod, n, stmt)
         self.order.append(piece)  # after its dependencies: they were resolved first
 
@@ -127,20 +131,24 @@ class _Closer:
             return
         self.visiting.add(key)
         where = f"{mod.path}:{user.lineno}"
-        stmt = mod.binding(name)
-        if stmt is None:
+        stmts = mod.defs.get(name) or []
+        if not stmts:
             self.out.unresolved.append({"symbol": name, "where": where,
                                         "reason": "not defined at module level nor imported"})
             return
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            self._resolve_import(mod, stmt, name, where)
-            return
-        prev = self.provider.setdefault(name, mod.path)
+        defines = any(not isinstance(st, (ast.Import, ast.ImportFrom)) for st in stmts)
+        prev = self.provider.setdefault(name, mod.path) if defines else mod.path
         if prev != mod.path:
             self.out.unresolved.append({"symbol": name, "where": where,
                                         "reason": f"two modules define it; the unit keeps the one from {prev}"})
             return
-        self._take(mod, stmt, name)
+        # Every statement that binds the name, in file order, as the module ran them: `device = probe()`
+        # and a later `if device == 'cpu': device = 'cuda'` both matter.
+        for stmt in stmts:
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                self._resolve_import(mod, stmt, name, where)
+            else:
+                self._take(mod, stmt, name)
 
     def _resolve_import(self, mod: Module, stmt: ast.Import | ast.ImportFrom, name: str, where: str) -> None:
         if isinstance(stmt, ast.ImportFrom):
@@ -150,6 +158,9 @@ class _Closer:
                 sub = self.project.module(target)
                 inner = sub.binding(alias.name) if sub else None
                 if sub is not None and inner is not None:
+                    deps = self.module_deps.setdefault(mod.path, [])
+                    if sub.path not in deps:
+                        deps.append(sub.path)
                     self._resolve(sub, alias.name, stmt)
                     if alias.asname and alias.asname != alias.name:
                         self.out.aliases.append(f"{alias.asname} = {alias.name}")
@@ -182,8 +193,29 @@ def close(project: Project, mod: Module, roots: list[tuple[ast.stmt, str]]) -> C
     for stmt, name in roots:
         c.provider.setdefault(name, mod.path)
         c.add_root(mod, stmt, name)
-    c.out.pieces = c.order
+    c.out.pieces = _import_order(c.order, c.module_deps, mod.path)
     return c.out
+
+
+def _import_order(pieces: list[Piece], deps: dict[str, list[str]], root: str) -> list[Piece]:
+    """Modules after the modules they import from, each module's pieces in file order: the order in
+    which the original modules ran, so definitions used at import time (decorators, class bodies,
+    module-level calls) exist when they are used. An import cycle is broken where it closes."""
+    order: list[str] = []
+    seen: set[str] = set()
+
+    def visit(m: str) -> None:
+        if m in seen:
+            return
+        seen.add(m)
+        for d in deps.get(m, []):
+            visit(d)
+        order.append(m)
+
+    for m in [root, *dict.fromkeys(p.module for p in pieces)]:
+        visit(m)
+    rank = {m: i for i, m in enumerate(order)}
+    return sorted(pieces, key=lambda p: (rank[p.module], p.stmt.lineno, p.stmt.col_offset))
 
 
 def piece_text(project: Project, p: Piece) -> str:

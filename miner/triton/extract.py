@@ -270,7 +270,7 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
                 if launch is not None and launch["launcher"] == launch["_top_name"]:
                     pair = reference.pair(launch["_module"], launch["launcher"])
                 header = [f"kernel-miner unit (language: triton): {k.qualified_name}",
-                          f"from {origin.repo or rel} {rel}:{k.start_line}-{k.end_line}"
+                          f"from {origin.repo or '(no git remote)'} {rel}:{k.start_line}-{k.end_line}"
                           + (f" @ {origin.commit[:12]}" if origin.commit else "")]
                 try:
                     unit_text, c = _unit(project, mod, k, fn, launch, header, pair)

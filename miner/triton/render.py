@@ -15,7 +15,14 @@ def render(project: Project, closure: Closure, header: list[str]) -> str:
     """Imports, then the closure's definitions, then `alias = name` lines for renamed imports. The text
     is parsed back before it is returned: a unit that is not valid Python is a bug here, not a build failure."""
     imports = list(dict.fromkeys([*BASE_IMPORTS, *closure.imports]))
-    # Post-order of the closure: every definition follows what it needs (a decorator's
+    # `from __future__ import annotations` of any source module: its class bodies may name classes not
+    # yet defined in annotations (`_registries: ClassVar[dict[str, Registry]]`); it must come first.
+    futures = sorted({a.name for path in dict.fromkeys(p.module for p in closure.pieces)
+                      for node in (project.module(path).tree.body if project.module(path) else [])
+                      if isinstance(node, ast.ImportFrom) and node.module == "__future__" for a in node.names})
+    if futures:
+        imports.insert(0, f"from __future__ import {', '.join(futures)}")
+    # The closure's import order: every definition follows what it needs (a decorator's
     # `configs=get_configs()` runs when the module is imported, so order matters).
     blocks: list[str] = []
     current = None
