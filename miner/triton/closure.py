@@ -138,7 +138,11 @@ class _Closer:
             return
         defines = any(not isinstance(st, (ast.Import, ast.ImportFrom)) for st in stmts)
         prev = self.provider.setdefault(name, mod.path) if defines else mod.path
-        if prev != mod.path:
+        if prev.startswith("import ") and defines:
+            self.out.unresolved.append({"symbol": name, "where": where,
+                                        "reason": f"defined here and imported elsewhere ({prev[7:]}): "
+                                                  "one name in the unit"})
+        elif prev != mod.path:
             self.out.unresolved.append({"symbol": name, "where": where,
                                         "reason": f"two modules define it; the unit keeps the one from {prev}"})
             return
@@ -183,6 +187,13 @@ class _Closer:
                                             "reason": "a project module imported whole: the unit cannot carry it"})
                 return
         line = _import_line(stmt, name)
+        # One namespace for the whole unit: `F` imported as torch.nn.functional in one module and
+        # assigned (F = TypeVar("F")) in another cannot both hold. Say so; the unit keeps both lines.
+        prev = self.provider.setdefault(name, f"import {line}")
+        if prev != f"import {line}" and not prev.startswith("import "):
+            self.out.unresolved.append({"symbol": name, "where": where,
+                                        "reason": f"imported here ({line}) and defined in {prev}: "
+                                                  "one name in the unit"})
         if line and line not in self.out.imports:
             self.out.imports.append(line)
 

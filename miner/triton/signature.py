@@ -28,6 +28,11 @@ _FLOAT_NAME = re.compile(r"(^|_)(eps|epsilon|scale|sm_scale|alpha|beta|gamma|mom
                          r"weight_decay|ratio|theta|dropout_p|p_drop|label_smoothing|negative_slope|threshold|"
                          r"lambd|factor|min_val|max_val|base|std|mean|inv_.*|.*_scale|norm)$", re.I)
 _POINTER_NAME = re.compile(r"(^|_)(ptr|ptrs|pointer)$|^p_|_ptr_|Ptr$", re.I)
+# Offsets, sizes, counts and strides: added to pointers, never pointers themselves.
+_SCALAR_NAME = re.compile(r"(^|_)(stride|strides|offset|offsets|off|offs|start|end|size|sizes|num|len|length|"
+                          r"n|m|k|dim|dims|idx|index|batch|seq|seqlen|rows|cols|row|col|numel|count|total|"
+                          r"head|heads|step|pos|chunk|group|groups|block|width|height)(_|$|\d)|^N_|_N$",
+                          re.I)
 _BOOL_CONST = re.compile(r"^(IS|HAS|USE|EVEN|ENABLE|RETURN|SAVE|STORE|APPLY|CAUSAL|NEED|DO|WITH|INPLACE|"
                          r"TRAINING|REVERSE|HEAD_FIRST|FUSE|COMPUTE|OUTPUT|LOAD)(_|$)|_(FLAG|ON|ENABLED)$", re.I)
 _DTYPE_CONST = re.compile(r"dtype|DTYPE|_TY$|TYPE$")
@@ -157,7 +162,7 @@ def infer(k: TritonKernel, fn: ast.FunctionDef, launch: dict[str, Any] | None, h
         ty, origin = None, "fallback"
         if p.annotation and p.annotation in _ANNOTATION_TYPES:
             ty, origin = _ANNOTATION_TYPES[p.annotation], "annotation"
-        elif p.name in pointers:
+        elif p.name in pointers and not _SCALAR_NAME.search(p.name):
             ty, origin = "*fp32", "usage"
         elif _scalar_type(_literal(p.default)):
             ty, origin = _scalar_type(_literal(p.default)), "default"
