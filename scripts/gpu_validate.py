@@ -14,7 +14,13 @@ Phases, each on a fresh copy under a temp folder (the fixtures in the repo stay 
    the fork runner at each --jobs-sweep value (oracles on), once more without oracles, then a smaller
    batch with the spawn runner; medians of every part of the per-kernel overhead;
 5. sanitize: a few kernels under compute-sanitizer memcheck (skipped if it is not installed);
-6. extra datasets given on the command line: outcomes only.
+6. extra datasets given on the command line: outcomes, and every half_vs_float / bf16_vs_float
+   entry with its measured error (max, p50, p99 in ULPs);
+7. sandbox: GPU tests that use CUDA inside the sandbox and then try to escape (network, another
+   kernel's folder, $HOME, /proc of the parent) are classified, a CUDA test passes, no other
+   kernel's data changes; and the sandbox's cost: confine() and the private copy timed alone, and
+   the fork throughput with and without the sandbox at --jobs.
+Every phase runs sandboxed (validate's default) unless it says otherwise.
 Writes summary.json and table.txt into --out (default $OUT or ./gpu_validate_out).
 """
 
@@ -115,6 +121,165 @@ def throughput(results: dict[str, Any], wall: float, label: str) -> dict[str, An
     }
 
 
+def say_reduced(results: dict[str, Any], say: Any) -> None:
+    """Every reduced-precision oracle entry: verdict and the measured error."""
+    for kid, r in sorted(results.items()):
+        for e in r.get("oracles") or []:
+            if e.get("oracle") in ("half_vs_float", "bf16_vs_float") and e.get("ok") is not None:
+                err = e.get("error") or {}
+                say(f"   {kid[:34]:34} {e['oracle']:14} {e.get('inst')}/{e.get('vs')} ok={e.get('ok')} "
+                    f"beyond={e.get('beyond_model')}/{e.get('compared')} nonfinite={e.get('nonfinite')} "
+                    f"max_abs={err.get('max_abs')} max_ulp={err.get('max_ulp')} p50_ulp={err.get('p50_ulp')} "
+                    f"p99_ulp={err.get('p99_ulp')}")
+
+
+# Tests that bring CUDA up inside the sandbox, then try to get out. {port}, {home}, {victim} filled in.
+SANDBOX_GPU_TESTS = {
+    "gpu-ok": """
+import os, torch
+def test_cuda_works_inside():
+    x = torch.randn(1 << 20, device="cuda")
+    assert float((x * 2).sum() - 2 * x.sum()) < 1e-2
+    assert "OPENAI_API_KEY" not in os.environ and os.environ["HOME"].endswith("/home")
+""",
+    "gpu-net": """
+import socket, torch
+def test_network_after_cuda():
+    torch.zeros(1, device="cuda")
+    socket.create_connection(("127.0.0.1", {port}), timeout=2)
+""",
+    "gpu-other": """
+import torch
+def test_other_kernel_after_cuda():
+    torch.zeros(1, device="cuda")
+    open("{victim}/metadata.json", "w").write("{{}}")
+""",
+    "gpu-home": """
+import torch
+def test_home_after_cuda():
+    torch.zeros(1, device="cuda")
+    open("{home}", "w").write("x")
+""",
+    "gpu-memory": """
+import torch
+def test_host_memory_after_cuda():
+    torch.zeros(1, device="cuda")
+    hog = []
+    while True:
+        hog.append(bytearray(256 << 20))
+""",
+}
+SANDBOX_GPU_EXPECTED = {"gpu-ok": "passed", "gpu-net": "sandbox_violation", "gpu-other": "sandbox_violation",
+                        "gpu-home": "sandbox_violation", "gpu-memory": "sandbox_violation", "victim": "skipped"}
+
+
+def _hash(root: Path) -> dict[str, str]:
+    import hashlib
+
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if p.is_file() and "validation" not in rel.parts and rel.name != "index.jsonl" and ".lock" not in rel.name:
+            data = p.read_bytes()
+            if rel.name == "metadata.json":
+                meta = json.loads(data)
+                meta.pop("validation", None)
+                data = json.dumps(meta, sort_keys=True).encode()
+            out[str(rel)] = hashlib.sha256(data).hexdigest()
+    return out
+
+
+def sandbox_phase(root: Path, args: argparse.Namespace, say: Any) -> dict[str, Any]:
+    import socket
+    import subprocess
+
+    from miner import sandbox
+    from miner.sandbox import workspace
+
+    why = sandbox.unavailable()
+    say()
+    if why:
+        say(f"== sandbox: NOT AVAILABLE here: {why}")
+        return {"available": False, "reason": why, "wrong": 1}
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.1)
+    home = Path.home() / f"km-gpu-sandbox-{os.getpid()}"
+    victim = root / "victim"
+    for kid, text in SANDBOX_GPU_TESTS.items():
+        (root / kid / "tests").mkdir(parents=True)
+        (root / kid / "metadata.json").write_text(json.dumps({"schema_version": 1, "id": kid, "name": kid,
+                                                              "instantiations": []}))
+        (root / kid / "tests" / "test_case.py").write_text(
+            text.format(port=listener.getsockname()[1], home=home, victim=victim))
+    (victim / "tests").mkdir(parents=True)
+    (victim / "metadata.json").write_text(json.dumps({"schema_version": 1, "id": "victim", "name": "victim",
+                                                      "instantiations": []}))
+    before = _hash(root)
+    env_before = os.environ.get("OPENAI_API_KEY")
+    os.environ["OPENAI_API_KEY"] = "sk-planted-by-gpu-validate"
+    try:
+        opts = Options(jobs=args.jobs, timeout=120, limits={"memory_bytes": 8 << 30})
+        res, wall = run_phase(root, opts)
+    finally:
+        if env_before is None:
+            os.environ.pop("OPENAI_API_KEY", None)
+        else:
+            os.environ["OPENAI_API_KEY"] = env_before
+    try:
+        listener.accept()
+        reached = True
+    except OSError:
+        reached = False
+    unchanged = _hash(root) == before
+    leaked = any("sk-planted-by-gpu-validate" in p.read_text(errors="replace")
+                 for p in root.rglob("*") if p.is_file() and "tests" not in p.parts)
+    lines, bad = outcome_table(res, SANDBOX_GPU_EXPECTED)
+    bad += reached + (not unchanged) + leaked + home.exists()
+    say(f"== sandbox on the GPU: {len(res)} kernels in {wall:.1f} s, {bad} wrong; listener reached: {reached}, "
+        f"dataset unchanged: {unchanged}, secret leaked: {leaked}, $HOME written: {home.exists()}")
+    for ln in lines:
+        say(ln)
+    # Cost: confine() in a fresh fork of this process (torch imported, as the zygote's spares are),
+    # and the private copy of one kernel folder, each timed alone.
+    import torch  # noqa: F401 - make the fork as heavy as the zygote's
+
+    confine_s, copy_s = [], []
+    src = root.parent / "faults" / "saxpy-good"
+    for _ in range(10):
+        work = workspace.make(root.parent / "cost")
+        r, w = os.pipe()
+        t0 = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                sandbox.confine(work, sandbox.Policy())
+                os.write(w, f"{time.perf_counter() - t0}\n".encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        data = os.read(r, 64)
+        os.close(r)
+        os.waitpid(pid, 0)
+        confine_s.append(float(data or 0))
+        t1 = time.perf_counter()
+        if src.is_dir():
+            workspace.copy_in(src, work)
+        copy_s.append(time.perf_counter() - t1)
+        workspace.remove(work)
+    code = (f"import time, sys; sys.path.insert(0, {str(REPO)!r}); from miner.sandbox import unavailable; "
+            "t = time.perf_counter(); unavailable(); print(round(time.perf_counter() - t, 4))")
+    probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    cost = {"confine_median_s": med(confine_s), "confine_max_s": round(max(confine_s), 4),
+            "copy_in_median_s": med(copy_s), "probe_s": probe.stdout.strip()}
+    say(f"   sandbox cost: confine() median {cost['confine_median_s']} s (max {cost['confine_max_s']}), "
+        f"private copy of saxpy-good median {cost['copy_in_median_s']} s, availability probe {cost['probe_s']} s")
+    return {"available": True, "wall_s": round(wall, 2), "wrong": bad, "results": res, "cost": cost,
+            "listener_reached": reached, "dataset_unchanged": unchanged, "secret_leaked": leaked}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("extra", nargs="*", type=Path)
@@ -123,7 +288,7 @@ def main() -> int:
     ap.add_argument("--copies", type=int, default=96)
     ap.add_argument("--spawn-copies", type=int, default=16)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--jobs-sweep", default="1,2,4,8", help="fork throughput at each of these --jobs")
+    ap.add_argument("--jobs-sweep", default="2,4", help="fork throughput at each of these --jobs")
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("--no-sanitize", action="store_true")
     args = ap.parse_args()
@@ -158,6 +323,7 @@ def main() -> int:
     for kid, r in sorted(res.items()):
         summ = r.get("oracle_summary") or {}
         say(f"   {kid:14} " + "  ".join(f"{k}={v.get('status')}" for k, v in summ.items() if isinstance(v, dict)))
+    say_reduced(res, say)
     report["oracles"] = {"wall_s": round(wall, 2), "wrong": bad_o, "results": res}
 
     # 3. our example kernels with their hand-written tests (kept beside the sources)
@@ -216,6 +382,8 @@ def main() -> int:
         rows.append(throughput(res, wall, f"fork, jobs={j}"))
     res, wall = run_phase(tp, Options(jobs=args.jobs, timeout=120, force=True, oracles=False))
     rows.append(throughput(res, wall, f"fork, jobs={args.jobs}, no oracles"))
+    res, wall = run_phase(tp, Options(jobs=args.jobs, timeout=120, force=True, sandbox=False))
+    rows.append(throughput(res, wall, f"fork, jobs={args.jobs}, no sandbox"))
     spawn_root = work / "throughput-spawn"
     spawn_root.mkdir()
     for i in range(args.spawn_copies):
@@ -256,7 +424,11 @@ def main() -> int:
         say(f"== {extra}: {len(res)} kernels in {wall:.1f} s")
         for ln in lines:
             say(ln)
+        say_reduced(res, say)
         report[f"extra:{extra}"] = {"wall_s": round(wall, 2), "results": res}
+
+    # 7. the sandbox on a GPU: escapes after CUDA is up, and what it costs
+    report["sandbox"] = sandbox_phase(work / "sandbox", args, say)
 
     # Triage folders of every failure, as one archive (what a person would open first).
     from miner.validate.triage import triage
@@ -271,7 +443,7 @@ def main() -> int:
     (args.out / "table.txt").write_text("\n".join(text) + "\n")
     shutil.rmtree(work, ignore_errors=True)
     wrong = report["faults"]["wrong"] + report["oracles"]["wrong"] + report["examples"]["not_passed"] \
-        + (report["readme"]["outcome"] != "passed") \
+        + (report["readme"]["outcome"] != "passed") + report["sandbox"]["wrong"] \
         + (report.get("sanitize") or {}).get("wrong", 0)
     return 1 if wrong else 0
 

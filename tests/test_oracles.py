@@ -359,25 +359,26 @@ def test_reduced_pairs_convert_only_the_template_type() -> None:
     assert oracles._as_float("nv_bfloat16*", "bfloat16") == "float*"
 
 
-def test_compare_reduced_tolerances_by_type() -> None:
+def test_compare_reduced_error_model_by_type() -> None:
     hi = torch.tensor([1.0, 100.0, 1000.0, 5.0], dtype=torch.float64)
     every = torch.ones(4, dtype=torch.bool)
-    # Within 1e-2 relative: fine for half; 3 % off: fails half where beyond atol = 1e-3 x 1000 (100 and
-    # 1000, not 1 and 5), fine for bfloat16.
-    assert oracles.compare_reduced(hi * 1.005, hi, every, "half") == (0, 0.0, 0)
-    n, d, nf = oracles.compare_reduced(hi * 1.03, hi, every, "half")
-    assert n == 2 and nf == 0 and abs(d - 30.0) < 1e-6
-    assert oracles.compare_reduced(hi * 1.03, hi, every, "bfloat16")[0] == 0
-    # Small values are judged against the output's magnitude (atol = 1e-3 x max|hi|), not their own.
-    tiny = torch.tensor([1000.0, 1e-4], dtype=torch.float64)
-    assert oracles.compare_reduced(torch.tensor([1000.0, 0.5], dtype=torch.float64), tiny,
-                                   torch.ones(2, dtype=torch.bool), "half")[0] == 0
+    none = torch.zeros(4, dtype=torch.float64)
+    u = oracles.UNIT_ROUNDOFF["half"]
+    # Without sensitivity, a few roundings of the result are explained (rel_ulps u |float|), more is not.
+    assert oracles.compare_reduced(hi * (1 + 8 * u), hi, every, "half", none)[0] == 0
+    n, d, nf = oracles.compare_reduced(hi * 1.03, hi, every, "half", none)
+    assert n == 2 and nf == 0 and abs(d - 30.0) < 1e-6  # 100 and 1000; 1 and 5 stay under abs_scale u max
+    assert oracles.compare_reduced(hi * 1.03, hi, every, "bfloat16", none)[0] == 0  # 2^-8 rounding: explained
+    # Where the float kernel itself moves that much under a one-ulp perturbation, the error is explained.
+    assert oracles.compare_reduced(hi * 1.03, hi, every, "half", hi * 0.03 / 8)[0] == 0
     # Overflow: inf where float is finite counts, as not finite; matching infinities/NaNs do not.
     lo = torch.tensor([float("inf"), float("inf"), float("nan"), 5.0], dtype=torch.float64)
     ref = torch.tensor([70000.0, float("inf"), float("nan"), 5.0], dtype=torch.float64)
-    assert oracles.compare_reduced(lo, ref, every, "half") == (1, 0.0, 1)
+    assert oracles.compare_reduced(lo, ref, every, "half", none) == (0, 0.0, 1)
     # Elements outside the changed mask are not compared.
-    assert oracles.compare_reduced(lo, ref, torch.tensor([False, True, True, True]), "half") == (0, 0.0, 0)
+    assert oracles.compare_reduced(lo, ref, torch.tensor([False, True, True, True]), "half", none) == (0, 0.0, 0)
+    # ULPs of the reduced type at the float value's magnitude: half has 11 significant bits.
+    assert oracles.ulps(torch.tensor([2.0 ** -10, 1.0]), torch.tensor([1.0, 1024.0]), "half").tolist() == [1.0, 1.0]
 
 
 def test_half_and_bf16_agree_with_float_or_not(tmp_path: Path) -> None:
@@ -398,11 +399,12 @@ def test_half_and_bf16_agree_with_float_or_not(tmp_path: Path) -> None:
     good = on_float()
     assert [(r["oracle"], r["ok"], r["vs"]) for r in good] == [("half_vs_float", True, "half"),
                                                               ("bf16_vs_float", True, "bf16")]
-    assert good[0]["compared"] == 256 and good[0]["rtol"] == 1e-2 and good[1]["rtol"] == 5e-2
+    assert good[0]["compared"] == 256 and good[0]["model"]["u"] == 2.0 ** -11 and good[1]["model"]["u"] == 2.0 ** -8
+    assert set(good[0]["error"]) == {"max_abs", "max_ulp", "p50_abs", "p50_ulp", "p99_abs", "p99_ulp"}
     # The reduced path overflows (an intermediate x 1e4 in half): caught, with the overflow counted.
     bad = on_float(lambda v: (v * 1e4) / 1e4)
     assert bad[0]["ok"] is False and bad[0]["nonfinite"] > 0 and bad[1]["ok"] is True
-    assert "half (half) and float (float) disagree" in bad[0]["reason"]
+    assert "half (half) and float (float) disagree" in bad[0]["reason"] and "overflow" in bad[0]["reason"]
     assert oracles.failure_message(bad[0]).startswith("oracle half_vs_float: float launch 1")
 
     # Recorded on the half instantiation: the float partner runs on the same values, converted exactly.
@@ -425,3 +427,95 @@ def test_half_and_bf16_agree_with_float_or_not(tmp_path: Path) -> None:
     assert [r["oracle"] for r in oracles.run([launch], "t", ["determinism"])] == ["determinism"]
     summary, _ = oracles.summarize(oracles.run([launch], "t"), True)
     assert summary["half_vs_float"]["status"] == "ok" and summary["bf16_vs_float"]["status"] == "skipped"
+
+
+class ExprUnit(ReducedUnit):
+    """ReducedUnit's signature, with the whole body `body(x, idx, a, n)` computed in the unit's dtype."""
+
+    def __init__(self, kdir: Path, inst: str, prec: str, body: Any, siblings: dict[str, Any] | None = None):
+        super().__init__(kdir, inst, prec, None, siblings)
+        self.body = body
+
+    def invoke(self, grid: Any, block: Any, smem: int, stream: int, cargs: Any) -> int:
+        out, x, idx, a, n = [c.value for c in cargs]
+        dt = RED_DTYPES[self.prec]
+        if self.prec == "half":
+            a = struct.unpack("<e", struct.pack("<H", a))[0]
+        elif self.prec == "bfloat16":
+            a = struct.unpack("<f", struct.pack("<I", a << 16))[0]
+        xs = torch.frombuffer(bytearray((ctypes.c_char * (n * dt.itemsize)).from_address(x)), dtype=dt)
+        ids = torch.frombuffer(bytearray((ctypes.c_char * (n * 4)).from_address(idx)), dtype=torch.int32)
+        r = self.body(xs, ids.long(), torch.tensor(a, dtype=dt), n).to(dt).contiguous()
+        ctypes.memmove(out, r.data_ptr(), r.numel() * dt.itemsize)
+        return 0
+
+
+def interpolate(shift: float = 0.0) -> Any:
+    """out[i] = x sampled at c = a * idx[i] + shift, linear interpolation, every step in the unit's dtype
+    (as MMCV's bilinear_interpolate<T>: a coordinate of 50 held in half is off by up to 0.016)."""
+    def body(x: Any, idx: Any, a: Any, n: int) -> Any:
+        c = a * idx.to(x.dtype) + shift
+        lo = c.floor().clamp(0, n - 2)
+        w = c - lo
+        i0 = lo.long()
+        return x[i0] * (1 - w) + x[i0 + 1] * w
+    return body
+
+
+def accumulate(terms: int = 32) -> Any:
+    """out[i] = sum over k < terms of a * x[(idx[i] + k) % n], accumulated in the unit's dtype."""
+    def body(x: Any, idx: Any, a: Any, n: int) -> Any:
+        acc = torch.zeros(n, dtype=x.dtype)
+        for k in range(terms):
+            acc = acc + a * x[(idx + k) % n]
+        return acc
+    return body
+
+
+def _fixed_rule_fails(entry: dict[str, Any], launch: oracles.Launch, half_body: Any, kdir: Path) -> bool:
+    """What the replaced rule (rtol 1e-2, atol 1e-3 x max, 1 % of elements) would have said."""
+    _, x, idx, a_ref, n_ref = launch.args
+    a, n = a_ref.value, n_ref.value
+    xs = launch.buffers[x.buffer].snapshot.view(torch.float32)
+    ids = launch.buffers[idx.buffer].snapshot.view(torch.int32).long()
+    hi = ExprUnit(kdir, "float", "float32", half_body).body(xs.half().float(), ids, torch.tensor(
+        oracles.round_scalar(a, "half")), n).double()
+    lo = half_body(xs.half(), ids, torch.tensor(a, dtype=torch.float16), n).double()
+    bad = ~torch.isclose(lo, hi, rtol=1e-2, atol=1e-3 * float(hi.abs().max()))
+    return int(bad.sum()) > 0.01 * n
+
+
+def test_error_model_passes_half_interpolation_and_accumulation_and_fails_a_real_bug(tmp_path: Path) -> None:
+    kdir = tmp_path / "interp"
+    kdir.mkdir()
+    (kdir / "metadata.json").write_text(json.dumps(red_meta([("float", "float32"), ("half", "half"),
+                                                             ("bf16", "bfloat16")])))
+    n = 512
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(n, generator=gen) * 4
+    idx = torch.randint(0, n // 10, (n,), generator=gen, dtype=torch.int32)
+
+    def check(body: Any, half_body: Any, a: float) -> tuple[list[dict[str, Any]], oracles.Launch]:
+        sib = {"half": lambda: ExprUnit(kdir, "half", "half", half_body),
+               "bf16": lambda: ExprUnit(kdir, "bf16", "bfloat16", body)}
+        launch = record(ExprUnit(kdir, "float", "float32", body, sib), torch.zeros(n), x, idx, a, n)
+        res = [r for r in oracles.run([launch], "t") if r["oracle"] in ("half_vs_float", "bf16_vs_float")]
+        return res, launch
+
+    # Interpolation at coordinates up to ~56 held in half: far beyond the old fixed tolerance, all
+    # explained by rounding; the measured error is recorded.
+    res, launch = check(interpolate(), interpolate(), 1.0 / 0.9)
+    assert [(r["oracle"], r["ok"]) for r in res] == [("half_vs_float", True), ("bf16_vs_float", True)], res
+    assert res[0]["error"]["max_abs"] > 0.01 and res[0]["error"]["p99_ulp"] > 4
+    assert _fixed_rule_fails(res[0], launch, interpolate(), kdir)
+    # Accumulation of 32 terms in half (and in bfloat16).
+    res, _ = check(accumulate(), accumulate(), 0.3)
+    assert [(r["oracle"], r["ok"]) for r in res] == [("half_vs_float", True), ("bf16_vs_float", True)], res
+    assert res[0]["error"]["max_ulp"] > 1
+    # A real bug in the half path (samples a quarter cell off): beyond what rounding explains.
+    res, _ = check(interpolate(), interpolate(shift=0.25), 1.0 / 0.9)
+    assert res[0]["ok"] is False and res[0]["nonfinite"] == 0 and res[0]["beyond_model"] > 50
+    assert "beyond what half rounding explains" in res[0]["reason"] and res[1]["ok"] is True
+    # A sum that drops its last term in half: caught too.
+    res, _ = check(accumulate(32), accumulate(31), 0.3)
+    assert res[0]["ok"] is False

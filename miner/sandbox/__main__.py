@@ -8,7 +8,7 @@ import os
 import sys
 
 from miner.sandbox.confine import SandboxUnavailable, confine
-from miner.sandbox.policy import Policy
+from miner.sandbox.policy import Policy, environment
 
 
 def main(argv: list[str]) -> None:
@@ -29,6 +29,10 @@ def main(argv: list[str]) -> None:
         sys.stderr.write(f"kernel-miner: error: sandbox: {exc}\n")
         os._exit(71)
     os.chdir(args.cwd)
+    kept = environment()  # also when started by hand (triage's repro.sh): no API keys go further
+    kept.update({k: os.environ[k] for k in ("HOME", "TMPDIR") if k in os.environ})  # set by confine
+    os.environ.clear()
+    os.environ.update(kept)
     if args.report:
         os.environ["KM_SANDBOX_REPORT"] = args.report
     try:

@@ -8,7 +8,12 @@
 - half_vs_float / bf16_vs_float: where the kernel has a half (bfloat16) instantiation and a float one
   whose parameters differ only half (bfloat16) <-> float, both run the launch on the same values
   (the float side's inputs rounded to the reduced type first) and the reduced run's floating
-  outputs must match the float run's within the reduced type's tolerance (REDUCED below).
+  outputs must agree with the float run's within an error model (MODEL below): what rounding to the
+  reduced type can explain, measured per element by rerunning the float kernel on inputs perturbed
+  by one unit roundoff of the reduced type. Only what no rounding explains fails: a non-finite
+  value where float is finite (overflow), or more than a few elements beyond the model. The
+  measured error (max, median and 99th percentile, absolute and in ULPs of the reduced type) is
+  recorded in every entry.
 
 How: while a test runs, a launch hook (harness.set_launch_hook) records the first launches of each
 unit: grid, block, shared memory and, for every tensor argument, a copy of its whole storage taken
@@ -41,14 +46,24 @@ MAX_BYTES = 1 << 30  # storages larger than this in one launch are not copied
 RTOL = 1e-3
 ATOL_SCALE = 1e-4
 MAX_MISMATCH = 1e-3
-# Reduced precision vs float, same elementwise rule, per reduced type: half keeps 11 significant bits
-# (eps 9.8e-4), so a result rounded once and a few rounded intermediates stay well within 1e-2;
-# bfloat16 keeps 8 (eps 7.8e-3), hence 5e-2. More elements may flip at boundaries (1 %) since
-# rounding a value to 8 or 11 bits moves it across a bin edge or tie far more often than float.
-REDUCED: dict[str, dict[str, float]] = {
-    "half": {"rtol": 1e-2, "atol_scale": 1e-3, "max_mismatch": 1e-2},
-    "bfloat16": {"rtol": 5e-2, "atol_scale": 1e-2, "max_mismatch": 1e-2},
-}
+# Reduced precision vs float: an error model instead of one fixed tolerance. A correct kernel in half
+# differs from the same kernel in float on the same (half-rounded) inputs by the roundings of its
+# intermediates. Their effect is measured, not guessed: the float kernel is rerun on its inputs
+# (the converted T buffers and T scalars, non-integral values only, so indices and counts stored as
+# T stay put) scaled by 1 + u, by 1 - u and by 1 +- u at random (u the reduced type's unit roundoff),
+# and `spread` is, per element, the largest change those runs show. That is large where the output
+# is sensitive (bilinear interpolation at a coordinate held in half: a coordinate of 50 carries an
+# error of 0.03 pixel; a floor() near a cell edge) and zero where it is not. An element is
+# explained when |half - float| <= spread_factor * spread + rel_ulps * u * |float| (a few roundings
+# of the result, accumulation over some dozens of terms) + abs_scale * u * max|float| (cancellation).
+# What is never explained: inf/NaN where float is finite (overflow), or more than max_beyond of the
+# compared elements beyond the model (elements near a boundary the perturbation did not reach).
+UNIT_ROUNDOFF = {"half": 2.0 ** -11, "bfloat16": 2.0 ** -8}
+SIGNIFICAND_BITS = {"half": 11, "bfloat16": 8}
+MIN_ULP = {"half": 2.0 ** -24, "bfloat16": 2.0 ** -133}
+MODEL: dict[str, float] = {"spread_factor": 8.0, "rel_ulps": 16.0, "abs_scale": 2.0, "max_beyond": 1e-3}
+PERTURBATIONS = ("up", "down", "random")
+STATS_SAMPLE = 1 << 22  # percentiles from at most this many elements (a seeded random subset)
 REDUCED_ORACLE = {"half": "half_vs_float", "bfloat16": "bf16_vs_float"}
 KEPT = 16  # oracle entries kept in the validation record (failures first)
 
@@ -493,7 +508,7 @@ def _compare(lo: Any, hi: Any, changed: Any, rtol: float, atol_scale: float) -> 
     """(elements beyond tolerance, max finite |diff| among them, how many of them are not finite):
     `lo` the lower-precision run's values, `hi` the higher one's, both as float64, over the `changed`
     mask. |lo - hi| <= atol_scale * max|hi| + rtol * |hi|; an infinity or NaN where `hi` is finite
-    counts (half overflow), matching infinities and NaNs do not."""
+    counts, matching infinities and NaNs do not (float vs double)."""
     torch = _torch()
     finite = changed & torch.isfinite(hi)
     scale = float(hi[finite].abs().max()) if bool(finite.any()) else 0.0
@@ -504,10 +519,79 @@ def _compare(lo: Any, hi: Any, changed: Any, rtol: float, atol_scale: float) -> 
     return int(bad.sum()), float(d[fin].max()) if bool(fin.any()) else 0.0, int((~fin).sum())
 
 
-def compare_reduced(lo: Any, hi: Any, changed: Any, kind: str) -> tuple[int, float, int]:
-    """`_compare` with the tolerances of the reduced type `kind` (`lo` its run, `hi` the float run)."""
-    tol = REDUCED[kind]
-    return _compare(lo, hi, changed, tol["rtol"], tol["atol_scale"])
+def ulps(diff: Any, ref: Any, kind: str) -> Any:
+    """|diff| in units in the last place of the reduced type at the reference value's magnitude."""
+    torch = _torch()
+    _, exp = torch.frexp(ref.abs())
+    ulp = torch.ldexp(torch.ones_like(ref), (exp - SIGNIFICAND_BITS[kind]).to(torch.int32)).clamp_min(MIN_ULP[kind])
+    return diff / ulp
+
+
+def explained(lo: Any, hi: Any, spread: Any, kind: str, scale: float) -> Any:
+    """Per element: is |lo - hi| within the error model (finite values, float64)?"""
+    u = UNIT_ROUNDOFF[kind]
+    tol = MODEL["spread_factor"] * spread + MODEL["rel_ulps"] * u * hi.abs() + MODEL["abs_scale"] * u * scale
+    return (lo - hi).abs() <= tol
+
+
+def compare_reduced(lo: Any, hi: Any, changed: Any, kind: str, spread: Any = None) -> tuple[int, float, int]:
+    """(elements beyond the error model, max finite |diff|, elements not finite where float is finite)
+    over the `changed` mask: `lo` the reduced run, `hi` the float run, `spread` the float kernel's
+    per-element sensitivity (None: zero). Matching infinities and NaNs, and NaN in float, are not counted."""
+    torch = _torch()
+    finite = changed & torch.isfinite(hi)
+    nonfinite = finite & ~torch.isfinite(lo)
+    both = finite & torch.isfinite(lo)
+    scale = float(hi[finite].abs().max()) if bool(finite.any()) else 0.0
+    sp = spread if spread is not None else torch.zeros_like(hi)
+    beyond = both & ~explained(lo, hi, sp, kind, scale)
+    d = (lo - hi).abs()[both]
+    return int(beyond.sum()), float(d.max()) if d.numel() else 0.0, int(nonfinite.sum())
+
+
+def error_stats(diffs: Sequence[Any], refs: Sequence[Any], kind: str) -> dict[str, float]:
+    """Max, median and 99th percentile of |reduced - float|, absolute and in ULPs of the reduced type."""
+    torch = _torch()
+    if not diffs:
+        return {}
+    d = torch.cat([x.flatten() for x in diffs])
+    r = torch.cat([x.flatten() for x in refs])
+    if d.numel() == 0:
+        return {}
+    u = ulps(d, r, kind)
+    out = {"max_abs": float(d.max()), "max_ulp": float(u.max())}
+    if d.numel() > STATS_SAMPLE:
+        g = torch.Generator(device=d.device).manual_seed(0)
+        pick = torch.randint(0, d.numel(), (STATS_SAMPLE,), device=d.device, generator=g)
+        d, u = d[pick], u[pick]
+    ds, us = d.sort().values, u.sort().values
+    for name, q in (("p50", 0.5), ("p99", 0.99)):
+        k = min(d.numel() - 1, int(q * (d.numel() - 1) + 0.5))
+        out[f"{name}_abs"] = float(ds[k])
+        out[f"{name}_ulp"] = float(us[k])
+    return {k: float(f"{v:.4g}") for k, v in out.items()}
+
+
+def _perturbed(values: Any, how: str, u: float, seed: int) -> Any:
+    """Float32 values scaled by 1 + u, 1 - u or 1 +- u at random; integral and non-finite values stay."""
+    torch = _torch()
+    if how == "up":
+        factor = torch.full_like(values, 1.0 + u)
+    elif how == "down":
+        factor = torch.full_like(values, 1.0 - u)
+    else:
+        g = torch.Generator(device=values.device).manual_seed(seed)
+        signs = torch.randint(0, 2, values.shape, device=values.device, generator=g).to(values.dtype) * 2 - 1
+        factor = 1.0 + u * signs
+    keep = ~torch.isfinite(values) | (values == values.round())
+    return torch.where(keep, values, values * factor)
+
+
+def _perturbed_scalar(value: Any, how: str, u: float, index: int) -> Any:
+    if isinstance(value, bool) or not isinstance(value, float) or value == round(value):
+        return value
+    sign = {"up": 1.0, "down": -1.0}.get(how, 1.0 if index % 2 else -1.0)
+    return value * (1.0 + sign * u)
 
 
 def check_reduced(launch: Launch, first: Sequence[Any], partner: dict[str, Any], kind: str, role: str,
@@ -519,9 +603,9 @@ def check_reduced(launch: Launch, first: Sequence[Any], partner: dict[str, Any],
     types pass unchanged. Float scalars of type T are rounded to the reduced type on both sides.
     """
     torch = _torch()
-    tol = REDUCED[kind]
     entry = _base(launch, REDUCED_ORACLE[kind], test)
-    entry.update(vs=str(partner.get("id")), **tol)
+    entry.update(vs=str(partner.get("id")), model={"u": UNIT_ROUNDOFF[kind], **MODEL,
+                                                     "perturbations": list(PERTURBATIONS)})
     t0 = time.perf_counter()
 
     def skipped(reason: str) -> dict[str, Any]:
@@ -592,23 +676,65 @@ def check_reduced(launch: Launch, first: Sequence[Any], partner: dict[str, Any],
         except RuntimeError as exc:
             raise RuntimeError(f"oracle {entry['oracle']}: replaying on {unit.inst}: {exc}") from exc
     lo_after, hi_after = runs
-    dtypes = [(red, f32) if conv.get(i) else (b.dtype, b.dtype) for i, b in enumerate(launch.buffers)]
-    mismatched, changed_total, max_abs, nonfinite, worst = _tally(
-        launch.buffers, lo_start, lo_after, hi_start, hi_after, dtypes,
-        lambda a, b, changed: compare_reduced(a, b, changed, kind))
+    u = UNIT_ROUNDOFF[kind]
+    perturbed_runs = []
+    for n, how in enumerate(PERTURBATIONS):
+        start = [_perturbed(st.view(f32), how, u, n).view(torch.uint8) if conv.get(i) else st
+                 for i, st in enumerate(hi_start)]
+        args = [ArgRef(None, value=_perturbed_scalar(a.value, how, u, n)) if a.buffer is None and lp.ctype == kind
+                else a for a, lp in zip(hi_args, lo_unit.params, strict=True)]
+        shadow = Launch(launch.unit, launch.grid, launch.block, launch.smem, launch.stream, launch.number, args,
+                        launch.buffers)
+        try:
+            perturbed_runs.append(replay(shadow, hi_unit, start, hi_offsets, smem=hi_smem))
+        except (harness.CudaLaunchError, RuntimeError) as exc:
+            raise RuntimeError(f"oracle {entry['oracle']}: perturbed replay on {hi_unit.inst}: {exc}") from exc
+    beyond = compared = nonfinite = 0
+    worst = ""
+    diffs, refs = [], []
+    for i, buf in enumerate(launch.buffers):
+        lo_dt, hi_dt = (red, f32) if conv.get(i) else (buf.dtype, buf.dtype)
+        lo_a, hi_a = lo_after[i], hi_after[i]
+        changed = (_bits(lo_a, lo_dt) != _bits(lo_start[i], lo_dt)) | (_bits(hi_a, hi_dt) != _bits(hi_start[i], hi_dt))
+        if conv.get(i) and changed.shape == _bits(hi_a, hi_dt).shape:
+            lo_v, hi_v = lo_a.view(red).double(), hi_a.view(f32).double()
+            spread = torch.zeros_like(hi_v)
+            for p_run in perturbed_runs:
+                pv = p_run[i].view(f32).double()
+                spread = torch.maximum(spread, torch.nan_to_num((pv - hi_v).abs(), nan=0.0, posinf=0.0))
+            n_bad, _, nf = compare_reduced(lo_v, hi_v, changed, kind, spread)
+            both = changed & torch.isfinite(hi_v) & torch.isfinite(lo_v)
+            diffs.append((lo_v - hi_v).abs()[both])
+            refs.append(hi_v[both])
+            nonfinite += nf
+        else:
+            # Not converted (indices, counts, float buffers that stay float): bit for bit, unless a
+            # perturbed float run changes that element too (an argmax tie, a count at a boundary).
+            lo_b, hi_b = _bits(lo_a, hi_dt), _bits(hi_a, hi_dt)
+            moved = torch.zeros_like(changed)
+            for p_run in perturbed_runs:
+                moved |= _bits(p_run[i], hi_dt) != hi_b
+            n_bad, nf = int((changed & (lo_b != hi_b) & ~moved).sum()), 0
+        compared += int(changed.sum())
+        beyond += n_bad
+        if (n_bad or nf) and not worst:
+            worst = "/".join(buf.names)
     entry["time_s"] = round(time.perf_counter() - t0, 4)
-    if changed_total == 0:
+    if compared == 0:
         return skipped("the launch changed no buffer in either precision")
-    ok = mismatched <= tol["max_mismatch"] * changed_total
-    entry.update(ok=ok, mismatched=mismatched, compared=changed_total, max_abs_diff=max_abs, nonfinite=nonfinite)
+    stats = error_stats(diffs, refs, kind)
+    ok = nonfinite == 0 and beyond <= MODEL["max_beyond"] * compared
+    entry.update(ok=ok, mismatched=beyond + nonfinite, beyond_model=beyond, compared=compared,
+                 max_abs_diff=stats.get("max_abs", 0.0), nonfinite=nonfinite, error=stats)
     if rounded_to_inf:
         entry["rounded_to_inf"] = rounded_to_inf
     if not ok:
         low_id, high_id = (entry["inst"], entry["vs"]) if role == "low" else (entry["vs"], entry["inst"])
-        entry["reason"] = (f"{low_id} ({kind}) and {high_id} (float) disagree on {mismatched} of {changed_total} "
-                           f"output elements (worst: {worst}; {nonfinite} not finite, e.g. overflow; max finite |diff| "
-                           f"{max_abs:.3g}; rtol {tol['rtol']}, "
-                           f"atol {tol['atol_scale']} x max|output|)")
+        why = f"{nonfinite} not finite where float is finite (overflow)" if nonfinite else \
+            f"{beyond} of {compared} output elements beyond what {kind} rounding explains"
+        entry["reason"] = (f"{low_id} ({kind}) and {high_id} (float) disagree: {why} (worst: {worst}; "
+                           f"max |diff| {stats.get('max_abs', 0.0):.3g}, {stats.get('max_ulp', 0.0):.3g} ulp, "
+                           f"p99 {stats.get('p99_ulp', 0.0):.3g} ulp)")
     return entry
 
 
@@ -635,7 +761,7 @@ def run(launches: Sequence[Launch], test: str | None = None,
             entry = check_agreement(launch, first, test, metas[key])
             if entry is not None:
                 out.append(entry)
-        if any(REDUCED_ORACLE[k] in enabled for k in REDUCED):
+        if any(REDUCED_ORACLE[k] in enabled for k in UNIT_ROUNDOFF):
             key = str(launch.unit.kernel_dir)
             if key not in metas:
                 metas[key] = _meta(launch.unit)

@@ -19,9 +19,14 @@ set -u
 cd "$(dirname "$0")"
 {build}
 export PYTHONFAULTHANDLER=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 KM_ORACLES={oracles}
+# In the sandbox validate used (no network, only this folder writable, no API keys in the
+# environment; writes elsewhere are listed in violations.jsonl). KM_NO_SANDBOX=1 runs it directly.
+sandbox=(python -m miner.sandbox --work "$PWD" --cwd "$PWD" --report "$PWD/violations.jsonl" --)
+[ "${{KM_NO_SANDBOX:-0}}" = 1 ] && sandbox=()
 # Add "compute-sanitizer --tool memcheck" in front of python to look for memory errors.
-timeout -s KILL {timeout} {sanitize}python -m pytest -p miner.validate.plugin -p no:cacheprovider \\
-    -c /dev/null --rootdir . --import-mode=importlib tests "$@"
+timeout -s KILL {timeout} "${{sandbox[@]}}" {sanitize}python -m pytest -p miner.validate.plugin \\
+    -p miner.sandbox.audit -p no:cacheprovider -c /dev/null --rootdir . --noconftest --import-mode=importlib \\
+    tests "$@"
 echo "exit code: $?"
 """
 
