@@ -7,7 +7,9 @@ Each fixture's own test passes (it is deliberately weak); only the oracles can t
 - half-meansq: row mean of squares accumulated in float for T = float, __half, __nv_bfloat16 (an int
   row-index buffer beside them, never converted) -> half_vs_float and bf16_vs_float ok -> passed;
 - half-overflow: the same accumulated in T: the half sum of squares overflows -> half_vs_float fails
-  it, though its test only checks the float path.
+  it, though its test only checks the float path;
+- half-interp, half-accum: bilinear sampling with coordinates and weights in T, a window sum
+  accumulated in T -> ordinary reduced-precision error, explained by the error model -> passed.
 saxpy-good (fault fixtures) passes with both oracles ok. Skipped without nvcc or a CUDA GPU.
 """
 
