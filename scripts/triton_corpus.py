@@ -80,7 +80,7 @@ def recall(files: list[tuple[str, bytes]]) -> dict:
                 classes["in a string literal"] += 1
             elif line in decorator_lines:
                 classes["triton kernel"] += 1
-            elif not resolved.startswith("triton"):
+            elif f"{resolved}.jit" not in triton_frontend._JIT and resolved != "triton.jit":  # gluon, cute...
                 classes[f"other jit: {prefix or resolved}"] += 1
             else:
                 missed.append(f"{path}:{line}")
