@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from conftest import ROOT, run_miner
@@ -69,3 +70,26 @@ def test_readme_commands_from_another_directory_with_spaces_and_a_moved_dataset(
     if build:
         rebuilt = run_miner("build", "data set", cwd=moved.parent, timeout=600)
         assert rebuilt.returncode == 0, rebuilt.stderr
+
+
+def test_enrich_with_a_relative_dataset_path_containing_spaces(tmp_path: Path) -> None:
+    """enrich DIR typed from the dataset's parent, with a space in the name, then moved and enriched again."""
+    from fake_llm_server import FakeLLMServer, kernel_brain
+    from test_enrich_e2e import KEY, assert_complete, make_dataset, write_config
+
+    data = make_dataset(tmp_path / "my data" / "ds one", ["scale_kernel"])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env.update(PYTHONPATH=str(ROOT), OPENAI_API_KEY=KEY)
+    with FakeLLMServer([], default=kernel_brain) as srv:
+        cfg = write_config(tmp_path / "km.toml", srv.base_url, model="fake-model")
+        first = subprocess.run([sys.executable, "-m", "miner", "enrich", "ds one", "--config", str(cfg)],
+                               cwd=data.parent, env=env, capture_output=True, text=True, timeout=300)
+        assert first.returncode == 0, first.stderr
+        assert_complete(data)
+        moved = tmp_path / "elsewhere" / "ds two"
+        moved.parent.mkdir()
+        shutil.move(str(data), moved)
+        again = subprocess.run([sys.executable, "-m", "miner", "enrich", str(moved), "--config", str(cfg), "--force"],
+                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert again.returncode == 0, again.stderr
+        assert_complete(moved)
