@@ -145,7 +145,7 @@ RECORDS: dict[str, Any] = {
 }
 _LOADED: list[Unit] = []
 # Called as hook(unit, grid, block, smem, stream_handle, args) before every launch: the oracles
-# (miner/validate/oracles.py) record launches through it to replay them after the test.
+# (miner/validate/oracles/) record launches through it to replay them after the test.
 _LAUNCH_HOOK: Callable[..., None] | None = None
 
 

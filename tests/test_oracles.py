@@ -1,4 +1,4 @@
-"""Oracles (miner/validate/oracles.py) on the CPU: recording, replay, determinism, float/double agreement.
+"""Oracles (miner/validate/oracles/) on the CPU: recording, replay, determinism, float/double agreement.
 
 The "kernels" here are Python functions behind harness.Unit's launcher seam (`invoke`), reading and
 writing CPU tensors through their raw addresses exactly as a CUDA kernel reads device memory, so the
@@ -354,9 +354,9 @@ def test_reduced_pairs_convert_only_the_template_type() -> None:
     assert oracles.reduced_kind(acc, f2) == "half"
     # Names: __half, at::Half, half, nv_bfloat16; a word that merely contains "half" is not one.
     for name in ("__half", "at::Half", "half"):
-        assert oracles._as_float(f"const {name} *", "half") == "const float *"
-    assert oracles._as_float("halfway_t", "half") == "halfway_t"
-    assert oracles._as_float("nv_bfloat16*", "bfloat16") == "float*"
+        assert oracles.reduced._as_float(f"const {name} *", "half") == "const float *"
+    assert oracles.reduced._as_float("halfway_t", "half") == "halfway_t"
+    assert oracles.reduced._as_float("nv_bfloat16*", "bfloat16") == "float*"
 
 
 def test_compare_reduced_error_model_by_type() -> None:

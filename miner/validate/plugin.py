@@ -4,7 +4,7 @@ The file is rewritten (atomically) at the start and end of every test, so when t
 the parent still knows which test was running and how the earlier ones ended. Without
 KM_RESULT_FILE in the environment the plugin records nothing (plain `pytest -p ...` reruns).
 
-It also runs the oracles (miner/validate/oracles.py) after every passing test unless KM_ORACLES=0:
+It also runs the oracles (miner/validate/oracles/) after every passing test unless KM_ORACLES=0:
 the launches the test made are replayed, and a failed oracle fails the test with its message.
 """
 

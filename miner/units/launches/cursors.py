@@ -1,0 +1,158 @@
+"""The AST side: declarations behind a reference, template parameters and arguments, type aliases,
+and the resolver that reads constant values of enumerators and constexpr variables."""
+
+from __future__ import annotations
+
+import re
+
+import clang.cindex as ci
+
+from miner.units.closure import TUContext
+from miner.units.launches.record import _CLASS_TEMPLATES, _DEFAULT_TYPE, _FUNCS, _IDENT, _NUM, _TPARAMS, K
+from miner.units.launches.text import _src, substitute
+
+
+def _template_args(ref: ci.Cursor) -> list[str] | None:
+    n = ref.get_num_template_arguments()
+    if n <= 0:
+        return None
+    out = []
+    # libclang gives integral arguments no type: the template's parameter says bool or unsigned.
+    ptypes = [p.type.get_canonical().spelling if p.kind == K.TEMPLATE_NON_TYPE_PARAMETER else ""
+              for p in _tparams(_primary(ref))]
+    for i in range(n):
+        try:
+            kind = ref.get_template_argument_kind(i)
+        except ValueError:  # kinds newer than the Python bindings know (packs, ...)
+            return None
+        if kind == ci.TemplateArgumentKind.INTEGRAL:
+            t = ptypes[i] if i < len(ptypes) else ""
+            if t == "bool":
+                out.append("true" if ref.get_template_argument_unsigned_value(i) else "false")
+            elif t.startswith("unsigned"):
+                out.append(str(ref.get_template_argument_unsigned_value(i)))
+            else:
+                out.append(str(ref.get_template_argument_value(i)))
+        elif kind == ci.TemplateArgumentKind.TYPE:
+            out.append(ref.get_template_argument_type(i).get_canonical().spelling)
+        else:
+            return None
+    return out
+
+
+def _overloaded(c: ci.Cursor) -> list[ci.Cursor]:
+    lib = ci.conf.lib
+    return [lib.clang_getOverloadedDecl(c, i) for i in range(lib.clang_getNumOverloadedDecls(c))]
+
+
+def _primary(d: ci.Cursor) -> ci.Cursor:
+    """The template a specialization was instantiated from (itself otherwise)."""
+    t = ci.conf.lib.clang_getSpecializedCursorTemplate(d)
+    return t if t is not None and t.kind != K.INVALID_FILE and not t.kind.is_invalid() else d
+
+
+def _key(ctx: TUContext, d: ci.Cursor | None) -> tuple[str, int] | None:
+    if d is None or d.location.file is None:
+        return None
+    return ctx.norm(d.location.file.name), d.location.offset
+
+
+def _targets(ctx: TUContext, c: ci.Cursor) -> list[ci.Cursor]:
+    """Declarations a DECL_REF_EXPR / OVERLOADED_DECL_REF names (every overload of a dependent name)."""
+    if c.kind == K.OVERLOADED_DECL_REF:
+        return _overloaded(c)
+    r = c.referenced
+    if r is None:
+        return []
+    if r.kind == K.OVERLOADED_DECL_REF:
+        return _overloaded(r)
+    return [r]
+
+
+def _tparams(fn: ci.Cursor) -> list[ci.Cursor]:
+    return [ch for ch in fn.get_children() if ch.kind in _TPARAMS]
+
+
+def _default_for(p: ci.Cursor) -> str:
+    if p.kind == K.TEMPLATE_TYPE_PARAMETER:
+        return "int" if re.search(r"(?i)index|idx|^I$|int", p.spelling) else _DEFAULT_TYPE
+    t = p.type.get_canonical().spelling
+    return "false" if t == "bool" else "128"
+
+
+_DEPENDENT_DECLS = (K.TEMPLATE_TYPE_PARAMETER, K.TEMPLATE_NON_TYPE_PARAMETER, K.TEMPLATE_TEMPLATE_PARAMETER)
+
+
+def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[str]] | None = None,
+             found: dict[str, list[str]] | None = None) -> dict[str, str]:
+    """What the names in a written argument list stand for, where the AST knows: non-dependent type
+    aliases (`scalar_t` inside an AT_DISPATCH lambda) and local constants (`constexpr int kTile = 64;`).
+    Names that depend on a template parameter or a generic lambda's `auto` map to "" (unknown here),
+    except a generic lambda parameter in `lists` (dispatched over a value list: it stays by name, for
+    `_finish` to expand) and a class template's member alias (its text, in the class's parameters)."""
+    out: dict[str, str] = {}
+    for ch in ref.walk_preorder():
+        d = ch.referenced if ch.kind in (K.TYPE_REF, K.DECL_REF_EXPR, K.TEMPLATE_REF) else None
+        if d is None or d.spelling in out:
+            continue
+        if d.kind in _DEPENDENT_DECLS:
+            out[d.spelling] = ""
+        elif d.kind in (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL):
+            canon = d.underlying_typedef_type.get_canonical()
+            dependent = canon.kind == ci.TypeKind.UNEXPOSED or "type-parameter" in canon.spelling
+            member = d.semantic_parent is not None and d.semantic_parent.kind in _CLASS_TEMPLATES
+            out[d.spelling] = (d.underlying_typedef_type.spelling if member else "") if dependent else canon.spelling
+            if dependent and member:  # unknown unless they are the host's own parameters (checked in _finish)
+                for p in _tparams(d.semantic_parent):
+                    out.setdefault(p.spelling, "")
+        elif d.kind in (K.VAR_DECL, K.PARM_DECL) and ch.kind == K.DECL_REF_EXPR:
+            t = d.type.get_canonical()
+            if lists and d.kind == K.PARM_DECL and _key(ctx, d) in lists:
+                out[d.spelling] = d.spelling
+                if found is not None:
+                    found[d.spelling] = lists[_key(ctx, d)]  # type: ignore[index]
+            elif "type-parameter" in t.spelling or t.kind in (ci.TypeKind.UNEXPOSED, ci.TypeKind.AUTO):
+                out[d.spelling] = ""
+            elif d.kind == K.VAR_DECL and t.is_const_qualified() and d.semantic_parent is not None \
+                    and d.semantic_parent.kind in _FUNCS:
+                init = [x for x in d.get_children() if x.kind not in (K.TYPE_REF, K.NAMESPACE_REF)]
+                if init:
+                    text = _src(ctx, init[-1])
+                    inner = _aliases(ctx, init[-1], lists, found) if d.spelling not in text else {}
+                    out[d.spelling] = "" if "" in inner.values() else f"({substitute(text, inner)})"
+    return out
+
+
+class _Resolver:
+    """Identifiers in template arguments that are constants: macros, enumerators, constexpr values."""
+
+    def __init__(self, ctx: TUContext) -> None:
+        self.ctx = ctx
+        self.consts: dict[str, str] = {}
+        for lst in ctx.pieces.values():
+            for _s, _e, piece, c in lst:
+                if piece.kind == "ENUM_DECL":
+                    for e in c.get_children():
+                        if e.kind == K.ENUM_CONSTANT_DECL:
+                            self.consts.setdefault(e.spelling, str(e.enum_value))
+                elif piece.kind == "VAR_DECL" and c.type.is_const_qualified():
+                    lits = [t.spelling for t in c.get_tokens()]
+                    if "=" in lits and len(lits) >= 2 and _NUM.match(lits[-2] if lits[-1] == ";" else lits[-1]):
+                        self.consts.setdefault(c.spelling, (lits[-2] if lits[-1] == ";" else lits[-1]).rstrip("uUlL"))
+
+    def __call__(self, text: str, keep: set[str]) -> str:
+        def one(m: re.Match[str]) -> str:
+            name = m.group(0)
+            if name in keep:
+                return name
+            seen = 0
+            cur = name
+            while cur in self.ctx.macros and seen < 8:
+                body = self.ctx.macros[cur][-1].body.strip()
+                if body.startswith("("):
+                    break
+                cur, seen = body, seen + 1
+                if not _IDENT.fullmatch(cur):
+                    return f"({cur})" if re.search(r"[-+*/%<>&|^!~?]", cur) else (cur or name)
+            return self.consts.get(cur, cur)
+        return _IDENT.sub(one, text)

@@ -1,0 +1,123 @@
+"""Host-template chains: dependent calls recorded while walking, value lists of generic-lambda
+dispatch, and the fixed point that pushes every known host instantiation down the call graph."""
+
+from __future__ import annotations
+
+import re
+
+import clang.cindex as ci
+
+from miner.units.launches.cursors import _aliases, _key, _primary, _targets, _template_args
+from miner.units.launches.record import _FUNCS, _MAX_DEPTH, K
+from miner.units.launches.state import _add, _DepCall, _State, _written_args
+from miner.units.launches.tables import _match_partial
+from miner.units.launches.text import _src, substitute
+
+
+def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.Cursor | None,
+               host_key: tuple[str, int] | None) -> None:
+    """A call of a host function template: concrete arguments, or arguments written in terms of the
+    enclosing host template's parameters."""
+    ctx = st.ctx
+    if ref is not None and ref.kind in _FUNCS and ref.location.file is not None:
+        args = _template_args(ref)
+        if args:
+            key = _key(ctx, _primary(ref))
+            if key is not None and ctx.norm(ref.location.file.name) in ctx.inputs:
+                _add(st.concrete, key, args)
+            return
+    if host_key is None or not children:
+        return
+    callee = children[0]
+    for d in callee.walk_preorder():
+        if d.kind not in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF):
+            continue
+        for t in _targets(ctx, d):
+            if t.kind != K.FUNCTION_TEMPLATE or _key(ctx, t) in st.kernels:
+                continue
+            key = _key(ctx, t)
+            if key is None or key[0] not in ctx.inputs:
+                continue
+            texts = _written_args(st, callee, t.spelling)
+            if texts:
+                params = [p.spelling for p in st.host_params.get(host_key, [])]
+                alias = {k: v for k, v in _aliases(ctx, callee, st.lists).items() if v}
+                st.dep_calls.append(_DepCall(host_key, params, key, [substitute(x, alias) for x in texts[0]]))
+        break
+
+
+_LIST_VALUE = re.compile(r"integral_constant<[^<>,]+,\s*\(?(-?\d+)[uUlL]*\)?\s*>")
+
+
+_LIST_C = re.compile(r"\w+_c\s*<\s*(?:(?:unsigned|signed|long|short|std::size_t|size_t|int|bool)\s*)+,([^<>]*)>")
+
+
+def _list_values(texts: list[str]) -> list[str]:
+    """Values of a type list of integral constants (`list<integral_constant<int, 64>, ...>`, `list_c<int,
+    64, 32>`), as spelled in the types named by a dispatch call."""
+    for t in texts:
+        vals = _LIST_VALUE.findall(t)
+        if vals:
+            return list(dict.fromkeys(vals))
+    for t in texts:
+        m = _LIST_C.search(t)
+        if m:
+            vals = [v.strip().rstrip("uUlL") for v in m.group(1).split(",")]
+            if vals and all(re.fullmatch(r"-?\d+", v) for v in vals):
+                return list(dict.fromkeys(vals))
+    return []
+
+
+def _lambda_lists(st: _State, call: ci.Cursor, children: list[ci.Cursor]) -> None:
+    """A call that passes a generic lambda (`auto` parameter) and names a list of integral constants in
+    its template arguments (`for_each<list_c<int, 64, 32>>([&](auto Tile) {...})`): the lambda runs once
+    per value, so its parameter takes each of them."""
+    lambdas = [x for a in children[1:] for x in a.walk_preorder() if x.kind == K.LAMBDA_EXPR]
+    if not lambdas or not children:
+        return
+    parms = [p for lam in lambdas[:1] for p in lam.get_children() if p.kind == K.PARM_DECL
+             and p.type.get_canonical().kind in (ci.TypeKind.UNEXPOSED, ci.TypeKind.AUTO)]
+    if len(parms) != 1:
+        return
+    texts: list[str] = []
+    ref = call.referenced
+    if ref is not None and ref.kind in _FUNCS:
+        for i in range(max(ref.get_num_template_arguments(), 0)):
+            try:
+                if ref.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE:
+                    texts.append(ref.get_template_argument_type(i).get_canonical().spelling)
+            except ValueError:
+                break
+    for d in children[0].walk_preorder():  # the callee as written: `for_each<tiles_t>`
+        if d.kind == K.TYPE_REF and d.referenced is not None:
+            r = d.referenced
+            if r.kind in (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL):
+                texts += [r.underlying_typedef_type.get_canonical().spelling, r.underlying_typedef_type.spelling]
+            texts.append(d.type.get_canonical().spelling)
+    texts.append(_src(st.ctx, children[0]))
+    vals = _list_values(texts)
+    key = _key(st.ctx, parms[0])
+    if vals and key is not None:
+        st.lists[key] = vals
+
+
+def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
+    """Concrete instantiations of every host template, pushed through dependent calls to a fixed point.
+    A class template's instantiations reach the partial specializations they match."""
+    insts = {k: [list(a) for a in v] for k, v in st.concrete.items()}
+    for key, parts in st.partials.items():
+        for inst in list(insts.get(key, [])):
+            for pkey, pattern, params in parts:
+                args = _match_partial(pattern, params, inst)
+                if args is not None:
+                    _add(insts, pkey, args)
+    for _ in range(_MAX_DEPTH):
+        changed = False
+        for dc in st.dep_calls:
+            for inst in list(insts.get(dc.caller, [])):
+                mapping = dict(zip(dc.caller_params, inst, strict=False))
+                args = [st.resolver(substitute(t, mapping), set()) for t in dc.args_text]
+                changed |= _add(insts, dc.callee, args)
+        if not changed:
+            break
+    return insts

@@ -1,0 +1,142 @@
+"""Launch sites: `<<<...>>>` and the launch APIs (cudaLaunchKernel*, hipLaunchKernelGGL), with
+template arguments deduced from the call's argument types where none are written."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import clang.cindex as ci
+
+from miner.frontends.common import split_top
+from miner.units.launches.cursors import _template_args, _tparams
+from miner.units.launches.dataflow import _targets_of_launch
+from miner.units.launches.record import _API, K, Launch
+from miner.units.launches.state import _kernel_key, _kernel_refs, _record_aliases, _State, _written_args
+from miner.units.launches.text import _macro_launch, _src
+from miner.units.launches.values import _values
+
+
+def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: list[ci.Cursor], cfg: ci.Cursor,
+             in_lambda: bool, host_key: tuple[str, int] | None) -> None:
+    ctx = st.ctx
+    callee = children[0]
+    ref = call.referenced
+    found = _targets_of_launch(st, _kernel_refs(st, callee), fn, callee)
+    if not found:
+        return
+    cfg_text = _src(ctx, cfg).strip()
+    kind = "<<<>>>"
+    args_text: list[str] | None = None
+    if cfg_text.startswith("<<<"):
+        cfg_text = cfg_text[3:-3] if cfg_text.endswith(">>>") else cfg_text[3:]
+        parts: list[str | None] = list(split_top(cfg_text))
+        args_text = [_src(ctx, a) for a in children if a is not callee and a is not cfg]
+    else:  # inside a launch macro: the configuration comes from its expansion
+        parts, args_text, kind = _macro_launch(ctx, cfg_text)
+    parts = parts + [None] * 4
+    for r, t, own in found:
+        kkey = _kernel_key(st, t)
+        concrete = written = None
+        if own:
+            written = _written_args(st, r, st.kernels[kkey].name) if r is not None else []
+            concrete = _template_args(t) if t.kind == K.FUNCTION_DECL else None
+            if concrete is None and ref is not None and _kernel_key(st, ref) == kkey:
+                concrete = _template_args(ref)
+            if concrete is None and not written and t.kind == K.FUNCTION_TEMPLATE:
+                host = [p.spelling for p in st.host_params.get(host_key, [])] if host_key else []
+                deduced = _deduce(t, [a for a in children if a is not callee and a is not cfg], host)
+                written = [deduced] if deduced else written
+        launch = Launch(kernel=kkey, launcher=fn.spelling, path=path, line=call.location.line, kind=kind,
+                        config={"grid": parts[0], "block": parts[1], "shared_mem": parts[2] or "0",
+                                "stream": parts[3] or "0"},
+                        args=args_text or [], template_args=concrete, template_args_text=written[0] if written else [],
+                        in_lambda=in_lambda, host_template=host_key)
+        if own and r is not None:
+            _record_aliases(st, launch, r)
+        _values(ctx, launch)
+        st.launches.append(launch)
+
+
+_CV = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict)\b|&")
+
+
+def _type_text(t: ci.Type, host: list[str]) -> str:
+    """A type as text: canonical, with a host template's parameters by name (`type-parameter-0-1` -> Tg)."""
+    text = t.get_canonical().spelling
+
+    def name(m: re.Match[str]) -> str:
+        depth, index = int(m.group(1)), int(m.group(2))
+        return host[index] if depth == 0 and index < len(host) else m.group(0)
+    return re.sub(r"type-parameter-(\d+)-(\d+)", name, text)
+
+
+def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str]) -> list[str] | None:
+    """Template arguments a launch without `<...>` deduces from its arguments' types: the kernel's
+    parameter types with its template parameters as holes, matched against the argument types
+    (`adamw_kernel3<<<...>>>(params, grads)` inside `adamw_update<Tp, Tg>` gives <Tp, Tg>)."""
+    tps = [p.spelling for p in _tparams(kernel)]
+    parms = [c for c in kernel.get_children() if c.kind == K.PARM_DECL]
+    if not tps or not parms:
+        return None
+    bound: dict[str, str] = {}
+    for parm, arg in zip(parms, args, strict=False):
+        pat = " ".join(_CV.sub(" ", parm.type.spelling).split())
+        act = " ".join(_CV.sub(" ", _type_text(arg.type, host)).split())
+        if not pat or not act or "type-parameter" in act:
+            continue
+        holes = [n for n in tps if re.search(rf"\b{re.escape(n)}\b", pat)]
+        if not holes:
+            continue
+        rx, used = "", set()
+        for piece in re.split(r"\b(" + "|".join(re.escape(n) for n in holes) + r")\b", pat):
+            if piece in holes:
+                rx += f"(?P={piece})" if piece in used else f"(?P<{piece}>.+?)"
+                used.add(piece)
+            else:
+                rx += re.escape(piece)
+        m = re.fullmatch(rx, act)
+        if not m:
+            continue
+        for n in holes:
+            if bound.setdefault(n, m.group(n).strip()) != m.group(n).strip():
+                return None  # two arguments disagree: leave it to a better source
+    out = []
+    for n in tps:  # trailing parameters may have defaults (filled by instantiations.plan)
+        if n not in bound:
+            break
+        out.append(bound[n])
+    return out or None
+
+
+def _api_launch(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: list[ci.Cursor], api: str,
+                in_lambda: bool, host_key: tuple[str, int] | None) -> None:
+    ctx = st.ctx
+    args = children[1:]
+    idx = _API[api]
+    if len(args) <= idx:
+        return
+    found = _targets_of_launch(st, _kernel_refs(st, args[idx]), fn, args[idx])
+    texts = [_src(ctx, a) for a in args]
+    seen: set[tuple[Any, ...]] = set()
+    for r, t, own in found:
+        kkey = _kernel_key(st, t)
+        written = _written_args(st, r, st.kernels[kkey].name) if own and r is not None else []
+        concrete = _template_args(t) if own and t.kind == K.FUNCTION_DECL else None
+        sig = (kkey, tuple(concrete or ()), tuple(written[0]) if written else ())
+        if sig in seen:
+            continue
+        seen.add(sig)
+        cfg: dict[str, str | None] = {
+            "grid": texts[1] if len(texts) > 1 else None, "block": texts[2] if len(texts) > 2 else None,
+            "shared_mem": texts[4] if len(texts) > 4 else "0", "stream": texts[5] if len(texts) > 5 else "0"}
+        if api in ("cudaLaunchKernelEx", "cudaLaunchKernelExC"):
+            cfg = {"grid": None, "block": None, "shared_mem": None, "stream": None, "config": texts[0]}
+        launch = Launch(kernel=kkey, launcher=fn.spelling, path=path, line=call.location.line, kind=api, config=cfg,
+                        args=texts[idx + 1:] if api == "cudaLaunchKernelEx" else [texts[3]] if len(texts) > 3 else [],
+                        template_args=concrete, template_args_text=written[0] if written else [],
+                        in_lambda=in_lambda, host_template=host_key)
+        if own and r is not None:
+            _record_aliases(st, launch, r)
+        _values(ctx, launch)
+        st.launches.append(launch)

@@ -1,0 +1,96 @@
+"""The state of one translation unit's launch search, and the small steps every walker shares:
+kernel keys, kernels named by an expression, the template arguments written at a reference."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import clang.cindex as ci
+
+from miner.units.closure import TUContext
+from miner.units.launches.cursors import _aliases, _key, _primary, _Resolver, _targets
+from miner.units.launches.record import _COMMENT, MAX_HOST_INSTANTIATIONS, K, Launch
+from miner.units.launches.text import _angle_args, _named_args, _src, expand_macros
+
+
+@dataclass
+class _DepCall:
+    caller: tuple[str, int]
+    caller_params: list[str]
+    callee: tuple[str, int]
+    args_text: list[str]
+
+
+@dataclass
+class _State:
+    ctx: TUContext
+    kernels: dict[tuple[str, int], Any]
+    resolver: _Resolver
+    launches: list[Launch] = field(default_factory=list)
+    refs: list[Launch] = field(default_factory=list)
+    concrete: dict[tuple[str, int], list[list[str]]] = field(default_factory=dict)
+    dep_calls: list[_DepCall] = field(default_factory=list)
+    host_params: dict[tuple[str, int], list[ci.Cursor]] = field(default_factory=dict)
+    consumed: set[int] = field(default_factory=set)
+    seen_refs: set[tuple[Any, ...]] = field(default_factory=set)
+    names: set[str] = field(default_factory=set)  # kernel names: a cheap test before resolving a reference
+    bodies: dict[tuple[str, int], tuple[list[tuple[ci.Cursor, ci.Cursor]], dict[int, str]]] = field(
+        default_factory=dict)  # a function's kernel references and the fields they are stored into
+    # Generic lambda parameters (by declaration) dispatched over a list of values, and those values.
+    lists: dict[tuple[str, int], list[str]] = field(default_factory=dict)
+    scanned: set[int] = field(default_factory=set)  # scopes searched for explicit class instantiations
+    # Partial specializations of each class template: (key, written arguments, parameter names).
+    partials: dict[tuple[str, int], list[tuple[tuple[str, int], list[str], list[str]]]] = field(
+        default_factory=dict)
+
+
+def _add(table: dict[tuple[str, int], list[list[str]]], key: tuple[str, int], args: list[str]) -> bool:
+    lst = table.setdefault(key, [])
+    if args in lst or len(lst) >= MAX_HOST_INSTANTIATIONS:
+        return False
+    lst.append(args)
+    return True
+
+
+def _kernel_refs(st: _State, c: ci.Cursor) -> list[tuple[ci.Cursor, ci.Cursor]]:
+    """(reference expression, kernel declaration) pairs in `c`'s subtree."""
+    out = []
+    seen: set[tuple[Any, ...]] = set()
+    for d in c.walk_preorder():
+        if d.kind not in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF):
+            continue
+        for t in _targets(st.ctx, d):
+            key = _kernel_key(st, t)
+            # A DECL_REF_EXPR and its OVERLOADED_DECL_REF child name the same kernel at the same place.
+            sig = (key, d.location.offset)
+            if key is not None and sig not in seen:
+                seen.add(sig)
+                out.append((d, t))
+    return out
+
+
+def _kernel_key(st: _State, t: ci.Cursor) -> tuple[str, int] | None:
+    key = _key(st.ctx, t)
+    if key in st.kernels:
+        return key
+    key = _key(st.ctx, _primary(t))
+    return key if key in st.kernels else None
+
+
+def _written_args(st: _State, ref: ci.Cursor, name: str) -> list[list[str]]:
+    """Template argument lists written at a reference; through the macro invocation it sits in."""
+    text = _src(st.ctx, ref)
+    stripped = _COMMENT.sub(" ", text).strip()
+    if re.match(rf"(?:[\w:]*::)?{re.escape(name)}\b", stripped):
+        m = re.match(rf"(?:[\w:]*::)?{re.escape(name)}\s*<(?!<)", stripped)
+        got = _angle_args(stripped, m.end() - 1) if m else None
+        return [got[0]] if got else []
+    return _named_args(expand_macros(st.ctx, text), name)
+
+
+def _record_aliases(st: _State, rec: Launch, ref: ci.Cursor) -> None:
+    found: dict[str, list[str]] = {}
+    rec._aliases = _aliases(st.ctx, ref, st.lists, found)  # type: ignore[attr-defined]
+    rec._lists = found  # type: ignore[attr-defined]

@@ -1,0 +1,155 @@
+"""Where templates are instantiated outside launches: definitions (host templates, explicit
+instantiations), class template instances and partial specializations, and kernel references
+(pointer tables, function pointers)."""
+
+from __future__ import annotations
+
+import re
+
+import clang.cindex as ci
+
+from miner.units.instantiations import eval_int
+from miner.units.launches.cursors import _key, _primary, _targets, _template_args, _tparams
+from miner.units.launches.record import _CLASS_TEMPLATES, _COMMENT, _FUNCS, _IDENT, _SCOPES, K, Launch
+from miner.units.launches.state import _add, _kernel_key, _record_aliases, _State, _written_args
+from miner.units.launches.text import _angle_args, _src
+
+
+def _definitions(st: _State) -> list[tuple[str, ci.Cursor]]:
+    """Function definitions (in-class methods included) and namespace-scope variables of the input
+    files, from the closure's index of them (a walk of the whole TU costs more than everything else).
+    `template R f<double>(...);` lines among them are recorded as host template instantiations."""
+    ctx = st.ctx
+    out: list[tuple[str, ci.Cursor]] = []
+    for path, lst in ctx.pieces.items():
+        for _s, _e, _piece, c in lst:
+            stack = [c]
+            while stack:
+                d = stack.pop()
+                kind = d.kind
+                if kind in _FUNCS:
+                    if d.is_definition():
+                        out.append((path, d))
+                    elif kind == K.FUNCTION_DECL and d.get_num_template_arguments() > 0:
+                        key = _key(ctx, _primary(d))
+                        args = _template_args(d)
+                        if key and args and key not in st.kernels:
+                            _add(st.concrete, key, args)
+                elif kind == K.VAR_DECL:
+                    out.append((path, d))
+                elif kind in (K.STRUCT_DECL, K.CLASS_DECL) and d.get_num_template_arguments() > 0:
+                    _class_instance(st, d, explicit=True)
+                    _sibling_instances(st, d)
+                    stack.extend(d.get_children())
+                elif kind in _SCOPES:
+                    if kind == K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION:
+                        _partial(st, d)
+                    stack.extend(d.get_children())
+    out.sort(key=lambda pc: (pc[0], pc[1].extent.start.offset))
+    return out
+
+
+def _class_instance(st: _State, d: ci.Cursor, explicit: bool = False) -> None:
+    """A class template specialization with concrete arguments (`template struct W<Gpu, float, 2>;`, a
+    variable of type `W<Gpu, float, 2>`): an instantiation of the class template, for its methods.
+    An explicit full specialization (`template <> struct W<float> {...}`, with members of its own) is not."""
+    prim = _primary(d)
+    if prim.kind == K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION:  # the arguments are the primary's
+        prim = _primary(prim)
+    if prim.kind != K.CLASS_TEMPLATE:
+        return
+    if explicit and any(ch.kind in _FUNCS or ch.kind in (K.FIELD_DECL, K.CXX_BASE_SPECIFIER)
+                        for ch in d.get_children()):
+        return
+    key = _key(st.ctx, prim)
+    args = _template_args(d)
+    if key is not None and key[0] in st.ctx.inputs and args:
+        _add(st.concrete, key, args)
+
+
+def _sibling_instances(st: _State, d: ci.Cursor) -> None:
+    """Every explicit instantiation beside `d` in its scope: several written by one macro invocation
+    share its extent, and the closure's index keeps only the first of those."""
+    parent = d.lexical_parent or d.semantic_parent
+    if parent is None or parent.hash in st.scanned:
+        return
+    st.scanned.add(parent.hash)
+    for c in parent.get_children():
+        if c.kind in (K.STRUCT_DECL, K.CLASS_DECL) and c.location.file is not None \
+                and st.ctx.norm(c.location.file.name) in st.ctx.inputs and c.get_num_template_arguments() > 0:
+            _class_instance(st, c, explicit=True)
+
+
+def _partial(st: _State, d: ci.Cursor) -> None:
+    """A partial specialization's written arguments (`struct W<Gpu, T, N>`), to match instantiations."""
+    prim = _primary(d)
+    key, pkey = _key(st.ctx, prim), _key(st.ctx, d)
+    if key is None or pkey is None or prim.kind != K.CLASS_TEMPLATE:
+        return
+    text = _COMMENT.sub(" ", _src(st.ctx, d))
+    m = re.search(rf"\b(?:struct|class)\s+(?:[\w:]*::)?{re.escape(d.spelling)}\s*<", text)
+    got = _angle_args(text, m.end() - 1) if m else None
+    if got:
+        st.partials.setdefault(key, []).append((pkey, got[0], [p.spelling for p in _tparams(d)]))
+
+
+def _match_partial(pattern: list[str], params: list[str], args: list[str]) -> list[str] | None:
+    """The partial specialization's arguments for one instantiation of its primary template, or None
+    when it does not match (a written non-parameter argument is compared by its last name)."""
+    if len(pattern) != len(args):
+        return None
+    bound: dict[str, str] = {}
+    for pat, arg in zip(pattern, args, strict=True):
+        pat = pat.strip()
+        if pat in params:
+            if bound.setdefault(pat, arg) != arg:
+                return None
+        else:
+            a, b = _IDENT.findall(pat), _IDENT.findall(arg)
+            if not a or not b or a[-1] != b[-1]:
+                if eval_int(pat) is None or eval_int(pat) != eval_int(arg):
+                    return None
+    if any(p not in bound for p in params):
+        return None
+    return [bound[p] for p in params]
+
+
+def _host_of(st: _State, path: str, fn: ci.Cursor) -> tuple[str, int] | None:
+    """The host template a definition's dependent names come from: itself (a function template), or
+    the class template (or partial specialization) whose method it is, in-class or out-of-line."""
+    if fn.kind == K.FUNCTION_TEMPLATE:
+        st.host_params[(path, fn.location.offset)] = _tparams(fn)
+        return path, fn.location.offset
+    parent = fn.semantic_parent
+    if fn.kind in _FUNCS and parent is not None and parent.kind in _CLASS_TEMPLATES:
+        key = _key(st.ctx, parent)
+        if key is not None:
+            # Out of line, the definition names the parameters itself (possibly differently).
+            st.host_params.setdefault(key, _tparams(fn) or _tparams(parent))
+        return key
+    return None
+
+
+def _reference(st: _State, fn: ci.Cursor, path: str, c: ci.Cursor, in_lambda: bool,
+               host_key: tuple[str, int] | None) -> None:
+    if c.hash in st.consumed:
+        return
+    for t in _targets(st.ctx, c):
+        kkey = _kernel_key(st, t)
+        if kkey is None:
+            continue
+        concrete = _template_args(t) if t.kind == K.FUNCTION_DECL else None
+        written = _written_args(st, c, st.kernels[kkey].name)
+        if not concrete and not written:
+            continue  # a kernel named without template arguments fixes no instantiation
+        for texts in written or [[]]:
+            sig = (kkey, c.location.line, c.location.column, tuple(texts), tuple(concrete or ()))
+            if sig in st.seen_refs:
+                continue
+            st.seen_refs.add(sig)
+            rec = Launch(kernel=kkey, launcher=fn.spelling, path=path, line=c.location.line, kind="reference",
+                         config={"grid": None, "block": None, "shared_mem": None, "stream": None},
+                         template_args=concrete, template_args_text=texts, in_lambda=in_lambda,
+                         host_template=host_key)
+            _record_aliases(st, rec, c)
+            st.refs.append(rec)

@@ -1,0 +1,169 @@
+"""Source text: tokens joined back, template argument lists as written, function-like macros expanded."""
+
+from __future__ import annotations
+
+import re
+
+import clang.cindex as ci
+
+from miner.frontends.common import split_top
+from miner.units.closure import TUContext
+from miner.units.launches.record import _COMMENT, _IDENT, _MACRO_LAUNCHES
+
+
+def _join_tokens(tokens: list[str]) -> str:
+    out = ""
+    for t in tokens:
+        if out and (out[-1].isalnum() or out[-1] == "_") and (t[0].isalnum() or t[0] == "_"):
+            out += " "
+        elif t == "," or (out.endswith(",")):
+            out += "" if t == "," else " "
+        out += t
+    return out
+
+
+def _src(ctx: TUContext, c: ci.Cursor) -> str:
+    """Source text of an expression; inside a macro argument (AT_DISPATCH lambdas) from tokens."""
+    e = c.extent
+    if (e.start.file is None or e.end.file is None or e.start.file.name != e.end.file.name
+            or e.end.offset <= e.start.offset):
+        return _join_tokens([t.spelling for t in c.get_tokens()])
+    data = ctx.read(ctx.norm(e.start.file.name))
+    return data[e.start.offset:e.end.offset].decode("utf-8", "replace")
+
+
+def _angle_args(text: str, start: int) -> tuple[list[str], int] | None:
+    """Top-level arguments of the `<...>` opening at `start`, and the offset after its `>`. Inside
+    parentheses `<` and `>` compare (`!!(W > 8)`); outside they nest template argument lists."""
+    angle, paren = 0, 0
+    args, cur = [], ""
+    for i in range(start, len(text)):
+        ch = text[i]
+        if ch in "([{":
+            paren += 1
+        elif ch in ")]}":
+            paren -= 1
+        elif paren == 0 and ch == "<" and text[i + 1:i + 2] != "<" and text[i - 1:i] != "<":
+            angle += 1
+            if angle == 1:
+                continue
+        elif paren == 0 and ch == ">" and text[i + 1:i + 2] != ">" and text[i - 1:i] != ">":
+            angle -= 1
+            if angle == 0:
+                args.append(cur.strip())
+                return [a for a in args if a] if any(args) else [], i + 1
+        if ch == "," and angle == 1 and paren == 0:
+            args.append(cur.strip())
+            cur = ""
+        elif angle >= 1:
+            cur += ch
+    return None
+
+
+def _named_args(text: str, name: str) -> list[list[str]]:
+    """Argument lists of every `name<...>` in `text` (a kernel named with template arguments)."""
+    out = []
+    text = _COMMENT.sub(" ", text)
+    for m in re.finditer(rf"(?<![\w.]){re.escape(name)}\s*<(?!<)", text):
+        got = _angle_args(text, m.end() - 1)
+        if got and got[0] not in out:
+            out.append(got[0])
+    return out
+
+
+def substitute(text: str, mapping: dict[str, str]) -> str:
+    """Replace whole identifiers in one pass (a value that names another parameter stays as it is)."""
+    if not mapping:
+        return text
+    pat = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True)) + r")\b")
+    return pat.sub(lambda m: mapping[m.group(1)], text)
+
+
+def _macro_params(body: str) -> tuple[list[str], str] | None:
+    """A function-like macro's parameters and replacement text (its body starts with `(`)."""
+    if not body.startswith("("):
+        return None
+    close = body.find(")")
+    if close < 0:
+        return None
+    params = [p.strip() for p in body[1:close].split(",") if p.strip()]
+    return params, body[close + 1:].replace("\\\n", " ")
+
+
+def _invocation(text: str) -> tuple[str, list[str]] | None:
+    m = re.match(r"\s*([A-Za-z_]\w*)\s*\(", text)
+    if not m:
+        return None
+    depth, start = 0, m.end() - 1
+    for i in range(start, len(text)):
+        if text[i] in "([{":
+            depth += 1
+        elif text[i] in ")]}":
+            depth -= 1
+            if depth == 0:
+                return m.group(1), split_top(text[start + 1:i], angle=False)
+    return None
+
+
+def expand_macros(ctx: TUContext, text: str, depth: int = 4) -> str:
+    """One source text with the repo's function-like macro invocations in it expanded (textually,
+    `depth` levels): the kernel named inside `CASE(48, 1, ...)` gets the invocation's arguments."""
+    text = _COMMENT.sub(" ", text)
+    for _ in range(depth):
+        changed = False
+        out, pos = "", 0
+        for m in _IDENT.finditer(text):
+            if m.start() < pos or m.group(0) not in ctx.macros:
+                continue
+            macro = ctx.macros[m.group(0)][-1]
+            mp = _macro_params(macro.body)
+            if mp is None:
+                continue
+            inv = _invocation(text[m.start():])
+            if inv is None:
+                continue
+            params, body = mp
+            args = inv[1]
+            mapping: dict[str, str] = {}
+            for i, p in enumerate(params):
+                if p == "...":
+                    mapping["__VA_ARGS__"] = ", ".join(args[i:])
+                    break
+                mapping[p] = args[i] if i < len(args) else ""
+            end = m.start() + _invocation_length(text[m.start():])
+            out += text[pos:m.start()] + " " + substitute(body.replace("##", ""), mapping) + " "
+            pos = end
+            changed = True
+        text = out + text[pos:]
+        if not changed:
+            break
+    return text
+
+
+def _invocation_length(text: str) -> int:
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return len(text)
+
+
+def _macro_launch(ctx: TUContext, text: str) -> tuple[list[str | None], list[str] | None, str]:
+    """Configuration and arguments of a launch written through a macro (`hipLaunchKernelGGL(k, g, b,
+    smem, stream, args...)`, a repo's `LAUNCH_1D(k, n, stream, ...)`)."""
+    inv = _invocation(_COMMENT.sub(" ", text))
+    if inv is None:
+        return [text], None, "<<<>>>"
+    name, args = inv
+    if name in _MACRO_LAUNCHES:
+        return [*(a or None for a in args[1:5])], args[5:], name
+    expanded = expand_macros(ctx, text)
+    m = re.search(r"<<<(.*?)>>>\s*\(", expanded, re.S)
+    if not m:
+        return [text], None, "<<<>>>"
+    inv2 = _invocation("f" + expanded[m.end() - 1:])
+    return [p.strip() for p in split_top(m.group(1))], [a.strip() for a in inv2[1]] if inv2 else None, "<<<>>>"

@@ -1,0 +1,96 @@
+"""Value folding: launch configuration values resolved to integers, and constant branches folded
+so only the taken branch is walked."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from typing import Any
+
+import clang.cindex as ci
+
+from miner.units.closure import TUContext
+from miner.units.launches.record import _NUM, Launch
+
+_EVAL: Any = None
+
+
+def _const_value(c: ci.Cursor) -> int | None:
+    """clang's value of a constant integer expression (`sizeof(scalar_t) <= 4` once scalar_t is bound)."""
+    global _EVAL
+    if _EVAL is None:
+        try:
+            lib = ci.conf.lib
+            ev, kind, val, disp = (lib.clang_Cursor_Evaluate, lib.clang_EvalResult_getKind,
+                                   lib.clang_EvalResult_getAsLongLong, lib.clang_EvalResult_dispose)
+            ev.argtypes, ev.restype = [ci.Cursor], ctypes.c_void_p
+            kind.argtypes, kind.restype = [ctypes.c_void_p], ctypes.c_int
+            val.argtypes, val.restype = [ctypes.c_void_p], ctypes.c_longlong
+            disp.argtypes, disp.restype = [ctypes.c_void_p], None
+            _EVAL = (ev, kind, val, disp)
+        except AttributeError:
+            _EVAL = False
+    if not _EVAL:
+        return None
+    ev, kind, val, disp = _EVAL
+    res = ev(c)
+    if not res:
+        return None
+    try:
+        return int(val(res)) if kind(res) == 1 else None  # CXEval_Int
+    finally:
+        disp(res)
+
+
+def _taken_branches(c: ci.Cursor, children: list[ci.Cursor]) -> list[ci.Cursor]:
+    """An `if constexpr` whose condition clang can evaluate keeps only the branch the compiler keeps:
+    launches in the discarded one are never instantiated (MMCV excludes double this way)."""
+    if len(children) not in (2, 3):
+        return children
+    toks = []
+    for t in c.get_tokens():
+        toks.append(t.spelling)
+        if len(toks) == 2:
+            break
+    if toks != ["if", "constexpr"]:
+        return children
+    v = _const_value(children[0])
+    if v is None:
+        return children
+    return [children[0], children[1]] if v else children[:1] + children[2:]
+
+
+def _resolve_value(ctx: TUContext, text: str, out: Launch, key: str) -> None:
+    """Numeric value of a config expression through macros, and definitions of helpers it calls."""
+    m = _NUM.match(text)
+    if m:
+        out.values[key] = int(m.group(1))
+        return
+    name = text.strip()
+    seen = 0
+    while name in ctx.macros and seen < 8:
+        body = ctx.macros[name][0].body.strip()
+        out.definitions[name] = f"#define {name} {body}".strip()
+        m = _NUM.match(body)
+        if m:
+            out.values[key] = int(m.group(1))
+            return
+        name, seen = body, seen + 1
+    fm = re.match(r"\s*([A-Za-z_]\w*)\s*\(", text)
+    if fm:
+        fname = fm.group(1)
+        if fname in ctx.macros:
+            out.definitions[fname] = "#define " + fname + ctx.macros[fname][0].body
+        if groups := ctx.groups_named(fname):
+            p = groups[-1][0][0]
+            out.definitions[fname] = ctx.read(p.path)[p.start:p.end].decode("utf-8", "replace")
+    for ident in re.findall(r"[A-Za-z_]\w*", text):
+        if ident in ctx.macros and ident not in out.definitions:
+            body = ctx.macros[ident][0].body.strip()
+            out.definitions[ident] = f"#define {ident} {body}"
+
+
+def _values(ctx: TUContext, launch: Launch) -> None:
+    for key in ("grid", "block", "shared_mem"):
+        if launch.config.get(key):
+            _resolve_value(ctx, launch.config[key], launch, key)

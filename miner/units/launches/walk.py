@@ -1,0 +1,92 @@
+"""The walk over one translation unit: every function body visited once, launch sites, references
+and host calls recorded, then host-template chains propagated and each launch finished (`find`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import clang.cindex as ci
+
+from miner.units.closure import TUContext
+from miner.units.launches.cursors import _Resolver
+from miner.units.launches.finish import _finish
+from miner.units.launches.host_chain import _host_call, _lambda_lists, _propagate
+from miner.units.launches.record import _API, _TYPED_USES, K, Launch
+from miner.units.launches.sites import _api_launch, _chevron
+from miner.units.launches.state import _State
+from miner.units.launches.tables import _class_instance, _definitions, _host_of, _reference
+from miner.units.launches.values import _taken_branches
+
+
+def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
+         ) -> tuple[list[Launch], dict[tuple[str, int], list[list[str]]]]:
+    """Launches and references of known kernels, and concrete instantiations of host templates."""
+    st = _State(ctx, kernels, _Resolver(ctx))
+    st.names = {k.name for k in kernels.values()}
+    for path, d in _definitions(st):
+        if d.kind == K.VAR_DECL:
+            _walk(st, d, path, None)
+        elif (path, d.location.offset) not in kernels:
+            _walk(st, d, path, d)
+    insts = _propagate(st)
+    for rec in st.launches + st.refs:
+        _finish(st, rec, insts)
+    return _merge(st.launches) + _merge(st.refs), insts
+
+
+def _merge(records: list[Launch]) -> list[Launch]:
+    """One record per (kernel, kind, line, concrete arguments): downstream, records are told apart by
+    path, line and `template_args` alone, so two references on one line (`b ? (void*)k<T, 8> :
+    (void*)k<T, 4>`) become one whose `host_template_args` hold both."""
+    out: dict[tuple[Any, ...], Launch] = {}
+    for rec in records:
+        sig = (rec.kernel, rec.kind, rec.path, rec.line, tuple(rec.template_args or ()))
+        first = out.setdefault(sig, rec)
+        if first is rec:
+            continue
+        extra = rec.host_template_args + ([rec.resolved_text] if rec.resolved_text else [])
+        if first.resolved_text and rec.kind == "reference":
+            first.host_template_args.append(first.resolved_text)
+            first.resolved_text = None
+        for args in extra:
+            if args not in first.host_template_args:
+                first.host_template_args.append(args)
+        first.host_defaulted = first.host_defaulted and rec.host_defaulted
+        for args in rec.dispatch_args:
+            if args not in first.dispatch_args:
+                first.dispatch_args.append(args)
+    return list(out.values())
+
+
+def _walk(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None) -> None:
+    host_key = _host_of(st, path, fn) if fn is not None else None
+    stack: list[tuple[ci.Cursor, bool]] = [(root, False)]
+    while stack:
+        c, in_lambda = stack.pop()
+        kind = c.kind
+        if kind == K.CALL_EXPR:
+            children = list(c.get_children())
+            cfg = next((x for x in children if x.kind == K.CALL_EXPR
+                        and x.spelling == "__cudaPushCallConfiguration"), None)
+            ref = c.referenced
+            _lambda_lists(st, c, children)
+            if cfg is not None:
+                _chevron(st, fn or root, path, c, children, cfg, in_lambda, host_key)
+            elif ref is not None and ref.spelling in _API and fn is not None:
+                _api_launch(st, fn, path, c, children, ref.spelling, in_lambda, host_key)
+            elif fn is not None:
+                _host_call(st, c, children, ref, host_key)
+        elif kind in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF) and (
+                c.spelling in st.names or (not c.spelling and kind == K.DECL_REF_EXPR)):
+            _reference(st, root if fn is None else fn, path, c, in_lambda, host_key)
+            if c.kind == K.DECL_REF_EXPR and c.referenced is not None and c.referenced.kind == K.OVERLOADED_DECL_REF:
+                continue  # its OVERLOADED_DECL_REF child names the same thing
+        elif kind in _TYPED_USES:
+            decl = c.type.get_canonical().get_declaration()
+            if decl.kind in (K.STRUCT_DECL, K.CLASS_DECL) and decl.get_num_template_arguments() > 0:
+                _class_instance(st, decl)
+        children_ = list(c.get_children())
+        if kind == K.IF_STMT:
+            children_ = _taken_branches(c, children_)
+        # Reversed onto the stack: records come out in source order (and dispatch order).
+        stack.extend((ch, in_lambda or kind == K.LAMBDA_EXPR) for ch in reversed(children_))
