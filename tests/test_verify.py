@@ -60,6 +60,11 @@ def test_units_are_identical_to_the_original(built: Path, tmp_path: Path) -> Non
     # Warm rerun: every PTX from the cache, no nvcc call.
     again = run_miner("verify", ds, "--cache-dir", cache, timeout=300)
     assert again.returncode == 0 and " 0 nvcc calls, 6 cached" in again.stdout, again.stdout
+    # build --verify: the build's summary line, then verify's, from the same caches.
+    both = run_miner("build", ds, "--verify", "--verify-cache-dir", cache, "-j", "2", timeout=600)
+    assert both.returncode == 0, both.stderr
+    lines = both.stdout.splitlines()
+    assert "6/6 units built" in lines[0] and lines[1].startswith("6/6 built instantiations verified: 6 identical")
 
 
 def test_a_changed_unit_differs(built: Path, tmp_path: Path) -> None:
