@@ -14,10 +14,6 @@ struct alignas(2) Half {
   __host__ __device__ Half(__half h) { x = *reinterpret_cast<unsigned short *>(&h); }
   __host__ __device__ operator float() const { return __half2float(*reinterpret_cast<const __half *>(&x)); }
   __host__ __device__ operator __half() const { return *reinterpret_cast<const __half *>(&x); }
-  __host__ __device__ Half &operator+=(float v) { return *this = Half(float(*this) + v); }
-  __host__ __device__ Half &operator-=(float v) { return *this = Half(float(*this) - v); }
-  __host__ __device__ Half &operator*=(float v) { return *this = Half(float(*this) * v); }
-  __host__ __device__ Half &operator/=(float v) { return *this = Half(float(*this) / v); }
 };
 struct alignas(2) BFloat16 {
   unsigned short x;
@@ -28,17 +24,15 @@ struct alignas(2) BFloat16 {
     unsigned int u; __builtin_memcpy(&u, &f, 4);
     x = (f != f) ? (unsigned short)0x7fc0 : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16); }
   __host__ __device__ operator float() const { unsigned int u = (unsigned int)x << 16; float f; __builtin_memcpy(&f, &u, 4); return f; }
-  __host__ __device__ BFloat16 &operator+=(float v) { return *this = BFloat16(float(*this) + v); }
-  __host__ __device__ BFloat16 &operator*=(float v) { return *this = BFloat16(float(*this) * v); }
 };
 // c10's own arithmetic: exact matches that keep Half op Half from being ambiguous between the float
-// and __half conversions (as in c10/util/Half-inl.h).
+// and __half conversions (as in c10/util/Half-inl.h). No member `+= float`: c10 has none, so `h += f`
+// rounds f to Half first, as the original does (`kernel-miner verify` tells the two apart in the PTX).
 #define KM_HALF_OPS(H)                                                                                       \
   __host__ __device__ inline H operator+(const H &a, const H &b) { return float(a) + float(b); }           \
   __host__ __device__ inline H operator-(const H &a, const H &b) { return float(a) - float(b); }           \
   __host__ __device__ inline H operator*(const H &a, const H &b) { return float(a) * float(b); }           \
   __host__ __device__ inline H operator/(const H &a, const H &b) { return float(a) / float(b); }           \
-  __host__ __device__ inline H operator-(const H &a) { return -float(a); }                                 \
   __host__ __device__ inline H &operator+=(H &a, const H &b) { return a = a + b; }                         \
   __host__ __device__ inline H &operator-=(H &a, const H &b) { return a = a - b; }                         \
   __host__ __device__ inline H &operator*=(H &a, const H &b) { return a = a * b; }                         \
@@ -77,6 +71,16 @@ struct alignas(2) BFloat16 {
   __host__ __device__ inline H operator/(int64_t a, H b) { return H(float(a)) / b; }
 KM_HALF_OPS(Half)
 KM_HALF_OPS(BFloat16)
+// Negation as torch/headeronly/util/Half.h and BFloat16.h write it: the native f16 negation where the
+// device has one (an exact sign flip either way, but other PTX, which `kernel-miner verify` compares).
+__host__ __device__ inline Half operator-(const Half &a) {
+#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 530) || defined(__HIP_DEVICE_COMPILE__)
+  return __hneg(a);
+#else
+  return -float(a);
+#endif
+}
+__host__ __device__ inline BFloat16 operator-(const BFloat16 &a) { return -float(a); }
 #undef KM_HALF_OPS
 template <class T, bool is_cuda = true> struct km_acc { typedef T type; };
 template <> struct km_acc<Half, true> { typedef float type; };
@@ -102,11 +106,13 @@ template <class H> __device__ inline H km_atomic_add16(H *p, H v) {
 __device__ inline c10::Half atomicAdd(c10::Half *p, c10::Half v) { return km_atomic_add16(p, v); }
 __device__ inline c10::BFloat16 atomicAdd(c10::BFloat16 *p, c10::BFloat16 v) { return km_atomic_add16(p, v); }
 #else
+// The value's bits go to the native 16-bit atomic as they are (ATen/cuda/Atomic.cuh: gpuAtomicAdd for
+// sm_70+); a round trip through float costs two conversions `kernel-miner verify` sees in the PTX.
 __device__ inline c10::Half atomicAdd(c10::Half *p, c10::Half v) {
-  __half h = __float2half(float(v));
-  return c10::Half(atomicAdd(reinterpret_cast<__half *>(p), h)); }
+  return c10::Half(atomicAdd(reinterpret_cast<__half *>(p), static_cast<__half>(v))); }
 __device__ inline c10::BFloat16 atomicAdd(c10::BFloat16 *p, c10::BFloat16 v) {
-  return c10::BFloat16(__bfloat162float(atomicAdd(reinterpret_cast<__nv_bfloat16 *>(p), __float2bfloat16(float(v))))); }
+  __nv_bfloat16 r = atomicAdd(reinterpret_cast<__nv_bfloat16 *>(p), *reinterpret_cast<__nv_bfloat16 *>(&v));
+  return *reinterpret_cast<c10::BFloat16 *>(&r); }
 #endif
 namespace at {
 using c10::BFloat16;
