@@ -56,6 +56,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-units", action="store_true", help="extract kernels only (no closures or units)")
     p.add_argument("--frontend", choices=FRONTENDS, default="auto", help="as for `kernel-miner extract`")
     add_license_allow(p, "mine")
+    p.add_argument("--no-sandbox", dest="sandbox", action="store_false",
+                   help="--validate runs the tests with your own rights (as `kernel-miner validate --no-sandbox`)")
     p.add_argument("--no-dedupe", dest="dedupe", action="store_false",
                    help="do not mark exact and near duplicates across the dataset at the end of the run")
     p.add_argument("--executor", choices=EXECUTORS, default="local",
@@ -98,11 +100,16 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--validate needs units: drop --no-units")
     if args.ray_address and args.executor != "ray":
         raise UsageError("--ray-address applies to --executor ray only")
+    if args.validate and args.sandbox:
+        from miner.commands.validate import check_sandbox
+
+        check_sandbox()
     opts = MineOptions(repos=args.repos, out_dir=args.output_dir, build=args.build, validate=args.validate,
                        jobs=args.jobs, workers=args.workers, repo_timeout=args.repo_timeout,
                        retry_failed=args.retry_failed, units=not args.no_units, frontend=args.frontend,
                        license_allow=args.license_allow, executor=args.executor, ray_address=args.ray_address,
                        arch=args.arch, nvcc=args.nvcc, cache_dir=args.cache_dir, dedupe=args.dedupe,
+                       sandbox=args.sandbox,
                        argv=sys.argv[1:])
     with _progress(args.quiet) as progress:
         rep = mine(opts, progress)

@@ -49,6 +49,7 @@ class MineOptions:
     cache_dir: str | None = None
     validate_timeout: float = 120.0
     oracles: bool = True
+    sandbox: bool = True
     dedupe: bool = True
     argv: list[str] = field(default_factory=list)
 
@@ -110,7 +111,7 @@ class _Run:
             "kernels": self.ledger.kernel_ids(repo.key) if stage != "extract" else [],
             "build": {"arch": o.arch, "nvcc": o.nvcc, "timeout": o.build_timeout, "batch_size": o.batch_size,
                       "cache_dir": o.cache_dir},
-            "validate": {"timeout": o.validate_timeout, "oracles": o.oracles},
+            "validate": {"timeout": o.validate_timeout, "oracles": o.oracles, "sandbox": o.sandbox},
         }
 
     def recover(self) -> None:

@@ -143,7 +143,7 @@ def _validate(job: dict[str, Any]) -> dict[str, Any]:
 
     v = job["validate"]
     opts = Options(jobs=job["jobs"], timeout=v["timeout"], kernels=job["kernels"], oracles=v["oracles"],
-                   tests_from=[Path(job["path"])])
+                   tests_from=[Path(job["path"])], sandbox=v.get("sandbox", True))
     summary = validate_dataset(Path(job["ds"]), opts)
     counts = Counter(r["outcome"] for r in summary["results"].values())
     return {"status": "ok", "outcomes": dict(sorted(counts.items())), "cached": summary["cached"]}

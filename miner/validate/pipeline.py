@@ -191,6 +191,9 @@ def validate_dataset(root: Path, opts: Options,
                      on_result: Callable[[Path, dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Validate every selected kernel of `root`; returns {"results": {id: validation}, "cached": n}."""
     root = root.resolve()  # children run elsewhere (their own cwd, a private copy): never a relative path
+    if opts.sandbox and (why := sandbox.unavailable()):
+        raise sandbox.SandboxUnavailable(f"cannot build the test sandbox here ({why}); --no-sandbox runs "
+                                         "the tests with your own rights")
     dirs = store.select(store.kernel_dirs(root), opts.kernels)
     todo, cached = [], 0
     roots = opts.tests_from if opts.tests_from is not None else [Path.cwd()]
