@@ -233,3 +233,27 @@ def test_without_namespaces_validate_says_so_in_one_line(tmp_path: Path) -> None
     assert proc.stderr.startswith("kernel-miner: error: cannot build the test sandbox")
     assert "--no-sandbox" in proc.stderr
     assert rerun.returncode == 0 and "1 passed" in rerun.stdout, rerun.stdout + rerun.stderr
+
+
+@needs_sandbox
+def test_run_api_copies_back_only_regular_files_of_the_result_area(tmp_path: Path) -> None:
+    """sandbox.run, the one-shot form enrich's and triage's runs use."""
+    kdir = make_kernel(tmp_path / "ds", "k", """
+        import os
+        def test_writes():
+            open("validation/answer.txt", "w").write("42")
+            os.symlink("/etc/hostname", "validation/leak")  # must not be followed when results come back
+            open("scratch.txt", "w").write("stays in the work copy")
+            open("../other/metadata.json", "w").write("{}")
+    """)
+    before = data_hash(tmp_path / "ds")
+    out = tmp_path / "results"
+    env = dict(os.environ, OPENAI_API_KEY=SECRET)
+    done = sandbox.run([sys.executable, "-m", "pytest", "-p", "miner.sandbox.audit", *sandbox.pytest_args()], kdir, out,
+                       timeout=120, env=env)
+    assert done.returncode == 1 and not done.timed_out
+    assert sorted(done.copied) == ["answer.txt", "stderr.txt", "stdout.txt", "violations.jsonl"]
+    assert (out / "answer.txt").read_text() == "42" and not (out / "leak").exists()
+    assert done.violations == [{"kind": "write", "what": "../other/metadata.json"}]
+    assert data_hash(tmp_path / "ds") == before and not (kdir / "scratch.txt").exists()
+    assert SECRET not in (out / "stdout.txt").read_text()
