@@ -179,7 +179,12 @@ def native_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_hip_branches_give_a_variant_with_its_defines(native_out: Path) -> None:
     metas = {m["id"].rsplit("-", 1)[0]: m for m in load_dataset(native_out)}
-    assert set(metas) == {"block_sum_kernel", "block_sum_kernel_hip", "copy_kernel", "hip_scale_kernel"}
+    assert set(metas) == {"block_sum_kernel", "block_sum_kernel_hip", "copy_kernel", "hip_scale_kernel",
+                          "lane_id_kernel", "lane_id_kernel_hip"}
+    # A branch inside the kernel's own text: the variant's unit carries the define that selects it.
+    lane = metas["lane_id_kernel_hip"]
+    lane_unit = (native_out / lane["id"] / lane["instantiations"][0]["unit"]).read_text(encoding="utf-8")
+    assert "#define LANELIB_WITH_HIP" in lane_unit and lane["variant"]["of"] == metas["lane_id_kernel"]["id"]
     v = metas["block_sum_kernel_hip"]
     assert v["variant"] == {"toolchain": "hip", "defines": ["LANELIB_WITH_HIP"], "of": metas["block_sum_kernel"]["id"],
                             "reason": "HIP branches (#if on LANELIB_WITH_HIP)"}
@@ -205,9 +210,9 @@ def test_toolchains_build_only_their_variants() -> None:
 @needs_hipcc
 def test_hip_variants_build_with_hipcc(native_out: Path, tmp_path: Path) -> None:
     r = run_miner("build", native_out, "--toolchain", "hip", "-j", "2", "--cache-dir", tmp_path / "cache",
-                  "--kernels", "block_sum_kernel_hip*", "--kernels", "hip_scale_kernel*", timeout=600)
+                  "--kernels", "*_hip-*", "--kernels", "hip_scale_kernel*", timeout=600)
     assert r.returncode == 0, r.stderr
-    assert "2/2 units built" in r.stdout
+    assert "3/3 units built" in r.stdout
     for m in load_dataset(native_out):
         if "variant" in m:
             b = m["instantiations"][0]["build_hip"]

@@ -7,7 +7,8 @@ Projects that target ROCm too write it in one of two ways, and both are found he
   `__HIPCC__`, ... in the translation unit's include closure) that change a kernel's code or its closure
   (MMCV's `WARP_SIZE 64` and `__shfl_down` under MMCV_WITH_HIP, a `#define cudaX hipX` remap header).
   The translation unit is parsed again with those guards defined; a kernel whose closure, text or launches
-  differ in that configuration becomes a variant of its own (`<name>_hip-<hash>`, `variant` block with
+  differ in that configuration, or whose own text or closure tests a guard (the unit then carries the
+  define), becomes a variant of its own (`<name>_hip-<hash>`, `variant` block with
   the defines), rendered like any kernel and built by `build --toolchain hip` (nvcc skips it).
 """
 
@@ -102,7 +103,10 @@ def variants(files: list[SourceFile], extra: list[SourceFile], graph: IncludeGra
                 continue
             text_w = data[w.path][w.start_offset:w.end_offset]
             text_m = data[match.path][match.start_offset:match.end_offset]
-            if _fingerprint(cuda_units, w, text_w, reach) == _fingerprint(hip_units, match, text_m, reach):
+            pieces = (hip_units.closures.get((match.path, match.start_offset)) or {}).get("pieces") or []
+            branches = bool(guards(text_m)) or any(guards(str(p.get("text", "")).encode()) for p in pieces)
+            if not branches and (_fingerprint(cuda_units, w, text_w, reach)
+                                 == _fingerprint(hip_units, match, text_m, reach)):
                 continue  # the HIP configuration changes nothing this kernel uses
             match.defines = [*match.defines, *defines]
             out.append(Variant(match, w, hip_units, defines))
