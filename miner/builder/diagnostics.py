@@ -12,6 +12,7 @@ _LINK = re.compile(r"undefined reference to [`'](?P<sym>[^'`]+)'")
 
 _MISSING = [
     re.compile(r'identifier "(?P<sym>[^"]+)" is undefined'),
+    re.compile(r"use of undeclared identifier '(?P<sym>[^']+)'"),
     re.compile(r"[‘'`](?P<sym>[^’'`]+)[’'] was not declared"),
     re.compile(r'namespace "(?P<ns>[^"]+)" has no member "(?P<sym>[^"]+)"'),
     re.compile(r'no instance of (?:overloaded )?function(?: template)? "(?P<sym>[^"]+)" matches'),
@@ -20,7 +21,8 @@ _MISSING = [
     re.compile(r"undefined reference to [`'](?P<sym>[^'`]+)'"),
     re.compile(r"[‘'`](?P<sym>[^’'`]+)[’'] (?:does not name a type|has not been declared)"),
 ]
-_UNDEFINED = re.compile(r'^identifier "[^"]+" is undefined$|^[‘\'`][^’\'`]+[’\'] was not declared in this scope$')
+_UNDEFINED = re.compile(r'^identifier "[^"]+" is undefined$|^[‘\'`][^’\'`]+[’\'] was not declared in this scope$'
+                        r"|^use of undeclared identifier '[^']+'(?:; did you mean '[^']+'\?)?$")  # clang (hipcc)
 _MISSING_INCLUDE = re.compile(r"fatal error: (?P<inc>[^:]+): No such file")
 
 
