@@ -241,3 +241,12 @@ def test_harness_picks_the_hip_library_on_rocm(tmp_path: Path, monkeypatch: pyte
         hip = "6.3"
     monkeypatch.setitem(sys.modules, "torch", type("T", (), {"version": FakeVersion})())
     assert harness.toolchain() == "hip"
+
+
+@needs_hipcc
+def test_unknown_gfx_target_is_one_line_exit_2(native_out: Path, tmp_path: Path) -> None:
+    """A target the installed hipcc does not know would fail every unit alike: refused before any build."""
+    r = run_miner("build", native_out, "--toolchain", "hip", "--arch", "gfx90a,gfx9ff", "--cache-dir", tmp_path,
+                  timeout=300)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "gfx9ff is not a target this hipcc knows" in r.stderr

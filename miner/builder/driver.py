@@ -93,6 +93,7 @@ def build_dataset(out_dir: Path, opts: BuildOptions, nvcc: str, selectors: list[
     tool_id = tc.version_id()
     cache = Cache(opts.cache_dir or default_cache_dir())
     flags = tc.flags(opts)
+    tc.check(opts, tool_id, cache.root)
     kernels: list[tuple[Path, dict[str, Any], list[Unit], dict[int, str]]] = []
     for kdir in dataset.select(dataset.kernel_dirs(out_dir), selectors or []):
         try:

@@ -82,6 +82,10 @@ class Toolchain(ABC):
     def parse_resources(self, log: str) -> dict[str, dict[str, Any]]:
         """{"<mangled kernel>@<arch>": usage} from the compiler's resource report in its log."""
 
+    def check(self, opts: BuildOptions, tool_id: str, cache_root: Path) -> None:
+        """A UsageError when the compiler cannot build for opts.arch at all (checked once, before any unit)."""
+        return None
+
     def wants(self, meta: dict[str, Any]) -> bool:
         """Whether this compiler builds a kernel: a HIP variant (metadata `variant.toolchain`) is HIP code."""
         want = (meta.get("variant") or {}).get("toolchain")

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +87,29 @@ class Hipcc(Toolchain):
         self.first_arch = items[0]
         return ["-shared", "-fPIC", *(f"--offload-arch={a}" for a in items),
                 "-Rpass-analysis=kernel-resource-usage", *opts.extra_flags]
+
+    def check(self, opts: BuildOptions, tool_id: str, cache_root: Path) -> None:
+        """Every gfx target known to this hipcc: an unknown one would fail every unit with the same error.
+        One empty compile, remembered per compiler and target list in the build cache."""
+        key = hashlib.sha256(f"{tool_id}\0{opts.arch}".encode()).hexdigest()
+        mark = cache_root / "hipify" / f"targets-{key[:24]}.ok"
+        if mark.is_file():
+            return
+        with tempfile.TemporaryDirectory(prefix="km-hip-targets-") as tmp:
+            src = Path(tmp) / "empty.hip"
+            src.write_text("\n", encoding="utf-8")
+            try:
+                out = subprocess.run([self.path, *(f"--offload-arch={a}" for a in opts.arch.split(",") if a.strip()),
+                                      "-fsyntax-only", str(src)], capture_output=True, text=True, timeout=120,
+                                     check=False, env=dict(os.environ, **self.env()), cwd=tmp)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise UsageError(f"cannot run {self.path}: {exc}") from None
+        bad = re.search(r"invalid target ID '([^']+)'|[Uu]nsupported (?:CUDA|HIP) gpu architecture:? '?([\w:+-]+)",
+                        out.stderr + out.stdout)
+        if bad:
+            raise UsageError(f"--arch: {bad.group(1) or bad.group(2)} is not a target this hipcc knows "
+                             f"(HIP {self.release(tool_id)}); e.g. gfx90a, gfx908, gfx940")
+        atomic.write_text(mark, opts.arch + "\n")
 
     def parse_resources(self, log: str) -> dict[str, dict[str, Any]]:
         return parse_remarks(log, self.first_arch)
