@@ -40,52 +40,72 @@ def load(root: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(root.glob("*/metadata.json"))]
 
 
-def guarded_lines(text: str) -> set[int]:
-    """1-based lines inside an #if block (either branch) whose condition tests a HIP guard."""
-    stack: list[bool] = []
-    out: set[int] = set()
+def _hip_guard(cond: str) -> bool:
+    """A condition that tests a HIP guard, unless it is OR-ed with a macro the CUDA side defines as well
+    (`defined(__NVCC__) || defined(__HIP__)` is the same code on both sides)."""
+    return bool(guards(f"#if {cond}".encode())) and not re.search(r"__NVCC__|__CUDACC__|__CUDA_ARCH__", cond)
+
+
+def guarded_lines(text: str) -> tuple[set[int], set[int]]:
+    """1-based lines inside an #if on a HIP guard (either branch), and the lines such a block leaves out
+    of the HIP configuration (`#ifndef G` before its #else, `#ifdef G` after it)."""
+    stack: list[tuple[bool, bool | None]] = []   # (tests a HIP guard, branch taken with the guards on)
+    dependent: set[int] = set()
+    excluded: set[int] = set()
     for n, line in enumerate(text.splitlines(), 1):
         m = _DIRECTIVE.match(line)
         if m:
-            kind = m.group(1)
+            kind, cond = m.group(1), m.group(2)
+            hip = _hip_guard(cond)
             if kind in ("if", "ifdef", "ifndef"):
-                stack.append(bool(guards(line.encode())))
+                active = (kind == "ifdef") if hip and kind != "if" else None
+                stack.append((hip, active))
             elif kind == "elif" and stack:
-                stack[-1] = stack[-1] or bool(guards(line.encode()))
+                stack[-1] = (stack[-1][0] or hip, None)
+            elif kind == "else" and stack:
+                hip0, active = stack[-1]
+                stack[-1] = (hip0, None if active is None else not active)
             elif kind == "endif" and stack:
                 stack.pop()
             continue
-        if any(stack):
-            out.add(n)
-    return out
+        if any(h for h, _ in stack):
+            dependent.add(n)
+        if any(a is False for _, a in stack):
+            excluded.add(n)
+    return dependent, excluded
 
 
 class Sources:
     def __init__(self, root: Path | None) -> None:
         self.root = root
-        self.cache: dict[str, set[int]] = {}
+        self.cache: dict[str, tuple[set[int], set[int]]] = {}
 
-    def hip_lines(self, rel: str) -> set[int]:
+    def hip_lines(self, rel: str) -> tuple[set[int], set[int]]:
         if self.root is None:
-            return set()
+            return set(), set()
         if rel not in self.cache:
             hits = [self.root / rel] if (self.root / rel).is_file() else sorted(self.root.rglob(Path(rel).name))
-            self.cache[rel] = guarded_lines(hits[0].read_text(encoding="utf-8", errors="replace")) if hits else set()
+            self.cache[rel] = (guarded_lines(hits[0].read_text(encoding="utf-8", errors="replace")) if hits
+                               else (set(), set()))
         return self.cache[rel]
 
 
 def written_for_hip(out: Path, m: dict[str, Any], src: Sources) -> bool:
+    """The source writes this kernel's HIP form differently from its CUDA form (and does not leave it out
+    of the HIP configuration altogether, as MMCV's fp16 specializations under #ifndef MMCV_WITH_HIP)."""
+    if m["source"]["start_line"] in src.hip_lines(m["source"]["path"])[1]:
+        return False
     for inst in m.get("instantiations") or []:
         try:
             text = (out / m["id"] / inst["unit"]).read_text(encoding="utf-8").replace(_SHIM, "")
         except (OSError, KeyError):
             continue
-        if guards(text.encode()):
+        if any(_hip_guard(c) for c in re.findall(r"^\s*#\s*(?:if|ifdef|ifndef|elif)\b(.*)$", text, re.M)):
             return True
         for rx in (_PIECE, _KERNEL):
             for f, line in rx.findall(text):
                 # A piece's comment names its first line; a branch inside it shows in the unit text above.
-                if int(line) in src.hip_lines(f):
+                if int(line) in src.hip_lines(f)[0]:
                     return True
     return False
 
