@@ -85,7 +85,8 @@ class Hipcc(Toolchain):
             if not self.owns_arch(item):
                 raise UsageError(f"--arch: {item!r} is not a gfx target (e.g. gfx90a, gfx942, gfx90a:xnack-)")
         self.first_arch = items[0]
-        return ["-shared", "-fPIC", *(f"--offload-arch={a}" for a in items),
+        # hipcc 5.x adds -std=c++11 unless told otherwise; the units are written for nvcc's default, C++17.
+        return ["-shared", "-fPIC", "-std=c++17", *(f"--offload-arch={a}" for a in items),
                 "-Rpass-analysis=kernel-resource-usage", *opts.extra_flags]
 
     def check(self, opts: BuildOptions, tool_id: str, cache_root: Path) -> None:
