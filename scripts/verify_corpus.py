@@ -47,7 +47,11 @@ def tally(ds: Path) -> tuple[int, Counter[str], Counter[str]]:
             counts[fid["status"]] += 1
             if fid["status"] != "identical":
                 first = fid.get("error") or next((ln for ln in fid.get("first_diff") or [] if ln[:1] in "+-"), "")
-                reasons[f"{fid['status']}: {first[:160]}"] += 1
+                ctx = fid.get("context") or {}
+                if ctx.get("status") == "identical":
+                    first = (f"identical beside the original's {ctx['instantiations']} other "
+                             f"instantiation(s); alone: {first}")
+                reasons[f"{fid['status']}: {first[:200]}"] += 1
     return built, counts, reasons
 
 
