@@ -162,7 +162,7 @@ def infer(k: TritonKernel, fn: ast.FunctionDef, launch: dict[str, Any] | None, h
         ty, origin = None, "fallback"
         if p.annotation and p.annotation in _ANNOTATION_TYPES:
             ty, origin = _ANNOTATION_TYPES[p.annotation], "annotation"
-        elif p.name in pointers and not _SCALAR_NAME.search(p.name):
+        elif p.name in pointers and (_POINTER_NAME.search(p.name) or not _SCALAR_NAME.search(p.name)):
             ty, origin = "*fp32", "usage"
         elif _scalar_type(_literal(p.default)):
             ty, origin = _scalar_type(_literal(p.default)), "default"
@@ -170,6 +170,8 @@ def infer(k: TritonKernel, fn: ast.FunctionDef, launch: dict[str, Any] | None, h
             ty, origin = _scalar_type(_literal(exprs.get(p.name))), "launcher"
         elif _POINTER_NAME.search(p.name):
             ty, origin = "*fp32", "name"
+        elif _SCALAR_NAME.search(p.name):  # `stride_mean` is a stride, not a mean
+            ty, origin = "i32", "name"
         elif _FLOAT_NAME.search(p.name):
             ty, origin = "fp32", "name"
         else:
