@@ -114,7 +114,8 @@ class Record:
 
     def _update_metadata(self) -> None:
         summary = {name: {k: v for k, v in st.items() if k in ("status", "error", "prompt_version", "model",
-                                                                "outcome", "blame", "attempts", "files")}
+                                                                "outcome", "blame", "attempts", "files",
+                                                                "mutation")}
                    for name, st in self.data["stages"].items()}
         # The index line is refreshed by the pipeline now and then, not on every stage change.
         with contextlib.suppress(OSError, ValueError):

@@ -6,11 +6,13 @@ enrich/attempts.json as soon as it is known, GEAK-style, so later prompts and pe
 
 from __future__ import annotations
 
-import shutil
+from pathlib import Path
 from typing import Any
 
 from miner.dataset.atomic import write_text
+from miner.enrich.gpu_probe import gpu_present
 from miner.enrich.json_extract import ExtractError, extract_code
+from miner.enrich.mutation import judge_test, not_run
 from miner.enrich.prompts import load_prompt
 from miner.enrich.records import KernelInput, now
 from miner.enrich.repair import blame_heuristic, error_summary, parse_repair_answer, repair_messages
@@ -22,6 +24,36 @@ TEST_FILE = "test_generated.py"
 MIN_CASES = 5
 # Outcomes after which another attempt cannot help: the unit itself does not build.
 _HOPELESS = ("build_failed",)
+# Outcomes where the test ran and disagreed with the kernel: if the model blames the kernel, the test
+# is kept in tests/ as evidence against it.
+_EVIDENCE = ("failed", "cuda_error")
+
+
+def writable_positions(kin: KernelInput) -> list[int] | None:
+    """Positions of the parameters the kernel may write (pointers to non-const data), from metadata."""
+    params = kin.metadata.get("params")
+    if not isinstance(params, list) or not params or not all(isinstance(p, dict) for p in params):
+        return None
+    return [i for i, p in enumerate(params) if p.get("pointer") and not p.get("const")]
+
+
+def judge_candidate(ctx: RunContext, kin: KernelInput, test_path: Path) -> tuple[str, str, dict[str, Any]]:
+    """Run a statically sound candidate on the real unit, then on its mutants: (outcome, message, mutation).
+
+    Outcomes beyond validate's: `weak` (passed, but also on a mutant) and `rejected` (skipped on a machine
+    with a GPU: it would skip everywhere)."""
+    outcome, message = run_generated_test(kin.path, test_path, ctx.cfg.test_timeout)
+    if outcome == "skipped":
+        if gpu_present():
+            return "rejected", "every test skipped on a machine with a CUDA GPU: it would skip everywhere\n" \
+                + message, not_run("the test skipped")
+        return outcome, message, not_run("the test did not run here (no CUDA GPU)")
+    if outcome != "passed":
+        return outcome, message, not_run(f"the test did not pass on the real kernel ({outcome})")
+    report = judge_test(kin.path, test_path, ctx.cfg.test_timeout, run_generated_test)
+    if report.status == "survived":
+        return "weak", report.feedback(), report.record()
+    return outcome, message, report.record()
 
 
 def _first_candidate(ctx: RunContext, kin: KernelInput, analysis: dict[str, Any], log: CallLog) -> str:
@@ -39,7 +71,7 @@ def _first_candidate(ctx: RunContext, kin: KernelInput, analysis: dict[str, Any]
         raise StageFailure(ctx.redact.text(f"unusable answer: {exc}"), log.meta()) from None
 
 
-def _check(kin: KernelInput, code: str) -> Any:
+def _check(kin: KernelInput, code: str, writable: list[int] | None) -> Any:
     """The static check of the kernel's language: a Triton test must assert on a value the kernel computed."""
     if kin.metadata.get("language") == "triton":
         from miner.triton.test_check import check_test_source as triton_check
@@ -47,7 +79,7 @@ def _check(kin: KernelInput, code: str) -> Any:
         launcher = (kin.metadata.get("instantiations") or [{}])[0].get("python_launcher")
         return triton_check(code, {kin.metadata["name"], *([launcher.split(".")[-1]] if launcher else [])},
                             MIN_CASES)
-    return check_test_source(code, MIN_CASES)
+    return check_test_source(code, MIN_CASES, writable)
 
 
 def run_tests_stage(ctx: RunContext, kin: KernelInput, analysis: dict[str, Any]) -> dict[str, Any]:
@@ -62,17 +94,21 @@ def run_tests_stage(ctx: RunContext, kin: KernelInput, analysis: dict[str, Any])
     test_path.unlink(missing_ok=True)
     code = _first_candidate(ctx, kin, analysis, log)
     outcome, message = "error", ""
+    writable = writable_positions(kin)
     for attempt in range(1, ctx.cfg.max_attempts + 1):
-        check = _check(kin, code)
+        check = _check(kin, code, writable)
+        mutation = not_run("rejected by the static check")
         if check.ok:
             write_text(test_path, code)
-            outcome, message = run_generated_test(kin.path, test_path, ctx.cfg.test_timeout)
+            outcome, message, mutation = judge_candidate(ctx, kin, test_path)
         else:
             outcome, message = "rejected", "static check: " + check.message()
+            test_path.unlink(missing_ok=True)
         message = ctx.redact.text(message)
         entry = {"attempt": attempt, "candidate": code, "outcome": outcome, "error": message,
                  "error_summary": error_summary(message), "static_check": check.message(),
-                 "cases": check.cases, "blame_heuristic": blame_heuristic(outcome, message), "time": now()}
+                 "cases": check.cases, "mutation": mutation,
+                 "blame_heuristic": blame_heuristic(outcome, message), "time": now()}
         history.append(entry)
         write_stage_json(attempts_path, memory, ctx.redact)
         ctx.log(f"{kin.kid}: tests attempt {attempt}: {outcome}")
@@ -101,21 +137,34 @@ def _finish(ctx: RunContext, kin: KernelInput, memory: dict[str, Any], outcome: 
     history = memory["attempts"]
     last = history[-1]
     test_path = kin.path / "tests" / TEST_FILE
-    if outcome == "passed":
+    mutation = last.get("mutation") or not_run("no candidate ran")
+    error: str | None = None
+    if outcome == "passed" and mutation.get("status") == "passed":
         status, blame = "ok", None
-    elif outcome == "skipped":
-        # Statically sound but not run: no GPU here. `validate` (or enrich --force on a GPU) runs it.
+    elif outcome in ("passed", "skipped"):
+        # Sound but not judged: no GPU here, or no mutant could be built. `validate` runs it; enrich
+        # --force on a GPU judges it (answers come from the cache).
         status, blame = "unverified", None
+        error = mutation.get("reason") or None
     else:
         status = "failed"
-        blame = last.get("blame_model") if last.get("blame_model") in ("test", "kernel") else None
-        blame = blame or last["blame_heuristic"]
-        # A test we believe wrong must not be picked up by validate; one that exposes a kernel bug may.
-        if blame != "kernel" and test_path.exists():
-            shutil.move(str(test_path), str(kin.enrich_dir / "test_generated.failed.py"))
+        # The model's latest reading: the reflection that produced the last candidate, or one after it.
+        blame = next((h["blame_model"] for h in reversed(history) if h.get("blame_model") in ("test", "kernel")),
+                     None) or last["blame_heuristic"]
+        if outcome in ("rejected", "weak", "no_code"):
+            blame = "test"  # a test that cannot fail, or did not notice a mutant, says nothing about the kernel
+        kept = blame == "kernel" and outcome in _EVIDENCE
+        # A test we believe wrong must not be picked up by validate; one that exposes a kernel bug is kept
+        # in tests/ as evidence against the kernel.
+        if not kept:
+            write_text(kin.enrich_dir / "test_generated.failed.py", last["candidate"])
+            test_path.unlink(missing_ok=True)
+        error = last["error_summary"]
     memory["final"] = {"status": status, "outcome": outcome, "attempts": len(history), "blame": blame,
-                       "repaired": len(history) > 1 and status in ("ok", "unverified")}
+                       "repaired": len(history) > 1 and status in ("ok", "unverified"),
+                       "evidence_against_kernel": status == "failed" and test_path.exists(),
+                       "mutation": {k: v for k, v in mutation.items() if k != "mutants"}}
     write_stage_json(kin.enrich_dir / "attempts.json", memory, ctx.redact)
     files = [f"tests/{TEST_FILE}"] if test_path.exists() else []
     return {"status": status, "outcome": outcome, "attempts": len(history), "blame": blame,
-            "error": last["error_summary"] if status == "failed" else None, "files": files, **log.meta()}
+            "error": error, "files": files, "mutation": memory["final"]["mutation"], **log.meta()}

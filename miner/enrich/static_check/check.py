@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 from miner.enrich.static_check.expressions import _skipping_mark
 from miner.enrich.static_check.flow import _check_test
 from miner.enrich.static_check.module import _case_count, _Module, _skips_everything, _test_functions
 from miner.enrich.static_check.rules import CheckResult
+from miner.enrich.test_policy import policy_problems
 
 
-def check_test_source(source: str, min_cases: int = 5) -> CheckResult:
+def check_test_source(source: str, min_cases: int = 5, writable: Sequence[int] | None = None) -> CheckResult:
+    """Judge a generated test file. `writable`: positions of the kernel parameters it may write (pointers
+    to non-const data, from metadata); None treats every launch argument as possibly written. The
+    allow-list of miner.enrich.test_policy runs first."""
     try:
         tree = ast.parse(source)
-    except SyntaxError as exc:
-        return CheckResult(False, [f"syntax error at line {exc.lineno}: {exc.msg}"])
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return CheckResult(False, [f"syntax error at line {getattr(exc, 'lineno', '?')}: "
+                                   f"{getattr(exc, 'msg', None) or exc}"])
     mod = _Module(tree)
-    problems = list(dict.fromkeys(mod.forbidden))
+    problems = list(dict.fromkeys(mod.forbidden)) + policy_problems(tree)
     if not (mod.harness_names or mod.harness_modules):
         problems.append("does not import the harness (from miner.harness import ...)")
     tests = _test_functions(mod)
@@ -29,7 +35,7 @@ def check_test_source(source: str, min_cases: int = 5) -> CheckResult:
             mark = _skipping_mark(d)
             if mark:
                 problems.append(f"{fn.name}: marked {mark}")
-        problems.extend(_check_test(fn, mod))
+        problems.extend(_check_test(fn, mod, writable))
         count = _case_count(fn, mod)
         if count == 0:
             problems.append(f"{fn.name}: parametrize leaves no case that runs")

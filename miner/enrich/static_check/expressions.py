@@ -8,6 +8,8 @@ import ast
 from miner.enrich.static_check.rules import (
     COPY_FUNCS,
     INF_NAMES,
+    METADATA,
+    METADATA_FUNCS,
     NON_NEGATIVE,
     SKIP_CALLS,
     SKIP_EXCEPTIONS,
@@ -70,6 +72,22 @@ def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
+def _value_names(node: ast.AST) -> set[str]:
+    """Names whose values `node` reads: `out.shape`, `len(out)`, `out.numel()` read only metadata."""
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Attribute) and n.attr in METADATA:
+            continue
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in METADATA_FUNCS:
+            continue
+        if isinstance(n, ast.Name):
+            out.add(n.id)
+        stack.extend(ast.iter_child_nodes(n))
+    return out
+
+
 def _always_false(node: ast.AST | None) -> bool:
     """A condition or iterable that is false/empty whatever runs: `if False:`, `for _ in []:`."""
     if isinstance(node, ast.Constant):
@@ -80,6 +98,12 @@ def _always_false(node: ast.AST | None) -> bool:
         return not node.keys
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return _always_true(node.operand)
+    if (isinstance(node, ast.Call) and _dotted(node.func) == "range" and node.args and not node.keywords
+            and all(isinstance(a, ast.Constant) and type(a.value) is int for a in node.args)):
+        try:
+            return len(range(*[a.value for a in node.args])) == 0  # type: ignore[attr-defined]
+        except ValueError:
+            return True  # range(0, 5, 0) raises before the loop runs
     return False
 
 

@@ -4,6 +4,7 @@ references, and whether each assertion compares the two."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 from miner.enrich.static_check.expressions import (
     _dotted,
@@ -11,11 +12,20 @@ from miner.enrich.static_check.expressions import (
     _is_skip_statement,
     _names,
     _ordered_statements,
+    _root_name,
     _tautology,
+    _value_names,
     _view_base,
 )
 from miner.enrich.static_check.module import _compare_pairs, _Module
-from miner.enrich.static_check.rules import ALIAS_METHODS, SWALLOWED
+from miner.enrich.static_check.rules import (
+    ALIAS_METHODS,
+    ASSERT_FUNCS,
+    BOOL_COMPARE_FUNCS,
+    COPY_METHODS,
+    SWALLOWED,
+)
+from miner.enrich.test_policy import Resolver, gpu_condition
 
 
 class _Flow:
@@ -29,7 +39,18 @@ class _Flow:
         self.errors: set[str] = set()       # `err = (out - ref).abs().max()`: output minus independent reference
 
     def kernel_side(self, node: ast.AST) -> bool:
-        return bool(_names(node) & (self.touched | self.kernel_vals))
+        """Whether `node` reads the values (not just the shape) of something the kernel wrote."""
+        return bool(_value_names(node) & (self.touched | self.kernel_vals))
+
+    def mutate(self, names: list[str], sources: list[ast.AST]) -> None:
+        """`expected.copy_(out)`, `torch.mul(out, 1, out=expected)`, `expected += out`: the names now
+        hold (also) what the sources hold."""
+        roots: set[str] = set()
+        for src in sources:
+            roots |= self.roots(src)
+        for n in names:
+            for member in self.storage(n):
+                self.derived[member] = self.derived.get(member, set()) | roots - {member}
 
     def roots(self, node: ast.AST) -> set[str]:
         """Kernel-side names the value of `node` was computed from, directly or through assignments."""
@@ -87,20 +108,63 @@ def _alias_base(node: ast.AST) -> str | None:
     return _view_base(node, ALIAS_METHODS, frozenset())
 
 
-def _check_test(fn: ast.FunctionDef, mod: _Module) -> list[str]:
+def _written_args(node: ast.Call, mod: _Module, handles: set[str],
+                  writable: Sequence[int] | None) -> list[ast.AST]:
+    """The launch arguments the kernel may write: those at `writable` positions of a direct launch
+    (`unit.launch(grid, block, *args)`, `unit(grid, block, *args)`), every argument otherwise."""
+    everything = [*node.args, *(k.value for k in node.keywords)]
+    f = node.func
+    direct = (isinstance(f, ast.Name) and f.id in handles) or (
+        isinstance(f, ast.Attribute) and f.attr == "launch" and isinstance(f.value, ast.Name) and f.value.id in handles)
+    if writable is None or not direct or any(isinstance(a, ast.Starred) for a in node.args):
+        return everything
+    args = node.args[2:]
+    return [args[i] for i in writable if i < len(args)]
+
+
+def _mutations(stmt_part: ast.AST, mod: _Module, handles: set[str], flow: _Flow) -> None:
+    """Calls that may write into their arguments: in-place methods, `out=`, copyto, the file's helpers."""
+    for node in ast.walk(stmt_part):
+        if not isinstance(node, ast.Call) or mod.is_kernel_call(node, handles):
+            continue
+        f = node.func
+        name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+        if name in ASSERT_FUNCS or name in BOOL_COMPARE_FUNCS or name in mod.comparing:
+            continue
+        args: list[ast.AST] = [*node.args, *(k.value for k in node.keywords)]
+        for k in node.keywords:
+            if k.arg == "out" and (base := _view_base(k.value)):
+                flow.mutate([base], args)
+        in_place = name.endswith("_") and not name.endswith("__") or name in COPY_METHODS
+        if isinstance(f, ast.Attribute) and in_place:
+            if _root_name(f.value) not in mod.module_names:
+                if base := _view_base(f.value):
+                    flow.mutate([base], args)  # expected.copy_(out), expected.add_(out)
+            elif node.args and (first := _view_base(node.args[0])):
+                flow.mutate([first], args)  # np.copyto(dst, src), torch.Tensor.copy_(dst, src)
+        elif isinstance(f, ast.Name) and f.id in mod.funcs:
+            bases = [b for a in node.args if (b := _view_base(a))]
+            flow.mutate(bases, args)
+
+
+def _check_test(fn: ast.FunctionDef, mod: _Module, writable: Sequence[int] | None = None) -> list[str]:
     problems: list[str] = []
     handles = set(mod.handles) | {a.arg for a in fn.args.args if a.arg in mod.fixture_handles}
     flow = _Flow()
     launched = False
     valid = 0
     reasons: list[str] = []
+    resolver = Resolver(mod.tree)
+    # `if not torch.cuda.is_available(): pytest.skip(...)` depends on the machine: allowed.
+    guarded = {id(st) for node in ast.walk(fn) if isinstance(node, ast.If) and gpu_condition(node.test, resolver)
+               for st in node.body}
     for stmt in _ordered_statements(fn.body):
         if isinstance(stmt, ast.Try):
             for h in stmt.handlers:
                 caught = _dotted(h.type) if h.type is not None else "BaseException"
                 if h.type is None or caught.split(".")[-1] in SWALLOWED:
                     problems.append(f"{fn.name}: try/except {caught} can swallow a failure")
-        if _is_skip_statement(stmt):
+        if _is_skip_statement(stmt) and id(stmt) not in guarded:
             if isinstance(stmt, ast.Expr):
                 problems.append(f"{fn.name}: calls {_dotted(stmt.value.func)}")  # type: ignore[attr-defined]
             else:
@@ -115,8 +179,11 @@ def _check_test(fn: ast.FunctionDef, mod: _Module) -> list[str]:
             for node in ast.walk(part):
                 if mod.is_kernel_call(node, handles):
                     launched = True
-                    for arg in [*node.args, *(k.value for k in node.keywords)]:  # type: ignore[attr-defined]
+                    for arg in _written_args(node, mod, handles, writable):  # type: ignore[arg-type]
                         flow.launch_writes(arg)
+            _mutations(part, mod, handles, flow)
+        if isinstance(stmt, ast.AugAssign) and (base := _view_base(stmt.target)):
+            flow.mutate([base], [stmt.value])
         if isinstance(stmt, ast.Assign | ast.AnnAssign):
             value = stmt.value
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]

@@ -22,6 +22,7 @@ from miner.enrich.static_check.rules import (
     LOOSE_RTOL,
     POSITIONAL_TOLERANCES,
 )
+from miner.enrich.test_policy import Resolver
 
 
 class _Module:
@@ -29,6 +30,7 @@ class _Module:
 
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
+        self.module_names = set(Resolver(tree).modules)  # `torch`, `np`...: receivers that are not tensors
         self.harness_names: set[str] = set()   # functions imported from the harness
         self.harness_modules: set[str] = set()  # aliases of the harness module
         self.handles: set[str] = set()          # module-level names bound to loaded units

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from miner.enrich.test_policy import LOOSE_ATOL as _POLICY_ATOL
+from miner.enrich.test_policy import LOOSE_RTOL as _POLICY_RTOL
+
 HARNESS_MODULES = ("miner.harness",)
 
 
@@ -55,11 +58,15 @@ INF_NAMES = {"math.inf", "np.inf", "numpy.inf", "torch.inf", "float.inf", "math.
              "torch.nan"}
 
 
-# Tolerances at or past these accept almost any output: |a - b| <= atol + rtol * |b|.
-LOOSE_RTOL = 1.0
-
-
-LOOSE_ATOL = 1e3
+# Tolerances at or past these accept almost any output (|a - b| <= atol + rtol * |b|): the allow-list's.
+LOOSE_RTOL = _POLICY_RTOL
+LOOSE_ATOL = _POLICY_ATOL
+# Attributes and calls that read a tensor's metadata, not its values: `out.shape == x.shape` checks nothing.
+METADATA = {"shape", "dtype", "device", "ndim", "size", "numel", "dim", "stride", "is_contiguous", "layout",
+            "nbytes", "element_size", "itemsize", "data_ptr", "is_cuda", "storage_offset", "names"}
+METADATA_FUNCS = {"len", "type", "isinstance", "id"}
+# In-place methods that copy their arguments into the receiver without a trailing underscore.
+COPY_METHODS = {"copyto", "put", "index_put", "scatter", "masked_scatter", "set"}
 
 
 NON_NEGATIVE = {"abs", "fabs", "absolute", "norm", "vector_norm", "matrix_norm", "square", "numel", "len"}
