@@ -7,6 +7,8 @@ import re
 from typing import Any
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+# Deeper than this is no analysis or description, and would exhaust the recursion of json and jsonschema.
+MAX_DEPTH = 32
 
 
 class ExtractError(ValueError):
@@ -44,6 +46,48 @@ def _balanced_objects(text: str) -> list[str]:
     return spans
 
 
+def _depth_ok(text: str) -> bool:
+    depth = 0
+    for ch in text:  # a bracket inside a string counts too: an over-estimate, never an under-estimate
+        if ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return False
+        elif ch in "]}":
+            depth -= 1
+    return True
+
+
+def _clean(value: Any) -> Any:
+    """Lone surrogates (from `\\ud800` escapes) replaced: they cannot be written as UTF-8."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def extract_one_json(text: str) -> dict[str, Any]:
+    """The answer's one JSON object; an answer holding two different objects is refused (which one
+    would the model mean?), as is one nested deeper than MAX_DEPTH."""
+    first = extract_json(text)
+    found = []
+    for cand in _balanced_objects(text):
+        if not _depth_ok(cand):
+            continue
+        try:
+            obj = json.loads(cand)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(obj, dict) and _clean(obj) not in found:
+            found.append(_clean(obj))
+    if len(found) > 1:
+        raise ExtractError(f"the answer holds {len(found)} different JSON objects; send exactly one")
+    return first
+
+
 def extract_json(text: str) -> dict[str, Any]:
     """The first JSON object in `text`: fenced ```json blocks first, then any balanced braces."""
     if not text or not text.strip():
@@ -56,6 +100,9 @@ def extract_json(text: str) -> dict[str, Any]:
     truncated = False
     last_error = "no JSON object found"
     for cand in candidates:
+        if not _depth_ok(cand):
+            last_error = f"JSON nested deeper than {MAX_DEPTH} levels"
+            continue
         try:
             obj = json.loads(cand)
         except json.JSONDecodeError as exc:
@@ -64,7 +111,7 @@ def extract_json(text: str) -> dict[str, Any]:
             last_error = f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
             continue
         if isinstance(obj, dict):
-            return obj
+            return _clean(obj)
     if truncated:
         raise ExtractError("truncated JSON: the answer ends inside an object")
     raise ExtractError(last_error)

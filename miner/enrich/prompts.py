@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -39,8 +40,12 @@ class Prompt:
 @cache
 def _env(root: str) -> jinja2.Environment:
     # StrictUndefined: a typo in a template is an error, not a silently empty prompt.
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(root), undefined=jinja2.StrictUndefined,
-                              keep_trailing_newline=True, autoescape=False)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(root), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True, autoescape=False)
+    # Prompts are not HTML: jinja's tojson escapes <, > and & (`data_ptr\u003cint\u003e()`), which only
+    # obscures C++ for the model.
+    env.filters["tojson"] = lambda value, indent=None: json.dumps(value, indent=indent, ensure_ascii=False)
+    return env
 
 
 def load_prompt(name: str, language: str | None = None) -> Prompt:

@@ -13,6 +13,9 @@ _TEST_SIDE = ("SyntaxError", "IndentationError", "ImportError", "ModuleNotFoundE
               "AttributeError", "TypeError", "fixture", "takes", "kernel arguments")
 
 
+MAX_REFLECTION_CHARS = 600
+
+
 def blame_heuristic(outcome: str, message: str) -> str:
     """'test', 'kernel' or 'unknown', from the outcome alone (the model's view is recorded beside it)."""
     if outcome in ("rejected", "no_code"):
@@ -47,15 +50,38 @@ def parse_repair_answer(text: str) -> tuple[dict[str, Any], str]:
             break
         except ExtractError:
             continue
+    # Only the three fields we asked for, bounded: nothing else the model writes reaches a later prompt.
     blame = str(reflection.get("blame", "")).lower()
-    reflection["blame"] = blame if blame in ("test", "kernel") else "unknown"
-    return reflection, code
+    confidence = reflection.get("confidence")
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1:
+        confidence = None
+    text = " ".join(str(reflection.get("reflection", "")).split())
+    return {"reflection": text[:MAX_REFLECTION_CHARS], "blame": blame if blame in ("test", "kernel") else "unknown",
+            "confidence": confidence}, code
 
 
 def repair_messages(prompt: Prompt, *, kernel: dict[str, Any], code: str, test_code: str, outcome: str,
-                    error: str, history: list[dict[str, Any]], attempt: int,
-                    max_attempts: int) -> list[dict[str, str]]:
+                    error: str, history: list[dict[str, Any]], attempt: int, max_attempts: int,
+                    min_cases: int, facts: dict[str, Any]) -> list[dict[str, str]]:
     compact = [{"attempt": h["attempt"], "outcome": h["outcome"], "error_summary": h["error_summary"],
                 "reflection": h.get("reflection", "")} for h in history]
     return prompt.messages(kernel=kernel, code=code, test_code=test_code, outcome=outcome, error=error,
-                           history=compact, attempt=attempt, max_attempts=max_attempts)
+                           history=compact, attempt=attempt, max_attempts=max_attempts, min_cases=min_cases,
+                           facts=facts)
+
+
+_VARYING = [
+    (re.compile(r"\b(in|after|took) \d+(\.\d+)?s\b"), r"\1 <t>s"),         # "1 failed in 2.31s"
+    (re.compile(r"\(\d+:\d\d:\d\d(\.\d+)?\)"), "(<t>)"),                 # "(0:00:02)"
+    (re.compile(r"\b\d+(\.\d+)?(s|ms) (call|setup|teardown)\b"), r"<t>\2 \3"),  # --durations lines
+    (re.compile(r"0x[0-9a-fA-F]{6,}"), "0x<addr>"),                            # object and device addresses
+    (re.compile(r"/tmp/[^\s/:'\"]+"), "/tmp/<tmp>"),                          # temp folders
+    (re.compile(r"\b(pid|PID) \d+"), r"\1 <pid>"),
+]
+
+
+def normalize_output(text: str) -> str:
+    """Test output with what changes from run to run (timings, addresses, temp paths) masked."""
+    for pattern, repl in _VARYING:
+        text = pattern.sub(repl, text)
+    return text

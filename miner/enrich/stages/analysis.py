@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from miner.enrich.prompt_context import unit_status
 from miner.enrich.prompts import load_prompt
 from miner.enrich.records import KernelInput, now
 from miner.enrich.schema import check_analysis
@@ -18,6 +19,7 @@ def run_analysis(ctx: RunContext, kin: KernelInput) -> tuple[dict[str, Any], dic
     prompt = load_prompt("analysis", kin.metadata.get("language"))
     log = CallLog(prompt, ctx.cfg.model)
     messages = prompt.messages(kernel=kin.prompt_kernel(), code=kin.code,
+                               unit_state=unit_status(kin.metadata, kin.code_source)["state"],
                                instantiations=kin.instantiations, launches=kin.launches)
     names = kernel_param_names(kin)
     analysis = ask_json(ctx, log, messages, lambda obj: check_analysis(obj, names))

@@ -10,7 +10,7 @@ from typing import Any
 
 from miner.enrich.client import Completion, LLMClient
 from miner.enrich.config import EnrichConfig
-from miner.enrich.json_extract import ExtractError, extract_json
+from miner.enrich.json_extract import ExtractError, extract_one_json
 from miner.enrich.prompts import Prompt
 from miner.enrich.redact import Redactor
 
@@ -63,7 +63,7 @@ def ask_json(ctx: RunContext, log: CallLog, messages: list[dict[str, str]],
         try:
             if comp.finish_reason == "length":
                 raise ExtractError("truncated answer (finish_reason=length); raise completion_tokens")
-            obj = extract_json(comp.content)
+            obj = extract_one_json(comp.content)
             check(obj)
             return obj
         except (ExtractError, ValueError) as exc:

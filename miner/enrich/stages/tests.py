@@ -13,15 +13,24 @@ from miner.dataset.atomic import write_text
 from miner.enrich.gpu_probe import gpu_present
 from miner.enrich.json_extract import ExtractError, extract_code
 from miner.enrich.mutation import judge_test, not_run
+from miner.enrich.prompt_context import test_context
 from miner.enrich.prompts import load_prompt
 from miner.enrich.records import KernelInput, now
-from miner.enrich.repair import blame_heuristic, error_summary, parse_repair_answer, repair_messages
+from miner.enrich.repair import (
+    blame_heuristic,
+    error_summary,
+    normalize_output,
+    parse_repair_answer,
+    repair_messages,
+)
 from miner.enrich.run_tests import run_generated_test
-from miner.enrich.stages.base import CallLog, RunContext, StageFailure, write_stage_json
+from miner.enrich.stages.base import FORMAT_RETRY, CallLog, RunContext, StageFailure, write_stage_json
 from miner.enrich.static_check import check_test_source
 
 TEST_FILE = "test_generated.py"
 MIN_CASES = 5
+# A test file larger than this is no unit test; it would also be forwarded whole into repair prompts.
+MAX_TEST_CHARS = 40_000
 # Outcomes after which another attempt cannot help: the unit itself does not build.
 _HOPELESS = ("build_failed",)
 # Outcomes where the test ran and disagreed with the kernel: if the model blames the kernel, the test
@@ -59,16 +68,27 @@ def judge_candidate(ctx: RunContext, kin: KernelInput, test_path: Path) -> tuple
 def _first_candidate(ctx: RunContext, kin: KernelInput, analysis: dict[str, Any], log: CallLog) -> str:
     prompt = log.prompt
     messages = prompt.messages(kernel=kin.prompt_kernel(), code=kin.code, analysis=analysis,
-                               instantiations=kin.instantiations, min_cases=MIN_CASES)
-    comp = ctx.client.chat(messages)
-    log.add(comp)
-    try:
-        if comp.finish_reason == "length":
-            raise ExtractError("truncated answer (finish_reason=length)")
-        return extract_code(comp.content, "python")
-    except ExtractError as exc:
-        # Nothing to repair yet: the repair loop needs a candidate to start from.
-        raise StageFailure(ctx.redact.text(f"unusable answer: {exc}"), log.meta()) from None
+                               facts=test_context(kin.metadata, analysis, kin.code_source), min_cases=MIN_CASES)
+    error = ""
+    for round_ in range(2):
+        comp = ctx.client.chat(messages)
+        log.add(comp)
+        try:
+            if comp.finish_reason == "length":
+                raise ExtractError("truncated answer (finish_reason=length)")
+            code = extract_code(comp.content, "python")
+            if len(code) > MAX_TEST_CHARS:
+                raise ExtractError(f"the test file has {len(code)} characters (limit {MAX_TEST_CHARS})")
+            return code
+        except ExtractError as exc:
+            error = str(exc)
+            if comp.finish_reason == "length" or round_ == 1:
+                break
+            # The follow-up docs/enrich.md promises: say why, once, in the same conversation.
+            messages = [*messages, {"role": "assistant", "content": comp.content},
+                        {"role": "user", "content": FORMAT_RETRY.format(error=error)}]
+    # Nothing to repair yet: the repair loop needs a candidate to start from.
+    raise StageFailure(ctx.redact.text(f"unusable answer: {error}"), log.meta())
 
 
 def _check(kin: KernelInput, code: str, writable: list[int] | None) -> Any:
@@ -104,7 +124,9 @@ def run_tests_stage(ctx: RunContext, kin: KernelInput, analysis: dict[str, Any])
         else:
             outcome, message = "rejected", "static check: " + check.message()
             test_path.unlink(missing_ok=True)
-        message = ctx.redact.text(message)
+        # Timings, addresses and temp paths vary between runs: without them the repair prompt, and so its
+        # cache key, is the same on a rerun.
+        message = normalize_output(ctx.redact.text(message))
         entry = {"attempt": attempt, "candidate": code, "outcome": outcome, "error": message,
                  "error_summary": error_summary(message), "static_check": check.message(),
                  "cases": check.cases, "mutation": mutation,
@@ -116,17 +138,20 @@ def run_tests_stage(ctx: RunContext, kin: KernelInput, analysis: dict[str, Any])
             break
         messages = repair_messages(repair_prompt, kernel=kin.prompt_kernel(), code=kin.code, test_code=code,
                                    outcome=outcome, error=message, history=history[:-1], attempt=attempt,
-                                   max_attempts=ctx.cfg.max_attempts)
+                                   max_attempts=ctx.cfg.max_attempts, min_cases=MIN_CASES,
+                                   facts=test_context(kin.metadata, analysis, kin.code_source))
         comp = ctx.client.chat(messages)
         log.add(comp, repair_prompt)
         try:
             reflection, new_code = parse_repair_answer(comp.content)
+            if len(new_code) > MAX_TEST_CHARS:
+                raise ExtractError(f"the test file has {len(new_code)} characters (limit {MAX_TEST_CHARS})")
         except ExtractError as exc:
             entry.update(reflection="", blame_model="unknown", repair_error=str(exc))
             write_stage_json(attempts_path, memory, ctx.redact)
             continue  # same candidate again would fail the same way; the next round re-asks with history
-        entry.update(reflection=str(reflection.get("reflection", "")), blame_model=reflection["blame"],
-                     confidence=reflection.get("confidence"))
+        entry.update(reflection=reflection["reflection"], blame_model=reflection["blame"],
+                     confidence=reflection["confidence"])
         write_stage_json(attempts_path, memory, ctx.redact)
         code = new_code
     return _finish(ctx, kin, memory, outcome, log)
