@@ -244,6 +244,33 @@ def test_{name}(n):
 '''
 
 
+_ANALYSIS = re.compile(r"Analysis of the kernel[^\n]*:\n```json\n(.*?)```", re.S)
+
+
+def generic_test(name: str, params: list[dict[str, Any]]) -> str:
+    """GOOD_TEST's shape for any signature: a buffer per pointer in the kernel's order (outputs poisoned),
+    the first output compared with a reference computed from the first input before the launch."""
+    if not any(p.get("role") in ("output", "inout") for p in params):
+        return GOOD_TEST.replace("{name}", name)
+    lines, args = [], []
+    first_in = next((p["name"] for p in params if p.get("role") == "input"), None)
+    first_out = next(p["name"] for p in params if p.get("role") in ("output", "inout"))
+    for p in params:
+        if p.get("role") == "input":
+            lines.append(f"    {p['name']} = torch.rand(n, device=\"cuda\")")
+        elif p.get("role") in ("output", "inout"):
+            lines.append(f"    {p['name']} = torch.full((n,), float(\"nan\"), device=\"cuda\")")
+        args.append(p["name"] if p.get("role") in ("input", "output", "inout") else
+                    ("n" if p.get("role") == "size" else "1.5"))
+    lines.append(f"    expected = {first_in} * 2" if first_in else "    expected = torch.zeros(n, device=\"cuda\")")
+    body = "\n".join(lines)
+    head = GOOD_TEST.split("@pytest.mark.parametrize")[0]
+    return (head + "@pytest.mark.parametrize(\"n\", [1, 7, 256, 1000, 1 << 16])\n"
+            f"def test_{name}(n):\n    unit = load_unit(KERNEL_DIR)\n{body}\n"
+            f"    unit.launch((n + 255) // 256, 256, {', '.join(args)})\n    torch.cuda.synchronize()\n"
+            f"    torch.testing.assert_close({first_out}, expected, rtol=1e-5, atol=1e-5)\n")
+
+
 def fence(lang: str, body: str) -> str:
     return f"```{lang}\n{body}```\n"
 
@@ -263,7 +290,13 @@ def kernel_brain(body: dict[str, Any]) -> str:
         return "Here is the analysis.\n" + fence("json", json.dumps(analysis_answer(name, params), indent=1))
     if first_user.startswith("Write the complete documentation"):
         return json.dumps(describe_answer(name, params))
-    test = GOOD_TEST.replace("{name}", re.sub(r"\W", "_", name))
+    analysis = _ANALYSIS.search(first_user)
+    try:
+        described = json.loads(analysis.group(1))["params"] if analysis else []
+    except (ValueError, KeyError, TypeError):
+        described = []
+    test = generic_test(re.sub(r"\W", "_", name), described) if described else GOOD_TEST.replace(
+        "{name}", re.sub(r"\W", "_", name))
     if "did not pass" in user:
         reflection = {"reflection": "The test had a syntax error; fixed it.", "blame": "test", "confidence": 0.9}
         return json.dumps(reflection) + "\n\n" + fence("python", test)

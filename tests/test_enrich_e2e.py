@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from fake_llm_server import FakeLLMServer, Reply, Rule, fence, kernel_brain
 
+from miner.enrich.prompts import load_prompt
+
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"
 
@@ -97,12 +99,13 @@ def assert_complete(dataset: Path) -> None:
         assert {s: v["status"] for s, v in rec["stages"].items()} == {
             "analysis": "ok", "tests": "unverified", "describe": "ok"}, kdir.name
         analysis = json.loads((kdir / "enrich" / "analysis.json").read_text())
-        assert analysis["analysis"]["core_function"] and analysis["meta"]["prompt_version"] == "analysis/1"
+        assert analysis["analysis"]["core_function"]
+        assert analysis["meta"]["prompt_version"] == load_prompt("analysis").version
         assert analysis["meta"]["model"] == "fake-model" and analysis["meta"]["prompt_tokens"] > 0
         assert "def test_" in (kdir / "tests" / "test_generated.py").read_text()
         desc = json.loads((kdir / "enrich" / "description.json").read_text())
         assert desc["complete"].startswith("/**") and desc["instruct"].startswith("Write a CUDA kernel that ")
-        assert desc["meta"]["prompt_version"] == "describe/1"
+        assert desc["meta"]["prompt_version"] == load_prompt("describe").version
         md = json.loads((kdir / "metadata.json").read_text())
         assert md["enrichment"]["stages"]["tests"]["status"] == "unverified"
 

@@ -7,13 +7,15 @@ aside), and runs the test against every mutant that built, through the same chil
 as the real run. A mutant is killed when the test fails on it in any way (assertion, error, crash,
 CUDA error, timeout); it survives when the test passes or skips there.
 
-The score is killed / built. The test is accepted when every built mutant is killed; a survivor goes
+The score is killed / mutants the test ran on (every built one, unless stopped at the first
+survivor). The test is accepted when every built mutant is killed; a survivor goes
 back to the model in the repair loop with what the mutant changed.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -22,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from miner import dataset
-from miner.enrich.mutants import Mutant, make_mutants
 
 KILLED = ("failed", "error", "timeout", "crashed", "cuda_error")
 # Build outputs and earlier stages' records are not part of a mutant; tests are copied in one by one.
@@ -55,23 +56,27 @@ class MutationReport:
         return [m for m in self.mutants if m.build == "ok"]
 
     @property
+    def ran(self) -> list[MutantResult]:
+        return [m for m in self.built if m.outcome is not None]
+
+    @property
     def survivors(self) -> list[MutantResult]:
-        return [m for m in self.built if not m.killed]
+        return [m for m in self.ran if not m.killed]
 
     def score(self) -> float | None:
-        built = self.built
-        return round(sum(m.killed for m in built) / len(built), 4) if built else None
+        ran = self.ran
+        return round(sum(m.killed for m in ran) / len(ran), 4) if ran else None
 
     def record(self) -> dict[str, Any]:
         """The `mutation` block of the tests stage (enrich/record.json, metadata enrichment)."""
         return {"status": self.status, "score": self.score(), "made": len(self.mutants),
-                "built": len(self.built), "killed": sum(m.killed for m in self.built),
+                "built": len(self.built), "ran": len(self.ran), "killed": sum(m.killed for m in self.ran),
                 "survivors": [m.name for m in self.survivors], "reason": self.reason,
                 "mutants": [asdict(m) for m in self.mutants]}
 
     def feedback(self) -> str:
         """What a repair prompt needs: which bugs the test let through."""
-        lines = [f"The test passed on the real kernel but also on {len(self.survivors)} of {len(self.built)} "
+        lines = [f"The test passed on the real kernel but also on {len(self.survivors)} of {len(self.ran)} "
                  "deliberately broken copies of it (mutants), so it would not notice these bugs:"]
         lines += [f"- {m.name}: {m.description} (outcome on the mutant: {m.outcome})" for m in self.survivors]
         lines.append("Strengthen the test so that it fails on each of them: read every output element, "
@@ -81,7 +86,7 @@ class MutationReport:
 
 
 def not_run(reason: str) -> dict[str, Any]:
-    return {"status": "not_run", "score": None, "made": 0, "built": 0, "killed": 0, "survivors": [],
+    return {"status": "not_run", "score": None, "made": 0, "built": 0, "ran": 0, "killed": 0, "survivors": [],
             "reason": reason, "mutants": []}
 
 
@@ -91,8 +96,11 @@ def _mutant_folder_name(kind_name: str, kernel_id: str) -> str:
     return f"{kind_name.replace('.', '_')}-{suffix}"
 
 
-def prepare_mutants(kernel_dir: Path, root: Path, per_kind: int = 2) -> dict[str, tuple[Mutant, Path]]:
-    """Copy the kernel folder once per mutant under `root`, every unit of the kernel mutated alike."""
+def prepare_mutants(kernel_dir: Path, root: Path, per_kind: int = 2) -> dict[str, tuple[MutantResult, Path]]:
+    """Copy the kernel folder once per mutant under `root`, every unit of the kernel mutated alike, and
+    list them in `root/<kernel id>.mutants.json` (so building and running them needs no parser)."""
+    from miner.enrich.mutants import Mutant, make_mutants  # tree-sitter: only where mutants are made
+
     meta = dataset.load_metadata(kernel_dir)
     name = str(meta.get("name", ""))
     units: dict[str, str] = {}
@@ -104,7 +112,7 @@ def prepare_mutants(kernel_dir: Path, root: Path, per_kind: int = 2) -> dict[str
     names: list[str] = []
     for found in per_unit.values():
         names += [n for n in found if n not in names]
-    out: dict[str, tuple[Mutant, Path]] = {}
+    out: dict[str, tuple[MutantResult, Path]] = {}
     for mname in names:
         folder = root / _mutant_folder_name(mname, kernel_dir.name)
         shutil.copytree(kernel_dir, folder, ignore=_IGNORE)
@@ -119,8 +127,16 @@ def prepare_mutants(kernel_dir: Path, root: Path, per_kind: int = 2) -> dict[str
                                    for i in meta.get("instantiations") or []]
         (folder / "metadata.json").write_text(json.dumps(clean, indent=1), encoding="utf-8")
         assert first is not None
-        out[mname] = (first, folder)
+        out[mname] = (MutantResult(mname, first.kind, first.description), folder)
+    manifest = {n: {"kind": m.kind, "description": m.description, "folder": f.name} for n, (m, f) in out.items()}
+    (root / f"{kernel_dir.name}.mutants.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     return out
+
+
+def load_mutants(root: Path, kernel_id: str) -> dict[str, tuple[MutantResult, Path]]:
+    """The mutants `prepare_mutants` wrote for `kernel_id` under `root`."""
+    manifest = json.loads((root / f"{kernel_id}.mutants.json").read_text(encoding="utf-8"))
+    return {n: (MutantResult(n, m["kind"], m["description"]), root / m["folder"]) for n, m in manifest.items()}
 
 
 def _arch(meta: dict[str, Any]) -> str | None:
@@ -136,7 +152,8 @@ def build_mutants(root: Path, arch: str | None) -> dict[str, str]:
     from miner.builder.driver import build_dataset
     from miner.builder.toolchain import BuildOptions, find_nvcc
 
-    opts = BuildOptions(jobs=1) if arch is None else BuildOptions(arch=arch, jobs=1)
+    jobs = max(1, min(8, (os.cpu_count() or 2) // 2))
+    opts = BuildOptions(jobs=jobs) if arch is None else BuildOptions(arch=arch, jobs=jobs)
     build_dataset(root, opts, find_nvcc())
     status: dict[str, str] = {}
     for kdir in dataset.kernel_dirs(root):
@@ -153,28 +170,41 @@ def judge_test(kernel_dir: Path, test_path: Path, timeout: float, run: Runner,
         root = Path(tmp)
         try:
             prepared = prepare_mutants(kernel_dir, root, per_kind)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, ImportError) as exc:
             return MutationReport("unavailable", f"mutants could not be made: {exc}")
         if not prepared:
             return MutationReport("unavailable", "the kernel's definition was not found in its units")
-        results = {n: MutantResult(n, m.kind, m.description) for n, (m, _) in prepared.items()}
         try:
             built = build_mutants(root, _arch(dataset.load_metadata(kernel_dir)))
         except Exception as exc:  # noqa: BLE001 - a missing nvcc or a builder fault: no verdict, recorded
             return MutationReport("unavailable", f"mutants could not be built: {type(exc).__name__}: {exc}",
-                                  list(results.values()))
-        for n, (_, folder) in prepared.items():
-            results[n].build = built.get(folder.name, "not_built")
-            if results[n].build != "ok":
-                continue
-            (folder / "tests").mkdir(exist_ok=True)
-            target = folder / "tests" / test_path.name
-            shutil.copyfile(test_path, target)
-            results[n].outcome, _ = run(folder, target, timeout)
-        report = MutationReport("passed", "", list(results.values()))
-        if not report.built:
-            report.status, report.reason = "unavailable", "no mutant built"
-        elif report.survivors:
-            report.status = "survived"
-            report.reason = "passed on " + ", ".join(m.name for m in report.survivors)
-        return report
+                                  [m for m, _ in prepared.values()])
+        return run_mutants(prepared, built, test_path, timeout, run)
+
+
+def run_mutants(prepared: dict[str, tuple[MutantResult, Path]], built: dict[str, str], test_path: Path,
+                timeout: float, run: Runner, stop_at_survivor: bool = False) -> MutationReport:
+    """Run the test on every built mutant (a copy of it in the mutant's tests/); the verdict.
+
+    stop_at_survivor: stop at the first mutant the test does not kill (enough to refuse the test)."""
+    results = [m for m, _ in prepared.values()]
+    for m, folder in prepared.values():
+        m.build, m.outcome = built.get(folder.name, "not_built"), None
+        if m.build != "ok":
+            continue
+        (folder / "tests").mkdir(exist_ok=True)
+        target = folder / "tests" / test_path.name
+        shutil.copyfile(test_path, target)
+        try:
+            m.outcome, _ = run(folder, target, timeout)
+        finally:
+            target.unlink(missing_ok=True)
+        if stop_at_survivor and not m.killed:
+            break
+    report = MutationReport("passed", "", results)
+    if not report.built:
+        report.status, report.reason = "unavailable", "no mutant built"
+    elif report.survivors:
+        report.status = "survived"
+        report.reason = "passed on " + ", ".join(m.name for m in report.survivors)
+    return report
