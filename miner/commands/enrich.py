@@ -37,6 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--test-timeout", type=float, help="seconds per generated-test run (default 300)")
     add_kernels(parser, "enrich")
     parser.add_argument("--force", action="store_true", default=None, help="redo stages already finished")
+    parser.add_argument("--no-sandbox", dest="sandbox", action="store_false", default=None,
+                        help="run generated tests with your own rights, not in the sandbox (docs/enrich.md)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"enrich needs the llm extra ({exc.name} missing): pip install 'kernel-miner[llm]'") from None
     cli = {k: getattr(args, k) for k in ("model", "base_url", "concurrency", "max_attempts", "stages",
                                           "max_requests", "max_tokens", "completion_tokens", "timeout",
-                                          "test_timeout", "force")}
+                                          "test_timeout", "force", "sandbox")}
     cli["kernels"] = kernel_patterns(args.kernels) or None  # None: the --config file's list, if any
     cfg = build_config(cli, args.config)
     summary = run_enrich(Path(args.dir), cfg)

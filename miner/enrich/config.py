@@ -37,13 +37,16 @@ class EnrichConfig:
     retry_max_wait: float = 30.0
     test_timeout: float = 300.0
     force: bool = False
+    sandbox: bool = True  # False: --no-sandbox, generated tests run with the user's own rights
+    # Files a generated test must not read (the --config file, which may hold the key): hidden in its sandbox.
+    secret_files: tuple[str, ...] = field(default=(), repr=False)
 
     def request_params(self) -> dict[str, Any]:
         """Parameters that change the answer, hence part of the cache key."""
         return {"temperature": self.temperature, "max_tokens": self.completion_tokens}
 
 
-_FILE_KEYS = {f.name for f in fields(EnrichConfig)}
+_FILE_KEYS = {f.name for f in fields(EnrichConfig)} - {"secret_files"}
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -84,6 +87,7 @@ def build_config(cli: dict[str, Any], config_path: str | None,
         merged["model"] = env["OPENAI_MODEL"]
     if config_path:
         merged.update(_read_toml(Path(config_path)))
+        merged["secret_files"] = (str(Path(config_path).resolve()),)
     merged.update({k: v for k, v in cli.items() if v is not None})
     if isinstance(merged.get("stages"), str):
         merged["stages"] = parse_stages(merged["stages"])

@@ -59,9 +59,47 @@ def _run_with_validate(kernel_dir: Path, test_path: Path, timeout: float) -> tup
     return verdict.outcome, f"{verdict.reason}\n{_tail(output)}"
 
 
-def run_generated_test(kernel_dir: Path, test_path: Path, timeout: float) -> tuple[str, str]:
-    """Run one test file against one kernel folder; return (outcome, message) with outcome in OUTCOMES."""
+def _run_sandboxed(kernel_dir: Path, test_path: Path, timeout: float, hide: tuple[str, ...]) -> tuple[str, str]:
+    """Run through miner.sandbox (validate's confinement) and validate's child and classifier.
+
+    The test gets a private copy of its kernel folder (nothing it writes reaches the dataset), its own
+    PID namespace (no parent's /proc/PID/environ or cmdline), an allow-listed environment (no key),
+    no network, and `hide` (the --config file) made unreadable; pytest runs with an empty config and
+    no conftest discovery, so a conftest.py or pytest.ini beside the test is never loaded."""
+    from miner import sandbox
+    from miner.sandbox import workspace
+    from miner.validate.classify import classify as v_classify
+    from miner.validate.runner import RawResult, child_env, pytest_args, read_result
+
+    why = sandbox.unavailable()
+    if why:
+        raise sandbox.SandboxUnavailable(why)
+    rel = test_path.relative_to(kernel_dir)  # the same file in the private copy
+    cmd = [sys.executable, "-m", "miner.validate.child", str(Path(workspace.RESULT_AREA, "result.json")), "--",
+           *pytest_args()[:-1], str(rel)]
+    cpu = int(timeout * (os.cpu_count() or 1)) + 30  # a backstop behind the wall-clock timeout
+    policy = sandbox.Policy(cpu_seconds=cpu, visible=(str(kernel_dir.parent),), hide=hide)
+    with tempfile.TemporaryDirectory(prefix="km-enrich-") as tmp:
+        results = Path(tmp)
+        done = sandbox.run(cmd, kernel_dir, results, timeout=timeout, policy=policy, env=child_env())
+        raw = RawResult(done.returncode, done.timed_out, done.wall_s, cmd, read_result(results / "result.json"))
+        raw.extra.update(sandboxed=True, violations=done.violations)
+        stdout, stderr = results / "stdout.txt", results / "stderr.txt"
+        verdict = v_classify(raw, stdout, stderr, timeout)
+        output = "".join(p.read_text(errors="replace") for p in (stdout, stderr) if p.is_file())
+    return verdict.outcome, f"{verdict.reason}\n{_tail(output)}"
+
+
+def run_generated_test(kernel_dir: Path, test_path: Path, timeout: float, *, sandbox: bool = True,
+                       hide: tuple[str, ...] = ()) -> tuple[str, str]:
+    """Run one test file against one kernel folder; return (outcome, message) with outcome in OUTCOMES.
+
+    In the sandbox by default (miner.sandbox.SandboxUnavailable where it cannot be built here);
+    `sandbox=False` (enrich --no-sandbox) runs it as before, with the user's rights and the
+    allow-listed environment."""
     kernel_dir, test_path = Path(kernel_dir).resolve(), Path(test_path).resolve()
+    if sandbox:
+        return _run_sandboxed(kernel_dir, test_path, timeout, tuple(hide))
     if os.environ.get("KM_ENRICH_RUNNER") != "pytest":
         result = _run_with_validate(kernel_dir, test_path, timeout)
         if result is not None:
@@ -70,7 +108,9 @@ def run_generated_test(kernel_dir: Path, test_path: Path, timeout: float) -> tup
 
 
 def _child_env() -> dict[str, str]:
-    env = dict(os.environ)
+    from miner.sandbox import environment
+
+    env = environment()  # the sandbox's allow-list: never API keys, tokens or secrets
     # The child must import the same `miner` (for miner.harness) even when it is not pip-installed.
     root = str(Path(miner.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])

@@ -6,6 +6,7 @@ enrich/attempts.json as soon as it is known, GEAK-style, so later prompts and pe
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from miner.enrich.repair import (
 from miner.enrich.run_tests import run_generated_test
 from miner.enrich.stages.base import FORMAT_RETRY, CallLog, RunContext, StageFailure, write_stage_json
 from miner.enrich.static_check import check_test_source
+from miner.sandbox import SandboxUnavailable
 
 TEST_FILE = "test_generated.py"
 MIN_CASES = 5
@@ -51,7 +53,12 @@ def judge_candidate(ctx: RunContext, kin: KernelInput, test_path: Path) -> tuple
 
     Outcomes beyond validate's: `weak` (passed, but also on a mutant) and `rejected` (skipped on a machine
     with a GPU: it would skip everywhere)."""
-    outcome, message = run_generated_test(kin.path, test_path, ctx.cfg.test_timeout)
+    run = functools.partial(run_generated_test, sandbox=ctx.cfg.sandbox, hide=ctx.cfg.secret_files)
+    try:
+        outcome, message = run(kin.path, test_path, ctx.cfg.test_timeout)
+    except SandboxUnavailable as exc:
+        raise StageFailure(f"generated tests are not run outside the sandbox, which is unavailable here: {exc} "
+                           "(enrich --no-sandbox runs them with your own rights)") from None
     if outcome == "skipped":
         if gpu_present():
             return "rejected", "every test skipped on a machine with a CUDA GPU: it would skip everywhere\n" \
@@ -59,7 +66,7 @@ def judge_candidate(ctx: RunContext, kin: KernelInput, test_path: Path) -> tuple
         return outcome, message, not_run("the test did not run here (no CUDA GPU)")
     if outcome != "passed":
         return outcome, message, not_run(f"the test did not pass on the real kernel ({outcome})")
-    report = judge_test(kin.path, test_path, ctx.cfg.test_timeout, run_generated_test)
+    report = judge_test(kin.path, test_path, ctx.cfg.test_timeout, run)
     if report.status == "survived":
         return "weak", report.feedback(), report.record()
     return outcome, message, report.record()
@@ -68,6 +75,7 @@ def judge_candidate(ctx: RunContext, kin: KernelInput, test_path: Path) -> tuple
 def _first_candidate(ctx: RunContext, kin: KernelInput, analysis: dict[str, Any], log: CallLog) -> str:
     prompt = log.prompt
     messages = prompt.messages(kernel=kin.prompt_kernel(), code=kin.code, analysis=analysis,
+                               instantiations=kin.instantiations,  # the Triton template lists them itself
                                facts=test_context(kin.metadata, analysis, kin.code_source), min_cases=MIN_CASES)
     error = ""
     for round_ in range(2):
