@@ -78,9 +78,16 @@ def prepare(root: Path) -> None:
 
 
 def run(root: Path, out: Path) -> int:
+    import functools
+
+    from miner import sandbox
     from miner.builder.driver import build_dataset
     from miner.builder.toolchain import BuildOptions, find_nvcc
     from miner.enrich.run_tests import run_generated_test
+
+    why = sandbox.unavailable()
+    print(f"sandbox: {'on' if why is None else 'unavailable (' + why + '): tests run unconfined'}", flush=True)
+    run_test = functools.partial(run_generated_test, sandbox=why is None)
 
     t0 = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
@@ -98,11 +105,11 @@ def run(root: Path, out: Path) -> int:
         kdir = root / item["kernel"]
         test = kdir / "tests" / item["test"]
         t = time.monotonic()
-        outcome, message = run_generated_test(kdir, test, TIMEOUT)
+        outcome, message = run_test(kdir, test, TIMEOUT)
         row = {**item, "real": outcome, "error": message.splitlines()[0][:200] if outcome != "passed" else ""}
         if outcome == "passed":
             mutants = load_mutants(root / "mutants", kdir.name)
-            report = run_mutants(mutants, built, test, TIMEOUT, run_generated_test,
+            report = run_mutants(mutants, built, test, TIMEOUT, run_test,
                                  stop_at_survivor=item["kind"] == "bypass")
             row["mutation"] = report.record()
         row["accepted"] = outcome == "passed" and row["mutation"]["status"] == "passed"
@@ -124,7 +131,7 @@ def run(root: Path, out: Path) -> int:
         print(f"{r['kernel'][-42:]:42} {r['test'][:44]:44} {r['static'] or '-':8} {r['real']:8} {score:>6} "
               f"{killed:>7}  {','.join(m.get('survivors', [])) or ('ACCEPTED' if r['accepted'] else '')}")
     bypasses = [r for r in rows if r["kind"] == "bypass"]
-    summary = {"seconds": round(time.monotonic() - t0, 1), "rows": rows,
+    summary = {"seconds": round(time.monotonic() - t0, 1), "sandbox": why is None, "rows": rows,
                "mutants_built": sum(s == "ok" for s in built.values()), "mutants": len(built),
                "examples_accepted": sum(r["accepted"] for r in rows if r["kind"] == "example"),
                "examples": sum(r["kind"] == "example" for r in rows),

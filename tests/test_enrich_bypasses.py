@@ -131,10 +131,12 @@ def test_prepared_mutants_are_kernel_folders_without_tests_or_records(tmp_path: 
     prepared = prepare_mutants(kdir, tmp_path / "mutants")
     # relu reads x[i] twice (condition and value): two off-by-one sites; no arithmetic term to drop.
     assert set(prepared) == {"no_write", "poison", "off_by_one.1", "off_by_one.2"}
-    for mutant, folder in prepared.values():
+    made = {m.name: m for m in make_mutants((kdir / "units" / "default" / "unit.cu").read_text(), "relu_a")}
+    for name, (mutant, folder) in prepared.items():
         meta = json.loads((folder / "metadata.json").read_text())
         assert meta["id"] == folder.name and folder.name.endswith(kdir.name.rsplit("-", 1)[1])
-        assert (folder / "units" / "default" / "unit.cu").read_text() == mutant.source
+        assert (folder / "units" / "default" / "unit.cu").read_text() == made[name].source
+        assert mutant.description == made[name].description
         assert not (folder / "tests").exists() and not (folder / "units" / "default" / "libunit.so").exists()
 
 
