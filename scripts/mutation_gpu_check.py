@@ -2,7 +2,7 @@
 """Mutation scores on a GPU: the example kernels' tests and the issue-15 bypasses, run against mutants.
 
     PYTHONPATH=. python3 scripts/mutation_gpu_check.py prepare DIR        # here: parse, render, mutate
-    PYTHONPATH=. python3 scripts/mutation_gpu_check.py run DIR [--out D]  # on the GPU: build, run, score
+    PYTHONPATH=. python3 scripts/mutation_gpu_check.py run DIR [--out D] [--no-sandbox]  # GPU: build, run
 
 `prepare` (needs libclang and tree-sitter, no GPU) extracts examples/ into DIR/ds with the kernels'
 source-side tests and wrappers (as validate places them), writes a relu kernel of our own into
@@ -77,7 +77,7 @@ def prepare(root: Path) -> None:
     print(f"prepared {len(plan)} test files over {len({p['kernel'] for p in plan})} kernels in {root}")
 
 
-def run(root: Path, out: Path) -> int:
+def run(root: Path, out: Path, use_sandbox: bool = True) -> int:
     import functools
 
     from miner import sandbox
@@ -85,8 +85,8 @@ def run(root: Path, out: Path) -> int:
     from miner.builder.toolchain import BuildOptions, find_nvcc
     from miner.enrich.run_tests import run_generated_test
 
-    why = sandbox.unavailable()
-    print(f"sandbox: {'on' if why is None else 'unavailable (' + why + '): tests run unconfined'}", flush=True)
+    why = sandbox.unavailable() if use_sandbox else "--no-sandbox"
+    print(f"sandbox: {'on' if why is None else 'off (' + why + '): tests run unconfined'}", flush=True)
     run_test = functools.partial(run_generated_test, sandbox=why is None)
 
     t0 = time.monotonic()
@@ -153,11 +153,13 @@ def main() -> int:
     ap.add_argument("step", choices=["prepare", "run"])
     ap.add_argument("dir", type=Path)
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "mutation_gpu_out")))
+    ap.add_argument("--no-sandbox", dest="sandbox", action="store_false",
+                    help="run the tests unconfined (the sandbox's namespaces can hide the GPU)")
     args = ap.parse_args()
     if args.step == "prepare":
         prepare(args.dir.resolve())
         return 0
-    return run(args.dir.resolve(), args.out)
+    return run(args.dir.resolve(), args.out, args.sandbox)
 
 
 if __name__ == "__main__":

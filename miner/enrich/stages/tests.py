@@ -60,6 +60,11 @@ def judge_candidate(ctx: RunContext, kin: KernelInput, test_path: Path) -> tuple
         raise StageFailure(f"generated tests are not run outside the sandbox, which is unavailable here: {exc} "
                            "(enrich --no-sandbox runs them with your own rights)") from None
     if outcome == "skipped":
+        if gpu_present() and ctx.cfg.sandbox:
+            # The sandbox's namespaces can hide the GPU from the test (seen on the GPU machines): then
+            # the skip says nothing about the test. Left to validate, or to enrich --no-sandbox.
+            return outcome, message, not_run("the test skipped inside the sandbox on a machine with a GPU "
+                                             "(the sandbox may hide it): rerun with --no-sandbox to judge it")
         if gpu_present():
             return "rejected", "every test skipped on a machine with a CUDA GPU: it would skip everywhere\n" \
                 + message, not_run("the test skipped")
