@@ -99,7 +99,7 @@ def _own_proc(policy: Policy) -> None:
 
 def _limit(which: int, value: int) -> None:
     if value <= 0:
-        return
+        return  # 0: not limited by the sandbox
     soft, hard = resource.getrlimit(which)
     if hard != resource.RLIM_INFINITY:
         value = min(value, hard)

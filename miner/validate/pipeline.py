@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from miner import __version__, sandbox
+from miner.errors import UsageError
 from miner.harness import build_block, library_path, toolchain
 from miner.validate import oracles, store
 from miner.validate.classify import GOOD, Verdict, classify
@@ -192,8 +194,8 @@ def validate_dataset(root: Path, opts: Options,
     """Validate every selected kernel of `root`; returns {"results": {id: validation}, "cached": n}."""
     root = root.resolve()  # children run elsewhere (their own cwd, a private copy): never a relative path
     if opts.sandbox and (why := sandbox.unavailable()):
-        raise sandbox.SandboxUnavailable(f"cannot build the test sandbox here ({why}); --no-sandbox runs "
-                                         "the tests with your own rights")
+        raise UsageError(f"cannot build the test sandbox here ({why}); --no-sandbox runs the tests with "
+                         "your own rights")
     dirs = store.select(store.kernel_dirs(root), opts.kernels)
     todo, cached = [], 0
     roots = opts.tests_from if opts.tests_from is not None else [Path.cwd()]
@@ -214,6 +216,8 @@ def validate_dataset(root: Path, opts: Options,
     last_index = [time.time()]
     runner: Any = None
     stopping = threading.Event()  # set when interrupted: results of killed children are not recorded
+    if todo and opts.sandbox:
+        _check_gpu_inside(opts, root)
     if todo:
         needs_fork = opts.mode == "fork" and not opts.sanitize
         runner = ForkRunner(min(opts.jobs, len(todo)), opts.policy(root)) if needs_fork else SpawnRunner()
@@ -252,6 +256,30 @@ def validate_dataset(root: Path, opts: Options,
         if dirs:
             store.rewrite_index(root)
     return {"results": results, "cached": cached, "selected": len(dirs), "wall_s": time.time() - t0}
+
+
+def _check_gpu_inside(opts: Options, root: Path) -> None:
+    """Refuse to run where the sandbox would hide the GPU (every GPU test would only skip).
+
+    The memory limit is the one part the driver is known to mind: without an explicit
+    --memory-limit it is dropped (with a note) when that alone makes CUDA work inside."""
+    from miner.sandbox import gpu
+
+    policy = opts.policy(root)
+    assert policy is not None
+    why = gpu.hidden(policy)
+    if why is None:
+        return
+    explicit = "memory_bytes" in (opts.limits or {})
+    if not explicit:
+        policy.memory_bytes = 0
+        if gpu.hidden(policy) is None:
+            opts.limits = {**(opts.limits or {}), "memory_bytes": 0}
+            print(f"kernel-miner: note: CUDA fails inside the sandbox under the memory limit ({why}); "
+                  "running without RLIMIT_DATA", file=sys.stderr)
+            return
+    raise UsageError(f"the test sandbox hides the GPU here ({why}, while CUDA works outside it); "
+                     "--no-sandbox runs the tests with your own rights")
 
 
 def failing(outcome: str) -> bool:
