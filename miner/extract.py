@@ -206,7 +206,18 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
             if syntax_errors and opts.frontend == "treesitter":
                 report.failures.append(f"{path}: syntax errors, partial results")
     if use_clang:
-        kernels = _variant_parses(kernels, kernel_files, config, inputs, tu_of, opts, units)
+        def parse_variant(tu: str, variant: ParseConfig) -> clang_frontend.ParseResult:
+            key = (cache.key(tu, clang_args(variant, tu), opts.units, reach.setdefault(tu, graph.closure(tu)), data,
+                             inputs, variant.context) if cache is not None else "")
+            hit = cache.load(key) if cache is not None else None
+            if hit is not None:
+                return hit
+            res = clang_frontend.parse(tu, variant, inputs, with_units=opts.units)
+            if cache is not None and not res.error:
+                cache.store(key, res)
+            return res
+
+        kernels = _variant_parses(kernels, kernel_files, config, tu_of, units, parse_variant)
     if pch_dir is not None:
         pch_dir.cleanup()
     kernels.sort(key=lambda k: (k.path, k.start_offset))
@@ -225,7 +236,8 @@ def _with_torch_pch(config: ParseConfig, files: list[SourceFile], reach: dict[st
 
 
 def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], config: ParseConfig,
-                    inputs: set[str], tu_of: dict[str, str], opts: ExtractOptions, units: UnitData) -> list[Kernel]:
+                    tu_of: dict[str, str], units: UnitData,
+                    parse: Callable[[str, ParseConfig], clang_frontend.ParseResult]) -> list[Kernel]:
     """Kernels only tree-sitter saw (their #if branch was off) are parsed again by clang in the
     configuration that turns their branch on, so they get an AST, a closure and launches too; the
     defines that took are recorded with the kernel."""
@@ -240,7 +252,7 @@ def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], 
     swap: dict[int, Kernel] = {}
     for (tu, defines), wanted in sorted(groups.items()):
         variant = replace(config, defines=[*config.defines, *defines], torch_pch=None)
-        res = clang_frontend.parse(tu, variant, inputs, with_units=opts.units)
+        res = parse(tu, variant)  # through the parse cache
         if res.error:
             continue
         hits = {}

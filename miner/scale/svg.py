@@ -19,7 +19,7 @@ def _esc(s: object) -> str:
 
 def _label_width(labels: Iterable[object]) -> int:
     """Room for the longest label (at most 28 characters are drawn) at about 7.5 px a character."""
-    return max(40, int(7.5 * min(28, max((len(str(x)) for x in labels), default=0))) + 12)
+    return max(60, int(7.5 * min(28, max((len(str(x)) for x in labels), default=0))) + 12)
 
 
 def empty(title: str, why: str) -> str:
