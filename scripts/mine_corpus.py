@@ -85,9 +85,9 @@ _LOC = re.compile(r"^.*?\(\d+\): ")
 
 
 def error_class(err: str) -> str:
-    """The first error line without its location and with quoted names masked, so like errors group."""
+    """The first error line without its location, quoted names and numbers masked, so like errors group."""
     line = _LOC.sub("", err.strip().splitlines()[0] if err.strip() else "")
-    return _QUOTED.sub('"…"', line)[:110]
+    return re.sub(r"\b\d+\b", "N", _QUOTED.sub('"…"', line))[:110]
 
 
 Tally = tuple[collections.Counter[str], collections.Counter[str], dict[str, list[str]]]

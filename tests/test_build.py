@@ -216,6 +216,11 @@ def test_batch_with_bad_units_keeps_good_ones_and_attributes_errors(built: dict[
     assert miss["batch_size"] == 5 and ns["batch_size"] == 1
     own_log = (built["ds"] / "uses_missing-000000000003" / miss["log"]).read_text()
     assert "km_missing_helper" in own_log and "absent_ns" not in own_log and "-00000000000" not in own_log
+    # A kernel whose unit fails says why in `unresolved` too (the build's first error, its missing name).
+    meta = json.loads((built["ds"] / "uses_missing-000000000003" / "metadata.json").read_text())
+    entries = [u for u in meta["unresolved"] if u["reason"].startswith("build: ")]
+    assert entries == [{"symbol": "km_missing_helper", "reason": "build: " + miss["error"].splitlines()[0],
+                        "where": "units/default/unit.cu"}]
 
 
 @needs_nvcc

@@ -56,6 +56,27 @@ def _place_library(cache: Cache, obj: str, dst: Path) -> None:
     os.replace(tmp, dst)
 
 
+def _with_build_failures(unresolved: list[dict[str, Any]], insts: list[dict[str, Any]],
+                         key: str) -> list[dict[str, Any]]:
+    """`unresolved` with one entry per distinct first error of the failed units (reason `<key>: ...`,
+    replaced on every build of that toolchain), so a kernel whose unit fails always says why there;
+    the closure's own entries are kept."""
+    prefix = f"{key}: "
+    out = [u for u in unresolved if not str(u.get("reason", "")).startswith(prefix)]
+    seen: set[tuple[str, str]] = set()
+    for inst in insts:
+        b = inst.get(key) or {}
+        if b.get("status") not in ("failed", "timeout"):
+            continue
+        err = (b.get("error") or b.get("status") or "").strip().splitlines()
+        reason = prefix + (err[0] if err else b["status"])
+        symbol = b.get("missing_symbol") or "?"
+        if (symbol, reason) not in seen:
+            seen.add((symbol, reason))
+            out.append({"symbol": symbol, "reason": reason, "where": inst.get("unit", inst.get("id", ""))})
+    return out
+
+
 def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME,
                  log_name: str = LOG_NAME) -> dict[str, Any]:
     unit_dir = str(Path(u.rel).parent)
@@ -150,8 +171,9 @@ def build_dataset(out_dir: Path, opts: BuildOptions, nvcc: str, selectors: list[
         rep.units += len(insts)
         rep.kernels += 1
         rep.kernels_ok += summary["pass_call"]
-        if insts != meta.get("instantiations") or summary != meta.get(tc.key):
-            changes[meta["id"]] = {"instantiations": insts, tc.key: summary}
+        unresolved = _with_build_failures(meta.get("unresolved") or [], insts, tc.key)
+        if insts != meta.get("instantiations") or summary != meta.get(tc.key) or unresolved != meta.get("unresolved"):
+            changes[meta["id"]] = {"instantiations": insts, tc.key: summary, "unresolved": unresolved}
     (update or dataset.update_many)(out_dir, changes)
     rep.seconds = time.monotonic() - t0
     return rep

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 from dataclasses import dataclass, field
 
 from miner.frontends.common import (
@@ -134,6 +136,32 @@ def _kernel(c: ci.Cursor, data: bytes, path: str, clang_name: str, diags: dict) 
     )
 
 
+_OPEN_SPACED = re.compile(rb"<<[ \t]+<|<[ \t]+<<")
+_CLOSE_SPACED = re.compile(rb">>[ \t]+>|>[ \t]+>>|>>>")
+
+
+@functools.cache
+def _joined_chevrons(path: str) -> str | None:
+    """The file's text with launches written `k << <grid, block >> > (...)` (which nvcc accepts and
+    clang does not) joined to `<<<` / `>>>`, padded so every offset stays; None when it has none."""
+    try:
+        data = open(path, "rb").read()  # noqa: SIM115 - read once per process, cached
+    except OSError:
+        return None
+    if not _OPEN_SPACED.search(data):
+        return None
+    out = bytearray(data)
+    for m in _OPEN_SPACED.finditer(data):
+        out[m.start():m.end()] = b"<<<" + b" " * (m.end() - m.start() - 3)
+        close = _CLOSE_SPACED.search(data, m.end(), m.end() + 4000)
+        if close is not None:
+            out[close.start():close.end()] = b">>>" + b" " * (close.end() - close.start() - 3)
+    try:
+        return out.decode("utf-8")
+    except UnicodeDecodeError:  # the parse would see other offsets than the file's
+        return None
+
+
 _PREPROCESSING = {K.MACRO_DEFINITION, K.MACRO_INSTANTIATION, K.INCLUSION_DIRECTIVE} if AVAILABLE else set()
 
 
@@ -147,7 +175,9 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
     index = index or ci.Index.create()
     try:
         # Units need the preprocessing record: it tells which #defines sit in skipped #if branches.
-        tu = index.parse(path, args=clang_args(config, path), options=_OPTIONS | (0x1 if with_units else 0))
+        unsaved = [(f, t) for f in sorted(inputs | {path}) if (t := _joined_chevrons(f)) is not None]
+        tu = index.parse(path, args=clang_args(config, path), options=_OPTIONS | (0x1 if with_units else 0),
+                         unsaved_files=unsaved or None)
     except ci.TranslationUnitLoadError as exc:
         result.error = f"libclang could not parse the file: {exc}"
         return result
@@ -187,24 +217,26 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
     return result
 
 
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
 def _units(tu, result: ParseResult, cursors: list, inputs: set[str], norm, sources) -> None:
     """Closure and launches while the TU is alive; plain data goes back to the parent process."""
     from miner.units import closure, instantiations, launches, macro_text
 
     ctx = closure.TUContext(tu, inputs, norm, sources.get)
     by_name = {(k.path, k.name_offset): k for k in result.kernels}
-    for k, c in zip(result.kernels, cursors, strict=True):
-        cl = closure.compute(ctx, c, k.path, k.start_offset)
-        result.units[(k.path, k.start_offset)] = {
-            "kernel_path": k.path, "pieces": closure.render_pieces(ctx, cl, k.path, k.start_offset),
-            "includes": cl.includes, "shims": cl.shims, "unresolved": cl.unresolved,
-        }
     found, _calls = launches.find(ctx, by_name)
+    # Names in the concrete template arguments of each kernel's launches and explicit instantiations
+    # (`k<GPUHashTable<int, int>::device_view>`): the unit needs their types too.
+    arg_names: dict[tuple[str, int], set[str]] = {}
     for launch in found:
         k = by_name[launch.kernel]
         d = dict(vars(launch))
         d["kernel"] = (k.path, k.start_offset)
         result.launches.append(d)
+        lists = [launch.template_args or [], *launch.host_template_args, *launch.dispatch_args]
+        arg_names.setdefault(d["kernel"], set()).update(n for args in lists for a in args for n in _IDENT.findall(a))
     # Explicit instantiations sit beside the kernel or in the .cu that includes its header, often
     # written through the project's macros (defined in any file of this TU).
     texts = {p: sources.get(p).decode("utf-8", "replace") for p in ctx.order if p in inputs}
@@ -216,3 +248,12 @@ def _units(tu, result: ParseResult, cursors: list, inputs: set[str], norm, sourc
             continue
         for name, lst in instantiations.explicit_in(texts[path], macros).items():
             result.explicit.setdefault(name, []).extend(lst)
+    for k, c in zip(result.kernels, cursors, strict=True):
+        key = (k.path, k.start_offset)
+        names = arg_names.get(key, set()) | {n for args in result.explicit.get(k.name, []) for a in args
+                                               for n in _IDENT.findall(a)}
+        cl = closure.compute(ctx, c, k.path, k.start_offset, sorted(names))
+        result.units[key] = {
+            "kernel_path": k.path, "pieces": closure.render_pieces(ctx, cl, k.path, k.start_offset),
+            "includes": cl.includes, "shims": cl.shims, "unresolved": cl.unresolved,
+        }

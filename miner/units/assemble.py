@@ -22,6 +22,7 @@ def _launch_json(launch: dict[str, Any], root: str, kernel_params: list[dict[str
     return {
         "kind": launch["kind"], "launcher": launch["launcher"], "path": _rel(launch["path"], root),
         "line": launch["line"], "config": launch["config"], "values": launch["values"],
+        "formula": launch.get("formula") or {},
         "definitions": launch["definitions"],
         "template_args": launch.get("template_args") or launch.get("template_args_text") or [],
         "args": [{"param": p["name"], "expr": args[i] if i < len(args) else None}

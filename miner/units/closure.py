@@ -45,8 +45,7 @@ _STD_HEADERS = frozenset("""
 """.split())
 # Headers that ship with the CUDA toolkit's compiler and runtime (not cuBLAS, cuDNN, cuRAND, NCCL, ...).
 _TOOLKIT_HEADER = re.compile(
-    r"^(cuda\.h|cuda_(runtime|runtime_api|fp16|bf16|fp8|fp6|fp4|pipeline|awbarrier|profiler_api|texture_types"
-    r"|surface_types|device_runtime_api|occupancy)\.h|device_(functions|launch_parameters|types|atomic_functions)\.h"
+    r"^(cuda\.h|cuda_\w+\.h|device_(functions|launch_parameters|types|atomic_functions)\.h"
     r"|vector_(types|functions)\.h|math_constants\.h|mma\.h|sm_\d+_intrinsics\.h|driver_types\.h"
     r"|cooperative_groups(/.*)?(\.h)?|cub/.*|cuda/.*|thrust/.*|nv/.*)$")
 _FRAMEWORK = re.compile(r"^(ATen|c10|torch|THC|pybind11|parrots|caffe2|Python)\b|^Python\.h$")
@@ -67,7 +66,9 @@ _HEADER_OF = {
     "__nv_bfloat16": "cuda_bf16.h", "__nv_bfloat162": "cuda_bf16.h", "__float2bfloat16": "cuda_bf16.h",
     "__bfloat162float": "cuda_bf16.h", "__half": "cuda_fp16.h", "__half2": "cuda_fp16.h",
     "__float2half": "cuda_fp16.h", "__half2float": "cuda_fp16.h",
-    "cooperative_groups": "cooperative_groups.h", "__nv_fp8_e4m3": "cuda_fp8.h", "__nv_fp8_e5m2": "cuda_fp8.h",
+    "cooperative_groups": "cooperative_groups.h",
+    **dict.fromkeys(("__pipeline_commit", "__pipeline_wait_prior", "__pipeline_memcpy_async"),
+                    "cuda_pipeline_primitives.h"), "__nv_fp8_e4m3": "cuda_fp8.h", "__nv_fp8_e5m2": "cuda_fp8.h",
 }
 _C_HEADER = {"float.h": "cfloat", "limits.h": "climits", "stdint.h": "cstdint", "assert.h": "cassert",
              "stdio.h": "cstdio", "string.h": "cstring"}
@@ -256,7 +257,14 @@ def _text(ctx: TUContext, p: Piece | Macro) -> str:
     return ctx.read(p.path)[p.start:p.end].decode("utf-8", "replace")
 
 
-def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_start: int) -> Closure:
+_ARG_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
+                   "CLASS_TEMPLATE", "TYPE_ALIAS_TEMPLATE_DECL"}
+
+
+def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_start: int,
+            arg_names: list[str] | tuple[str, ...] = ()) -> Closure:
+    """The closure of one kernel; `arg_names` are the names in its instantiations' template arguments,
+    whose types (declared at any namespace scope of the project) the unit needs as well."""
     out = Closure()
     seen: set[tuple[str, int]] = {(kernel_path, kernel_start)}
     pieces: list[Piece] = []
@@ -273,6 +281,11 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 pieces.append(gp)
                 work.append((gc, gp.namespaces))
 
+    for name in arg_names:
+        for lst in ctx.groups_named(name):
+            typed = [(gp, gc) for gp, gc in lst if gp.kind in _ARG_TYPE_KINDS]
+            if typed:
+                take(*typed[0])
     while work:
         cur, scope = work.pop()
         idents = _identifiers(ctx, cur)
@@ -336,20 +349,22 @@ def _overloaded(c: ci.Cursor) -> list[ci.Cursor]:
 
 
 def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...]) -> list[Macro]:
-    chosen: dict[str, Macro] = {}
+    """The definitions the unit needs. A macro defined once: the definition in force at the kernel.
+    A macro redefined before the kernel (`#define OP(X, Y) X + Y` / `ATOMIC(Add)` / `#undef OP` /
+    `#define OP(X, Y) X * Y` / `ATOMIC(Mul)`): every active definition before it, each emitted at its
+    place so that the pieces between see the one they saw in the source."""
+    chosen: dict[str, list[Macro]] = {}
     todo = [t for t in dict.fromkeys(tokens) if t in ctx.macros]
     while todo:
         name = todo.pop()
         if name in chosen:
             continue
         cands = [m for m in ctx.macros[name] if m.active] or ctx.macros[name]
-        # The definition in force at the kernel: the last one before it in the preprocessed stream.
-        before = [m for m in cands if ctx.sort_key(m.path, m.start) < kernel_key]
-        m = (max(before, key=lambda m: ctx.sort_key(m.path, m.start)) if before
-             else min(cands, key=lambda m: ctx.sort_key(m.path, m.start)))
-        chosen[name] = m
-        todo += [t for t in _IDENT.findall(m.body) if t in ctx.macros and t not in chosen]
-    return sorted(chosen.values(), key=lambda m: ctx.sort_key(m.path, m.start))
+        before = sorted((m for m in cands if ctx.sort_key(m.path, m.start) < kernel_key),
+                        key=lambda m: ctx.sort_key(m.path, m.start))
+        chosen[name] = before or [min(cands, key=lambda m: ctx.sort_key(m.path, m.start))]
+        todo += [t for m in chosen[name] for t in _IDENT.findall(m.body) if t in ctx.macros and t not in chosen]
+    return sorted((m for ms in chosen.values() for m in ms), key=lambda m: ctx.sort_key(m.path, m.start))
 
 
 def _identifiers(ctx: TUContext, cur: ci.Cursor) -> list[str]:
@@ -466,8 +481,11 @@ def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_sta
         items.append((ctx.sort_key(p.path, p.start), {
             "kind": p.kind, "name": p.name, "namespaces": list(p.namespaces), "text": _text(ctx, p),
             "path": p.path, "line": ctx.read(p.path).count(b"\n", 0, p.start) + 1}))
-    for m in closure.macros:
+    defined: set[str] = set()
+    for m in closure.macros:  # in source order; a redefinition undefines the one before it
+        undef = f"#undef {m.name}\n" if m.name in defined else ""
+        defined.add(m.name)
         items.append((ctx.sort_key(m.path, m.start), {
-            "kind": "MACRO", "name": m.name, "namespaces": [], "text": _text(ctx, m), "path": m.path,
+            "kind": "MACRO", "name": m.name, "namespaces": [], "text": undef + _text(ctx, m), "path": m.path,
             "line": ctx.read(m.path).count(b"\n", 0, m.start) + 1}))
     return [dict(d, after=key > kernel_key and d["kind"] != "MACRO") for key, d in sorted(items, key=lambda t: t[0])]

@@ -35,12 +35,21 @@ MAX_INSTANTIATIONS = 16  # units per kernel: a kernel chosen from a table of 100
 ORIGINS = ("explicit", "dispatch", "call_site", "host_template", "reference", "inferred")
 
 
-def explicit_in(text: str, macros: dict[str, macro_text.MacroDef] | None = None) -> dict[str, list[list[str]]]:
+# `template void Layer<float>::Forward_gpu(...)`: an explicit instantiation of a class template's member.
+_EXPLICIT_MEMBER = re.compile(r"\btemplate\s+(?!<)[^;{}()]*?\b(\w+)\s*<([^;{}()]*?)>\s*::\s*~?\w+\s*\(", re.S)
+
+
+def explicit_in(text: str, macros: dict[str, macro_text.MacroDef] | None = None,
+                members: bool = False) -> dict[str, list[list[str]]]:
     """`template __global__ void k<float, 64>(...)` lines, by kernel name, also those that the project's
     macros write (`INSTANTIATE(float)` with `#define INSTANTIATE(T) template GLOBAL void k<T>(T *);`)."""
     if macros:
         text = macro_text.expand(text, macros, _writing_template(macros))
     out: dict[str, list[list[str]]] = {}
+    for m in _EXPLICIT_MEMBER.finditer(text) if members else ():  # by class name
+        args = split_top(m.group(2))
+        if args not in out.setdefault(m.group(1), []):
+            out[m.group(1)].append(args)
     for m in _EXPLICIT.finditer(text):
         out.setdefault(m.group(1), []).append(split_top(m.group(2)))
     return out
@@ -63,7 +72,10 @@ def _default(tp: dict[str, Any]) -> str:
         # Index-like type parameters are used as integers (array subscripts, shifts).
         return "int" if re.search(r"(?i)index|idx|^I$|int", tp["name"]) else DEFAULT_TYPE
     t = (tp.get("type") or "").strip()
-    return "false" if t == "bool" else "128"
+    if t == "bool":
+        return "false"
+    # An enum parameter (`ReductionType REDUCE`) takes 0, a value every enumeration has.
+    return "128" if not t or INTEGRAL_TYPE.fullmatch(t) else "0"
 
 
 # ------------------------------------------------------------------------------- value arguments
@@ -78,6 +90,8 @@ _CMP = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE:
 _INT_TYPE = (r"(?:(?:(?:unsigned|signed)\s+)?(?:int|long\s+long|long|short|char)|unsigned|signed"
              r"|(?:std::)?size_t|u?int(?:8|16|32|64)_t)")
 _INT_CAST = re.compile(rf"\b{_INT_TYPE}\s*\(")
+# A value parameter's type that takes a plain integer argument (anything else, an enum, needs a cast).
+INTEGRAL_TYPE = re.compile(rf"(?:const\s+)?(?:{_INT_TYPE}|bool|auto|index_t|[A-Z])")
 _C_CAST = re.compile(rf"\(\s*{_INT_TYPE}\s*\)")
 
 

@@ -14,7 +14,7 @@ from miner import __version__
 from miner.dataset import atomic
 from miner.frontends.config import stub_dir
 from miner.resources import data_dir
-from miner.units.instantiations import inst_id, substitute
+from miner.units.instantiations import INTEGRAL_TYPE, inst_id, substitute
 
 _CTYPES = [
     (r"^(unsigned\s+long\s+long|uint64_t|size_t|unsigned\s+long)$", "uint64"),
@@ -37,6 +37,19 @@ def _env() -> jinja2.Environment:
 @functools.cache
 def shim_text() -> str:
     return (stub_dir() / "unit" / "km_torch_unit.h").read_text(encoding="utf-8")
+
+
+def _shim_for(pieces: list[dict[str, Any]]) -> str:
+    """The unit shim without the overloads the repo defines itself (its own `atomicAdd(at::Half *, at::Half)`,
+    which torch/extension.h does not declare either)."""
+    text = shim_text()
+    for p in pieces:
+        if p["kind"] == "FUNCTION_DECL" and p["name"] == "atomicAdd":
+            head = p["text"].split("{", 1)[0]
+            for t in ("Half", "BFloat16"):
+                if re.search(rf"\b{t}\s*\*", head):
+                    text = re.sub(rf"// km:atomicAdd-{t}-begin\n.*?// km:atomicAdd-{t}-end\n", "", text, flags=re.S)
+    return text
 
 
 def ctype_of(type_text: str) -> str:
@@ -81,6 +94,21 @@ def _base(type_text: str) -> str:
     return "char" if t in ("void", "") else re.sub(r"\s+", " ", t)
 
 
+def _typed_args(tparams: list[dict[str, Any]], args: list[str]) -> list[str]:
+    """Template arguments as the explicit instantiation writes them: an integer given to a parameter of
+    enum type (`ReductionType REDUCE`, recorded as its value 2) is cast to that type."""
+    names = {tp["name"] for tp in tparams}
+    out = []
+    for i, a in enumerate(args):
+        tp = tparams[i] if i < len(tparams) else {}
+        t = (tp.get("type") or "").strip()
+        if (tp.get("kind") == "value" and t and re.fullmatch(r"-?\d+", a.strip())
+                and not INTEGRAL_TYPE.fullmatch(t) and not set(re.findall(r"\w+", t)) & names):
+            a = f"static_cast<{t}>({a.strip()})"
+        out.append(a)
+    return out
+
+
 def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: dict[str, Any],
            insts: list[dict[str, Any]], launch: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Write units/<inst>/unit.cu and host_wrapper.cu; return the metadata `instantiations`."""
@@ -103,7 +131,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: dict[str,
             p["name"] = p["name"] or f"arg{i}"
             p["ctype"] = ctype_of(p["type"])
             p["base"] = _base(p["type"])
-        args_text = ", ".join(inst["args"])
+        args_text = ", ".join(_typed_args(meta.get("template_params") or [], inst["args"]))
         symbol = "km_launch_" + hashlib.sha256(f"{meta['id']}/{iid}".encode()).hexdigest()[:16]
         explicit = bool(inst["args"]) and not meta["is_specialization"]
         callee = meta["qualified_name"] + (f"<{args_text}>" if inst["args"] or meta["is_specialization"] else "")
@@ -116,11 +144,11 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: dict[str,
             # The configuration the kernel was mined in; nvcc defines __CUDA_ARCH__ and __NVCC__ itself.
             "defines": [d.split("=", 1) if "=" in d else [d, "1"] for d in meta["parse_context"]["defines"]
                         if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")],
-            "shim_text": shim_text() if unit["shims"] or any(
+            "shim_text": _shim_for(pieces) if unit["shims"] or any(
                 re.search(r"\b(c10|at)::", a) for a in inst["args"]) else "",
             "pieces": pieces, "namespaces": meta["qualified_name"].split("::")[:-1],
             "kernel_text": kernel_text, "callee": "::" + callee if "::" in callee else callee,
-            "macro_names": [p["name"] for p in unit["pieces"] if p["kind"] == "MACRO"],
+            "macro_names": list(dict.fromkeys(p["name"] for p in unit["pieces"] if p["kind"] == "MACRO")),
             "inst": {"args_text": args_text, "explicit": explicit, "params": params,
                      "param_types": [p["type"] for p in params]},
         }

@@ -44,27 +44,62 @@ def _text(v: Any) -> str | None:
     return str(v)
 
 
+_INT_TYPES = (r"(?:unsigned\s+|signed\s+)?(?:long\s+long|long|int|short|char)|unsigned|size_t|u?int(?:8|16|32|64)_t"
+              r"|index_t|std::size_t")
+_CEIL_DIV = re.compile(r"^(?:(?:at|c10|cuda|std)::)*(?:ceil_div|ceilDiv|div_up|divUp|DIVUP|DIV_UP|CEIL_DIV|cdiv"
+                       r"|DivUp|ATenCeilDiv|THCCeilDiv)$")
+
+
+class _ToPython(ast.NodeTransformer):
+    """min/max calls stay, ceil-division helpers become -(-a // b), dim3(a, b) becomes (a, b)."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        name = node.func.id if isinstance(node.func, ast.Name) else ""
+        if name == "KMcdiv" and len(node.args) == 2:
+            a, b = node.args
+            return ast.UnaryOp(ast.USub(), ast.BinOp(ast.UnaryOp(ast.USub(), a), ast.FloorDiv(), b))
+        if name == "KMdim3" and 1 <= len(node.args) <= 3:
+            return node.args[0] if len(node.args) == 1 else ast.Tuple(node.args, ast.Load())
+        return node
+
+
 def python_expr(c_expr: Any, names: set[str]) -> str | None:
-    """A C launch expression as a Python expression over `names`, or None if it is not that simple."""
+    """A C launch expression as a Python expression over `names`, or None if it is not that simple.
+    Integer casts are dropped, `std::min`/`max`, ceil-division helpers and `dim3(...)` are understood."""
     text = _text(c_expr)
     if text is None:
         return None
-    text = re.sub(r"(?<![/])/(?![/])", "//", text.strip())
+    text = re.sub(r"\bstatic_cast\s*<[^<>]*>", "", text.strip())
+    text = re.sub(rf"\(\s*(?:const\s+)?(?:{_INT_TYPES})\s*\)", "", text)
+    text = re.sub(r"(?:\bstd)?::\s*(min|max)\b", r"\1", text)
+    text = re.sub(r"\b((?:\w+::)*\w+)(?=\s*\()",
+                  lambda m: "KMcdiv" if _CEIL_DIV.match(m.group(1)) else "KMdim3" if m.group(1) == "dim3"
+                  else m.group(1), text)
+    text = re.sub(r"(?<![/])/(?![/])", "//", text)
     text = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", text)
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError:
         return None
-    allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load, ast.Tuple,
-               ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.USub, ast.UAdd)
+    allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load, ast.Tuple, ast.Call,
+               ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.USub, ast.UAdd, ast.LShift, ast.RShift)
+    calls = {"min", "max", "KMcdiv", "KMdim3"}
     for node in ast.walk(tree):
         if not isinstance(node, allowed):
             return None
-        if isinstance(node, ast.Name) and node.id not in names:
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in calls
+                                               and not node.keywords):
+            return None
+        if isinstance(node, ast.Name) and node.id not in names | calls:
             return None
         if isinstance(node, ast.Constant) and not isinstance(node.value, int):
             return None
-    return text
+    if isinstance(tree.body, ast.Constant):
+        return str(tree.body.value)
+    if not any(isinstance(n, ast.Call) for n in ast.walk(tree)):
+        return text
+    return ast.unparse(ast.fix_missing_locations(_ToPython().visit(tree)))
 
 
 def _pyname(name: str) -> bool:
@@ -81,20 +116,32 @@ def launch_config(meta: dict[str, Any], params: list[dict[str, Any]]) -> dict[st
     out: dict[str, Any] = {"recorded": bool(launches)}
     # The caller's variable passed as a parameter stands for that parameter in grid expressions.
     rename: dict[str, str] = {}
+    exprs: dict[str, str] = {}  # an argument passed as an expression (`x.numel()`) stands for its parameter
     for i, arg in enumerate(rec.get("args") or rec.get("arguments") or []):
         pname = arg.get("param") if isinstance(arg, dict) and arg.get("param") else \
             (params[i]["name"] if i < len(params) else None)
         text = _text(arg)
         if pname and text and re.fullmatch(r"[A-Za-z_]\w*", text.strip()):
             rename[text.strip()] = pname
+        elif pname and text and pname in names:
+            exprs[re.sub(r"\s+", "", text)] = pname
+    # The launch stage's formula (locals and macros put in, miner.launch_formula) where it has one.
+    formula = rec.get("formula") if isinstance(rec.get("formula"), dict) else {}
     for key, alts in (("grid", ("grid", "grid_dim")), ("block", ("block", "block_dim")),
                       ("smem", ("smem", "shared_mem", "shared_memory"))):
         raw = next((cfg[a] for a in alts if a in cfg), None)
         out[f"{key}_text"] = _text(raw) if raw is not None else None
-        text = out[f"{key}_text"]
-        if text is not None and rename:
-            text = re.sub(r"[A-Za-z_]\w*", lambda m: rename.get(m.group(0), m.group(0)), text)
-        out[key] = python_expr(text, names) if text is not None else None
+        out[key] = None
+        for text in (next((formula[a] for a in alts if formula.get(a)), None), out[f"{key}_text"]):
+            if text is None:
+                continue
+            for e in sorted(exprs, key=len, reverse=True):
+                text = re.sub(r"\s+", "", text).replace(e, exprs[e]) if e in re.sub(r"\s+", "", text) else text
+            if rename:
+                text = re.sub(r"[A-Za-z_]\w*", lambda m: rename.get(m.group(0), m.group(0)), text)
+            out[key] = python_expr(text, names)
+            if out[key] is not None:
+                break
         if out[key] is None:  # e.g. THREADS_PER_BLOCK, which the launch stage evaluated to 256
             num = next((values[a] for a in alts if isinstance(values.get(a), int)), None)
             out[key] = str(num) if num is not None else None

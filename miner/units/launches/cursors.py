@@ -3,6 +3,7 @@ and the resolver that reads constant values of enumerators and constexpr variabl
 
 from __future__ import annotations
 
+import ctypes
 import re
 
 import clang.cindex as ci
@@ -101,10 +102,21 @@ def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[s
             canon = d.underlying_typedef_type.get_canonical()
             dependent = canon.kind == ci.TypeKind.UNEXPOSED or "type-parameter" in canon.spelling
             member = d.semantic_parent is not None and d.semantic_parent.kind in _CLASS_TEMPLATES
+            local = d.semantic_parent is not None and d.semantic_parent.kind in _FUNCS
             out[d.spelling] = (d.underlying_typedef_type.spelling if member else "") if dependent else canon.spelling
             if dependent and member:  # unknown unless they are the host's own parameters (checked in _finish)
                 for p in _tparams(d.semantic_parent):
                     out.setdefault(p.spelling, "")
+            elif dependent and local and not re.search(rf"\b{re.escape(d.spelling)}\b",
+                                                         d.underlying_typedef_type.spelling):
+                # `using Traits = ScanTraits<kThreads, kIsEven, T>;` in the launching function (or a lambda
+                # of it): its text, with the constants it names put in; the host template's parameters
+                # stay by name and anything else unknown is marked so (checked in _finish).
+                inner = _aliases(ctx, d, lists, found)
+                for n, v in inner.items():
+                    out.setdefault(n, v)
+                known = {n: v for n, v in inner.items() if v}
+                out[d.spelling] = substitute(d.underlying_typedef_type.spelling, known)
         elif d.kind in (K.VAR_DECL, K.PARM_DECL) and ch.kind == K.DECL_REF_EXPR:
             t = d.type.get_canonical()
             if lists and d.kind == K.PARM_DECL and _key(ctx, d) in lists:
@@ -114,6 +126,11 @@ def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[s
             elif "type-parameter" in t.spelling or t.kind in (ci.TypeKind.UNEXPOSED, ci.TypeKind.AUTO):
                 out[d.spelling] = ""
             elif d.kind == K.VAR_DECL and t.is_const_qualified() and d.semantic_parent is not None \
+                    and d.semantic_parent.kind in _FUNCS and (v := _evaluated(d)) is not None:
+                # The compiler's value: the initializer's text may be a whole macro invocation
+                # (`constexpr static bool kIsEven = true;` written by a BOOL_SWITCH).
+                out[d.spelling] = ("true" if v else "false") if t.kind == ci.TypeKind.BOOL else str(v)
+            elif d.kind == K.VAR_DECL and t.is_const_qualified() and d.semantic_parent is not None \
                     and d.semantic_parent.kind in _FUNCS:
                 init = [x for x in d.get_children() if x.kind not in (K.TYPE_REF, K.NAMESPACE_REF)]
                 if init:
@@ -121,6 +138,27 @@ def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[s
                     inner = _aliases(ctx, init[-1], lists, found) if d.spelling not in text else {}
                     out[d.spelling] = "" if "" in inner.values() else f"({substitute(text, inner)})"
     return out
+
+
+def _evaluated(d: ci.Cursor) -> int | None:
+    """The integer value of a constant variable as clang evaluates it, or None."""
+    lib = ci.conf.lib
+    if not hasattr(lib, "clang_Cursor_Evaluate"):
+        return None
+    fn = lib.clang_Cursor_Evaluate
+    if fn.restype is not ctypes.c_void_p:
+        fn.argtypes, fn.restype = [ci.Cursor], ctypes.c_void_p
+        lib.clang_EvalResult_getKind.argtypes, lib.clang_EvalResult_getKind.restype = [ctypes.c_void_p], ctypes.c_int
+        lib.clang_EvalResult_getAsLongLong.argtypes = [ctypes.c_void_p]
+        lib.clang_EvalResult_getAsLongLong.restype = ctypes.c_longlong
+        lib.clang_EvalResult_dispose.argtypes, lib.clang_EvalResult_dispose.restype = [ctypes.c_void_p], None
+    res = fn(d)
+    if not res:
+        return None
+    try:
+        return int(lib.clang_EvalResult_getAsLongLong(res)) if lib.clang_EvalResult_getKind(res) == 1 else None
+    finally:
+        lib.clang_EvalResult_dispose(res)
 
 
 class _Resolver:

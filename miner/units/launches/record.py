@@ -64,6 +64,8 @@ class Launch:
     kind: str  # `<<<>>>`, the launch API or macro, or `reference`
     config: dict[str, str | None] = field(default_factory=dict)
     values: dict[str, int] = field(default_factory=dict)
+    # grid/block/shared memory with locals and macros put in (miner.units.launch_formula), where that differs.
+    formula: dict[str, str] = field(default_factory=dict)
     definitions: dict[str, str] = field(default_factory=dict)
     args: list[str] = field(default_factory=list)
     template_args: list[str] | None = None  # concrete, when the AST resolved them

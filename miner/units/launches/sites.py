@@ -26,6 +26,9 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
     if not found:
         return
     cfg_text = _src(ctx, cfg).strip()
+    # `<< <grid, block >> >` (spaced chevrons nvcc accepts; the parse saw them joined) reads as `<<<...>>>`.
+    if re.match(r"<<\s+<|<\s+<<", cfg_text):
+        cfg_text = re.sub(r"\s*>\s*>\s*>?$", ">>>", re.sub(r"^(?:<<\s+<|<\s+<<)", "<<<", cfg_text))
     kind = "<<<>>>"
     args_text: list[str] | None = None
     if cfg_text.startswith("<<<"):
@@ -54,7 +57,7 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
                         in_lambda=in_lambda, host_template=host_key)
         if own and r is not None:
             _record_aliases(st, launch, r)
-        _values(ctx, launch)
+        _values(ctx, launch, fn, call)
         st.launches.append(launch)
 
 
@@ -138,5 +141,5 @@ def _api_launch(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children:
                         in_lambda=in_lambda, host_template=host_key)
         if own and r is not None:
             _record_aliases(st, launch, r)
-        _values(ctx, launch)
+        _values(ctx, launch, fn, call)
         st.launches.append(launch)

@@ -8,7 +8,8 @@ import re
 
 import clang.cindex as ci
 
-from miner.units.instantiations import eval_int
+from miner.units import macro_text
+from miner.units.instantiations import eval_int, explicit_in
 from miner.units.launches.cursors import _key, _primary, _targets, _template_args, _tparams
 from miner.units.launches.record import _CLASS_TEMPLATES, _COMMENT, _FUNCS, _IDENT, _SCOPES, K, Launch
 from miner.units.launches.state import _add, _kernel_key, _record_aliases, _State, _written_args
@@ -119,6 +120,7 @@ def _host_of(st: _State, path: str, fn: ci.Cursor) -> tuple[str, int] | None:
     the class template (or partial specialization) whose method it is, in-class or out-of-line."""
     if fn.kind == K.FUNCTION_TEMPLATE:
         st.host_params[(path, fn.location.offset)] = _tparams(fn)
+        st.host_names.setdefault(fn.spelling, set()).add((path, fn.location.offset))
         return path, fn.location.offset
     parent = fn.semantic_parent
     if fn.kind in _FUNCS and parent is not None and parent.kind in _CLASS_TEMPLATES:
@@ -126,8 +128,32 @@ def _host_of(st: _State, path: str, fn: ci.Cursor) -> tuple[str, int] | None:
         if key is not None:
             # Out of line, the definition names the parameters itself (possibly differently).
             st.host_params.setdefault(key, _tparams(fn) or _tparams(parent))
+            if parent.kind == K.CLASS_TEMPLATE:
+                st.host_names.setdefault(parent.spelling, set()).add(key)
         return key
     return None
+
+
+def _explicit_host_instantiations(st: _State) -> None:
+    """`template void scan_cuda<float>(Params &, cudaStream_t);` and `template void Layer<float>::Forward(...);`
+    lines (libclang does not expose explicit function instantiations), also written through the project's
+    macros: concrete instantiations of host function templates and of the class templates whose methods
+    launch."""
+    if not st.host_names:
+        return
+    ctx = st.ctx
+    texts = [ctx.read(p).decode("utf-8", "replace") for p in ctx.order if p in ctx.inputs]
+    macros: dict[str, macro_text.MacroDef] = {}
+    for t in texts:
+        macros.update(macro_text.definitions(t))
+    for t in texts:
+        if "template" not in t:
+            continue
+        for name, lists in explicit_in(t, macros, members=True).items():
+            for key in st.host_names.get(name, ()):
+                for args in lists:
+                    if len(args) == len(st.host_params.get(key, [])):
+                        _add(st.concrete, key, [st.resolver(a, set()) for a in args])
 
 
 def _reference(st: _State, fn: ci.Cursor, path: str, c: ci.Cursor, in_lambda: bool,

@@ -9,7 +9,9 @@ from typing import Any
 
 import clang.cindex as ci
 
+from miner.units import launch_formula
 from miner.units.closure import TUContext
+from miner.units.instantiations import eval_int
 from miner.units.launches.record import _NUM, Launch
 
 _EVAL: Any = None
@@ -90,7 +92,13 @@ def _resolve_value(ctx: TUContext, text: str, out: Launch, key: str) -> None:
             out.definitions[ident] = f"#define {ident} {body}"
 
 
-def _values(ctx: TUContext, launch: Launch) -> None:
+def _values(ctx: TUContext, launch: Launch, fn: ci.Cursor | None = None, call: ci.Cursor | None = None) -> None:
     for key in ("grid", "block", "shared_mem"):
         if launch.config.get(key):
             _resolve_value(ctx, launch.config[key], launch, key)
+    if call is not None:
+        cache = ctx.__dict__.setdefault("_formula_cache", {})
+        launch.formula = launch_formula.launch_formulas(ctx, fn, call, launch.config, launch.args, cache)
+        for key, text in launch.formula.items():  # `threads` with `const int threads = 512;` is 512
+            if key not in launch.values and (v := eval_int(text)) is not None:
+                launch.values[key] = v

@@ -14,7 +14,13 @@ from miner.units.launches.host_chain import _host_call, _lambda_lists, _propagat
 from miner.units.launches.record import _API, _TYPED_USES, K, Launch
 from miner.units.launches.sites import _api_launch, _chevron
 from miner.units.launches.state import _State
-from miner.units.launches.tables import _class_instance, _definitions, _host_of, _reference
+from miner.units.launches.tables import (
+    _class_instance,
+    _definitions,
+    _explicit_host_instantiations,
+    _host_of,
+    _reference,
+)
 from miner.units.launches.values import _taken_branches
 
 
@@ -28,6 +34,7 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
             _walk(st, d, path, None)
         elif (path, d.location.offset) not in kernels:
             _walk(st, d, path, d)
+    _explicit_host_instantiations(st)
     insts = _propagate(st)
     for rec in st.launches + st.refs:
         _finish(st, rec, insts)

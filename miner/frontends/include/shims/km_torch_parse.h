@@ -34,6 +34,12 @@
 #include <algorithm>
 #include <type_traits>
 #include <initializer_list>
+#include <optional>
+#include <memory>
+#include <map>
+#include <unordered_map>
+#include <functional>
+#include <array>
 #endif
 
 namespace c10 {
@@ -436,6 +442,33 @@ template <class... A> [[noreturn]] void km_torch_check_fail(const A &...);
         KM_DISPATCH_CASE(short, __VA_ARGS__) KM_DISPATCH_CASE(int, __VA_ARGS__)                \
         KM_DISPATCH_CASE(long, __VA_ARGS__) KM_DISPATCH_CASE(float, __VA_ARGS__)               \
         KM_DISPATCH_CASE(double, __VA_ARGS__) KM_DISPATCH_CASE(at::Half, __VA_ARGS__) }()
+#define KM_DISPATCH_ALL(...)                                                                     \
+  KM_DISPATCH_CASE(unsigned char, __VA_ARGS__) KM_DISPATCH_CASE(signed char, __VA_ARGS__)         \
+  KM_DISPATCH_CASE(short, __VA_ARGS__) KM_DISPATCH_CASE(int, __VA_ARGS__)                         \
+  KM_DISPATCH_CASE(long, __VA_ARGS__) KM_DISPATCH_CASE(float, __VA_ARGS__)                        \
+  KM_DISPATCH_CASE(double, __VA_ARGS__)
+#define AT_DISPATCH_FLOATING_TYPES_AND3(S1, S2, S3, TYPE, NAME, ...)                           \
+  [&] { KM_DISPATCH_CASE(float, __VA_ARGS__) KM_DISPATCH_CASE(double, __VA_ARGS__)             \
+        KM_DISPATCH_CASE(km_scalar_type_t<S1>, __VA_ARGS__)                                    \
+        KM_DISPATCH_CASE(km_scalar_type_t<S2>, __VA_ARGS__)                                    \
+        KM_DISPATCH_CASE(km_scalar_type_t<S3>, __VA_ARGS__) }()
+#define AT_DISPATCH_ALL_TYPES_AND(S1, TYPE, NAME, ...)                                         \
+  [&] { KM_DISPATCH_ALL(__VA_ARGS__) KM_DISPATCH_CASE(km_scalar_type_t<S1>, __VA_ARGS__) }()
+#define AT_DISPATCH_ALL_TYPES_AND2(S1, S2, TYPE, NAME, ...)                                    \
+  [&] { KM_DISPATCH_ALL(__VA_ARGS__) KM_DISPATCH_CASE(km_scalar_type_t<S1>, __VA_ARGS__)       \
+        KM_DISPATCH_CASE(km_scalar_type_t<S2>, __VA_ARGS__) }()
+#define AT_DISPATCH_ALL_TYPES_AND3(S1, S2, S3, TYPE, NAME, ...)                                \
+  [&] { KM_DISPATCH_ALL(__VA_ARGS__) KM_DISPATCH_CASE(km_scalar_type_t<S1>, __VA_ARGS__)       \
+        KM_DISPATCH_CASE(km_scalar_type_t<S2>, __VA_ARGS__)                                    \
+        KM_DISPATCH_CASE(km_scalar_type_t<S3>, __VA_ARGS__) }()
+#define AT_DISPATCH_ALL_TYPES_AND_COMPLEX(TYPE, NAME, ...) AT_DISPATCH_ALL_TYPES(TYPE, NAME, __VA_ARGS__)
+#define AT_DISPATCH_INTEGRAL_TYPES_AND(S1, TYPE, NAME, ...)                                    \
+  [&] { KM_DISPATCH_CASE(unsigned char, __VA_ARGS__) KM_DISPATCH_CASE(signed char, __VA_ARGS__) \
+        KM_DISPATCH_CASE(short, __VA_ARGS__) KM_DISPATCH_CASE(int, __VA_ARGS__)                \
+        KM_DISPATCH_CASE(long, __VA_ARGS__) KM_DISPATCH_CASE(km_scalar_type_t<S1>, __VA_ARGS__) }()
+/* ATen binds `index_t` here, not scalar_t. */
+#define AT_DISPATCH_INDEX_TYPES(TYPE, NAME, ...)                                               \
+  [&] { { using index_t = int; __VA_ARGS__(); } { using index_t = long; __VA_ARGS__(); } }()
 #define AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES(TYPE, NAME, ...) AT_DISPATCH_FLOATING_TYPES(TYPE, NAME, __VA_ARGS__)
 /* dispatch v2: AT_DISPATCH_V2(type, name, AT_WRAP(lambda), AT_EXPAND(AT_FLOATING_TYPES), kHalf) */
 #define AT_WRAP(...) __VA_ARGS__
