@@ -9,6 +9,10 @@ No torch headers are compiled anywhere: a unit is a plain shared library exposin
 
 torch is imported lazily, so this module also works where torch is absent (loading a unit does
 not need it; launching on the default stream, tensors and `benchmark` do).
+
+This is the public test API (user-written and generated tests import it as `miner.harness`), and it
+holds state those tests share: the loaded-unit cache, the records validate reads (RECORDS) and the
+launch hook the oracles set. It stays one module, over the ~400-line guide, so that state has one home.
 """
 
 from __future__ import annotations
