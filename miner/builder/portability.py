@@ -128,6 +128,8 @@ def classify(error: str | None, log: str, findings: list[dict[str, Any]]) -> str
     if name and (_CUDA_NAME.fullmatch(name) or any(f["kind"] == "unmapped_api" and f["what"] == name
                                                     for f in findings)):
         return "unmapped_api"
-    if re.search(r"file not found", text) and re.search(r"\b(?:cu\w*|nv\w*|hip/hip_bf16)\.h", text):
+    # Units are self-contained: a header hipcc cannot find is a CUDA header the mapping has no HIP one
+    # for (cooperative_groups/reduce.h), or one this HIP release lacks (hip/hip_bf16.h before 5.7).
+    if re.search(r"fatal error: '[^']+' file not found", text):
         return "unmapped_api"
     return "other"
