@@ -61,9 +61,14 @@ def instantiations(metadata: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def outputs(metadata: dict[str, Any]) -> list[str]:
-    """Parameters the kernel may write: pointers whose pointee is not const."""
-    return [str(p.get("name")) for p in metadata.get("params") or []
-            if isinstance(p, dict) and p.get("pointer") and not p.get("const")]
+    """Parameters the kernel may write: pointers whose pointee is not const, and tensor accessors passed by
+    value that are not declared const (torch kernels write through `PackedTensorAccessor` parameters)."""
+    def writable(p: dict[str, Any]) -> bool:
+        if p.get("pointer"):
+            return not p.get("const")
+        ptype = str(p.get("type") or "")
+        return "Accessor" in ptype and not p.get("const") and not ptype.lstrip().startswith("const ")
+    return [str(p.get("name")) for p in metadata.get("params") or [] if isinstance(p, dict) and writable(p)]
 
 
 def unit_status(metadata: dict[str, Any], code_source: str) -> dict[str, Any]:
