@@ -344,8 +344,7 @@ def extract(opts: ExtractOptions, progress: Callable[[int], Callable[[], None]] 
         if opts.language == "triton" or not _has_cuda_input(opts.paths):
             if not triton_report.kernels and not triton_report.failures:
                 raise UsageError("no Triton kernels found in the given inputs (no @triton.jit definitions)")
-            return ExtractReport(kernels=triton_report.kernels, files=triton_report.files,
-                                 failures=triton_report.failures, notes=triton_report.notes)
+            return triton_report
     report = _extract_cuda(opts, out_dir, progress)
     if triton_report is not None:
         report.kernels += triton_report.kernels

@@ -16,21 +16,29 @@ DEFAULT_BATCH = 12
 DEFAULT_TIMEOUT = 300.0
 
 
-def find_nvcc(explicit: str | None = None) -> str:
-    """The nvcc to use, or a UsageError saying how to provide one."""
+def find_executable(name: str, explicit: str | None, homes: list[str | None], hint: str) -> str:
+    """`explicit` (a path or a name on PATH), else `name` on PATH, else <home>/bin/<name>; a UsageError
+    saying how to provide one when none is found."""
     if explicit:
         path = shutil.which(explicit) or (explicit if os.access(explicit, os.X_OK) and Path(explicit).is_file()
                                           else None)
         if not path:
-            raise UsageError(f"nvcc not found or not executable: {explicit}")
+            raise UsageError(f"{name} not found or not executable: {explicit}")
         return str(Path(path).resolve())
-    found = shutil.which("nvcc")
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if not found and home and os.access(Path(home) / "bin" / "nvcc", os.X_OK):
-            found = str(Path(home) / "bin" / "nvcc")
+    found = shutil.which(name)
+    for home in homes:
+        if not found and home and os.access(Path(home) / "bin" / name, os.X_OK):
+            found = str(Path(home) / "bin" / name)
     if not found:
-        raise UsageError("nvcc not found: install the CUDA toolkit, put nvcc on PATH or pass --nvcc PATH")
+        raise UsageError(f"{name} not found: {hint}")
     return str(Path(found).resolve())
+
+
+def find_nvcc(explicit: str | None = None) -> str:
+    """The nvcc to use, or a UsageError saying how to provide one."""
+    return find_executable("nvcc", explicit,
+                           [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"],
+                           "install the CUDA toolkit, put nvcc on PATH or pass --nvcc PATH")
 
 
 def toolchain_id(nvcc: str) -> str:

@@ -1,8 +1,9 @@
 """The one place where enrichment runs a generated test: always in a child process with a timeout.
 
 `run_generated_test` uses the validation runner's child entry point, result plugin and classifier
-(miner.validate) when they are importable, and otherwise runs `python -m pytest` itself in a new
-process group that is killed whole on expiry. Generated code is never imported or executed in the enrich process.
+(miner.validate) through miner.sandbox.run, confined unless --no-sandbox; KM_ENRICH_RUNNER=pytest runs
+`python -m pytest` itself in a new process group that is killed whole on expiry.
+Generated code is never imported or executed in the enrich process.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import miner
+from miner.sandbox.run import kill_group
 
 # The outcomes of docs/ARCHITECTURE.md's validate stage, so records of both stages read alike.
 OUTCOMES = ("passed", "failed", "error", "timeout", "crashed", "cuda_error", "build_failed", "skipped",
@@ -25,65 +27,36 @@ _CUDA_MARKERS = ("cudaError", "CUDA error", "illegal memory access", "an illegal
 _TAIL = 4000
 
 
-def _run_with_validate(kernel_dir: Path, test_path: Path, timeout: float) -> tuple[str, str] | None:
-    """Run through miner.validate's child process, result plugin and classifier; None if absent."""
-    try:
-        from miner.validate.classify import classify as v_classify
-        from miner.validate.runner import Job, RawResult, kill_group, pytest_args, read_result
-        from miner.validate.runner import child_env as v_child_env
-    except ImportError:
-        return None
-    args = pytest_args(kernel_dir)
-    if not args or args[-1] != "tests":
-        return None  # the runner's command line changed shape: do not guess, use our own child
-    with tempfile.TemporaryDirectory(prefix="km-enrich-") as tmp:
-        job = Job(kernel_dir, Path(tmp), timeout)
-        # Only the generated file: a user's own tests in tests/ must not be blamed on it.
-        cmd = [sys.executable, "-m", "miner.validate.child", str(job.result_file), "--", *args[:-1],
-               str(test_path)]
-        env = v_child_env()
-        env.pop("OPENAI_API_KEY", None)
-        with open(job.stdout, "wb") as out, open(job.stderr, "wb") as err:
-            proc = subprocess.Popen(cmd, cwd=kernel_dir, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                    env=env, start_new_session=True)
-            timed_out = False
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                kill_group(proc.pid)
-                proc.wait()
-        raw = RawResult(proc.returncode, timed_out, 0.0, cmd, read_result(job.result_file))
-        verdict = v_classify(raw, job.stdout, job.stderr, timeout)
-        output = job.stdout.read_text(errors="replace") + job.stderr.read_text(errors="replace")
-    return verdict.outcome, f"{verdict.reason}\n{_tail(output)}"
-
-
-def _run_sandboxed(kernel_dir: Path, test_path: Path, timeout: float, hide: tuple[str, ...]) -> tuple[str, str]:
+def _run_validate_child(kernel_dir: Path, test_path: Path, timeout: float, hide: tuple[str, ...],
+                        confined: bool = True) -> tuple[str, str]:
     """Run through miner.sandbox (validate's confinement) and validate's child and classifier.
 
     The test gets a private copy of its kernel folder (nothing it writes reaches the dataset), its own
     PID namespace (no parent's /proc/PID/environ or cmdline), an allow-listed environment (no key),
     no network, and `hide` (the --config file) made unreadable; pytest runs with an empty config and
-    no conftest discovery, so a conftest.py or pytest.ini beside the test is never loaded."""
+    no conftest discovery, so a conftest.py or pytest.ini beside the test is never loaded.
+    `confined=False` (enrich --no-sandbox) runs the same child in the kernel folder itself, with the
+    allow-listed environment and the user's rights."""
     from miner import sandbox
     from miner.sandbox import workspace
     from miner.validate.classify import classify as v_classify
     from miner.validate.runner import RawResult, child_env, pytest_args, read_result
 
-    why = sandbox.unavailable()
+    why = sandbox.unavailable() if confined else None
     if why:
         raise sandbox.SandboxUnavailable(why)
     rel = test_path.relative_to(kernel_dir)  # the same file in the private copy
-    cmd = [sys.executable, "-m", "miner.validate.child", str(Path(workspace.RESULT_AREA, "result.json")), "--",
-           *pytest_args()[:-1], str(rel)]
     cpu = int(timeout * (os.cpu_count() or 1)) + 30  # a backstop behind the wall-clock timeout
     policy = sandbox.Policy(cpu_seconds=cpu, visible=(str(kernel_dir.parent),), hide=hide)
     with tempfile.TemporaryDirectory(prefix="km-enrich-") as tmp:
         results = Path(tmp)
-        done = sandbox.run(cmd, kernel_dir, results, timeout=timeout, policy=policy, env=child_env())
+        # Confined, the child writes into the private copy's result area, which run() copies back.
+        result_file = Path(workspace.RESULT_AREA, "result.json") if confined else results / "result.json"
+        cmd = [sys.executable, "-m", "miner.validate.child", str(result_file), "--", *pytest_args()[:-1], str(rel)]
+        done = sandbox.run(cmd, kernel_dir, results, timeout=timeout, policy=policy, env=child_env(),
+                           sandbox=confined)
         raw = RawResult(done.returncode, done.timed_out, done.wall_s, cmd, read_result(results / "result.json"))
-        raw.extra.update(sandboxed=True, violations=done.violations)
+        raw.extra.update(sandboxed=confined, violations=done.violations)
         stdout, stderr = results / "stdout.txt", results / "stderr.txt"
         verdict = v_classify(raw, stdout, stderr, timeout)
         output = "".join(p.read_text(errors="replace") for p in (stdout, stderr) if p.is_file())
@@ -98,12 +71,8 @@ def run_generated_test(kernel_dir: Path, test_path: Path, timeout: float, *, san
     `sandbox=False` (enrich --no-sandbox) runs it as before, with the user's rights and the
     allow-listed environment."""
     kernel_dir, test_path = Path(kernel_dir).resolve(), Path(test_path).resolve()
-    if sandbox:
-        return _run_sandboxed(kernel_dir, test_path, timeout, tuple(hide))
-    if os.environ.get("KM_ENRICH_RUNNER") != "pytest":
-        result = _run_with_validate(kernel_dir, test_path, timeout)
-        if result is not None:
-            return result
+    if sandbox or os.environ.get("KM_ENRICH_RUNNER") != "pytest":
+        return _run_validate_child(kernel_dir, test_path, timeout, tuple(hide), confined=sandbox)
     return run_pytest_child(kernel_dir, test_path, timeout)
 
 
@@ -132,17 +101,10 @@ def run_pytest_child(kernel_dir: Path, test_path: Path, timeout: float) -> tuple
         try:
             out, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            kill_group(proc.pid)
             out, _ = proc.communicate()
             return "timeout", f"test ran past {timeout:g} s\n{_tail(out)}"
         return classify(proc.returncode, out or "", report)
-
-
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _tail(text: str | None) -> str:

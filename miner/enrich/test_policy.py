@@ -25,6 +25,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from miner.pyast import dotted_name
+
 ALLOWED_MODULES = {
     "__future__", "pytest", "torch", "numpy", "math", "cmath", "random", "itertools", "functools", "operator",
     "pathlib", "typing", "dataclasses", "collections", "enum", "ctypes", "struct", "fractions", "decimal",
@@ -76,17 +78,6 @@ LOOSE_ATOL = 1.0
 INF = {"math.inf", "numpy.inf", "torch.inf", "math.nan", "numpy.nan", "torch.nan", "numpy.NaN", "numpy.Inf"}
 
 
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 class Resolver:
     """Local names -> canonical dotted names, from the file's imports and module-level aliases."""
 
@@ -116,7 +107,7 @@ class Resolver:
                     self.modules.add(target)
 
     def canonical(self, node: ast.AST) -> str | None:
-        dotted = _dotted(node)
+        dotted = dotted_name(node)
         if dotted is None:
             return None
         head, _, rest = dotted.partition(".")

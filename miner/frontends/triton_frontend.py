@@ -13,6 +13,8 @@ import bisect
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from miner.pyast import dotted_name
+
 PY_SUFFIXES = {".py"}
 
 # Canonical dotted names a decorator or annotation may resolve to.
@@ -79,14 +81,7 @@ class Names:
 
     def dotted(self, node: ast.AST) -> str | None:
         """`tr.language.constexpr` -> "triton.language.constexpr"; None for anything but a name chain."""
-        parts: list[str] = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return None
-        parts.append(self.alias.get(node.id, node.id))
-        return ".".join(reversed(parts))
+        return dotted_name(node, self.alias)
 
 
 def _is(names: Names, node: ast.AST, wanted: set[str]) -> bool:

@@ -214,27 +214,13 @@ def unavailable() -> str | None:
     if not sys.platform.startswith("linux"):
         _PROBED = f"the sandbox needs Linux namespaces ({sys.platform})"
         return _PROBED
-    import tempfile
-
-    work = tempfile.mkdtemp(prefix="km-probe-")
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        msg = b""
+    def build(work: str) -> str:
         try:
             _enter_namespaces()
             _mounts(work, Policy())
         except BaseException as exc:  # noqa: BLE001 - reported to the parent, whatever it is
-            msg = str(exc).encode()[:500] or type(exc).__name__.encode()
-        os.write(w, msg)
-        os._exit(0)
-    os.close(w)
-    data = b""
-    while chunk := os.read(r, 4096):
-        data += chunk
-    os.close(r)
-    os.waitpid(pid, 0)
-    os.rmdir(work)
-    _PROBED = data.decode(errors="replace") or None
+            return str(exc)[:500] or type(exc).__name__
+        return ""
+
+    _PROBED = linux.run_in_fork(build, "km-probe-")
     return _PROBED

@@ -11,9 +11,8 @@ Only ctypes and libcuda: no torch, a fraction of a second, nothing at all where 
 from __future__ import annotations
 
 import ctypes
-import os
-import tempfile
 
+from miner.sandbox import linux
 from miner.sandbox.confine import confine
 from miner.sandbox.policy import Policy
 
@@ -42,32 +41,15 @@ def cuda_error() -> str | None:
 
 
 def _in_child(policy: Policy | None) -> str | None:
-    work = tempfile.mkdtemp(prefix="km-gpu-probe-")
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        msg = "probe failed"
+    def probe(work: str) -> str:
         try:
             if policy is not None:
                 confine(work, policy)
-            msg = cuda_error() or ""
+            return cuda_error() or ""
         except BaseException as exc:  # noqa: BLE001 - reported to the parent, whatever it is
-            msg = f"{type(exc).__name__}: {exc}"
-        finally:
-            os.write(w, msg.encode()[:500])
-            os._exit(0)
-    os.close(w)
-    data = b""
-    while chunk := os.read(r, 4096):
-        data += chunk
-    os.close(r)
-    os.waitpid(pid, 0)
-    try:
-        os.rmdir(work)
-    except OSError:
-        pass
-    return data.decode(errors="replace") or None
+            return f"{type(exc).__name__}: {exc}"
+
+    return linux.run_in_fork(probe, "km-gpu-probe-")
 
 
 def hidden(policy: Policy) -> str | None:

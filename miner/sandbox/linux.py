@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+import tempfile
+from collections.abc import Callable
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -115,3 +117,31 @@ def write_file(path: str, text: str) -> None:
         os.write(fd, text.encode())
     finally:
         os.close(fd)
+
+
+def run_in_fork(step: Callable[[str], str], prefix: str) -> str | None:
+    """`step(work)` in a forked child with a fresh temporary folder `work`; what it returns (at most 500
+    bytes) comes back, or None for an empty answer. A probe that enters namespaces must not change this
+    process, hence the fork; `step` reports its own failures as text."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        msg = "probe failed"
+        try:
+            msg = step(work)
+        finally:
+            os.write(w, msg.encode()[:500])
+            os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 4096):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    try:
+        os.rmdir(work)
+    except OSError:
+        pass
+    return data.decode(errors="replace") or None

@@ -14,7 +14,6 @@ import hashlib
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from miner import dataset
 from miner.dataset import atomic
 from miner.dataset.schema import SCHEMA_VERSION
 from miner.errors import UsageError
+from miner.extract import ExtractReport
 from miner.frontends import triton_frontend
 from miner.frontends.triton_frontend import TritonKernel
 from miner.source.provenance import Origin, origin_of
@@ -37,12 +37,8 @@ _CTYPE = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "in
           "u32": "uint32", "u64": "uint64", "fp16": "half", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
 
 
-@dataclass
-class TritonReport:
-    kernels: list[dict[str, Any]] = field(default_factory=list)
-    files: int = 0
-    failures: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+# The CUDA extract's report: both languages fill one, so a mixed tree reports as one run.
+TritonReport = ExtractReport
 
 
 def python_files(paths: list[str], report: TritonReport) -> tuple[list[tuple[str, bytes]], list[str]]:

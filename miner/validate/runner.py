@@ -28,6 +28,7 @@ from typing import Any
 
 from miner import sandbox
 from miner.sandbox import workspace
+from miner.sandbox.run import kill_group
 
 SANITIZER_EXIT = 86
 
@@ -135,16 +136,6 @@ def kill_active() -> None:
         try:
             os.killpg(pid, signal.SIGKILL)
         except OSError:
-            pass
-
-
-def kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
             pass
 
 

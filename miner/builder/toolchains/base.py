@@ -6,35 +6,13 @@ One subclass per compiler (nvcc.py, hipcc.py); the scheduler, cache and driver o
 
 from __future__ import annotations
 
-import os
-import shutil
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from miner.errors import UsageError
-
 if TYPE_CHECKING:
     from miner.builder.toolchain import BuildOptions
     from miner.builder.unit_split import Unit
-
-
-def find_executable(name: str, explicit: str | None, homes: list[str | None], hint: str) -> str:
-    """`explicit` (a path or a name on PATH), else `name` on PATH, else <home>/bin/<name>; a UsageError
-    saying how to provide one when none is found."""
-    if explicit:
-        path = shutil.which(explicit) or (explicit if os.access(explicit, os.X_OK) and Path(explicit).is_file()
-                                          else None)
-        if not path:
-            raise UsageError(f"{name} not found or not executable: {explicit}")
-        return str(Path(path).resolve())
-    found = shutil.which(name)
-    for home in homes:
-        if not found and home and os.access(Path(home) / "bin" / name, os.X_OK):
-            found = str(Path(home) / "bin" / name)
-    if not found:
-        raise UsageError(f"{name} not found: {hint}")
-    return str(Path(found).resolve())
 
 
 class Toolchain(ABC):

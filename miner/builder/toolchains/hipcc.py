@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from miner.builder import hip_translate, portability
 from miner.builder.hip_resources import parse_remarks
-from miner.builder.toolchains.base import Toolchain, find_executable
+from miner.builder.toolchain import find_executable
+from miner.builder.toolchains.base import Toolchain
 from miner.builder.unit_split import Unit, split_unit
 from miner.dataset import atomic
 from miner.errors import UsageError

@@ -6,13 +6,15 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from miner.enrich.client import Completion, LLMClient
 from miner.enrich.config import EnrichConfig
 from miner.enrich.json_extract import ExtractError, extract_one_json
 from miner.enrich.prompts import Prompt
 from miner.enrich.redact import Redactor
+
+T = TypeVar("T")
 
 FORMAT_RETRY = ("Your answer could not be used: {error}. Answer again with the complete result in the "
                 "requested format only, with nothing cut off.")
@@ -53,26 +55,37 @@ class CallLog:
                 "calls": self.calls}
 
 
-def ask_json(ctx: RunContext, log: CallLog, messages: list[dict[str, str]],
-             check: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    """Ask; if the answer is not usable JSON, say why once in the same conversation and ask again."""
+def ask_until_usable(ctx: RunContext, log: CallLog, messages: list[dict[str, str]], parse: Callable[[str], T],
+                     truncated: str = "truncated answer (finish_reason=length)") -> T:
+    """Ask; if `parse` refuses the answer (a ValueError), say why once in the same conversation (the follow-up
+    docs/enrich.md promises) and ask again; a StageFailure when the second answer is unusable too."""
     error = ""
     for round_ in range(2):
         comp = ctx.client.chat(messages)
         log.add(comp)
         try:
             if comp.finish_reason == "length":
-                raise ExtractError("truncated answer (finish_reason=length); raise completion_tokens")
-            obj = extract_one_json(comp.content)
-            check(obj)
-            return obj
-        except (ExtractError, ValueError) as exc:
+                raise ExtractError(truncated)
+            return parse(comp.content)
+        except ValueError as exc:  # ExtractError is one
             error = str(exc)
             if comp.finish_reason == "length" or round_ == 1:
                 break
             messages = [*messages, {"role": "assistant", "content": comp.content},
                         {"role": "user", "content": FORMAT_RETRY.format(error=error)}]
     raise StageFailure(ctx.redact.text(f"unusable answer: {error}"), log.meta())
+
+
+def ask_json(ctx: RunContext, log: CallLog, messages: list[dict[str, str]],
+             check: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Ask for exactly one JSON object that `check` accepts."""
+    def parse(content: str) -> dict[str, Any]:
+        obj = extract_one_json(content)
+        check(obj)
+        return obj
+
+    return ask_until_usable(ctx, log, messages, parse,
+                            "truncated answer (finish_reason=length); raise completion_tokens")
 
 
 def write_stage_json(path: Path, obj: dict[str, Any], redact: Redactor) -> None:

@@ -25,7 +25,7 @@ from miner.enrich.repair import (
     repair_messages,
 )
 from miner.enrich.run_tests import run_generated_test
-from miner.enrich.stages.base import FORMAT_RETRY, CallLog, RunContext, StageFailure, write_stage_json
+from miner.enrich.stages.base import CallLog, RunContext, StageFailure, ask_until_usable, write_stage_json
 from miner.enrich.static_check import check_test_source
 from miner.sandbox import SandboxUnavailable
 
@@ -82,26 +82,15 @@ def _first_candidate(ctx: RunContext, kin: KernelInput, analysis: dict[str, Any]
     messages = prompt.messages(kernel=kin.prompt_kernel(), code=kin.code, analysis=analysis,
                                instantiations=kin.instantiations,  # the Triton template lists them itself
                                facts=test_context(kin.metadata, analysis, kin.code_source), min_cases=MIN_CASES)
-    error = ""
-    for round_ in range(2):
-        comp = ctx.client.chat(messages)
-        log.add(comp)
-        try:
-            if comp.finish_reason == "length":
-                raise ExtractError("truncated answer (finish_reason=length)")
-            code = extract_code(comp.content, "python")
-            if len(code) > MAX_TEST_CHARS:
-                raise ExtractError(f"the test file has {len(code)} characters (limit {MAX_TEST_CHARS})")
-            return code
-        except ExtractError as exc:
-            error = str(exc)
-            if comp.finish_reason == "length" or round_ == 1:
-                break
-            # The follow-up docs/enrich.md promises: say why, once, in the same conversation.
-            messages = [*messages, {"role": "assistant", "content": comp.content},
-                        {"role": "user", "content": FORMAT_RETRY.format(error=error)}]
-    # Nothing to repair yet: the repair loop needs a candidate to start from.
-    raise StageFailure(ctx.redact.text(f"unusable answer: {error}"), log.meta())
+
+    def parse(content: str) -> str:
+        code = extract_code(content, "python")
+        if len(code) > MAX_TEST_CHARS:
+            raise ExtractError(f"the test file has {len(code)} characters (limit {MAX_TEST_CHARS})")
+        return code
+
+    # Nothing to repair before this succeeds: the repair loop needs a candidate to start from.
+    return ask_until_usable(ctx, log, messages, parse)
 
 
 def _check(kin: KernelInput, code: str, writable: list[int] | None) -> Any:
