@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 
+from miner.builder.toolchain import DEFAULT_ARCH
 from miner.commands._common import add_output_level, check_numbers
 from miner.errors import UsageError
 from miner.extract import FRONTENDS
@@ -64,7 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="local: child processes of this run; ray: Ray tasks (docs/scale.md)")
     p.add_argument("--ray-address", metavar="ADDR",
                    help="with --executor ray: the cluster to join ('auto', ray://host:10001; default: a local one)")
-    p.add_argument("--arch", default="sm_90,compute_90", metavar="LIST", help="with --build: nvcc targets")
+    p.add_argument("--arch", default=DEFAULT_ARCH, metavar="LIST", help="with --build: nvcc targets")
     p.add_argument("--nvcc", metavar="PATH", help="with --build: the nvcc to use")
     p.add_argument("--cache-dir", metavar="DIR", help="with --build: build cache folder")
     add_output_level(p, "list every failure")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from miner import dataset
+from miner.builder.toolchain import DEFAULT_ARCH
 from miner.errors import UsageError
 from miner.scale import commit, executor, worker
 from miner.scale.ledger import Ledger
@@ -42,7 +43,7 @@ class MineOptions:
     license_allow: list[str] | None = None
     executor: str = "local"
     ray_address: str | None = None
-    arch: str = "sm_90,compute_90"
+    arch: str = DEFAULT_ARCH
     nvcc: str | None = None
     build_timeout: float = 300.0
     batch_size: int = 12
