@@ -9,8 +9,10 @@ The list file has one repository a line: `owner/name@commit  checkout-dir  [subd
 (huge repos are limited to one part), with the whole checkout as the project context. Each repository
 is mined into OUT/<checkout-dir> in its own child process (`--no-run` only re-reads OUT).
 
-Per repository and overall it prints: kernels found, kernels with a compiling unit, instantiations
-whose unit builds, kernels with a recorded launch, template kernels left with only inferred/none
+HIP-native variants (`variant.toolchain == "hip"`) are left out of every figure (their build is hipcc's) and
+counted in the JSON as `hip_variants`. Per repository and overall it prints: kernels found, kernels with a
+compiling unit, instantiations whose unit builds, kernels with a recorded launch, template kernels left with
+only inferred/none
 arguments; then the most common failure classes (first compiler error lines, names masked).
 """
 
@@ -98,6 +100,11 @@ def tally(metas: list[dict[str, Any]]) -> Tally:
     classes: collections.Counter[str] = collections.Counter()
     examples: dict[str, list[str]] = collections.defaultdict(list)
     for m in metas:
+        # A HIP-native variant is built by hipcc (`build --toolchain hip`), never by nvcc: counted apart so
+        # the CUDA figures are over the kernels nvcc is asked to build.
+        if (m.get("variant") or {}).get("toolchain") == "hip":
+            row["hip_variants"] += 1
+            continue
         row["kernels"] += 1
         insts = m.get("instantiations") or []
         statuses = [(i.get("build") or {}).get("status") for i in insts]

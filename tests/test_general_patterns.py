@@ -121,6 +121,14 @@ def test_the_repos_own_half_atomic_add_replaces_the_shims(dataset: dict[str, Any
     assert text.count("atomicAdd(at::Half *address") == 1 and "km:atomicAdd-Half-begin" not in text
 
 
+def test_cached_loads_of_half_and_bfloat16_use_torchs_ldg_overloads(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "gather_rows_ldg")
+    built = _built(m)
+    assert {i.split("_")[0] for i in built} >= {"float", "double", "half", "bf16"}, built
+    assert set(built.values()) == {"ok"}, built
+    assert not [u for u in m["unresolved"] if u["symbol"] == "__ldg"], m["unresolved"]
+
+
 def test_traits_alias_in_a_bool_switch_lambda_of_a_host_template_fixed_by_explicit_instantiations(
         dataset: dict[str, Any]) -> None:
     """`using Traits = ScanTraits<kThreads, kIsEven, T>; auto kernel = &k<Traits>;` inside a BOOL_SWITCH

@@ -39,16 +39,21 @@ def shim_text() -> str:
     return (stub_dir() / "unit" / "km_torch_unit.h").read_text(encoding="utf-8")
 
 
+# Built-ins the shim overloads for c10's 16-bit types; each overload sits between km:<name>-<type> markers.
+_SHIM_OVERLOADS = ("atomicAdd", "__ldg")
+
+
 def _shim_for(pieces: list[dict[str, Any]]) -> str:
-    """The unit shim without the overloads the repo defines itself (its own `atomicAdd(at::Half *, at::Half)`,
-    which torch/extension.h does not declare either)."""
+    """The unit shim without the overloads the repo defines itself (its own `atomicAdd(at::Half *, at::Half)`
+    or `__ldg(const at::Half *)`): two definitions of one overload would not compile."""
     text = shim_text()
     for p in pieces:
-        if p["kind"] == "FUNCTION_DECL" and p["name"] == "atomicAdd":
+        if p["kind"] == "FUNCTION_DECL" and p["name"] in _SHIM_OVERLOADS:
             head = p["text"].split("{", 1)[0]
             for t in ("Half", "BFloat16"):
                 if re.search(rf"\b{t}\s*\*", head):
-                    text = re.sub(rf"// km:atomicAdd-{t}-begin\n.*?// km:atomicAdd-{t}-end\n", "", text, flags=re.S)
+                    name = re.escape(p["name"])
+                    text = re.sub(rf"// km:{name}-{t}-begin\n.*?// km:{name}-{t}-end\n", "", text, flags=re.S)
     return text
 
 

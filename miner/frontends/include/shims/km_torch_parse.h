@@ -380,6 +380,9 @@ namespace at { namespace native {
 template <class T, class I> __device__ void fastAtomicAdd(T *tensor, I index, I numel, T value, bool fast);
 }}
 __device__ c10::Half atomicAdd(c10::Half *, c10::Half);
+/* torch/headeronly/util/Half.h and BFloat16.h overload __ldg for their types. */
+__device__ c10::Half __ldg(const c10::Half *);
+__device__ c10::BFloat16 __ldg(const c10::BFloat16 *);
 __device__ c10::BFloat16 atomicAdd(c10::BFloat16 *, c10::BFloat16);
 __device__ inline c10::Half gpuAtomicAdd(c10::Half *a, c10::Half b) { return atomicAdd(a, b); }
 __device__ c10::BFloat16 gpuAtomicAdd(c10::BFloat16 *, c10::BFloat16);

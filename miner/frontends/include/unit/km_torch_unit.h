@@ -124,6 +124,22 @@ __device__ inline c10::BFloat16 atomicAdd(c10::BFloat16 *p, c10::BFloat16 v) {
   return *reinterpret_cast<c10::BFloat16 *>(&r); }
 #endif
 // km:atomicAdd-BFloat16-end
+// __ldg as torch/headeronly/util/Half.h and BFloat16.h overload it (bf16's native load needs sm_80).
+// km:__ldg-Half-begin
+#if !defined(__HIP__)
+__device__ inline c10::Half __ldg(const c10::Half *p) { return c10::Half(__ldg(reinterpret_cast<const __half *>(p))); }
+#endif
+// km:__ldg-Half-end
+// km:__ldg-BFloat16-begin
+__device__ inline c10::BFloat16 __ldg(const c10::BFloat16 *p) {
+#if !defined(__HIP__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  __nv_bfloat16 r = __ldg(reinterpret_cast<const __nv_bfloat16 *>(p));
+  return *reinterpret_cast<c10::BFloat16 *>(&r);
+#else
+  return *p;
+#endif
+}
+// km:__ldg-BFloat16-end
 namespace at {
 using c10::BFloat16;
 using c10::Half;
