@@ -10,6 +10,7 @@ body that is not JSON at all.
 from __future__ import annotations
 
 import json
+import keyword
 import re
 import threading
 import time
@@ -245,6 +246,46 @@ def test_{name}(n):
 
 
 _ANALYSIS = re.compile(r"Analysis of the kernel[^\n]*:\n```json\n(.*?)```", re.S)
+# What miner's tests and repair prompts state about the kernel (templates/prompts/kernel_facts.j2): its
+# parameters in launch order (the first instantiation's launcher) and the ones it writes. A model is meant to
+# follow these facts; guessing outputs from a `*` misses tensor accessors, which are passed by value.
+_LAUNCHER = re.compile(r"^- `[^`]*`: template arguments .*; launcher parameters (\[.*\])\s*$", re.M)
+_WRITES = re.compile(r"^Parameters the kernel writes \([^)]*\): (.*)$", re.M)
+# Names the test file itself binds: a kernel parameter with one of these names (or a Python keyword, as
+# CUDA's `in`) gets a trailing underscore so the test stays valid Python and nothing is shadowed.
+_TEST_NAMES = {"n", "torch", "pytest", "unit", "expected", "Path", "load_unit", "KERNEL_DIR"}
+
+
+def _py_name(name: str) -> str:
+    return name + "_" if keyword.iskeyword(name) or name in _TEST_NAMES else name
+
+
+def prompt_params(prompt: str) -> list[dict[str, Any]]:
+    """The kernel's parameters with a role each, from the facts of a tests or repair prompt: every parameter
+    listed as written is an output, other pointers and structs (tensor accessors) are inputs, integers are
+    sizes. Falls back to the analysis' parameters (the tests prompt shows it) where no launcher is listed."""
+    launcher = _LAUNCHER.search(prompt)
+    writes = _WRITES.search(prompt)
+    written = {w.strip() for w in writes.group(1).split(",")} if writes else set()
+    if launcher:
+        try:
+            listed = json.loads(launcher.group(1))
+        except ValueError:
+            listed = []
+        params = []
+        for p in listed:
+            ctype = str(p.get("ctype", ""))
+            role = ("output" if p.get("name") in written else "input" if ctype in ("pointer", "struct")
+                    else "size" if "int" in ctype or "int" in str(p.get("type", "")) else "scalar")
+            params.append({"name": str(p.get("name")), "role": role})
+        if params:
+            return params
+    analysis = _ANALYSIS.search(prompt)
+    try:
+        described = json.loads(analysis.group(1))["params"] if analysis else []
+    except (ValueError, KeyError, TypeError):
+        return []
+    return [{**p, "role": "output"} if p.get("name") in written else p for p in described]
 
 
 def generic_test(name: str, params: list[dict[str, Any]]) -> str:
@@ -253,14 +294,15 @@ def generic_test(name: str, params: list[dict[str, Any]]) -> str:
     if not any(p.get("role") in ("output", "inout") for p in params):
         return GOOD_TEST.replace("{name}", name)
     lines, args = [], []
-    first_in = next((p["name"] for p in params if p.get("role") == "input"), None)
-    first_out = next(p["name"] for p in params if p.get("role") in ("output", "inout"))
+    first_in = next((_py_name(p["name"]) for p in params if p.get("role") == "input"), None)
+    first_out = next(_py_name(p["name"]) for p in params if p.get("role") in ("output", "inout"))
     for p in params:
+        var = _py_name(p["name"])
         if p.get("role") == "input":
-            lines.append(f"    {p['name']} = torch.rand(n, device=\"cuda\")")
+            lines.append(f"    {var} = torch.rand(n, device=\"cuda\")")
         elif p.get("role") in ("output", "inout"):
-            lines.append(f"    {p['name']} = torch.full((n,), float(\"nan\"), device=\"cuda\")")
-        args.append(p["name"] if p.get("role") in ("input", "output", "inout") else
+            lines.append(f"    {var} = torch.full((n,), float(\"nan\"), device=\"cuda\")")
+        args.append(var if p.get("role") in ("input", "output", "inout") else
                     ("n" if p.get("role") == "size" else "1.5"))
     lines.append(f"    expected = {first_in} * 2" if first_in else "    expected = torch.zeros(n, device=\"cuda\")")
     body = "\n".join(lines)
@@ -290,11 +332,8 @@ def kernel_brain(body: dict[str, Any]) -> str:
         return "Here is the analysis.\n" + fence("json", json.dumps(analysis_answer(name, params), indent=1))
     if first_user.startswith("Write the complete documentation"):
         return json.dumps(describe_answer(name, params))
-    analysis = _ANALYSIS.search(first_user)
-    try:
-        described = json.loads(analysis.group(1))["params"] if analysis else []
-    except (ValueError, KeyError, TypeError):
-        described = []
+    # The repair prompt has no analysis but the same facts, so a repair writes a test for the same signature.
+    described = prompt_params(first_user)
     test = generic_test(re.sub(r"\W", "_", name), described) if described else GOOD_TEST.replace(
         "{name}", re.sub(r"\W", "_", name))
     if "did not pass" in user:

@@ -332,9 +332,6 @@ def test_key_and_endpoint_from_config_file_alone(tmp_path: Path) -> None:
     assert_no_key_anywhere(data, proc.stdout, proc.stderr)
 
 
-# Known failure, left visible: since the HIP-native variants and new torch-extension fixtures joined the
-# corpus, enrich reports 4 kernels "not complete" (exit 1); the cause is not yet found (see the closing note).
-@pytest.mark.xfail(reason="4 fixture kernels end 'not complete' since the corpus gained HIP variants", strict=False)
 @pytest.mark.slow  # one generated-test child per kernel, each importing torch (~3 s on 2 cores)
 def test_full_enrich_over_the_extracted_fixture_corpus(tmp_path: Path) -> None:
     out = tmp_path / "extracted"

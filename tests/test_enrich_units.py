@@ -209,6 +209,35 @@ def test_static_check_rejects_tests_that_cannot_fail(source: str, why: str) -> N
     assert why in result.message(), result.message()
 
 
+# A torch-extension kernel (tests/fixtures/corpus/ops/row_stats.cu): it writes `mean`, a tensor accessor
+# passed by value, not a pointer.
+ROW_MEAN_PARAMS = [
+    {"name": "input", "type": "const at::PackedTensorAccessor64<scalar_t, 2, at::RestrictPtrTraits>",
+     "pointer": False, "const": True},
+    {"name": "mean", "type": "at::PackedTensorAccessor64<scalar_t, 1, at::RestrictPtrTraits>",
+     "pointer": False, "const": False},
+]
+ROW_MEAN = GOOD.replace("x * alpha", "x.mean(dim=1)").replace("reference(x, 2.0)", "reference(x, 0)").replace(
+    'x = torch.randn(n, device="cuda")', 'x = torch.randn(n, 3, device="cuda")').replace(
+    'out = torch.full_like(x, float("nan"))', 'out = torch.full((n,), float("nan"), device="cuda")').replace(
+    LAUNCH, "unit.launch((n + 255) // 256, 256, x, out)")
+
+
+def test_tensor_accessor_outputs_are_what_the_prompt_names_and_the_check_expects() -> None:
+    from miner.enrich.prompt_context import outputs
+    from miner.enrich.records import KernelInput
+    from miner.enrich.stages.tests import writable_positions
+
+    kin = KernelInput("row_mean_kernel-0", Path("."), {"params": ROW_MEAN_PARAMS}, "", "units/float/unit.cu")
+    assert outputs(kin.metadata) == ["mean"]
+    assert writable_positions(kin) == [1]
+    # The honest test, reading `mean` (position 1), passes the check; one asserting on the input does not.
+    assert check_test_source(ROW_MEAN, writable=writable_positions(kin)).ok
+    wrong = check_test_source(ROW_MEAN.replace(ASSERT, "torch.testing.assert_close(x.mean(dim=1), expected)"),
+                              writable=writable_positions(kin))
+    assert not wrong.ok and "depends on the kernel's output" in wrong.message()
+
+
 # ------------------------------------------------------------------------------ descriptions
 
 DESC = {

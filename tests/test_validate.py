@@ -95,6 +95,26 @@ def test_every_outcome_is_exact(tmp_path: Path, mode: str) -> None:
     assert "11 kernels:" in proc.stdout and "1 crashed" not in proc.stdout and "2 crashed" in proc.stdout
 
 
+def test_skipped_kernels_are_not_a_success(tmp_path: Path) -> None:
+    """A kernel whose tests all skip (no GPU here) or that has none is recorded `skipped` and its pass_exe is
+    false; the run exits 3, not 0, and says so, unless a kernel failed (1); only all-passed exits 0."""
+    root = make_dataset(tmp_path / "ds", {k: CASES[k] for k in ("k-pass", "k-fail", "k-skip")})
+    make_kernel(root, "k-none", None)
+    runs = {}
+    for kernels in ("k-skip", "k-none", "k-pass,k-skip", "k-fail,k-skip", "k-pass"):
+        runs[kernels] = km("validate", str(root), "--force", "--kernels", kernels)
+    for kernels in ("k-skip", "k-none", "k-pass,k-skip"):
+        proc = runs[kernels]
+        assert proc.returncode == 3, (kernels, proc.stdout, proc.stderr)
+        assert "not verified: 1 kernel(s) skipped" in proc.stdout and "exit code 3, not 0" in proc.stdout
+    assert "1 skipped" in runs["k-skip"].stdout
+    assert validation(root, "k-skip")["outcome"] == "skipped" and validation(root, "k-skip")["pass_exe"] is False
+    assert validation(root, "k-none")["outcome"] == "skipped" and validation(root, "k-none")["reason"] == "no tests"
+    assert runs["k-fail,k-skip"].returncode == 1  # a failure outranks a skip
+    assert "not verified" not in runs["k-fail,k-skip"].stdout
+    assert runs["k-pass"].returncode == 0 and "not verified" not in runs["k-pass"].stdout
+
+
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
     test = textwrap.dedent(f"""
@@ -222,7 +242,9 @@ def test_tests_beside_the_source_are_copied_in_and_run(tmp_path: Path) -> None:
         (root / kid / "kernel.cu").write_text(kernel_text)
     # --tests-from a folder inside the repo: the source path is found relative to one of its parents.
     proc = km("validate", str(root), "--tests-from", str(src / "tests"))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # k-other has no tests (skipped): nothing failed, but not everything was verified.
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "not verified: 1 kernel(s) skipped" in proc.stdout
     v = validation(root, "k-scale")
     assert v["outcome"] == "passed" and v["test_sources"]["copied"] == ["test_scale.py"]
     assert (root / "k-scale" / "tests" / "test_scale.py").read_text() == CASES["k-pass"]

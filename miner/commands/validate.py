@@ -15,6 +15,16 @@ from miner.commands._common import add_kernels, check_numbers, kernel_patterns
 from miner.errors import InputError, UsageError
 
 HELP = "run each kernel's tests in an isolated process and record pass/fail/crash per kernel"
+DESCRIPTION = HELP + """.
+
+Exit codes: 0 every kernel run passed; 1 some kernel did not pass and was no skip (failed, error,
+timeout, crashed, cuda_error, build_failed, sandbox_violation); 3 none failed but some were skipped: their
+tests did not run here (every test skipped, e.g. no CUDA GPU, or the kernel has no tests), so nothing about
+them was verified; 2 usage or configuration error; 130 interrupted. Kernels already validated (not rerun)
+do not count."""
+# A skipped kernel is no failure, but no pass either: a dataset user scripting `validate && publish` must not
+# take "every test skipped for lack of a GPU" for success, so it gets a code of its own below failures.
+EXIT_NOT_VERIFIED = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from miner.validate.pipeline import Options, failing, validate_dataset
+    from miner.validate.pipeline import Options, validate_dataset
 
     root = Path(args.dir)
     if not root.is_dir():
@@ -94,7 +104,20 @@ def run(args: argparse.Namespace) -> int:
     if summary["cached"]:
         parts.append(f"{summary['cached']} already validated")
     print(f"{summary['selected']} kernels: {', '.join(parts)} -> {root}")
-    return 1 if any(failing(r["outcome"]) for r in summary["results"].values()) else 0
+    return _exit_code(counts)
+
+
+def _exit_code(counts: Counter[str]) -> int:
+    """1 when any kernel failed; else 3 (with a line saying so) when any kernel skipped; else 0."""
+    from miner.validate.pipeline import failing
+
+    if any(failing(outcome) for outcome in counts):
+        return 1
+    if counts.get("skipped"):
+        print(f"not verified: {counts['skipped']} kernel(s) skipped, their tests did not run (no CUDA GPU, or "
+              f"no tests); exit code {EXIT_NOT_VERIFIED}, not 0")
+        return EXIT_NOT_VERIFIED
+    return 0
 
 
 def _limits(args: argparse.Namespace) -> dict[str, int]:

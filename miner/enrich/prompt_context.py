@@ -60,15 +60,20 @@ def instantiations(metadata: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def writes_through(param: dict[str, Any]) -> bool:
+    """Whether the kernel may write through this parameter: a pointer whose pointee is not const, or a tensor
+    accessor passed by value that is not declared const (torch kernels write through `PackedTensorAccessor`
+    parameters). The one definition for the prompt's outputs and the static check's writable positions: when
+    they disagreed, the prompt named an accessor as the output and the check rejected every test reading it."""
+    if param.get("pointer"):
+        return not param.get("const")
+    ptype = str(param.get("type") or "")
+    return "Accessor" in ptype and not param.get("const") and not ptype.lstrip().startswith("const ")
+
+
 def outputs(metadata: dict[str, Any]) -> list[str]:
-    """Parameters the kernel may write: pointers whose pointee is not const, and tensor accessors passed by
-    value that are not declared const (torch kernels write through `PackedTensorAccessor` parameters)."""
-    def writable(p: dict[str, Any]) -> bool:
-        if p.get("pointer"):
-            return not p.get("const")
-        ptype = str(p.get("type") or "")
-        return "Accessor" in ptype and not p.get("const") and not ptype.lstrip().startswith("const ")
-    return [str(p.get("name")) for p in metadata.get("params") or [] if isinstance(p, dict) and writable(p)]
+    """Names of the parameters the kernel may write (`writes_through`)."""
+    return [str(p.get("name")) for p in metadata.get("params") or [] if isinstance(p, dict) and writes_through(p)]
 
 
 def unit_status(metadata: dict[str, Any], code_source: str) -> dict[str, Any]:

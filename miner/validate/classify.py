@@ -23,7 +23,9 @@ from miner.validate.runner import SANITIZER_EXIT, RawResult
 
 OUTCOMES = ("passed", "failed", "error", "timeout", "crashed", "cuda_error", "build_failed", "skipped",
             "sandbox_violation")
-GOOD = frozenset({"passed", "skipped"})
+# Outcomes that are no failure. `skipped` is here because nothing went wrong, not because anything was
+# verified: its tests did not run (no GPU, no tests); `validate` exits 3 for it, never 0 (docs/harness.md).
+NOT_FAILED = frozenset({"passed", "skipped"})
 
 
 @dataclass
@@ -68,7 +70,7 @@ def _sanitizer_error(*paths: Path) -> str:
 def classify(raw: RawResult, stdout: Path, stderr: Path, timeout: float) -> Verdict:
     verdict = _classify(raw, stdout, stderr, timeout)
     violations = list(raw.extra.get("violations") or [])
-    if raw.extra.get("sandboxed") and verdict.outcome not in GOOD:
+    if raw.extra.get("sandboxed") and verdict.outcome not in NOT_FAILED:
         res = raw.result or {}
         texts = [f"{t.get('exc_type', '')}: {t.get('message', '')}" for t in (res.get("tests") or {}).values()
                  if t.get("outcome") not in ("passed", "skipped")]

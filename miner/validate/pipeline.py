@@ -18,7 +18,7 @@ from miner import __version__, sandbox
 from miner.errors import UsageError
 from miner.harness import build_block, library_path, toolchain
 from miner.validate import oracles, store
-from miner.validate.classify import GOOD, Verdict, classify
+from miner.validate.classify import NOT_FAILED, Verdict, classify
 from miner.validate.compile_unit import BuildError, compile_unit
 from miner.validate.runner import ForkRunner, Job, RawResult, SpawnRunner, kill_active
 from miner.validate.sources import sync_tests
@@ -283,4 +283,4 @@ def _check_gpu_inside(opts: Options, root: Path) -> None:
 
 
 def failing(outcome: str) -> bool:
-    return outcome not in GOOD
+    return outcome not in NOT_FAILED

@@ -8,7 +8,7 @@ from typing import Any
 
 from miner.dataset.atomic import write_text
 from miner.validate import store
-from miner.validate.classify import GOOD
+from miner.validate.classify import NOT_FAILED
 from miner.validate.compile_unit import nvcc_command
 
 _REPRO = """#!/usr/bin/env bash
@@ -66,7 +66,7 @@ def triage(root: Path, out: Path, timeout: float = 120) -> list[Path]:
     for kdir in store.kernel_dirs(root):
         meta = store.load_meta(kdir)
         v = meta.get("validation") or {}
-        if not v.get("outcome") or v["outcome"] in GOOD:
+        if not v.get("outcome") or v["outcome"] in NOT_FAILED:  # a skip has no failure to reproduce
             continue
         dest = out / kdir.name
         tmp = out / f".{kdir.name}.tmp"

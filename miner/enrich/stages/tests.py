@@ -14,7 +14,7 @@ from miner.dataset.atomic import write_text
 from miner.enrich.gpu_probe import gpu_present
 from miner.enrich.json_extract import ExtractError, extract_code
 from miner.enrich.mutation import judge_test, not_run
-from miner.enrich.prompt_context import test_context
+from miner.enrich.prompt_context import test_context, writes_through
 from miner.enrich.prompts import load_prompt
 from miner.enrich.records import KernelInput, now
 from miner.enrich.repair import (
@@ -41,11 +41,12 @@ _EVIDENCE = ("failed", "cuda_error")
 
 
 def writable_positions(kin: KernelInput) -> list[int] | None:
-    """Positions of the parameters the kernel may write (pointers to non-const data), from metadata."""
+    """Positions of the parameters the kernel may write (`writes_through`: non-const pointees, non-const tensor
+    accessors), from metadata; the same parameters the tests prompt names as outputs."""
     params = kin.metadata.get("params")
     if not isinstance(params, list) or not params or not all(isinstance(p, dict) for p in params):
         return None
-    return [i for i, p in enumerate(params) if p.get("pointer") and not p.get("const")]
+    return [i for i, p in enumerate(params) if writes_through(p)]
 
 
 def judge_candidate(ctx: RunContext, kin: KernelInput, test_path: Path) -> tuple[str, str, dict[str, Any]]:
