@@ -12,8 +12,7 @@ is mined into OUT/<checkout-dir> in its own child process (`--no-run` only re-re
 HIP-native variants (`variant.toolchain == "hip"`) are left out of every figure (their build is hipcc's) and
 counted in the JSON as `hip_variants`. Per repository and overall it prints: kernels found, kernels with a
 compiling unit, instantiations whose unit builds, kernels with a recorded launch, template kernels left with
-only inferred/none
-arguments; then the most common failure classes (first compiler error lines, names masked).
+only inferred/none arguments; then the most common failure classes (first compiler error lines, names masked).
 """
 
 from __future__ import annotations
