@@ -257,3 +257,26 @@ def test_run_api_copies_back_only_regular_files_of_the_result_area(tmp_path: Pat
     assert done.violations == [{"kind": "write", "what": "../other/metadata.json"}]
     assert data_hash(tmp_path / "ds") == before and not (kdir / "scratch.txt").exists()
     assert SECRET not in (out / "stdout.txt").read_text()
+
+
+@needs_sandbox
+def test_own_proc_is_writable_for_the_process_but_machine_settings_stay_read_only() -> None:
+    """The CUDA driver writes to /proc while cuInit runs (a read-only /proc hid the GPU on an H100):
+    the namespace's /proc stays writable where the process owns the file, /proc/sys never."""
+    from miner.sandbox import confine, linux
+
+    def step(work: str) -> str:
+        try:
+            confine(work, sandbox.Policy(memory_bytes=0))
+            linux.write_file("/proc/self/comm", "km-probe")
+            comm = Path("/proc/self/comm").read_text().strip()
+            try:
+                linux.write_file("/proc/sys/kernel/hostname", "escaped")
+                sysctl = "written"
+            except OSError as exc:
+                sysctl = type(exc).__name__
+            return f"{comm} {sysctl}"
+        except BaseException as exc:  # noqa: BLE001 - reported to the test
+            return f"error {type(exc).__name__}: {exc}"
+
+    assert linux.run_in_fork(step, "km-proc-test-") == "km-probe OSError"

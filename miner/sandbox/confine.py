@@ -2,7 +2,8 @@
 
 After `confine(work, policy)` returns, the caller is PID 2 of a new PID namespace, in a new user,
 mount and network namespace: no network interface is up (not even loopback), every mount is
-read-only except `work` and a private /dev/shm, $HOME (or its credential files) is hidden, /proc
+read-only except `work`, a private /dev/shm and the namespace's own /proc (whose machine-wide parts,
+/proc/sys and the like, are read-only), $HOME (or its credential files) is hidden, /proc
 shows only this namespace, rlimits are set and no capability is left. The process that called
 `confine` stays behind outside the PID namespace as a waiter that exits the way the test process
 exits, so the caller's parent sees the same exit status and can kill the whole tree by its process
@@ -86,6 +87,13 @@ def _mounts(work: str, policy: Policy) -> None:
         linux.set_readonly("/dev/shm", False, recursive=False)
 
 
+# Parts of /proc that configure the machine rather than this process: read-only, as container runtimes
+# keep them. The rest of /proc stays writable: the CUDA driver writes to it while cuInit runs (measured on
+# an H100: a read-only /proc gives CUDA_ERROR_OPERATING_SYSTEM, scripts/sandbox_gpu_probe.py), and
+# without capabilities a process can write only what it owns there.
+PROC_READONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs")
+
+
 def _own_proc(policy: Policy) -> None:
     flags = linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC
     linux.mount("proc", "/proc", "proc", flags)
@@ -94,7 +102,11 @@ def _own_proc(policy: Policy) -> None:
             linux.write_file("/proc/sys/kernel/pid_max", str(max(PID_MAX_MIN, policy.processes)))
         except OSError:
             pass
-    linux.mount(None, "/proc", None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY | flags)
+    for name in PROC_READONLY:
+        path = os.path.join("/proc", name)
+        if os.path.exists(path):
+            linux.mount(path, path, None, linux.MS_BIND)
+            linux.mount(None, path, None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY | flags)
 
 
 def _limit(which: int, value: int) -> None:

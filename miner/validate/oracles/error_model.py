@@ -18,8 +18,13 @@ from miner.validate.oracles.capture import _torch
 # error of 0.03 pixel; a floor() near a cell edge) and zero where it is not. An element is
 # explained when |half - float| <= spread_factor * spread + rel_ulps * u * |float| (a few roundings
 # of the result, accumulation over some dozens of terms) + abs_scale * u * max|float| (cancellation).
+# A fourth run ("wide") perturbs by spread_factor * u at random: a smooth output moves about
+# spread_factor times as far as under the narrow runs, which the factor already allows, but an output
+# behind a branch or a border test (a sample point that leaves the image, a floor() crossing) moves only
+# once the input error is wide enough to cross it; several half roundings of an intermediate (roi_align's
+# sample coordinates, measured on an H100) reach that far. Its change counts unscaled.
 # What is never explained: inf/NaN where float is finite (overflow), or more than max_beyond of the
-# compared elements beyond the model (elements near a boundary the perturbation did not reach).
+# compared elements beyond the model (elements near a boundary the perturbations did not reach).
 UNIT_ROUNDOFF = {"half": 2.0 ** -11, "bfloat16": 2.0 ** -8}
 
 
@@ -32,7 +37,7 @@ MIN_ULP = {"half": 2.0 ** -24, "bfloat16": 2.0 ** -133}
 MODEL: dict[str, float] = {"spread_factor": 8.0, "rel_ulps": 16.0, "abs_scale": 2.0, "max_beyond": 1e-3}
 
 
-PERTURBATIONS = ("up", "down", "random")
+PERTURBATIONS = ("up", "down", "random", "wide")
 
 
 STATS_SAMPLE = 1 << 22  # percentiles from at most this many elements (a seeded random subset)
@@ -91,9 +96,16 @@ def error_stats(diffs: Sequence[Any], refs: Sequence[Any], kind: str) -> dict[st
     return {k: float(f"{v:.4g}") for k, v in out.items()}
 
 
+def perturbation_scale(how: str) -> float:
+    """How many roundoffs a perturbation moves the inputs by (the wide run: spread_factor)."""
+    return MODEL["spread_factor"] if how == "wide" else 1.0
+
+
 def _perturbed(values: Any, how: str, u: float, seed: int) -> Any:
-    """Float32 values scaled by 1 + u, 1 - u or 1 +- u at random; integral and non-finite values stay."""
+    """Float32 values scaled by 1 + u, 1 - u or 1 +- u at random (1 +- spread_factor * u for "wide");
+    integral and non-finite values stay."""
     torch = _torch()
+    u *= perturbation_scale(how)
     if how == "up":
         factor = torch.full_like(values, 1.0 + u)
     elif how == "down":
@@ -110,4 +122,4 @@ def _perturbed_scalar(value: Any, how: str, u: float, index: int) -> Any:
     if isinstance(value, bool) or not isinstance(value, float) or value == round(value):
         return value
     sign = {"up": 1.0, "down": -1.0}.get(how, 1.0 if index % 2 else -1.0)
-    return value * (1.0 + sign * u)
+    return value * (1.0 + sign * u * perturbation_scale(how))

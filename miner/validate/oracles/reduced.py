@@ -18,6 +18,7 @@ from miner.validate.oracles.error_model import (
     _perturbed_scalar,
     compare_reduced,
     error_stats,
+    perturbation_scale,
 )
 from miner.validate.oracles.pairs import _params, _targs
 from miner.validate.oracles.replay import _base, _bits, _converted_storages, replay
@@ -195,9 +196,11 @@ def check_reduced(launch: Launch, first: Sequence[Any], partner: dict[str, Any],
         if conv.get(i) and changed.shape == _bits(hi_a, hi_dt).shape:
             lo_v, hi_v = lo_a.view(red).double(), hi_a.view(f32).double()
             spread = torch.zeros_like(hi_v)
-            for p_run in perturbed_runs:
+            for how, p_run in zip(PERTURBATIONS, perturbed_runs, strict=True):
                 pv = p_run[i].view(f32).double()
-                spread = torch.maximum(spread, torch.nan_to_num((pv - hi_v).abs(), nan=0.0, posinf=0.0))
+                # The model multiplies spread by spread_factor: a run already that wide counts once.
+                moved = torch.nan_to_num((pv - hi_v).abs(), nan=0.0, posinf=0.0) / perturbation_scale(how)
+                spread = torch.maximum(spread, moved)
             n_bad, _, nf = compare_reduced(lo_v, hi_v, changed, kind, spread)
             both = changed & torch.isfinite(hi_v) & torch.isfinite(lo_v)
             diffs.append((lo_v - hi_v).abs()[both])
