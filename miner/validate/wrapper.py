@@ -14,20 +14,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from miner.dataset.atomic import write_text
-from miner.resources import data_dir
+from miner.resources import template_env
 
 TEMPLATE = "kernel_wrapper.py.j2"
 _INT_CTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
 _SIZE_NAME = re.compile(r"^(n|size|count|total|len|length|numel|nthreads|num\w*|\w*_?(size|count|num|len))$",
                         re.I)
-
-
-def _env() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(data_dir("templates"))), keep_trailing_newline=True,
-                              undefined=jinja2.StrictUndefined)
 
 
 def _text(v: Any) -> str | None:
@@ -155,7 +148,7 @@ def launch_config(meta: dict[str, Any], params: list[dict[str, Any]]) -> dict[st
 def render(kdir: Path, meta: dict[str, Any], inst: dict[str, Any]) -> str:
     launcher = inst.get("launcher") or {}
     params = list(launcher.get("params") or [])
-    return _env().get_template(TEMPLATE).render(
+    return template_env().get_template(TEMPLATE).render(
         kernel_id=meta.get("id", kdir.name), kernel_name=meta.get("name", kdir.name),
         inst=inst["id"], symbol=launcher.get("symbol", ""), params=params,
         local_params=[p for p in params if _pyname(p["name"])],
