@@ -17,3 +17,11 @@ class InputError(MinerError):
     """One input could not be processed; others may still be (exit 1)."""
 
     exit_code = 1
+
+
+class BuildError(MinerError, RuntimeError):
+    """A unit did not compile: nvcc missing, failed or past its time limit.
+
+    Also a RuntimeError, as it was when the harness raised it from its own nvcc call."""
+
+    exit_code = 1

@@ -240,7 +240,7 @@ def load_unit(kernel_dir: str | Path, inst: str | None = None, *, build: bool = 
     """Load instantiation `inst` (default: the first) of the kernel folder `kernel_dir`.
 
     The library is `build.library` from metadata.json; where none is recorded the unit is compiled
-    next to its source (miner.validate.compile_unit) unless `build=False`.
+    next to its source by the build stage's single-unit path (miner.builder.single) unless `build=False`.
     """
     t0 = time.perf_counter()
     kdir = Path(kernel_dir).resolve()
@@ -257,9 +257,9 @@ def load_unit(kernel_dir: str | Path, inst: str | None = None, *, build: bool = 
     if library is None:
         if not build:
             raise FileNotFoundError(f"{kdir.name}: instantiation {entry['id']!r} is not built")
-        from miner.validate.compile_unit import compile_unit
+        from miner.builder.single import build_unit
 
-        library = compile_unit(unit_path)
+        library = build_unit(unit_path)
     lib = ctypes.CDLL(str(library), mode=ctypes.RTLD_LOCAL)
     fn = getattr(lib, f"km_launch_{symbol}" if not symbol.startswith("km_launch_") else symbol)
     fn.restype = ctypes.c_int

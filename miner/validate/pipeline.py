@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from miner import __version__, sandbox
-from miner.errors import UsageError
+from miner.builder.single import build_unit
+from miner.errors import BuildError, UsageError
 from miner.harness import build_block, library_path, toolchain
 from miner.validate import oracles, store
 from miner.validate.classify import GOOD, Verdict, classify
-from miner.validate.compile_unit import BuildError, compile_unit
 from miner.validate.runner import ForkRunner, Job, RawResult, SpawnRunner, kill_active
 from miner.validate.sources import sync_tests
 from miner.validate.wrapper import write_wrappers
@@ -81,7 +81,7 @@ def build_missing(kdir: Path, meta: dict[str, Any], timeout: float) -> dict[str,
             info["failed"][iid] = "no HIP library: run kernel-miner build --toolchain hip"
             continue
         try:
-            compile_unit(kdir / inst.get("unit", f"units/{iid}/unit.cu"), timeout=timeout)
+            build_unit(kdir / inst.get("unit", f"units/{iid}/unit.cu"), timeout=timeout)
         except BuildError as exc:
             info["failed"][iid] = str(exc)
             continue

@@ -6,10 +6,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from miner.builder.single import nvcc_command
 from miner.dataset.atomic import write_text
 from miner.validate import store
 from miner.validate.classify import GOOD
-from miner.validate.compile_unit import nvcc_command
 
 _REPRO = """#!/usr/bin/env bash
 # Reproduce: {kid} -> {outcome}
