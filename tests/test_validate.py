@@ -251,8 +251,8 @@ def test_extracted_examples_find_their_hand_written_tests(tmp_path: Path) -> Non
     subprocess.run([sys.executable, "-m", "miner", "extract", "examples", "-o", str(out), "-q"], cwd=REPO,
                    env=env, check=True, capture_output=True, timeout=300)
     kdirs = {json.loads(p.read_text())["name"]: p.parent for p in out.glob("*/metadata.json")}
+    from miner.dataset import load_metadata as load_meta
     from miner.validate.sources import sync_tests
-    from miner.validate.store import load_meta
 
     for name, example in (("saxpy_kernel", "saxpy"), ("roi_pool_forward_kernel", "roi_pool"),
                           ("roi_pool_backward_kernel", "roi_pool")):

@@ -140,7 +140,7 @@ def _languages(out_dir: Path, selectors: list[str]) -> set[str]:
     from miner import dataset
 
     out = set()
-    for kdir in dataset.select(dataset.kernel_dirs(out_dir), selectors):
+    for kdir in dataset.select_kernels(out_dir, selectors):
         try:
             out.add(dataset.load_metadata(kdir).get("language") or "cuda")
         except (OSError, ValueError, AttributeError):

@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from miner.validate import store
+    from miner import dataset
     from miner.validate.triage import triage
 
     root, out = Path(args.dir), Path(args.out)
@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{root}: not a directory")
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: exists and is not a directory")
-    if not store.kernel_dirs(root):
+    if not dataset.kernel_dirs(root):
         raise InputError(f"{root}: no kernel folders (*/metadata.json)")
     written = triage(root, out, args.timeout)
     print(f"{len(written)} failure(s) -> {out}")

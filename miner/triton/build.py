@@ -182,7 +182,7 @@ def build_dataset(out_dir: Path, arch: str = SM, jobs: int = 1, timeout: float =
     cache.mkdir(parents=True, exist_ok=True)
     rep = TritonBuildReport()
     work: list[tuple[Path, dict[str, Any], dict[str, Any] | None]] = []
-    for kdir in dataset.select(dataset.kernel_dirs(out_dir), selectors or []):
+    for kdir in dataset.select_kernels(out_dir, selectors or []):
         try:
             meta = dataset.load_metadata(kdir)
         except (OSError, ValueError):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from miner.dataset.atomic import write_text
+from miner.dataset.folder import KernelFolder
 from miner.resources import template_env
 
 TEMPLATE = "kernel_wrapper.py.j2"
@@ -160,8 +161,7 @@ def write_wrappers(kdir: Path, meta: dict[str, Any]) -> list[Path]:
     for inst in meta.get("instantiations") or []:
         if not (inst.get("launcher") or {}).get("symbol"):
             continue
-        unit = kdir / inst.get("unit", f"units/{inst['id']}/unit.cu")
-        path = unit.with_name("kernel_wrapper.py")
+        path = KernelFolder(kdir).unit_path(inst).with_name("kernel_wrapper.py")
         text = render(kdir, meta, inst)
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             write_text(path, text)
