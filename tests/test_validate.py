@@ -167,7 +167,7 @@ def test_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
     assert missing.stderr.startswith("kernel-miner: error: ") and missing.stderr.count("\n") == 1
     (tmp_path / "empty").mkdir()
     empty = km("validate", str(tmp_path / "empty"))
-    assert empty.returncode == 1 and "no kernel folders" in empty.stderr
+    assert empty.returncode == 3 and "no kernel folders" in empty.stderr
     bad_jobs = km("validate", str(tmp_path / "empty"), "--jobs", "0")
     assert bad_jobs.returncode == 2 and "Traceback" not in bad_jobs.stderr
 

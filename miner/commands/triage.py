@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from miner.errors import InputError, UsageError
+from miner.errors import InputError, NothingToDo, UsageError
 
 HELP = "gather unit, wrapper, tests, logs and a repro.sh for every kernel that failed validation"
 
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: exists and is not a directory")
     if not dataset.kernel_dirs(root):
-        raise InputError(f"{root}: no kernel folders (*/metadata.json)")
+        raise NothingToDo(f"{root}: no kernel folders (*/metadata.json)")
     written = triage(root, out, args.timeout)
     print(f"{len(written)} failure(s) -> {out}")
     return 0

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from miner.commands._common import add_kernels, check_numbers, kernel_patterns
-from miner.errors import InputError, UsageError
+from miner.errors import InputError, NothingToDo, UsageError
 
 HELP = "run each kernel's tests in an isolated process and record pass/fail/crash per kernel"
 
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     if not summary["selected"]:
-        raise InputError(f"{root}: no kernel folders (*/metadata.json)" +
+        raise NothingToDo(f"{root}: no kernel folders (*/metadata.json)" +
                          (" match --kernels" if patterns else ""))
     counts = Counter(r["outcome"] for r in summary["results"].values())
     parts = [f"{n} {k}" for k, n in sorted(counts.items())]

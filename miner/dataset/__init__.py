@@ -17,7 +17,7 @@ from typing import Any
 
 from miner.dataset import atomic
 from miner.dataset.folder import KERNEL_TEXT, LIBRARY, METADATA, UNITS, KernelFolder, unit_rel
-from miner.errors import UsageError
+from miner.errors import NothingToDo, UsageError
 
 __all__ = ["INDEX", "KERNEL_TEXT", "LIBRARY", "METADATA", "UNITS", "IndexRefresher", "KernelFolder", "kernel_dirs",
            "kernel_id", "load_metadata", "locked", "merge_index", "prepare_output", "read_index", "rewrite_index",
@@ -92,11 +92,11 @@ def select(dirs: list[Path], patterns: Iterable[str]) -> list[Path]:
 
 def select_kernels(root: Path, patterns: Iterable[str] = (), *, required: bool = False) -> list[Path]:
     """The kernel folders of `root` that `--kernels` patterns pick, as every stage selects them (`select`);
-    with `required`, patterns that match nothing are a UsageError rather than an empty run."""
+    with `required`, patterns that match nothing are NothingToDo rather than an empty run."""
     patterns = [p for p in patterns or () if p]
     chosen = select(kernel_dirs(root), patterns)
     if required and patterns and not chosen:
-        raise UsageError(f"--kernels matched no kernel folder in {root}")
+        raise NothingToDo(f"--kernels matched no kernel folder in {root}")
     return chosen
 
 
