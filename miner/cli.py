@@ -9,7 +9,7 @@ import sys
 from types import ModuleType
 
 from miner import __version__
-from miner.errors import MinerError
+from miner.errors import INTERRUPTED, MinerError, exit_code_table
 
 # Order is the pipeline's order; a command whose module is absent is simply not offered.
 COMMANDS = ("extract", "build", "verify", "validate", "triage", "enrich", "mine", "import", "export", "report")
@@ -22,8 +22,8 @@ The short form used by the container entrypoint,
   kernel-miner --input-file roi_align_cuda_kernel.cuh --output-dir extracted/
 is the same as `kernel-miner extract roi_align_cuda_kernel.cuh --output-dir extracted/`.
 
-Exit codes: 0 all good, 1 some inputs failed (others were processed), 2 usage or configuration error.
-"""
+Exit codes:
+""" + exit_code_table() + "\n"
 
 
 def _load(name: str) -> ModuleType | None:
@@ -70,11 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(modules[args.command].run(args))
     except MinerError as exc:
-        print(f"kernel-miner: error: {exc}", file=sys.stderr)
+        print(f"kernel-miner: error: {exc.line()}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("kernel-miner: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except BrokenPipeError:
         return 1
     except Exception as exc:  # noqa: BLE001 - the contract is one line, never a traceback

@@ -13,7 +13,7 @@ from typing import Any
 
 from miner import dataset
 from miner.dataset.schema import SCHEMA_VERSION
-from miner.errors import UsageError
+from miner.errors import NothingToDo, UsageError
 from miner.frontends import clang_frontend, hip_config, pch, treesitter_frontend
 from miner.frontends.config import ParseConfig, clang_args
 from miner.frontends.model import Kernel
@@ -343,7 +343,7 @@ def extract(opts: ExtractOptions, progress: Callable[[int], Callable[[], None]] 
         triton_report = triton_extract.extract(opts.paths, out_dir, units=opts.units, project_root=opts.project)
         if opts.language == "triton" or not _has_cuda_input(opts.paths):
             if not triton_report.kernels and not triton_report.failures:
-                raise UsageError("no Triton kernels found in the given inputs (no @triton.jit definitions)")
+                raise NothingToDo("no Triton kernels found in the given inputs (no @triton.jit definitions)")
             return triton_report
     report = _extract_cuda(opts, out_dir, progress)
     if triton_report is not None:
@@ -351,7 +351,7 @@ def extract(opts: ExtractOptions, progress: Callable[[int], Callable[[], None]] 
         report.files += triton_report.files
         report.failures += [f for f in triton_report.failures if f not in report.failures]
         if not report.kernels and not report.failures:
-            raise UsageError("no kernels found in the given inputs (no __global__ nor @triton.jit definitions)")
+            raise NothingToDo("no kernels found in the given inputs (no __global__ nor @triton.jit definitions)")
     return report
 
 
@@ -378,7 +378,7 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
     if not any(f.has_kernel for f in files):
         if report.failures or opts.language == "auto":
             return report
-        raise UsageError("no CUDA kernels found in the given inputs (no __global__ definitions)")
+        raise NothingToDo("no CUDA kernels found in the given inputs (no __global__ definitions)")
     include_dirs = [os.path.realpath(d) for d in opts.include_dirs]
     if opts.project is not None and not os.path.isdir(opts.project):
         raise UsageError(f"{opts.project}: --project is not a directory")

@@ -18,7 +18,6 @@ launch hook the oracles set. It stays one module, over the ~400-line guide, so t
 from __future__ import annotations
 
 import ctypes
-import json
 import math
 import os
 import re
@@ -30,6 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from miner.dataset.folder import KernelFolder
 
 __all__ = [
     "BenchResult",
@@ -240,11 +241,12 @@ def load_unit(kernel_dir: str | Path, inst: str | None = None, *, build: bool = 
     """Load instantiation `inst` (default: the first) of the kernel folder `kernel_dir`.
 
     The library is `build.library` from metadata.json; where none is recorded the unit is compiled
-    next to its source (miner.validate.compile_unit) unless `build=False`.
+    next to its source by the build stage's single-unit path (miner.builder.single) unless `build=False`.
     """
     t0 = time.perf_counter()
     kdir = Path(kernel_dir).resolve()
-    meta = json.loads((kdir / "metadata.json").read_text(encoding="utf-8"))
+    folder = KernelFolder(kdir)
+    meta = folder.metadata()
     entry = pick_instantiation(meta, inst)
     launcher = entry.get("launcher") or {}
     symbol = launcher.get("symbol")
@@ -252,14 +254,14 @@ def load_unit(kernel_dir: str | Path, inst: str | None = None, *, build: bool = 
         raise ValueError(f"{kdir.name}: instantiation {entry.get('id')!r} records no launcher.symbol")
     params = [Param(p.get("name", f"arg{i}"), p.get("type", ""), p.get("ctype", "pointer"))
               for i, p in enumerate(launcher.get("params", []))]
-    unit_path = kdir / entry.get("unit", f"units/{entry['id']}/unit.cu")
+    unit_path = folder.unit_path(entry)
     library = library_path(kdir, entry)
     if library is None:
         if not build:
             raise FileNotFoundError(f"{kdir.name}: instantiation {entry['id']!r} is not built")
-        from miner.validate.compile_unit import compile_unit
+        from miner.builder.single import build_unit
 
-        library = compile_unit(unit_path)
+        library = build_unit(unit_path)
     lib = ctypes.CDLL(str(library), mode=ctypes.RTLD_LOCAL)
     fn = getattr(lib, f"km_launch_{symbol}" if not symbol.startswith("km_launch_") else symbol)
     fn.restype = ctypes.c_int
@@ -306,10 +308,11 @@ def library_path(kdir: Path, entry: dict[str, Any]) -> Path | None:
     recorded = build_block(entry).get("library")
     if recorded and (kdir / recorded).is_file():
         return kdir / recorded
-    unit_cu = kdir / entry.get("unit", f"units/{entry['id']}/unit.cu")
+    folder = KernelFolder(kdir)
+    unit_cu = folder.unit_path(entry)
     if toolchain() == "hip":  # HIP units are built by `kernel-miner build --toolchain hip` only
         return None
-    local = unit_cu.with_name("libunit.so")
+    local = folder.library_beside(entry)
     if local.is_file() and (not unit_cu.exists() or local.stat().st_mtime >= unit_cu.stat().st_mtime):
         return local
     return None

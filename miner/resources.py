@@ -1,4 +1,5 @@
-"""Where templates/ and metadata/ live: the checkout's top-level folders, or the installed package.
+"""Where templates/ and metadata/ live: the checkout's top-level folders, or the installed package;
+and the one jinja2 environment every stage renders its templates with.
 
 A source checkout keeps them beside `miner/` (the design card's layout); `pip install .` maps
 them into `miner.templates` and `miner.metadata`. Running from a checkout must not need an install.
@@ -7,8 +8,12 @@ them into `miner.templates` and `miner.metadata`. Running from a checkout must n
 from __future__ import annotations
 
 import functools
+import json
 from importlib import resources
 from pathlib import Path
+from typing import Any
+
+import jinja2
 
 
 @functools.cache
@@ -18,3 +23,24 @@ def data_dir(name: str) -> Path:
     if checkout.is_dir():
         return checkout
     return Path(str(resources.files(f"miner.{name}")))
+
+
+def _tojson(value: Any, indent: int | None = None) -> str:
+    # jinja's own tojson is HTML-safe (`data_ptr\u003cint\u003e()`), which only obscures C++ in a prompt;
+    # the other templates put ids and C identifiers through it, where both spellings are the same bytes.
+    return json.dumps(value, indent=indent, ensure_ascii=False)
+
+
+@functools.cache
+def template_env() -> jinja2.Environment:
+    """Units, kernel wrappers and LLM prompts: templates are named relative to templates/
+    (`unit.cu.j2`, `prompts/analysis.j2`)."""
+    root = data_dir("templates")
+    # The prompts include each other by names relative to prompts/ (`{% include "kernel_facts.j2" %}`),
+    # and their text is versioned, so the loader searches there second rather than the includes changing.
+    loader = jinja2.FileSystemLoader([str(root), str(root / "prompts")])
+    # StrictUndefined: a typo in a template is an error, not a silently empty unit or prompt.
+    env = jinja2.Environment(loader=loader, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+                             autoescape=False)
+    env.filters["tojson"] = _tojson
+    return env

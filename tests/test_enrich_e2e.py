@@ -301,22 +301,22 @@ def test_refused_key_stops_with_one_line_and_no_key_echo(tmp_path: Path) -> None
     assert_no_key_anywhere(data, proc.stdout, proc.stderr)
 
 
-@pytest.mark.parametrize("args, config, key, message", [
-    ([], None, None, "no API key"),
-    (["--stages", "analysis,poems"], None, KEY, "unknown stage(s) poems"),
-    (["--concurrency", "0"], None, KEY, "concurrency must be at least 1"),
-    ([], "this is = not [toml", KEY, "not valid TOML"),
-    ([], "[enrich]\ncolour = 'blue'\n", KEY, "unknown key(s): colour"),
-    (["--kernels", "nope"], None, KEY, "matched no kernel"),
+@pytest.mark.parametrize("args, config, key, message, code", [
+    ([], None, None, "no API key", 2),
+    (["--stages", "analysis,poems"], None, KEY, "unknown stage(s) poems", 2),
+    (["--concurrency", "0"], None, KEY, "concurrency must be at least 1", 2),
+    ([], "this is = not [toml", KEY, "not valid TOML", 2),
+    ([], "[enrich]\ncolour = 'blue'\n", KEY, "unknown key(s): colour", 2),
+    (["--kernels", "nope"], None, KEY, "matched no kernel", 3),  # nothing to do
 ])
 def test_configuration_errors_are_one_line(tmp_path: Path, args: list[str], config: str | None,
-                                           key: str | None, message: str) -> None:
+                                           key: str | None, message: str, code: int) -> None:
     data = make_dataset(tmp_path / "ds", ["relu_kernel"])
     if config is not None:
         (tmp_path / "bad.toml").write_text(config)
         args = [*args, "--config", str(tmp_path / "bad.toml")]
     proc = enrich(data, "--base-url", "http://127.0.0.1:9/v1", *args, key=key)
-    assert proc.returncode == 2
+    assert proc.returncode == code
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
     assert proc.stderr.startswith("kernel-miner: error:") and message in proc.stderr
 

@@ -45,9 +45,9 @@ def _assert_clean(out: Path) -> None:
     assert sorted(ids) == sorted(f.name for f in folders)
 
 
-def _usage_error(proc, mention: str) -> None:
+def _usage_error(proc, mention: str, code: int = 2) -> None:
     assert "Traceback" not in proc.stderr, proc.stderr
-    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kernel-miner: error:"), proc.stderr
     assert mention in lines[0]
@@ -78,7 +78,7 @@ def test_missing_input_file(tmp_path: Path) -> None:
 
 
 def test_directory_without_cuda(tmp_path: Path) -> None:
-    """Nothing to do is a usage problem (2), not a silent success."""
+    """Nothing to do has its own exit code (3): neither a silent success nor a failed input."""
     src = tmp_path / "src"
     _write(src / "README.md", "# notes\n")
     _write(src / "tool.py", "print('hi')\n")
@@ -86,7 +86,7 @@ def test_directory_without_cuda(tmp_path: Path) -> None:
     _write(src / "api.h", "#pragma once\nint add(int a, int b);\n")
     out = tmp_path / "out"
     proc = run_miner("extract", src, "--output-dir", out)
-    _usage_error(proc, "__global__")
+    _usage_error(proc, "__global__", code=3)
     _assert_clean(out)
     assert not load_dataset(out)
 

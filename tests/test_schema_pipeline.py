@@ -304,14 +304,16 @@ def test_select_by_id_name_part_metadata_name_and_glob(tmp_path: Path) -> None:
 
 
 def test_enrich_selects_kernels_like_build_and_validate(tmp_path: Path) -> None:
-    from miner.enrich.pipeline import select_kernels
-    from miner.errors import UsageError
+    from miner.errors import NothingToDo
+
+    def select_kernels(root: Path, wanted: tuple[str, ...]) -> list[Path]:
+        return dataset.select_kernels(root, wanted, required=True)  # what enrich calls
 
     _kernel(tmp_path, "relu_kernel-aaaaaaaaaaaa", name="relu_kernel")
     _kernel(tmp_path, "add_kernel-cccccccccccc", name="add_kernel")
     assert [d.name for d in select_kernels(tmp_path, ("re*",))] == ["relu_kernel-aaaaaaaaaaaa"]
     assert len(select_kernels(tmp_path, ())) == 2
-    with pytest.raises(UsageError, match="matched no kernel"):
+    with pytest.raises(NothingToDo, match="matched no kernel"):
         select_kernels(tmp_path, ("mul_kernel",))
 
 

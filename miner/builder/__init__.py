@@ -22,6 +22,7 @@ uses them:
   ptxas       per-kernel resource usage from ptxas -v
   scheduler   batches planned, run in parallel, failed batches split or bisected
   driver      the dataset-level stage: select kernels, build, place libraries, record metadata
+  single      one unit on demand (validate, the harness), same flags and cache as the stage
 """
 
 from miner.builder.batch import attribute, batch_source, split_log
@@ -31,6 +32,7 @@ from miner.builder.diagnostics import Diagnostic, missing_include, missing_symbo
 from miner.builder.driver import LIBRARY_NAME, LOG_NAME, BuildReport, build_dataset, build_record
 from miner.builder.ptxas import demangle, parse_resources, pick_resources
 from miner.builder.scheduler import LOG_LIMIT, Builder, Result
+from miner.builder.single import build_unit
 from miner.builder.toolchain import (
     DEFAULT_ARCH,
     DEFAULT_BATCH,
@@ -46,7 +48,8 @@ from miner.builder.unit_split import Unit, collect_units, split_unit
 __all__ = [
     "CACHE_FORMAT", "DEFAULT_ARCH", "DEFAULT_BATCH", "DEFAULT_TIMEOUT", "LIBRARY_NAME", "LOG_LIMIT", "LOG_NAME",
     "BuildOptions", "BuildReport", "Builder", "Cache", "Compiled", "Compiler", "Diagnostic", "Result", "Unit",
-    "attribute", "batch_source", "build_dataset", "build_record", "collect_units", "default_cache_dir", "demangle",
+    "attribute", "batch_source", "build_dataset", "build_record", "build_unit", "collect_units", "default_cache_dir",
+    "demangle",
     "find_nvcc", "gencode_flags", "missing_include", "missing_symbol", "nvcc_release", "parse_errors",
     "parse_resources", "pick_resources", "split_log", "split_unit", "toolchain_id", "unit_key",
 ]

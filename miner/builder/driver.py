@@ -21,7 +21,7 @@ from miner.builder.toolchains.nvcc import Nvcc
 from miner.builder.unit_split import Unit, collect_units
 from miner.dataset import atomic
 
-LIBRARY_NAME = "libunit.so"
+LIBRARY_NAME = dataset.LIBRARY
 LOG_NAME = "build.log"
 
 
@@ -116,7 +116,7 @@ def build_dataset(out_dir: Path, opts: BuildOptions, nvcc: str, selectors: list[
     flags = tc.flags(opts)
     tc.check(opts, tool_id, cache.root)
     kernels: list[tuple[Path, dict[str, Any], list[Unit], dict[int, str]]] = []
-    for kdir in dataset.select(dataset.kernel_dirs(out_dir), selectors or []):
+    for kdir in dataset.select_kernels(out_dir, selectors or []):
         try:
             meta = dataset.load_metadata(kdir)
         except (OSError, json.JSONDecodeError):

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from miner.errors import UsageError
+from miner.targets import NVCC_ARCH
 
-DEFAULT_ARCH = "sm_90,compute_90"
+DEFAULT_ARCH = NVCC_ARCH
 DEFAULT_BATCH = 12
 DEFAULT_TIMEOUT = 300.0
 

@@ -11,7 +11,7 @@ from miner.builder import DEFAULT_ARCH, DEFAULT_BATCH, DEFAULT_TIMEOUT, BuildOpt
 from miner.builder.toolchains import TOOLCHAINS, Toolchain, parse_names, split_arch
 from miner.commands import verify as verify_cmd
 from miner.commands._common import add_kernels, add_output_level, check_numbers, kernel_patterns
-from miner.errors import InputError, UsageError
+from miner.errors import NothingToDo, UsageError
 from miner.progress import progress_bar
 
 HELP = "compile every standalone unit (units/<inst>/unit.cu) with nvcc (and/or as HIP with hipcc) into a loadable .so"
@@ -119,9 +119,9 @@ def _build_one(args: argparse.Namespace, out_dir: Path, selectors: list[str], tc
         where = f"{exc.filename}: " if exc.filename else ""
         raise UsageError(f"build: {where}{exc.strerror or exc}") from None
     if rep.kernels == 0:
-        raise InputError(f"{args.dataset}: no kernels" + (" match --kernels" if selectors else ""))
+        raise NothingToDo(f"{args.dataset}: no kernels" + (" match --kernels" if selectors else ""))
     if rep.units == 0:
-        raise InputError(f"{args.dataset}: no units to build (kernels have no rendered instantiations)")
+        raise NothingToDo(f"{args.dataset}: no units to build (kernels have no rendered instantiations)")
     prefix = f"{tc.name}: " if label else ""
     shown = rep.failures if args.verbose else rep.failures[:10]
     for line in shown:
@@ -140,7 +140,7 @@ def _languages(out_dir: Path, selectors: list[str]) -> set[str]:
     from miner import dataset
 
     out = set()
-    for kdir in dataset.select(dataset.kernel_dirs(out_dir), selectors):
+    for kdir in dataset.select_kernels(out_dir, selectors):
         try:
             out.add(dataset.load_metadata(kdir).get("language") or "cuda")
         except (OSError, ValueError, AttributeError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from miner.errors import InputError, UsageError
+from miner.errors import InputError, NothingToDo, UsageError
 
 HELP = "gather unit, wrapper, tests, logs and a repro.sh for every kernel that failed validation"
 
@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from miner.validate import store
+    from miner import dataset
     from miner.validate.triage import triage
 
     root, out = Path(args.dir), Path(args.out)
@@ -25,8 +25,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{root}: not a directory")
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: exists and is not a directory")
-    if not store.kernel_dirs(root):
-        raise InputError(f"{root}: no kernel folders (*/metadata.json)")
+    if not dataset.kernel_dirs(root):
+        raise NothingToDo(f"{root}: no kernel folders (*/metadata.json)")
     written = triage(root, out, args.timeout)
     print(f"{len(written)} failure(s) -> {out}")
     return 0

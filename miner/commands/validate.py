@@ -12,19 +12,19 @@ from pathlib import Path
 from typing import Any
 
 from miner.commands._common import add_kernels, check_numbers, kernel_patterns
-from miner.errors import InputError, UsageError
+from miner.errors import NOT_VERIFIED, InputError, NothingToDo, UsageError
 
 HELP = "run each kernel's tests in an isolated process and record pass/fail/crash per kernel"
 DESCRIPTION = HELP + """.
 
 Exit codes: 0 every kernel run passed; 1 some kernel did not pass and was no skip (failed, error,
-timeout, crashed, cuda_error, build_failed, sandbox_violation); 3 none failed but some were skipped: their
+timeout, crashed, cuda_error, build_failed, sandbox_violation); 7 none failed but some were skipped: their
 tests did not run here (every test skipped, e.g. no CUDA GPU, or the kernel has no tests), so nothing about
-them was verified; 2 usage or configuration error; 130 interrupted. Kernels already validated (not rerun)
-do not count."""
+them was verified; 2 usage or configuration error; 3 nothing to do (no kernel selected); 130 interrupted.
+Kernels already validated (not rerun) do not count."""
 # A skipped kernel is no failure, but no pass either: a dataset user scripting `validate && publish` must not
 # take "every test skipped for lack of a GPU" for success, so it gets a code of its own below failures.
-EXIT_NOT_VERIFIED = 3
+EXIT_NOT_VERIFIED = NOT_VERIFIED
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     if not summary["selected"]:
-        raise InputError(f"{root}: no kernel folders (*/metadata.json)" +
+        raise NothingToDo(f"{root}: no kernel folders (*/metadata.json)" +
                          (" match --kernels" if patterns else ""))
     counts = Counter(r["outcome"] for r in summary["results"].values())
     parts = [f"{n} {k}" for k, n in sorted(counts.items())]
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _exit_code(counts: Counter[str]) -> int:
-    """1 when any kernel failed; else 3 (with a line saying so) when any kernel skipped; else 0."""
+    """1 when any kernel failed; else 7 (with a line saying so) when any kernel skipped; else 0."""
     from miner.validate.pipeline import failing
 
     if any(failing(outcome) for outcome in counts):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from miner.builder import find_nvcc
 from miner.commands._common import add_kernels, add_output_level, check_numbers, kernel_patterns
-from miner.errors import InputError, UsageError
+from miner.errors import NothingToDo, UsageError
 from miner.progress import progress_bar
 from miner.verify.driver import DEFAULT_TIMEOUT, STATUSES, VerifyOptions, VerifyReport, verify_dataset
 
@@ -108,6 +108,6 @@ def run(args: argparse.Namespace) -> int:
     nvcc = find_nvcc(args.nvcc)
     rep = verify(out_dir, opts, nvcc, kernel_patterns(args.kernels), args.quiet)
     if rep.instantiations == 0:
-        raise InputError(f"{args.dataset}: no built instantiations to verify (run `kernel-miner build` first)")
+        raise NothingToDo(f"{args.dataset}: no built instantiations to verify (run `kernel-miner build` first)")
     report(rep, args.verbose, args.quiet)
     return 0 if rep.counts["identical"] == rep.verified else 1

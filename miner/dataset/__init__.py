@@ -1,4 +1,5 @@
-"""The dataset directory: kernel ids, kernel folders and index.jsonl, all written atomically."""
+"""The dataset directory: kernel ids, kernel folders and their selection, and index.jsonl, all written
+atomically. A folder's own layout (which file holds what) is `miner.dataset.folder`."""
 
 from __future__ import annotations
 
@@ -15,11 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from miner.dataset import atomic
-from miner.errors import UsageError
+from miner.dataset.folder import KERNEL_TEXT, LIBRARY, METADATA, UNITS, KernelFolder, unit_rel
+from miner.errors import NothingToDo, UsageError
+
+__all__ = ["INDEX", "KERNEL_TEXT", "LIBRARY", "METADATA", "UNITS", "IndexRefresher", "KernelFolder", "kernel_dirs",
+           "kernel_id", "load_metadata", "locked", "merge_index", "prepare_output", "read_index", "rewrite_index",
+           "select", "select_kernels", "unit_rel", "update_many", "update_metadata", "write_index", "write_kernel"]
 
 INDEX = "index.jsonl"
-METADATA = "metadata.json"
-KERNEL_TEXT = "kernel.cu"
 
 
 def kernel_id(name: str, repo: str | None, rel_path: str, ordinal: int) -> str:
@@ -84,6 +88,16 @@ def select(dirs: list[Path], patterns: Iterable[str]) -> list[Path]:
         if isinstance(name, str) and hit(name):
             out.append(d)
     return out
+
+
+def select_kernels(root: Path, patterns: Iterable[str] = (), *, required: bool = False) -> list[Path]:
+    """The kernel folders of `root` that `--kernels` patterns pick, as every stage selects them (`select`);
+    with `required`, patterns that match nothing are NothingToDo rather than an empty run."""
+    patterns = [p for p in patterns or () if p]
+    chosen = select(kernel_dirs(root), patterns)
+    if required and patterns and not chosen:
+        raise NothingToDo(f"--kernels matched no kernel folder in {root}")
+    return chosen
 
 
 class IndexRefresher:

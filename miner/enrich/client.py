@@ -20,14 +20,11 @@ from miner.enrich.budget import Budget
 from miner.enrich.cache import ResponseCache, request_key
 from miner.enrich.config import EnrichConfig
 from miner.enrich.redact import Redactor
+from miner.errors import LLMError
 
 # One answer may hold at most this many characters: a test file or an analysis is a few thousand; a
 # larger answer is a runaway or hostile endpoint, and everything of it would be forwarded into prompts.
 MAX_ANSWER_CHARS = 100_000
-
-
-class LLMError(Exception):
-    """A request failed for good (after retries, or a non-retryable status); message is redacted."""
 
 
 class MalformedResponse(LLMError):

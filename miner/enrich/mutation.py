@@ -125,7 +125,7 @@ def prepare_mutants(kernel_dir: Path, root: Path, per_kind: int = 2) -> dict[str
         clean["id"] = folder.name
         clean["instantiations"] = [{k: v for k, v in i.items() if k != "build"}
                                    for i in meta.get("instantiations") or []]
-        (folder / "metadata.json").write_text(json.dumps(clean, indent=1), encoding="utf-8")
+        (folder / dataset.METADATA).write_text(json.dumps(clean, indent=1), encoding="utf-8")
         assert first is not None
         out[mname] = (MutantResult(mname, first.kind, first.description), folder)
     manifest = {n: {"kind": m.kind, "description": m.description, "folder": f.name} for n, (m, f) in out.items()}

@@ -54,14 +54,6 @@ class _Stop:
                 self.reason, self.auth = reason, auth
 
 
-def select_kernels(root: Path, wanted: tuple[str, ...]) -> list[Path]:
-    """Kernel folders by id, name or glob, as `build --kernels` and `validate --kernels` select them."""
-    chosen = dataset.select(dataset.kernel_dirs(root), wanted)
-    if wanted and not chosen:
-        raise UsageError(f"--kernels matched no kernel folder in {root}")
-    return chosen
-
-
 def _analysis_of(kin: KernelInput, record: Record) -> dict[str, Any] | None:
     if not record.done("analysis"):
         return None
@@ -119,7 +111,7 @@ def _prompt_meta(meta: dict[str, Any]) -> dict[str, Any]:
 def run_enrich(root: Path, cfg: EnrichConfig, log: Callable[[str], None] | None = None) -> RunSummary:
     if not root.is_dir():
         raise InputError(f"{root}: not a directory")
-    kernels = select_kernels(root, cfg.kernels)
+    kernels = dataset.select_kernels(root, cfg.kernels, required=True)
     redactor = Redactor(cfg.api_key)
 
     def say(msg: str) -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from miner.dataset.folder import UNITS
+
 MAX_LAUNCHES = 4
 MAX_DEFINITION_CHARS = 400
 MAX_UNRESOLVED = 20
@@ -81,7 +83,7 @@ def unit_status(metadata: dict[str, Any], code_source: str) -> dict[str, Any]:
     insts = instantiations(metadata)
     unresolved = [f"{u.get('symbol')} ({u.get('reason')})" for u in (metadata.get("unresolved") or [])
                   if isinstance(u, dict)][:MAX_UNRESOLVED]
-    if not code_source.startswith("units/"):
+    if not code_source.startswith(f"{UNITS}/"):
         state = "not a unit: the kernel's definition alone (what it calls is not shown)"
     elif any(i["build"] == "ok" for i in insts):
         state = "complete: the unit builds"

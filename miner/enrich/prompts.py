@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-from miner.resources import data_dir
+from miner.resources import data_dir, template_env
 
 _VERSION = re.compile(r"\{#-?\s*version:\s*(\S+)\s*-?#\}")
 _SPLIT = "=== user ==="
@@ -37,17 +35,6 @@ class Prompt:
                 {"role": "user", "content": user.strip() + "\n"}]
 
 
-@cache
-def _env(root: str) -> jinja2.Environment:
-    # StrictUndefined: a typo in a template is an error, not a silently empty prompt.
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(root), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True, autoescape=False)
-    # Prompts are not HTML: jinja's tojson escapes <, > and & (`data_ptr\u003cint\u003e()`), which only
-    # obscures C++ for the model.
-    env.filters["tojson"] = lambda value, indent=None: json.dumps(value, indent=indent, ensure_ascii=False)
-    return env
-
-
 def load_prompt(name: str, language: str | None = None) -> Prompt:
     """Template `name`; for a language with its own templates (prompts/triton/), that one when it exists."""
     root = prompts_dir()
@@ -57,4 +44,4 @@ def load_prompt(name: str, language: str | None = None) -> Prompt:
     m = _VERSION.search(source)
     if not m:
         raise ValueError(f"prompt template {name}.j2 has no '{{# version: ... #}}' header")
-    return Prompt(name, m.group(1), _env(str(root)).get_template(f"{name}.j2"))
+    return Prompt(name, m.group(1), template_env().get_template(f"prompts/{name}.j2"))

@@ -33,7 +33,7 @@ class KernelInput:
 
     @property
     def enrich_dir(self) -> Path:
-        return self.path / "enrich"
+        return dataset.KernelFolder(self.path).enrich_dir
 
     def prompt_kernel(self) -> dict[str, Any]:
         md = self.metadata
@@ -44,36 +44,37 @@ class KernelInput:
         return out
 
 
-def _pick_unit(path: Path, insts: list[dict[str, Any]]) -> tuple[str, str] | None:
+def _pick_unit(folder: dataset.KernelFolder, insts: list[dict[str, Any]]) -> tuple[str, str] | None:
     # Prefer a unit that built: its code is known to be complete and compilable.
     ordered = sorted(insts, key=lambda i: (i.get("build") or {}).get("status") != "ok")
     for inst in ordered:
         unit = inst.get("unit")
-        if unit and (path / unit).is_file():
-            return (path / unit).read_text(encoding="utf-8", errors="replace"), unit
-    for unit in sorted(path.glob("units/*/unit.cu")):
-        return unit.read_text(encoding="utf-8", errors="replace"), str(unit.relative_to(path))
+        if unit and (folder.path / unit).is_file():
+            return (folder.path / unit).read_text(encoding="utf-8", errors="replace"), unit
+    for unit_cu in folder.unit_sources():
+        return unit_cu.read_text(encoding="utf-8", errors="replace"), str(unit_cu.relative_to(folder.path))
     return None
 
 
 def load_kernel(path: Path) -> KernelInput:
     """Raises ValueError with a one-line reason when the folder is not a usable kernel folder."""
+    folder = dataset.KernelFolder(path)
     try:
-        metadata = json.loads((path / "metadata.json").read_text(encoding="utf-8"))
+        metadata = folder.metadata()
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"unreadable metadata.json: {exc}") from exc
     if not isinstance(metadata, dict):
         raise ValueError("metadata.json is not an object")
     insts = [i for i in metadata.get("instantiations") or [] if isinstance(i, dict)]
-    picked = _pick_unit(path, insts)
+    picked = _pick_unit(folder, insts)
     if picked is None:
-        if not (path / "kernel.cu").is_file():
+        if not folder.kernel_text.is_file():
             raise ValueError("neither a unit nor kernel.cu")
-        picked = ((path / "kernel.cu").read_text(encoding="utf-8", errors="replace"), "kernel.cu")
+        picked = (folder.kernel_text.read_text(encoding="utf-8", errors="replace"), dataset.KERNEL_TEXT)
     code, source = picked
-    if len(code) > MAX_CODE_CHARS and (path / "kernel.cu").is_file():
+    if len(code) > MAX_CODE_CHARS and folder.kernel_text.is_file():
         # The kernel itself matters most; a huge closure would crowd it out of the context window.
-        kernel_text = (path / "kernel.cu").read_text(encoding="utf-8", errors="replace")
+        kernel_text = folder.kernel_text.read_text(encoding="utf-8", errors="replace")
         code = kernel_text[:MAX_CODE_CHARS]
         source = "kernel.cu (unit too long)"
     summary = [{"id": i.get("id", "default"), "template_args": i.get("template_args", []),
@@ -89,7 +90,7 @@ class Record:
     """enrich/record.json: the status of each stage, saved after every change so a kill loses nothing."""
 
     def __init__(self, kernel_dir: Path) -> None:
-        self.path = kernel_dir / "enrich" / "record.json"
+        self.path = dataset.KernelFolder(kernel_dir).enrich_dir / "record.json"
         self.kernel_dir = kernel_dir
         try:
             self.data: dict[str, Any] = json.loads(self.path.read_text(encoding="utf-8"))

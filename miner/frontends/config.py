@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-DEFAULT_CUDA_ARCH = 900
+from miner.targets import CUDA_ARCH_MACRO
+
+DEFAULT_CUDA_ARCH = CUDA_ARCH_MACRO
 
 
 @dataclass

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -96,7 +95,7 @@ def _tail(path: Path) -> str:
 # --- in the child ------------------------------------------------------------------------------------------
 
 def _extract(job: dict[str, Any]) -> dict[str, Any]:
-    from miner.errors import MinerError
+    from miner.errors import MinerError, NothingToDo
     from miner.extract import ExtractOptions, extract
 
     staging = Path(job["staging"])
@@ -105,7 +104,7 @@ def _extract(job: dict[str, Any]) -> dict[str, Any]:
     try:
         rep = extract(opts)
     except MinerError as exc:
-        if re.search(r"\bno (\w+ )?kernels found\b", str(exc)):  # a repo without kernels is done, not failed
+        if isinstance(exc, NothingToDo):  # a repo without kernels is done, not failed
             return {"status": "ok", "kernels": [], "files": [], "failures": [], "notes": [str(exc)], "n_files": 0}
         return {"status": "failed", "error": str(exc)}
     per_file: dict[str, int] = {}

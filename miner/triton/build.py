@@ -23,6 +23,7 @@ from typing import Any
 
 from miner import dataset
 from miner.dataset import atomic
+from miner.targets import SM
 
 PTX_NAME = "kernel.ptx"
 LOG_NAME = "build.log"
@@ -170,7 +171,7 @@ def _key(task: dict[str, Any], release: str) -> str:
     return hashlib.sha256(text + blob.encode() + release.encode()).hexdigest()[:32]
 
 
-def build_dataset(out_dir: Path, arch: str = "sm_90", jobs: int = 1, timeout: float = DEFAULT_TIMEOUT,
+def build_dataset(out_dir: Path, arch: str = SM, jobs: int = 1, timeout: float = DEFAULT_TIMEOUT,
                   selectors: list[str] | None = None, force: bool = False, cache_dir: Path | None = None,
                   progress: Callable[[int], Callable[[], None]] | None = None) -> TritonBuildReport:
     """Compile every Triton unit of the dataset (one child at a time per job) and record `build`."""
@@ -181,7 +182,7 @@ def build_dataset(out_dir: Path, arch: str = "sm_90", jobs: int = 1, timeout: fl
     cache.mkdir(parents=True, exist_ok=True)
     rep = TritonBuildReport()
     work: list[tuple[Path, dict[str, Any], dict[str, Any] | None]] = []
-    for kdir in dataset.select(dataset.kernel_dirs(out_dir), selectors or []):
+    for kdir in dataset.select_kernels(out_dir, selectors or []):
         try:
             meta = dataset.load_metadata(kdir)
         except (OSError, ValueError):

@@ -216,7 +216,7 @@ def _instantiation(meta: dict[str, Any], launch: dict[str, Any] | None) -> dict[
     params = [{"name": n, "type": t, "ctype": "pointer" if t.startswith("*") else _CTYPE.get(t, "int32")}
               for n, t in sig.items() if t != "constexpr"]
     return {"id": "default", "template_args": {}, "origin": "call_site" if launch else "inferred",
-            "unit": f"units/default/{UNIT_NAME}",
+            "unit": f"{dataset.UNITS}/default/{UNIT_NAME}",
             "launcher": {"symbol": k_symbol(meta), "params": params},
             "python_launcher": launch["launcher"] if launch else None}
 
@@ -288,7 +288,7 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
                 meta["unresolved"] = [{**u, "where": _rel_where(project, u["where"])} for u in c.unresolved]
                 if unit_text is not None:
                     meta["instantiations"] = [_instantiation(meta, launch)]
-                    atomic.write_text(out_dir / kid / "units" / "default" / UNIT_NAME, unit_text)
+                    atomic.write_text(out_dir / kid / dataset.UNITS / "default" / UNIT_NAME, unit_text)
                     if pair is not None:
                         meta["triton"]["reference"] = {**pair, "test": reference.TEST_FILE}
                         atomic.write_text(out_dir / kid / reference.TEST_FILE, reference.test_text(pair))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from miner import harness as cuda_harness
+from miner.dataset.folder import KernelFolder
 
 require_gpu = cuda_harness.require_gpu
 
@@ -64,7 +64,7 @@ class _Counted:
 
 def load_triton_unit(kernel_dir: str | Path) -> TritonUnit:
     kdir = Path(kernel_dir).resolve()
-    meta = json.loads((kdir / "metadata.json").read_text(encoding="utf-8"))
+    meta = KernelFolder(kdir).metadata()
     if meta.get("language") != "triton":
         raise ValueError(f"{kdir.name} is not a Triton kernel (language: {meta.get('language', 'cuda')})")
     inst = (meta.get("instantiations") or [None])[0]

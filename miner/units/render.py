@@ -8,12 +8,10 @@ import os
 import re
 from typing import Any
 
-import jinja2
-
 from miner import __version__
 from miner.dataset import atomic
 from miner.frontends.config import stub_dir
-from miner.resources import data_dir
+from miner.resources import template_env
 from miner.units.instantiations import INTEGRAL_TYPE, inst_id, substitute
 
 _CTYPES = [
@@ -25,13 +23,6 @@ _CTYPES = [
     (r"^float$", "float32"), (r"^double$", "float64"), (r"^bool$", "bool"),
     (r"^(c10::Half|at::Half|Half|__half|half)$", "half"), (r"^(c10::BFloat16|at::BFloat16|__nv_bfloat16)$", "bfloat16"),
 ]
-
-
-@functools.cache
-def _env() -> jinja2.Environment:
-    loader = jinja2.FileSystemLoader(str(data_dir("templates")))
-    return jinja2.Environment(loader=loader, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
-                              autoescape=False)
 
 
 @functools.cache
@@ -157,10 +148,10 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: dict[str,
             "inst": {"args_text": args_text, "explicit": explicit, "params": params,
                      "param_types": [p["type"] for p in params]},
         }
-        unit_text = _env().get_template("unit.cu.j2").render(**ctx)
+        unit_text = template_env().get_template("unit.cu.j2").render(**ctx)
         cfg = (launch or {}).get("config", {})
         vals = (launch or {}).get("values", {})
-        wrap = _env().get_template("host_wrapper.cu.j2").render(
+        wrap = template_env().get_template("host_wrapper.cu.j2").render(
             **ctx, launch_text=f"<<<{cfg.get('grid')}, {cfg.get('block')}, {cfg.get('shared_mem')}>>>"
             if launch else "none recorded",
             grid=256, block=vals.get("block", 256), smem=vals.get("shared_mem", 0))

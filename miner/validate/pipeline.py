@@ -14,12 +14,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from miner import __version__, sandbox
-from miner.errors import UsageError
+from miner import __version__, dataset, sandbox
+from miner.builder.single import build_unit
+from miner.errors import BuildError, UsageError
 from miner.harness import build_block, library_path, toolchain
 from miner.validate import oracles, store
 from miner.validate.classify import NOT_FAILED, Verdict, classify
-from miner.validate.compile_unit import BuildError, compile_unit
 from miner.validate.runner import ForkRunner, Job, RawResult, SpawnRunner, kill_active
 from miner.validate.sources import sync_tests
 from miner.validate.wrapper import write_wrappers
@@ -81,7 +81,7 @@ def build_missing(kdir: Path, meta: dict[str, Any], timeout: float) -> dict[str,
             info["failed"][iid] = "no HIP library: run kernel-miner build --toolchain hip"
             continue
         try:
-            compile_unit(kdir / inst.get("unit", f"units/{iid}/unit.cu"), timeout=timeout)
+            build_unit(dataset.KernelFolder(kdir).unit_path(inst), timeout=timeout)
         except BuildError as exc:
             info["failed"][iid] = str(exc)
             continue
@@ -172,7 +172,7 @@ def validate_one(kdir: Path, opts: Options, runner: Any,
 
 def _validate_one(kdir: Path, opts: Options, runner: Any) -> tuple[dict[str, Any], RawResult | None]:
     policy = opts.policy(kdir.parent)
-    meta = store.load_meta(kdir)
+    meta = dataset.load_metadata(kdir)
     fp = store.fingerprint(kdir, meta, opts.salt)
     build = build_missing(kdir, meta, opts.build_timeout)
     write_wrappers(kdir, meta)
@@ -180,7 +180,7 @@ def _validate_one(kdir: Path, opts: Options, runner: Any) -> tuple[dict[str, Any
         first = next(iter(build["failed"].items()))
         verdict = Verdict("build_failed", f"{first[0]}: {first[1]}")
         return make_record(kdir, verdict, None, build, fp, opts, runner.mode), None
-    if not store.test_files(kdir):
+    if not dataset.KernelFolder(kdir).test_files():
         return make_record(kdir, Verdict("skipped", "no tests"), None, build, fp, opts, runner.mode), None
     job = Job(kdir, kdir / LOG_DIR, opts.timeout, opts.sanitize, env={"KM_ORACLES": "1" if opts.oracles else "0"},
               policy=policy)
@@ -196,13 +196,13 @@ def validate_dataset(root: Path, opts: Options,
     if opts.sandbox and (why := sandbox.unavailable()):
         raise UsageError(f"cannot build the test sandbox here ({why}); --no-sandbox runs the tests with "
                          "your own rights")
-    dirs = store.select(store.kernel_dirs(root), opts.kernels)
+    dirs = dataset.select_kernels(root, opts.kernels or ())
     todo, cached = [], 0
     roots = opts.tests_from if opts.tests_from is not None else [Path.cwd()]
     sources: dict[Path, dict[str, Any] | None] = {}
     for kdir in dirs:
         try:
-            meta = store.load_meta(kdir)
+            meta = dataset.load_metadata(kdir)
             sources[kdir] = sync_tests(kdir, meta, roots) if roots else None
             done = store.finished(meta, store.fingerprint(kdir, meta, opts.salt))
         except (OSError, ValueError):

@@ -18,6 +18,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from miner.dataset.folder import KernelFolder
+
 
 def source_file(kdir: Path, meta: dict[str, Any], roots: list[Path]) -> Path | None:
     """The kernel's defining file under one of `roots` (or their parents), if it holds the kernel text."""
@@ -25,7 +27,7 @@ def source_file(kdir: Path, meta: dict[str, Any], roots: list[Path]) -> Path | N
     if not rel:
         return None
     try:
-        text = (kdir / "kernel.cu").read_text(encoding="utf-8", errors="replace").strip()
+        text = KernelFolder(kdir).kernel_text.read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
         text = ""
     for root in roots:

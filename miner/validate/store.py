@@ -1,8 +1,8 @@
-"""Reading kernel folders and recording validation results into metadata.json and index.jsonl."""
+"""Validation results: what a result depends on, whether it is current, and recording it (through
+miner.dataset, which owns the folders and their selection)."""
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 from pathlib import Path
@@ -11,40 +11,11 @@ from typing import Any
 from miner import dataset
 
 
-def kernel_dirs(root: Path) -> list[Path]:
-    return sorted(p.parent for p in root.glob("*/metadata.json"))
-
-
-def select(dirs: list[Path], patterns: list[str] | None) -> list[Path]:
-    if not patterns:
-        return dirs
-    out = []
-    for d in dirs:
-        name = _meta_name(d)
-        if any(fnmatch.fnmatchcase(d.name, p) or fnmatch.fnmatchcase(name, p) for p in patterns):
-            out.append(d)
-    return out
-
-
-def _meta_name(kdir: Path) -> str:
-    try:
-        return str(load_meta(kdir).get("name", ""))
-    except (OSError, ValueError):
-        return ""
-
-
-def load_meta(kdir: Path) -> dict[str, Any]:
-    return json.loads((kdir / "metadata.json").read_text(encoding="utf-8"))
-
-
-def test_files(kdir: Path) -> list[Path]:
-    return sorted((kdir / "tests").glob("test_*.py"))
-
-
 def fingerprint(kdir: Path, meta: dict[str, Any], salt: str = "") -> str:
     """Hash of everything a result depends on: units, tests, the recorded launchers and `salt` (options)."""
     h = hashlib.sha256(salt.encode() + b"\0")
-    files = sorted([*kdir.glob("units/*/unit.cu"), *(kdir / "tests").rglob("*.py")])
+    folder = dataset.KernelFolder(kdir)
+    files = sorted([*folder.unit_sources(), *folder.tests_dir.rglob("*.py")])
     for f in files:
         h.update(str(f.relative_to(kdir)).encode() + b"\0")
         h.update(f.read_bytes() + b"\0")

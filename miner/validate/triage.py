@@ -6,10 +6,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from miner import dataset
+from miner.builder.single import nvcc_command
 from miner.dataset.atomic import write_text
-from miner.validate import store
 from miner.validate.classify import NOT_FAILED
-from miner.validate.compile_unit import nvcc_command
 
 _REPRO = """#!/usr/bin/env bash
 # Reproduce: {kid} -> {outcome}
@@ -63,8 +63,8 @@ def summary_text(kid: str, meta: dict[str, Any], v: dict[str, Any], stderr_tail:
 def triage(root: Path, out: Path, timeout: float = 120) -> list[Path]:
     """One folder per kernel whose recorded outcome is a failure; returns the folders written."""
     written = []
-    for kdir in store.kernel_dirs(root):
-        meta = store.load_meta(kdir)
+    for kdir in dataset.kernel_dirs(root):
+        meta = dataset.load_metadata(kdir)
         v = meta.get("validation") or {}
         if not v.get("outcome") or v["outcome"] in NOT_FAILED:  # a skip has no failure to reproduce
             continue
@@ -72,7 +72,7 @@ def triage(root: Path, out: Path, timeout: float = 120) -> list[Path]:
         tmp = out / f".{kdir.name}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        for name in ("metadata.json", "kernel.cu"):
+        for name in (dataset.METADATA, dataset.KERNEL_TEXT):
             if (kdir / name).is_file():
                 shutil.copy2(kdir / name, tmp / name)
         if (kdir / "tests").is_dir():
@@ -80,7 +80,7 @@ def triage(root: Path, out: Path, timeout: float = 120) -> list[Path]:
                             ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         builds = []
         for inst in meta.get("instantiations") or []:
-            rel = Path(inst.get("unit", f"units/{inst.get('id')}/unit.cu"))
+            rel = Path(dataset.unit_rel(inst))
             src_dir = (kdir / rel).parent
             if not src_dir.is_dir():
                 continue
@@ -88,8 +88,9 @@ def triage(root: Path, out: Path, timeout: float = 120) -> list[Path]:
             for f in ("unit.cu", "host_wrapper.cu", "kernel_wrapper.py"):
                 if (src_dir / f).is_file():
                     shutil.copy2(src_dir / f, tmp / rel.parent / f)
-            cmd = " ".join(nvcc_command(rel, rel.with_name("libunit.so")))
-            builds.append(f"[ -f {rel.with_name('libunit.so')} ] || {cmd} || exit 1")
+            library = rel.with_name(dataset.LIBRARY)
+            cmd = " ".join(nvcc_command(rel, library))
+            builds.append(f"[ -f {library} ] || {cmd} || exit 1")
         logs = v.get("logs") or {}
         tail = ""
         for key in ("stdout", "stderr", "result"):

@@ -14,20 +14,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from miner.dataset.atomic import write_text
-from miner.resources import data_dir
+from miner.dataset.folder import KernelFolder
+from miner.resources import template_env
 
 TEMPLATE = "kernel_wrapper.py.j2"
 _INT_CTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
 _SIZE_NAME = re.compile(r"^(n|size|count|total|len|length|numel|nthreads|num\w*|\w*_?(size|count|num|len))$",
                         re.I)
-
-
-def _env() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(data_dir("templates"))), keep_trailing_newline=True,
-                              undefined=jinja2.StrictUndefined)
 
 
 def _text(v: Any) -> str | None:
@@ -155,7 +149,7 @@ def launch_config(meta: dict[str, Any], params: list[dict[str, Any]]) -> dict[st
 def render(kdir: Path, meta: dict[str, Any], inst: dict[str, Any]) -> str:
     launcher = inst.get("launcher") or {}
     params = list(launcher.get("params") or [])
-    return _env().get_template(TEMPLATE).render(
+    return template_env().get_template(TEMPLATE).render(
         kernel_id=meta.get("id", kdir.name), kernel_name=meta.get("name", kdir.name),
         inst=inst["id"], symbol=launcher.get("symbol", ""), params=params,
         local_params=[p for p in params if _pyname(p["name"])],
@@ -167,8 +161,7 @@ def write_wrappers(kdir: Path, meta: dict[str, Any]) -> list[Path]:
     for inst in meta.get("instantiations") or []:
         if not (inst.get("launcher") or {}).get("symbol"):
             continue
-        unit = kdir / inst.get("unit", f"units/{inst['id']}/unit.cu")
-        path = unit.with_name("kernel_wrapper.py")
+        path = KernelFolder(kdir).unit_path(inst).with_name("kernel_wrapper.py")
         text = render(kdir, meta, inst)
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             write_text(path, text)

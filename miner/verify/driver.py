@@ -88,7 +88,7 @@ def _sample(groups: dict[Any, list[_Item]], n: int | None) -> list[Any]:
 
 def _collect(out_dir: Path, selectors: list[str], source: Path | None) -> list[_Item]:
     items: list[_Item] = []
-    for kdir in dataset.select(dataset.kernel_dirs(out_dir), selectors):
+    for kdir in dataset.select_kernels(out_dir, selectors):
         try:
             meta = dataset.load_metadata(kdir)
         except (OSError, json.JSONDecodeError):

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from miner.targets import COMPUTE_FLAG
+
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 _TORCH = re.compile(r"^(torch|ATen|c10|THC)/")
 MAX_HEADERS = 2000
@@ -190,7 +192,7 @@ def arch_flag(arch_list: str | None) -> str:
         m = re.fullmatch(r"\s*(?:sm|compute)_(\d+[a-z]?)\s*", item)
         if m:
             return f"-arch=compute_{m.group(1)}"
-    return "-arch=compute_90"
+    return COMPUTE_FLAG
 
 
 def relative(path: Path, root: Path) -> str:

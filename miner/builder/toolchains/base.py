@@ -10,6 +10,8 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from miner.dataset.folder import LIBRARY
+
 if TYPE_CHECKING:
     from miner.builder.toolchain import BuildOptions
     from miner.builder.unit_split import Unit
@@ -21,7 +23,7 @@ class Toolchain(ABC):
     name: str = ""
     compiler: str = ""          # executable name, used in messages
     key: str = "build"          # per-instantiation and per-kernel metadata block
-    library_name: str = "libunit.so"
+    library_name: str = LIBRARY
     log_name: str = "build.log"
     source_suffix: str = ".cu"     # how a batch file is named, so the compiler takes its language
     default_arch: str = ""

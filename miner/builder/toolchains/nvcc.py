@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from miner.builder import toolchain as nvcc_tool
 from miner.builder.ptxas import parse_resources
 from miner.builder.toolchains.base import Toolchain
+from miner.dataset.folder import LIBRARY
 
 if TYPE_CHECKING:
     from miner.builder.toolchain import BuildOptions
@@ -17,7 +18,7 @@ class Nvcc(Toolchain):
     name = "cuda"
     compiler = "nvcc"
     key = "build"
-    library_name = "libunit.so"
+    library_name = LIBRARY
     log_name = "build.log"
     default_arch = nvcc_tool.DEFAULT_ARCH
 

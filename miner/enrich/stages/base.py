@@ -13,19 +13,12 @@ from miner.enrich.config import EnrichConfig
 from miner.enrich.json_extract import ExtractError, extract_one_json
 from miner.enrich.prompts import Prompt
 from miner.enrich.redact import Redactor
+from miner.errors import StageFailure
 
 T = TypeVar("T")
 
 FORMAT_RETRY = ("Your answer could not be used: {error}. Answer again with the complete result in the "
                 "requested format only, with nothing cut off.")
-
-
-class StageFailure(Exception):
-    """This kernel's stage failed (bad answer, failed check); recorded, never fatal to the run."""
-
-    def __init__(self, message: str, meta: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.meta = meta or {}
 
 
 @dataclass

@@ -61,9 +61,9 @@ def find_partner(meta: dict[str, Any], inst: str) -> tuple[dict[str, Any], str] 
 
 
 def _meta(unit: Any) -> dict[str, Any]:
-    import json
+    from miner.dataset.folder import KernelFolder
 
     try:
-        return json.loads((unit.kernel_dir / "metadata.json").read_text(encoding="utf-8"))
+        return KernelFolder(unit.kernel_dir).metadata()
     except (OSError, ValueError):
         return {}
