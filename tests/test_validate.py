@@ -106,7 +106,7 @@ def test_skipped_kernels_are_not_a_success(tmp_path: Path) -> None:
     for kernels in ("k-skip", "k-none", "k-pass,k-skip"):
         proc = runs[kernels]
         assert proc.returncode == 7, (kernels, proc.stdout, proc.stderr)
-        assert "not verified: 1 kernel(s) skipped" in proc.stdout and "exit code 3, not 0" in proc.stdout
+        assert "not verified: 1 kernel(s) skipped" in proc.stdout and "exit code 7, not 0" in proc.stdout
     assert "1 skipped" in runs["k-skip"].stdout
     assert validation(root, "k-skip")["outcome"] == "skipped" and validation(root, "k-skip")["pass_exe"] is False
     assert validation(root, "k-none")["outcome"] == "skipped" and validation(root, "k-none")["reason"] == "no tests"
