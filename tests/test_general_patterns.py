@@ -215,6 +215,8 @@ def test_curand_device_api_builds_from_a_library_wheel_or_fails_classified(datas
 
     m = _meta(dataset, "jitter_walk")
     assert "#include <curand_kernel.h>" in _unit(dataset, m, "default")
+    plain = _meta(dataset, "shift_all")  # same file, no cuRAND name: no cuRAND header, builds anywhere
+    assert "curand" not in _unit(dataset, plain, "default") and _built(plain) == {"default": "ok"}
     assert not [u for u in m["unresolved"] if "curand" in u["symbol"]], m["unresolved"]
     b = m["instantiations"][0]["build"]
     found = cuda_libs.locate("curand_kernel.h", find_nvcc())

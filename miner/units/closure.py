@@ -567,7 +567,10 @@ def _includes(ctx: TUContext, files: set[str], tokens: list[str],
     for path in sorted(files, key=lambda p: ctx.order.get(p, 0)):
         for m in INCLUDE.finditer(ctx.read(path)):
             name = m.group(2).decode().strip()
-            kept = name in _STD_HEADERS or _TOOLKIT_HEADER.match(name) or _UNIT_LIBRARY_HEADER.match(name)
+            # A library header (curand_kernel.h) is not kept for being included: only when the closure names
+            # something it declares (`needed`), so a kernel of the same file that draws no random numbers
+            # does not depend on a header the toolkit may lack.
+            kept = name in _STD_HEADERS or _TOOLKIT_HEADER.match(name)
             if m.group(1) != b"<" or _FRAMEWORK.search(name) or not kept:
                 continue
             if name not in out:

@@ -21,7 +21,8 @@ TOOLKIT_HEADER = re.compile(
     r"^(cuda\.h|cuda_\w+\.h|device_(functions|launch_parameters|types|atomic_functions)\.h"
     r"|vector_(types|functions)\.h|math_constants\.h|mma\.h|sm_\d+_intrinsics\.h|driver_types\.h"
     r"|cooperative_groups(/.*)?(\.h)?|cub/.*|cuda/.*|thrust/.*|nv/.*)$")
-# Device-side headers of CUDA libraries that kernels call into (cuRAND's generators): kept in a unit like
-# toolkit headers; the build finds them in the toolkit or in an installed nvidia-* wheel (miner.cuda_libs).
+# Device-side headers of CUDA libraries that kernels call into (cuRAND's generators): a unit includes one when
+# its closure names a declaration of our parse shim of it (curandState_t); the build finds it in the toolkit
+# or in an installed nvidia-* wheel (miner.cuda_libs).
 UNIT_LIBRARY_HEADER = re.compile(r"^curand(_\w+)?\.h$")
 FRAMEWORK = re.compile(r"^(ATen|c10|torch|THC|pybind11|parrots|caffe2|Python)\b|^Python\.h$")
