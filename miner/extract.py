@@ -22,6 +22,7 @@ from miner.source import compile_db, context, include_graph
 from miner.source.discover import SourceFile, discover
 from miner.source.provenance import Origin, origin_of
 from miner.units import assemble as unit_stage
+from miner.units.mentions import Mentions
 
 FRONTENDS = ("auto", "clang", "treesitter")
 LANGUAGES = ("auto", "cuda", "triton")
@@ -398,6 +399,7 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
                     if opts.frontend != "treesitter" and clang_frontend.AVAILABLE else [])
     variant_of = {id(v.of): v for v in hip_variants}
     data = {f.path: f.data for f in files}
+    mentions = Mentions([*data.items(), *((f.path, f.data) for f in extra)])
     ordinals: dict[tuple[str, str], int] = defaultdict(int)
     metas: list[dict[str, Any]] = []
     replaced: set[tuple[str | None, str]] = set()
@@ -413,7 +415,7 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
         if native:
             meta["variant"] = {"toolchain": "hip", "defines": [], "reason": native}
         if opts.units:
-            unit_stage.attach(str(out_dir), meta, k, text.decode("utf-8", "replace"), units, origin.root)
+            unit_stage.attach(str(out_dir), meta, k, text.decode("utf-8", "replace"), units, origin.root, mentions)
         dataset.write_kernel(out_dir, meta, text)
         metas.append(meta)
         replaced.add((origin.repo, rel))
@@ -426,7 +428,8 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
             vmeta["variant"] = {"toolchain": "hip", "defines": v.defines, "of": kid,
                                 "reason": f"HIP branches (#if on {', '.join(v.defines)})"}
             if opts.units:
-                unit_stage.attach(str(out_dir), vmeta, vk, vtext.decode("utf-8", "replace"), v.units, origin.root)
+                unit_stage.attach(str(out_dir), vmeta, vk, vtext.decode("utf-8", "replace"), v.units, origin.root,
+                                  mentions)
             dataset.write_kernel(out_dir, vmeta, vtext)
             metas.append(vmeta)
     dataset.merge_index(out_dir, metas, replaced)

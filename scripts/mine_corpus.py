@@ -113,6 +113,12 @@ def tally(metas: list[dict[str, Any]]) -> Tally:
             row["compiling"] += 1
         if m.get("launches"):
             row["launched"] += 1
+        else:
+            # Issue 14: every kernel without a launch states why (metadata launch_missing).
+            why = (m.get("launch_missing") or {}).get("reason") or "unstated"
+            row[f"no_launch:{why}"] += 1
+            if len(examples[f"no_launch:{why}"]) < 3:
+                examples[f"no_launch:{why}"].append(str(m.get("name")))
         if m.get("template_params"):
             row["templates"] += 1
             if all(i.get("origin") in WEAK_ORIGINS for i in insts):
@@ -172,6 +178,11 @@ def main() -> int:
     print(f"{'overall':28s} {total['kernels']:7d} {pct(total['compiling'], total['kernels']):>16s} "
           f"{pct(total['insts_ok'], total['insts']):>17s} {pct(total['launched'], total['kernels']):>15s} "
           f"{pct(total['weak_args'], total['templates']):>15s}")
+    no_launch = {k.split(":", 1)[1]: n for k, n in total.items() if k.startswith("no_launch:")}
+    if no_launch:
+        print("\nkernels without a launch, by stated reason (metadata launch_missing):")
+        for why, n in sorted(no_launch.items(), key=lambda t: -t[1]):
+            print(f"{n:5d}  {why}   e.g. {', '.join(all_examples['no_launch:' + why])}")
     print("\nfailure classes (failed instantiations, first error line):")
     for cls, n in all_classes.most_common(args.failures):
         print(f"{n:5d}  {cls}   e.g. {', '.join(all_examples[cls])}")

@@ -148,3 +148,117 @@ def test_class_template_methods_instantiated_by_a_framework_macro(dataset: dict[
     m = _meta(dataset, "clamp_forward")
     assert {i["id"]: i["origin"] for i in m["instantiations"]} == {"float": "host_template", "double": "host_template"}
     assert set(_built(m).values()) == {"ok"}
+
+
+def test_half2_that_only_torch_brought_in_adds_cuda_fp16_to_float_units(dataset: dict[str, Any]) -> None:
+    """`half2` in a kernel whose file includes only torch/extension.h: its float and double units inline no
+    torch shim, so the toolkit header of the name (cuda_fp16.h) comes in; no shim is recorded for it."""
+    m = _meta(dataset, "pair_copy_rows")
+    assert _built(m) == {"float": "ok", "double": "ok", "half": "ok"}
+    assert "cuda_fp16.h" in m["closure"]["includes"]
+    assert "half2" not in m["closure"]["shims"]
+    assert "#include <cuda_fp16.h>" in _unit(dataset, m, "float")
+    assert "launch_missing" not in m
+
+
+def test_a_kernel_nothing_launches_says_so(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "pair_add_unused")
+    assert m["launches"] == []
+    assert m["launch_missing"]["reason"] == "not_referenced"
+
+
+def test_shims_are_told_apart_by_their_path_under_the_shim_folder(tmp_path: Path) -> None:
+    """A miner installed under a folder whose name holds `torch` must not take every parse shim (cuda_fp16.h's
+    `half2`) for a torch one."""
+    from miner.units.closure import _is_torch_shim, _toolkit_header_of_shim
+
+    class Ctx:
+        stub = str(tmp_path / "torchext" / "include")
+
+    shims = Ctx.stub + "/shims/"
+    assert not _is_torch_shim(Ctx(), shims + "cuda_fp16.h")
+    assert _toolkit_header_of_shim(Ctx(), shims + "cuda_fp16.h") == "cuda_fp16.h"
+    assert _is_torch_shim(Ctx(), shims + "ATen/Dispatch.h") and _is_torch_shim(Ctx(), shims + "km_torch_parse.h")
+    assert _toolkit_header_of_shim(Ctx(), shims + "cublas_v2.h") is None
+    assert _toolkit_header_of_shim(Ctx(), "/elsewhere/cuda_fp16.h") is None
+
+
+def test_host_members_naming_torch_tensor_are_left_out_of_the_units_class(dataset: dict[str, Any]) -> None:
+    """A map class whose constructor and methods take torch::Tensor, used by the kernel through its device
+    view: the unit keeps the class with its device members and leaves out the host ones that need torch."""
+    m = _meta(dataset, "slot_fill_kernel")
+    assert set(_built(m).values()) == {"ok"}, _built(m)
+    assert "SlotMap" in m["closure"]["types"]
+    text = _unit(dataset, m, m["instantiations"][0]["id"])
+    assert "torch::Tensor" not in text and "at::Tensor &keys" not in text
+    assert text.count("host-only member left out of the unit") == 3
+    assert "__device__ void put(" in text and "explicit SlotMap(int slots)" in text
+    assert not m["closure"]["shims"]
+
+
+def test_device_members_defined_outside_their_class_come_with_it(dataset: dict[str, Any]) -> None:
+    """`map.get(k)` on a template parameter is a dependent call with no reference to follow: the class's
+    out-of-line device members come with the class (its out-of-line host members, written with torch, not)."""
+    m = _meta(dataset, "slot_get_kernel")
+    assert set(_built(m).values()) == {"ok"}, _built(m)
+    assert "view::get" in m["closure"]["functions"]
+    text = _unit(dataset, m, m["instantiations"][0]["id"])
+    assert "::view::get(key_t k) const {" in text
+    assert "::find(" not in text and "::fill(" not in text
+
+
+def test_curand_device_api_builds_from_a_library_wheel_or_fails_classified(dataset: dict[str, Any]) -> None:
+    """`#include <curand_kernel.h>` stays in the unit; the build finds the header in the toolkit or an
+    installed nvidia-curand wheel (recorded), or says which header is missing, not a stray identifier."""
+    from miner import cuda_libs
+    from miner.builder.toolchain import find_nvcc
+
+    m = _meta(dataset, "jitter_walk")
+    assert "#include <curand_kernel.h>" in _unit(dataset, m, "default")
+    plain = _meta(dataset, "shift_all")  # same file, no cuRAND name: no cuRAND header, builds anywhere
+    assert "curand" not in _unit(dataset, plain, "default") and _built(plain) == {"default": "ok"}
+    assert not [u for u in m["unresolved"] if "curand" in u["symbol"]], m["unresolved"]
+    b = m["instantiations"][0]["build"]
+    found = cuda_libs.locate("curand_kernel.h", find_nvcc())
+    if found.where == "missing":
+        assert b["status"] == "failed" and b["error_class"] == "missing_toolkit_header", b
+        assert b["error"].startswith("missing_toolkit_header: <curand_kernel.h>") and "nvidia-curand" in b["error"]
+    else:
+        assert b["status"] == "ok", b
+        if found.where == "wheel":
+            assert b["external_includes"] == [{"header": "curand_kernel.h", "include_dir": found.include_dir,
+                                               "package": found.package}]
+
+
+def test_a_header_found_nowhere_fails_the_unit_as_missing_toolkit_header(dataset: dict[str, Any], tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from miner import cuda_libs
+    from miner.builder.driver import build_dataset
+    from miner.builder.toolchain import BuildOptions, find_nvcc
+
+    m = _meta(dataset, "jitter_walk")
+    out = tmp_path / "ds"
+    shutil.copytree(Path(dataset["out"]) / m["id"], out / m["id"])
+    real = cuda_libs.locate
+    monkeypatch.setattr(cuda_libs, "locate", lambda h, nvcc: cuda_libs.Found(h, "missing")
+                        if h.startswith("curand") else real(h, nvcc))
+    rep = build_dataset(out, BuildOptions(cache_dir=tmp_path / "cache"), find_nvcc())
+    b = load_dataset(out)[0]["instantiations"][0]["build"]
+    assert rep.failed == 1 and rep.nvcc_calls == 0
+    assert b["status"] == "failed" and b["error_class"] == "missing_toolkit_header" and b["missing_include"] == \
+        "curand_kernel.h", b
+
+
+def test_library_headers_are_found_in_wheel_include_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from miner import cuda_libs
+    from miner.builder.toolchain import find_nvcc
+
+    inc = tmp_path / "nvidia" / "cu13" / "include"
+    inc.mkdir(parents=True)
+    (inc / "km_fake_lib.h").write_text("#pragma once\n", encoding="utf-8")
+    monkeypatch.setattr(cuda_libs, "wheel_include_dirs", lambda: (str(inc),))
+    nvcc = find_nvcc()
+    found = cuda_libs.locate("km_fake_lib.h", nvcc)
+    assert (found.where, found.include_dir) == ("wheel", str(inc))
+    assert cuda_libs.locate("cuda_runtime.h", nvcc).where == "toolkit"
+    assert cuda_libs.locate("km_nowhere_lib.h", nvcc).where == "missing"

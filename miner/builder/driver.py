@@ -127,7 +127,7 @@ def build_dataset(out_dir: Path, opts: BuildOptions, nvcc: str, selectors: list[
         units, skipped = collect_units(kdir, meta)
         units = tc.prepare(units, cache.root)
         for u in units:
-            u.key = unit_key(u, flags, tool_id)
+            u.key = unit_key(u, [*flags, *u.compile_flags], tool_id)
         kernels.append((kdir, meta, units, skipped))
     all_units = [u for _, _, us, _ in kernels for u in us]
     tick = progress(len(all_units)) if progress else (lambda: None)

@@ -20,6 +20,7 @@ from miner.builder.toolchain import BuildOptions
 from miner.builder.toolchains.base import Toolchain
 from miner.builder.toolchains.nvcc import Nvcc
 from miner.builder.unit_split import Unit
+from miner.cuda_libs import Found
 from miner.dataset import atomic
 
 LOG_LIMIT = 20_000
@@ -63,7 +64,7 @@ class Builder:
         tmp = self.cache.tmpdir()
         try:
             out = tmp / "unit.so"
-            c = self.compiler.compile(u.rel, out, u.kernel_dir, tmp)
+            c = self.compiler.compile(u.rel, out, u.kernel_dir, tmp, u.compile_flags)
             if c.rc is None:
                 what = f"{self.toolchain.compiler} timed out after {self.opts.timeout:g} s"
                 r = Result("timeout", c.seconds, error=what,
@@ -89,7 +90,7 @@ class Builder:
             src = tmp / f"batch{self.toolchain.source_suffix}"
             atomic.write_text(src, batch_source(units))
             out = tmp / "batch.so"
-            c = self.compiler.compile(str(src), out, tmp, tmp)
+            c = self.compiler.compile(str(src), out, tmp, tmp, units[0].compile_flags)  # the batch's: _plan
             if c.rc == 0 and out.is_file():
                 bkey = hashlib.sha256("".join(u.key for u in units).encode()).hexdigest()
                 obj = self.cache.store_object(out, bkey)
@@ -147,6 +148,12 @@ class Builder:
         todo: list[Unit] = []
         queued: set[str] = set()
         for u in units:
+            if u.missing_header:
+                # nvcc would stop at the #include; say what is missing and what provides it instead.
+                msg = Found(u.missing_header, "missing").missing_message()
+                self.results[u.key] = Result("failed", error=msg, missing_include=u.missing_header, log=msg + "\n")
+                self.tick(1)
+                continue
             rec = None if self.opts.force else self.cache.get(u.key)
             if rec is not None and rec.get("status") == "timeout" and (rec.get("timeout") or 0) < self.opts.timeout:
                 rec = None  # a longer limit may let it finish
@@ -192,10 +199,11 @@ class Builder:
         """Batches of units with the same includes: a header one unit lacks must not be lent to it
         by a neighbour, or the unit would pass in its batch and fail on its own."""
         singles = [[u] for u in todo if not u.batchable]
-        groups: dict[frozenset[str], list[Unit]] = {}
+        # Same compile flags too: a batch compiles with its first member's (a wheel's include dir).
+        groups: dict[tuple[frozenset[str], tuple[str, ...]], list[Unit]] = {}
         for u in todo:
             if u.batchable:
-                groups.setdefault(frozenset(u.includes), []).append(u)
+                groups.setdefault((frozenset(u.includes), tuple(u.compile_flags)), []).append(u)
         batches: list[list[Unit]] = []
         for members in groups.values():
             n = -(-len(members) // max(1, self.opts.batch_size))

@@ -31,6 +31,11 @@ class Unit:
     batchable: bool = False
     local_headers: list[Path] = field(default_factory=list)
     key: str = ""
+    # Set by the toolchain's prepare(): flags this unit's compile needs besides the build's (`-isystem` of a
+    # CUDA library wheel's include dir), the headers found that way, and a header found nowhere.
+    compile_flags: list[str] = field(default_factory=list)
+    external: list[dict[str, str | None]] = field(default_factory=list)
+    missing_header: str | None = None
 
     @property
     def path(self) -> Path:

@@ -7,6 +7,7 @@ from typing import Any
 
 from miner.frontends.model import Kernel
 from miner.units import instantiations, render
+from miner.units.mentions import Mentions, launch_missing
 
 _TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
                "TYPE_ALIAS_TEMPLATE_DECL", "CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION"}
@@ -31,8 +32,10 @@ def _launch_json(launch: dict[str, Any], root: str, kernel_params: list[dict[str
     }
 
 
-def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Any, root: str) -> None:
-    """Add instantiations, launches, closure and unresolved to `meta`; write the units."""
+def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Any, root: str,
+           mentions: Mentions | None = None) -> None:
+    """Add instantiations, launches, closure and unresolved to `meta`; write the units. A kernel without a
+    launch gets `launch_missing`: why, from where else its name is written (`mentions`)."""
     key = (k.path, k.start_offset)
     unit = data.closures.get(key)
     unresolved: list[dict[str, str]] = []
@@ -46,6 +49,10 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Any, 
     launches = [lc for lc in records if lc["kind"] != "reference"]
     meta["launches"] = [_launch_json(lc, root, meta["params"]) for lc in launches]
     meta["references"] = [_launch_json(lc, root, meta["params"]) for lc in records if lc["kind"] == "reference"]
+    if not launches and mentions is not None:
+        uses = mentions.uses(k.name, (k.path, k.start_offset, k.end_offset))
+        meta["launch_missing"] = launch_missing(k.name, uses, len(meta["references"]), k.frontend,
+                                                lambda p: _rel(p, root))
     pieces = unit["pieces"]
     meta["closure"] = {
         "functions": [p["name"] for p in pieces if p["kind"] in _FUNC_KINDS],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -19,6 +20,10 @@ import clang.cindex as ci
 
 from miner.frontends.config import stub_dir
 from miner.source.include_graph import INCLUDE
+from miner.units.headers import FRAMEWORK as _FRAMEWORK
+from miner.units.headers import STD_HEADERS as _STD_HEADERS
+from miner.units.headers import TOOLKIT_HEADER as _TOOLKIT_HEADER
+from miner.units.headers import UNIT_LIBRARY_HEADER as _UNIT_LIBRARY_HEADER
 
 K = ci.CursorKind
 _PIECE_KINDS = {
@@ -33,22 +38,6 @@ _REF_KINDS = {K.DECL_REF_EXPR, K.MEMBER_REF_EXPR, K.TYPE_REF, K.TEMPLATE_REF, K.
               K.OVERLOADED_DECL_REF, K.MEMBER_REF, K.VARIABLE_REF}
 _DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)((?:[^\n\\]|\\.|\\\n)*)", re.M)
 _IDENT = re.compile(r"[A-Za-z_]\w*")
-# Toolkit and standard headers a unit may keep; torch/framework headers never enter a unit.
-_STD_HEADERS = frozenset("""
-    algorithm any array atomic bit bitset cassert cctype cerrno cfenv cfloat charconv chrono cinttypes climits
-    cmath complex concepts cstddef cstdint cstdio cstdlib cstring ctime cwchar deque exception functional
-    initializer_list iomanip ios iosfwd iostream istream iterator limits list map memory mutex new numeric
-    optional ostream queue random ratio set span sstream stack stdexcept string string_view system_error thread
-    tuple type_traits typeinfo unordered_map unordered_set utility valarray variant vector
-    assert.h ctype.h errno.h float.h inttypes.h limits.h math.h stdbool.h stddef.h stdint.h stdio.h stdlib.h
-    string.h time.h
-""".split())
-# Headers that ship with the CUDA toolkit's compiler and runtime (not cuBLAS, cuDNN, cuRAND, NCCL, ...).
-_TOOLKIT_HEADER = re.compile(
-    r"^(cuda\.h|cuda_\w+\.h|device_(functions|launch_parameters|types|atomic_functions)\.h"
-    r"|vector_(types|functions)\.h|math_constants\.h|mma\.h|sm_\d+_intrinsics\.h|driver_types\.h"
-    r"|cooperative_groups(/.*)?(\.h)?|cub/.*|cuda/.*|thrust/.*|nv/.*)$")
-_FRAMEWORK = re.compile(r"^(ATen|c10|torch|THC|pybind11|parrots|caffe2|Python)\b|^Python\.h$")
 # Names a kernel may take from a C/C++ or toolkit header that its repo only reached through a framework
 # header (FLT_MAX through torch, std::vector through a helper): the header a unit must include for each.
 _HEADER_OF = {
@@ -86,6 +75,8 @@ class Piece:
     namespaces: tuple[str, ...]
     kind: str
     name: str
+    # (start, end, why) of host-only members left out of a class's text (see _host_members_to_drop).
+    cuts: tuple[tuple[int, int, str], ...] = ()
 
 
 @dataclass
@@ -116,6 +107,7 @@ class TUContext:
         self.files: dict[str, ci.File] = {}
         self._errors: dict[str, list[int]] | None = None
         self._by_bare: dict[str, list[list[tuple[Piece, ci.Cursor]]]] | None = None
+        self._members: dict[str, list[tuple[Piece, ci.Cursor]]] | None = None
         self.order: dict[str, int] = {}  # file -> first-inclusion rank
         # file -> offsets of the #include directives leading to it from the main file: a location's
         # position in the preprocessed stream is chain + (offset,), compared as tuples.
@@ -204,6 +196,24 @@ class TUContext:
             i -= 1
         return None
 
+    def out_of_line_members(self, cls: ci.Cursor) -> list[tuple[Piece, ci.Cursor]]:
+        """Member functions of `cls` (or of a class nested in it) defined outside it at namespace scope
+        (`template <class K> __device__ V Map<K, V>::view::find(K k) {...}`). Indexed on first use by the
+        namespace-level class that encloses each member."""
+        if self._members is None:
+            self._members = {}
+            for lst in self.pieces.values():
+                for _s, _e, p, c in lst:
+                    if c.kind not in _MEMBER_FUNCS:
+                        continue
+                    owner = c.semantic_parent
+                    if owner is None or owner.kind not in _CLASS_KINDS:
+                        continue
+                    while owner.semantic_parent is not None and owner.semantic_parent.kind in _CLASS_KINDS:
+                        owner = owner.semantic_parent
+                    self._members.setdefault(owner.get_usr(), []).append((p, c))
+        return self._members.get(cls.get_usr(), [])
+
     def groups_named(self, name: str) -> list[list[tuple[Piece, ci.Cursor]]]:
         """The same-name sets called `name` in every scope, in index order (candidates of an
         unresolved dependent call). Indexed on first use, once the TU's pieces are final."""
@@ -254,7 +264,9 @@ def _skipped_ranges(tu: ci.TranslationUnit, f: ci.File | None) -> list[tuple[int
 
 
 def _text(ctx: TUContext, p: Piece | Macro) -> str:
-    return ctx.read(p.path)[p.start:p.end].decode("utf-8", "replace")
+    cuts = getattr(p, "cuts", ())
+    notes = [f"/* kernel-miner: host-only member left out of the unit: it uses {why} */" for _s, _e, why in cuts]
+    return _cut(ctx.read(p.path), p.start, p.end, [(s, e) for s, e, _w in cuts], notes).decode("utf-8", "replace")
 
 
 _ARG_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
@@ -271,6 +283,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     shims: set[str] = set()
     work = [(kernel_cursor, _enclosing_namespaces(kernel_cursor))]
     tokens: list[str] = []
+    headers: dict[str, None] = {}  # toolkit headers whose declarations the closure names
 
     def take(piece: Piece, pc: ci.Cursor) -> None:
         # Overloads and specializations share a name: take the whole set at that scope.
@@ -288,9 +301,21 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 take(*typed[0])
     while work:
         cur, scope = work.pop()
-        idents = _identifiers(ctx, cur)
+        drop: dict[tuple[int, int], str] = {}
+        if cur.kind in _CLASS_KINDS:
+            drop = _host_members_to_drop(ctx, cur)
+            if drop:
+                found = ctx.piece_at(ctx.norm(cur.extent.start.file.name), cur.extent.start.offset)
+                if found is not None:
+                    found[0].cuts = tuple((s0, e0, why) for (s0, e0), why in sorted(drop.items()))
+            # Device code may call a device member whose body is written outside the class (a dependent
+            # call on a template parameter leaves no reference to follow): take those definitions.
+            for gp, gc in ctx.out_of_line_members(cur):
+                if any(ch.kind in _DEVICE_ATTRS for d in (gc, gc.canonical) for ch in d.get_children()):
+                    take(gp, gc)
+        idents = _identifiers(ctx, cur, drop)
         tokens += idents
-        for c in cur.walk_preorder():
+        for c in _walk(cur, drop):
             if c.kind not in _REF_KINDS:
                 continue
             if c.kind == K.OVERLOADED_DECL_REF:
@@ -310,6 +335,10 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 if rpath not in ctx.inputs:
                     if _is_torch_shim(ctx, rpath):
                         shims.add(r.spelling)
+                    elif (h := _toolkit_header_of_shim(ctx, rpath)) is not None:
+                        # `half2` that the repo only had through torch/extension.h: the unit, which has
+                        # no torch, includes the toolkit header our parse shim stands for.
+                        headers.setdefault(h)
                     continue
                 d = r.get_definition() or r
                 dpath = ctx.norm(d.location.file.name) if d.location.file else rpath
@@ -331,16 +360,33 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     files |= {m.path for m in out.macros}
     for m in out.macros:
         tokens += _IDENT.findall(m.body)
-    out.includes = _includes(ctx, files, tokens)
+    out.includes = _includes(ctx, files, tokens, list(headers))
     out.unresolved = _unresolved(ctx, files, {(p.path, p.start, p.end) for p in pieces},
-                                 (kernel_path, kernel_cursor.extent.start.offset, kernel_cursor.extent.end.offset))
+                                 (kernel_path, kernel_cursor.extent.start.offset, kernel_cursor.extent.end.offset),
+                                 [(p.path, s, e) for p in pieces for s, e, _w in p.cuts])
     return out
+
+
+def _shim_rel(ctx: TUContext, path: str) -> str | None:
+    """The path of one of our parse shims relative to shims/ (`cuda_fp16.h`, `ATen/Dispatch.h`), else None.
+    Relative, so that where the miner is installed (a folder named `torchext`, say) never matters."""
+    prefix = os.path.join(ctx.stub, "shims") + os.sep
+    return path[len(prefix):] if path.startswith(prefix) else None
 
 
 def _is_torch_shim(ctx: TUContext, path: str) -> bool:
     """A declaration of our ATen/c10/torch parse shims (it maps onto the unit shim)."""
-    return path.startswith(ctx.stub) and "km_torch_parse" in path or "/shims/" in path and (
-        "ATen" in path or "c10" in path or "torch" in path or "THC" in path)
+    rel = _shim_rel(ctx, path)
+    return rel is not None and (rel == "km_torch_parse.h" or rel.split("/", 1)[0] in ("ATen", "c10", "torch", "THC"))
+
+
+def _toolkit_header_of_shim(ctx: TUContext, path: str) -> str | None:
+    """The toolkit or standard header one of our parse shims stands for (shims/cuda_fp16.h: `cuda_fp16.h`),
+    None for a library/framework shim (cublas_v2.h, nccl.h) or anything else."""
+    rel = _shim_rel(ctx, path)
+    if rel is None or _FRAMEWORK.search(rel):
+        return None
+    return rel if rel in _STD_HEADERS or _TOOLKIT_HEADER.match(rel) or _UNIT_LIBRARY_HEADER.match(rel) else None
 
 
 def _overloaded(c: ci.Cursor) -> list[ci.Cursor]:
@@ -367,14 +413,101 @@ def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...]) -> l
     return sorted((m for ms in chosen.values() for m in ms), key=lambda m: ctx.sort_key(m.path, m.start))
 
 
-def _identifiers(ctx: TUContext, cur: ci.Cursor) -> list[str]:
-    """Identifiers of a cursor's own text, comments and strings left out. From the text rather than
-    libclang's tokens: clang_tokenize returns nothing for some header cursors."""
+def _identifiers(ctx: TUContext, cur: ci.Cursor, drop: dict[tuple[int, int], str] | None = None) -> list[str]:
+    """Identifiers of a cursor's own text, comments, strings and dropped members left out. From the text
+    rather than libclang's tokens: clang_tokenize returns nothing for some header cursors."""
     e = cur.extent
     if e.start.file is None:
         return []
-    text = ctx.read(ctx.norm(e.start.file.name))[e.start.offset:e.end.offset].decode("utf-8", "replace")
+    data = ctx.read(ctx.norm(e.start.file.name))
+    text = _cut(data, e.start.offset, e.end.offset, [(s, t) for s, t in (drop or {})]).decode("utf-8", "replace")
     return _IDENT.findall(_STRING_OR_COMMENT.sub(" ", text))
+
+
+def _cut(data: bytes, start: int, end: int, cuts: list[tuple[int, int]], note: list[str] | None = None) -> bytes:
+    """data[start:end] without the ranges in `cuts` (each replaced by its note, if given)."""
+    out, pos = [], start
+    for i, (s, e) in enumerate(sorted(cuts)):
+        if s < pos or e > end:
+            continue
+        out.append(data[pos:s])
+        if note:
+            out.append(note[i].encode())
+        pos = e
+    out.append(data[pos:end])
+    return b"".join(out)
+
+
+def _walk(cur: ci.Cursor, drop: dict[tuple[int, int], str]):
+    """cur.walk_preorder() without the subtrees of dropped members."""
+    if not drop:
+        yield from cur.walk_preorder()
+        return
+    stack = [cur]
+    while stack:
+        c = stack.pop()
+        e = c.extent
+        if c is not cur and (e.start.offset, e.end.offset) in drop:
+            continue
+        yield c
+        stack.extend(reversed(list(c.get_children())))
+
+
+_MEMBER_FUNCS = {K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.CONVERSION_FUNCTION, K.FUNCTION_TEMPLATE}
+_DEVICE_ATTRS = {K.CUDADEVICE_ATTR, K.CUDAGLOBAL_ATTR}
+
+
+def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int], str]:
+    """Host-only member functions of a class (and of its nested classes) that name something a unit cannot
+    hold: a torch type the unit shim does not define (`torch::Tensor`, whose host API a unit has no
+    business carrying) or a declaration of a library our parse shims stand for (cuBLAS, NCCL). Device code
+    cannot call a host-only member, so the unit's copy of the class leaves it out; (start, end) -> why."""
+    out: dict[tuple[int, int], str] = {}
+    for m in cls.get_children():
+        if m.kind in _CLASS_KINDS:
+            out.update(_host_members_to_drop(ctx, m))
+            continue
+        if m.kind not in _MEMBER_FUNCS or any(ch.kind in _DEVICE_ATTRS for ch in m.get_children()):
+            continue
+        e = m.extent
+        if e.start.file is None or e.end.file is None:
+            continue
+        for c in m.walk_preorder():
+            if c.kind not in _REF_KINDS:
+                continue
+            lacks = _unit_lacks(ctx, c.referenced)
+            if lacks:
+                out[(e.start.offset, e.end.offset)] = lacks
+                break
+    return out
+
+
+def _unit_lacks(ctx: TUContext, r: ci.Cursor | None) -> str | None:
+    """The name, when `r` is declared in a parse shim whose declaration no unit carries: a torch entity
+    outside the unit shim, or a library shim's (cublas_v2.h, nccl.h). None otherwise."""
+    if r is None or r.location.file is None:
+        return None
+    path = ctx.norm(r.location.file.name)
+    rel = _shim_rel(ctx, path)
+    if rel is None:
+        return None
+    top = r
+    while top.semantic_parent is not None and top.semantic_parent.kind not in (K.NAMESPACE, K.TRANSLATION_UNIT):
+        top = top.semantic_parent
+    if _is_torch_shim(ctx, path):
+        return None if top.spelling in _unit_shim_names() else _qualified(top)
+    return None if _toolkit_header_of_shim(ctx, path) is not None else _qualified(top)
+
+
+def _qualified(c: ci.Cursor) -> str:
+    return "::".join((*_enclosing_namespaces(c), c.spelling))
+
+
+@functools.cache
+def _unit_shim_names() -> frozenset[str]:
+    """Identifiers the unit shim (km_torch_unit.h) declares or mentions, comments left out."""
+    text = (stub_dir() / "unit" / "km_torch_unit.h").read_text(encoding="utf-8")
+    return frozenset(_IDENT.findall(_STRING_OR_COMMENT.sub(" ", text)))
 
 
 def _enclosing_namespaces(c: ci.Cursor) -> tuple[str, ...]:
@@ -426,11 +559,17 @@ def _usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tupl
     return out
 
 
-def _includes(ctx: TUContext, files: set[str], tokens: list[str]) -> list[str]:
+def _includes(ctx: TUContext, files: set[str], tokens: list[str],
+              needed: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """The `#include <...>` lines a unit keeps, plus the toolkit headers `needed` by declarations the closure
+    names (found in our parse shims of those headers) and by names in `tokens` (_HEADER_OF)."""
     out: list[str] = []
     for path in sorted(files, key=lambda p: ctx.order.get(p, 0)):
         for m in INCLUDE.finditer(ctx.read(path)):
             name = m.group(2).decode().strip()
+            # A library header (curand_kernel.h) is not kept for being included: only when the closure names
+            # something it declares (`needed`), so a kernel of the same file that draws no random numbers
+            # does not depend on a header the toolkit may lack.
             kept = name in _STD_HEADERS or _TOOLKIT_HEADER.match(name)
             if m.group(1) != b"<" or _FRAMEWORK.search(name) or not kept:
                 continue
@@ -438,6 +577,10 @@ def _includes(ctx: TUContext, files: set[str], tokens: list[str]) -> list[str]:
                 out.append(name)
     # Names the repo took from a header that only a framework header included.
     have = set(out) | {_C_HEADER.get(h, h) for h in out}
+    for h in needed:
+        if h not in have and _C_HEADER.get(h, h) not in have:
+            have.add(h)
+            out.append(h)
     for t in dict.fromkeys(tokens):
         h = _HEADER_OF.get(t)
         if h and h not in have and not (t in ctx.macros or (h.endswith(".h") and h[:-2] in have)):
@@ -447,7 +590,8 @@ def _includes(ctx: TUContext, files: set[str], tokens: list[str]) -> list[str]:
 
 
 def _unresolved(ctx: TUContext, files: set[str], ranges: set[tuple[str, int, int]],
-                kernel: tuple[str, int, int]) -> list[dict[str, str]]:
+                kernel: tuple[str, int, int], cuts: list[tuple[str, int, int]] = ()) -> list[dict[str, str]]:
+    """Parse errors inside the kernel or a piece, less those in members the unit leaves out (`cuts`)."""
     spans = [*ranges, kernel]
     out: list[dict[str, str]] = []
     seen: set[str] = set()
@@ -458,7 +602,8 @@ def _unresolved(ctx: TUContext, files: set[str], ranges: set[tuple[str, int, int
         if path not in files:
             continue
         off = d.location.offset
-        if not any(p == path and s <= off <= e for p, s, e in spans):
+        if not any(p == path and s <= off <= e for p, s, e in spans) or any(
+                p == path and s <= off <= e for p, s, e in cuts):
             continue
         # A missing name is the symbol; other errors (a stub overload that does not fit) name the
         # first quoted entity, or none: still listed, since the parse of that piece is incomplete.

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from miner import cuda_libs
 from miner.targets import COMPUTE_FLAG
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
@@ -111,28 +112,14 @@ def torch_setup() -> tuple[list[str], list[str], str]:
     return dirs, list(cpp_extension.COMMON_NVCC_FLAGS), str(torch.__version__)
 
 
-@functools.lru_cache(maxsize=1)
 def library_include_dirs() -> list[str]:
-    """`include` folders of CUDA library wheels (nvidia-cublas ...): `site-packages/nvidia/*/include`."""
-    spec = importlib.util.find_spec("nvidia")
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    out = []
-    for base in spec.submodule_search_locations:
-        for d in sorted(Path(base).glob("*/include")):
-            out.append(str(d))
-    return out
+    """`include` folders of CUDA library wheels (nvidia-cublas ...): the lookup `build` uses too."""
+    return list(cuda_libs.wheel_include_dirs())
 
 
-@functools.lru_cache(maxsize=1)
 def library_versions() -> str:
-    """The CUDA library wheels installed (`nvidia-cublas==13.1.1.3 ...`): part of a compile's cache key,
-    since a header they add can turn a failed original into one that builds."""
-    from importlib import metadata
-
-    names = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions()
-                   if (d.metadata["Name"] or "").lower().startswith("nvidia-"))
-    return " ".join(names)
+    """The CUDA library wheels installed: part of a compile's cache key (miner.cuda_libs)."""
+    return cuda_libs.wheel_versions()
 
 
 def compile_flags(orig: Original, arch_flag: str) -> list[str]:

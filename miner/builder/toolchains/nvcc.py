@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from miner import cuda_libs
 from miner.builder import toolchain as nvcc_tool
 from miner.builder.ptxas import parse_resources
 from miner.builder.toolchains.base import Toolchain
 from miner.dataset.folder import LIBRARY
+from miner.units.headers import STD_HEADERS, TOOLKIT_HEADER
 
 if TYPE_CHECKING:
     from miner.builder.toolchain import BuildOptions
+    from miner.builder.unit_split import Unit
+
+_ANGLE_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<([^>\n]+)>", re.M)
+_HAS_INCLUDE = re.compile(r"__has_include\s*\(\s*<([^>\n]+)>")
 
 
 class Nvcc(Toolchain):
@@ -42,3 +49,32 @@ class Nvcc(Toolchain):
 
     def parse_resources(self, log: str) -> dict[str, dict[str, Any]]:
         return parse_resources(log)
+
+    def prepare(self, units: list[Unit], cache_root: Path | None = None) -> list[Unit]:
+        """Find every header a unit includes that is neither standard C/C++ nor the compiler toolkit's own
+        (cuda_runtime.h, cub/: nvcc finds those or says so itself): in the toolkit nothing is needed; in a
+        CUDA library wheel (cuRAND's headers, which a CUDA 13 toolkit may lack) its include dir joins that
+        unit's flags; nowhere, the unit is not compiled and says which header is missing
+        (missing_toolkit_header). Units that include no such header cost no lookup."""
+        for u in units:
+            guarded = set(_HAS_INCLUDE.findall(u.text))  # `#if __has_include(<cuda_bf16.h>)`: optional
+            for header in dict.fromkeys(h.strip() for h in _ANGLE_INCLUDE.findall(u.text)):
+                if header in STD_HEADERS or TOOLKIT_HEADER.match(header):
+                    continue
+                found = cuda_libs.locate(header, self.path)
+                if found.where == "wheel" and found.include_dir:
+                    if found.include_dir not in u.compile_flags:
+                        u.compile_flags += ["-isystem", found.include_dir]
+                    u.external.append({"header": header, "include_dir": found.include_dir,
+                                       "package": found.package})
+                elif found.where == "missing" and header not in guarded and u.missing_header is None:
+                    u.missing_header = header
+        return units
+
+    def record_extra(self, u: Unit, rec: dict[str, Any], log: str) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        if u.external:
+            extra["external_includes"] = u.external
+        if u.missing_header and rec["status"] == "failed":
+            extra["error_class"] = "missing_toolkit_header"
+        return extra

@@ -1,0 +1,28 @@
+"""Which `#include <...>` a unit keeps: standard C/C++ headers, CUDA toolkit headers and the device headers of
+CUDA libraries (cuRAND); framework headers (torch, pybind11) never. Without libclang, so the build can
+tell a unit's standard headers (the host compiler's) from those it must find in the toolkit or a wheel."""
+
+from __future__ import annotations
+
+import re
+
+# Toolkit and standard headers a unit may keep; torch/framework headers never enter a unit.
+STD_HEADERS = frozenset("""
+    algorithm any array atomic bit bitset cassert cctype cerrno cfenv cfloat charconv chrono cinttypes climits
+    cmath complex concepts cstddef cstdint cstdio cstdlib cstring ctime cwchar deque exception functional
+    initializer_list iomanip ios iosfwd iostream istream iterator limits list map memory mutex new numeric
+    optional ostream queue random ratio set span sstream stack stdexcept string string_view system_error thread
+    tuple type_traits typeinfo unordered_map unordered_set utility valarray variant vector
+    assert.h ctype.h errno.h float.h inttypes.h limits.h math.h stdbool.h stddef.h stdint.h stdio.h stdlib.h
+    string.h time.h
+""".split())
+# Headers that ship with the CUDA toolkit's compiler and runtime (not cuBLAS, cuDNN, cuRAND, NCCL, ...).
+TOOLKIT_HEADER = re.compile(
+    r"^(cuda\.h|cuda_\w+\.h|device_(functions|launch_parameters|types|atomic_functions)\.h"
+    r"|vector_(types|functions)\.h|math_constants\.h|mma\.h|sm_\d+_intrinsics\.h|driver_types\.h"
+    r"|cooperative_groups(/.*)?(\.h)?|cub/.*|cuda/.*|thrust/.*|nv/.*)$")
+# Device-side headers of CUDA libraries that kernels call into (cuRAND's generators): a unit includes one when
+# its closure names a declaration of our parse shim of it (curandState_t); the build finds it in the toolkit
+# or in an installed nvidia-* wheel (miner.cuda_libs).
+UNIT_LIBRARY_HEADER = re.compile(r"^curand(_\w+)?\.h$")
+FRAMEWORK = re.compile(r"^(ATen|c10|torch|THC|pybind11|parrots|caffe2|Python)\b|^Python\.h$")

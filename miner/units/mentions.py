@@ -1,0 +1,71 @@
+"""Why a kernel has no recorded launch: where else its name is written in the sources the miner read.
+
+A kernel nothing names besides its own definition (and `__global__` declarations of it) is dead code in
+the mined sources, or launched from outside them; one that is named somewhere but got no launch is a
+launch the miner did not resolve. Metadata says which (`launch_missing`), so the launch figure of a
+dataset separates the miner's misses from kernels nobody launches.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+_COMMENT_OR_STRING = re.compile(rb'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"', re.S)
+_STATEMENT_START = re.compile(rb"[;{}]")
+
+
+def _blank(m: re.Match[bytes]) -> bytes:
+    # Same length, newlines kept: offsets and line numbers stay those of the file.
+    return re.sub(rb"[^\n]", b" ", m.group(0))
+
+
+class Mentions:
+    """Occurrences of a name across the files of one extraction, comments and strings left out."""
+
+    def __init__(self, files: Iterable[tuple[str, bytes]]) -> None:
+        self._raw = dict(files)
+        self._clean: dict[str, bytes] = {}
+
+    def _text(self, path: str) -> bytes:
+        if path not in self._clean:
+            self._clean[path] = _COMMENT_OR_STRING.sub(_blank, self._raw[path])
+        return self._clean[path]
+
+    def uses(self, name: str, definition: tuple[str, int, int]) -> list[tuple[str, int]]:
+        """(path, line) of each place that names `name` outside its definition and outside a `__global__`
+        declaration (the statement before the name holds `__global__`)."""
+        pat = re.compile(rb"(?<![\w.>])" + re.escape(name.encode()) + rb"(?!\w)")
+        dpath, dstart, dend = definition
+        out: list[tuple[str, int]] = []
+        for path in self._raw:
+            text = self._text(path)
+            if name.encode() not in text:
+                continue
+            for m in pat.finditer(text):
+                if path == dpath and dstart <= m.start() < dend:
+                    continue
+                head = text[max(0, m.start() - 400):m.start()]
+                cut = max((s.end() for s in _STATEMENT_START.finditer(head)), default=0)
+                if b"__global__" in head[cut:]:
+                    continue
+                out.append((path, text.count(b"\n", 0, m.start()) + 1))
+        return out
+
+
+def launch_missing(name: str, uses: list[tuple[str, int]], references: int, frontend: str,
+                   rel: Callable[[str], str]) -> dict[str, Any]:
+    """The `launch_missing` block of a kernel without a recorded launch; `rel` maps a path for display."""
+    where = [f"{rel(p)}:{line}" for p, line in uses[:5]]
+    if frontend != "clang":
+        return {"reason": "no_ast", "detail": f"{name} was found by the {frontend} frontend only (an inactive "
+                "#if branch): launches are read from the AST", "mentions": where}
+    if not uses:
+        return {"reason": "not_referenced", "detail": f"{name} is named nowhere in the mined sources and the "
+                "project files used as context besides its definition: nothing there launches it", "mentions": []}
+    if references:
+        return {"reason": "referenced_only", "detail": f"{name} is named (function pointer, kernel table) "
+                "but launched through it where the launch names no kernel", "mentions": where}
+    return {"reason": "unresolved", "detail": f"{name} is named at {', '.join(where)} but no launch of it was "
+            "resolved", "mentions": where}
