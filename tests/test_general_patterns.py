@@ -148,3 +148,29 @@ def test_class_template_methods_instantiated_by_a_framework_macro(dataset: dict[
     m = _meta(dataset, "clamp_forward")
     assert {i["id"]: i["origin"] for i in m["instantiations"]} == {"float": "host_template", "double": "host_template"}
     assert set(_built(m).values()) == {"ok"}
+
+
+def _cuda_and_hip(dataset: dict[str, Any], name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    found = [m for m in dataset["metas"] if m["name"] == name]
+    cuda = [m for m in found if not m.get("variant")]
+    assert len(cuda) == 1, [m["id"] for m in found]
+    return cuda[0], [m for m in found if m.get("variant")]
+
+
+def test_a_define_only_in_an_inactive_rocm_branch_is_no_macro_in_the_cuda_unit(dataset: dict[str, Any]) -> None:
+    """`#if defined(USE_ROCM) ... #define h2rcp __km_compat_h2rcp #endif`: in CUDA `h2rcp` and
+    `__shfl_xor_sync` are the toolkit's, so the unit takes neither define; the HIP variant keeps both."""
+    m, hip = _cuda_and_hip(dataset, "recip_gate_kernel")
+    assert _built(m) == {"default": "ok"}
+    assert m["closure"]["macros"] == []
+    assert "__km_compat_h2rcp" not in _unit(dataset, m, "default")
+    assert len(hip) == 1 and hip[0]["variant"]["defines"] == ["USE_ROCM"]
+    assert set(hip[0]["closure"]["macros"]) == {"h2rcp", "__shfl_xor_sync"}
+    assert "__km_compat_h2rcp" in hip[0]["closure"]["functions"]
+
+
+def test_toolkit_header_reached_only_through_a_header_the_closure_does_not_take(dataset: dict[str, Any]) -> None:
+    """`half` in a kernel whose file gets <cuda_fp16.h> from a host-only header: the unit includes it."""
+    m = _meta(dataset, "zero_rows_kernel")
+    assert _built(m) == {"default": "ok"}
+    assert "cuda_fp16.h" in m["closure"]["includes"]

@@ -48,6 +48,9 @@ _TOOLKIT_HEADER = re.compile(
     r"^(cuda\.h|cuda_\w+\.h|device_(functions|launch_parameters|types|atomic_functions)\.h"
     r"|vector_(types|functions)\.h|math_constants\.h|mma\.h|sm_\d+_intrinsics\.h|driver_types\.h"
     r"|cooperative_groups(/.*)?(\.h)?|cub/.*|cuda/.*|thrust/.*|nv/.*)$")
+# Toolkit headers nvcc brings into every .cu: a name declared there needs no #include of its own.
+_IMPLICIT_HEADERS = frozenset(("cuda_runtime.h", "cuda_runtime_api.h", "device_launch_parameters.h",
+                               "device_functions.h", "driver_types.h", "vector_types.h", "vector_functions.h"))
 _FRAMEWORK = re.compile(r"^(ATen|c10|torch|THC|pybind11|parrots|caffe2|Python)\b|^Python\.h$")
 # Names a kernel may take from a C/C++ or toolkit header that its repo only reached through a framework
 # header (FLT_MAX through torch, std::vector through a helper): the header a unit must include for each.
@@ -113,6 +116,7 @@ class TUContext:
     def __init__(self, tu: ci.TranslationUnit, inputs: set[str], norm, read) -> None:
         self.tu, self.inputs, self.norm, self.read = tu, inputs, norm, read
         self.stub = os.path.realpath(str(stub_dir()))
+        self.shims = os.path.join(self.stub, "shims") + os.sep
         self.files: dict[str, ci.File] = {}
         self._errors: dict[str, list[int]] | None = None
         self._by_bare: dict[str, list[list[tuple[Piece, ci.Cursor]]]] | None = None
@@ -132,6 +136,7 @@ class TUContext:
         self.pieces: dict[str, list[tuple[int, int, Piece, ci.Cursor]]] = {}
         self.by_name: dict[tuple[tuple[str, ...], str], list[tuple[Piece, ci.Cursor]]] = {}
         self.macros: dict[str, list[Macro]] = {}
+        self.defined: set[tuple[str, int]] = set()  # (file, offset of the name) of each processed #define
         self._index(tu.cursor, ())
         for path, lst in self.pieces.items():
             lst.sort(key=lambda t: (t[0], -t[1]))
@@ -143,6 +148,12 @@ class TUContext:
     def _index(self, scope: ci.Cursor, ns: tuple[str, ...]) -> None:
         for c in scope.get_children():
             kind = c.kind  # before the location: most top-level cursors are preprocessing records
+            if kind == K.MACRO_DEFINITION:
+                # The #defines the preprocessor really processed in this configuration.
+                f = c.location.file
+                if f is not None:
+                    self.defined.add((self.norm(f.name), c.location.offset))
+                continue
             if kind not in _SCOPE_KINDS and kind not in _PIECE_KINDS:
                 continue
             f = c.location.file
@@ -183,14 +194,30 @@ class TUContext:
 
     def _index_macros(self, path: str) -> None:
         data = self.read(path)
-        # A #define in a range the preprocessor skipped is not the one in force
-        # (`#ifdef __CUDACC__ #define HD __host__ __device__ #else #define HD #endif`).
-        skipped = _skipped_ranges(self.tu, self.files.get(path))
+        # A #define the preprocessor did not process is not in force (`#ifdef __CUDACC__ #define HD
+        # __host__ __device__ #else #define HD #endif`). The detailed preprocessing record lists the
+        # processed ones, per inclusion: a header entered twice, once in a skipped #if, is still active.
+        # Without the record, the file's skipped ranges decide.
+        skipped = None if self.defined else _skipped_ranges(self.tu, self.files.get(path))
         for m in _DEFINE.finditer(data):
             body = m.group(2).decode("utf-8", "replace")
-            macro = Macro(m.group(1).decode(), path, m.start(), m.end(), body,
-                          active=not any(s <= m.start() < e for s, e in skipped))
+            active = ((path, m.start(1)) in self.defined if skipped is None
+                      else not any(s <= m.start() < e for s, e in skipped))
+            macro = Macro(m.group(1).decode(), path, m.start(), m.end(), body, active=active)
             self.macros.setdefault(macro.name, []).append(macro)
+
+    def toolkit_header(self, path: str) -> str | None:
+        """The toolkit header a parse shim stands for (`.../shims/cuda_fp16.h` -> `cuda_fp16.h`), or None."""
+        rel = path[len(self.shims):] if path.startswith(self.shims) else ""
+        return rel if rel and _TOOLKIT_HEADER.match(rel) and rel not in _IMPLICIT_HEADERS else None
+
+    def active_macro(self, name: str) -> bool:
+        return any(m.active for m in self.macros.get(name, ()))
+
+    def active_defs(self, name: str) -> list[Macro]:
+        """The #defines of `name` this configuration processed, in file order; none where every
+        definition sits in an inactive #if branch (then the name is no macro here)."""
+        return [m for m in self.macros.get(name, ()) if m.active]
 
     def piece_at(self, path: str, offset: int) -> tuple[Piece, ci.Cursor] | None:
         lst = self.pieces.get(path)
@@ -271,6 +298,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     shims: set[str] = set()
     work = [(kernel_cursor, _enclosing_namespaces(kernel_cursor))]
     tokens: list[str] = []
+    toolkit: set[str] = set()  # toolkit headers whose parse shims declare a name the closure uses
 
     def take(piece: Piece, pc: ci.Cursor) -> None:
         # Overloads and specializations share a name: take the whole set at that scope.
@@ -310,6 +338,8 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 if rpath not in ctx.inputs:
                     if _is_torch_shim(ctx, rpath):
                         shims.add(r.spelling)
+                    elif header := ctx.toolkit_header(rpath):
+                        toolkit.add(header)
                     continue
                 d = r.get_definition() or r
                 dpath = ctx.norm(d.location.file.name) if d.location.file else rpath
@@ -331,7 +361,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     files |= {m.path for m in out.macros}
     for m in out.macros:
         tokens += _IDENT.findall(m.body)
-    out.includes = _includes(ctx, files, tokens)
+    out.includes = _includes(ctx, files, tokens, toolkit)
     out.unresolved = _unresolved(ctx, files, {(p.path, p.start, p.end) for p in pieces},
                                  (kernel_path, kernel_cursor.extent.start.offset, kernel_cursor.extent.end.offset))
     return out
@@ -354,16 +384,18 @@ def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...]) -> l
     `#define OP(X, Y) X * Y` / `ATOMIC(Mul)`): every active definition before it, each emitted at its
     place so that the pieces between see the one they saw in the source."""
     chosen: dict[str, list[Macro]] = {}
-    todo = [t for t in dict.fromkeys(tokens) if t in ctx.macros]
+    # A name whose every #define sits in an inactive branch is no macro in this configuration: in CUDA,
+    # `h2rcp` under `#if defined(USE_ROCM) ... #define h2rcp __compat_h2rcp` is the toolkit intrinsic.
+    todo = [t for t in dict.fromkeys(tokens) if ctx.active_macro(t)]
     while todo:
         name = todo.pop()
         if name in chosen:
             continue
-        cands = [m for m in ctx.macros[name] if m.active] or ctx.macros[name]
+        cands = [m for m in ctx.macros[name] if m.active]
         before = sorted((m for m in cands if ctx.sort_key(m.path, m.start) < kernel_key),
                         key=lambda m: ctx.sort_key(m.path, m.start))
         chosen[name] = before or [min(cands, key=lambda m: ctx.sort_key(m.path, m.start))]
-        todo += [t for m in chosen[name] for t in _IDENT.findall(m.body) if t in ctx.macros and t not in chosen]
+        todo += [t for m in chosen[name] for t in _IDENT.findall(m.body) if ctx.active_macro(t) and t not in chosen]
     return sorted((m for ms in chosen.values() for m in ms), key=lambda m: ctx.sort_key(m.path, m.start))
 
 
@@ -426,7 +458,10 @@ def _usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tupl
     return out
 
 
-def _includes(ctx: TUContext, files: set[str], tokens: list[str]) -> list[str]:
+def _includes(ctx: TUContext, files: set[str], tokens: list[str], toolkit: set[str] = frozenset()) -> list[str]:
+    """The closure's files' own standard and toolkit includes, then the toolkit headers of names the
+    closure uses that those files reach only through another header (`half` in a `.cu` whose
+    `cuda_fp16.h` comes from a repo header the closure does not take), then names mapped by _HEADER_OF."""
     out: list[str] = []
     for path in sorted(files, key=lambda p: ctx.order.get(p, 0)):
         for m in INCLUDE.finditer(ctx.read(path)):
@@ -436,11 +471,14 @@ def _includes(ctx: TUContext, files: set[str], tokens: list[str]) -> list[str]:
                 continue
             if name not in out:
                 out.append(name)
+    for h in sorted(toolkit):
+        if h not in out and not (h == "cuda_fp16.h" and "cuda_bf16.h" in out):  # cuda_bf16.h includes it
+            out.append(h)
     # Names the repo took from a header that only a framework header included.
     have = set(out) | {_C_HEADER.get(h, h) for h in out}
     for t in dict.fromkeys(tokens):
         h = _HEADER_OF.get(t)
-        if h and h not in have and not (t in ctx.macros or (h.endswith(".h") and h[:-2] in have)):
+        if h and h not in have and not (ctx.active_macro(t) or (h.endswith(".h") and h[:-2] in have)):
             have.add(h)
             out.append(h)
     return out

@@ -185,8 +185,8 @@ class _Resolver:
                 return name
             seen = 0
             cur = name
-            while cur in self.ctx.macros and seen < 8:
-                body = self.ctx.macros[cur][-1].body.strip()
+            while (defs := self.ctx.active_defs(cur)) and seen < 8:
+                body = defs[-1].body.strip()
                 if body.startswith("("):
                     break
                 cur, seen = body, seen + 1
