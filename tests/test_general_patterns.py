@@ -174,3 +174,12 @@ def test_toolkit_header_reached_only_through_a_header_the_closure_does_not_take(
     m = _meta(dataset, "zero_rows_kernel")
     assert _built(m) == {"default": "ok"}
     assert "cuda_fp16.h" in m["closure"]["includes"]
+
+
+def test_launches_in_a_project_dtype_dispatch_after_options_from_a_typemeta(dataset: dict[str, Any]) -> None:
+    """`TensorOptions().dtype(x.dtype())` and `oss << dtype` in the dispatch macro's error branch must parse:
+    otherwise the launches' arguments are invalid, T is not deduced and the kernel falls back to `inferred`."""
+    m = _meta(dataset, "row_scale_kernel")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {
+        f"{r}_128_{t}": "call_site" for r in (1, 2) for t in ("half", "bf16")}
+    assert set(_built(m).values()) == {"ok"}
