@@ -183,3 +183,15 @@ def test_launches_in_a_project_dtype_dispatch_after_options_from_a_typemeta(data
     assert {i["id"]: i["origin"] for i in m["instantiations"]} == {
         f"{r}_128_{t}": "call_site" for r in (1, 2) for t in ("half", "bf16")}
     assert set(_built(m).values()) == {"ok"}
+
+
+def test_host_constants_over_the_hosts_parameters_sizeof_and_is_same_of_an_alias_template(
+        dataset: dict[str, Any]) -> None:
+    """`constexpr int VEC = Dh_MAX * sizeof(T) / 16;` and `constexpr bool CROSS = std::is_same<P,
+    CrossAttendParams<T>>::value;` in a host template fixed two calls up, the kernel launched through
+    `auto kernel = k<...>` in a macro: one instantiation per host instantiation and branch, values folded."""
+    m = _meta(dataset, "attend_kernel")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {
+        **{f"float_{dh}_{v}_{b}_false": "host_template" for dh, v in ((32, 8), (48, 16)) for b in (64, 128)},
+        **{f"unsigned_short_{dh}_{v}_{b}_true": "host_template" for dh, v in ((32, 4), (48, 8)) for b in (64, 128)}}
+    assert set(_built(m).values()) == {"ok"}
