@@ -262,3 +262,49 @@ def test_library_headers_are_found_in_wheel_include_dirs(tmp_path: Path, monkeyp
     assert (found.where, found.include_dir) == ("wheel", str(inc))
     assert cuda_libs.locate("cuda_runtime.h", nvcc).where == "toolkit"
     assert cuda_libs.locate("km_nowhere_lib.h", nvcc).where == "missing"
+
+def _cuda_and_hip(dataset: dict[str, Any], name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    found = [m for m in dataset["metas"] if m["name"] == name]
+    cuda = [m for m in found if not m.get("variant")]
+    assert len(cuda) == 1, [m["id"] for m in found]
+    return cuda[0], [m for m in found if m.get("variant")]
+
+
+def test_a_define_only_in_an_inactive_rocm_branch_is_no_macro_in_the_cuda_unit(dataset: dict[str, Any]) -> None:
+    """`#if defined(USE_ROCM) ... #define h2rcp __km_compat_h2rcp #endif`: in CUDA `h2rcp` and
+    `__shfl_xor_sync` are the toolkit's, so the unit takes neither define; the HIP variant keeps both."""
+    m, hip = _cuda_and_hip(dataset, "recip_gate_kernel")
+    assert _built(m) == {"default": "ok"}
+    assert m["closure"]["macros"] == []
+    assert "__km_compat_h2rcp" not in _unit(dataset, m, "default")
+    assert len(hip) == 1 and hip[0]["variant"]["defines"] == ["USE_ROCM"]
+    assert set(hip[0]["closure"]["macros"]) == {"h2rcp", "__shfl_xor_sync"}
+    assert "__km_compat_h2rcp" in hip[0]["closure"]["functions"]
+
+
+def test_toolkit_header_reached_only_through_a_header_the_closure_does_not_take(dataset: dict[str, Any]) -> None:
+    """`half` in a kernel whose file gets <cuda_fp16.h> from a host-only header: the unit includes it."""
+    m = _meta(dataset, "zero_rows_kernel")
+    assert _built(m) == {"default": "ok"}
+    assert "cuda_fp16.h" in m["closure"]["includes"]
+
+
+def test_launches_in_a_project_dtype_dispatch_after_options_from_a_typemeta(dataset: dict[str, Any]) -> None:
+    """`TensorOptions().dtype(x.dtype())` and `oss << dtype` in the dispatch macro's error branch must parse:
+    otherwise the launches' arguments are invalid, T is not deduced and the kernel falls back to `inferred`."""
+    m = _meta(dataset, "row_scale_kernel")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {
+        f"{r}_128_{t}": "call_site" for r in (1, 2) for t in ("half", "bf16")}
+    assert set(_built(m).values()) == {"ok"}
+
+
+def test_host_constants_over_the_hosts_parameters_sizeof_and_is_same_of_an_alias_template(
+        dataset: dict[str, Any]) -> None:
+    """`constexpr int VEC = Dh_MAX * sizeof(T) / 16;` and `constexpr bool CROSS = std::is_same<P,
+    CrossAttendParams<T>>::value;` in a host template fixed two calls up, the kernel launched through
+    `auto kernel = k<...>` in a macro: one instantiation per host instantiation and branch, values folded."""
+    m = _meta(dataset, "attend_kernel")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {
+        **{f"float_{dh}_{v}_{b}_false": "host_template" for dh, v in ((32, 8), (48, 16)) for b in (64, 128)},
+        **{f"unsigned_short_{dh}_{v}_{b}_true": "host_template" for dh, v in ((32, 4), (48, 8)) for b in (64, 128)}}
+    assert set(_built(m).values()) == {"ok"}

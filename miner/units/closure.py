@@ -104,6 +104,7 @@ class TUContext:
     def __init__(self, tu: ci.TranslationUnit, inputs: set[str], norm, read) -> None:
         self.tu, self.inputs, self.norm, self.read = tu, inputs, norm, read
         self.stub = os.path.realpath(str(stub_dir()))
+        self.shims = os.path.join(self.stub, "shims") + os.sep
         self.files: dict[str, ci.File] = {}
         self._errors: dict[str, list[int]] | None = None
         self._by_bare: dict[str, list[list[tuple[Piece, ci.Cursor]]]] | None = None
@@ -124,6 +125,7 @@ class TUContext:
         self.pieces: dict[str, list[tuple[int, int, Piece, ci.Cursor]]] = {}
         self.by_name: dict[tuple[tuple[str, ...], str], list[tuple[Piece, ci.Cursor]]] = {}
         self.macros: dict[str, list[Macro]] = {}
+        self.defined: set[tuple[str, int]] = set()  # (file, offset of the name) of each processed #define
         self._index(tu.cursor, ())
         for path, lst in self.pieces.items():
             lst.sort(key=lambda t: (t[0], -t[1]))
@@ -135,6 +137,12 @@ class TUContext:
     def _index(self, scope: ci.Cursor, ns: tuple[str, ...]) -> None:
         for c in scope.get_children():
             kind = c.kind  # before the location: most top-level cursors are preprocessing records
+            if kind == K.MACRO_DEFINITION:
+                # The #defines the preprocessor really processed in this configuration.
+                f = c.location.file
+                if f is not None:
+                    self.defined.add((self.norm(f.name), c.location.offset))
+                continue
             if kind not in _SCOPE_KINDS and kind not in _PIECE_KINDS:
                 continue
             f = c.location.file
@@ -175,14 +183,25 @@ class TUContext:
 
     def _index_macros(self, path: str) -> None:
         data = self.read(path)
-        # A #define in a range the preprocessor skipped is not the one in force
-        # (`#ifdef __CUDACC__ #define HD __host__ __device__ #else #define HD #endif`).
-        skipped = _skipped_ranges(self.tu, self.files.get(path))
+        # A #define the preprocessor did not process is not in force (`#ifdef __CUDACC__ #define HD
+        # __host__ __device__ #else #define HD #endif`). The detailed preprocessing record lists the
+        # processed ones, per inclusion: a header entered twice, once in a skipped #if, is still active.
+        # Without the record, the file's skipped ranges decide.
+        skipped = None if self.defined else _skipped_ranges(self.tu, self.files.get(path))
         for m in _DEFINE.finditer(data):
             body = m.group(2).decode("utf-8", "replace")
-            macro = Macro(m.group(1).decode(), path, m.start(), m.end(), body,
-                          active=not any(s <= m.start() < e for s, e in skipped))
+            active = ((path, m.start(1)) in self.defined if skipped is None
+                      else not any(s <= m.start() < e for s, e in skipped))
+            macro = Macro(m.group(1).decode(), path, m.start(), m.end(), body, active=active)
             self.macros.setdefault(macro.name, []).append(macro)
+
+    def active_macro(self, name: str) -> bool:
+        return any(m.active for m in self.macros.get(name, ()))
+
+    def active_defs(self, name: str) -> list[Macro]:
+        """The #defines of `name` this configuration processed, in file order; none where every
+        definition sits in an inactive #if branch (then the name is no macro here)."""
+        return [m for m in self.macros.get(name, ()) if m.active]
 
     def piece_at(self, path: str, offset: int) -> tuple[Piece, ci.Cursor] | None:
         lst = self.pieces.get(path)
@@ -400,16 +419,18 @@ def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...]) -> l
     `#define OP(X, Y) X * Y` / `ATOMIC(Mul)`): every active definition before it, each emitted at its
     place so that the pieces between see the one they saw in the source."""
     chosen: dict[str, list[Macro]] = {}
-    todo = [t for t in dict.fromkeys(tokens) if t in ctx.macros]
+    # A name whose every #define sits in an inactive branch is no macro in this configuration: in CUDA,
+    # `h2rcp` under `#if defined(USE_ROCM) ... #define h2rcp __compat_h2rcp` is the toolkit intrinsic.
+    todo = [t for t in dict.fromkeys(tokens) if ctx.active_macro(t)]
     while todo:
         name = todo.pop()
         if name in chosen:
             continue
-        cands = [m for m in ctx.macros[name] if m.active] or ctx.macros[name]
+        cands = [m for m in ctx.macros[name] if m.active]
         before = sorted((m for m in cands if ctx.sort_key(m.path, m.start) < kernel_key),
                         key=lambda m: ctx.sort_key(m.path, m.start))
         chosen[name] = before or [min(cands, key=lambda m: ctx.sort_key(m.path, m.start))]
-        todo += [t for m in chosen[name] for t in _IDENT.findall(m.body) if t in ctx.macros and t not in chosen]
+        todo += [t for m in chosen[name] for t in _IDENT.findall(m.body) if ctx.active_macro(t) and t not in chosen]
     return sorted((m for ms in chosen.values() for m in ms), key=lambda m: ctx.sort_key(m.path, m.start))
 
 
@@ -583,7 +604,7 @@ def _includes(ctx: TUContext, files: set[str], tokens: list[str],
             out.append(h)
     for t in dict.fromkeys(tokens):
         h = _HEADER_OF.get(t)
-        if h and h not in have and not (t in ctx.macros or (h.endswith(".h") and h[:-2] in have)):
+        if h and h not in have and not (ctx.active_macro(t) or (h.endswith(".h") and h[:-2] in have)):
             have.add(h)
             out.append(h)
     return out

@@ -75,7 +75,9 @@ def project_macros(ctx_macros: dict[str, list[Any]]) -> dict[str, macro_text.Mac
     """The TU's macro index (closure.Macro lists) as definitions to expand: the active one of each name."""
     out: dict[str, macro_text.MacroDef] = {}
     for name, lst in ctx_macros.items():
-        m = next((m for m in lst if m.active), lst[0])
+        m = next((m for m in lst if m.active), None)
+        if m is None:  # defined only in inactive #if branches: no macro in this configuration
+            continue
         d = macro_text.definitions(f"#define {name}{m.body}").get(name)
         if d is not None:
             out[name] = d

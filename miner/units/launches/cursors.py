@@ -136,7 +136,12 @@ def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[s
                 if init:
                     text = _src(ctx, init[-1])
                     inner = _aliases(ctx, init[-1], lists, found) if d.spelling not in text else {}
-                    out[d.spelling] = "" if "" in inner.values() else f"({substitute(text, inner)})"
+                    # `constexpr int kVec = Dh_MAX * sizeof(T) / 16;` in the launching host template: its
+                    # text, with the host's parameters by name (bound per instantiation in _finish); names
+                    # unknown here stay marked unknown, so the argument is given up only when one is used.
+                    for n, v in inner.items():
+                        out.setdefault(n, v)
+                    out[d.spelling] = f"({substitute(text, {n: v for n, v in inner.items() if v})})"
     return out
 
 
@@ -185,8 +190,8 @@ class _Resolver:
                 return name
             seen = 0
             cur = name
-            while cur in self.ctx.macros and seen < 8:
-                body = self.ctx.macros[cur][-1].body.strip()
+            while (defs := self.ctx.active_defs(cur)) and seen < 8:
+                body = defs[-1].body.strip()
                 if body.startswith("("):
                     break
                 cur, seen = body, seen + 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from miner.frontends.common import split_top
 from miner.units.launches.cursors import _default_for
 from miner.units.launches.record import _IDENT, Launch
 from miner.units.launches.state import _State
@@ -35,6 +36,91 @@ def _fold_conditional(text: str) -> str:
             return m.group(3).strip()
         return m.group(4).strip() if a in _DISTINCT and b in _DISTINCT else m.group(0)
     return _COND.sub(one, text)
+
+
+# Sizes of the fundamental and CUDA vector types, for `sizeof(T)` in a host constant once T is bound
+# (`constexpr int THREADS_PER_VALUE = Dh_MAX * sizeof(T) / 16;`).
+_SIZEOF = {
+    **dict.fromkeys(("char", "signed char", "unsigned char", "bool", "int8_t", "uint8_t"), 1),
+    **dict.fromkeys(("short", "unsigned short", "int16_t", "uint16_t", "half", "__half", "__nv_bfloat16",
+                     "nv_bfloat16", "c10::Half", "at::Half", "c10::BFloat16", "at::BFloat16"), 2),
+    **dict.fromkeys(("int", "unsigned int", "unsigned", "float", "int32_t", "uint32_t", "half2", "__half2",
+                     "__nv_bfloat162", "nv_bfloat162"), 4),
+    **dict.fromkeys(("double", "long", "unsigned long", "long long", "unsigned long long", "int64_t", "uint64_t",
+                     "size_t", "std::size_t", "float2", "int2", "uint2"), 8),
+    **dict.fromkeys(("float4", "int4", "uint4", "double2"), 16),
+}
+_SIZEOF_RX = re.compile(r"\bsizeof\s*\(\s*([\w:\s]+?)\s*\)")
+_IS_SAME = re.compile(r"(?:std::)?is_same(?:_v\s*<|\s*<)")
+_COND_LITERAL = re.compile(r"(?:std::)?conditional_t\s*<\s*\(?(true|false)\)?\s*,\s*([\w:\s]+?)\s*,\s*([\w:\s]+?)\s*>")
+_TEMPLATE_ID = re.compile(r"^((?:[A-Za-z_]\w*::)*)([A-Za-z_]\w*)\s*<(.*)>$", re.S)
+
+
+def _fold_traits(st: _State, text: str) -> str:
+    """`sizeof(float)` and `std::is_same<A, B>::value` once a host instantiation bound their types: the
+    value where the answer is certain (alias templates of the project expanded first), else as written."""
+    text = _SIZEOF_RX.sub(lambda m: str(_SIZEOF.get(" ".join(m.group(1).split()), m.group(0))), text)
+    out, pos = "", 0
+    for m in _IS_SAME.finditer(text):
+        if m.start() < pos:
+            continue
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"<": 1, ">": -1}.get(text[i], 0)
+            i += 1
+        if depth:
+            break
+        args = split_top(text[m.end():i - 1])
+        tail = re.match(r"\s*::\s*value\b", text[i:]) if "_v" not in m.group(0) else re.match("", "")
+        if len(args) != 2 or tail is None:
+            continue
+        same = _same_type(st, args[0], args[1])
+        if same is None:
+            continue
+        out += text[pos:m.start()] + ("true" if same else "false")
+        pos = i + tail.end()
+    return _COND_LITERAL.sub(lambda m: m.group(2 if m.group(1) == "true" else 3).strip(), out + text[pos:])
+
+
+def _norm_type(st: _State, t: str, depth: int = 0) -> str:
+    """A type's text with the project's alias templates expanded (`Cross_params<float>` ->
+    `Params<float, true>`), namespaces dropped, spaces normalized."""
+    t = " ".join(t.replace("typename ", "").split())
+    m = _TEMPLATE_ID.match(t)
+    if m is None or depth > 4:
+        return _SAME.get(t.split("::")[-1] if "::" in t and not t.startswith(("c10::", "at::")) else t, t)
+    name, args = m.group(2), [_norm_type(st, a, depth + 1) for a in split_top(m.group(3))]
+    for gp, gc in (x for lst in st.ctx.groups_named(name) for x in lst):
+        if gp.kind != "TYPE_ALIAS_TEMPLATE_DECL":
+            continue
+        params = [c.spelling for c in gc.get_children() if c.kind.name.startswith("TEMPLATE_") and
+                  c.kind.name.endswith("PARAMETER")]
+        alias = [c for c in gc.get_children() if c.kind.name == "TYPE_ALIAS_DECL"]
+        if alias and len(params) == len(args):
+            under = alias[0].underlying_typedef_type.spelling
+            return _norm_type(st, substitute(under, dict(zip(params, args, strict=True))), depth + 1)
+    return f"{name}<{', '.join(args)}>"
+
+
+def _same_type(st: _State, a: str, b: str) -> bool | None:
+    """Whether two spelled types are the same: True/False where certain, None otherwise."""
+    a, b = _norm_type(st, a), _norm_type(st, b)
+    if a == b:
+        return True
+    if a in _DISTINCT and b in _DISTINCT:
+        return False
+    ma, mb = _TEMPLATE_ID.match(a), _TEMPLATE_ID.match(b)
+    if ma and mb and ma.group(2) == mb.group(2):
+        xa, xb = split_top(ma.group(3)), split_top(mb.group(3))
+        if len(xa) == len(xb):
+            for p, q in zip(xa, xb, strict=True):
+                if p == q:
+                    continue
+                lit = re.compile(r"-?\d+|true|false")
+                if (lit.fullmatch(p) and lit.fullmatch(q)) or (p in _DISTINCT and q in _DISTINCT):
+                    return False  # one argument certainly differs: distinct specializations
+                return None
+    return None
 
 
 def _finish(st: _State, rec: Launch, insts: dict[tuple[str, int], list[list[str]]]) -> None:
@@ -89,7 +175,8 @@ def _finish_one(st: _State, rec: Launch, insts: dict[tuple[str, int], list[list[
     if known:
         for inst in known:
             mapping = dict(zip(rec.host_params, inst, strict=False))
-            args = [_fold_conditional(st.resolver(substitute(t, mapping), set())) for t in rec.resolved_text]
+            args = [_fold_conditional(_fold_traits(st, st.resolver(substitute(t, mapping), set())))
+                    for t in rec.resolved_text]
             if args not in rec.host_template_args:
                 rec.host_template_args.append(args)
     else:

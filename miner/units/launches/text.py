@@ -113,9 +113,9 @@ def expand_macros(ctx: TUContext, text: str, depth: int = 4) -> str:
         changed = False
         out, pos = "", 0
         for m in _IDENT.finditer(text):
-            if m.start() < pos or m.group(0) not in ctx.macros:
+            if m.start() < pos or not (defs := ctx.active_defs(m.group(0))):
                 continue
-            macro = ctx.macros[m.group(0)][-1]
+            macro = defs[-1]
             mp = _macro_params(macro.body)
             if mp is None:
                 continue

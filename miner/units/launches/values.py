@@ -70,8 +70,8 @@ def _resolve_value(ctx: TUContext, text: str, out: Launch, key: str) -> None:
         return
     name = text.strip()
     seen = 0
-    while name in ctx.macros and seen < 8:
-        body = ctx.macros[name][0].body.strip()
+    while (defs := ctx.active_defs(name)) and seen < 8:
+        body = defs[0].body.strip()
         out.definitions[name] = f"#define {name} {body}".strip()
         m = _NUM.match(body)
         if m:
@@ -81,14 +81,14 @@ def _resolve_value(ctx: TUContext, text: str, out: Launch, key: str) -> None:
     fm = re.match(r"\s*([A-Za-z_]\w*)\s*\(", text)
     if fm:
         fname = fm.group(1)
-        if fname in ctx.macros:
-            out.definitions[fname] = "#define " + fname + ctx.macros[fname][0].body
+        if defs := ctx.active_defs(fname):
+            out.definitions[fname] = "#define " + fname + defs[0].body
         if groups := ctx.groups_named(fname):
             p = groups[-1][0][0]
             out.definitions[fname] = ctx.read(p.path)[p.start:p.end].decode("utf-8", "replace")
     for ident in re.findall(r"[A-Za-z_]\w*", text):
-        if ident in ctx.macros and ident not in out.definitions:
-            body = ctx.macros[ident][0].body.strip()
+        if ident not in out.definitions and (defs := ctx.active_defs(ident)):
+            body = defs[0].body.strip()
             out.definitions[ident] = f"#define {ident} {body}"
 
 

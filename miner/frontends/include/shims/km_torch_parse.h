@@ -40,12 +40,18 @@
 #include <unordered_map>
 #include <functional>
 #include <array>
+#include <ostream>
+#include <sstream>
 #endif
 
 namespace c10 {
 enum class ScalarType { Byte, Char, Short, Int, Long, Half, Float, Double, ComplexHalf, ComplexFloat,
   ComplexDouble, Bool, QInt8, QUInt8, QInt32, BFloat16, QUInt4x2, QUInt2x4, Bits1x8, Bits2x4, Bits4x2,
   Bits8, Bits16, Float8_e5m2, Float8_e4m3fn, UInt16, UInt32, UInt64, Undefined, NumOptions };
+#if __has_include(<vector>)
+/* Dispatch macros report the type they cannot handle: `oss << "no kernel for " << tensor.scalar_type()`. */
+std::ostream &operator<<(std::ostream &, ScalarType);
+#endif
 enum class DeviceType : signed char { CPU = 0, CUDA = 1, MKLDNN = 2, OPENGL = 3, OPENCL = 4, IDEEP = 5,
   HIP = 6, FPGA = 7, MAIA = 8, XLA = 9, Vulkan = 10, Metal = 11, XPU = 12, MPS = 13, Meta = 14, HPU = 15,
   VE = 16, Lazy = 17, IPU = 18, MTIA = 19, PrivateUse1 = 20, COMPILE_TIME_MAX_DEVICE_TYPES = 21 };
@@ -202,10 +208,15 @@ using PackedTensorAccessor64 = GenericPackedTensorAccessor<T, N, PtrTraits, long
 struct TypeMeta { ScalarType toScalarType() const; bool operator==(const TypeMeta &) const;
   bool operator!=(const TypeMeta &) const; bool operator==(ScalarType) const; bool operator!=(ScalarType) const;
   const char *name() const; size_t itemsize() const; };
+#if __has_include(<vector>)
+std::ostream &operator<<(std::ostream &, const TypeMeta &);
+#endif
+/* `torch::TensorOptions().dtype(x.dtype())` passes a TypeMeta: without that overload the options, and every
+   variable initialized from them, are invalid in the parse, and launches that use them lose their types. */
 struct TensorOptions {
-  TensorOptions(); TensorOptions(ScalarType); TensorOptions(Device); TensorOptions(DeviceType);
+  TensorOptions(); TensorOptions(ScalarType); TensorOptions(TypeMeta); TensorOptions(Device); TensorOptions(DeviceType);
   TensorOptions(MemoryFormat); TensorOptions(Layout);
-  TensorOptions dtype(ScalarType) const; TensorOptions device(Device) const; TensorOptions device(DeviceType, int = -1) const;
+  TensorOptions dtype(ScalarType) const; TensorOptions dtype(TypeMeta) const; TensorOptions device(Device) const; TensorOptions device(DeviceType, int = -1) const;
   TensorOptions layout(Layout) const; TensorOptions requires_grad(bool) const;
   TensorOptions memory_format(MemoryFormat) const; TensorOptions pinned_memory(bool) const;
   TypeMeta dtype() const; Device device() const;
@@ -316,6 +327,7 @@ Tensor nonzero(const Tensor &); Tensor sqrt(const Tensor &); Tensor exp(const Te
 Tensor max(const Tensor &, const Tensor &); Tensor min(const Tensor &, const Tensor &);
 Tensor clamp(const Tensor &, Scalar, Scalar); Tensor sigmoid(const Tensor &);
 TensorOptions device(Device); TensorOptions device(DeviceType, int = -1); TensorOptions dtype(ScalarType);
+TensorOptions dtype(TypeMeta);
 optional<Device> device_of(const Tensor &);
 namespace indexing {
 struct EllipsisIndexType {};
