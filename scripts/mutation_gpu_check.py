@@ -7,10 +7,13 @@
 `prepare` (needs libclang and tree-sitter, no GPU) extracts examples/ into DIR/ds with the kernels'
 source-side tests and wrappers (as validate places them), writes a relu kernel of our own into
 DIR/relu with the honest test of tests/llm_bypasses.py and every bypass that is harmless to run,
-and makes every kernel's mutants under DIR/mutants (miner.enrich.mutation.prepare_mutants).
-`run` (needs nvcc, torch and a GPU; no parser) builds the datasets and all mutants with the build
-stage, runs each test on its kernel and, where it passed, on each mutant, through enrich's runner,
-and prints a table; summary.json goes to --out (default $OUT or ./mutation_gpu_out).
+extracts the Triton fixture (tests/fixtures/triton) into DIR/triton with its reference tests, plus an
+honest and a shape-only test for silu_kernel, and makes every kernel's mutants under DIR/mutants
+(miner.enrich.mutation.prepare_mutants; Triton ones with Python's ast).
+`run` (needs nvcc, torch, triton and a GPU; no parser) builds the datasets and all mutants with the
+build stages (nvcc; Triton's AOT compile), runs each test on its kernel and, where it passed, on each
+mutant, through enrich's runner, and prints a table; summary.json goes to --out (default $OUT or
+./mutation_gpu_out).
 
 The bypasses are judged by behaviour alone here (the static check that refuses them all on the CPU
 is not applied), to measure the second line of defence: a bypass is "accepted" only if it passes on
@@ -37,6 +40,43 @@ from miner import dataset  # noqa: E402
 from miner.enrich.mutation import build_mutants, load_mutants, run_mutants  # noqa: E402
 
 TIMEOUT = 180.0
+
+# Triton tests of our own for the fixture's silu_kernel: one that checks values (every mutant must fail
+# it) and one that reads only the shape (a bypass: the mutants must let it through, so it is refused).
+TRITON_HONEST = """import pytest
+import torch
+from pathlib import Path
+
+from miner.triton import harness
+
+harness.require_gpu()
+KDIR = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000, 4097, 65536])
+def test_silu_values(n):
+    unit = harness.load_triton_unit(KDIR)
+    torch.manual_seed(n)
+    x = torch.randn(n, device="cuda") * 4
+    x[0] = 0.5
+    expected = x * torch.sigmoid(x)
+    out = unit.function("silu")(x)
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
+"""
+TRITON_SHAPE_ONLY = """import torch
+from pathlib import Path
+
+from miner.triton import harness
+
+harness.require_gpu()
+KDIR = Path(__file__).resolve().parents[1]
+
+
+def test_silu_shape():
+    unit = harness.load_triton_unit(KDIR)
+    x = torch.randn(1000, device="cuda")
+    assert unit.function("silu")(x).shape == x.shape
+"""
 
 
 def prepare(root: Path) -> None:
@@ -73,8 +113,48 @@ def prepare(root: Path) -> None:
                      "kind": "honest" if name == "test_honest.py" else "bypass",
                      "static": "accepted" if static.ok else "rejected"})
     prepare_mutants(kdir, root / "mutants")
+    plan += _prepare_triton(root, env)
     (root / "plan.json").write_text(json.dumps(plan, indent=1))
     print(f"prepared {len(plan)} test files over {len({p['kernel'] for p in plan})} kernels in {root}")
+
+
+def _prepare_triton(root: Path, env: dict[str, str]) -> list[dict[str, Any]]:
+    """The Triton fixture's kernels with a test (their reference tests; silu also ours), and their mutants."""
+    from miner.enrich.mutation import prepare_mutants
+
+    src = root / "triton_src"
+    shutil.copytree(REPO / "tests" / "fixtures" / "triton", src)
+    subprocess.run([sys.executable, "-m", "miner", "extract", str(src), "--output-dir", str(root / "triton"),
+                    "--language", "triton", "-q"], check=True, env=env, cwd=REPO)
+    plan: list[dict[str, Any]] = []
+    for kdir in dataset.kernel_dirs(root / "triton"):
+        meta = dataset.load_metadata(kdir)
+        if meta["name"] == "silu_kernel":
+            (kdir / "tests").mkdir(exist_ok=True)
+            (kdir / "tests" / "test_honest.py").write_text(TRITON_HONEST)
+            (kdir / "tests" / "test_bypass_shape_only.py").write_text(TRITON_SHAPE_ONLY)
+        tests = sorted((kdir / "tests").glob("test_*.py"))
+        for test in tests:
+            kind = {"test_honest.py": "honest", "test_bypass_shape_only.py": "bypass"}.get(test.name, "example")
+            plan.append({"kernel": f"triton/{kdir.name}", "test": test.name, "kind": kind, "static": None})
+        if tests:
+            prepare_mutants(kdir, root / "mutants")
+    return plan
+
+
+def _build_triton(root: Path, jobs: int) -> None:
+    """AOT-compile the Triton kernels, then tell their mutants' manifests whether the kernel compiled: only
+    then is a mutant that does not compile left out (miner.enrich.mutation.build_mutants)."""
+    from miner.triton.build import build_dataset as build_triton
+
+    rep = build_triton(root / "triton", jobs=min(jobs, 4))
+    print(f"built triton: {rep.ok}/{rep.units} units in {rep.seconds:.1f} s", flush=True)
+    for kdir in dataset.kernel_dirs(root / "triton"):
+        manifest = root / "mutants" / f"{kdir.name}.mutants.json"
+        if manifest.is_file():
+            status = (dataset.load_metadata(kdir)["instantiations"][0].get("build") or {}).get("status", "not_built")
+            entries = json.loads(manifest.read_text())
+            manifest.write_text(json.dumps({n: {**e, "reference_build": status} for n, e in entries.items()}, indent=1))
 
 
 def run(root: Path, out: Path, use_sandbox: bool = True) -> int:
@@ -97,6 +177,8 @@ def run(root: Path, out: Path, use_sandbox: bool = True) -> int:
     for ds in ("ds", "relu"):
         rep = build_dataset(root / ds, BuildOptions(jobs=jobs), nvcc)
         print(f"built {ds}: {rep.ok}/{rep.units} units in {rep.seconds:.1f} s", flush=True)
+    if (root / "triton").is_dir():
+        _build_triton(root, jobs)
     built = build_mutants(root / "mutants", None)
     print(f"built mutants: {sum(s == 'ok' for s in built.values())}/{len(built)} in "
           f"{time.monotonic() - t0:.1f} s", flush=True)
@@ -136,16 +218,28 @@ def run(root: Path, out: Path, use_sandbox: bool = True) -> int:
                "examples_accepted": sum(r["accepted"] for r in rows if r["kind"] == "example"),
                "examples": sum(r["kind"] == "example" for r in rows),
                "honest_accepted": all(r["accepted"] for r in rows if r["kind"] == "honest"),
+               "triton_accepted": sum(r["accepted"] for r in rows if r["kernel"].startswith("triton/")),
+               "triton_tests": sum(r["kernel"].startswith("triton/") for r in rows),
+               "triton_mutants_built": sum(s == "ok" for n, s in built.items() if _is_triton_mutant(root, n)),
                "bypasses": len(bypasses), "bypasses_accepted": sum(r["accepted"] for r in bypasses),
                "bypasses_passing_on_a_mutant_accepted": sum(
                    r["accepted"] and bool((r.get("mutation") or {}).get("survivors")) for r in bypasses)}
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(f"\nmutants built {summary['mutants_built']}/{summary['mutants']}; example tests accepted "
-          f"{summary['examples_accepted']}/{summary['examples']}; honest relu test accepted "
+          f"{summary['examples_accepted']}/{summary['examples']}; triton tests accepted "
+          f"{summary['triton_accepted']}/{summary['triton_tests']} ({summary['triton_mutants_built']} triton mutants "
+          f"built); honest tests accepted "
           f"{summary['honest_accepted']}; bypasses accepted {summary['bypasses_accepted']}/{len(bypasses)}; "
           f"{summary['seconds']} s")
     return 0 if summary["honest_accepted"] and summary["bypasses_accepted"] == 0 else 1
+
+
+def _is_triton_mutant(root: Path, folder: str) -> bool:
+    try:
+        return dataset.load_metadata(root / "mutants" / folder).get("language") == "triton"
+    except (OSError, ValueError):
+        return False
 
 
 def main() -> int:

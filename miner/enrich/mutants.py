@@ -14,10 +14,14 @@ on the kernel's own body only, by four operators that stand for the ways a weak 
   alone, so the mutant changes values, not which element is written;
 - `off_by_one`: one load reads the neighbouring element (`x[i]` -> `x[(i) + 1]`).
 
-The output is what the kernel writes through a pointer parameter whose pointee is not const (and
-through local pointers derived from one). Operators find their sites in source order and the first
-`per_kind` sites are used, so the mutant set of a unit is deterministic. A mutant that does not
-compile (a negated struct, say) is dropped by the build, not here.
+The output is what the kernel writes through a pointer parameter whose pointee is not const, or
+through a tensor accessor passed by value that is not const (`PackedTensorAccessor32<...> out`,
+`out[i][j] = v`: torch extensions write their outputs so), and through local pointers or accessors
+derived from one. Which parameters count is `writes_through`, the rule the prompt and the static check
+use, applied to the parameter's type with the unit's `#define`/`using`/`typedef` aliases expanded
+(`#define Acc4R PackedTensorAccessor32<...>`: the metadata type says only `Acc4R`). Operators find
+their sites in source order and the first `per_kind` sites are used, so the mutant set of a unit is
+deterministic. A mutant that does not compile (a negated struct, say) is dropped by the build, not here.
 """
 
 from __future__ import annotations
@@ -25,9 +29,12 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import tree_sitter
-import tree_sitter_cuda
+from miner.enrich.prompt_context import writes_through
+
+if TYPE_CHECKING:  # tree-sitter is needed only to mutate CUDA: Triton mutants (miner.triton.mutants) use `ast`
+    import tree_sitter
 
 KINDS = ("no_write", "poison", "drop_term", "off_by_one")
 _ARITH = {"+", "-", "*", "/"}
@@ -45,6 +52,9 @@ class Mutant:
 
 @functools.cache
 def _parser() -> tree_sitter.Parser:
+    import tree_sitter
+    import tree_sitter_cuda
+
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_cuda.language()))
 
 
@@ -83,19 +93,50 @@ def kernel_definitions(tree: tree_sitter.Tree, name: str) -> list[tree_sitter.No
     return out
 
 
-def _pointer_params(fn: tree_sitter.Node) -> tuple[set[str], set[str]]:
-    """(names of pointer parameters whose pointee is writable, names of all pointer parameters)."""
+def _type_aliases(root: tree_sitter.Node) -> dict[str, str]:
+    """Object-like `#define NAME text`, `using NAME = T;` and `typedef T NAME;` of the unit: {NAME: text}."""
+    out: dict[str, str] = {}
+    for n in _walk(root):
+        if n.type == "preproc_def" and n.child_by_field_name("value") is not None:
+            out[_text(n.child_by_field_name("name"))] = _text(n.child_by_field_name("value")).strip()
+        elif n.type == "alias_declaration" and n.child_by_field_name("type") is not None:
+            out[_text(n.child_by_field_name("name"))] = _text(n.child_by_field_name("type"))
+        elif n.type == "type_definition" and n.child_by_field_name("type") is not None:
+            name = _declared_name(n.child_by_field_name("declarator"))
+            if name:
+                out[name] = _text(n.child_by_field_name("type"))
+    return out
+
+
+def _expand(type_text: str, aliases: dict[str, str]) -> str:
+    for _ in range(4):  # aliases of aliases, a few levels; a cycle stops here
+        new = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: aliases.get(m.group(0), m.group(0)), type_text)
+        if new == type_text:
+            break
+        type_text = new
+    return type_text
+
+
+def _pointer_params(fn: tree_sitter.Node, aliases: dict[str, str] | None = None) -> tuple[set[str], set[str]]:
+    """(names of parameters the kernel may write through, names of all pointer and accessor parameters)."""
     writable: set[str] = set()
     pointers: set[str] = set()
     plist = next((n for n in _walk(fn.child_by_field_name("declarator")) if n.type == "parameter_list"), None)
     for p in plist.named_children if plist is not None else []:
         decl = p.child_by_field_name("declarator")
-        if decl is None or not any(n.type in ("pointer_declarator", "array_declarator") for n in _walk(decl)):
+        if decl is None:
             continue
         name = _declared_name(decl) or ""
-        pointers.add(name)
         # `const T* x` (qualifier before the declarator) protects the data; `T* const y` only the pointer.
-        if not any(c.type == "type_qualifier" and _text(c) == "const" for c in p.children):
+        const = any(c.type == "type_qualifier" and _text(c) == "const" for c in p.children)
+        pointer = any(n.type in ("pointer_declarator", "array_declarator") for n in _walk(decl))
+        ptype = _expand(_text(p.child_by_field_name("type")) if p.child_by_field_name("type") else "", aliases or {})
+        if decl.type == "reference_declarator":
+            continue  # `Acc& out` is not how kernels take accessors; left alone rather than guessed
+        if not pointer and "Accessor" not in ptype:
+            continue
+        pointers.add(name)
+        if writes_through({"pointer": pointer, "const": const, "type": ("const " if const else "") + ptype}):
             writable.add(name)
     return writable, pointers
 
@@ -127,15 +168,20 @@ def _base(node: tree_sitter.Node | None) -> tuple[str | None, bool]:
     return None, deref
 
 
-def _local_pointers(body: tree_sitter.Node, writable: set[str], pointers: set[str]) -> None:
-    """Add local pointers initialised from a parameter (`T* row = out + r * n;`), in source order."""
+def _local_pointers(body: tree_sitter.Node, writable: set[str], pointers: set[str],
+                    aliases: dict[str, str] | None = None) -> None:
+    """Add local pointers initialised from a parameter (`T* row = out + r * n;`), and local accessors
+    declared with an accessor type (`TensorAccessor<T, 1> row = out[r];`), in source order. (`auto row =
+    out[r]` is not followed: whether it is a row or an element depends on the accessor's rank.)"""
     for n in _walk(body):
         if n.type != "declaration":
             continue
         const = any(c.type == "type_qualifier" and _text(c) == "const" for c in n.children)
+        dtype = n.child_by_field_name("type")
+        accessor = dtype is not None and "Accessor" in _expand(_text(dtype), aliases or {})
         for init in (c for c in n.named_children if c.type == "init_declarator"):
             decl, value = init.child_by_field_name("declarator"), init.child_by_field_name("value")
-            if decl is None or value is None or decl.type != "pointer_declarator":
+            if decl is None or value is None or (decl.type != "pointer_declarator" and not accessor):
                 continue
             name = _declared_name(decl)
             used = {_text(i) for i in _walk(value) if i.type == "identifier"}
@@ -278,7 +324,15 @@ def _term_sites(body: tree_sitter.Node, pointers: set[str],
 def _load_sites(body: tree_sitter.Node, pointers: set[str], stores: list[tuple[tree_sitter.Node, tree_sitter.Node]]
                 ) -> list[_Site]:
     """`p[e]` -> `p[(e) + 1]` for loads through pointer parameters; loads in stored values first."""
-    lefts = {_key(s.child_by_field_name("left")) for s, _ in stores if s.type == "assignment_expression"}
+    lefts: set = set()
+    for s, _ in stores:
+        # The whole chain of the store's address is written, not read: `out[i][j] = v` has `out[i]` inside.
+        node = s.child_by_field_name("left") if s.type == "assignment_expression" else None
+        while node is not None and node.type in ("subscript_expression", "field_expression",
+                                                 "parenthesized_expression"):
+            lefts.add(_key(node))
+            node = node.child_by_field_name("argument") or (
+                node.named_children[0] if node.type == "parenthesized_expression" and node.named_children else None)
     in_store = {_key(v) for _, v in stores}
     first: list[_Site] = []
     rest: list[_Site] = []
@@ -327,11 +381,12 @@ def make_mutants(unit_text: str, kernel_name: str, per_kind: int = 2) -> list[Mu
     defs = kernel_definitions(tree, kernel_name)
     if not defs:
         return []
+    aliases = _type_aliases(tree.root_node)
     bodies = []
     for fn in defs:
-        writable, pointers = _pointer_params(fn)
+        writable, pointers = _pointer_params(fn, aliases)
         body = fn.child_by_field_name("body")
-        _local_pointers(body, writable, pointers)
+        _local_pointers(body, writable, pointers, aliases)
         bodies.append((body, writable, pointers, _store_sites(body, writable)))
     mutants = [Mutant("no_write", "no_write", "the kernel body is removed: the output is never written",
                       _apply(data, [_Site(b.start_byte, b.end_byte, "{}", "") for b, *_ in bodies]))]

@@ -1,11 +1,12 @@
 """The mutation check: a generated test is kept only if it passes on the real unit and fails on each mutant.
 
-`judge_test(kernel_dir, test_path, timeout)` makes the mutants of the kernel (miner.enrich.mutants),
-writes each as a copy of the kernel folder under a temporary dataset, builds them all with the build
-stage (miner.builder: batched, cached, a mutant that does not compile is bisected out and left
-aside), and runs the test against every mutant that built, through the same child-process runner
-as the real run. A mutant is killed when the test fails on it in any way (assertion, error, crash,
-CUDA error, timeout); it survives when the test passes or skips there.
+`judge_test(kernel_dir, test_path, timeout)` makes the mutants of the kernel (miner.enrich.mutants for
+CUDA, miner.triton.mutants for `language: triton`), writes each as a copy of the kernel folder under a
+temporary dataset, builds them all with the build stage (CUDA: miner.builder, batched, cached, a mutant
+that does not compile is bisected out and left aside; Triton: miner.triton.build's AOT compile where
+triton is installed, else a parse), and runs the test against every mutant that built, through the
+same child-process runner as the real run. A mutant is killed when the test fails on it in any way
+(assertion, error, crash, CUDA error, timeout); it survives when the test passes or skips there.
 
 The score is killed / mutants the test ran on (every built one, unless stopped at the first
 survivor). The test is accepted when every built mutant is killed; a survivor goes
@@ -99,10 +100,19 @@ def _mutant_folder_name(kind_name: str, kernel_id: str) -> str:
 def prepare_mutants(kernel_dir: Path, root: Path, per_kind: int = 2) -> dict[str, tuple[MutantResult, Path]]:
     """Copy the kernel folder once per mutant under `root`, every unit of the kernel mutated alike, and
     list them in `root/<kernel id>.mutants.json` (so building and running them needs no parser)."""
-    from miner.enrich.mutants import Mutant, make_mutants  # tree-sitter: only where mutants are made
+    from miner.enrich.mutants import Mutant
 
     meta = dataset.load_metadata(kernel_dir)
     name = str(meta.get("name", ""))
+    language = str(meta.get("language") or "cuda")
+    if language == "triton":
+        from miner.triton.mutants import make_mutants  # Python's ast: no tree-sitter needed
+    else:
+        from miner.enrich.mutants import make_mutants  # tree-sitter: only where CUDA mutants are made
+    # The kernel's own AOT result: a Triton mutant that fails to compile counts as unbuilt only if the
+    # kernel itself compiled (a guessed signature failing both says nothing about the mutant).
+    reference_build = next(((i.get("build") or {}).get("status", "not_built")
+                            for i in meta.get("instantiations") or []), "not_built")
     units: dict[str, str] = {}
     for inst in meta.get("instantiations") or []:
         rel = inst.get("unit")
@@ -128,7 +138,8 @@ def prepare_mutants(kernel_dir: Path, root: Path, per_kind: int = 2) -> dict[str
         (folder / dataset.METADATA).write_text(json.dumps(clean, indent=1), encoding="utf-8")
         assert first is not None
         out[mname] = (MutantResult(mname, first.kind, first.description), folder)
-    manifest = {n: {"kind": m.kind, "description": m.description, "folder": f.name} for n, (m, f) in out.items()}
+    manifest = {n: {"kind": m.kind, "description": m.description, "folder": f.name, "language": language,
+                    "reference_build": reference_build} for n, (m, f) in out.items()}
     (root / f"{kernel_dir.name}.mutants.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     return out
 
@@ -148,18 +159,64 @@ def _arch(meta: dict[str, Any]) -> str | None:
 
 
 def build_mutants(root: Path, arch: str | None) -> dict[str, str]:
-    """Build every mutant folder under `root` with the build stage; {folder name: best unit status}."""
-    from miner.builder.driver import build_dataset
-    from miner.builder.toolchain import BuildOptions, find_nvcc
+    """Build every mutant folder under `root` with its language's build stage; {folder name: best unit status}.
 
-    jobs = max(1, min(8, (os.cpu_count() or 2) // 2))
-    opts = BuildOptions(jobs=jobs) if arch is None else BuildOptions(arch=arch, jobs=jobs)
-    build_dataset(root, opts, find_nvcc())
-    status: dict[str, str] = {}
+    CUDA mutants go through miner.builder (nvcc). A Triton mutant is built when its AOT compile succeeds
+    (miner.triton.build, where triton is installed): one that does not compile would fail any test at its
+    first launch and pass for "killed". Where the kernel itself did not compile ahead of time (a guessed
+    signature) or triton is absent, a Triton mutant that parses counts as built: Triton compiles at launch."""
+    manifests: dict[str, dict[str, Any]] = {}
+    for path in root.glob("*.mutants.json"):
+        for entry in json.loads(path.read_text(encoding="utf-8")).values():
+            manifests[entry["folder"]] = entry
+    triton, cuda = [], []
     for kdir in dataset.kernel_dirs(root):
-        got = [(i.get("build") or {}).get("status", "not_built")
-               for i in dataset.load_metadata(kdir).get("instantiations") or []]
-        status[kdir.name] = "ok" if "ok" in got else (got[0] if got else "not_built")
+        (triton if dataset.load_metadata(kdir).get("language") == "triton" else cuda).append(kdir)
+    status: dict[str, str] = {}
+    if cuda:
+        from miner.builder.driver import build_dataset
+        from miner.builder.toolchain import BuildOptions, find_nvcc
+
+        jobs = max(1, min(8, (os.cpu_count() or 2) // 2))
+        opts = BuildOptions(jobs=jobs) if arch is None else BuildOptions(arch=arch, jobs=jobs)
+        build_dataset(root, opts, find_nvcc())
+        for kdir in cuda:
+            got = [(i.get("build") or {}).get("status", "not_built")
+                   for i in dataset.load_metadata(kdir).get("instantiations") or []]
+            status[kdir.name] = "ok" if "ok" in got else (got[0] if got else "not_built")
+    if triton:
+        status.update(_build_triton(root, triton, arch, manifests))
+    return status
+
+
+def _parses(kdir: Path) -> bool:
+    import ast
+
+    try:
+        for inst in dataset.load_metadata(kdir).get("instantiations") or []:
+            ast.parse((kdir / inst["unit"]).read_text(encoding="utf-8"))
+    except (OSError, KeyError, SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _build_triton(root: Path, kdirs: list[Path], arch: str | None,
+                  manifests: dict[str, dict[str, Any]]) -> dict[str, str]:
+    import importlib.util
+
+    status = {k.name: "ok" if _parses(k) else "failed" for k in kdirs}
+    if importlib.util.find_spec("triton") is None:
+        return status
+    from miner.targets import SM
+    from miner.triton.build import build_dataset as build_triton
+
+    jobs = max(1, min(4, (os.cpu_count() or 2) // 2))
+    build_triton(root, arch=arch or SM, jobs=jobs)  # it takes only the Triton folders
+    for kdir in kdirs:
+        got = next(((i.get("build") or {}).get("status", "not_built")
+                    for i in dataset.load_metadata(kdir).get("instantiations") or []), "not_built")
+        if (manifests.get(kdir.name) or {}).get("reference_build", "ok") == "ok" or got == "ok":
+            status[kdir.name] = got if status[kdir.name] == "ok" else "failed"
     return status
 
 
