@@ -308,3 +308,17 @@ def test_host_constants_over_the_hosts_parameters_sizeof_and_is_same_of_an_alias
         **{f"float_{dh}_{v}_{b}_false": "host_template" for dh, v in ((32, 8), (48, 16)) for b in (64, 128)},
         **{f"unsigned_short_{dh}_{v}_{b}_true": "host_template" for dh, v in ((32, 4), (48, 8)) for b in (64, 128)}}
     assert set(_built(m).values()) == {"ok"}
+
+
+def test_kernels_written_by_a_macro_with_c_linkage_keep_their_parameter_types(dataset: dict[str, Any]) -> None:
+    """`LERP_OP(float, lerp_f32, lo + x + w * (y - x))`: the parameters' extents are the invocation's, whose
+    text names `lo` and `w` in the expression argument; their types come from the expansion."""
+    for name, t in (("lerp_f32", "float"), ("lerp_f64", "double"), ("lerp_f16", "__half")):
+        m = _meta(dataset, name)
+        assert _built(m) == {"default": "ok"}, name
+        types = {p["name"]: p["type"] for p in m["params"]}
+        assert types == {"n": "const size_t", "rank": "const size_t", "layout": "const size_t *",
+                         "a": f"const {t} *", "b": f"const {t} *", "out": f"{t} *", "lo": f"const {t}",
+                         "w": f"const {t}"}, types
+        assert m["launch_missing"]["reason"] == "not_referenced"
+

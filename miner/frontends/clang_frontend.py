@@ -101,12 +101,22 @@ def _kernel(c: ci.Cursor, data: bytes, path: str, clang_name: str, diags: dict) 
     text = data[start:end].decode("utf-8", errors="replace")
     params, tparams = [], []
     name_offset = c.location.offset
+    # Extents that cover a macro invocation rather than one declaration: the kernel's own (a kernel
+    # written by a macro gives its parameters the invocation's extent) and any two parameters share.
+    spans = [(ch.extent.start.offset, ch.extent.end.offset) for ch in c.get_children() if ch.kind == K.PARM_DECL]
+    macro_spans = {(start, end)} | {sp for sp in spans if spans.count(sp) > 1}
     for ch in c.get_children():
         e = ch.extent
         if e.start.file is None or e.start.file.name != clang_name:
             continue
         piece = data[e.start.offset : e.end.offset].decode("utf-8", errors="replace")
         if ch.kind == K.PARM_DECL:
+            if (e.start.offset, e.end.offset) in macro_spans or not re.search(
+                    rf"(?<!\w){re.escape(ch.spelling)}(?!\w)", piece):
+                # A kernel written by a macro (`#define UNARY_OP(T, NAME, ...) extern "C" __global__ void
+                # NAME(const T *inp, ...)`): the parameter's extent is the whole macro invocation, whose
+                # text is no declaration; the type as clang spells it is the one the expansion declares.
+                piece = f"{ch.type.spelling} {ch.spelling}"
             params.append(make_param(piece, ch.spelling))
         elif ch.kind == K.TEMPLATE_TYPE_PARAMETER:
             tparams.append(make_template_param(piece, ch.spelling, "type"))
