@@ -13,6 +13,7 @@ turns both off.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -26,11 +27,24 @@ from miner.frontends.parse_cache import ParseCache
 KIND = "kernel folders"
 
 
+@functools.cache
+def _templates_id() -> str:
+    """The unit templates live outside miner/ (a checkout's templates/), so the parse cache's code id
+    misses them; a changed template must render again."""
+    from miner.resources import data_dir
+
+    h = hashlib.sha256()
+    for p in sorted(data_dir("templates").rglob("*")):
+        if p.is_file():
+            h.update(p.relative_to(data_dir("templates")).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def _key(cache: ParseCache, meta: dict[str, Any], k: Kernel, text: bytes, data: Any, root: str,
          units: bool) -> str:
     key = (k.path, k.start_offset)
-    parts = [root, units, meta, hashlib.sha256(text).hexdigest(), k.path, k.start_offset, k.start_line, k.name,
-             k.frontend]
+    parts = [_templates_id() if units else "", root, units, meta, hashlib.sha256(text).hexdigest(), k.path,
+             k.start_offset, k.start_line, k.name, k.frontend]
     if units:
         parts += [data.closures.get(key), data.launches.get(key, []), data.explicit.get(k.name, [])]
     return cache.entry_key(KIND, *parts)
