@@ -40,13 +40,14 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"kernel-miner: error: {message}\n")
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
+def build_parser(only: str | None = None) -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
+    """The parser with every command, or with `only` that one (its module alone is imported)."""
     parser = _Parser(prog="kernel-miner", description=DESCRIPTION,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"kernel-miner {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     modules: dict[str, ModuleType] = {}
-    for name in COMMANDS:
+    for name in COMMANDS if only is None else (only,):
         mod = _load(name)
         if mod is None:
             continue
@@ -62,7 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     # The container form has no sub-command: `kernel-miner --input-file F --output-dir D`.
     if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
         argv = ["extract", *argv]
-    parser, modules = build_parser()
+    # A known command loads its module only: importing all ten cost a cached rerun of `extract` a
+    # second of its start-up. Top-level help and unknown commands still see every command.
+    only = argv[0] if argv and argv[0] in COMMANDS else None
+    parser, modules = build_parser(only)
+    if only is not None and only not in modules:
+        parser, modules = build_parser()
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help(sys.stderr)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from miner import dataset
+from miner import dataset, extract_cache
 from miner.dataset.schema import SCHEMA_VERSION
 from miner.errors import NothingToDo, UsageError
 from miner.frontends import clang_frontend, hip_config, pch, treesitter_frontend
@@ -21,7 +21,6 @@ from miner.frontends.parse_cache import ParseCache
 from miner.source import compile_db, context, include_graph
 from miner.source.discover import SourceFile, discover
 from miner.source.provenance import Origin, origin_of
-from miner.units import assemble as unit_stage
 from miner.units.mentions import Mentions
 
 FRONTENDS = ("auto", "clang", "treesitter")
@@ -117,7 +116,7 @@ def _overlaps(a: Kernel, b: Kernel) -> bool:
 def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_graph.IncludeGraph,
                opts: ExtractOptions, report: ExtractReport,
                progress: Callable[[int], Callable[[], None]], units: UnitData,
-               extra: list[SourceFile] = ()) -> tuple[list[Kernel], dict[str, str]]:
+               extra: list[SourceFile] = (), cache: ParseCache | None = None) -> tuple[list[Kernel], dict[str, str]]:
     """Kernels from every file, and for each kernel file the translation unit that parsed it."""
     kernel_files = {f.path: f for f in files if f.has_kernel}
     inputs = {f.path for f in files}
@@ -135,7 +134,6 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
         roots = include_graph.parse_roots(files, graph, extra)
         reach = {r: graph.closure(r) for r in roots}
         data = {f.path: f.data for f in [*files, *extra]}
-        cache = ParseCache.open()
         keys: dict[str, str] = {}
         plain_config = config
         pch_config: list[ParseConfig] = []  # built at the first cache miss: it costs about two parses
@@ -185,8 +183,6 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
             # Kernel headers whose includers did not reach them (inactive #if) get their own parse.
             pending = sorted(p for p in kernel_files if p not in tu_of and p not in clang_failed
                              and p not in pending)
-        if cache is not None and cache.hits:
-            report.notes.append(f"{cache.hits} of {len(keys)} translation units from the parse cache ({cache.folder})")
         config = pch_config[0] if pch_config else plain_config
         for p in sorted(clang_failed):
             if opts.frontend == "clang":
@@ -200,29 +196,42 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
         for k in kernels:
             by_file[k.path].append(k)
         for path, f in sorted(kernel_files.items()):
-            ts_kernels, syntax_errors = treesitter_frontend.parse_bytes(f.data, path)
+            ts_kernels, syntax_errors = extract_cache.treesitter(cache, f.data, path)
             for k in ts_kernels:
                 if not any(_overlaps(k, c) for c in by_file[path]):
                     kernels.append(k)
             if syntax_errors and opts.frontend == "treesitter":
                 report.failures.append(f"{path}: syntax errors, partial results")
     if use_clang:
-        def parse_variant(tu: str, variant: ParseConfig) -> clang_frontend.ParseResult:
-            key = (cache.key(tu, clang_args(variant, tu), opts.units, reach.setdefault(tu, graph.closure(tu)), data,
-                             inputs, variant.context) if cache is not None else "")
-            hit = cache.load(key) if cache is not None else None
-            if hit is not None:
-                return hit
-            res = clang_frontend.parse(tu, variant, inputs, with_units=opts.units)
-            if cache is not None and not res.error:
-                cache.store(key, res)
-            return res
-
-        kernels = _variant_parses(kernels, kernel_files, config, tu_of, units, parse_variant)
+        kernels = _variant_parses(kernels, kernel_files, config, tu_of, units,
+                                  _cached_parse(cache, graph, data, inputs, opts.units, reach))
     if pch_dir is not None:
         pch_dir.cleanup()
     kernels.sort(key=lambda k: (k.path, k.start_offset))
     return kernels, tu_of
+
+
+def _cached_parse(cache: ParseCache | None, graph: include_graph.IncludeGraph, data: dict[str, bytes],
+                  inputs: set[str], units: bool, reach: dict[str, set[str]] | None = None
+                  ) -> Callable[[str, ParseConfig], clang_frontend.ParseResult]:
+    """One translation unit parsed in another configuration (a kernel's inactive #if branch, the HIP
+    guards), through the parse cache: on a rerun these parses were most of the time left."""
+    reach = {} if reach is None else reach
+
+    def parse(tu: str, variant: ParseConfig) -> clang_frontend.ParseResult:
+        if tu not in reach:
+            reach[tu] = graph.closure(tu)
+        key = (cache.key(tu, clang_args(variant, tu), units, reach[tu], data, inputs, variant.context)
+               if cache is not None else "")
+        hit = cache.load(key) if cache is not None else None
+        if hit is not None:
+            return hit
+        res = clang_frontend.parse(tu, variant, inputs, with_units=units)
+        if cache is not None and not res.error:
+            cache.store(key, res)
+        return res
+
+    return parse
 
 
 def _with_torch_pch(config: ParseConfig, files: list[SourceFile], reach: dict[str, set[str]],
@@ -393,10 +402,16 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
                          defines=list(opts.defines), per_file_args=per_file,
                          context=frozenset(f.path for f in extra))
     units = UnitData()
-    kernels, tu_of = _parse_all(files, config, graph, opts, report, progress, units, extra)
-    hip_variants = (hip_config.variants(files, extra, graph, config, kernels, tu_of, {f.path for f in files}, units,
-                                        UnitData, opts.units)
+    cache = ParseCache.open()
+    kernels, tu_of = _parse_all(files, config, graph, opts, report, progress, units, extra, cache)
+    inputs = {f.path for f in files}
+    hip_parse = _cached_parse(cache, graph, {f.path: f.data for f in [*files, *extra]}, inputs, opts.units)
+    hip_variants = (hip_config.variants(files, extra, graph, config, kernels, tu_of, inputs, units, UnitData,
+                                        opts.units, hip_parse)
                     if opts.frontend != "treesitter" and clang_frontend.AVAILABLE else [])
+    if cache is not None and cache.hits:
+        report.notes.append(f"{cache.hits} of {cache.hits + cache.misses} translation unit parses from the parse "
+                            f"cache ({cache.folder})")
     variant_of = {id(v.of): v for v in hip_variants}
     data = {f.path: f.data for f in files}
     mentions = Mentions([*data.items(), *((f.path, f.data) for f in extra)])
@@ -414,9 +429,8 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
         native = hip_config.native_reason(k.path, data[k.path])
         if native:
             meta["variant"] = {"toolchain": "hip", "defines": [], "reason": native}
-        if opts.units:
-            unit_stage.attach(str(out_dir), meta, k, text.decode("utf-8", "replace"), units, origin.root, mentions)
-        dataset.write_kernel(out_dir, meta, text)
+        meta = extract_cache.write_kernel(cache, out_dir, meta, k, text, units, origin.root, opts.units,
+                                          mentions)
         metas.append(meta)
         replaced.add((origin.repo, rel))
         v = variant_of.get(id(k))
@@ -427,11 +441,12 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
                                                                    ordinals[key] - 1), tu_of.get(k.path), config)
             vmeta["variant"] = {"toolchain": "hip", "defines": v.defines, "of": kid,
                                 "reason": f"HIP branches (#if on {', '.join(v.defines)})"}
-            if opts.units:
-                unit_stage.attach(str(out_dir), vmeta, vk, vtext.decode("utf-8", "replace"), v.units, origin.root,
-                                  mentions)
-            dataset.write_kernel(out_dir, vmeta, vtext)
+            vmeta = extract_cache.write_kernel(cache, out_dir, vmeta, vk, vtext, v.units, origin.root, opts.units,
+                                               mentions)
             metas.append(vmeta)
     dataset.merge_index(out_dir, metas, replaced)
+    if cache is not None and (hits := cache.entry_hits.get(extract_cache.KIND, 0)):
+        report.notes.append(f"{hits} of {hits + cache.entry_misses.get(extract_cache.KIND, 0)} kernel folders "
+                            f"from the cache ({cache.folder})")
     report.kernels = metas
     return report

@@ -6,8 +6,6 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 
 @contextlib.contextmanager
 def progress_bar(label: str, disable: bool = False) -> Iterator[Callable[[int], Callable[[], None]]]:
@@ -15,7 +13,9 @@ def progress_bar(label: str, disable: bool = False) -> Iterator[Callable[[int], 
     if disable or not sys.stderr.isatty():
         yield lambda total: (lambda: None)
         return
+    # Imported here: rich costs a run that shows no bar (a quiet rerun, a pipe) a fifth of a second.
     from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True) as bar:

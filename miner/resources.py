@@ -11,9 +11,10 @@ import functools
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
+if TYPE_CHECKING:
+    import jinja2
 
 
 @functools.cache
@@ -35,6 +36,8 @@ def _tojson(value: Any, indent: int | None = None) -> str:
 def template_env() -> jinja2.Environment:
     """Units, kernel wrappers and LLM prompts: templates are named relative to templates/
     (`unit.cu.j2`, `prompts/analysis.j2`)."""
+    import jinja2  # here: a run that renders nothing (a cached rerun of extract) need not load it
+
     root = data_dir("templates")
     # The prompts include each other by names relative to prompts/ (`{% include "kernel_facts.j2" %}`),
     # and their text is versioned, so the loader searches there second rather than the includes changing.

@@ -133,8 +133,8 @@ def read_index(out_dir: Path) -> list[dict[str, Any]]:
 
 
 def write_index(out_dir: Path, records: list[dict[str, Any]]) -> None:
-    atomic.write_text(out_dir / INDEX, "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n"
-                                               for r in records))
+    text = "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in records)
+    atomic.write_bytes_if_changed(out_dir / INDEX, text.encode("utf-8"))
 
 
 def write_kernel(out_dir: Path, meta: dict[str, Any], text: bytes) -> None:

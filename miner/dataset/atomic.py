@@ -22,6 +22,19 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         raise
 
 
+def write_bytes_if_changed(path: str | os.PathLike[str], data: bytes) -> bool:
+    """write_bytes unless the file already holds exactly these bytes (a rerun that changes nothing then
+    writes nothing, and the file keeps its mtime); True when it wrote."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(len(data) + 1) == data:
+                return False
+    except OSError:
+        pass
+    write_bytes(path, data)
+    return True
+
+
 def write_text(path: str | os.PathLike[str], text: str) -> None:
     write_bytes(path, text.encode("utf-8"))
 

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from miner.frontends import clang_frontend
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from miner.frontends.config import ParseConfig
     from miner.frontends.model import Kernel
     from miner.source.discover import SourceFile
@@ -74,8 +76,10 @@ def _fingerprint(units: Any, k: Kernel, text: bytes, reach: set[str]) -> str:
 
 def variants(files: list[SourceFile], extra: list[SourceFile], graph: IncludeGraph, config: ParseConfig,
              kernels: list[Kernel], tu_of: dict[str, str], inputs: set[str], cuda_units: Any,
-             unit_data: type, with_units: bool) -> list[Variant]:
-    """The kernels whose HIP configuration differs from the mined one, parsed in that configuration."""
+             unit_data: type, with_units: bool,
+             parse: Callable[[str, ParseConfig], Any] | None = None) -> list[Variant]:
+    """The kernels whose HIP configuration differs from the mined one, parsed in that configuration
+    (by `parse`: the pipeline passes one that goes through its parse cache)."""
     data = {f.path: f.data for f in [*files, *extra]}
     guard_of = {p: guards(d) for p, d in data.items()}
     groups: dict[tuple[str, tuple[str, ...]], list[Kernel]] = {}
@@ -90,7 +94,8 @@ def variants(files: list[SourceFile], extra: list[SourceFile], graph: IncludeGra
     for (tu, names), wanted in sorted(groups.items()):
         defines = [n for n in names if n not in config.defines]
         cfg = replace(config, defines=[*config.defines, *defines], torch_pch=None)
-        res = clang_frontend.parse(tu, cfg, inputs, with_units=with_units)
+        res = (parse(tu, cfg) if parse is not None
+               else clang_frontend.parse(tu, cfg, inputs, with_units=with_units))
         if res.error:
             continue
         reach = graph.closure(tu)

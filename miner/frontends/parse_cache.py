@@ -37,6 +37,9 @@ class ParseCache:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.hits = 0
+        self.misses = 0
+        self.entry_hits: dict[str, int] = {}  # by kind of entry
+        self.entry_misses: dict[str, int] = {}
 
     @classmethod
     def open(cls) -> ParseCache | None:
@@ -69,12 +72,36 @@ class ParseCache:
             with open(self._path(key), "rb") as fh:
                 res = pickle.load(fh)
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
+            self.misses += 1
             return None
         self.hits += 1
         return res
 
-    def store(self, key: str, result: Any) -> None:
+    def store(self, key: str, result: Any, path: Path | None = None) -> None:
         try:
-            atomic.write_bytes(self._path(key), pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+            atomic.write_bytes(path or self._path(key), pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
         except (OSError, pickle.PicklingError):
             pass
+
+    # Other stages' entries (extract's rendered units) beside the parses, in their own folder and counts:
+    # the hit line of the parse cache stays about translation units.
+    def _entry_path(self, key: str) -> Path:
+        return self.folder / "entries" / key[:2] / f"{key}.pkl"
+
+    def load_entry(self, key: str, kind: str) -> Any | None:
+        try:
+            with open(self._entry_path(key), "rb") as fh:
+                res = pickle.load(fh)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
+            self.entry_misses[kind] = self.entry_misses.get(kind, 0) + 1
+            return None
+        self.entry_hits[kind] = self.entry_hits.get(kind, 0) + 1
+        return res
+
+    def entry_key(self, kind: str, *parts: Any) -> str:
+        """A key over the miner's code and `parts` (JSON; anything else by repr)."""
+        blob = json.dumps([kind, code_id(), *parts], sort_keys=True, separators=(",", ":"), default=repr)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def store_entry(self, key: str, value: Any) -> None:
+        self.store(key, value, self._entry_path(key))

@@ -16,7 +16,7 @@ from collections import defaultdict
 
 from miner.source.discover import _SKIP_DIRS as _DISCOVER_SKIP_DIRS
 from miner.source.discover import SOURCE_SUFFIXES, SourceFile, _check_text
-from miner.source.include_graph import INCLUDE, TU_SUFFIXES, include_tail
+from miner.source.include_graph import INCLUDE, TU_SUFFIXES, include_tail, resolve
 
 _SKIP_DIRS = _DISCOVER_SKIP_DIRS | {"build", "dist"}
 _SYSTEM_DIR = re.compile(r"^(torch|ATen|c10|caffe2|pybind11|cuda|cub|thrust|cooperative_groups|nv|crt|hip|rocm|"
@@ -55,10 +55,16 @@ def _project_files(roots: set[str], skip: set[str]) -> dict[str, list[str]]:
     for root in sorted(roots):
         for d, dirs, names in os.walk(root):
             dirs[:] = sorted(x for x in dirs if x not in _SKIP_DIRS and not x.startswith("."))
+            real_d = None
             for n in names:
                 if os.path.splitext(n)[1].lower() not in SOURCE_SUFFIXES:
                     continue
-                p = os.path.realpath(os.path.join(d, n))
+                # The folder's real path once, and realpath per file only for links: a realpath per file
+                # (an lstat per path component) was a fifth of a cached MMCV rerun.
+                real_d = real_d or os.path.realpath(d)
+                p = os.path.join(real_d, n)
+                if os.path.islink(p):
+                    p = os.path.realpath(p)
                 if p not in skip:
                     by_name[n].append(p)
                 count += 1
@@ -88,8 +94,8 @@ def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
 
     def resolves(name: str, here: str) -> bool:
         for d in [here, *include_dirs]:
-            cand = os.path.realpath(os.path.join(d, name))
-            if cand in inputs or cand in context:
+            cand = resolve(d, name)
+            if cand is not None and (cand in inputs or cand in context):
                 return True
         tail = include_tail(name)
         return any(p.endswith(tail) for p in tails.get(os.path.basename(name), ()))
