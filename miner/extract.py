@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing as mp
 import os
+import re
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable
@@ -57,19 +58,47 @@ class UnitData:
     closures: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     launches: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
     explicit: dict[str, list[list[str]]] = field(default_factory=dict)
+    declared: list[dict[str, Any]] = field(default_factory=list)  # launches of re-declared kernels
 
     def add(self, res: clang_frontend.ParseResult) -> None:
         for key, unit in res.units.items():
             self.closures.setdefault(key, unit)
         for launch in res.launches:
-            lst = self.launches.setdefault(tuple(launch["kernel"]), [])
-            sig = _launch_key(launch)
-            if all(_launch_key(x) != sig for x in lst):
-                lst.append(launch)
+            self._add_launch(tuple(launch["kernel"]), launch)
+        self.declared.extend(getattr(res, "declared_launches", ()))
         for name, lst in res.explicit.items():
             for args in lst:
                 if args not in self.explicit.setdefault(name, []):
                     self.explicit[name].append(args)
+
+    def _add_launch(self, key: tuple[str, int], launch: dict[str, Any]) -> None:
+        lst = self.launches.setdefault(key, [])
+        sig = _launch_key(launch)
+        if all(_launch_key(x) != sig for x in lst):
+            lst.append(launch)
+
+    def match_declared(self, kernels: list[Kernel]) -> None:
+        """Launches of a kernel re-declared in another translation unit (`void K(const P p);` in a host
+        .cpp, `cudaLaunchKernel((void*)K, ...)`) go to the kernel of that qualified name whose parameter
+        types match; where no types match, to the only kernel of that name and parameter count."""
+        by_name: dict[str, list[Kernel]] = defaultdict(list)
+        for k in kernels:
+            by_name[k.qualified_name].append(k)
+        for launch in self.declared:
+            decl = launch["declared"]
+            same = [k for k in by_name.get(decl["name"], ()) if len(k.params) == len(decl["params"])]
+            exact = [k for k in same if [_type_key(p.type) for p in k.params] == [_type_key(t) for t in decl["params"]]]
+            for k in exact or (same if len(same) == 1 else []):
+                self._add_launch((k.path, k.start_offset), {**launch, "kernel": (k.path, k.start_offset)})
+
+
+_QUALIFIERS = re.compile(r"\b(?:const|volatile|__restrict__|__restrict|restrict|struct|class|enum)\b|(?:\w+)?::")
+
+
+def _type_key(text: str) -> str:
+    """A parameter type compared across translation units: qualifiers that do not change the call (a
+    by-value `const`, `__restrict__`), elaborated keywords and namespace prefixes left out."""
+    return "".join(_QUALIFIERS.sub(" ", text).split())
 
 
 def _launch_key(launch: dict[str, Any]) -> tuple[Any, ...]:
@@ -131,7 +160,11 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
         use_clang = False
     pch_dir = tempfile.TemporaryDirectory(prefix="km-pch-") if use_clang else None
     if use_clang:
-        roots = include_graph.parse_roots(files, graph, extra)
+        names = context.kernel_names(files)
+        # Translation units that name a kernel and call a launch API without including its file.
+        launchers = {f.path for f in [*files, *extra] if os.path.splitext(f.path)[1].lower()
+                     in include_graph.TU_SUFFIXES and context.names_any(f.data, names)}
+        roots = include_graph.parse_roots(files, graph, extra, launchers)
         reach = {r: graph.closure(r) for r in roots}
         data = {f.path: f.data for f in [*files, *extra]}
         keys: dict[str, str] = {}
@@ -404,6 +437,7 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
     units = UnitData()
     cache = ParseCache.open()
     kernels, tu_of = _parse_all(files, config, graph, opts, report, progress, units, extra, cache)
+    units.match_declared(kernels)
     inputs = {f.path for f in files}
     hip_parse = _cached_parse(cache, graph, {f.path: f.data for f in [*files, *extra]}, inputs, opts.units)
     hip_variants = (hip_config.variants(files, extra, graph, config, kernels, tu_of, inputs, units, UnitData,

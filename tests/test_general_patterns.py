@@ -322,3 +322,34 @@ def test_kernels_written_by_a_macro_with_c_linkage_keep_their_parameter_types(da
                          "w": f"const {t}"}, types
         assert m["launch_missing"]["reason"] == "not_referenced"
 
+
+
+def test_kernels_redeclared_in_a_host_cpp_and_launched_through_cuda_launch_kernel(dataset: dict[str, Any]) -> None:
+    """`void BlendScaleKernel(const BlendParams p);` in a host .cpp that includes nothing of the kernel's
+    file, `cudaLaunchKernel((void*)BlendScaleKernel, grid, block, args, 0, stream)`: the launch is matched
+    to the kernel by name and signature, with its configuration and the declaration it went through."""
+    for name, line in (("BlendScaleKernel", 6), ("BlendAccumulateKernel", 7)):
+        m = _meta(dataset, name)
+        assert "launch_missing" not in m, m["launch_missing"]
+        [launch] = m["launches"]
+        assert launch["kind"] == "cudaLaunchKernel"
+        assert launch["path"].endswith("host/blend_host.cpp")
+        assert launch["declaration"].endswith(f"host/blend_host.cpp:{line}")
+        assert launch["config"] == {"grid": "grid", "block": "block", "shared_mem": "0", "stream": "stream"}
+        assert launch["formula"]["block"].replace(" ", "") == "(dim3(128,1,1))"
+        assert set(_built(m).values()) == {"ok"}
+
+
+def test_a_redeclaring_launcher_outside_the_inputs_is_found_as_project_context(tmp_path: Path) -> None:
+    """Only the kernels' folder mined: the host .cpp in a sibling folder names the kernels and calls a
+    launch API, so the project scan takes it as context, and its launches count."""
+    src = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "general" / "redeclared_launch", src)
+    out = tmp_path / "out"
+    proc = run_miner("extract", src / "kernels", "--project", src, "-o", out, "-q",
+                     env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert proc.returncode == 0, proc.stderr
+    metas = {m["name"]: m for m in load_dataset(out)}
+    assert set(metas) == {"BlendScaleKernel", "BlendAccumulateKernel"}
+    for m in metas.values():
+        assert [(lc["kind"], lc["path"]) for lc in m["launches"]] == [("cudaLaunchKernel", "blend_host.cpp")]

@@ -42,6 +42,10 @@ class ParseResult:
     launches: list[dict] = field(default_factory=list)
     explicit: dict[str, list[list[str]]] = field(default_factory=dict)
     unit_error: str | None = None
+    # Launches of a function this TU declares but does not define (`void K(const P p);` in a host .cpp,
+    # launched by `cudaLaunchKernel((void*)K, ...)`): each launch dict has `declared` (qualified name,
+    # parameter types) instead of a kernel key; extract matches it to the kernel another TU defines.
+    declared_launches: list[dict] = field(default_factory=list)
 
 
 class _Sources:
@@ -198,6 +202,7 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
         n for inc in tu.get_includes() if (n := norm(inc.include.name)) in inputs
     }
     cursors: list[ci.Cursor] = []
+    declared: list[ci.Cursor] = []
     stack = list(tu.cursor.get_children())
     while stack:
         c = stack.pop()
@@ -205,11 +210,15 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
         if kind in _PREPROCESSING:
             continue
         f = c.location.file
-        # Only input files are walked: system and shim headers are never descended into.
+        # Only input and context files are walked: system and shim headers are never descended into.
         fname = norm(f.name) if f is not None else None
-        if fname not in inputs:
+        if fname not in inputs and fname not in config.context:
             continue
         if kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
+            if with_units and _declared_only(c):
+                declared.append(c)
+            if fname not in inputs:
+                continue
             start_file = c.extent.start.file
             if _is_kernel(c) and start_file is not None and norm(start_file.name) == fname:
                 if fname not in diag_cache:
@@ -218,9 +227,9 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
                 cursors.append(c)
         elif kind.name in _SCOPES:
             stack.extend(c.get_children())
-    if with_units and result.kernels:
+    if with_units and (result.kernels or declared):
         try:
-            _units(tu, result, cursors, inputs | config.context, norm, sources)
+            _units(tu, result, cursors, inputs | config.context, norm, sources, declared)
         except Exception as exc:  # noqa: BLE001 - one TU's closure failing must not stop the run
             result.unit_error = f"{type(exc).__name__}: {exc}"
     result.kernels.sort(key=lambda k: (k.path, k.start_offset))
@@ -230,17 +239,54 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
-def _units(tu, result: ParseResult, cursors: list, inputs: set[str], norm, sources) -> None:
+def _declared_only(c: ci.Cursor) -> bool:
+    """A function that returns void and is declared, not defined, in this TU: a kernel defined in
+    another translation unit, if a launch names it (plain `void K(P p);` or `__global__ void K(P p);`)."""
+    if c.is_definition() or c.result_type.kind != ci.TypeKind.VOID:
+        return False
+    return c.get_definition() is None
+
+
+@dataclass
+class _Declared:
+    """A declared-only function standing in for a kernel in the launch search (which reads `name`)."""
+
+    name: str
+    qualified_name: str
+    params: list[str]
+    path: str
+    line: int
+
+
+def _declared(c: ci.Cursor, norm) -> _Declared:
+    params = [ch.type.spelling for ch in c.get_children() if ch.kind == K.PARM_DECL]
+    return _Declared(c.spelling, _qualified_name(c), params, norm(c.location.file.name), c.location.line)
+
+
+def _units(tu, result: ParseResult, cursors: list, inputs: set[str], norm, sources,
+           declared: list = ()) -> None:
     """Closure and launches while the TU is alive; plain data goes back to the parent process."""
     from miner.units import closure, instantiations, launches, macro_text
 
     ctx = closure.TUContext(tu, inputs, norm, sources.get)
     by_name = {(k.path, k.name_offset): k for k in result.kernels}
-    found, _calls = launches.find(ctx, by_name)
+    # Every redeclaration is its own key: a reference resolves to whichever one lookup found.
+    stand_ins = {key: _declared(c, norm) for c in declared
+                 if (key := (norm(c.location.file.name), c.location.offset)) not in by_name}
+    found, _calls = launches.find(ctx, {**by_name, **stand_ins})
     # Names in the concrete template arguments of each kernel's launches and explicit instantiations
     # (`k<GPUHashTable<int, int>::device_view>`): the unit needs their types too.
     arg_names: dict[tuple[str, int], set[str]] = {}
     for launch in found:
+        if launch.kernel in stand_ins:
+            # Only real launches: a declared function named elsewhere is an ordinary host call.
+            if launch.kind != "reference":
+                dl = stand_ins[launch.kernel]
+                d = dict(vars(launch))
+                d["kernel"] = None
+                d["declared"] = {"name": dl.qualified_name, "params": dl.params, "path": dl.path, "line": dl.line}
+                result.declared_launches.append(d)
+            continue
         k = by_name[launch.kernel]
         d = dict(vars(launch))
         d["kernel"] = (k.path, k.start_offset)

@@ -6,6 +6,11 @@ of a larger project. The kernel's helper header (`#include "pytorch_cuda_helper.
 types) then lie outside the inputs. They are looked up in the enclosing project (the git checkout,
 else the input's folder) by include path tail, and returned as context: parsed and used for
 closures and launches, never mined for kernels of their own.
+
+A third kind of launcher includes nothing of the kernel's: a host file that re-declares the kernel as a
+plain function (`void K(const Params p);`, in a .cpp the host compiler builds) and launches it through
+`cudaLaunchKernel((void*)K, ...)`. Only its text says it belongs to the kernel, so translation units of
+the project that name an input kernel nothing in the inputs names, and call a launch API, are taken too.
 """
 
 from __future__ import annotations
@@ -22,6 +27,37 @@ _SKIP_DIRS = _DISCOVER_SKIP_DIRS | {"build", "dist"}
 _SYSTEM_DIR = re.compile(r"^(torch|ATen|c10|caffe2|pybind11|cuda|cub|thrust|cooperative_groups|nv|crt|hip|rocm|"
                          r"sys|bits|linux|mma|cutlass|cute|cudnn|cublas|nccl|mpi|omp|Python)/")
 MAX_PROJECT_FILES = 20000  # a bigger tree is not scanned: pass the folders you need instead
+# Files taken because they name a kernel: a common kernel name (`add_kernel`) in a big project must not
+# turn every file that happens to say it into a parse.
+MAX_NAMING_FILES = 64
+# A kernel's name after `__global__` and its return type (macro-written kernels are not seen; they are
+# rare among kernels launched from another file).
+_GLOBAL_NAME = re.compile(rb"__global__\s+(?:[\w:<>,*&\s]*?[\s*&])?"
+                          rb"(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?(\w+)\s*\(")
+# A launch the host compiler accepts (a launch API) or nvcc does (chevrons).
+LAUNCH_TOKEN = re.compile(rb"\b(?:cudaLaunch\w*|hipLaunch\w*|cuLaunchKernel\w*)\s*\(|<<<")
+
+
+def kernel_names(files: list[SourceFile]) -> set[str]:
+    """Names of the kernels the files define (`__global__ ... name(`), from their text."""
+    return {m.group(1).decode() for f in files if f.has_kernel for m in _GLOBAL_NAME.finditer(f.data)}
+
+
+def names_any(data: bytes, names: set[str]) -> bool:
+    """Whether `data` calls a launch API and names one of `names` (a word, not a part of one)."""
+    if not names or not LAUNCH_TOKEN.search(data):
+        return False
+    return any(n.encode() in data and re.search(rb"(?<!\w)" + re.escape(n.encode()) + rb"(?!\w)", data)
+               for n in names)
+
+
+def _unnamed(files: list[SourceFile]) -> set[str]:
+    """Kernels of the inputs that no input names outside `__global__` statements (their definition and
+    declarations): their launcher, if any, is elsewhere in the project."""
+    from miner.units.mentions import Mentions  # mentions is plain text work; no cycle at import time
+
+    mentions = Mentions((f.path, f.data) for f in files)
+    return {n for n in kernel_names(files) if not mentions.uses(n, ("", 0, 0))}
 
 
 def project_root(path: str) -> str:
@@ -107,7 +143,8 @@ def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
     included = {q for p, data in inputs.items() if is_tu[p]
                 for name in _includes(data) for q in headers if q.endswith(include_tail(name))}
     orphans = headers - included
-    if not missing and not orphans:
+    unnamed = _unnamed(files)
+    if not missing and not orphans and not unnamed:
         return []
     projects = ({os.path.realpath(project)} if project else
                 {project_root(r) for r in roots} | {project_root(p) for p in inputs})
@@ -132,13 +169,20 @@ def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
     for name in missing:
         if (found := lookup(name)) is not None:
             take(found)
-    # The translation units that include an orphan kernel header: its real launchers.
+    # The translation units that include an orphan kernel header (its real launchers), and those that
+    # name a kernel nothing in the inputs names while calling a launch API (a re-declaring launcher).
+    naming = 0
     for cands in pool.values():
         for p in cands:
-            if os.path.splitext(p)[1].lower() not in TU_SUFFIXES:
+            if os.path.splitext(p)[1].lower() not in TU_SUFFIXES or (not orphans and not unnamed):
                 continue
             data = _read(p)
-            if data and any(h.endswith(include_tail(n)) for n in _includes(data) for h in orphans):
+            if not data:
+                continue
+            if orphans and any(h.endswith(include_tail(n)) for n in _includes(data) for h in orphans):
+                take(p, data)
+            elif naming < MAX_NAMING_FILES and names_any(data, unnamed):
+                naming += 1
                 take(p, data)
     while todo:
         path = todo.pop()

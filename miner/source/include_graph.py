@@ -81,9 +81,13 @@ def build(files: list[SourceFile], include_dirs: list[str]) -> IncludeGraph:
     return graph
 
 
-def parse_roots(files: list[SourceFile], graph: IncludeGraph, context: list[SourceFile] = ()) -> list[str]:
+def parse_roots(files: list[SourceFile], graph: IncludeGraph, context: list[SourceFile] = (),
+                launchers: set[str] = frozenset()) -> list[str]:
     """Translation units that reach a kernel file, plus kernel files no such unit includes. Context
-    translation units (outside the inputs) are roots only for kernel files no input unit reaches."""
+    translation units (outside the inputs) are roots only for kernel files no input unit reaches.
+    `launchers` (translation units that name a kernel and call a launch API without including its file:
+    a re-declared kernel launched through cudaLaunchKernel) are roots of their own: their launches are
+    matched to the kernel by name and signature after the parse."""
     kernel_files = {f.path for f in files if f.has_kernel}
     roots: list[str] = []
     covered: set[str] = set()
@@ -93,11 +97,15 @@ def parse_roots(files: list[SourceFile], graph: IncludeGraph, context: list[Sour
             if reach:
                 roots.append(f.path)
                 covered |= reach
+            elif f.path in launchers:
+                roots.append(f.path)
     for f in context:
         if os.path.splitext(f.path)[1].lower() in TU_SUFFIXES:
             reach = graph.closure(f.path) & (kernel_files - covered)
             if reach:
                 roots.append(f.path)
                 covered |= reach
+            elif f.path in launchers and not graph.closure(f.path) & kernel_files:
+                roots.append(f.path)
     roots += sorted(kernel_files - covered)
     return roots

@@ -29,6 +29,8 @@ def _launch_json(launch: dict[str, Any], root: str, kernel_params: list[dict[str
         "args": [{"param": p["name"], "expr": args[i] if i < len(args) else None}
                  for i, p in enumerate(kernel_params)] if len(args) == len(kernel_params) else
                 [{"param": None, "expr": a} for a in args],
+        # A launch through a re-declaration in another translation unit: where that declaration is.
+        **({"declaration": f"{_rel(d['path'], root)}:{d['line']}"} if (d := launch.get("declared")) else {}),
     }
 
 
