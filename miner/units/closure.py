@@ -115,6 +115,7 @@ class TUContext:
         self.stub = os.path.realpath(str(stub_dir()))
         self.files: dict[str, ci.File] = {}
         self._errors: dict[str, list[int]] | None = None
+        self._blanked: dict[str, str] = {}
         self._by_bare: dict[str, list[list[tuple[Piece, ci.Cursor]]]] | None = None
         self.order: dict[str, int] = {}  # file -> first-inclusion rank
         # file -> offsets of the #include directives leading to it from the main file: a location's
@@ -132,6 +133,8 @@ class TUContext:
         self.pieces: dict[str, list[tuple[int, int, Piece, ci.Cursor]]] = {}
         self.by_name: dict[tuple[tuple[str, ...], str], list[tuple[Piece, ci.Cursor]]] = {}
         self.macros: dict[str, list[Macro]] = {}
+        # class definition -> its members defined out of line (`vec<3, T, Q>::vec(T)` in a .inl)
+        self.members: dict[tuple[str, int], list[tuple[Piece, ci.Cursor]]] = {}
         self._index(tu.cursor, ())
         for path, lst in self.pieces.items():
             lst.sort(key=lambda t: (t[0], -t[1]))
@@ -161,11 +164,59 @@ class TUContext:
                 parent = c.semantic_parent
                 if parent is not None and parent.kind in _CLASS_KINDS and name:
                     # `void W<T>::run() {...}` at namespace scope: one set per class, not every `run`.
-                    name = f"{parent.spelling}::{name}"
-                p = Piece(path, e.start.offset, e.end.offset, ns, c.kind.name, name)
+                    # Partial specializations are classes of their own (`vec<3, T, Q>`, `vec<4, T, Q>`).
+                    partial = parent.kind == K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION
+                    cls = parent.displayname if partial else parent.spelling
+                    name = f"{cls}::{name}"
+                start = e.start.offset
+                if parent is not None and parent.kind in _CLASS_KINDS and c.lexical_parent != parent:
+                    # Out of line, a member template of a class template is written under the class's
+                    # parameter lists (`template<class T> template<class U> W<T>::W(W<U> const&)`), but
+                    # libclang's extent starts at the member's own list: without the outer ones the
+                    # text names parameters nothing declares.
+                    start = self._outer_template_start(path, start)
+                p = Piece(path, start, e.end.offset, ns, c.kind.name, name)
                 self.pieces.setdefault(path, []).append((p.start, p.end, p, c))
+                if parent is not None and parent.kind in _CLASS_KINDS and c.lexical_parent != parent:
+                    # Under every enclosing class: `Outer<T>::Inner::f` comes with the `Outer` piece.
+                    while parent is not None and parent.kind in _CLASS_KINDS:
+                        self.members.setdefault(_class_key(self.norm, parent), []).append((p, c))
+                        parent = parent.semantic_parent
                 if name:
                     self.by_name.setdefault((ns, name), []).append((p, c))
+
+    def _outer_template_start(self, path: str, start: int) -> int:
+        """Where the `template<...>` lists written right before `start` begin (comments skipped)."""
+        text = self._blanked.get(path)
+        if text is None:
+            # Comments and strings blanked to the same length, so offsets stay those of the file.
+            raw = self.read(path).decode("latin-1")
+            text = self._blanked[path] = _STRING_OR_COMMENT.sub(lambda m: " " * len(m.group()), raw)
+        while True:
+            i = start
+            while i > 0 and text[i - 1].isspace():
+                i -= 1
+            if i == 0 or text[i - 1] != ">":
+                return start
+            depth, j = 0, i - 1
+            while j >= 0:  # back to the `<` that opens this list
+                if text[j] == ">":
+                    depth += 1
+                elif text[j] == "<":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                elif text[j] in ";{}":
+                    return start
+                j -= 1
+            if j < 0:
+                return start
+            k = j
+            while k > 0 and text[k - 1].isspace():
+                k -= 1
+            if k < 8 or text[k - 8:k] != "template" or (k > 8 and (text[k - 9].isalnum() or text[k - 9] == "_")):
+                return start
+            start = k - 8
 
     def _outermost(self, lst: list[tuple[int, int, Piece, ci.Cursor]]) -> list[tuple[int, int, Piece, ci.Cursor]]:
         """Declarations nested in another (`typedef enum {..} t;`, `struct S {..} s;`) are one piece:
@@ -253,6 +304,11 @@ def _skipped_ranges(tu: ci.TranslationUnit, f: ci.File | None) -> list[tuple[int
         lib.clang_disposeSourceRangeList(lst)
 
 
+def _class_key(norm, c: ci.Cursor) -> tuple[str, int]:
+    d = c.get_definition() or c
+    return (norm(d.location.file.name) if d.location.file else "", d.location.offset)
+
+
 def _text(ctx: TUContext, p: Piece | Macro) -> str:
     return ctx.read(p.path)[p.start:p.end].decode("utf-8", "replace")
 
@@ -267,6 +323,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     whose types (declared at any namespace scope of the project) the unit needs as well."""
     out = Closure()
     seen: set[tuple[str, int]] = {(kernel_path, kernel_start)}
+    with_members: set[tuple[str, int]] = set()
     pieces: list[Piece] = []
     shims: set[str] = set()
     work = [(kernel_cursor, _enclosing_namespaces(kernel_cursor))]
@@ -280,6 +337,14 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 seen.add(key)
                 pieces.append(gp)
                 work.append((gc, gp.namespaces))
+        if pc.kind in _CLASS_KINDS and (piece.path, piece.start) not in with_members:
+            # The class itself (not the rest of its specialization set, which this use does not
+            # instantiate) comes with its members defined out of line, as its header brings their .inl
+            # along: a call in a template (`m[0]` on a dependent `mat<3, 3, T, Q>`) names no
+            # declaration in the AST, so the definition it needs is reached no other way.
+            with_members.add((piece.path, piece.start))
+            for mp, mc in ctx.members.get(_class_key(ctx.norm, pc), ()):
+                take(mp, mc)
 
     for name in arg_names:
         for lst in ctx.groups_named(name):
