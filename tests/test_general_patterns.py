@@ -353,3 +353,16 @@ def test_a_redeclaring_launcher_outside_the_inputs_is_found_as_project_context(t
     assert set(metas) == {"BlendScaleKernel", "BlendAccumulateKernel"}
     for m in metas.values():
         assert [(lc["kind"], lc["path"]) for lc in m["launches"]] == [("cudaLaunchKernel", "blend_host.cpp")]
+
+def test_vendored_template_library_with_out_of_line_member_templates(dataset: dict[str, Any]) -> None:
+    """A glm-style header-only library: class templates (partial specializations) whose members are
+    defined in a `.inl` the `.hpp` includes, some of them member templates written under two template
+    parameter lists, some reached only by a call in a template (`m[0]` on a dependent `mat`)."""
+    for name in ("transform_points", "widen_points"):
+        m = _meta(dataset, name)
+        assert _built(m) == {"default": "ok"}, name
+    text = _unit(dataset, _meta(dataset, "transform_points"), "default")
+    # The member template keeps the class's parameter list written before its own.
+    head = "template <typename T, qualifier Q>\ntemplate <qualifier P>\nTL_FUNC_QUALIFIER TL_CONSTEXPR mat<3, 3, T, Q>::mat("
+    assert head in text
+    assert "mat<3, 3, T, Q>::operator[](\n    length_type i) const" in text

@@ -107,8 +107,8 @@ class TUContext:
         self.shims = os.path.join(self.stub, "shims") + os.sep
         self.files: dict[str, ci.File] = {}
         self._errors: dict[str, list[int]] | None = None
+        self._blanked: dict[str, str] = {}
         self._by_bare: dict[str, list[list[tuple[Piece, ci.Cursor]]]] | None = None
-        self._members: dict[str, list[tuple[Piece, ci.Cursor]]] | None = None
         self.order: dict[str, int] = {}  # file -> first-inclusion rank
         # file -> offsets of the #include directives leading to it from the main file: a location's
         # position in the preprocessed stream is chain + (offset,), compared as tuples.
@@ -126,6 +126,8 @@ class TUContext:
         self.by_name: dict[tuple[tuple[str, ...], str], list[tuple[Piece, ci.Cursor]]] = {}
         self.macros: dict[str, list[Macro]] = {}
         self.defined: set[tuple[str, int]] = set()  # (file, offset of the name) of each processed #define
+        # class definition -> its members defined out of line (`vec<3, T, Q>::vec(T)` in a .inl)
+        self.members: dict[tuple[str, int], list[tuple[Piece, ci.Cursor]]] = {}
         self._index(tu.cursor, ())
         for path, lst in self.pieces.items():
             lst.sort(key=lambda t: (t[0], -t[1]))
@@ -161,11 +163,59 @@ class TUContext:
                 parent = c.semantic_parent
                 if parent is not None and parent.kind in _CLASS_KINDS and name:
                     # `void W<T>::run() {...}` at namespace scope: one set per class, not every `run`.
-                    name = f"{parent.spelling}::{name}"
-                p = Piece(path, e.start.offset, e.end.offset, ns, c.kind.name, name)
+                    # Partial specializations are classes of their own (`vec<3, T, Q>`, `vec<4, T, Q>`).
+                    partial = parent.kind == K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION
+                    cls = parent.displayname if partial else parent.spelling
+                    name = f"{cls}::{name}"
+                start = e.start.offset
+                if parent is not None and parent.kind in _CLASS_KINDS and c.lexical_parent != parent:
+                    # Out of line, a member template of a class template is written under the class's
+                    # parameter lists (`template<class T> template<class U> W<T>::W(W<U> const&)`), but
+                    # libclang's extent starts at the member's own list: without the outer ones the
+                    # text names parameters nothing declares.
+                    start = self._outer_template_start(path, start)
+                p = Piece(path, start, e.end.offset, ns, c.kind.name, name)
                 self.pieces.setdefault(path, []).append((p.start, p.end, p, c))
+                if parent is not None and parent.kind in _CLASS_KINDS and c.lexical_parent != parent:
+                    # Under every enclosing class: `Outer<T>::Inner::f` comes with the `Outer` piece.
+                    while parent is not None and parent.kind in _CLASS_KINDS:
+                        self.members.setdefault(_class_key(self.norm, parent), []).append((p, c))
+                        parent = parent.semantic_parent
                 if name:
                     self.by_name.setdefault((ns, name), []).append((p, c))
+
+    def _outer_template_start(self, path: str, start: int) -> int:
+        """Where the `template<...>` lists written right before `start` begin (comments skipped)."""
+        text = self._blanked.get(path)
+        if text is None:
+            # Comments and strings blanked to the same length, so offsets stay those of the file.
+            raw = self.read(path).decode("latin-1")
+            text = self._blanked[path] = _STRING_OR_COMMENT.sub(lambda m: " " * len(m.group()), raw)
+        while True:
+            i = start
+            while i > 0 and text[i - 1].isspace():
+                i -= 1
+            if i == 0 or text[i - 1] != ">":
+                return start
+            depth, j = 0, i - 1
+            while j >= 0:  # back to the `<` that opens this list
+                if text[j] == ">":
+                    depth += 1
+                elif text[j] == "<":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                elif text[j] in ";{}":
+                    return start
+                j -= 1
+            if j < 0:
+                return start
+            k = j
+            while k > 0 and text[k - 1].isspace():
+                k -= 1
+            if k < 8 or text[k - 8:k] != "template" or (k > 8 and (text[k - 9].isalnum() or text[k - 9] == "_")):
+                return start
+            start = k - 8
 
     def _outermost(self, lst: list[tuple[int, int, Piece, ci.Cursor]]) -> list[tuple[int, int, Piece, ci.Cursor]]:
         """Declarations nested in another (`typedef enum {..} t;`, `struct S {..} s;`) are one piece:
@@ -214,24 +264,6 @@ class TUContext:
                 return p, c
             i -= 1
         return None
-
-    def out_of_line_members(self, cls: ci.Cursor) -> list[tuple[Piece, ci.Cursor]]:
-        """Member functions of `cls` (or of a class nested in it) defined outside it at namespace scope
-        (`template <class K> __device__ V Map<K, V>::view::find(K k) {...}`). Indexed on first use by the
-        namespace-level class that encloses each member."""
-        if self._members is None:
-            self._members = {}
-            for lst in self.pieces.values():
-                for _s, _e, p, c in lst:
-                    if c.kind not in _MEMBER_FUNCS:
-                        continue
-                    owner = c.semantic_parent
-                    if owner is None or owner.kind not in _CLASS_KINDS:
-                        continue
-                    while owner.semantic_parent is not None and owner.semantic_parent.kind in _CLASS_KINDS:
-                        owner = owner.semantic_parent
-                    self._members.setdefault(owner.get_usr(), []).append((p, c))
-        return self._members.get(cls.get_usr(), [])
 
     def groups_named(self, name: str) -> list[list[tuple[Piece, ci.Cursor]]]:
         """The same-name sets called `name` in every scope, in index order (candidates of an
@@ -282,6 +314,11 @@ def _skipped_ranges(tu: ci.TranslationUnit, f: ci.File | None) -> list[tuple[int
         lib.clang_disposeSourceRangeList(lst)
 
 
+def _class_key(norm, c: ci.Cursor) -> tuple[str, int]:
+    d = c.get_definition() or c
+    return (norm(d.location.file.name) if d.location.file else "", d.location.offset)
+
+
 def _text(ctx: TUContext, p: Piece | Macro) -> str:
     cuts = getattr(p, "cuts", ())
     notes = [f"/* kernel-miner: host-only member left out of the unit: it uses {why} */" for _s, _e, why in cuts]
@@ -298,6 +335,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     whose types (declared at any namespace scope of the project) the unit needs as well."""
     out = Closure()
     seen: set[tuple[str, int]] = {(kernel_path, kernel_start)}
+    with_members: set[tuple[str, int]] = set()
     pieces: list[Piece] = []
     shims: set[str] = set()
     work = [(kernel_cursor, _enclosing_namespaces(kernel_cursor))]
@@ -312,6 +350,16 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 seen.add(key)
                 pieces.append(gp)
                 work.append((gc, gp.namespaces))
+        if pc.kind in _CLASS_KINDS and (piece.path, piece.start) not in with_members:
+            # The class itself (not the rest of its specialization set, which this use does not
+            # instantiate) comes with its members defined out of line, as its header brings their .inl
+            # along: a call in a template (`m[0]` on a dependent `mat<3, 3, T, Q>`) names no
+            # declaration in the AST, so the definition it needs is reached no other way.
+            # Only members device code can call: a host-only one may name what the unit lacks (torch).
+            with_members.add((piece.path, piece.start))
+            for mp, mc in ctx.members.get(_class_key(ctx.norm, pc), ()):
+                if any(ch.kind in _DEVICE_ATTRS for d in (mc, mc.canonical) for ch in d.get_children()):
+                    take(mp, mc)
 
     for name in arg_names:
         for lst in ctx.groups_named(name):
@@ -327,11 +375,6 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 found = ctx.piece_at(ctx.norm(cur.extent.start.file.name), cur.extent.start.offset)
                 if found is not None:
                     found[0].cuts = tuple((s0, e0, why) for (s0, e0), why in sorted(drop.items()))
-            # Device code may call a device member whose body is written outside the class (a dependent
-            # call on a template parameter leaves no reference to follow): take those definitions.
-            for gp, gc in ctx.out_of_line_members(cur):
-                if any(ch.kind in _DEVICE_ATTRS for d in (gc, gc.canonical) for ch in d.get_children()):
-                    take(gp, gc)
         idents = _identifiers(ctx, cur, drop)
         tokens += idents
         for c in _walk(cur, drop):
