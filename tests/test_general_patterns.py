@@ -363,6 +363,7 @@ def test_vendored_template_library_with_out_of_line_member_templates(dataset: di
         assert _built(m) == {"default": "ok"}, name
     text = _unit(dataset, _meta(dataset, "transform_points"), "default")
     # The member template keeps the class's parameter list written before its own.
-    head = "template <typename T, qualifier Q>\ntemplate <qualifier P>\nTL_FUNC_QUALIFIER TL_CONSTEXPR mat<3, 3, T, Q>::mat("
+    head = ("template <typename T, qualifier Q>\ntemplate <qualifier P>\n"
+            "TL_FUNC_QUALIFIER TL_CONSTEXPR mat<3, 3, T, Q>::mat(")
     assert head in text
     assert "mat<3, 3, T, Q>::operator[](\n    length_type i) const" in text
