@@ -148,3 +148,29 @@ def test_class_template_methods_instantiated_by_a_framework_macro(dataset: dict[
     m = _meta(dataset, "clamp_forward")
     assert {i["id"]: i["origin"] for i in m["instantiations"]} == {"float": "host_template", "double": "host_template"}
     assert set(_built(m).values()) == {"ok"}
+
+
+def test_torch_extension_flags_relaxed_constexpr_and_half_defines_the_build_undoes(dataset: dict[str, Any]) -> None:
+    """A constexpr host call in device code needs torch's --expt-relaxed-constexpr; a float -> __half
+    assignment needs the conversions the extension's setup.py re-enables with -U."""
+    m = _meta(dataset, "clamp_far_kernel")
+    assert m["build_flags"]["from"][-1].endswith("relaxed_ext/setup.py")
+    flags = m["build_flags"]["nvcc"]
+    assert {"--expt-relaxed-constexpr", "-U__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__"} <= set(flags)
+    assert "-O3" not in flags and "-D__CUDA_NO_HALF_CONVERSIONS__" not in flags
+    assert _built(m) == {"float": "ok", "double": "ok", "half": "ok"}
+    assert "#define __CUDA_NO_HALF_CONVERSIONS__" not in _unit(dataset, m, "half")
+    assert not m["unresolved"]  # the parse honoured the -U too
+
+
+def test_cxx20_dialect_from_cmake_and_a_concept_in_the_closure(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "sum_pos_kernel")
+    assert m["build_flags"]["nvcc"] == ["-std=c++20", "--expt-relaxed-constexpr"]
+    assert "Arithmetic" in m["closure"]["types"]
+    assert _built(m) == {"float": "ok"}
+
+
+def test_cxx20_dialect_from_the_source_when_no_build_file_says(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "halve_kernel")
+    assert m["build_flags"] == {"nvcc": ["-std=c++20"], "from": ["source"]}
+    assert _built(m) == {"default": "ok"}

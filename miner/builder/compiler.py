@@ -43,7 +43,7 @@ class Compiler:
             for proc in list(self._running):
                 _kill_group(proc.pid)
 
-    def compile(self, src: str, out: Path, cwd: Path, tmp: Path) -> Compiled:
+    def compile(self, src: str, out: Path, cwd: Path, tmp: Path, extra: list[str] | None = None) -> Compiled:
         with self._lock:
             if self.stopped:
                 return Compiled(None, "build interrupted", 0.0)
@@ -51,7 +51,7 @@ class Compiler:
         env = dict(os.environ, **self.env, TMPDIR=str(tmp))
         t0 = time.monotonic()
         try:
-            proc = subprocess.Popen([self.nvcc, *self.flags, src, "-o", str(out)], cwd=cwd, env=env,
+            proc = subprocess.Popen([self.nvcc, *self.flags, *(extra or []), src, "-o", str(out)], cwd=cwd, env=env,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
         except OSError as exc:

@@ -63,7 +63,7 @@ class Builder:
         tmp = self.cache.tmpdir()
         try:
             out = tmp / "unit.so"
-            c = self.compiler.compile(u.rel, out, u.kernel_dir, tmp)
+            c = self.compiler.compile(u.rel, out, u.kernel_dir, tmp, self.toolchain.unit_flags(u.flags))
             if c.rc is None:
                 what = f"{self.toolchain.compiler} timed out after {self.opts.timeout:g} s"
                 r = Result("timeout", c.seconds, error=what,
@@ -89,7 +89,7 @@ class Builder:
             src = tmp / f"batch{self.toolchain.source_suffix}"
             atomic.write_text(src, batch_source(units))
             out = tmp / "batch.so"
-            c = self.compiler.compile(str(src), out, tmp, tmp)
+            c = self.compiler.compile(str(src), out, tmp, tmp, self.toolchain.unit_flags(units[0].flags))
             if c.rc == 0 and out.is_file():
                 bkey = hashlib.sha256("".join(u.key for u in units).encode()).hexdigest()
                 obj = self.cache.store_object(out, bkey)
@@ -189,13 +189,14 @@ class Builder:
         return self.results
 
     def _plan(self, todo: list[Unit]) -> list[list[Unit]]:
-        """Batches of units with the same includes: a header one unit lacks must not be lent to it
-        by a neighbour, or the unit would pass in its batch and fail on its own."""
+        """Batches of units with the same includes and the same project flags: a header one unit lacks
+        must not be lent to it by a neighbour, or the unit would pass in its batch and fail on its own;
+        and one command line serves the whole batch."""
         singles = [[u] for u in todo if not u.batchable]
-        groups: dict[frozenset[str], list[Unit]] = {}
+        groups: dict[tuple[frozenset[str], tuple[str, ...]], list[Unit]] = {}
         for u in todo:
             if u.batchable:
-                groups.setdefault(frozenset(u.includes), []).append(u)
+                groups.setdefault((frozenset(u.includes), tuple(u.flags)), []).append(u)
         batches: list[list[Unit]] = []
         for members in groups.values():
             n = -(-len(members) // max(1, self.opts.batch_size))

@@ -23,6 +23,10 @@ class ParseConfig:
     # torch headers: the shim's standard library is most of their parse time.
     torch_pch: str | None = None
     torch_tus: frozenset[str] = frozenset()
+    # What the project's build files say of a file (miner.source.build_flags.parse_args): its dialect
+    # ("-std=c++20"; files not listed are parsed as nvcc's default, C++17) and the torch half defines
+    # where the build undoes some.
+    args_of: dict[str, list[str]] = field(default_factory=dict)
 
     def defines_dict(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -56,10 +60,12 @@ def clang_args(config: ParseConfig, path: str, prefix: bool = True) -> list[str]
     `prefix=False` leaves the stub out: for building the precompiled prefix itself."""
     inc = stub_dir()
     args = [
-        "-x", "cuda", "--cuda-host-only", f"-D__CUDA_ARCH__={config.cuda_arch}", "-D__NVCC__", "-std=c++17",
+        "-x", "cuda", "--cuda-host-only", f"-D__CUDA_ARCH__={config.cuda_arch}", "-D__NVCC__",
+        *config.args_of.get(path, ["-std=c++17"]),
         "-nocudainc", "-nocudalib", "-ferror-limit=0", "-Wno-unknown-cuda-version",
     ]
-    if prefix and config.torch_pch and path in config.torch_tus and path not in config.per_file_args:
+    if (prefix and config.torch_pch and path in config.torch_tus and path not in config.per_file_args
+            and config.args_of.get(path, ["-std=c++17"]) == config.args_of.get(config.torch_pch, ["-std=c++17"])):
         args += ["-include-pch", config.torch_pch]
     elif prefix:
         args += ["-include", str(inc / "km_cuda_parse.h")]

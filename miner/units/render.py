@@ -14,6 +14,7 @@ from miner import __version__
 from miner.dataset import atomic
 from miner.frontends.config import stub_dir
 from miner.resources import data_dir
+from miner.source import build_flags
 from miner.units.instantiations import INTEGRAL_TYPE, inst_id, substitute
 
 _CTYPES = [
@@ -38,6 +39,9 @@ def _env() -> jinja2.Environment:
 def shim_text() -> str:
     return (stub_dir() / "unit" / "km_torch_unit.h").read_text(encoding="utf-8")
 
+
+_NO_HALF = ("__CUDA_NO_HALF_OPERATORS__", "__CUDA_NO_HALF_CONVERSIONS__", "__CUDA_NO_BFLOAT16_CONVERSIONS__",
+            "__CUDA_NO_HALF2_OPERATORS__")
 
 # Built-ins the shim overloads for c10's 16-bit types; each overload sits between km:<name>-<type> markers.
 _SHIM_OVERLOADS = ("atomicAdd", "__ldg")
@@ -122,6 +126,11 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: dict[str,
     pieces = [dict(p, relpath=os.path.relpath(p["path"], root_hint) if p["path"] else "", after=p.get("after", False))
               for p in unit["pieces"]]
     macros = _object_macros(pieces)
+    flags = build_flags.applied(list((meta.get("build_flags") or {}).get("nvcc") or []))
+    # The shim's c10::Half wants torch's __CUDA_NO_HALF* defines; where the project's flags say them
+    # (-D) or undo them (-U, torch-ngp), the command line decides, as in the original build.
+    said = {f[2:].split("=", 1)[0] for f in flags if f.startswith(("-D", "-U"))}
+    no_half = [n for n in _NO_HALF if n not in said]
     records = []
     used_ids: set[str] = set()
     for inst in insts:
@@ -144,6 +153,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: dict[str,
             m = re.search(re.escape(meta["name"]) + r"\s*(<[^({]*>)\s*\(", kernel_text)
             callee = meta["qualified_name"] + (m.group(1) if m else "")
         ctx = {
+            "build_flags": flags, "no_half": no_half,
             "kernel": meta, "src": meta["source"], "version": __version__, "symbol": symbol,
             "includes": unit["includes"],
             # The configuration the kernel was mined in; nvcc defines __CUDA_ARCH__ and __NVCC__ itself.

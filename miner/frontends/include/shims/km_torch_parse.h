@@ -4,7 +4,9 @@
  */
 #ifndef KM_TORCH_PARSE_H
 #define KM_TORCH_PARSE_H
-/* What torch.utils.cpp_extension passes to nvcc for every CUDA extension. */
+/* What torch.utils.cpp_extension passes to nvcc for every CUDA extension; unless the project's build
+ * undoes some (-U), then the parse is given the ones it keeps (KM_BUILD_HALF_FLAGS). */
+#ifndef KM_BUILD_HALF_FLAGS
 #ifndef __CUDA_NO_HALF_OPERATORS__
 #define __CUDA_NO_HALF_OPERATORS__
 #endif
@@ -16,6 +18,7 @@
 #endif
 #ifndef __CUDA_NO_HALF2_OPERATORS__
 #define __CUDA_NO_HALF2_OPERATORS__
+#endif
 #endif
 #include "cuda_runtime.h"
 /* torch/extension.h brings most of the standard library; code relies on it. */
