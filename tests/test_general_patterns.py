@@ -174,3 +174,13 @@ def test_cxx20_dialect_from_the_source_when_no_build_file_says(dataset: dict[str
     m = _meta(dataset, "halve_kernel")
     assert m["build_flags"] == {"nvcc": ["-std=c++20"], "from": ["source"]}
     assert _built(m) == {"default": "ok"}
+
+
+def test_wmma_kernel_from_a_host_template_with_a_local_const_template_argument(dataset: dict[str, Any]) -> None:
+    """mma.h is shimmed for the parse (else the launching function loses its body), and
+    `const int N_ITERS = WIDTH >= 64 ? 2 : 4;` is folded per instantiation of the host template."""
+    m = _meta(dataset, "tile_mma_kernel")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {
+        "16_4_float": "host_template", "64_2_float": "host_template",
+        "16_4_half": "host_template", "64_2_half": "host_template"}
+    assert set(_built(m).values()) == {"ok"}

@@ -136,7 +136,17 @@ def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[s
                 if init:
                     text = _src(ctx, init[-1])
                     inner = _aliases(ctx, init[-1], lists, found) if d.spelling not in text else {}
-                    out[d.spelling] = "" if "" in inner.values() else f"({substitute(text, inner)})"
+                    # `const int N_ITERS = WIDTH >= 256 ? 2 : 8;` in a host template: its text, in the
+                    # template's parameters (they stay by name, marked unknown here: _finish accepts
+                    # them when they are the launching template's own, and folds the value per
+                    # instantiation); anything else unknown makes the constant unknown too.
+                    own = {p.spelling for p in _tparams(d.semantic_parent)}
+                    if any(not v and n not in own for n, v in inner.items()):
+                        out[d.spelling] = ""
+                    else:
+                        for n, v in inner.items():
+                            out.setdefault(n, v)
+                        out[d.spelling] = f"({substitute(text, {n: v for n, v in inner.items() if v})})"
     return out
 
 
