@@ -103,17 +103,20 @@ def _base(type_text: str) -> str:
     return "char" if t in ("void", "") else re.sub(r"\s+", " ", t)
 
 
-def _typed_args(tparams: list[dict[str, Any]], args: list[str]) -> list[str]:
+def _typed_args(tparams: list[dict[str, Any]], args: list[str], pieces: list[dict[str, Any]] = ()) -> list[str]:
     """Template arguments as the explicit instantiation writes them: an integer given to a parameter of
-    enum type (`ReductionType REDUCE`, recorded as its value 2) is cast to that type."""
+    enum type (`ReductionType REDUCE`, recorded as its value 2) is cast to that type, qualified by the
+    namespaces of the unit's enum of that name (the launcher sits at global scope)."""
     names = {tp["name"] for tp in tparams}
+    enums = {p["name"]: "::" + "".join(f"{n}::" for n in p["namespaces"] if n) + p["name"]
+             for p in pieces if p["kind"] == "ENUM_DECL" and p["namespaces"]}
     out = []
     for i, a in enumerate(args):
         tp = tparams[i] if i < len(tparams) else {}
         t = (tp.get("type") or "").strip()
         if (tp.get("kind") == "value" and t and re.fullmatch(r"-?\d+", a.strip())
                 and not INTEGRAL_TYPE.fullmatch(t) and not set(re.findall(r"\w+", t)) & names):
-            a = f"static_cast<{t}>({a.strip()})"
+            a = f"static_cast<{enums.get(t, t)}>({a.strip()})"
         out.append(a)
     return out
 
@@ -145,7 +148,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: dict[str,
             p["name"] = p["name"] or f"arg{i}"
             p["ctype"] = ctype_of(p["type"])
             p["base"] = _base(p["type"])
-        args_text = ", ".join(_typed_args(meta.get("template_params") or [], inst["args"]))
+        args_text = ", ".join(_typed_args(meta.get("template_params") or [], inst["args"], pieces))
         symbol = "km_launch_" + hashlib.sha256(f"{meta['id']}/{iid}".encode()).hexdigest()[:16]
         explicit = bool(inst["args"]) and not meta["is_specialization"]
         callee = meta["qualified_name"] + (f"<{args_text}>" if inst["args"] or meta["is_specialization"] else "")

@@ -346,6 +346,21 @@ struct OptionalDeviceGuard { OptionalDeviceGuard(); explicit OptionalDeviceGuard
 
 namespace c10 {
 using at::TensorOptions;
+/* c10/util/intrusive_ptr.h and torch/custom_class.h: classes a project registers with TorchScript derive
+ * from torch::CustomClassHolder; without these their declarations, and every method body (launches
+ * included), were invalid in the parse. */
+struct intrusive_ptr_target { virtual ~intrusive_ptr_target() = default; };
+template <class T, class NullType = void> struct intrusive_ptr {
+  intrusive_ptr() noexcept;
+  template <class U> intrusive_ptr(const intrusive_ptr<U> &) noexcept;
+  T *get() const noexcept;
+  T *operator->() const noexcept;
+  T &operator*() const noexcept;
+  explicit operator bool() const noexcept;
+  T *release() noexcept;
+  static intrusive_ptr reclaim(T *);
+};
+template <class T, class... Args> intrusive_ptr<T> make_intrusive(Args &&...args);
 namespace cuda {
 using at::cuda::CUDAGuard;
 using at::cuda::OptionalCUDAGuard;
@@ -357,6 +372,9 @@ cudaStream_t getDefaultCUDAStream(int device = -1);
 
 namespace torch {
 using namespace at;
+struct CustomClassHolder : c10::intrusive_ptr_target {};
+template <class T> using intrusive_ptr = c10::intrusive_ptr<T>;
+using c10::make_intrusive;
 using at::indexing::Slice;
 namespace indexing { using namespace at::indexing; }
 namespace autograd { struct Variable : at::Tensor {}; }
