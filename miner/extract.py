@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing as mp
 import os
+import re
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -314,6 +315,28 @@ def _project_flags(files: list[SourceFile], graph: include_graph.IncludeGraph, p
     return out
 
 
+def _no_launch_reason(k: Kernel, data: dict[str, bytes], root: str) -> dict[str, str]:
+    """Why a kernel has no recorded launch: its name appears nowhere else in the sources read (the
+    inputs and their project context), or where it does appear, which the launch finder did not follow
+    (a launch in code the parse dropped, a deduced call in a class template's out-of-line method, a
+    launch in a file outside the context...)."""
+    pat = re.compile(rb"(?<![\w.])" + re.escape(k.name.encode()) + rb"\b")
+    seen: list[str] = []
+    for path, text in data.items():
+        for m in pat.finditer(text):
+            if path == k.path and k.start_offset <= m.start() < k.end_offset:
+                continue
+            line = text.count(b"\n", 0, m.start()) + 1
+            seen.append(f"{_rel(path, root)}:{line}")
+    where = f"{_rel(k.path, root)}:{k.start_line}"
+    if not seen:
+        return {"symbol": k.name, "where": where,
+                "reason": "no launch: the kernel is named nowhere else in the sources read (never launched here)"}
+    more = f" and {len(seen) - 3} more" if len(seen) > 3 else ""
+    return {"symbol": k.name, "where": where,
+            "reason": f"no launch resolved: named at {', '.join(seen[:3])}{more}, not a launch the parse could follow"}
+
+
 def _file_defines(config: ParseConfig, tu: str | None) -> list[str]:
     """-D flags a compile_commands.json entry gives the translation unit."""
     args = config.per_file_args.get(tu or "", [])
@@ -435,6 +458,7 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
                     if opts.frontend != "treesitter" and clang_frontend.AVAILABLE else [])
     variant_of = {id(v.of): v for v in hip_variants}
     data = {f.path: f.data for f in files}
+    all_data = {**{f.path: f.data for f in extra}, **data}
     ordinals: dict[tuple[str, str], int] = defaultdict(int)
     metas: list[dict[str, Any]] = []
     replaced: set[tuple[str | None, str]] = set()
@@ -453,6 +477,8 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
             meta["variant"] = {"toolchain": "hip", "defines": [], "reason": native}
         if opts.units:
             unit_stage.attach(str(out_dir), meta, k, text.decode("utf-8", "replace"), units, origin.root)
+            if not meta.get("launches") and not meta.get("references"):
+                meta["unresolved"].append(_no_launch_reason(k, all_data, origin.root))
         dataset.write_kernel(out_dir, meta, text)
         metas.append(meta)
         replaced.add((origin.repo, rel))

@@ -194,3 +194,12 @@ def test_enum_class_argument_from_a_qualified_enumerator_and_launch_bounds_const
     assert "kThreads" in m["closure"]["globals"]
     assert set(_built(m).values()) == {"ok"}
     assert "static_cast<::acc::Mode>(1)" in _unit(dataset, m, "1")
+
+
+def test_a_kernel_without_a_launch_says_why(dataset: dict[str, Any]) -> None:
+    spare = _meta(dataset, "spare_fill_kernel")
+    assert not spare["launches"]
+    assert any(u["reason"].startswith("no launch: the kernel is named nowhere else") for u in spare["unresolved"])
+    named = _meta(dataset, "registry_scale_kernel")
+    reasons = [u["reason"] for u in named["unresolved"] if u["symbol"] == "registry_scale_kernel"]
+    assert reasons and reasons[0].startswith("no launch resolved: named at ") and "spare.cu:15" in reasons[0]
