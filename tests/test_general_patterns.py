@@ -203,3 +203,11 @@ def test_a_kernel_without_a_launch_says_why(dataset: dict[str, Any]) -> None:
     named = _meta(dataset, "registry_scale_kernel")
     reasons = [u["reason"] for u in named["unresolved"] if u["symbol"] == "registry_scale_kernel"]
     assert reasons and reasons[0].startswith("no launch resolved: named at ") and "spare.cu:15" in reasons[0]
+
+
+def test_deduced_launch_in_an_out_of_line_method_of_an_explicitly_instantiated_class_template(
+        dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "project_kernel")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {"Pinhole": "host_template",
+                                                                   "Fisheye": "host_template"}
+    assert set(_built(m).values()) == {"ok"}
