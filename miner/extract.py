@@ -16,7 +16,7 @@ from miner import dataset
 from miner.dataset.schema import SCHEMA_VERSION
 from miner.errors import UsageError
 from miner.frontends import clang_frontend, hip_config, pch, treesitter_frontend
-from miner.frontends.config import ParseConfig, clang_args
+from miner.frontends.config import ParseConfig, clang_args, framework_overlay
 from miner.frontends.model import Kernel
 from miner.frontends.parse_cache import ParseCache
 from miner.source import build_flags, compile_db, context, include_graph
@@ -450,7 +450,8 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
                          defines=list(opts.defines), per_file_args=per_file,
                          context=frozenset(f.path for f in extra),
                          args_of={p: a for p, fl in flags_of.items()
-                                  if (a := build_flags.parse_args(fl["nvcc"])) != ["-std=c++17"]})
+                                  if (a := build_flags.parse_args(fl["nvcc"])) != ["-std=c++17"]},
+                         overlay_dir=framework_overlay([f.data for f in files + extra]))
     units = UnitData()
     kernels, tu_of = _parse_all(files, config, graph, opts, report, progress, units, extra)
     hip_variants = (hip_config.variants(files, extra, graph, config, kernels, tu_of, {f.path for f in files}, units,

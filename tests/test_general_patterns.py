@@ -211,3 +211,9 @@ def test_deduced_launch_in_an_out_of_line_method_of_an_explicitly_instantiated_c
     assert {i["id"]: i["origin"] for i in m["instantiations"]} == {"Pinhole": "host_template",
                                                                    "Fisheye": "host_template"}
     assert set(_built(m).values()) == {"ok"}
+
+
+def test_dispatch_v2_body_naming_scalar_t_and_opmath_type(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "scale_opmath_kernel")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {"float_float": "dispatch", "half_float": "dispatch"}
+    assert set(_built(m).values()) == {"ok"}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -27,6 +29,8 @@ class ParseConfig:
     # ("-std=c++20"; files not listed are parsed as nvcc's default, C++17) and the torch half defines
     # where the build undoes some.
     args_of: dict[str, list[str]] = field(default_factory=dict)
+    # Stand-ins for framework headers the shims lack (framework_overlay): searched after the shims.
+    overlay_dir: str | None = None
 
     def defines_dict(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -76,4 +80,39 @@ def clang_args(config: ParseConfig, path: str, prefix: bool = True) -> list[str]
     args += [f"-D{d}" for d in config.defines]
     args += [f"-I{d}" for d in config.include_dirs]
     args += [f"-I{inc / 'shims'}"]
+    if config.overlay_dir:
+        args += [f"-I{config.overlay_dir}"]
     return args
+
+
+_FRAMEWORK_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]((?:ATen|c10|torch|THC)/[\w./-]+)[>"]', re.M)
+
+
+def framework_overlay(texts: list[bytes]) -> str | None:
+    """A folder of stand-ins for the torch headers (`ATen/Dispatch_v2.h`, ...) the sources include and the
+    shims lack, each including the torch parse shim. clang stops a translation unit at an include it cannot
+    find, so one missing framework header used to lose every kernel and launch after it. The folder is
+    shared across runs (same content for the same name), so parse-cache keys stay stable."""
+    shims = stub_dir() / "shims"
+    wanted = sorted({m.group(1).decode() for t in texts for m in _FRAMEWORK_INCLUDE.finditer(t)
+                     if not (shims / m.group(1).decode()).is_file()})
+    if not wanted:
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    root = Path(base) / "kernel-miner" / "framework-shims"
+    body = "/* kernel-miner parse stand-in: a torch header the parse shims do not model. */\n" \
+           "#include <km_torch_parse.h>\n"
+    try:
+        for rel in wanted:
+            if ".." in Path(rel).parts:
+                continue
+            dst = root / rel
+            if dst.is_file():
+                continue
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+            tmp.write_text(body, encoding="utf-8")
+            os.replace(tmp, dst)
+    except OSError:
+        return None
+    return str(root)
