@@ -7,7 +7,7 @@ import multiprocessing as mp
 import os
 import re
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -16,10 +16,10 @@ from miner import dataset, extract_cache
 from miner.dataset.schema import SCHEMA_VERSION
 from miner.errors import NothingToDo, UsageError
 from miner.frontends import clang_frontend, hip_config, pch, treesitter_frontend
-from miner.frontends.config import ParseConfig, clang_args
+from miner.frontends.config import ParseConfig, clang_args, framework_overlay
 from miner.frontends.model import Kernel
 from miner.frontends.parse_cache import ParseCache
-from miner.source import compile_db, context, include_graph
+from miner.source import build_flags, compile_db, context, include_graph
 from miner.source.discover import SourceFile, discover
 from miner.source.provenance import Origin, origin_of
 from miner.units.mentions import Mentions
@@ -272,10 +272,16 @@ def _with_torch_pch(config: ParseConfig, files: list[SourceFile], reach: dict[st
     """The config with a precompiled stub + torch shim for the roots whose includes reach torch."""
     torch_files = {f.path for f in files if pch.includes_torch(f.data)}
     tus = frozenset(r for r, seen in reach.items() if seen & torch_files)
+    # A precompiled prefix serves only parses with its own dialect and half defines: built for the most
+    # common ones (clang_args compares them).
+    kinds = Counter(tuple(config.args_of.get(r, ["-std=c++17"])) for r in tus)
+    args = list(kinds.most_common(1)[0][0]) if kinds else ["-std=c++17"]
+    tus = frozenset(r for r in tus if config.args_of.get(r, ["-std=c++17"]) == args)
     if len(tus) < 2:  # building the prefix costs about two parses
         return config
-    path = pch.build(config, folder)
-    return replace(config, torch_pch=path, torch_tus=tus) if path else config
+    path = pch.build(replace(config, args_of={**config.args_of, os.path.join(folder, "km_prefix.h"): args}), folder)
+    return (replace(config, torch_pch=path, torch_tus=tus, args_of={**config.args_of, path: args})
+            if path else config)
 
 
 def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], config: ParseConfig,
@@ -321,6 +327,34 @@ def _input_root(path: str, roots: list[str]) -> str:
 
 def _rel(path: str, root: str) -> str:
     return os.path.relpath(path, root) if path.startswith(root + os.sep) else path
+
+
+def _project_flags(files: list[SourceFile], graph: include_graph.IncludeGraph, per_file: dict[str, list[str]],
+                   project: str | None, roots: list[str]) -> dict[str, dict[str, Any]]:
+    """Per source file, the nvcc flags its project's build gives it (metadata `build_flags`): the build
+    files above it, a compile_commands.json `-std` over theirs, else the dialect its own text (or a
+    header it includes) needs. Files nothing is known for are left out."""
+    own = {f.path for f in files if build_flags.source_std(f.data.decode("utf-8", "replace"))}
+    out: dict[str, dict[str, Any]] = {}
+    for f in files:
+        # Build files are looked for up to the project: --project, else the git checkout, else the input
+        # folder that holds the file (a setup.py beside src/ belongs to the sources under it).
+        stop = project or context.project_root(f.path)
+        if not project and not os.path.exists(os.path.join(stop, ".git")):
+            stop = _input_root(f.path, roots)
+        found = build_flags.find(f.path, stop) or {"nvcc": [], "from": []}
+        flags, used = list(found["nvcc"]), list(found["from"])
+        db_std = [a for a in per_file.get(f.path, []) if a.startswith("-std=")]
+        if db_std:
+            flags = build_flags.merge([*(x for x in flags if not x.startswith("-std=")),
+                                       build_flags.normal(db_std[-1])])
+            used.append("compile_commands.json")
+        if not any(x.startswith("-std=") for x in flags) and ({f.path} | graph.closure(f.path)) & own:
+            flags = [build_flags.std_flag(20), *flags]
+            used.append("source")  # a requires clause, a concept, ... in the file or a header it includes
+        if flags:
+            out[f.path] = {"nvcc": flags, "from": used}
+    return out
 
 
 def _file_defines(config: ParseConfig, tu: str | None) -> list[str]:
@@ -431,9 +465,13 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
         names = ", ".join(os.path.basename(f.path) for f in extra[:8]) + (" ..." if len(extra) > 8 else "")
         report.notes.append(f"{len(extra)} project files outside the inputs used as context: {names}")
     graph = include_graph.build(files + extra, include_dirs)
+    flags_of = _project_flags(files + extra, graph, per_file, opts.project, disc.roots)
     config = ParseConfig(include_dirs=include_dirs + graph.auto_include_dirs,
                          defines=list(opts.defines), per_file_args=per_file,
-                         context=frozenset(f.path for f in extra))
+                         context=frozenset(f.path for f in extra),
+                         args_of={p: a for p, fl in flags_of.items()
+                                  if (a := build_flags.parse_args(fl["nvcc"])) != ["-std=c++17"]},
+                         overlay_dir=framework_overlay([f.data for f in files + extra]))
     units = UnitData()
     cache = ParseCache.open()
     kernels, tu_of = _parse_all(files, config, graph, opts, report, progress, units, extra, cache)
@@ -460,6 +498,8 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
         ordinals[key] += 1
         text = data[k.path][k.start_offset:k.end_offset]
         meta = _metadata(k, text, origin, kid, tu_of.get(k.path), config)
+        if (bf := flags_of.get(tu_of.get(k.path) or k.path) or flags_of.get(k.path)):
+            meta["build_flags"] = bf
         native = hip_config.native_reason(k.path, data[k.path])
         if native:
             meta["variant"] = {"toolchain": "hip", "defines": [], "reason": native}
@@ -473,6 +513,8 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
             vtext = data[vk.path][vk.start_offset:vk.end_offset]
             vmeta = _metadata(vk, vtext, origin, dataset.kernel_id(vk.qualified_name + "@hip", origin.repo, rel,
                                                                    ordinals[key] - 1), tu_of.get(k.path), config)
+            if "build_flags" in meta:
+                vmeta["build_flags"] = meta["build_flags"]
             vmeta["variant"] = {"toolchain": "hip", "defines": v.defines, "of": kid,
                                 "reason": f"HIP branches (#if on {', '.join(v.defines)})"}
             vmeta = extract_cache.write_kernel(cache, out_dir, vmeta, vk, vtext, v.units, origin.root, opts.units,

@@ -367,3 +367,73 @@ def test_vendored_template_library_with_out_of_line_member_templates(dataset: di
             "TL_FUNC_QUALIFIER TL_CONSTEXPR mat<3, 3, T, Q>::mat(")
     assert head in text
     assert "mat<3, 3, T, Q>::operator[](\n    length_type i) const" in text
+
+
+def test_torch_extension_flags_relaxed_constexpr_and_half_defines_the_build_undoes(dataset: dict[str, Any]) -> None:
+    """A constexpr host call in device code needs torch's --expt-relaxed-constexpr; a float -> __half
+    assignment needs the conversions the extension's setup.py re-enables with -U."""
+    m = _meta(dataset, "clamp_far_kernel")
+    assert m["build_flags"]["from"][-1].endswith("relaxed_ext/setup.py")
+    flags = m["build_flags"]["nvcc"]
+    assert {"--expt-relaxed-constexpr", "-U__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__"} <= set(flags)
+    assert "-O3" not in flags and "-D__CUDA_NO_HALF_CONVERSIONS__" not in flags
+    assert _built(m) == {"float": "ok", "double": "ok", "half": "ok"}
+    assert "#define __CUDA_NO_HALF_CONVERSIONS__" not in _unit(dataset, m, "half")
+    assert not m["unresolved"]  # the parse honoured the -U too
+
+
+def test_cxx20_dialect_from_cmake_and_a_concept_in_the_closure(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "sum_pos_kernel")
+    assert m["build_flags"]["nvcc"] == ["-std=c++20", "--expt-relaxed-constexpr"]
+    assert "Arithmetic" in m["closure"]["types"]
+    assert _built(m) == {"float": "ok"}
+
+
+def test_cxx20_dialect_from_the_source_when_no_build_file_says(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "halve_kernel")
+    assert m["build_flags"] == {"nvcc": ["-std=c++20"], "from": ["source"]}
+    assert _built(m) == {"default": "ok"}
+
+
+def test_wmma_kernel_from_a_host_template_with_a_local_const_template_argument(dataset: dict[str, Any]) -> None:
+    """mma.h is shimmed for the parse (else the launching function loses its body), and
+    `const int N_ITERS = WIDTH >= 64 ? 2 : 4;` is folded per instantiation of the host template."""
+    m = _meta(dataset, "tile_mma_kernel")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {
+        "16_4_float": "host_template", "64_2_float": "host_template",
+        "16_4_half": "host_template", "64_2_half": "host_template"}
+    assert set(_built(m).values()) == {"ok"}
+
+
+def test_enum_class_argument_from_a_qualified_enumerator_and_launch_bounds_constant(dataset: dict[str, Any]) -> None:
+    """`launch<Mode::Accumulate>()` gives 1 (not `Mode::1`), cast to the enum with its namespaces in the
+    global-scope launcher; `__launch_bounds__(kThreads)` brings the constant from an anonymous namespace."""
+    m = _meta(dataset, "write_grad_kernel")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {"1": "host_template", "0": "host_template"}
+    assert "kThreads" in m["closure"]["globals"]
+    assert set(_built(m).values()) == {"ok"}
+    assert "static_cast<::acc::Mode>(1)" in _unit(dataset, m, "1")
+
+
+def test_a_kernel_without_a_launch_says_why(dataset: dict[str, Any]) -> None:
+    spare = _meta(dataset, "spare_fill_kernel")
+    assert not spare["launches"]
+    assert spare["launch_missing"]["reason"] == "not_referenced"
+    named = _meta(dataset, "registry_scale_kernel")
+    assert not named["launches"]
+    assert named["launch_missing"]["reason"] != "not_referenced", named["launch_missing"]
+    assert any(w.endswith("spare.cu:15") for w in named["launch_missing"]["where"]), named["launch_missing"]
+
+
+def test_deduced_launch_in_an_out_of_line_method_of_an_explicitly_instantiated_class_template(
+        dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "project_kernel")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {"Pinhole": "host_template",
+                                                                   "Fisheye": "host_template"}
+    assert set(_built(m).values()) == {"ok"}
+
+
+def test_dispatch_v2_body_naming_scalar_t_and_opmath_type(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "scale_opmath_kernel")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {"float_float": "dispatch", "half_float": "dispatch"}
+    assert set(_built(m).values()) == {"ok"}

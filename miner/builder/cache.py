@@ -23,7 +23,7 @@ def default_cache_dir() -> Path:
 
 def unit_key(unit: Unit, flags: list[str], tool_id: str) -> str:
     h = hashlib.sha256()
-    for part in (CACHE_FORMAT, tool_id, "\0".join(flags), unit.text):
+    for part in (CACHE_FORMAT, tool_id, "\0".join(flags), "\0".join(unit.flags), unit.text):
         h.update(part.encode("utf-8"))
         h.update(b"\0")
     for p in unit.local_headers:

@@ -64,7 +64,8 @@ class Builder:
         tmp = self.cache.tmpdir()
         try:
             out = tmp / "unit.so"
-            c = self.compiler.compile(u.rel, out, u.kernel_dir, tmp, u.compile_flags)
+            c = self.compiler.compile(u.rel, out, u.kernel_dir, tmp,
+                                      [*self.toolchain.unit_flags(u.flags), *u.compile_flags])
             if c.rc is None:
                 what = f"{self.toolchain.compiler} timed out after {self.opts.timeout:g} s"
                 r = Result("timeout", c.seconds, error=what,
@@ -90,7 +91,8 @@ class Builder:
             src = tmp / f"batch{self.toolchain.source_suffix}"
             atomic.write_text(src, batch_source(units))
             out = tmp / "batch.so"
-            c = self.compiler.compile(str(src), out, tmp, tmp, units[0].compile_flags)  # the batch's: _plan
+            c = self.compiler.compile(str(src), out, tmp, tmp,  # the batch's flags: _plan groups by them
+                                      [*self.toolchain.unit_flags(units[0].flags), *units[0].compile_flags])
             if c.rc == 0 and out.is_file():
                 bkey = hashlib.sha256("".join(u.key for u in units).encode()).hexdigest()
                 obj = self.cache.store_object(out, bkey)
@@ -196,14 +198,15 @@ class Builder:
         return self.results
 
     def _plan(self, todo: list[Unit]) -> list[list[Unit]]:
-        """Batches of units with the same includes: a header one unit lacks must not be lent to it
-        by a neighbour, or the unit would pass in its batch and fail on its own."""
+        """Batches of units with the same includes and the same project flags: a header one unit lacks
+        must not be lent to it by a neighbour, or the unit would pass in its batch and fail on its own;
+        and one command line serves the whole batch."""
         singles = [[u] for u in todo if not u.batchable]
-        # Same compile flags too: a batch compiles with its first member's (a wheel's include dir).
-        groups: dict[tuple[frozenset[str], tuple[str, ...]], list[Unit]] = {}
+        # Same compile flags too: one nvcc command line serves a batch (project flags, a wheel's include dir).
+        groups: dict[tuple[frozenset[str], tuple[str, ...], tuple[str, ...]], list[Unit]] = {}
         for u in todo:
             if u.batchable:
-                groups.setdefault((frozenset(u.includes), tuple(u.compile_flags)), []).append(u)
+                groups.setdefault((frozenset(u.includes), tuple(u.compile_flags), tuple(u.flags)), []).append(u)
         batches: list[list[Unit]] = []
         for members in groups.values():
             n = -(-len(members) // max(1, self.opts.batch_size))

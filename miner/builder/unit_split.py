@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from miner.source import build_flags
+
 _INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 _DEFINE = re.compile(r"^\s*#\s*(?:define|undef)\s+([A-Za-z_]\w*)", re.M)
 
@@ -36,6 +38,9 @@ class Unit:
     compile_flags: list[str] = field(default_factory=list)
     external: list[dict[str, str | None]] = field(default_factory=list)
     missing_header: str | None = None
+    # The project's build flags for this kernel (metadata build_flags.nvcc, as applied): part of the
+    # cache key and of the batch key, since one nvcc command line serves a whole batch.
+    flags: list[str] = field(default_factory=list)
 
     @property
     def path(self) -> Path:
@@ -122,13 +127,15 @@ def collect_units(kernel_dir: Path, meta: dict[str, Any]) -> tuple[list[Unit], d
     """Units to build, and {instantiation index: reason} for those that cannot be."""
     units: list[Unit] = []
     skipped: dict[int, str] = {}
+    flags = build_flags.applied(list((meta.get("build_flags") or {}).get("nvcc") or []))
     for i, inst in enumerate(meta.get("instantiations") or []):
         rel = inst.get("unit")
         symbol = (inst.get("launcher") or {}).get("symbol") or ""
         if not rel:
             skipped[i] = "no unit was rendered for this instantiation"
             continue
-        u = Unit(meta["id"], i, str(inst.get("id", i)), kernel_dir, rel, symbol, meta.get("name", ""))
+        u = Unit(meta["id"], i, str(inst.get("id", i)), kernel_dir, rel, symbol, meta.get("name", ""),
+                 flags=list(flags))
         try:
             u.text = u.path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -25,6 +27,12 @@ class ParseConfig:
     # torch headers: the shim's standard library is most of their parse time.
     torch_pch: str | None = None
     torch_tus: frozenset[str] = frozenset()
+    # What the project's build files say of a file (miner.source.build_flags.parse_args): its dialect
+    # ("-std=c++20"; files not listed are parsed as nvcc's default, C++17) and the torch half defines
+    # where the build undoes some.
+    args_of: dict[str, list[str]] = field(default_factory=dict)
+    # Stand-ins for framework headers the shims lack (framework_overlay): searched after the shims.
+    overlay_dir: str | None = None
 
     def defines_dict(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -58,10 +66,12 @@ def clang_args(config: ParseConfig, path: str, prefix: bool = True) -> list[str]
     `prefix=False` leaves the stub out: for building the precompiled prefix itself."""
     inc = stub_dir()
     args = [
-        "-x", "cuda", "--cuda-host-only", f"-D__CUDA_ARCH__={config.cuda_arch}", "-D__NVCC__", "-std=c++17",
+        "-x", "cuda", "--cuda-host-only", f"-D__CUDA_ARCH__={config.cuda_arch}", "-D__NVCC__",
+        *config.args_of.get(path, ["-std=c++17"]),
         "-nocudainc", "-nocudalib", "-ferror-limit=0", "-Wno-unknown-cuda-version",
     ]
-    if prefix and config.torch_pch and path in config.torch_tus and path not in config.per_file_args:
+    if (prefix and config.torch_pch and path in config.torch_tus and path not in config.per_file_args
+            and config.args_of.get(path, ["-std=c++17"]) == config.args_of.get(config.torch_pch, ["-std=c++17"])):
         args += ["-include-pch", config.torch_pch]
     elif prefix:
         args += ["-include", str(inc / "km_cuda_parse.h")]
@@ -72,4 +82,39 @@ def clang_args(config: ParseConfig, path: str, prefix: bool = True) -> list[str]
     args += [f"-D{d}" for d in config.defines]
     args += [f"-I{d}" for d in config.include_dirs]
     args += [f"-I{inc / 'shims'}"]
+    if config.overlay_dir:
+        args += [f"-I{config.overlay_dir}"]
     return args
+
+
+_FRAMEWORK_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]((?:ATen|c10|torch|THC)/[\w./-]+)[>"]', re.M)
+
+
+def framework_overlay(texts: list[bytes]) -> str | None:
+    """A folder of stand-ins for the torch headers (`ATen/Dispatch_v2.h`, ...) the sources include and the
+    shims lack, each including the torch parse shim. clang stops a translation unit at an include it cannot
+    find, so one missing framework header used to lose every kernel and launch after it. The folder is
+    shared across runs (same content for the same name), so parse-cache keys stay stable."""
+    shims = stub_dir() / "shims"
+    wanted = sorted({m.group(1).decode() for t in texts for m in _FRAMEWORK_INCLUDE.finditer(t)
+                     if not (shims / m.group(1).decode()).is_file()})
+    if not wanted:
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    root = Path(base) / "kernel-miner" / "framework-shims"
+    body = "/* kernel-miner parse stand-in: a torch header the parse shims do not model. */\n" \
+           "#include <km_torch_parse.h>\n"
+    try:
+        for rel in wanted:
+            if ".." in Path(rel).parts:
+                continue
+            dst = root / rel
+            if dst.is_file():
+                continue
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+            tmp.write_text(body, encoding="utf-8")
+            os.replace(tmp, dst)
+    except OSError:
+        return None
+    return str(root)

@@ -31,6 +31,7 @@ _PIECE_KINDS = {
     K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL, K.TYPE_ALIAS_TEMPLATE_DECL, K.VAR_DECL, K.CLASS_TEMPLATE,
     K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION, K.USING_DIRECTIVE, K.USING_DECLARATION, K.NAMESPACE_ALIAS,
     K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.CONVERSION_FUNCTION,  # member definitions out of line
+    K.CONCEPT_DECL,  # C++20: `requires Arithmetic<T>` names it through a TEMPLATE_REF
 }
 _CLASS_KINDS = {K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL, K.CLASS_TEMPLATE, K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION}
 _SCOPE_KINDS = {K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL}
@@ -407,6 +408,15 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 found = ctx.piece_at(dpath, d.location.offset)
                 if found is not None:
                     take(*found)
+        bounds = _launch_bounds_names(cur) if cur.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) else []
+        for name in bounds:
+            # `__launch_bounds__(kThreads)`: libclang exposes no cursor for CUDA's launch bounds, so the
+            # constants it names are looked up in the scopes visible from the function.
+            # An anonymous namespace's names are visible from its enclosing one.
+            for ns in [s for i in range(len(scope), -1, -1) for s in (scope[:i], scope[:i] + ("",))]:
+                if found_here := ctx.by_name.get((ns, name), [])[:1]:
+                    take(*found_here[0])
+                    break
         if ctx.has_errors(cur):
             # The parse dropped invalid expressions (a name its stub lacked): their calls are missing
             # from the AST. Fall back to the names in the text, looked up in the scopes visible here.
@@ -434,6 +444,27 @@ def _shim_rel(ctx: TUContext, path: str) -> str | None:
     Relative, so that where the miner is installed (a folder named `torchext`, say) never matters."""
     prefix = os.path.join(ctx.stub, "shims") + os.sep
     return path[len(prefix):] if path.startswith(prefix) else None
+
+
+def _launch_bounds_names(cur: ci.Cursor) -> list[str]:
+    """Identifiers inside `__launch_bounds__(...)` in a function's head (before its body)."""
+    toks = []
+    for t in cur.get_tokens():
+        if t.spelling == "{":
+            break
+        toks.append(t.spelling)
+    out: list[str] = []
+    for i, s in enumerate(toks):
+        if s != "__launch_bounds__" or i + 1 >= len(toks) or toks[i + 1] != "(":
+            continue
+        depth = 0
+        for s2 in toks[i + 1:]:
+            depth += (s2 == "(") - (s2 == ")")
+            if depth == 0:
+                break
+            if _IDENT.fullmatch(s2):
+                out.append(s2)
+    return out
 
 
 def _is_torch_shim(ctx: TUContext, path: str) -> bool:

@@ -104,6 +104,9 @@ def eval_int(text: str) -> int | None:
     t = re.sub(r"\btrue\b", "1", re.sub(r"\bfalse\b", "0", t))
     if re.search(r"[A-Za-z_]", re.sub(r"\b0[xX][0-9a-fA-F]+\b", "", t)) or len(t) > 200:
         return None
+    t = t.strip()
+    while t.startswith("(") and _closing(t) == len(t) - 1:  # `(W >= 64 ? 2 : 4)`: the ?: splits inside
+        t = t[1:-1].strip()
     m = re.fullmatch(r"(.*?)\?(.*):(.*)", t, re.S)
     if m and "?" not in m.group(1):
         c = eval_int(m.group(1))
@@ -114,6 +117,16 @@ def eval_int(text: str) -> int | None:
         return _ev(ast.parse(t, mode="eval").body)
     except (SyntaxError, ValueError, TypeError, ZeroDivisionError, RecursionError):
         return None
+
+
+def _closing(t: str) -> int:
+    """Index of the parenthesis that closes t[0], or -1."""
+    depth = 0
+    for i, ch in enumerate(t):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0:
+            return i
+    return -1
 
 
 def _ev(n: ast.AST) -> int:

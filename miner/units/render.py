@@ -12,6 +12,7 @@ from miner import __version__
 from miner.dataset import atomic
 from miner.frontends.config import stub_dir
 from miner.resources import template_env
+from miner.source import build_flags
 from miner.units.instantiations import INTEGRAL_TYPE, inst_id, substitute
 
 _CTYPES = [
@@ -29,6 +30,9 @@ _CTYPES = [
 def shim_text() -> str:
     return (stub_dir() / "unit" / "km_torch_unit.h").read_text(encoding="utf-8")
 
+
+_NO_HALF = ("__CUDA_NO_HALF_OPERATORS__", "__CUDA_NO_HALF_CONVERSIONS__", "__CUDA_NO_BFLOAT16_CONVERSIONS__",
+            "__CUDA_NO_HALF2_OPERATORS__")
 
 # Built-ins the shim overloads for c10's 16-bit types; each overload sits between km:<name>-<type> markers.
 _SHIM_OVERLOADS = ("atomicAdd", "__ldg")
@@ -90,17 +94,20 @@ def _base(type_text: str) -> str:
     return "char" if t in ("void", "") else re.sub(r"\s+", " ", t)
 
 
-def _typed_args(tparams: list[dict[str, Any]], args: list[str]) -> list[str]:
+def _typed_args(tparams: list[dict[str, Any]], args: list[str], pieces: list[dict[str, Any]] = ()) -> list[str]:
     """Template arguments as the explicit instantiation writes them: an integer given to a parameter of
-    enum type (`ReductionType REDUCE`, recorded as its value 2) is cast to that type."""
+    enum type (`ReductionType REDUCE`, recorded as its value 2) is cast to that type, qualified by the
+    namespaces of the unit's enum of that name (the launcher sits at global scope)."""
     names = {tp["name"] for tp in tparams}
+    enums = {p["name"]: "::" + "".join(f"{n}::" for n in p["namespaces"] if n) + p["name"]
+             for p in pieces if p["kind"] == "ENUM_DECL" and p["namespaces"]}
     out = []
     for i, a in enumerate(args):
         tp = tparams[i] if i < len(tparams) else {}
         t = (tp.get("type") or "").strip()
         if (tp.get("kind") == "value" and t and re.fullmatch(r"-?\d+", a.strip())
                 and not INTEGRAL_TYPE.fullmatch(t) and not set(re.findall(r"\w+", t)) & names):
-            a = f"static_cast<{t}>({a.strip()})"
+            a = f"static_cast<{enums.get(t, t)}>({a.strip()})"
         out.append(a)
     return out
 
@@ -113,6 +120,11 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: dict[str,
     pieces = [dict(p, relpath=os.path.relpath(p["path"], root_hint) if p["path"] else "", after=p.get("after", False))
               for p in unit["pieces"]]
     macros = _object_macros(pieces)
+    flags = build_flags.applied(list((meta.get("build_flags") or {}).get("nvcc") or []))
+    # The shim's c10::Half wants torch's __CUDA_NO_HALF* defines; where the project's flags say them
+    # (-D) or undo them (-U, torch-ngp), the command line decides, as in the original build.
+    said = {f[2:].split("=", 1)[0] for f in flags if f.startswith(("-D", "-U"))}
+    no_half = [n for n in _NO_HALF if n not in said]
     records = []
     used_ids: set[str] = set()
     for inst in insts:
@@ -127,7 +139,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: dict[str,
             p["name"] = p["name"] or f"arg{i}"
             p["ctype"] = ctype_of(p["type"])
             p["base"] = _base(p["type"])
-        args_text = ", ".join(_typed_args(meta.get("template_params") or [], inst["args"]))
+        args_text = ", ".join(_typed_args(meta.get("template_params") or [], inst["args"], pieces))
         symbol = "km_launch_" + hashlib.sha256(f"{meta['id']}/{iid}".encode()).hexdigest()[:16]
         explicit = bool(inst["args"]) and not meta["is_specialization"]
         callee = meta["qualified_name"] + (f"<{args_text}>" if inst["args"] or meta["is_specialization"] else "")
@@ -135,6 +147,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: dict[str,
             m = re.search(re.escape(meta["name"]) + r"\s*(<[^({]*>)\s*\(", kernel_text)
             callee = meta["qualified_name"] + (m.group(1) if m else "")
         ctx = {
+            "build_flags": flags, "no_half": no_half,
             "kernel": meta, "src": meta["source"], "version": __version__, "symbol": symbol,
             "includes": unit["includes"],
             # The configuration the kernel was mined in; nvcc defines __CUDA_ARCH__ and __NVCC__ itself.

@@ -71,6 +71,10 @@ class Toolchain(ABC):
         want = (meta.get("variant") or {}).get("toolchain")
         return want is None or want == self.name
 
+    def unit_flags(self, flags: list[str]) -> list[str]:
+        """The project's own flags (metadata `build_flags.nvcc`, already white-listed) this compiler takes."""
+        return flags
+
     def prepare(self, units: list[Unit], cache_root: Path | None = None) -> list[Unit]:
         """The units this compiler builds, made from the rendered CUDA units (identity for nvcc)."""
         return units

@@ -90,6 +90,11 @@ class Hipcc(Toolchain):
         return ["-shared", "-fPIC", "-std=c++17", *(f"--offload-arch={a}" for a in items),
                 "-Rpass-analysis=kernel-resource-usage", *opts.extra_flags]
 
+    def unit_flags(self, flags: list[str]) -> list[str]:
+        # nvcc's --expt-* switches mean nothing to clang (it allows constexpr host calls in device code and
+        # extended lambdas anyway); the dialect and -D/-U do. A later -std overrides the fixed -std=c++17.
+        return [f for f in flags if f.startswith(("-std=", "-D", "-U"))]
+
     def check(self, opts: BuildOptions, tool_id: str, cache_root: Path) -> None:
         """Every gfx target known to this hipcc: an unknown one would fail every unit with the same error.
         One empty compile, remembered per compiler and target list in the build cache."""
@@ -149,7 +154,8 @@ class Hipcc(Toolchain):
             if not same:
                 atomic.write_text(dst, hip_text)
             self.findings[(u.kernel_id, u.index)] = findings
-            h = Unit(u.kernel_id, u.index, u.inst_id, u.kernel_dir, rel, u.symbol, u.kernel_name, text=hip_text)
+            h = Unit(u.kernel_id, u.index, u.inst_id, u.kernel_dir, rel, u.symbol, u.kernel_name, text=hip_text,
+                     flags=list(u.flags))
             split_unit(h)
             out.append(h)
         return out

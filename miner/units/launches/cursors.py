@@ -166,6 +166,9 @@ def _evaluated(d: ci.Cursor) -> int | None:
         lib.clang_EvalResult_dispose(res)
 
 
+_QUALIFIED = re.compile(r"(?<![\w:])(?:[A-Za-z_]\w*\s*::\s*)+([A-Za-z_]\w*)\b(?!\s*[(<:])")
+
+
 class _Resolver:
     """Identifiers in template arguments that are constants: macros, enumerators, constexpr values."""
 
@@ -198,4 +201,12 @@ class _Resolver:
                 if not _IDENT.fullmatch(cur):
                     return f"({cur})" if re.search(r"[-+*/%<>&|^!~?]", cur) else (cur or name)
             return self.consts.get(cur, cur)
+
+        def qualified(m: re.Match[str]) -> str:
+            # `Mode::Accumulate` (an enum class's enumerator, a namespace's constant) is one value: the
+            # qualifier goes with the name, or `Mode::1` would be left behind.
+            name = m.group(1)
+            return self.consts[name] if name in self.consts and m.group(0).split("::")[0].strip() not in keep \
+                else m.group(0)
+        text = _QUALIFIED.sub(qualified, text)
         return _IDENT.sub(one, text)

@@ -49,6 +49,12 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
             if concrete is None and not written and t.kind == K.FUNCTION_TEMPLATE:
                 host = [p.spelling for p in st.host_params.get(host_key, [])] if host_key else []
                 deduced = _deduce(t, [a for a in children if a is not callee and a is not cfg], host)
+                own_names = [p.spelling for p in _tparams(t)]
+                if not deduced and own_names and all(n in host for n in own_names):
+                    # Argument types the parse leaves dependent (`make_view(this->cams())` in an out-of-line
+                    # method of `Base<Model>`) match nothing; a kernel whose every template parameter is
+                    # named like one of the launching template's is taken to receive that parameter.
+                    deduced = own_names
                 written = [deduced] if deduced else written
         launch = Launch(kernel=kkey, launcher=fn.spelling, path=path, line=call.location.line, kind=kind,
                         config={"grid": parts[0], "block": parts[1], "shared_mem": parts[2] or "0",

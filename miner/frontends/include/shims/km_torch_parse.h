@@ -4,7 +4,9 @@
  */
 #ifndef KM_TORCH_PARSE_H
 #define KM_TORCH_PARSE_H
-/* What torch.utils.cpp_extension passes to nvcc for every CUDA extension. */
+/* What torch.utils.cpp_extension passes to nvcc for every CUDA extension; unless the project's build
+ * undoes some (-U), then the parse is given the ones it keeps (KM_BUILD_HALF_FLAGS). */
+#ifndef KM_BUILD_HALF_FLAGS
 #ifndef __CUDA_NO_HALF_OPERATORS__
 #define __CUDA_NO_HALF_OPERATORS__
 #endif
@@ -16,6 +18,7 @@
 #endif
 #ifndef __CUDA_NO_HALF2_OPERATORS__
 #define __CUDA_NO_HALF2_OPERATORS__
+#endif
 #endif
 #include "cuda_runtime.h"
 /* torch/extension.h brings most of the standard library; code relies on it. */
@@ -170,6 +173,11 @@ constexpr DeviceType kCPU = DeviceType::CPU, kCUDA = DeviceType::CUDA, kHIP = De
     kPrivateUse1 = DeviceType::PrivateUse1;
 constexpr Layout kStrided = Layout::Strided;
 template <class T, bool is_cuda = true> using acc_type = typename c10::acc_type_s<T, is_cuda>::type;
+/* ATen/OpMathType.h: the type arithmetic on T is done in (float for the 16-bit types). */
+template <class T> struct OpMathType { using type = T; };
+template <> struct OpMathType<Half> { using type = float; };
+template <> struct OpMathType<BFloat16> { using type = float; };
+template <class T> using opmath_type = typename OpMathType<T>::type;
 template <typename T> struct DefaultPtrTraits { typedef T *PtrType; };
 template <typename T> struct RestrictPtrTraits { typedef T *__restrict PtrType; };
 template <typename T, unsigned long N, template <typename U> class PtrTraits = DefaultPtrTraits,
@@ -355,6 +363,21 @@ struct OptionalDeviceGuard { OptionalDeviceGuard(); explicit OptionalDeviceGuard
 
 namespace c10 {
 using at::TensorOptions;
+/* c10/util/intrusive_ptr.h and torch/custom_class.h: classes a project registers with TorchScript derive
+ * from torch::CustomClassHolder; without these their declarations, and every method body (launches
+ * included), were invalid in the parse. */
+struct intrusive_ptr_target { virtual ~intrusive_ptr_target() = default; };
+template <class T, class NullType = void> struct intrusive_ptr {
+  intrusive_ptr() noexcept;
+  template <class U> intrusive_ptr(const intrusive_ptr<U> &) noexcept;
+  T *get() const noexcept;
+  T *operator->() const noexcept;
+  T &operator*() const noexcept;
+  explicit operator bool() const noexcept;
+  T *release() noexcept;
+  static intrusive_ptr reclaim(T *);
+};
+template <class T, class... Args> intrusive_ptr<T> make_intrusive(Args &&...args);
 namespace cuda {
 using at::cuda::CUDAGuard;
 using at::cuda::OptionalCUDAGuard;
@@ -366,6 +389,9 @@ cudaStream_t getDefaultCUDAStream(int device = -1);
 
 namespace torch {
 using namespace at;
+struct CustomClassHolder : c10::intrusive_ptr_target {};
+template <class T> using intrusive_ptr = c10::intrusive_ptr<T>;
+using c10::make_intrusive;
 using at::indexing::Slice;
 namespace indexing { using namespace at::indexing; }
 namespace autograd { struct Variable : at::Tensor {}; }
@@ -491,7 +517,27 @@ template <class... A> [[noreturn]] void km_torch_check_fail(const A &...);
 #define AT_FLOATING_TYPES at::kDouble, at::kFloat
 #define AT_INTEGRAL_TYPES at::kByte, at::kChar, at::kInt, at::kLong, at::kShort
 #define AT_ALL_TYPES AT_FLOATING_TYPES, AT_INTEGRAL_TYPES
-#define AT_DISPATCH_V2(TYPE, NAME, BODY, ...) km_dispatch_v2(BODY, __VA_ARGS__)
+/* The body once per dispatched type (up to 8; fewer repeat the first), with scalar_t bound as in ATen:
+ * handed to a function instead, a body that names scalar_t was invalid and empty in the AST, and its
+ * launches were lost. The body is used directly (it holds unprotected commas: `k<scalar_t, acc_t>`). */
+#define KM_V2_CALL(M, ...) M(__VA_ARGS__)
+#define KM_V2_T0(a, ...) a
+#define KM_V2_T1(a, b, ...) b
+#define KM_V2_T2(a, b, c, ...) c
+#define KM_V2_T3(a, b, c, d, ...) d
+#define KM_V2_T4(a, b, c, d, e, ...) e
+#define KM_V2_T5(a, b, c, d, e, f, ...) f
+#define KM_V2_T6(a, b, c, d, e, f, g, ...) g
+#define KM_V2_T7(a, b, c, d, e, f, g, h, ...) h
+#define KM_V2_FIRST(...) KM_V2_CALL(KM_V2_T0, __VA_ARGS__, )
+#define KM_V2_TY(i, ...) km_scalar_type_t<KM_V2_CALL(KM_V2_T##i, __VA_ARGS__, KM_V2_FIRST(__VA_ARGS__),   \
+  KM_V2_FIRST(__VA_ARGS__), KM_V2_FIRST(__VA_ARGS__), KM_V2_FIRST(__VA_ARGS__), KM_V2_FIRST(__VA_ARGS__), \
+  KM_V2_FIRST(__VA_ARGS__), KM_V2_FIRST(__VA_ARGS__), KM_V2_FIRST(__VA_ARGS__))>
+#define AT_DISPATCH_V2(TYPE, NAME, BODY, ...)                                                          \
+  [&] { { using scalar_t = KM_V2_TY(0, __VA_ARGS__); BODY(); } { using scalar_t = KM_V2_TY(1, __VA_ARGS__); BODY(); } \
+        { using scalar_t = KM_V2_TY(2, __VA_ARGS__); BODY(); } { using scalar_t = KM_V2_TY(3, __VA_ARGS__); BODY(); } \
+        { using scalar_t = KM_V2_TY(4, __VA_ARGS__); BODY(); } { using scalar_t = KM_V2_TY(5, __VA_ARGS__); BODY(); } \
+        { using scalar_t = KM_V2_TY(6, __VA_ARGS__); BODY(); } { using scalar_t = KM_V2_TY(7, __VA_ARGS__); BODY(); } }()
 template <c10::ScalarType S> struct km_scalar_type_s { typedef float type; };
 template <> struct km_scalar_type_s<c10::ScalarType::Double> { typedef double type; };
 template <> struct km_scalar_type_s<c10::ScalarType::Half> { typedef c10::Half type; };

@@ -144,6 +144,10 @@ namespace at {
 using c10::BFloat16;
 using c10::Half;
 template <class T, bool is_cuda = true> using acc_type = typename c10::km_acc<T, is_cuda>::type;
+template <class T> struct OpMathType { using type = T; };
+template <> struct OpMathType<Half> { using type = float; };
+template <> struct OpMathType<BFloat16> { using type = float; };
+template <class T> using opmath_type = typename OpMathType<T>::type;
 template <typename T> struct DefaultPtrTraits { typedef T *PtrType; };
 template <typename T> struct RestrictPtrTraits { typedef T *__restrict__ PtrType; };
 template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>

@@ -1,0 +1,194 @@
+"""The nvcc flags a project's own build gives its CUDA sources, as far as they change what the code means.
+
+A unit must compile the way its project compiles it: torch-ngp's kernels call `constexpr` host
+functions (`std::numeric_limits<float>::max()`) from device code, legal only under
+`--expt-relaxed-constexpr`, which every torch extension gets from `torch.utils.cpp_extension`;
+gsplat is C++20 (`requires` clauses) because its build says `-std=c++20`.
+
+Where: the build files of the nearest folder above the kernel's translation unit (up to the project
+root) that has any: `setup.py` / `*.py` that build a torch extension (`CUDAExtension`,
+`cpp_extension.load`, `extra_cuda_cflags`, `'nvcc': [...]`), `CMakeLists.txt` / `*.cmake`
+(`CMAKE_CUDA_STANDARD`, `CMAKE_CXX_STANDARD`, `cuda_std_NN` / `cxx_std_NN` compile features, flags
+in `CUDA_FLAGS` / `target_compile_options`). A compile_commands.json entry for the file wins for `-std`.
+
+Kept (a white list; nothing else can leak into a unit's command line): `-std=c++NN`,
+`--expt-relaxed-constexpr`, `--expt-extended-lambda` (and their spellings), and `-D`/`-U` of the
+`__CUDA_NO_HALF*`/`__CUDA_NO_BFLOAT16*` family, which only switch cuda_fp16/bf16 operators. Other
+`-D`s select a configuration, which the parse decides (docs/units.md, "Which configuration is mined");
+output, arch, include and optimisation flags say nothing about the code's meaning. The build files are
+read as text, not run: a flag counts wherever it is written (a `win32` branch included), and where
+several `-std` are written the newest wins (the same code built as C++20 and C++17 is C++20 code).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+import re
+import tokenize
+from typing import Any
+
+# torch.utils.cpp_extension.COMMON_NVCC_FLAGS, which every CUDAExtension / load() build passes first.
+TORCH_NVCC_FLAGS = ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
+                    "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr"]
+NVCC_DEFAULT_STD = 17  # nvcc 12/13's default dialect; CUDA 13's own headers (CCCL) need at least this
+
+_PY_TORCH = re.compile(r"\bCUDAExtension\b|cpp_extension|\bextra_cuda_cflags\b|['\"]nvcc['\"]\s*:")
+_PY_FLAG = re.compile(r"(?<![\w/])(-{1,2}std[= ](?:c|gnu)\+\+\d\w|-{1,2}expt-relaxed-constexpr"
+                      r"|-{1,2}expt-extended-lambda|-{1,2}extended-lambda|-[DU]\s*__CUDA_NO_(?:HALF|BFLOAT16)\w*)")
+_CMAKE_STD = re.compile(r"\b(?:CMAKE_CUDA_STANDARD|CUDA_STANDARD)\s+(\d\d)\b|\bcuda_std_(\d\d)\b")
+_CMAKE_CXX_STD = re.compile(r"\b(?:CMAKE_CXX_STANDARD|CXX_STANDARD)\s+(\d\d)\b|\bcxx_std_(\d\d)\b")
+_BUILD_PY = re.compile(r"^(setup|build|backend|.*_build|build_.*|.*extension.*)\.py$")
+_MAX_BYTES = 500_000
+
+
+def _std_num(value: str) -> int:
+    n = int(re.search(r"\d+", value).group(0))  # type: ignore[union-attr]
+    return n + 100 if n < 50 else n  # 03/11/14/17/20/23 order after 98
+
+
+def std_flag(num: int) -> str:
+    return f"-std=c++{num:02d}"
+
+
+def _read(path: str) -> str:
+    try:
+        if os.path.getsize(path) > _MAX_BYTES:
+            return ""
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+_STD_ALIAS = {"0x": 11, "1y": 14, "1z": 17, "2a": 20, "2b": 23, "2c": 26}
+
+
+def normal(flag: str) -> str:
+    """One spelling per flag: `--std c++2a` is `-std=c++20`, `-expt-extended-lambda` `--extended-lambda`."""
+    f = re.sub(r"\s+", "", flag)
+    if re.match(r"-{1,2}std", f):
+        v = re.search(r"\+\+(\w\w)", f)
+        tail = v.group(1) if v else "17"
+        return std_flag(_STD_ALIAS.get(tail) or int(tail) if tail.isdigit() or tail in _STD_ALIAS else 17)
+    if f.lstrip("-") in ("expt-relaxed-constexpr",):
+        return "--expt-relaxed-constexpr"
+    if f.lstrip("-") in ("expt-extended-lambda", "extended-lambda"):
+        return "--extended-lambda"
+    return f
+
+
+def _python_strings(text: str) -> str:
+    """The string literals of a Python file (comments and code left out), one a line."""
+    try:
+        toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return text
+    kinds = {tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING)}
+    return "\n".join(t.string for t in toks if t.type in kinds)
+
+
+def _from_python(text: str) -> list[str] | None:
+    """Flags of a Python build script that builds a torch extension (None: not one)."""
+    if not _PY_TORCH.search(text):
+        return None
+    code = _python_strings(text)
+    return [*TORCH_NVCC_FLAGS, *(normal(m.group(1)) for m in _PY_FLAG.finditer(code))]
+
+
+def _from_cmake(text: str) -> list[str]:
+    code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+    out: list[str] = []
+    cuda = [int(a or b) for a, b in _CMAKE_STD.findall(code)]
+    # CMake builds CUDA at CUDA_STANDARD; without one, projects that set only the C++ standard
+    # write their device code in that dialect too.
+    cxx = [int(a or b) for a, b in _CMAKE_CXX_STD.findall(code)]
+    if cuda or cxx:
+        out.append(std_flag(max(cuda or cxx)))
+    out += [normal(m.group(1)) for m in _PY_FLAG.finditer(code) if not m.group(1).lstrip("-").startswith("std")]
+    return out
+
+
+@functools.cache
+def _folder_flags(folder: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(flags, build files read) of one folder, None when it holds no build file."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return None
+    flags: list[str] = []
+    used: list[str] = []
+    for name in names:
+        path = os.path.join(folder, name)
+        if name == "CMakeLists.txt" or name.endswith(".cmake"):
+            got: list[str] | None = _from_cmake(_read(path))
+        elif _BUILD_PY.match(name):
+            got = _from_python(_read(path))
+        else:
+            continue
+        if got is None:
+            continue
+        used.append(name)
+        flags += got
+    return (tuple(flags), tuple(used)) if used else None
+
+
+def merge(flags: list[str]) -> list[str]:
+    """One `-std` (the newest), each other flag once, a `-U` cancelling an earlier `-D` of that name
+    (torch-ngp undoes torch's `__CUDA_NO_HALF_OPERATORS__`) as nvcc would."""
+    std = max((f for f in flags if f.startswith("-std=")), key=_std_num, default=None)
+    out: dict[str, None] = {}
+    for f in flags:
+        if f.startswith("-std="):
+            continue
+        if f.startswith(("-D", "-U")):
+            name = f[2:].split("=", 1)[0]
+            for other in [o for o in out if o.startswith(("-D", "-U")) and o[2:].split("=", 1)[0] == name]:
+                del out[other]
+        out[f] = None
+    return ([std] if std else []) + list(out)
+
+
+def find(path: str, stop: str) -> dict[str, Any] | None:
+    """`{"nvcc": [...], "from": [build files relative to stop]}` for the sources at `path`, None when no
+    build file above it (up to `stop`) says anything."""
+    d = os.path.dirname(os.path.realpath(path))
+    stop = os.path.realpath(stop)
+    while True:
+        got = _folder_flags(d)
+        if got is not None:
+            flags, used = got
+            return {"nvcc": merge(list(flags)),
+                    "from": [os.path.relpath(os.path.join(d, u), stop) for u in used]}
+        parent = os.path.dirname(d)
+        if d == stop or parent == d or not (d + os.sep).startswith(stop + os.sep):
+            return None
+        d = parent
+
+
+_CXX20 = re.compile(r"(?:>|\))\s*requires\s*[(\w:]|\bconcept\s+\w+\s*=|\bconsteval\b|\bconstinit\b|<=>"
+                    r"|#\s*include\s*<(?:concepts|ranges|span|bit|compare|numbers)>")
+
+
+def source_std(text: str) -> str | None:
+    """`-std=c++20` when the code itself is C++20 (a requires clause, a concept, consteval, <=>, a
+    C++20-only header), for sources whose build files name no dialect."""
+    return std_flag(20) if _CXX20.search(text) else None
+
+
+def parse_args(flags: list[str]) -> list[str]:
+    """What libclang parses with: the build's dialect, never older than nvcc's default; and where the
+    build undoes some of torch's half defines (-U), the ones it keeps, with KM_BUILD_HALF_FLAGS telling
+    the torch parse shim not to define all four itself."""
+    std = next((f for f in flags if f.startswith("-std=")), None)
+    out = [std if std and _std_num(std) >= 100 + NVCC_DEFAULT_STD else std_flag(NVCC_DEFAULT_STD)]
+    if any(f.startswith("-U__CUDA_NO_") for f in flags):
+        out += ["-DKM_BUILD_HALF_FLAGS", *(f for f in flags if f.startswith("-D__CUDA_NO_"))]
+    return out
+
+
+def applied(flags: list[str]) -> list[str]:
+    """What a unit's nvcc command gets: a dialect older than nvcc's default is left out (the toolkit's
+    own headers need C++17, and C++14 code is C++17 code but for removed oddities)."""
+    return [f for f in flags if not (f.startswith("-std=") and _std_num(f) < 100 + NVCC_DEFAULT_STD)]

@@ -1,0 +1,55 @@
+"""miner.source.build_flags: the project's nvcc flags read from its build files, white-listed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from miner.builder.scheduler import Builder
+from miner.builder.toolchain import BuildOptions
+from miner.builder.unit_split import Unit
+from miner.source import build_flags
+
+
+def test_setup_py_of_a_torch_extension(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "setup.py").write_text(
+        "from torch.utils.cpp_extension import CUDAExtension\n"
+        "nvcc = ['-O3', '--std c++2a', '-expt-extended-lambda', '-U__CUDA_NO_HALF_OPERATORS__', '-DUSE_X',\n"
+        "        '-gencode=arch=compute_80,code=sm_80', '-I/opt/x', '-o', 'out']  # '-std=c++23' in a comment\n"
+        "if win: cflags = ['/std:c++17', '-std=c++17']\n")
+    got = build_flags.find(str(tmp_path / "src" / "k.cu"), str(tmp_path))
+    assert got == {"nvcc": ["-std=c++20", "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+                            "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr", "--extended-lambda",
+                            "-U__CUDA_NO_HALF_OPERATORS__"],
+                   "from": ["setup.py"]}
+
+
+def test_cmake_standard_and_no_build_file(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "CMakeLists.txt").write_text("set(CMAKE_CXX_STANDARD 17)\n# set(CMAKE_CUDA_STANDARD 23)\n"
+                                             "target_compile_features(k PUBLIC cuda_std_20)\n")
+    assert build_flags.find(str(tmp_path / "a" / "k.cu"), str(tmp_path))["nvcc"] == ["-std=c++20"]
+    assert build_flags.find(str(tmp_path / "a" / "k.cu"), str(tmp_path / "a")) is None
+    # a python file that builds no torch extension says nothing
+    (tmp_path / "a" / "setup.py").write_text("setup(name='x', extra=['-std=c++20'])\n")
+    assert build_flags.find(str(tmp_path / "a" / "k.cu"), str(tmp_path / "a")) is None
+
+
+def test_applied_and_parse_args() -> None:
+    assert build_flags.applied(["-std=c++14", "--expt-relaxed-constexpr"]) == ["--expt-relaxed-constexpr"]
+    assert build_flags.applied(["-std=c++20"]) == ["-std=c++20"]
+    assert build_flags.parse_args(["-std=c++14"]) == ["-std=c++17"]
+    assert build_flags.parse_args(["-std=c++20", "-D__CUDA_NO_HALF2_OPERATORS__", "-U__CUDA_NO_HALF_OPERATORS__"]) == [
+        "-std=c++20", "-DKM_BUILD_HALF_FLAGS", "-D__CUDA_NO_HALF2_OPERATORS__"]
+    assert build_flags.source_std("template <class T> concept C = true;") == "-std=c++20"
+    assert build_flags.source_std("int requires = 3;") is None
+
+
+def test_units_with_different_flags_are_never_batched_together(tmp_path: Path) -> None:
+    def unit(i: int, flags: list[str]) -> Unit:
+        return Unit("k", i, str(i), tmp_path, f"u{i}.cu", "s", "k", includes=["#include <cuda_runtime.h>"],
+                    batchable=True, flags=flags, key=str(i))
+    b = Builder.__new__(Builder)
+    b.opts = BuildOptions(jobs=1)
+    batches = b._plan([unit(0, []), unit(1, ["-std=c++20"]), unit(2, []), unit(3, ["-std=c++20"])])
+    assert sorted(sorted(u.index for u in g) for g in batches) == [[0, 2], [1, 3]]
