@@ -419,10 +419,10 @@ def test_a_kernel_without_a_launch_says_why(dataset: dict[str, Any]) -> None:
     spare = _meta(dataset, "spare_fill_kernel")
     assert not spare["launches"]
     assert spare["launch_missing"]["reason"] == "not_referenced"
+    # Named only in a comment and a string literal (registered by name elsewhere): no use in code.
     named = _meta(dataset, "registry_scale_kernel")
     assert not named["launches"]
-    assert named["launch_missing"]["reason"] != "not_referenced", named["launch_missing"]
-    assert any(w.endswith("spare.cu:15") for w in named["launch_missing"]["where"]), named["launch_missing"]
+    assert named["launch_missing"]["reason"] == "not_referenced", named["launch_missing"]
 
 
 def test_deduced_launch_in_an_out_of_line_method_of_an_explicitly_instantiated_class_template(
