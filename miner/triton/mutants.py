@@ -26,9 +26,9 @@ language as lang`, `from triton.language import store`), so aliases mutate like 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
-from miner.enrich.mutants import Mutant
+# One text-splicing machinery for CUDA and Triton mutants.
+from miner.enrich.mutants import Mutant, _apply, _short, _Site
 
 _STORES = {"store"}
 _ATOMICS = {"atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg"}
@@ -38,15 +38,6 @@ _INDEX_CALLS = {"program_id", "num_programs", "arange", "make_block_ptr", "advan
 _BLOCK_POINTER_CALLS = {"make_block_ptr", "advance", "make_tensor_descriptor"}
 _ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv)
 _LANG_MODULES = ("triton.language",)
-
-
-@dataclass
-class _Site:
-    start: int
-    end: int
-    replacement: str
-    before: str
-    after: str = ""
 
 
 class _Unit:
@@ -295,18 +286,6 @@ def _load_sites(k: _Kernel, unit: _Unit) -> list[_Site]:
         site = _Site(a, b, f"({text}) + 1", call_text, call_text.replace(text, f"({text}) + 1", 1))
         (first if k.inside(call, stored) else rest).append(site)
     return first + rest
-
-
-def _apply(data: bytes, sites: list[_Site]) -> str:
-    out = data
-    for s in sorted(sites, key=lambda s: s.start, reverse=True):
-        out = out[: s.start] + s.replacement.encode() + out[s.end:]
-    return out.decode("utf-8", "replace")
-
-
-def _short(text: str, limit: int = 120) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def make_mutants(unit_text: str, kernel_name: str, per_kind: int = 2) -> list[Mutant]:
