@@ -53,3 +53,34 @@ def test_units_with_different_flags_are_never_batched_together(tmp_path: Path) -
     b.opts = BuildOptions(jobs=1)
     batches = b._plan([unit(0, []), unit(1, ["-std=c++20"]), unit(2, []), unit(3, ["-std=c++20"])])
     assert sorted(sorted(u.index for u in g) for g in batches) == [[0, 2], [1, 3]]
+
+
+def test_cxx20_torch_translation_units_parse_with_the_shared_prefix(tmp_path: Path) -> None:
+    """Two C++20 torch TUs get the precompiled torch prefix; libclang 18 refused it under -std=c++20
+    (TranslationUnitLoadError) unless it was saved with the preprocessing record the units' parse asks for,
+    and every kernel fell back to tree-sitter without launches."""
+    import pytest
+
+    from tests.conftest import load_dataset, run_miner
+
+    pytest.importorskip("clang.cindex")
+    src = tmp_path / "ext"
+    (src / "csrc").mkdir(parents=True)
+    (src / "setup.py").write_text("from torch.utils.cpp_extension import CUDAExtension\n"
+                                  "args = {'nvcc': ['-std=c++20']}\n")
+    for name in ("a", "b"):
+        (src / "csrc" / f"{name}.cu").write_text(
+            "#include <torch/extension.h>\n"
+            f"template <typename T> __global__ void {name}_kernel(T *x, int n) {{ if (n) x[0] = T(1); }}\n"
+            f"void {name}(at::Tensor t) {{\n"
+            "  AT_DISPATCH_FLOATING_TYPES(t.scalar_type(), \"k\", [&] {\n"
+            f"    {name}_kernel<scalar_t><<<1, 32>>>(t.data_ptr<scalar_t>(), 1);\n"
+            "  });\n}\n")
+    out = tmp_path / "out"
+    proc = run_miner("extract", src, "-o", out, "-j", "2", "-v", env={"XDG_CACHE_HOME": str(tmp_path / "cache")},
+                     timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    metas = load_dataset(out)
+    assert {m["name"]: (m["frontend"], len(m["launches"])) for m in metas} == {
+        "a_kernel": ("clang", 2), "b_kernel": ("clang", 2)}  # float and double
+    assert all(m["build_flags"]["nvcc"][0] == "-std=c++20" for m in metas)

@@ -30,7 +30,10 @@ def build(config: ParseConfig, folder: str) -> str | None:
     out = os.path.join(folder, "km_prefix.pch")
     try:
         tu = ci.Index.create().parse(prefix, args=clang_args(config, prefix, prefix=False),
-                                     options=0x200 | 0x10)  # KeepGoing | ForSerialization
+                                     # KeepGoing | ForSerialization | DetailedPreprocessingRecord: the units'
+                                     # parses ask for the record, and under -std=c++20 libclang 18 refuses
+                                     # a prefix saved without it ("Error parsing translation unit").
+                                     options=0x200 | 0x10 | 0x1)
         if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
             return None
         tu.save(out)
