@@ -150,7 +150,7 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
     def orig_key(o: Original, flags: list[str], text: str) -> str:
         ver = torch_version if o.torch else ""
         return orig_mod.content_key([FORMAT, "original", tool_id, ver, orig_mod.library_versions(), "\0".join(flags),
-                                     text], [o.tu, *o.headers])
+                                     text], [o.tu, *o.headers, orig_mod.TOOLKIT_COMPAT])
 
     def compile_original(o: Original, text: str | None) -> PtxResult:
         flags = ["-x", "cu", *orig_mod.compile_flags(o, arch), *opts.extra_flags]

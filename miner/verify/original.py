@@ -38,6 +38,9 @@ MAX_HEADERS = 2000
 # Headers a CUDA build of torch installs and the CPU wheel lacks (THC/THCAtomics.cuh, the generated
 # c10/cuda/impl/cuda_cmake_macros.h): each file says what the real one holds.
 TORCH_CUDA_STANDINS = Path(__file__).resolve().parent / "torch_cuda_include"
+# CUDA 12 host-API signatures that CUDA 13 replaced, declared (never defined) for original TUs written
+# for CUDA 12: their host code compiles again, their device code cannot change (see the header).
+TOOLKIT_COMPAT = Path(__file__).resolve().parent / "toolkit_compat" / "km_cuda12_host_api.h"
 
 
 @dataclass
@@ -123,7 +126,7 @@ def library_versions() -> str:
 
 
 def compile_flags(orig: Original, arch_flag: str) -> list[str]:
-    flags = ["-ptx", arch_flag]
+    flags = ["-ptx", arch_flag, "-include", str(TOOLKIT_COMPAT)]
     if orig.torch:
         dirs, nvcc_flags, _ = torch_setup()
         flags += nvcc_flags
