@@ -152,3 +152,18 @@ $L__BB{fn_index}_2:
     changed = [ln for ln in ptx.first_difference(la, lc) if ln[:1] in "+-"]
     assert la != lc and changed == ["-mov.u32 %r1, 7;", "+mov.u32 %r1, 8;"]
 
+
+
+def test_host_code_written_for_cuda12(tmp_path: Path) -> None:
+    """An original whose host code calls `cudaMemAdvise(p, n, advice, cudaCpuDeviceId)` (CUDA 12's device
+    number, a cudaMemLocation in CUDA 13) still compiles: verify declares the CUDA 12 signatures beside
+    the toolkit's, host-only, so the kernel is compared and found identical."""
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURES / "verify_cuda12", src)
+    ds = tmp_path / "ds"
+    r = run_miner("extract", src, "-o", ds, "--build", "-j", "2", "-q", timeout=600)
+    assert r.returncode == 0, r.stderr
+    r = run_miner("verify", ds, "--cache-dir", tmp_path / "cache", timeout=600)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert "1/1 built instantiations verified: 1 identical" in r.stdout
+    assert _fidelity(ds)["vc_fill/default"]["status"] == "identical"
