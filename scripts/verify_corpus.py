@@ -89,7 +89,8 @@ def main() -> int:
     ap.add_argument("repos", nargs="*", metavar="[NAME=]PATH")
     ap.add_argument("--corpus", type=Path, help="a mine_corpus.py repo list (scripts/corpus_repos.txt)")
     ap.add_argument("--root", type=Path, default=Path("/work/corpora"), help="checkouts of --corpus repos")
-    ap.add_argument("--only", nargs="+", default=[], metavar="DIR", help="--corpus repos to keep, by checkout dir")
+    ap.add_argument("--only", nargs="+", action="extend", default=[], metavar="DIR",
+                    help="--corpus repos to keep, by checkout dir (repeatable)")
     ap.add_argument("--work", default="/tmp/verify-corpus", help="folder for the datasets (default: %(default)s)")
     ap.add_argument("--sample", type=int, help="translation units verified per repo (default: all)")
     ap.add_argument("--sample-for", action="append", default=[], metavar="NAME=N")

@@ -154,16 +154,44 @@ $L__BB{fn_index}_2:
 
 
 
-def test_host_code_written_for_cuda12(tmp_path: Path) -> None:
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """verify_cases/samples mined with verify_cases as the project, built and verified once."""
+    base = tmp_path_factory.mktemp("verify_cases")
+    src = base / "src"
+    shutil.copytree(FIXTURES / "verify_cases", src)
+    ds = base / "ds"
+    r = run_miner("extract", src / "samples", "-o", ds, "--project", src, "--build", "-j", "2", "-q", timeout=600)
+    assert r.returncode == 0, r.stderr
+    r = run_miner("verify", ds, "--cache-dir", base / "cache", "-j", "2", timeout=600)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert "4/4 built instantiations verified: 4 identical" in r.stdout
+    return src, ds
+
+
+def test_host_code_written_for_cuda12(cases: tuple[Path, Path]) -> None:
     """An original whose host code calls `cudaMemAdvise(p, n, advice, cudaCpuDeviceId)` (CUDA 12's device
     number, a cudaMemLocation in CUDA 13) still compiles: verify declares the CUDA 12 signatures beside
     the toolkit's, host-only, so the kernel is compared and found identical."""
-    src = tmp_path / "src"
-    shutil.copytree(FIXTURES / "verify_cuda12", src)
-    ds = tmp_path / "ds"
-    r = run_miner("extract", src, "-o", ds, "--build", "-j", "2", "-q", timeout=600)
-    assert r.returncode == 0, r.stderr
-    r = run_miner("verify", ds, "--cache-dir", tmp_path / "cache", timeout=600)
-    assert r.returncode == 0, (r.stdout, r.stderr)
-    assert "1/1 built instantiations verified: 1 identical" in r.stdout
-    assert _fidelity(ds)["vc_fill/default"]["status"] == "identical"
+    assert _fidelity(cases[1])["vc_fill/default"]["status"] == "identical"
+
+
+def test_include_dir_outside_the_mined_folder(cases: tuple[Path, Path]) -> None:
+    """`#include <vc_helpers.h>` found in the project's common/ beside the mined samples/: extract records
+    the dir (relative, with ..), verify compiles the original with it."""
+    src, ds = cases
+    meta = next(m for m in load_dataset(ds) if m["name"] == "vc_squares")
+    assert "../common" in meta["parse_context"]["include_dirs"]
+    assert (Path(meta["parse_context"]["root"]) / "../common").resolve() == (src / "common").resolve()
+    assert _fidelity(ds)["vc_squares/default"]["status"] == "identical"
+
+
+def test_c_linkage_kernels(cases: tuple[Path, Path]) -> None:
+    """`extern "C"` kernels (alone and in an `extern "C" {}` block): the original's entry is the plain name,
+    the unit's is mangled; the code is compared and both names are recorded."""
+    fid = _fidelity(cases[1])
+    for name in ("vc_c_scale", "vc_c_shift"):
+        f = fid[f"{name}/default"]
+        assert f["status"] == "identical" and f["original_entry"] == name, f
+        assert f["entry"] != name and name in f["entry"]

@@ -269,6 +269,11 @@ def _judge(it: _Item, res: PtxResult, parsed: ptx_mod.Ptx, wrapped: PtxResult | 
             return rec
         src = ptx_mod.parse(wrapped.ptx)
         found = ptx_mod.find_entry(src, entry)
+    if found is None and it.meta["name"] in src.entries:
+        # C linkage (`extern "C" __global__`): the original's entry is the plain name. The unit, whose kernel
+        # text has no `extern "C"`, gets a mangled one; the code is compared, the two names are recorded.
+        found = it.meta["name"]
+        rec["original_entry"] = found
     if found is None:
         rec.update(status="original_unbuildable",
                    error=f"the original's PTX has no .entry {entry} (not compiled in the mined configuration)")

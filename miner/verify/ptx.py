@@ -220,8 +220,12 @@ def listing(ptx: Ptx, entry: str) -> list[str]:
         seen = counters[kind]
         return seen.setdefault(m.group(0), f"{kind}${len(seen) + 1}")
 
+    # The entry's own name (in its head and parameter symbols) is matched by find_entry, not compared: an
+    # `extern "C"` original names it `k`, a unit without the linkage `_Z1kPf`.
+    own = re.compile(rf"(?<![\w$]){re.escape(entry)}(?=_param_\d|(?![\w$]))")
     out: list[str] = []
     for s in code + data + sorted(set(shared)):
+        s = own.sub("<ENTRY>", s)
         s = _LABEL.sub(lambda m: f"$L__{m.group(1)}_{m.group(2)}", s)
         s = _DEPOT.sub("__local_depot", s)
         out.append(_NUMBERED.sub(renumber, strip_internal(s)))
