@@ -45,6 +45,7 @@ def corpus_specs(path: Path, root: Path, only: list[str]) -> list[tuple[str, Pat
     spec = importlib.util.spec_from_file_location("mine_corpus", ROOT / "scripts" / "mine_corpus.py")
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclasses look their module up there
     spec.loader.exec_module(mod)
     out = []
     for repo in mod.read_list(path):
