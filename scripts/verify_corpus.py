@@ -98,6 +98,7 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--rebuild", action="store_true", help="extract and build again even where a dataset exists")
     ap.add_argument("--json", type=Path, help="write the per-repo counts here")
+    ap.add_argument("--cache-dir", help="verify's PTX cache (default: verify's own)")
     args = ap.parse_args()
     per_repo = {k: int(v) for k, v in (s.split("=", 1) for s in args.sample_for)}
     specs: list[tuple[str, Path, list[str], bool]] = []
@@ -124,6 +125,8 @@ def main() -> int:
         vargs = ["verify", str(ds), "-j", str(args.jobs)] + (["--source", str(path)] if with_source else [])
         if sample:
             vargs += ["--sample", str(sample)]
+        if args.cache_dir:
+            vargs += ["--cache-dir", args.cache_dir]
         r = miner(*vargs)
         if r.returncode not in (0, 1):
             print(f"{name}: verify failed: {r.stderr.strip()[:300]}", file=sys.stderr)
