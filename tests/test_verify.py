@@ -166,7 +166,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     assert r.returncode == 0, r.stderr
     r = run_miner("verify", ds, "--cache-dir", base / "cache", "-j", "2", timeout=600)
     assert r.returncode == 0, (r.stdout, r.stderr)
-    assert "4/4 built instantiations verified: 4 identical" in r.stdout
+    assert "6/6 built instantiations verified: 6 identical" in r.stdout
     return src, ds
 
 
@@ -195,3 +195,12 @@ def test_c_linkage_kernels(cases: tuple[Path, Path]) -> None:
         f = fid[f"{name}/default"]
         assert f["status"] == "identical" and f["original_entry"] == name, f
         assert f["entry"] != name and name in f["entry"]
+
+
+def test_enum_argument_in_the_wrapper(cases: tuple[Path, Path]) -> None:
+    """A header kernel launched with VC_ADD in the TU verify compiles and with VC_MUL in another file: the
+    wrapper appends the unit's own explicit instantiation (`vc_apply<static_cast<vc_op>(2), 4>`), not
+    the recorded `2`, which no enum parameter accepts."""
+    fid = _fidelity(cases[1])
+    assert fid["vc_apply/1_4"]["status"] == "identical" and not fid["vc_apply/1_4"]["explicit_instantiation"]
+    assert fid["vc_apply/2_4"]["status"] == "identical" and fid["vc_apply/2_4"]["explicit_instantiation"]

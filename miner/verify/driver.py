@@ -109,6 +109,14 @@ def _collect(out_dir: Path, selectors: list[str], source: Path | None) -> list[_
     return items
 
 
+def _explicit(item: _Item) -> str | None:
+    try:
+        unit_text = item.unit.read_text(encoding="utf-8")
+    except OSError:
+        unit_text = ""
+    return orig_mod.explicit_instantiation(item.meta, item.meta["instantiations"][item.index], unit_text)
+
+
 def _unit_entry(item: _Item) -> str | None:
     parsed = ptx_mod.parse(item.unit_res.ptx if item.unit_res else "")
     mark = f"{len(item.meta['name'])}{item.meta['name']}"
@@ -189,13 +197,12 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
                 continue
             for it in groups[k]:
                 entry = _unit_entry(it)
-                if entry and ptx_mod.find_entry(parsed[k], entry) is None and orig_mod.explicit_instantiation(
-                        it.meta, it.meta["instantiations"][it.index]):
+                if entry and ptx_mod.find_entry(parsed[k], entry) is None and _explicit(it):
                     wrap_need.setdefault(k, []).append(it)
         wrap_futs = {}
         for k, its in wrap_need.items():
             o = groups[k][0].orig
-            insts = [orig_mod.explicit_instantiation(it.meta, it.meta["instantiations"][it.index]) or "" for it in its]
+            insts = [_explicit(it) or "" for it in its]
             wrap_futs[k] = pool.submit(compile_original, o, orig_mod.wrapper_source(o, insts))
         wrapped = {k: f.result() for k, f in wrap_futs.items()}
 

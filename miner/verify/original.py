@@ -142,14 +142,19 @@ def compile_flags(orig: Original, arch_flag: str) -> list[str]:
     return flags
 
 
-def explicit_instantiation(meta: dict[str, Any], inst: dict[str, Any]) -> str | None:
-    """The unit's explicit instantiation, for a wrapper around the original TU; None for a non-template."""
+def explicit_instantiation(meta: dict[str, Any], inst: dict[str, Any], unit_text: str = "") -> str | None:
+    """The unit's explicit instantiation, for a wrapper around the original TU; None for a non-template.
+
+    Taken from the unit's text where it has one: the unit writes the arguments as the kernel's template
+    parameters need them (an enum parameter recorded as 10 becomes `static_cast<ggml_type>(10)`), and the
+    same line then gives the same mangled name by construction. Else built from the recorded arguments."""
     args = inst.get("args") or []
     if not args or meta.get("is_specialization"):
         return None
     parts = meta["qualified_name"].split("::")
+    own = re.search(rf"^template __global__ void {re.escape(parts[-1])}<.*\);$", unit_text, re.M)
     types = ", ".join(p["type"] for p in (inst.get("launcher") or {}).get("params", []))
-    text = f"template __global__ void {parts[-1]}<{', '.join(args)}>({types});"
+    text = own.group(0) if own else f"template __global__ void {parts[-1]}<{', '.join(args)}>({types});"
     for ns in reversed(parts[:-1]):
         text = f"namespace {ns} {{ {text} }}"
     return text
