@@ -49,6 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"limit per nvcc call; the whole process group is killed (default: {DEFAULT_TIMEOUT:g})")
     p.add_argument("--nvcc", metavar="PATH", help="nvcc to use (default: nvcc on PATH, $CUDA_HOME/bin/nvcc)")
     p.add_argument("--hipcc", metavar="PATH", help="hipcc to use (default: hipcc on PATH, $ROCM_PATH/bin/hipcc)")
+    p.add_argument("--hip-path", metavar="DIR",
+                   help="a ROCm install to build HIP with, its hipcc, headers and device libraries (default: "
+                        "$KM_HIP_PATH); e.g. /opt/rocm-trixie from KM_HIP=trixie scripts/install.sh")
     p.add_argument("--force", action="store_true", help="ignore cached results and compile everything again")
     add_kernels(p, "build")
     p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH, metavar="K",
@@ -99,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
             return rc
     vopts = verify_cmd.options(args, prefix="verify_") if getattr(args, "verify", False) else None
     for tc, _opts in chains:  # every compiler found before anything is built
-        tc.path = type(tc).find(getattr(args, tc.compiler, None))
+        tc.locate(getattr(args, tc.compiler, None), getattr(args, "hip_path", None))
     for tc, opts in chains:
         rc = max(rc, _build_one(args, out_dir, selectors, tc, opts, label=len(chains) > 1 or tc.name != "cuda"))
     nvcc = next((tc.path for tc, _ in chains if tc.name == "cuda"), None)

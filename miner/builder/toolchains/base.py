@@ -36,6 +36,11 @@ class Toolchain(ABC):
     def find(cls, explicit: str | None = None) -> str:
         """Absolute path of the compiler, or a UsageError (exit 2) in one line."""
 
+    def locate(self, explicit: str | None = None, home: str | None = None) -> None:
+        """Set self.path: `explicit` (--nvcc/--hipcc), else what find() finds. `home` is a toolkit prefix
+        (--hip-path) for a toolchain that takes one; this one does not."""
+        self.path = self.find(explicit)
+
     @classmethod
     @abstractmethod
     def owns_arch(cls, item: str) -> bool:
