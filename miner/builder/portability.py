@@ -111,6 +111,8 @@ def find(cuda_text: str, hip_text: str, mapped: Callable[[str], bool]) -> list[F
 
 _IDENT = re.compile(r"(?:undeclared identifier|unknown type name|no member named|undeclared function"
                     r"|no matching function for call to|use of undeclared)\s*['‘\"]?(\w+)")
+_LIBRARY_NAMESPACE = re.compile(r"(?:member|template|type) named '\w+' in namespace "
+                                r"'(?:cooperative_groups|cub|hipcub|thrust|nvcuda|cuda)'")
 _WAVE64_NAME = re.compile(r"__(?:shfl\w*|ballot\w*|activemask|any_sync|all_sync|match_\w+|reduce_\w+)|warpSize")
 
 
@@ -127,6 +129,10 @@ def classify(error: str | None, log: str, findings: list[dict[str, Any]]) -> str
         return "wave64"
     if name and (_CUDA_NAME.fullmatch(name) or any(f["kind"] == "unmapped_api" and f["what"] == name
                                                     for f in findings)):
+        return "unmapped_api"
+    # A name the CUDA library has and its HIP counterpart lacks (cg::reduce, cg::plus once a cooperative
+    # groups sub-header is mapped to HIP's one header).
+    if _LIBRARY_NAMESPACE.search(text):
         return "unmapped_api"
     # Units are self-contained: a header hipcc cannot find is a CUDA header the mapping has no HIP one
     # for (cooperative_groups/reduce.h), or one this HIP release lacks (hip/hip_bf16.h before 5.7).
