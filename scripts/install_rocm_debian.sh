@@ -27,6 +27,9 @@ mirror="${KM_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 for tool in apt-get apt-cache dpkg-deb; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool not found: this needs a Debian/Ubuntu system"
 done
+# The host half of a HIP unit is compiled against the host's C++ library and linked by its ld.
+command -v ld >/dev/null 2>&1 && command -v perl >/dev/null 2>&1 && compgen -G '/usr/include/c++/*/vector' >/dev/null \
+  || die "needs the host's ld, perl and C++ headers first (apt-get install g++ perl)"
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 [[ -f "$keyring" ]] || die "$keyring missing (apt-get install debian-archive-keyring)"
 
@@ -50,6 +53,11 @@ llvm="$(apt-cache "${apt_opts[@]}" show hipcc | sed -n 's/^Depends:.*clang-\([0-
 [[ -n "$llvm" ]] || die "cannot tell which clang $suite's hipcc uses"
 hip_version="$(apt-cache "${apt_opts[@]}" show hipcc | sed -n 's/^Version: //p' | head -1)"
 echo "install_rocm_debian.sh: $suite hipcc $hip_version (clang $llvm) -> $prefix"
+stamp="$suite hipcc $hip_version"
+if [[ "$(cat "$prefix/.km-rocm-debian" 2>/dev/null)" == "$stamp" && -x "$prefix/usr/bin/hipcc" ]]; then
+  echo "install_rocm_debian.sh: already there: export KM_HIP_PATH=$prefix"
+  exit 0
+fi
 
 # The compiler side (what `hipcc -shared --offload-arch=...` runs: clang, lld, clang-offload-bundler, the
 # resource headers, compiler-rt builtins, device bitcode), HIP's headers and the libraries it links.
@@ -124,4 +132,5 @@ if ! (cd "$tmp" && HIP_PLATFORM=amd HIP_PATH="$prefix/usr" ROCM_PATH="$prefix/us
   die "$suite's hipcc in $prefix could not compile a test kernel (see above); nothing was changed"
 fi
 rm -rf -- "$prefix.old"
+echo "$stamp" >"$prefix/.km-rocm-debian"
 echo "install_rocm_debian.sh: ok: export KM_HIP_PATH=$prefix (or kernel-miner build --hip-path $prefix)"
