@@ -96,6 +96,9 @@ def test_library_namespace_errors_are_unmapped_api() -> None:
     err = "units/default/unit.hip:22:50: error: no template named 'plus' in namespace 'cooperative_groups'"
     assert portability.classify(err, "", []) == "unmapped_api"
     assert portability.classify("u.hip:1:1: error: no member named 'f' in namespace 'mine'", "", []) == "other"
+    err = "u.hip:83:12: error: use of undeclared identifier '__float2bfloat16_rn'; did you mean 'x'?"
+    assert portability.classify(err, "", []) == "unmapped_api"
+    assert portability.classify("u.hip:1:1: error: use of undeclared identifier 'my_helper'", "", []) == "other"
 
 
 def _by_name(out: Path) -> dict[str, dict[str, Any]]:
