@@ -144,3 +144,35 @@ def test_system_hipcc_is_still_the_default(tmp_path: Path) -> None:
     m = _by_name(out)["block_copy_kernel"]
     assert m["build_hip"]["rocm_path"] is None and m["build_hip"]["hipcc"] == m["instantiations"][0]["build_hip"][
         "hip_version"]
+
+
+DUAL = FIXTURES / "hip" / "dual"
+
+
+def test_dead_hip_branches_are_not_read() -> None:
+    """A #if the unit decides for hip-clang (the platform macros, names it defines) drops its dead branch;
+    a condition on anything else keeps every branch; lines keep their numbers."""
+    from miner.builder.hip_branches import active
+    text = (DUAL / "dual_kernels.cu").read_text(encoding="utf-8") + (
+        "#define MY_WITH_HIP\n#if !defined(MY_WITH_HIP) && CUDA_VERSION >= 11000\ndead\n#endif\n"
+        "#if CUDA_VERSION >= 11000\nkept\n#else\nkept too\n#endif\n")
+    out = active(text)
+    assert out.count("\n") == text.count("\n")
+    assert "__shfl_xor(v, o)" in out and "__shfl_xor_sync(DUAL_FULL_MASK" not in out
+    assert "#define DUAL_FULL_MASK" not in out and "dead" not in out
+    assert "kept\n" in out and "kept too" in out
+    assert "__shfl_xor_sync(0xffffffffu" in out  # the CUDA-only kernel is read as it is
+
+
+@pytest.mark.skipif(shutil.which("hipcc") is None or not hip_translate.available(),
+                    reason="hipcc or torch.utils.hipify is not installed")
+def test_hazard_in_a_dead_branch_is_no_finding(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run_miner("extract", DUAL, "-o", out, "-q", "-j", "1").returncode == 0
+    r = run_miner("build", out, "--toolchain", "hip", "-j", "2", "--cache-dir", tmp_path / "cache", timeout=600)
+    metas = _by_name(out)
+    dual = metas["dual_sum_kernel"]["instantiations"][0]["build_hip"]
+    assert dual["status"] == "ok" and dual["portable"] is True and dual["portability"] == [], r.stderr
+    only = metas["cuda_only_sum_kernel"]["instantiations"][0]["build_hip"]
+    assert [f["kind"] for f in only["portability"]] == ["wave64"] and only["status"] in ("ok", "failed")
+    assert "__shfl_xor_sync" in only["portability"][0]["what"]

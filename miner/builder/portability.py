@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from miner.builder import hip_branches
+
 KINDS = ("unmapped_api", "inline_ptx", "library", "wave64")
 ERROR_CLASSES = ("unmapped_api", "inline_ptx", "wave64", "other")
 
@@ -56,7 +58,9 @@ def _macros(text: str) -> dict[str, str]:
 
 
 def find(cuda_text: str, hip_text: str, mapped: Callable[[str], bool]) -> list[Finding]:
-    """Findings of one unit. `mapped(name)` says whether the hipify mapping knows a name."""
+    """Findings of one unit. `mapped(name)` says whether the hipify mapping knows a name. Branches that
+    hip-clang does not compile (`#else` of `#if defined(__HIP_PLATFORM_AMD__)`) are not read."""
+    cuda_text, hip_text = hip_branches.active(cuda_text), hip_branches.active(hip_text)
     out: list[Finding] = []
     seen: set[tuple[str, str]] = set()
 
