@@ -114,8 +114,9 @@ while IFS= read -r -d '' f; do
 done < <(find "$new/usr/bin" "$new/usr/lib" -type f \( -perm -u+x -o -name '*.so*' \) -print0)
 echo "install_rocm_debian.sh: $n executables pointed at $suite's loader"
 
-# Swap in, then prove it: a HIP kernel with a header the older HIP lacks, for gfx90a, through the miner's
-# own prefix logic (the environment it derives).
+# Swap in, then prove it: a HIP kernel with a header the older HIP lacks, for gfx90a, run as the miner runs
+# a prefix's hipcc (rocm_prefix.py: its environment, and its include folder ahead of the host's /usr/include,
+# where a system hipcc's older HIP headers may be).
 rm -rf -- "$prefix.old"
 [[ -e "$prefix" ]] && mv -- "$prefix" "$prefix.old"
 mv -- "$new" "$prefix"
@@ -126,7 +127,8 @@ __global__ void km_smoke(float *x) { x[threadIdx.x] = __shfl_down(x[threadIdx.x]
 EOF
 device_libs="$(find "$prefix/usr" -path '*amdgcn/bitcode/ockl.bc' | head -1)"
 if ! (cd "$tmp" && HIP_PLATFORM=amd HIP_PATH="$prefix/usr" ROCM_PATH="$prefix/usr" \
-      DEVICE_LIB_PATH="$(dirname "$device_libs")" "$prefix/usr/bin/hipcc" --offload-arch=gfx90a -c t.hip -o t.o); then
+      DEVICE_LIB_PATH="$(dirname "$device_libs")" "$prefix/usr/bin/hipcc" -isystem "$prefix/usr/include" \
+      --offload-arch=gfx90a -c t.hip -o t.o); then
   rm -rf -- "$prefix"
   [[ -e "$prefix.old" ]] && mv -- "$prefix.old" "$prefix"
   die "$suite's hipcc in $prefix could not compile a test kernel (see above); nothing was changed"

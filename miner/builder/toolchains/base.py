@@ -59,6 +59,11 @@ class Toolchain(ABC):
     def flags(self, opts: BuildOptions) -> list[str]:
         """Compiler flags for a shared library of opts.arch (validates it: UsageError when bad)."""
 
+    def invocation(self) -> list[str]:
+        """Arguments that belong to the compiler rather than to a build (where its own headers are): given
+        before the flags, and not part of the cache keys, which carry version_id() instead."""
+        return []
+
     def env(self) -> dict[str, str]:
         """Environment the compiler needs besides the caller's."""
         return {}

@@ -76,6 +76,11 @@ class Hipcc(Toolchain):
     def env(self) -> dict[str, str]:
         return {"HIP_PLATFORM": "amd", **(self.prefix.env() if self.prefix else {})}
 
+    def invocation(self) -> list[str]:
+        # The prefix's HIP headers ahead of the host's /usr/include, where a system hipcc's older ones may be:
+        # ROCm 7's hipcc no longer adds -isystem $HIP_PATH/include itself (HIP 5.7's perl hipcc did).
+        return ["-isystem", str(self.prefix.root / "include")] if self.prefix else []
+
     def version_id(self) -> str:
         try:
             # With a target named, hipcc does not probe for a GPU (rocm_agent_enumerator) first.
@@ -86,6 +91,10 @@ class Hipcc(Toolchain):
         if out.returncode != 0 or "HIP version" not in out.stdout:
             raise UsageError(f"{self.path} --version failed: {(out.stderr or out.stdout).strip()[:200]}")
         tool_id = out.stdout.strip() + "\n" + hip_translate.hipify_version()
+        if self.prefix is not None and str(self.prefix.root) not in tool_id:
+            # The prefix (headers, device libraries, invocation()) is part of what the compiler is; hipcc
+            # 5.x's --version names it already (clang's InstalledDir), later ones may not.
+            tool_id += f"\nrocm prefix: {self.prefix.root}"
         self.versions = versions(tool_id, self.prefix)
         return tool_id
 
@@ -122,7 +131,8 @@ class Hipcc(Toolchain):
             src = Path(tmp) / "empty.hip"
             src.write_text("\n", encoding="utf-8")
             try:
-                out = subprocess.run([self.path, *(f"--offload-arch={a}" for a in opts.arch.split(",") if a.strip()),
+                out = subprocess.run([self.path, *self.invocation(),
+                                      *(f"--offload-arch={a}" for a in opts.arch.split(",") if a.strip()),
                                       "-fsyntax-only", str(src)], capture_output=True, text=True, timeout=120,
                                      check=False, env=dict(os.environ, **self.env()), cwd=tmp)
             except (OSError, subprocess.TimeoutExpired) as exc:
