@@ -119,6 +119,8 @@ _IDENT = re.compile(r"(?:use of undeclared identifier|undeclared identifier|unkn
                     r"|undeclared function|no matching function for call to|use of undeclared)\s*['‘\"]?(\w+)")
 _LIBRARY_NAMESPACE = re.compile(r"(?:member|template|type) named '\w+' in namespace "
                                 r"'(?:cooperative_groups|cub|hipcub|thrust|nvcuda|cuda)'")
+# ROCm >= 6.2 has the *_sync shuffles behind -DHIP_ENABLE_WARP_SYNC_BUILTINS, asserting a 64-bit mask.
+_WAVE64_ASSERT = re.compile(r"amd_warp_sync_functions\.h:\d+:\d+: error|mask must be a 64-bit integer")
 _WAVE64_NAME = re.compile(r"__(?:shfl\w*|ballot\w*|activemask|any_sync|all_sync|match_\w+|reduce_\w+)|warpSize")
 
 
@@ -131,7 +133,7 @@ def classify(error: str | None, log: str, findings: list[dict[str, Any]]) -> str
         return "inline_ptx"
     m = _IDENT.search(text)
     name = m.group(1) if m else ""
-    if _WAVE64_NAME.search(name) or _WAVE64_NAME.search(text):
+    if _WAVE64_NAME.search(name) or _WAVE64_NAME.search(text) or _WAVE64_ASSERT.search(text):
         return "wave64"
     if name and (_CUDA_NAME.fullmatch(name) or any(f["kind"] == "unmapped_api" and f["what"] == name
                                                     for f in findings)):
