@@ -99,6 +99,7 @@ def test_library_namespace_errors_are_unmapped_api() -> None:
     err = "u.hip:83:12: error: use of undeclared identifier '__float2bfloat16_rn'; did you mean 'x'?"
     assert portability.classify(err, "", []) == "unmapped_api"
     assert portability.classify("u.hip:1:1: error: use of undeclared identifier 'my_helper'", "", []) == "other"
+    assert portability.classify("u.hip:9:9: error: no matching function for call to '__ldcs'", "", []) == "unmapped_api"
     err = ("/opt/rocm/include/hip/amd_detail/amd_warp_sync_functions.h:274:52: error: static assertion failed due to "
            "requirement 'sizeof(unsigned int) == 8': The mask must be a 64-bit integer.")
     assert portability.classify(err, "", []) == "wave64"  # HIP >= 6.2 with HIP_ENABLE_WARP_SYNC_BUILTINS

@@ -139,8 +139,8 @@ def classify(error: str | None, log: str, findings: list[dict[str, Any]]) -> str
                                                     for f in findings)):
         return "unmapped_api"
     # A reserved name (`__float2bfloat16_rn`, `__ldcs`) comes from the implementation, not the project: one
-    # that HIP's headers do not declare is CUDA API this HIP release lacks.
-    if name and re.fullmatch(r"__\w+|_[A-Z]\w*", name) and "undeclared" in text:
+    # that HIP's headers do not declare, or declare for no such argument types, is CUDA API this HIP lacks.
+    if name and re.fullmatch(r"__\w+|_[A-Z]\w*", name) and re.search(r"undeclared|no matching function", text):
         return "unmapped_api"
     # A name the CUDA library has and its HIP counterpart lacks (cg::reduce, cg::plus once a cooperative
     # groups sub-header is mapped to HIP's one header).
