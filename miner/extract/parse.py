@@ -14,7 +14,7 @@ from typing import Any
 from miner.errors import UsageError
 from miner.extract import cache as extract_cache
 from miner.extract.options import ExtractOptions, ExtractReport
-from miner.extract.unit_data import UnitData
+from miner.extract.unit_data import UnitData, analysis_of
 from miner.frontends import clang_frontend, pch, treesitter_frontend
 from miner.frontends.config import ParseConfig, clang_args
 from miner.frontends.model import Kernel
@@ -33,7 +33,17 @@ def _init_worker(config: ParseConfig, inputs: set[str], units: bool) -> None:
 def _parse_root(path: str) -> clang_frontend.ParseResult:
     if _W.get("index") is None and clang_frontend.AVAILABLE:
         _W["index"] = clang_frontend.ci.Index.create()
-    return clang_frontend.parse(path, _W["config"], _W["inputs"], _W["index"], with_units=_W["units"])
+    return clang_frontend.parse(path, _W["config"], _W["inputs"], _W["index"], analyse=_analysis(_W["units"]))
+
+
+def _analysis(units: bool) -> clang_frontend.Analysis | None:
+    """The analysis the parse runs on the live TU when units are wanted (closures, launches, explicit
+    instantiations). Imported here, in the worker, on first use: a cached rerun never loads it."""
+    if not units:
+        return None
+    from miner.units.analysis import analyse
+
+    return analyse
 
 
 def _run_clang(roots: list[str], config: ParseConfig, inputs: set[str], jobs: int, units: bool,
@@ -175,7 +185,7 @@ def _cached_parse(cache: ParseCache | None, graph: include_graph.IncludeGraph, d
         hit = cache.load(key) if cache is not None else None
         if hit is not None:
             return hit
-        res = clang_frontend.parse(tu, variant, inputs, with_units=units)
+        res = clang_frontend.parse(tu, variant, inputs, analyse=_analysis(units))
         if cache is not None and not res.error:
             cache.store(key, res)
         return res
@@ -228,7 +238,8 @@ def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], 
                 hits[(match.path, match.start_offset)] = match
                 swap[id(w)] = match
         # Only the variant kernels take their closure and launches from this configuration.
-        res.units = {key: u for key, u in res.units.items() if key in hits}
-        res.launches = [lc for lc in res.launches if tuple(lc["kernel"]) in hits]
-        units.add(res)
+        found = analysis_of(res)
+        found.closures = {key: u for key, u in found.closures.items() if key in hits}
+        found.launches = [lc for lc in found.launches if lc.kernel in hits]
+        units.add_analysis(found)
     return [swap.get(id(k), k) for k in kernels]

@@ -99,7 +99,7 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
     inputs = {f.path for f in files}
     hip_parse = _cached_parse(cache, graph, {f.path: f.data for f in [*files, *extra]}, inputs, opts.units)
     hip_variants = (hip_config.variants(files, extra, graph, config, kernels, tu_of, inputs, units, UnitData,
-                                        opts.units, hip_parse)
+                                        hip_parse)
                     if opts.frontend != "treesitter" and clang_frontend.AVAILABLE else [])
     if cache is not None and cache.hits:
         report.notes.append(f"{cache.hits} of {cache.hits + cache.misses} translation unit parses from the parse "

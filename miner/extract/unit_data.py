@@ -5,34 +5,38 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from miner.frontends import clang_frontend
 from miner.frontends.model import Kernel
+from miner.units.records import ClosureRecord, KernelKey, Launch, TUAnalysis
 
 
 @dataclass
 class UnitData:
     """What the parse workers found for units: closures (first TU wins), launches, explicit insts."""
 
-    closures: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
-    launches: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
+    closures: dict[KernelKey, ClosureRecord] = field(default_factory=dict)
+    launches: dict[KernelKey, list[Launch]] = field(default_factory=dict)
     explicit: dict[str, list[list[str]]] = field(default_factory=dict)
-    declared: list[dict[str, Any]] = field(default_factory=list)  # launches of re-declared kernels
+    declared: list[Launch] = field(default_factory=list)  # launches of re-declared kernels
 
     def add(self, res: clang_frontend.ParseResult) -> None:
-        for key, unit in res.units.items():
+        self.add_analysis(analysis_of(res))
+
+    def add_analysis(self, found: TUAnalysis) -> None:
+        for key, unit in found.closures.items():
             self.closures.setdefault(key, unit)
-        for launch in res.launches:
-            self._add_launch(tuple(launch["kernel"]), launch)
-        self.declared.extend(getattr(res, "declared_launches", ()))
-        for name, lst in res.explicit.items():
+        for launch in found.launches:
+            self._add_launch(launch.kernel, launch)
+        self.declared.extend(found.declared_launches)
+        for name, lst in found.explicit.items():
             for args in lst:
                 if args not in self.explicit.setdefault(name, []):
                     self.explicit[name].append(args)
 
-    def _add_launch(self, key: tuple[str, int], launch: dict[str, Any]) -> None:
+    def _add_launch(self, key: KernelKey, launch: Launch) -> None:
         lst = self.launches.setdefault(key, [])
         sig = _launch_key(launch)
         if all(_launch_key(x) != sig for x in lst):
@@ -46,11 +50,16 @@ class UnitData:
         for k in kernels:
             by_name[k.qualified_name].append(k)
         for launch in self.declared:
-            decl = launch["declared"]
-            same = [k for k in by_name.get(decl["name"], ()) if len(k.params) == len(decl["params"])]
-            exact = [k for k in same if [_type_key(p.type) for p in k.params] == [_type_key(t) for t in decl["params"]]]
+            decl = launch.declared
+            same = [k for k in by_name.get(decl.name, ()) if len(k.params) == len(decl.params)]
+            exact = [k for k in same if [_type_key(p.type) for p in k.params] == [_type_key(t) for t in decl.params]]
             for k in exact or (same if len(same) == 1 else []):
-                self._add_launch((k.path, k.start_offset), {**launch, "kernel": (k.path, k.start_offset)})
+                self._add_launch((k.path, k.start_offset), replace(launch, kernel=(k.path, k.start_offset)))
+
+
+def analysis_of(res: clang_frontend.ParseResult) -> TUAnalysis:
+    """The parse result's analysis, typed again (empty where there was none)."""
+    return TUAnalysis.from_dict(res.analysis) if res.analysis is not None else TUAnalysis()
 
 
 _QUALIFIERS = re.compile(r"\b(?:const|volatile|__restrict__|__restrict|restrict|struct|class|enum)\b|(?:\w+)?::")
@@ -62,6 +71,6 @@ def _type_key(text: str) -> str:
     return "".join(_QUALIFIERS.sub(" ", text).split())
 
 
-def _launch_key(launch: dict[str, Any]) -> tuple[Any, ...]:
-    return (launch["path"], launch["line"], launch["kind"], tuple(launch["template_args"] or ()),
-            tuple(launch.get("template_args_text") or ()))
+def _launch_key(launch: Launch) -> tuple[Any, ...]:
+    return (launch.path, launch.line, launch.kind, tuple(launch.template_args or ()),
+            tuple(launch.template_args_text or ()))
