@@ -32,7 +32,10 @@ FAULTS = REPO / "tests" / "fixtures" / "faults"
 VARIANTS: dict[str, dict[str, str]] = {
     "default": {},
     "no op warm-up": {"KM_PREWARM_OPS": "0"},
+    "all-dtype warm-up": {"KM_PREWARM_OPS": "all"},
     "no prewarm": {"KM_PREWARM_CUDA": "0"},
+    "2 spares": {"KM_SPARES": "2"},
+    "2 spares, no op warm-up": {"KM_SPARES": "2", "KM_PREWARM_OPS": "0"},
 }
 
 
