@@ -35,7 +35,7 @@ VARIANTS: dict[str, dict[str, str]] = {
     "all-dtype warm-up": {"KM_PREWARM_OPS": "all"},
     "no prewarm": {"KM_PREWARM_CUDA": "0"},
     "2 spares": {"KM_SPARES": "2"},
-    "2 spares, no op warm-up": {"KM_SPARES": "2", "KM_PREWARM_OPS": "0"},
+    "2 spares no op warm-up": {"KM_SPARES": "2", "KM_PREWARM_OPS": "0"},
 }
 
 
@@ -99,8 +99,13 @@ def main() -> int:
     root.mkdir()
     _dataset(root, args.copies)
     validate_dataset(root, Options(jobs=1, timeout=120, force=True))  # builds the unit once; not timed
+    names = [n.strip() for n in args.variants.split(",") if n.strip()]
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        print(f"throughput_probe: unknown variant {unknown[0]!r} (known: {', '.join(VARIANTS)})", file=sys.stderr)
+        return 2
     rows: list[dict[str, Any]] = []
-    for name in args.variants.split(","):
+    for name in names:
         env = VARIANTS[name]
         for jobs in [int(j) for j in args.jobs.split(",")]:
             saved = {k: os.environ.get(k) for k in env}
@@ -115,6 +120,8 @@ def main() -> int:
             row = {"variant": name, "jobs": jobs, **_row(summary["results"], wall), "tests": _per_test(root)}
             rows.append(row)
             print(json.dumps(row), flush=True)
+            with (args.out / "probe.jsonl").open("a") as f:
+                f.write(json.dumps(row) + "\n")
     keys = ["per_min", "passed", "tests_s", "overhead_s", "cuda_init_s", "ops_warm_s", "collect_s", "wall_med_s"]
     print(f"\n{'variant':16}{'jobs':>5}" + "".join(f"{k:>12}" for k in keys))
     for r in rows:
