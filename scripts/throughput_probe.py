@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +37,7 @@ VARIANTS: dict[str, dict[str, str]] = {
     "no prewarm": {"KM_PREWARM_CUDA": "0"},
     "2 spares": {"KM_SPARES": "2"},
     "2 spares no op warm-up": {"KM_SPARES": "2", "KM_PREWARM_OPS": "0"},
+    "no sandbox": {"_sandbox": "0"},
 }
 
 
@@ -78,11 +80,24 @@ def _row(results: dict[str, Any], wall: float) -> dict[str, Any]:
             "ops_warm_s": col("ops_warm_s"), "collect_s": col("collect_s"), "wall_med_s": col("wall_s")}
 
 
+def _start_mps(work: Path) -> None:
+    """A private MPS control daemon; its clients find it through CUDA_MPS_PIPE_DIRECTORY."""
+    pipe, log = work / "mps-pipe", work / "mps-log"
+    pipe.mkdir()
+    log.mkdir()
+    os.environ["CUDA_MPS_PIPE_DIRECTORY"] = str(pipe)
+    os.environ["CUDA_MPS_LOG_DIRECTORY"] = str(log)
+    subprocess.run(["nvidia-cuda-mps-control", "-d"], check=True)
+    time.sleep(1.0)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--copies", type=int, default=48)
     ap.add_argument("--jobs", default="1,2,4")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma list of: " + ", ".join(VARIANTS))
+    ap.add_argument("--mps", action="store_true",
+                    help="run every variant under a private CUDA MPS daemon (nvidia-cuda-mps-control)")
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "throughput_probe_out")))
     args = ap.parse_args()
     try:
@@ -99,6 +114,8 @@ def main() -> int:
     root.mkdir()
     _dataset(root, args.copies)
     validate_dataset(root, Options(jobs=1, timeout=120, force=True))  # builds the unit once; not timed
+    if args.mps:
+        _start_mps(work)
     names = [n.strip() for n in args.variants.split(",") if n.strip()]
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
@@ -108,11 +125,13 @@ def main() -> int:
     for name in names:
         env = VARIANTS[name]
         for jobs in [int(j) for j in args.jobs.split(",")]:
+            sandbox = env.get("_sandbox", "1") != "0"
+            env = {k: v for k, v in env.items() if not k.startswith("_")}
             saved = {k: os.environ.get(k) for k in env}
             os.environ.update(env)
             try:
                 t0 = time.time()
-                summary = validate_dataset(root, Options(jobs=jobs, timeout=120, force=True))
+                summary = validate_dataset(root, Options(jobs=jobs, timeout=120, force=True, sandbox=sandbox))
                 wall = time.time() - t0
             finally:
                 for k, v in saved.items():
@@ -130,6 +149,8 @@ def main() -> int:
     for r in rows:
         print(f"  {r['variant']}, jobs {r['jobs']}: " + ", ".join(f"{k} {v}" for k, v in r["tests"].items()))
     (args.out / "probe.json").write_text(json.dumps(rows, indent=1))
+    if args.mps:
+        subprocess.run(["nvidia-cuda-mps-control"], input=b"quit\n", check=False)
     shutil.rmtree(work, ignore_errors=True)
     return 0
 
