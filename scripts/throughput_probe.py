@@ -80,6 +80,33 @@ def _row(results: dict[str, Any], wall: float) -> dict[str, Any]:
             "ops_warm_s": col("ops_warm_s"), "collect_s": col("collect_s"), "wall_med_s": col("wall_s")}
 
 
+def _fault_check(work: Path, copies: int, jobs: int, out: Path) -> None:
+    """Faulting kernels beside good ones: a fault must stay with its own kernel (MPS shares a server)."""
+    root = work / "faults"
+    shutil.copytree(FAULTS, root, ignore=shutil.ignore_patterns("validation", "__pycache__", "index.jsonl"))
+    expected = json.loads((FAULTS / "expected.json").read_text())
+    (root / "expected.json").unlink()
+    good = root / "good"
+    good.mkdir()
+    _dataset(good, copies)
+    for d in good.iterdir():
+        d.rename(root / d.name)
+    good.rmdir()
+    t0 = time.time()
+    summary = validate_dataset(root, Options(jobs=jobs, timeout=20, force=True))
+    wall = time.time() - t0
+    res = summary["results"]
+    wrong = [(k, expected[k], res.get(k, {}).get("outcome")) for k in expected
+             if res.get(k, {}).get("outcome") != expected[k]]
+    good_ok = sum(res[k].get("outcome") == "passed" for k in res if k.startswith("saxpy-0"))
+    line = (f"fault check (jobs {jobs}, MPS {'on' if os.environ.get('CUDA_MPS_PIPE_DIRECTORY') else 'off'}): "
+            f"{len(expected) - len(wrong)}/{len(expected)} fault fixtures as expected, good copies passed "
+            f"{good_ok}/{copies}, {wall:.1f} s; wrong: {wrong}")
+    print(line, flush=True)
+    with (out / "probe.jsonl").open("a") as f:
+        f.write(json.dumps({"fault_check": line, "results": {k: v.get("outcome") for k, v in res.items()}}) + "\n")
+
+
 def _start_mps(work: Path) -> None:
     """A private MPS control daemon; its clients find it through CUDA_MPS_PIPE_DIRECTORY."""
     pipe, log = work / "mps-pipe", work / "mps-log"
@@ -98,6 +125,9 @@ def main() -> int:
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma list of: " + ", ".join(VARIANTS))
     ap.add_argument("--mps", action="store_true",
                     help="run every variant under a private CUDA MPS daemon (nvidia-cuda-mps-control)")
+    ap.add_argument("--faults", action="store_true",
+                    help="first validate the fault fixtures mixed with --copies good kernels at the largest --jobs "
+                         "and print each outcome against tests/fixtures/faults/expected.json")
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "throughput_probe_out")))
     args = ap.parse_args()
     try:
@@ -116,6 +146,8 @@ def main() -> int:
     validate_dataset(root, Options(jobs=1, timeout=120, force=True))  # builds the unit once; not timed
     if args.mps:
         _start_mps(work)
+    if args.faults:
+        _fault_check(work, args.copies, max(int(j) for j in args.jobs.split(",")), args.out)
     names = [n.strip() for n in args.variants.split(",") if n.strip()]
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
