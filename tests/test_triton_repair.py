@@ -98,3 +98,21 @@ def test_import_time_device_query_answered_as_the_target(built: Path) -> None:
     assert b["device_queries"] == ["torch.cuda.get_device_capability"]
     ptx = (built / _builds(built)["gather_kernel"]["id"] / b["library"]).read_text()
     assert ".target sm_90" in ptx
+
+
+def test_unit_that_does_not_import_builds_from_the_kernel_closure(built: Path) -> None:
+    b = _builds(built)["scale_kernel"]["instantiations"][0]["build"]
+    assert b["status"] == "ok" and b["import"] == "kernel_closure"
+    assert "km_fixture_absent_package" in b["unit_import_error"]
+
+
+def test_kernel_closure_keeps_what_the_kernel_reaches() -> None:
+    from miner.triton import kernel_only
+
+    text = ("import triton\nimport triton.language as tl\nimport absent\n\nC: tl.constexpr = 4\nD = 5\n\n"
+            "@triton.jit\ndef h(x):\n    return x * C\n\n@triton.jit\ndef k(p):\n    tl.store(p, h(1))\n\n"
+            "def launch(x):\n    return absent.f(x, D)\n")
+    out = kernel_only.reduce(text, "k")
+    assert out is not None
+    assert "import absent" not in out and "def launch" not in out and "D = 5" not in out
+    assert "C: tl.constexpr = 4" in out and "def h(x)" in out and "@triton.jit\ndef k(p)" in out

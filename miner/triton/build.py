@@ -173,7 +173,8 @@ def _procedure() -> bytes:
     """The code that turns a task into a result (the child, its repair search, the device answers): a
     change to it must not be served an older result from the cache."""
     here = Path(__file__).resolve().parent
-    return b"".join((here / f).read_bytes() for f in ("compile_child.py", "repair.py", "fake_device.py"))
+    return b"".join((here / f).read_bytes() for f in ("compile_child.py", "repair.py", "fake_device.py",
+                                                        "kernel_only.py"))
 
 
 def _key(task: dict[str, Any], release: str) -> str:
@@ -281,6 +282,8 @@ def _record(kdir: Path, unit_dir: str, meta: dict[str, Any], r: dict[str, Any], 
         rec["signature"], rec["constexprs"] = r["signature"], r["constexprs"]
     if r.get("device_queries"):
         rec["device_queries"] = r["device_queries"]
+    if r.get("import") == "kernel_closure":  # the unit did not import; the kernel's own closure did
+        rec["import"], rec["unit_import_error"] = "kernel_closure", r.get("unit_import_error")
     return rec
 
 

@@ -123,10 +123,16 @@ def compile_one(task: dict[str, Any]) -> dict[str, Any]:
     stage = "import"
     queries: list[str] = []
     search = None
+    reduced_from: BaseException | None = None
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # a unit printing at import must not break the protocol
             with fake_device.installed(task["arch"], queries):
-                mod = _load(task["unit"], task["tag"])
+                try:
+                    mod = _load(task["unit"], task["tag"])
+                except Exception as exc:  # noqa: BLE001 - the launcher's side may be what fails
+                    mod, reduced_from = _load_kernel_closure(task), exc
+                    if mod is None:
+                        raise
         stage = "lookup"
         fn = _jit_function(getattr(mod, task["kernel"]))
         stage = "compile"
@@ -166,16 +172,37 @@ def compile_one(task: dict[str, Any]) -> dict[str, Any]:
         tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
         return {"status": "failed", "stage": stage, "error": _first_error(exc)[:500],
                 "log": "".join(tb)[-4000:], "seconds": round(time.monotonic() - t0, 3),
-                **_search_facts(search, queries)}
+                **_search_facts(search, queries, reduced_from)}
     md = k.metadata
     return {"status": "ok", "stage": "done", "error": None, "ptx": k.asm.get("ptx", ""),
             "shared": int(getattr(md, "shared", 0) or 0), "num_warps": int(md.num_warps),
             "num_stages": int(md.num_stages), "name": md.name, "seconds": round(time.monotonic() - t0, 3),
-            **_search_facts(search, queries)}
+            **_search_facts(search, queries, reduced_from)}
 
 
-def _search_facts(search: Any, queries: list[str]) -> dict[str, Any]:
+def _load_kernel_closure(task: dict[str, Any]) -> Any:
+    """The unit reduced to what the kernel needs (kernel_only.py), written beside the child's cache and
+    imported; None when there is nothing to drop or the reduction does not import either."""
+    from miner.triton import kernel_only
+
+    with open(task["unit"], encoding="utf-8") as fh:
+        text = kernel_only.reduce(fh.read(), task["kernel"])
+    if text is None:
+        return None
+    path = os.path.join(os.getcwd(), f"km_kernel_closure_{task['tag']}.py")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    try:
+        return _load(path, task["tag"] + "_kernel_closure")
+    except Exception:  # noqa: BLE001 - the original import error is the one to report
+        return None
+
+
+def _search_facts(search: Any, queries: list[str], reduced_from: BaseException | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    if reduced_from is not None:
+        out["import"] = "kernel_closure"
+        out["unit_import_error"] = _first_error(reduced_from)[:300]
     if search is not None and search.kept:
         out["repairs"] = [c.to_json() for c in search.kept]
         out["signature"], out["constexprs"] = search.signature, search.constexprs
