@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "spawn: a fresh interpreter per kernel")
     parser.add_argument("--mps", action="store_true",
                         help="first pass under a private CUDA MPS daemon (faster child start when several jobs "
-                             "share one GPU); every kernel that does not pass or skip there is run again alone "
+                             "share one GPU); every kernel that does not pass there is run again alone "
                              "without MPS, and that result is recorded (a fault can spread to MPS neighbours)")
     parser.add_argument("--no-oracles", dest="oracles", action="store_false",
                         help="do not replay each passing test's launches for the determinism and "

@@ -245,8 +245,10 @@ def validate_dataset(root: Path, opts: Options,
         with lock:
             if stopping.is_set():
                 return
-            if getattr(runner, "mode", "") == "fork+mps" and rec["outcome"] not in ("passed", "skipped"):
-                rerun.append(kdir)  # a neighbour's fault may have caused it: only a run alone counts
+            if getattr(runner, "mode", "") == "fork+mps" and rec["outcome"] != "passed":
+                # A neighbour's fault may have caused it, even a skip (the server then refuses new clients,
+                # which a test takes for "no GPU"): only a run alone counts.
+                rerun.append(kdir)
                 return
             store.record(kdir, rec)
             results[kdir.name] = rec
