@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
+from miner.commands import options
 from miner.commands._common import add_kernels, kernel_patterns
 from miner.errors import UsageError
 
@@ -53,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
                                           "test_timeout", "force", "sandbox")}
     cli["kernels"] = kernel_patterns(args.kernels) or None  # None: the --config file's list, if any
     cfg = build_config(cli, args.config)
-    summary = run_enrich(Path(args.dir), cfg)
+    rep = options.reporter(args)
+    summary = run_enrich(Path(args.dir), cfg, rep)
     if summary.stopped:
-        print(f"kernel-miner: warning: stopped early: {summary.stopped}; rerun to continue", file=sys.stderr)
+        rep.warning(f"stopped early: {summary.stopped}; rerun to continue")
     return 1 if summary.failed() else 0
