@@ -111,6 +111,7 @@ def _timing(raw: RawResult) -> dict[str, Any]:
         "load_s": round(sum(x.get("load_s", 0.0) for x in h.get("loads", [])), 4) if h.get("loads") else None,
         "cuda_init_s": h.get("cuda_init_s"),
         "cuda_prewarmed": bool(h.get("cuda_prewarmed")),
+        "ops_warm_s": h.get("ops_warm_s"),
         "first_launch_s": h.get("first_launch_s"),
         "tests_s": round(tests_s, 4),
         "overhead_s": round(max(0.0, raw.wall_s - tests_s), 4),
