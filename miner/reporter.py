@@ -79,7 +79,8 @@ class Reporter:
 
     # -- stderr
     def error(self, text: str, label: str = "error") -> None:
-        self._write(f"{PROG}: {label}: {text}", err=True)
+        """`kernel-miner: <label>: text` on stderr (`kernel-miner: text` with an empty label)."""
+        self._write(f"{PROG}: {label}: {text}" if label else f"{PROG}: {text}", err=True)
 
     def note(self, text: str) -> None:
         self.error(text, "note")

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from miner.validate.process import Job, policy_for_tests, run_test_process
-from miner.validate.runner import SpawnRunner
+from miner.validate.process import Job, SpawnRunner, policy_for_tests, run_test_process
 
 
 def _kernel(tmp_path: Path) -> Path:

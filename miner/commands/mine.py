@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from miner.builder.toolchain import DEFAULT_ARCH
 from miner.commands import options
-from miner.commands._common import add_output_level, check_numbers
-from miner.errors import UsageError
+from miner.commands._common import add_output_level
 from miner.extract import FRONTENDS
 from miner.scale.executor import EXECUTORS
-from miner.scale.mine import MineOptions, mine
+from miner.scale.mine import mine
 
 HELP = "mine many repositories (a list file or a folder of checkouts) into one dataset, resumably"
 DESCRIPTION = """\
@@ -75,22 +73,7 @@ def _dups(d: dict[str, int]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_numbers(args, at_least_one=("jobs", "workers"), positive=("repo_timeout",))
-    if args.build and args.no_units:
-        raise UsageError("--build needs units: drop --no-units")
-    if args.validate and args.no_units:
-        raise UsageError("--validate needs units: drop --no-units")
-    if args.ray_address and args.executor != "ray":
-        raise UsageError("--ray-address applies to --executor ray only")
-    if args.validate and args.sandbox:
-        options.check_sandbox()
-    opts = MineOptions(repos=args.repos, out_dir=args.output_dir, build=args.build, validate=args.validate,
-                       jobs=args.jobs, workers=args.workers, repo_timeout=args.repo_timeout,
-                       retry_failed=args.retry_failed, units=not args.no_units, frontend=args.frontend,
-                       license_allow=args.license_allow, executor=args.executor, ray_address=args.ray_address,
-                       arch=args.arch, nvcc=args.nvcc, cache_dir=args.cache_dir, dedupe=args.dedupe,
-                       sandbox=args.sandbox,
-                       argv=sys.argv[1:])
+    opts = options.mine_options(args)
     out = options.reporter(args)
     with out.stage_progress() as progress:
         rep = mine(opts, progress)

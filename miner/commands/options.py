@@ -24,7 +24,9 @@ from miner.reporter import Reporter
 # (`validate` starts in a fiftieth of a second, not the builder's and verifier's third).
 if TYPE_CHECKING:
     from miner.builder import BuildOptions
+    from miner.enrich.config import EnrichConfig
     from miner.extract import ExtractOptions
+    from miner.scale.mine import MineOptions
     from miner.verify.driver import VerifyOptions
 
 
@@ -217,6 +219,45 @@ def check_sandbox() -> None:
         raise UsageError(f"cannot build the test sandbox here ({why}); it needs Linux with unprivileged "
                          "user namespaces and mount_setattr (5.12+). --no-sandbox runs the tests with your "
                          "own rights")
+
+
+# ------------------------------------------------------------------------------------------ mine, enrich
+
+
+def mine_options(args: argparse.Namespace) -> MineOptions:
+    import sys
+
+    from miner.scale.mine import MineOptions
+
+    check_numbers(args, at_least_one=("jobs", "workers"), positive=("repo_timeout",))
+    if args.build and args.no_units:
+        raise UsageError("--build needs units: drop --no-units")
+    if args.validate and args.no_units:
+        raise UsageError("--validate needs units: drop --no-units")
+    if args.ray_address and args.executor != "ray":
+        raise UsageError("--ray-address applies to --executor ray only")
+    if args.validate and args.sandbox:
+        check_sandbox()
+    return MineOptions(repos=args.repos, out_dir=args.output_dir, build=args.build, validate=args.validate,
+                       jobs=args.jobs, workers=args.workers, repo_timeout=args.repo_timeout,
+                       retry_failed=args.retry_failed, units=not args.no_units, frontend=args.frontend,
+                       license_allow=args.license_allow, executor=args.executor, ray_address=args.ray_address,
+                       arch=args.arch, nvcc=args.nvcc, cache_dir=args.cache_dir, dedupe=args.dedupe,
+                       sandbox=args.sandbox, argv=sys.argv[1:])
+
+
+def enrich_options(args: argparse.Namespace) -> EnrichConfig:
+    """--config's TOML file, then the environment, then these options (miner/enrich/config.py merges them)."""
+    # Imported here so `kernel-miner --help` works without the optional `llm` extra installed.
+    try:
+        from miner.enrich.config import build_config
+    except ModuleNotFoundError as exc:
+        raise UsageError(f"enrich needs the llm extra ({exc.name} missing): pip install 'kernel-miner[llm]'") from None
+    cli = {k: getattr(args, k) for k in ("model", "base_url", "concurrency", "max_attempts", "stages",
+                                          "max_requests", "max_tokens", "completion_tokens", "timeout",
+                                          "test_timeout", "force", "sandbox")}
+    cli["kernels"] = kernel_patterns(args.kernels) or None  # None: the --config file's list, if any
+    return build_config(cli, args.config)
 
 
 def reporter(args: argparse.Namespace) -> Reporter:

@@ -17,8 +17,17 @@ from miner.errors import BuildError, UsageError
 from miner.harness import build_block, library_path, toolchain
 from miner.reporter import Reporter, silent
 from miner.validate import oracles, store
-from miner.validate.process import NOT_FAILED, Job, Verdict, policy_for_tests, run_test_process
-from miner.validate.runner import ForkRunner, RawResult, SpawnRunner, kill_active
+from miner.validate.process import (
+    NOT_FAILED,
+    ForkRunner,
+    Job,
+    RawResult,
+    SpawnRunner,
+    Verdict,
+    kill_active,
+    policy_for_tests,
+    run_test_process,
+)
 from miner.validate.sources import sync_tests
 from miner.validate.wrapper import write_wrappers
 

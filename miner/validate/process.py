@@ -2,7 +2,8 @@
 
 `run_test_process(job, runner)` runs one `Job` (a kernel folder, the pytest targets in it, a timeout, a
 sandbox policy or None for --no-sandbox) through a runner of miner/validate/runner.py (a fresh child by
-default, or a warm zygote's fork) and turns what the child left behind into exactly one outcome with
+default, or `ForkRunner(jobs, policy)`: forks of warm zygotes; `kill_active()` ends every child still
+running) and turns what the child left behind into exactly one outcome with
 miner/validate/classify.py's stated precedence. The child always runs in its own session and process
 group, killed whole at the timeout; confined by miner.sandbox when the job has a policy.
 `policy_for_tests(...)` is the sandbox policy both stages give their test children.
@@ -16,9 +17,10 @@ from typing import Protocol
 
 from miner import sandbox
 from miner.validate.classify import NOT_FAILED, OUTCOMES, Verdict, classify
-from miner.validate.runner import Job, RawResult, SpawnRunner
+from miner.validate.runner import ForkRunner, Job, RawResult, SpawnRunner, kill_active
 
-__all__ = ["NOT_FAILED", "OUTCOMES", "Job", "Runner", "TestOutcome", "Verdict", "run_test_process", "policy_for_tests"]
+__all__ = ["NOT_FAILED", "OUTCOMES", "ForkRunner", "Job", "RawResult", "Runner", "SpawnRunner", "TestOutcome",
+           "Verdict", "kill_active", "policy_for_tests", "run_test_process"]
 
 
 class Runner(Protocol):
