@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,7 +36,8 @@ VARIANTS: dict[str, dict[str, str]] = {
     "all-dtype warm-up": {"KM_PREWARM_OPS": "all"},
     "no prewarm": {"KM_PREWARM_CUDA": "0"},
     "2 spares": {"KM_SPARES": "2"},
-    "2 spares, no op warm-up": {"KM_SPARES": "2", "KM_PREWARM_OPS": "0"},
+    "2 spares no op warm-up": {"KM_SPARES": "2", "KM_PREWARM_OPS": "0"},
+    "no sandbox": {"_sandbox": "0"},
 }
 
 
@@ -78,11 +80,54 @@ def _row(results: dict[str, Any], wall: float) -> dict[str, Any]:
             "ops_warm_s": col("ops_warm_s"), "collect_s": col("collect_s"), "wall_med_s": col("wall_s")}
 
 
+def _fault_check(work: Path, copies: int, jobs: int, out: Path) -> None:
+    """Faulting kernels beside good ones: a fault must stay with its own kernel (MPS shares a server)."""
+    root = work / "faults"
+    shutil.copytree(FAULTS, root, ignore=shutil.ignore_patterns("validation", "__pycache__", "index.jsonl"))
+    expected = json.loads((FAULTS / "expected.json").read_text())
+    (root / "expected.json").unlink()
+    good = root / "good"
+    good.mkdir()
+    _dataset(good, copies)
+    for d in good.iterdir():
+        d.rename(root / d.name)
+    good.rmdir()
+    t0 = time.time()
+    summary = validate_dataset(root, Options(jobs=jobs, timeout=20, force=True))
+    wall = time.time() - t0
+    res = summary["results"]
+    wrong = [(k, expected[k], res.get(k, {}).get("outcome")) for k in expected
+             if res.get(k, {}).get("outcome") != expected[k]]
+    good_ok = sum(res[k].get("outcome") == "passed" for k in res if k.startswith("saxpy-0"))
+    line = (f"fault check (jobs {jobs}, MPS {'on' if os.environ.get('CUDA_MPS_PIPE_DIRECTORY') else 'off'}): "
+            f"{len(expected) - len(wrong)}/{len(expected)} fault fixtures as expected, good copies passed "
+            f"{good_ok}/{copies}, {wall:.1f} s; wrong: {wrong}")
+    print(line, flush=True)
+    with (out / "probe.jsonl").open("a") as f:
+        f.write(json.dumps({"fault_check": line, "results": {k: v.get("outcome") for k, v in res.items()}}) + "\n")
+
+
+def _start_mps(work: Path) -> None:
+    """A private MPS control daemon; its clients find it through CUDA_MPS_PIPE_DIRECTORY."""
+    pipe, log = work / "mps-pipe", work / "mps-log"
+    pipe.mkdir()
+    log.mkdir()
+    os.environ["CUDA_MPS_PIPE_DIRECTORY"] = str(pipe)
+    os.environ["CUDA_MPS_LOG_DIRECTORY"] = str(log)
+    subprocess.run(["nvidia-cuda-mps-control", "-d"], check=True)
+    time.sleep(1.0)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--copies", type=int, default=48)
     ap.add_argument("--jobs", default="1,2,4")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma list of: " + ", ".join(VARIANTS))
+    ap.add_argument("--mps", action="store_true",
+                    help="run every variant under a private CUDA MPS daemon (nvidia-cuda-mps-control)")
+    ap.add_argument("--faults", action="store_true",
+                    help="first validate the fault fixtures mixed with --copies good kernels at the largest --jobs "
+                         "and print each outcome against tests/fixtures/faults/expected.json")
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "throughput_probe_out")))
     args = ap.parse_args()
     try:
@@ -99,15 +144,26 @@ def main() -> int:
     root.mkdir()
     _dataset(root, args.copies)
     validate_dataset(root, Options(jobs=1, timeout=120, force=True))  # builds the unit once; not timed
+    if args.mps:
+        _start_mps(work)
+    if args.faults:
+        _fault_check(work, args.copies, max(int(j) for j in args.jobs.split(",")), args.out)
+    names = [n.strip() for n in args.variants.split(",") if n.strip()]
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        print(f"throughput_probe: unknown variant {unknown[0]!r} (known: {', '.join(VARIANTS)})", file=sys.stderr)
+        return 2
     rows: list[dict[str, Any]] = []
-    for name in args.variants.split(","):
+    for name in names:
         env = VARIANTS[name]
         for jobs in [int(j) for j in args.jobs.split(",")]:
+            sandbox = env.get("_sandbox", "1") != "0"
+            env = {k: v for k, v in env.items() if not k.startswith("_")}
             saved = {k: os.environ.get(k) for k in env}
             os.environ.update(env)
             try:
                 t0 = time.time()
-                summary = validate_dataset(root, Options(jobs=jobs, timeout=120, force=True))
+                summary = validate_dataset(root, Options(jobs=jobs, timeout=120, force=True, sandbox=sandbox))
                 wall = time.time() - t0
             finally:
                 for k, v in saved.items():
@@ -115,6 +171,8 @@ def main() -> int:
             row = {"variant": name, "jobs": jobs, **_row(summary["results"], wall), "tests": _per_test(root)}
             rows.append(row)
             print(json.dumps(row), flush=True)
+            with (args.out / "probe.jsonl").open("a") as f:
+                f.write(json.dumps(row) + "\n")
     keys = ["per_min", "passed", "tests_s", "overhead_s", "cuda_init_s", "ops_warm_s", "collect_s", "wall_med_s"]
     print(f"\n{'variant':16}{'jobs':>5}" + "".join(f"{k:>12}" for k in keys))
     for r in rows:
@@ -123,6 +181,8 @@ def main() -> int:
     for r in rows:
         print(f"  {r['variant']}, jobs {r['jobs']}: " + ", ".join(f"{k} {v}" for k, v in r["tests"].items()))
     (args.out / "probe.json").write_text(json.dumps(rows, indent=1))
+    if args.mps:
+        subprocess.run(["nvidia-cuda-mps-control"], input=b"quit\n", check=False)
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -48,7 +48,9 @@ def _key(cache: ParseCache, meta: dict[str, Any], k: Kernel, text: bytes, data: 
              k.start_offset, k.start_line, k.name, k.frontend]
     if units:
         launches = data.launches.get(key, [])
-        parts += [data.closures.get(key), launches, data.explicit.get(k.name, [])]
+        closure = data.closures.get(key)
+        parts += [closure.to_dict() if closure is not None else None, [lc.to_dict() for lc in launches],
+                  data.explicit.get(k.name, [])]
         if not launches and mentions is not None:  # launch_missing names where else the kernel is written
             parts.append(mentions.uses(k.name, (k.path, k.start_offset, k.end_offset)))
     return cache.entry_key(KIND, *parts)
