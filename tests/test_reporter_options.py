@@ -114,3 +114,28 @@ def test_extract_quiet_prints_nothing_verbose_lists_kernels(tmp_path: Path) -> N
     lines = loud.stdout.splitlines()
     assert loud.returncode == 0 and len(lines) == 2
     assert lines[0].startswith("scale_by-") and lines[0].endswith("scale.cu:2-5  [clang]")
+
+
+def test_extract_stage_gates_follow_the_options(tmp_path: Path) -> None:
+    from miner.extract.options import ExtractOptions
+    from miner.extract.stages import STAGES, CudaRun
+
+    def opened(**kw: object) -> list[str]:
+        run = CudaRun(ExtractOptions(paths=[str(FIXTURE)], out_dir=str(tmp_path), **kw), tmp_path,
+                      lambda n: (lambda: None))
+        return [s.name for s in STAGES if s.gate(run)]
+
+    assert opened(frontend="treesitter", units=False) == ["discover", "configure", "parse", "write"]
+    assert "project context" in opened(frontend="treesitter", units=True)
+
+
+def test_extract_ends_after_discover_when_no_input_has_a_kernel(tmp_path: Path) -> None:
+    from miner.extract.options import ExtractOptions
+    from miner.extract.stages import run_stages
+
+    src = tmp_path / "host_only.cu"
+    src.write_text("int twice(int x) { return 2 * x; }\n")
+    report = run_stages(ExtractOptions(paths=[str(src)], out_dir=str(tmp_path / "out")), tmp_path / "out",
+                        lambda n: (lambda: None))
+    assert report.files == 1 and report.kernels == [] and report.failures == []
+    assert not (tmp_path / "out").exists()  # the write stage never ran
