@@ -183,6 +183,7 @@ class ValidateRun:
     tests_from: list[Path] | None
     sandbox: bool
     limits: dict[str, int] = field(default_factory=dict)
+    mps: bool = False  # a first pass under a private CUDA MPS daemon
 
 
 def validate_options(args: argparse.Namespace) -> ValidateRun:
@@ -197,7 +198,7 @@ def validate_options(args: argparse.Namespace) -> ValidateRun:
     if args.sandbox:
         check_sandbox()
     return ValidateRun(root, kernel_patterns(args.kernels), args.toolchain, args.jobs, args.timeout, args.sanitize,
-                       args.force, args.mode, args.oracles, args.tests_from, args.sandbox, _limits(args))
+                       args.force, args.mode, args.oracles, args.tests_from, args.sandbox, _limits(args), args.mps)
 
 
 def _limits(args: argparse.Namespace) -> dict[str, int]:

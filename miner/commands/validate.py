@@ -43,6 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=("fork", "spawn"), default="fork",
                         help="fork: children of a warm worker that has torch imported (fast); "
                              "spawn: a fresh interpreter per kernel")
+    parser.add_argument("--mps", action="store_true",
+                        help="first pass under a private CUDA MPS daemon (faster child start when several jobs "
+                             "share one GPU); every kernel that does not pass there is run again alone "
+                             "without MPS, and that result is recorded (a fault can spread to MPS neighbours)")
     parser.add_argument("--no-oracles", dest="oracles", action="store_false",
                         help="do not replay each passing test's launches for the determinism and "
                              "float/double agreement oracles (on by default)")
@@ -78,7 +82,7 @@ def execute(run: options.ValidateRun, rep: Reporter) -> int:
         os.environ["KM_TOOLCHAIN"] = run.toolchain
     opts = Options(jobs=run.jobs, timeout=run.timeout, sanitize=run.sanitize, force=run.force,
                    kernels=run.patterns or None, mode=run.mode, oracles=run.oracles, tests_from=run.tests_from,
-                   sandbox=run.sandbox, limits=run.limits)
+                   sandbox=run.sandbox, limits=run.limits, mps=run.mps)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         summary = validate_dataset(run.root, opts, rep)
