@@ -166,7 +166,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     assert r.returncode == 0, r.stderr
     r = run_miner("verify", ds, "--cache-dir", base / "cache", "-j", "2", timeout=600)
     assert r.returncode == 0, (r.stdout, r.stderr)
-    assert "6/6 built instantiations verified: 6 identical" in r.stdout
+    assert "7/7 built instantiations verified: 7 identical" in r.stdout
     return src, ds
 
 
@@ -204,3 +204,12 @@ def test_enum_argument_in_the_wrapper(cases: tuple[Path, Path]) -> None:
     fid = _fidelity(cases[1])
     assert fid["vc_apply/1_4"]["status"] == "identical" and not fid["vc_apply/1_4"]["explicit_instantiation"]
     assert fid["vc_apply/2_4"]["status"] == "identical" and fid["vc_apply/2_4"]["explicit_instantiation"]
+
+
+def test_project_flags_on_both_sides(cases: tuple[Path, Path]) -> None:
+    """The project's nvcc flags (CMakeLists.txt: --expt-relaxed-constexpr, which the kernel needs to call
+    std::numeric_limits<float>::max()) are given to the original's compile and the unit's, as the build
+    gives them to the unit: without them one side does not compile."""
+    meta = next(m for m in load_dataset(cases[1]) if m["name"] == "vc_clamp_half_max")
+    assert meta["build_flags"]["nvcc"] == ["--expt-relaxed-constexpr"]
+    assert _fidelity(cases[1])["vc_clamp_half_max/default"]["status"] == "identical"

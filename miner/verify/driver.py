@@ -149,7 +149,13 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
     tool_id = toolchain_id(nvcc)
     store = PtxStore(opts.cache_dir or default_cache_dir(), nvcc, opts.timeout)
     arch = orig_mod.arch_flag((todo[0].meta["instantiations"][todo[0].index].get("build") or {}).get("arch"))
-    unit_flags = ["-ptx", "-x", "cu", arch, *opts.extra_flags]
+    base_flags = ["-ptx", "-x", "cu", arch, *opts.extra_flags]
+
+    def unit_flags(it: _Item) -> list[str]:
+        # As the build compiled the unit: the project's nvcc flags, and CUDA library wheels' headers.
+        return [*base_flags, *orig_mod.project_flags(it.meta),
+                *(f for d in orig_mod.library_include_dirs() for f in ("-isystem", d))]
+
     torch_version = ""
     if any(groups[k][0].orig.torch for k in chosen):
         torch_version = orig_mod.torch_setup()[2]
@@ -172,9 +178,11 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
     def compile_unit(it: _Item) -> PtxResult:
         text = it.unit.read_text(encoding="utf-8")
         headers, _ = orig_mod.scan_includes(it.unit, [])
-        key = orig_mod.content_key([FORMAT, "unit", tool_id, "\0".join(unit_flags), text], headers)
+        flags = unit_flags(it)
+        key = orig_mod.content_key([FORMAT, "unit", tool_id, orig_mod.library_versions(), "\0".join(flags), text],
+                                   headers)
         try:
-            return store.compile(key, it.unit, None, unit_flags, it.unit.parent, opts.force)
+            return store.compile(key, it.unit, None, flags, it.unit.parent, opts.force)
         finally:
             tick()
 
@@ -213,8 +221,8 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
     differs = [it for it in todo if it.record and it.record["status"] == "differs"]
     if differs:
         with ThreadPoolExecutor(max_workers=opts.jobs) as pool:
-            for it, ctx in zip(differs, pool.map(lambda it: _context_check(it, store, tool_id, unit_flags, opts.force),
-                                                 differs), strict=True):
+            checks = pool.map(lambda it: _context_check(it, store, tool_id, unit_flags(it), opts.force), differs)
+            for it, ctx in zip(differs, checks, strict=True):
                 if ctx is not None:
                     it.record["context"] = ctx
                     rep.context_identical += ctx["status"] == "identical"

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from miner import cuda_libs
+from miner.source import build_flags
 from miner.targets import COMPUTE_FLAG
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
@@ -52,9 +53,10 @@ class Original:
     include_dirs: list[Path]
     headers: list[Path] = field(default_factory=list)   # project headers it reaches (its content)
     torch: bool = False
+    project_flags: list[str] = field(default_factory=list)   # the project's nvcc flags (metadata build_flags)
 
-    def group_key(self) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-        return str(self.tu), tuple(self.defines), tuple(map(str, self.include_dirs))
+    def group_key(self) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        return str(self.tu), tuple(self.defines), tuple(map(str, self.include_dirs)), tuple(self.project_flags)
 
 
 def locate(meta: dict[str, Any], source_root: Path | None) -> Original:
@@ -70,9 +72,17 @@ def locate(meta: dict[str, Any], source_root: Path | None) -> Original:
         raise ValueError(f"{tu}: original source not found")
     defines = [d for d in pc.get("defines", []) if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")]
     dirs = [(root / d).resolve() for d in pc.get("include_dirs", [])]
-    orig = Original(root=root, tu=tu, rel=rel, defines=defines, include_dirs=[d for d in dirs if d.is_dir()])
+    orig = Original(root=root, tu=tu, rel=rel, defines=defines, include_dirs=[d for d in dirs if d.is_dir()],
+                    project_flags=project_flags(meta))
     orig.headers, orig.torch = scan_includes(tu, orig.include_dirs)
     return orig
+
+
+def project_flags(meta: dict[str, Any]) -> list[str]:
+    """The project's nvcc flags for the kernel's file (`build_flags.nvcc`: `-D__CUDA_NO_HALF_OPERATORS__`,
+    torch-ngp's `-U` of them, `--use_fast_math` ...) as the unit's build applies them. Both sides get them:
+    they decide which Half operators exist and how floating point is compiled."""
+    return build_flags.applied(list((meta.get("build_flags") or {}).get("nvcc") or []))
 
 
 def scan_includes(tu: Path, include_dirs: list[Path]) -> tuple[list[Path], bool]:
@@ -131,6 +141,8 @@ def compile_flags(orig: Original, arch_flag: str) -> list[str]:
         dirs, nvcc_flags, _ = torch_setup()
         flags += nvcc_flags
     flags += [f"-D{d}" for d in orig.defines]
+    # After torch's: a torch extension's own nvcc flags follow COMMON_NVCC_FLAGS (and may -U them).
+    flags += orig.project_flags
     # Mined dirs searched before the system's for "quoted" includes and after it for <angle> ones: the
     # include graph adds a dir for any header found by path tail, and a repo's Windows stand-in
     # (dev/unistd.h) must not hide the system's <unistd.h>, as it does not in the project's own build.
