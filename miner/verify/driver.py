@@ -82,7 +82,8 @@ def _first_error(log: str) -> str:
 
 def _sample(groups: dict[Any, list[_Item]], n: int | None) -> list[Any]:
     """A deterministic sample of TUs: the first n by a hash of their name and flags."""
-    keys = sorted(groups, key=lambda k: hashlib.sha256(repr((groups[k][0].orig.rel, k[1:])).encode()).hexdigest())
+    # Hashed on (defines, include dirs), not the project flags: the sample stays the one earlier versions took.
+    keys = sorted(groups, key=lambda k: hashlib.sha256(repr((groups[k][0].orig.rel, k[1:3])).encode()).hexdigest())
     return keys if n is None else keys[:n]
 
 
