@@ -213,3 +213,25 @@ def test_project_flags_on_both_sides(cases: tuple[Path, Path]) -> None:
     meta = next(m for m in load_dataset(cases[1]) if m["name"] == "vc_clamp_half_max")
     assert meta["build_flags"]["nvcc"] == ["--expt-relaxed-constexpr"]
     assert _fidelity(cases[1])["vc_clamp_half_max/default"]["status"] == "identical"
+
+
+def test_assert_function_name_is_not_compared(tmp_path: Path) -> None:
+    """`assert` passes __PRETTY_FUNCTION__ to __assertfail, spelled as the template was instantiated: an
+    original instantiated through int16_t says `[with T = signed short]`, a unit's `short`. The string is
+    not compared (like the file name and line); the asserted condition is."""
+    import subprocess
+
+    body = ("#include <cassert>\n#include <cstdint>\n"
+            "template <typename T> __global__ void vc_check(T* p) { assert(p[0] > COND); p[0] = 1; }\n")
+    listings = []
+    for cond, inst in (("0", "int16_t"), ("0", "short"), ("1", "short")):
+        src = tmp_path / f"a_{cond}_{inst}.cu"
+        src.write_text(body.replace("COND", cond) + f"template __global__ void vc_check<{inst}>({inst}*);\n",
+                       encoding="utf-8")
+        out = src.with_suffix(".ptx")
+        subprocess.run(["nvcc", "-ptx", "-arch=compute_90", str(src), "-o", str(out)], check=True, timeout=300)
+        parsed = ptx.parse(out.read_text(encoding="utf-8"))
+        listings.append(ptx.listing(parsed, parsed.entries[0]))
+    signed_short, short, other_condition = listings
+    assert signed_short == short
+    assert short != other_condition
