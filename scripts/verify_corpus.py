@@ -15,7 +15,8 @@ A repo given as NAME=PATH gets the dataset WORK/NAME; an existing dataset there 
 subdir mined, the checkout as --project, the list's options); `--only` keeps some of them by
 checkout dir. --sample applies to every repo; --sample-for NAME=N overrides it for one.
 
-The last row sums the repos: `identical` is the share of verified built instantiations, `of buildable`
+Fidelity records of earlier runs are dropped first: the table is this run's. The last row sums the
+repos: `identical` is the share of verified built instantiations, `of buildable`
 the share of those whose original translation unit compiles here.
 """
 
@@ -55,6 +56,22 @@ def corpus_specs(path: Path, root: Path, only: list[str]) -> list[tuple[str, Pat
         target = checkout / repo.subdir if repo.subdir else checkout
         out.append((repo.checkout, target, ["--project", str(checkout), *repo.options]))
     return out
+
+
+def clear_fidelity(ds: Path) -> None:
+    """Drop the fidelity records of earlier runs (another --sample, older code), so the table counts this
+    run only."""
+    sys.path.insert(0, str(ROOT))
+    from miner import dataset
+
+    changes = {}
+    for meta_path in sorted(ds.glob("*/metadata.json")):
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        insts = meta.get("instantiations") or []
+        if any("fidelity" in i for i in insts):
+            changes[meta_path.parent.name] = {"instantiations": [{k: v for k, v in i.items() if k != "fidelity"}
+                                                                 for i in insts]}
+    dataset.update_many(ds, changes)
 
 
 def tally(ds: Path) -> tuple[int, Counter[str], Counter[str]]:
@@ -127,6 +144,7 @@ def main() -> int:
             vargs += ["--sample", str(sample)]
         if args.cache_dir:
             vargs += ["--cache-dir", args.cache_dir]
+        clear_fidelity(ds)
         r = miner(*vargs)
         if r.returncode not in (0, 1):
             print(f"{name}: verify failed: {r.stderr.strip()[:300]}", file=sys.stderr)
