@@ -210,5 +210,22 @@ __device__ void fastAtomicAdd(T *tensor, I index, I numel, T value, bool fast) {
 }  // namespace at
 namespace torch { using namespace at; }
 template <class T> __device__ inline T gpuAtomicAdd(T *p, T v) { return atomicAdd(p, v); }
+// ATen/cuda/DeviceUtils.cuh's warp helpers, as written there for CUDA (HIP has the *_sync forms too).
+__device__ __forceinline__ unsigned int ACTIVE_MASK() { return __activemask(); }
+__device__ __forceinline__ void WARP_SYNC(unsigned mask = 0xffffffff) { __syncwarp(mask); }
+__device__ __forceinline__ unsigned int WARP_BALLOT(int predicate, unsigned int mask = 0xffffffff) {
+  return __ballot_sync(mask, predicate); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL(T value, int srcLane, int width = warpSize,
+                                                          unsigned int mask = 0xffffffff) {
+  return __shfl_sync(mask, value, srcLane, width); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL_XOR(T value, int laneMask, int width = warpSize,
+                                                              unsigned int mask = 0xffffffff) {
+  return __shfl_xor_sync(mask, value, laneMask, width); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL_UP(T value, unsigned int delta, int width = warpSize,
+                                                             unsigned int mask = 0xffffffff) {
+  return __shfl_up_sync(mask, value, delta, width); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL_DOWN(T value, unsigned int delta, int width = warpSize,
+                                                               unsigned int mask = 0xffffffff) {
+  return __shfl_down_sync(mask, value, delta, width); }
 using at::Half;
 using at::BFloat16;

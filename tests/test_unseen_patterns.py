@@ -1,0 +1,63 @@
+"""`extract --build` on tests/fixtures/unseen: patterns found on repositories the miner was never tuned on
+(issue 14's unseen set, scripts/corpus_repos_unseen.txt), each reproduced by a kernel of our own and judged
+by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FIXTURES, load_dataset, run_miner
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    src = tmp_path_factory.mktemp("unseen-src") / "unseen"
+    shutil.copytree(FIXTURES / "unseen", src)
+    out = tmp_path_factory.mktemp("unseen-out")
+    cache = tmp_path_factory.mktemp("unseen-cache")
+    proc = run_miner("extract", src, "-o", out, "--build", "-j", "2", env={"XDG_CACHE_HOME": str(cache)},
+                     timeout=600)
+    return {"proc": proc, "out": out, "metas": load_dataset(out)}
+
+
+def _meta(dataset: dict[str, Any], name: str) -> dict[str, Any]:
+    found = [m for m in dataset["metas"] if m["name"] == name]
+    assert len(found) == 1, [m["source"]["path"] for m in found]
+    return found[0]
+
+
+def _built(meta: dict[str, Any]) -> dict[str, str]:
+    return {i["id"]: i["build"]["status"] + (": " + (i["build"].get("error") or "") if i["build"].get("error") else "")
+            for i in meta["instantiations"]}
+
+
+def _origins(meta: dict[str, Any]) -> dict[str, str]:
+    return {i["id"]: i["origin"] for i in meta["instantiations"]}
+
+
+def _unit(dataset: dict[str, Any], meta: dict[str, Any], inst: str) -> str:
+    return (Path(dataset["out"]) / meta["id"] / "units" / inst / "unit.cu").read_text(encoding="utf-8")
+
+
+def test_vllm_style_dispatch_switch_of_project_case_lists(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "scale_rows_kernel")
+    assert _origins(m) == {"float_4": "dispatch", "half_4": "dispatch", "bf16_4": "dispatch"}, _origins(m)
+    assert set(_built(m).values()) == {"ok"}, _built(m)
+
+
+def test_dispatch_switch_of_atens_own_case_list(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "shift_rows_kernel")
+    assert _origins(m) == {"double": "dispatch", "float": "dispatch", "half": "dispatch"}, _origins(m)
+    assert set(_built(m).values()) == {"ok"}, _built(m)
+
+
+def test_aten_warp_shuffle_helpers_build_for_every_dispatched_type(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "row_norm_kernel")
+    assert set(_built(m).values()) == {"ok"} and len(m["instantiations"]) == 3, _built(m)
+    assert {"WARP_SHFL", "WARP_SHFL_XOR"} <= set(m["closure"]["shims"])
