@@ -61,3 +61,11 @@ def test_aten_warp_shuffle_helpers_build_for_every_dispatched_type(dataset: dict
     m = _meta(dataset, "row_norm_kernel")
     assert set(_built(m).values()) == {"ok"} and len(m["instantiations"]) == 3, _built(m)
     assert {"WARP_SHFL", "WARP_SHFL_XOR"} <= set(m["closure"]["shims"])
+
+
+def test_torch_macros_in_device_code_come_from_the_unit_shim(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "row_max_kernel")
+    assert _built(m) == {"float": "ok", "double": "ok"}, _built(m)
+    assert {"C10_WARP_SIZE", "C10_LAUNCH_BOUNDS_1", "C10_RESTRICT", "C10_LIKELY", "C10_DEVICE"} <= set(
+        m["closure"]["shims"]), m["closure"]["shims"]
+    assert "#define C10_WARP_SIZE 32" in _unit(dataset, m, "float")

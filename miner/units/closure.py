@@ -428,10 +428,13 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     pieces += _usings(ctx, files, pieces, seen, ctx.sort_key(kernel_path, kernel_start), bool(shims))
     out.pieces = sorted(pieces, key=lambda p: ctx.sort_key(p.path, p.start))
     out.macros = _macros(ctx, tokens, ctx.sort_key(kernel_path, kernel_start))
-    out.shims = sorted(shims)
     files |= {m.path for m in out.macros}
     for m in out.macros:
         tokens += _IDENT.findall(m.body)
+    # Torch's macros (`C10_WARP_SIZE`, `C10_HOST_DEVICE`) expand in the parse to our parse shim's text and
+    # leave no cursor to follow; the unit shim defines them, unless the repo defines the name itself.
+    shims |= {t for t in tokens if t in _unit_shim_macros() and not ctx.active_macro(t)}
+    out.shims = sorted(shims)
     out.includes = _includes(ctx, files, tokens, list(headers))
     out.unresolved = _unresolved(ctx, files, {(p.path, p.start, p.end) for p in pieces},
                                  (kernel_path, kernel_cursor.extent.start.offset, kernel_cursor.extent.end.offset),
@@ -603,6 +606,13 @@ def _unit_shim_names() -> frozenset[str]:
     """Identifiers the unit shim (km_torch_unit.h) declares or mentions, comments left out."""
     text = (stub_dir() / "unit" / "km_torch_unit.h").read_text(encoding="utf-8")
     return frozenset(_IDENT.findall(_STRING_OR_COMMENT.sub(" ", text)))
+
+
+@functools.cache
+def _unit_shim_macros() -> frozenset[str]:
+    """The torch macros the unit shim defines (its own KM_ helpers left out)."""
+    text = (stub_dir() / "unit" / "km_torch_unit.h").read_text(encoding="utf-8")
+    return frozenset(n for n in re.findall(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", text, re.M) if not n.startswith("KM_"))
 
 
 def _enclosing_namespaces(c: ci.Cursor) -> tuple[str, ...]:

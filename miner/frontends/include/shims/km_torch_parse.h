@@ -454,6 +454,13 @@ template <class... A> [[noreturn]] void km_torch_check_fail(const A &...);
 #define C10_CUDA_KERNEL_LAUNCH_CHECK() ((void)0)
 #define C10_HOST_DEVICE __host__ __device__
 #define C10_DEVICE __device__
+#define C10_HOST __host__
+#define C10_MAX_THREADS_PER_BLOCK(val) (((val) <= 1024) ? (val) : 256)
+#define C10_MIN_BLOCKS_PER_SM(t, b) ((((t) * (b) <= 2048) ? (b) : ((2048 + (t) - 1) / (t))))
+#define C10_LAUNCH_BOUNDS_0 __launch_bounds__(256, 4)
+#define C10_LIKELY(expr) (__builtin_expect(static_cast<bool>(expr), 1))
+#define C10_UNLIKELY(expr) (__builtin_expect(static_cast<bool>(expr), 0))
+#define C10_RESTRICT __restrict
 #define C10_LAUNCH_BOUNDS_1(m) __launch_bounds__(m)
 #define C10_LAUNCH_BOUNDS_2(m, n) __launch_bounds__(m, n)
 #define C10_WARP_SIZE 32
