@@ -154,9 +154,9 @@ class TUContext:
             path = self.norm(f.name)
             if path not in self.inputs:
                 continue
-            if kind in _SCOPE_KINDS:
+            if kind in _SCOPE_KINDS and not _is_variable_template(c):
                 self._index(c, ns + ((c.spelling or "",) if c.kind == K.NAMESPACE else ()))
-            elif c.kind in _PIECE_KINDS:
+            else:
                 e = c.extent
                 if e.start.file is None or self.norm(e.start.file.name) != path:
                     continue
@@ -379,9 +379,11 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
         idents = _identifiers(ctx, cur, drop)
         tokens += idents
         for c in _walk(cur, drop):
-            if c.kind not in _REF_KINDS:
+            if c.kind == K.NAMESPACE_REF and c.referenced is not None and c.referenced.kind == K.NAMESPACE_ALIAS:
+                refs = [c.referenced]  # `my_cub::BlockLoad`: the alias `namespace my_cub = cub;` comes along
+            elif c.kind not in _REF_KINDS:
                 continue
-            if c.kind == K.OVERLOADED_DECL_REF:
+            elif c.kind == K.OVERLOADED_DECL_REF:
                 # Unresolved overload set (dependent call): every repo function of that name, and the
                 # shim it names (`at::native::fastAtomicAdd(p, i, n, v, true)` in a template kernel).
                 refs = [gc for lst in ctx.groups_named(c.spelling) for _gp, gc in lst]
@@ -417,7 +419,9 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 if found_here := ctx.by_name.get((ns, name), [])[:1]:
                     take(*found_here[0])
                     break
-        if ctx.has_errors(cur):
+        if ctx.has_errors(cur) or _is_variable_template(cur):
+            # A variable template is one cursor without children in libclang 18: what its initializer
+            # names is found through its text, as in a function whose expressions the parse dropped.
             # The parse dropped invalid expressions (a name its stub lacked): their calls are missing
             # from the AST. Fall back to the names in the text, looked up in the scopes visible here.
             for name in dict.fromkeys(idents):
@@ -606,6 +610,12 @@ def _unit_shim_names() -> frozenset[str]:
     """Identifiers the unit shim (km_torch_unit.h) declares or mentions, comments left out."""
     text = (stub_dir() / "unit" / "km_torch_unit.h").read_text(encoding="utf-8")
     return frozenset(_IDENT.findall(_STRING_OR_COMMENT.sub(" ", text)))
+
+
+def _is_variable_template(c: ci.Cursor) -> bool:
+    """`template <class T> constexpr bool is_half_v = ...;`: libclang 18 exposes it as a childless
+    UNEXPOSED_DECL with the variable's name (a scope kind otherwise), referenced by dependent uses."""
+    return c.kind == K.UNEXPOSED_DECL and bool(c.spelling) and next(iter(c.get_children()), None) is None
 
 
 @functools.cache
