@@ -79,3 +79,9 @@ def test_a_namespace_alias_of_cub_and_variable_templates_come_with_the_kernel(da
     unit = _unit(dataset, m, "float_256")
     assert "namespace fix_cub = cub;" in unit and "hipcub" not in unit
     assert "is_half_like_v" in unit and "lanes_of" in unit
+
+
+def test_host_template_instantiated_in_another_translation_unit_of_the_kernels_header(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "row_softmax_kernel")
+    assert _origins(m) == {f"{t}_{v}": "host_template" for t in ("float", "double") for v in (5, 6)}, _origins(m)
+    assert set(_built(m).values()) == {"ok"}, _built(m)
