@@ -85,3 +85,12 @@ def test_host_template_instantiated_in_another_translation_unit_of_the_kernels_h
     m = _meta(dataset, "row_softmax_kernel")
     assert _origins(m) == {f"{t}_{v}": "host_template" for t in ("float", "double") for v in (5, 6)}, _origins(m)
     assert set(_built(m).values()) == {"ok"}, _built(m)
+
+
+def test_a_project_header_named_like_a_c_header_does_not_shadow_it(dataset: dict[str, Any]) -> None:
+    """`#include <math.h>` is the C library's even where the project has an `include/math.h` (with its
+    own float3 operators, which then came into the unit twice)."""
+    m = _meta(dataset, "pair_sum_norm_kernel")
+    assert _built(m) == {"default": "ok"}, _built(m)
+    assert not any("math.h" in s for s in m["closure"]["sources"]), m["closure"]["sources"]
+    assert _built(_meta(dataset, "shade_kernel")) == {"default": "ok"}
