@@ -94,3 +94,16 @@ def test_a_project_header_named_like_a_c_header_does_not_shadow_it(dataset: dict
     assert _built(m) == {"default": "ok"}, _built(m)
     assert not any("math.h" in s for s in m["closure"]["sources"]), m["closure"]["sources"]
     assert _built(_meta(dataset, "shade_kernel")) == {"default": "ok"}
+
+
+def test_kernels_passed_to_the_projects_launch_helper_are_launched_there(dataset: dict[str, Any]) -> None:
+    plain = _meta(dataset, "clamp_all")
+    assert plain["launches"], plain.get("launch_missing")
+    launch = plain["launches"][0]
+    assert launch["launcher"] == "clamp" and launch["config"]["block"] == "kLinearThreads"
+    assert "linear_blocks((n))" in launch["config"]["grid"]
+    assert [a["expr"] for a in launch["args"]] == ["(n)", "-1.f", "1.f", "x"]
+    m = _meta(dataset, "axpy_step")
+    assert m["launches"], m.get("launch_missing")
+    assert _origins(m) == {"float": "host_template", "double": "host_template"}, _origins(m)
+    assert set(_built(m).values()) == {"ok"}, _built(m)
