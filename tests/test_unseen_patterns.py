@@ -107,3 +107,9 @@ def test_kernels_passed_to_the_projects_launch_helper_are_launched_there(dataset
     assert m["launches"], m.get("launch_missing")
     assert _origins(m) == {"float": "host_template", "double": "host_template"}, _origins(m)
     assert set(_built(m).values()) == {"ok"}, _built(m)
+
+
+def test_a_cuda_version_test_in_a_header_keeps_cuda_h_in_the_unit(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "warp_max_kernel")
+    assert _built(m) == {"default": "ok"}, _built(m)
+    assert "#include <cuda.h>" in _unit(dataset, m, "default")
