@@ -113,3 +113,9 @@ def test_a_cuda_version_test_in_a_header_keeps_cuda_h_in_the_unit(dataset: dict[
     m = _meta(dataset, "warp_max_kernel")
     assert _built(m) == {"default": "ok"}, _built(m)
     assert "#include <cuda.h>" in _unit(dataset, m, "default")
+
+
+def test_cccl_version_macros_pick_the_branch_the_toolkit_would(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "block_max_kernel")
+    assert _built(m) == {"default": "ok"}, _built(m)
+    assert "cuda::maximum" in _unit(dataset, m, "default")
