@@ -148,7 +148,7 @@ def _launch_json(project: Project, r: dict[str, Any]) -> dict[str, Any]:
 def kernel_metadata(project: Project, mod: Module, k: TritonKernel, fn: ast.FunctionDef, kid: str,
                     origin, rel: str, text: bytes, launches: list[dict[str, Any]]) -> dict[str, Any]:
     first = next((r for r in launches if r["_module"] is mod), launches[0] if launches else None)
-    sig = signature.infer(k, fn, first, helper=signature.role(fn, bool(launches)) == "helper")
+    sig = signature.infer(k, fn, first, helper=signature.role(fn, bool(launches)) == "helper", module=mod.tree)
     params = []
     for p in k.params:
         ty = sig["signature"][p.name]

@@ -22,8 +22,9 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
-# Origins a repair may change: guesses, and the first autotune config (one of several real ones).
-GUESSED = {"usage", "name", "fallback"}
+# Origins a repair may change: guesses (a launcher_pointer's element type only), and the first autotune
+# config (one of several real ones).
+GUESSED = {"usage", "launcher_pointer", "name", "fallback"}
 CHANGEABLE_CONSTEXPR = {"fallback", "autotune"}
 
 _POINTER_WANTED = re.compile(r"ptr type|pointer type|`base`|element_ty|pointer_type|is not a pointer|"
@@ -287,7 +288,7 @@ class Search:
             else:
                 elems = ["*fp16", "*bf16", "*i64", "*i32", "*i8", "*fp32", "*u8"]
             elems = [t for t in elems if t != ty]
-            if self.origins.get(p) == "usage":  # the pointer operand of a memory op: it stays a pointer
+            if self.origins.get(p) in ("usage", "launcher_pointer"):  # a pointer by use or at the call: it stays one
                 return elems
             # A change of kind is tried once (i32, *fp32): the next error refines the element type.
             if _SCALAR_WANTED.search(msg) and not _POINTER_WANTED.search(msg):

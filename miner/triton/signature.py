@@ -2,10 +2,11 @@
 `tl.constexpr`, each with where it came from.
 
 Triton types arguments when a kernel is called; compiling ahead of time needs them written down. They are
-taken, in this order, from an annotation, the parameter's default, the launch site's argument expression,
-the kernel's own use of the parameter (`tl.load(p + offs)` makes `p` a pointer), and last from rules on
-the name. Pointers whose element type nothing tells are fp32, scalars i32: such entries say `fallback`,
-so a reader knows which compiled variants are guesses.
+taken, in this order, from an annotation, what the launcher's own code says the argument is (a tensor of a
+visible dtype, an int, a float, None: launcher_types.py), the parameter's default, the launch site's
+argument expression, the kernel's own use of the parameter (`tl.load(p + offs)` makes `p` a pointer),
+and last from rules on the name. Pointers whose element type nothing tells are fp32, scalars i32: such
+entries say `fallback`, so a reader knows which compiled variants are guesses.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 from typing import Any
 
 from miner.frontends.triton_frontend import TritonKernel
+from miner.triton import descriptors
 
 _POINTER_USES = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_cas", "atomic_xchg",
                  "atomic_and", "atomic_or", "atomic_xor", "make_block_ptr", "make_tensor_descriptor"}
@@ -127,7 +129,13 @@ def _scalar_type(value: Any) -> str | None:
 
 
 def _constexpr_value(name: str, default: str | None, launch_expr: str | None,
-                     autotune: dict[str, Any] | None, tested: bool) -> tuple[Any, str]:
+                     autotune: dict[str, Any] | None, tested: bool,
+                     launch_arg: dict[str, Any] | None = None) -> tuple[Any, str]:
+    if launch_arg is not None and launch_expr is not None:
+        if "value" in launch_arg:  # a literal reaching the argument through the launcher's own names
+            return launch_arg["value"], "launcher_expr"
+        if launch_arg.get("type") == "constexpr":  # None
+            return None, "launcher_expr"
     for text, origin in ((launch_expr, "launcher"), (default, "default")):
         v = _literal(text)
         if v is not None and isinstance(v, (int, float, bool, str)):
@@ -144,24 +152,37 @@ def _constexpr_value(name: str, default: str | None, launch_expr: str | None,
     return 64, "fallback"  # a power of two: valid for tl.arange and block shapes
 
 
-def infer(k: TritonKernel, fn: ast.FunctionDef, launch: dict[str, Any] | None, helper: bool = False) -> dict[str, Any]:
+def infer(k: TritonKernel, fn: ast.FunctionDef, launch: dict[str, Any] | None, helper: bool = False,
+          module: ast.Module | None = None) -> dict[str, Any]:
     """{"role", "signature": {param: type}, "constexprs": {param: value}, "origins": {param: origin},
     "num_warps", "num_stages"} for compiling `k` ahead of time."""
-    exprs = {a["param"]: a["expr"] for a in (launch or {}).get("args", []) if a.get("param")}
+    launch_args = {a["param"]: a for a in (launch or {}).get("args", []) if a.get("param")}
+    exprs = {p: a["expr"] for p, a in launch_args.items()}
     runtime = {p.name for p in k.params if not p.constexpr}
     pointers = _pointer_params(fn, runtime)
     tested = tested_names(fn)
+    descs = descriptors.descriptor_params(fn, runtime)
     signature: dict[str, str] = {}
     constexprs: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for p in k.params:
         if p.constexpr:
-            v, origin = _constexpr_value(p.name, p.default, exprs.get(p.name), k.autotune, p.name in tested)
+            v, origin = _constexpr_value(p.name, p.default, exprs.get(p.name), k.autotune, p.name in tested,
+                                         launch_args.get(p.name))
             signature[p.name], constexprs[p.name], origins[p.name] = "constexpr", v, origin
             continue
         ty, origin = None, "fallback"
+        given = launch_args.get(p.name, {}).get("type")
+        if given == "tensordesc" or p.name in descs:
+            continue  # typed below, once the constexprs its block shape may name are known
         if p.annotation and p.annotation in _ANNOTATION_TYPES:
             ty, origin = _ANNOTATION_TYPES[p.annotation], "annotation"
+        elif given == "constexpr":  # None at the call: Triton makes the parameter a constexpr
+            signature[p.name], constexprs[p.name], origins[p.name] = "constexpr", None, "launcher_expr"
+            continue
+        elif given:  # the launcher's own expression (a tensor's dtype, x.stride(0), 1e-6): launcher_types
+            ty = given
+            origin = "launcher_pointer" if launch_args[p.name].get("elem_known") is False else "launcher_expr"
         elif p.name in pointers and (_POINTER_NAME.search(p.name) or not _SCALAR_NAME.search(p.name)):
             ty, origin = "*fp32", "usage"
         elif _scalar_type(_literal(p.default)):
@@ -177,6 +198,9 @@ def infer(k: TritonKernel, fn: ast.FunctionDef, launch: dict[str, Any] | None, h
         else:
             ty = "fp32" if helper else "i32"  # a helper's untyped arguments are mostly loaded values
         signature[p.name], origins[p.name] = ty, origin
+    for p_name, (ty, origin) in descriptors.signature_types(fn, runtime, constexprs, module, launch_args).items():
+        signature[p_name], origins[p_name] = ty, origin
+    signature = {p.name: signature[p.name] for p in k.params if p.name in signature}
     opts = (launch or {}).get("options", {})
     configs = (k.autotune or {}).get("configs") or []
     first = configs[0] if configs else {}
