@@ -80,7 +80,8 @@ def signature_types(fn: ast.FunctionDef, names: set[str], constexprs: dict[str, 
         if p in hooks:
             dims, origin = [_dim(e, constexprs) for e in hooks[p]], "launcher_expr"
         elif arg.get("block_shape"):
-            dims, origin = list(arg["block_shape"]), "launcher_expr"
+            dims = [d if isinstance(d, int) else _dim(ast.Name(id=d), constexprs) for d in arg["block_shape"]]
+            origin = "launcher_expr"
         if dims is None or any(d is None for d in dims):
             dims, origin = [FALLBACK_DIM] * max(ranks.get(p, 0), len(dims or []), 1), "usage"
         if not arg.get("elem"):

@@ -68,6 +68,10 @@ def _kw(call: ast.Call, name: str) -> ast.AST | None:
     return next((k.value for k in call.keywords if k.arg == name), None)
 
 
+def _literal_int(v: Value | None) -> int | None:
+    return v[1] if v is not None and v[0] == "int" and isinstance(v[1], int) else None
+
+
 def _descriptor(node: ast.Call, env: dict[str, Value]) -> Value | None:
     """`TensorDescriptor.from_tensor(t, block_shape)` / `TensorDescriptor(base, shape, strides, block_shape)`
     -> ("desc", (element type of t, block shape when every entry is a literal))."""
@@ -90,9 +94,11 @@ def _descriptor(node: ast.Call, env: dict[str, Value]) -> Value | None:
     if isinstance(shape, ast.Name):
         shape = None
     if isinstance(shape, (ast.List, ast.Tuple)):
-        vals = [value_of(e, env) for e in shape.elts]
-        if all(v is not None and v[0] == "int" and v[1] is not None for v in vals):
-            dims = [v[1] for v in vals]  # type: ignore[index]
+        # A literal, or a name the kernel's constexprs may give (`block_shape=[BLOCK_M, BLOCK_K]`).
+        vals = [_literal_int(value_of(e, env)) if not isinstance(e, ast.Name) or _literal_int(value_of(e, env))
+                is not None else e.id for e in shape.elts]
+        if all(v is not None for v in vals):
+            dims = vals
     return ("desc", (t[1] if t and t[0] == "tensor" else None, dims))
 
 

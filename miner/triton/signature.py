@@ -96,15 +96,32 @@ def tested_names(fn: ast.FunctionDef) -> set[str]:
     return out
 
 
-def role(fn: ast.FunctionDef, launched: bool) -> str:
-    """"kernel" for an entry point (launched, or reading its program id, or returning nothing);
-    "helper" for a device function that returns a value to the kernels calling it."""
+def called_by_jit(fns: list[ast.FunctionDef | None]) -> set[str]:
+    """Names the given jit functions call (`_helper(...)`, `mod._helper(...)`), each not counting itself."""
+    out: set[str] = set()
+    for fn in fns:
+        if fn is None:
+            continue
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Call):
+                name = n.func.id if isinstance(n.func, ast.Name) else \
+                    n.func.attr if isinstance(n.func, ast.Attribute) else None
+                if name and name != fn.name:
+                    out.add(name)
+    return out
+
+
+def role(fn: ast.FunctionDef, launched: bool, called: bool = False) -> str:
+    """"kernel" for an entry point (launched, or reading its program id, or returning nothing and called by
+    no other jit function); "helper" for a device function: it returns a value to the kernels calling it,
+    or it is only called from another jit function (its parameters may be block pointers or tuples no
+    launch can pass)."""
     if launched:
         return "kernel"
     for n in ast.walk(fn):
         if isinstance(n, ast.Attribute) and n.attr in ("program_id", "num_programs"):
             return "kernel"
-    if any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fn)):
+    if called or any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fn)):
         return "helper"
     return "kernel"
 
