@@ -333,6 +333,20 @@ def signature_entry(v: Value | None) -> tuple[str, Any] | None:
     return None
 
 
+def _const_value(node: ast.AST, env: dict[str, Value]) -> Any:
+    """A constexpr's value at the call: a literal through the launcher's names, a `tl.float16`, or, for
+    `a if cond else b` of two such values, the first (one variant the project runs)."""
+    if isinstance(node, ast.IfExp):
+        return _const_value(node.body, env)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "tl" \
+            and node.attr in _TL_DTYPES:
+        return f"tl.{node.attr}"
+    v = value_of(node, env)
+    if v is not None and v[0] in ("int", "float", "bool", "const") and v[1] is not None:
+        return v[1]
+    return None
+
+
 def arg_values(fn: ast.FunctionDef | ast.AsyncFunctionDef | None,
                nodes: list[tuple[dict[str, Any], ast.AST]]) -> None:
     """Annotate each launch argument entry (param, expr) with what the launcher gives it: `type` (a Triton
@@ -342,9 +356,9 @@ def arg_values(fn: ast.FunctionDef | ast.AsyncFunctionDef | None,
     for entry, node in nodes:
         v = value_of(node, env)
         e = signature_entry(v)
-        if v is not None and v[0] in ("int", "float", "bool", "const") and v[1] is not None \
-                and not isinstance(node, ast.Constant):
-            entry["value"] = v[1]
+        c = _const_value(node, env)
+        if c is not None and not isinstance(node, ast.Constant):
+            entry["value"] = c
         if e is None:
             continue
         entry["type"] = e[0]

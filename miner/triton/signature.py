@@ -37,7 +37,7 @@ _SCALAR_NAME = re.compile(r"(^|_)(stride|strides|offset|offsets|off|offs|start|e
                           re.I)
 _BOOL_CONST = re.compile(r"^(IS|HAS|USE|EVEN|ENABLE|RETURN|SAVE|STORE|APPLY|CAUSAL|NEED|DO|WITH|INPLACE|"
                          r"TRAINING|REVERSE|HEAD_FIRST|FUSE|COMPUTE|OUTPUT|LOAD)(_|$)|_(FLAG|ON|ENABLED)$", re.I)
-_DTYPE_CONST = re.compile(r"dtype|DTYPE|_TY$|TYPE$")
+_DTYPE_CONST = re.compile(r"dtype|_ty$|type$", re.I)
 
 
 def _pointer_params(fn: ast.FunctionDef, names: set[str]) -> set[str]:
@@ -118,10 +118,12 @@ def role(fn: ast.FunctionDef, launched: bool, called: bool = False) -> str:
     launch can pass)."""
     if launched:
         return "kernel"
+    if called:  # reading the program id (a swizzle, a debug print) does not make it launchable
+        return "helper"
     for n in ast.walk(fn):
         if isinstance(n, ast.Attribute) and n.attr in ("program_id", "num_programs"):
             return "kernel"
-    if called or any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fn)):
+    if any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fn)):
         return "helper"
     return "kernel"
 
