@@ -230,7 +230,8 @@ def build_dataset(out_dir: Path, arch: str = SM, jobs: int = 1, timeout: float =
         r = results.get(meta["id"]) if task else None
         if r is None and meta["triton"]["compile"].get("role") == "helper":
             r = {"status": "skipped", "stage": "helper", "log": "",
-                 "error": "a helper @triton.jit function (it returns a value): it compiles inside its callers' units"}
+                 "error": "a helper @triton.jit function (it returns a value, or only other jit functions call it): "
+                          "it compiles inside its callers' units"}
         elif r is None:
             r = {"status": "skipped", "stage": "import", "error": "the unit file is missing", "log": ""}
         rec = _record(kdir, unit_dir, meta, r, arch, release)
