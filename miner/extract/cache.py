@@ -24,6 +24,7 @@ from miner.frontends import treesitter_frontend
 from miner.frontends.model import Kernel
 from miner.frontends.parse_cache import ParseCache
 from miner.units.mentions import Mentions
+from miner.units.records import Analyses
 
 KIND = "kernel folders"
 
@@ -41,7 +42,7 @@ def _templates_id() -> str:
     return h.hexdigest()
 
 
-def _key(cache: ParseCache, meta: dict[str, Any], k: Kernel, text: bytes, data: Any, root: str,
+def _key(cache: ParseCache, meta: dict[str, Any], k: Kernel, text: bytes, data: Analyses, root: str,
          units: bool, mentions: Mentions | None) -> str:
     key = (k.path, k.start_offset)
     parts = [_templates_id() if units else "", root, units, meta, hashlib.sha256(text).hexdigest(), k.path,
@@ -62,7 +63,7 @@ def _unit_files(meta: dict[str, Any]) -> list[str]:
 
 
 def write_kernel(cache: ParseCache | None, out_dir: Path, meta: dict[str, Any], k: Kernel, text: bytes,
-                 data: Any, root: str, units: bool, mentions: Mentions | None = None) -> dict[str, Any]:
+                 data: Analyses, root: str, units: bool, mentions: Mentions | None = None) -> dict[str, Any]:
     """The kernel's folder (`assemble.attach` when `units`, then `kernel.cu` and `metadata.json`), or its
     recorded files when the inputs are the same; returns the final metadata."""
     kdir = out_dir / meta["id"]
