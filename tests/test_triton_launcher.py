@@ -73,6 +73,13 @@ def test_launcher_expressions_type_the_signature(built: Path) -> None:
     assert schema.errors(m) == []
 
 
+def test_tuple_argument_from_stride(built: Path) -> None:
+    m = _by_name(built)["strided_copy"]
+    c = m["triton"]["compile"]
+    assert c["signature"]["strides"] == "(i32, i32)" and c["origins"]["strides"] == "launcher_expr"
+    assert m["instantiations"][0]["build"]["status"] == "ok"
+
+
 def test_descriptor_block_shape_from_the_pre_hook(built: Path) -> None:
     m = _by_name(built)["copy_tiles"]
     c = m["triton"]["compile"]

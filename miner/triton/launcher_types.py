@@ -138,6 +138,8 @@ def _call(node: ast.Call, env: dict[str, Value]) -> Value | None:
         return None
     if name in _NEW:
         return ("tensor", dtype_of(dt_node, env) if dt_node is not None else recv[1])
+    if name in ("stride", "size") and not node.args:
+        return ("ints", None)  # a tuple of ints: the kernel indexes it (`stride_x[0]`)
     if name in _INT_METHODS and (node.args or name not in ("stride", "size")):
         return ("int", None)
     if name == "data_ptr":
@@ -181,6 +183,9 @@ def value_of(node: ast.AST | None, env: dict[str, Value]) -> Value | None:
         if node.attr in ("T", "mT", "data", "real"):
             v = value_of(node.value, env)
             return v if v and v[0] == "tensor" else None
+        if node.attr == "shape":
+            v = value_of(node.value, env)
+            return ("ints", None) if v and v[0] == "tensor" else None
         if node.attr in ("ndim",):
             v = value_of(node.value, env)
             return ("int", None) if v and v[0] == "tensor" else None
@@ -195,6 +200,8 @@ def value_of(node: ast.AST | None, env: dict[str, Value]) -> Value | None:
         if isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute) and \
                 base.func.attr in ("stride", "size") and not base.args and not isinstance(node.slice, ast.Slice):
             return ("int", None)
+        if isinstance(base, ast.Attribute) and base.attr == "shape":
+            return ("ints", None)
         v = value_of(base, env)
         return v if v and v[0] == "tensor" else None
     if isinstance(node, ast.BinOp):
@@ -328,6 +335,8 @@ def signature_entry(v: Value | None) -> tuple[str, Any] | None:
         return ("i1", None)
     if kind == "none":
         return ("constexpr", None)
+    if kind == "ints":  # the length is the kernel's: signature.py counts its indices
+        return ("ints", None)
     if kind == "desc":  # the block shape and element type are filled in by descriptors.py
         return ("tensordesc", None)
     return None

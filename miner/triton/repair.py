@@ -240,6 +240,7 @@ class Search:
         # A loaded float met a pointer: the load's pointer (reached through a local) is the likely culprit.
         suspects = indirect + direct if _FLOAT_MET_POINTER.search(f.message) else direct + indirect
         runtime = [p for p in suspects if self.signature.get(p) not in (None, "constexpr")
+                   and not self.signature[p].startswith("(")  # a tuple's length is the kernel's own
                    and self.origins.get(p) in GUESSED]
         consts = [p for p in self.constexprs if self.origins.get(p) in CHANGEABLE_CONSTEXPR]
         near = [p for p in suspects if p in consts]

@@ -81,6 +81,17 @@ def _pointer_params(fn: ast.FunctionDef, names: set[str]) -> set[str]:
     return (out - scalar) & names
 
 
+def _indexed_params(fn: ast.FunctionDef, names: set[str]) -> dict[str, int]:
+    """Parameters the kernel indexes with literals (`stride_q[2]`): tuples, with the length the highest
+    index shows (pointers are never subscripted in Triton; loaded tensors are locals)."""
+    out: dict[str, int] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in names \
+                and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, int):
+            out[n.value.id] = max(out.get(n.value.id, 0), n.slice.value + 1)
+    return out
+
+
 def tested_names(fn: ast.FunctionDef) -> set[str]:
     """Names used as a condition (`if HAS_BIAS:`, `x if IS_CAUSAL else y`, `not REVERSE`, `a and B`)."""
     out: set[str] = set()
@@ -181,6 +192,7 @@ def infer(k: TritonKernel, fn: ast.FunctionDef, launch: dict[str, Any] | None, h
     pointers = _pointer_params(fn, runtime)
     tested = tested_names(fn)
     descs = descriptors.descriptor_params(fn, runtime)
+    tuples = _indexed_params(fn, runtime)
     signature: dict[str, str] = {}
     constexprs: dict[str, Any] = {}
     origins: dict[str, str] = {}
@@ -196,6 +208,9 @@ def infer(k: TritonKernel, fn: ast.FunctionDef, launch: dict[str, Any] | None, h
             continue  # typed below, once the constexprs its block shape may name are known
         if p.annotation and p.annotation in _ANNOTATION_TYPES:
             ty, origin = _ANNOTATION_TYPES[p.annotation], "annotation"
+        elif p.name in tuples:  # `stride_x[0]` in the kernel: a tuple argument (`x.stride()` at the call)
+            ty = "(" + ", ".join(["i32"] * tuples[p.name]) + ")"
+            origin = "launcher_expr" if given == "ints" else "usage"
         elif given == "constexpr":  # None at the call: Triton makes the parameter a constexpr
             signature[p.name], constexprs[p.name], origins[p.name] = "constexpr", None, "launcher_expr"
             continue
