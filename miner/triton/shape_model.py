@@ -80,6 +80,7 @@ class Shape:
         self.lead: list[Dim] = []  # open: known leading dims
         self.tail: list[Dim] = []  # open: known trailing dims
         self.evidence: list[str] = []  # where the facts came from: code, hint
+        self.peers: list[Shape] = []  # operands of one elementwise op, both unknown at the time
 
     def root(self) -> Shape:
         node = self
@@ -152,6 +153,7 @@ def unify_shapes(a: Shape, b: Shape) -> None:
             ra.tail = rb.tail[:len(rb.tail) - len(ra.tail)] + ra.tail
     rb.parent = ra
     ra.evidence += [e for e in rb.evidence if e not in ra.evidence]
+    ra.peers += rb.peers
 
 
 def broadcast(a: Shape | None, b: Shape | None) -> Shape | None:
@@ -174,8 +176,19 @@ def broadcast(a: Shape | None, b: Shape | None) -> Shape | None:
             full.tail = [Dim() if d.root().value == 1 else d for d in rb.tail]
             unify_shapes(ra, full)
             return ra.root()
+        if not ra.known and not rb.known:
+            # nothing known of either yet: likely one shape (elementwise), but a layout documented or
+            # read later for one of them must still apply to it alone; decided at the end (peers)
+            ra.peers.append(rb)
+            rb.peers.append(ra)
+            return ra
         unify_shapes(ra, rb)
         return ra.root()
+    if (ra.rank is None) != (rb.rank is None):
+        # a closed operand and one whose trailing sizes only are known: a reference's operands have
+        # one rank far more often than not (`s[..., None] * v`)
+        (rb if rb.rank is None else ra).close((ra if ra.rank is not None else rb).rank or 0)
+        ra, rb = ra.root(), rb.root()
     da = ra.dims if ra.rank is not None else ra.tail
     db = rb.dims if rb.rank is not None else rb.tail
     out: list[Dim] = []

@@ -303,7 +303,12 @@ class Reader:
                 if isinstance(left, (Shape, Param)):
                     return not isinstance(op, ast.Is)  # a passed argument is not None
             if isinstance(left, RankOf) or isinstance(right, RankOf):
-                return _SKIP if not (left if isinstance(left, RankOf) else right).shape.known else None
+                rk = (left if isinstance(left, RankOf) else right).shape.root()
+                other = right if isinstance(left, RankOf) else left
+                if rk.rank is not None and isinstance(other, Const) and isinstance(other.value, int):
+                    a, b = (rk.rank, other.value) if isinstance(left, RankOf) else (other.value, rk.rank)
+                    return bool(_compare(op, a, b))
+                return _SKIP if rk.rank is None else None
             if isinstance(left, Const) and isinstance(right, Const):
                 try:
                     return bool(_compare(op, left.value, right.value))
@@ -442,8 +447,14 @@ class Reader:
         if s is None or s.rank is None:
             return None
         elts = idx.elts if isinstance(idx, ast.Tuple) else [idx]
-        if any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elts):
-            return None
+        dots = [i for i, e in enumerate(elts) if isinstance(e, ast.Constant) and e.value is Ellipsis]
+        if dots:  # `x[..., None]`, `x[..., -1:]`: the indices after `...` apply to the trailing dims
+            after = elts[dots[0] + 1:]
+            used = sum(1 for e in after if not (isinstance(e, ast.Constant) and e.value is None))
+            if len(dots) > 1 or any(not (isinstance(e, ast.Constant) and e.value is None) for e in elts[:dots[0]]) \
+                    or used > s.rank:
+                return None
+            elts = [ast.Slice() for _ in range(s.rank - used)] + after
         out: list[Dim] = []
         pos = 0
         for e in elts:
