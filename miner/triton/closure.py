@@ -159,6 +159,14 @@ class _Closer:
                 self._take(mod, stmt, name)
 
     def _rename(self, module: str, name: str) -> None:
+        mod = self.project.module(module)
+        stmts = (mod.defs.get(name) or []) if mod else []
+        if not stmts or not all(isinstance(st, (ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef,
+                                                ast.ClassDef)) for st in stmts):
+            # bound inside a try/if (an import fallback): renaming its Names would miss the import's alias
+            self.out.unresolved.append({"symbol": name, "where": module,
+                                        "reason": "defined here and imported elsewhere: one name in the unit"})
+            return
         stem = os.path.basename(os.path.dirname(module) if module.endswith("__init__.py") else module)
         stem = re.sub(r"\W", "_", stem.removesuffix(".py"))
         self.out.renames.setdefault(module, {})[name] = f"_{stem}_{name}"
