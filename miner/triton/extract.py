@@ -26,6 +26,7 @@ from miner.frontends import triton_frontend
 from miner.frontends.triton_frontend import TritonKernel
 from miner.source.provenance import Origin, origin_of
 from miner.triton import closure as closure_mod
+from miner.triton import inputs as ref_inputs
 from miner.triton import launches as launch_mod
 from miner.triton import reference, render, signature
 from miner.triton.project import Module, Project
@@ -210,6 +211,8 @@ def _unit(project: Project, mod: Module, k: TritonKernel, fn: ast.FunctionDef, l
         c.aliases += [a for a in part.aliases if a not in c.aliases]
         c.unresolved += [u for u in part.unresolved if u not in c.unresolved]
         c.dropped_decorators += part.dropped_decorators
+        for path, names in part.renames.items():
+            c.renames.setdefault(path, {}).update(names)
     return render.render(project, c, header), c
 
 
@@ -287,6 +290,8 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
                     "sources": sorted({project.rel(p.module) for p in c.pieces}),
                     "jit_functions": [p.name for p in c.pieces if p.kind == "jit" and p.name != k.name],
                     "dropped_decorators": c.dropped_decorators,
+                    "renamed": [{"symbol": n, "as": new, "module": project.rel(path)}
+                                for path, names in c.renames.items() for n, new in names.items()],
                 }
                 meta["unresolved"] = [{**u, "where": _rel_where(project, u["where"])} for u in c.unresolved]
                 if unit_text is not None:
@@ -294,6 +299,9 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
                     atomic.write_text(out_dir / kid / dataset.UNITS / "default" / UNIT_NAME, unit_text)
                     if pair is not None:
                         meta["triton"]["reference"] = {**pair, "test": reference.TEST_FILE}
+                        spec = ref_inputs.solve(unit_text, pair["function"], pair["reference"])
+                        if spec is not None:  # sizes read from the source; the harness tries them first
+                            meta["triton"]["reference"]["inputs"] = spec
                         atomic.write_text(out_dir / kid / reference.TEST_FILE, reference.test_text(pair))
                 else:
                     meta["instantiations"] = []
