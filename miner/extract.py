@@ -145,8 +145,10 @@ def _overlaps(a: Kernel, b: Kernel) -> bool:
 def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_graph.IncludeGraph,
                opts: ExtractOptions, report: ExtractReport,
                progress: Callable[[int], Callable[[], None]], units: UnitData,
-               extra: list[SourceFile] = (), cache: ParseCache | None = None) -> tuple[list[Kernel], dict[str, str]]:
-    """Kernels from every file, and for each kernel file the translation unit that parsed it."""
+               extra: list[SourceFile] = (), cache: ParseCache | None = None, pch_folder: str = ""
+               ) -> tuple[list[Kernel], dict[str, str], ParseConfig]:
+    """Kernels from every file, for each kernel file the translation unit that parsed it, and the parse
+    configuration used (with the precompiled prefix, built under `pch_folder`, where one was built)."""
     kernel_files = {f.path: f for f in files if f.has_kernel}
     inputs = {f.path for f in files}
     found: dict[tuple[str, int], Kernel] = {}
@@ -158,7 +160,6 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
             raise UsageError("libclang is not available: install the 'libclang' package or use --frontend treesitter")
         report.notes.append("libclang is not available: using tree-sitter for every file")
         use_clang = False
-    pch_dir = tempfile.TemporaryDirectory(prefix="km-pch-") if use_clang else None
     if use_clang:
         names = context.kernel_names(files)
         # Translation units that name a kernel and call a launch API without including its file.
@@ -187,7 +188,7 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
             if todo:
                 if not pch_config:
                     pch_config.append(_with_torch_pch(plain_config, [*files, *extra],
-                                                      {r: reach[r] for r in todo}, pch_dir.name))
+                                                      {r: reach[r] for r in todo}, pch_folder))
                 fresh = _run_clang(todo, pch_config[0], inputs, opts.jobs, opts.units, tick)
                 for res in fresh:
                     if cache is not None and not res.error:
@@ -238,10 +239,8 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
     if use_clang:
         kernels = _variant_parses(kernels, kernel_files, config, tu_of, units,
                                   _cached_parse(cache, graph, data, inputs, opts.units, reach))
-    if pch_dir is not None:
-        pch_dir.cleanup()
     kernels.sort(key=lambda k: (k.path, k.start_offset))
-    return kernels, tu_of
+    return kernels, tu_of, config
 
 
 def _cached_parse(cache: ParseCache | None, graph: include_graph.IncludeGraph, data: dict[str, bytes],
@@ -254,12 +253,17 @@ def _cached_parse(cache: ParseCache | None, graph: include_graph.IncludeGraph, d
     def parse(tu: str, variant: ParseConfig) -> clang_frontend.ParseResult:
         if tu not in reach:
             reach[tu] = graph.closure(tu)
-        key = (cache.key(tu, clang_args(variant, tu), units, reach[tu], data, inputs, variant.context)
+        # Keyed like the main parses, without the precompiled prefix: it changes the cost, not the result
+        # (and its path is a fresh temporary folder each run).
+        plain = replace(variant, torch_pch=None)
+        key = (cache.key(tu, clang_args(plain, tu), units, reach[tu], data, inputs, variant.context)
                if cache is not None else "")
         hit = cache.load(key) if cache is not None else None
         if hit is not None:
             return hit
         res = clang_frontend.parse(tu, variant, inputs, with_units=units)
+        if res.error and variant.torch_pch:
+            res = clang_frontend.parse(tu, plain, inputs, with_units=units)
         if cache is not None and not res.error:
             cache.store(key, res)
         return res
@@ -300,7 +304,7 @@ def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], 
         return kernels
     swap: dict[int, Kernel] = {}
     for (tu, defines), wanted in sorted(groups.items()):
-        variant = replace(config, defines=[*config.defines, *defines], torch_pch=None)
+        variant = pch.with_defines(config, list(defines))
         res = parse(tu, variant)  # through the parse cache
         if res.error:
             continue
@@ -474,13 +478,16 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
                          overlay_dir=framework_overlay([f.data for f in files + extra]))
     units = UnitData()
     cache = ParseCache.open()
-    kernels, tu_of = _parse_all(files, config, graph, opts, report, progress, units, extra, cache)
-    units.match_declared(kernels)
-    inputs = {f.path for f in files}
-    hip_parse = _cached_parse(cache, graph, {f.path: f.data for f in [*files, *extra]}, inputs, opts.units)
-    hip_variants = (hip_config.variants(files, extra, graph, config, kernels, tu_of, inputs, units, UnitData,
-                                        opts.units, hip_parse)
-                    if opts.frontend != "treesitter" and clang_frontend.AVAILABLE else [])
+    # The precompiled prefix lives until the HIP configuration's parses are done: they use it too.
+    with tempfile.TemporaryDirectory(prefix="km-pch-") as pch_folder:
+        kernels, tu_of, parse_config = _parse_all(files, config, graph, opts, report, progress, units, extra,
+                                                  cache, pch_folder)
+        units.match_declared(kernels)
+        inputs = {f.path for f in files}
+        hip_parse = _cached_parse(cache, graph, {f.path: f.data for f in [*files, *extra]}, inputs, opts.units)
+        hip_variants = (hip_config.variants(files, extra, graph, parse_config, kernels, tu_of, inputs, units,
+                                            UnitData, opts.units, hip_parse)
+                        if opts.frontend != "treesitter" and clang_frontend.AVAILABLE else [])
     if cache is not None and cache.hits:
         report.notes.append(f"{cache.hits} of {cache.hits + cache.misses} translation unit parses from the parse "
                             f"cache ({cache.folder})")

@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from miner.frontends import clang_frontend
+from miner.frontends import clang_frontend, pch
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -93,7 +93,7 @@ def variants(files: list[SourceFile], extra: list[SourceFile], graph: IncludeGra
     out: list[Variant] = []
     for (tu, names), wanted in sorted(groups.items()):
         defines = [n for n in names if n not in config.defines]
-        cfg = replace(config, defines=[*config.defines, *defines], torch_pch=None)
+        cfg = pch.with_defines(config, defines)
         res = (parse(tu, cfg) if parse is not None
                else clang_frontend.parse(tu, cfg, inputs, with_units=with_units))
         if res.error:
