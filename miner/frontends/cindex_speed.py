@@ -25,6 +25,10 @@ from typing import Any
 
 _INSTALLED = False
 _TOP = "_km_top_level"  # attribute of a TranslationUnit: its top-level cursors while a parse holds them
+# File handle -> name while a parse holds its TU (a walk asks a location's file name hundreds of
+# thousands of times, a C call and a string copy each). Handles are only unique within one TU, so the
+# table lives from `hold_top_level` to `release`.
+_FILE_NAMES: dict[int, str] | None = None
 
 
 def install() -> None:
@@ -77,6 +81,17 @@ def install() -> None:
             return ci.CursorKind.from_id(i)  # raises the bindings' own error
         return k
 
+    def file_name(self: Any) -> str:
+        names = _FILE_NAMES
+        if names is None:
+            return lib.clang_getFileName(self)
+        key = self.obj.value
+        name = names.get(key)
+        if name is None:
+            name = names[key] = lib.clang_getFileName(self)
+        return name
+
+    ci.File.name = property(file_name)
     ci.Cursor.get_children = get_children
     ci.Cursor.walk_preorder = walk_preorder
     ci.Cursor.kind = property(kind)
@@ -99,6 +114,8 @@ def _instantiated(c: Any) -> bool:
 def hold_top_level(tu: Any, local_only: bool = False) -> None:
     """List `tu`'s top-level cursors once; every walk of `tu.cursor` gets that list until `release`.
     `local_only`: `tu` comes from an index that excludes the precompiled prefix's declarations."""
+    global _FILE_NAMES
+    _FILE_NAMES = {}
     tu.__dict__.pop(_TOP, None)
     top = list(tu.cursor.get_children())
     if local_only:
@@ -108,4 +125,6 @@ def hold_top_level(tu: Any, local_only: bool = False) -> None:
 
 def release(tu: Any) -> None:
     """Drop the held list: it holds cursors that hold the TU (a cycle would keep its memory until a GC)."""
+    global _FILE_NAMES
+    _FILE_NAMES = None
     tu.__dict__.pop(_TOP, None)
