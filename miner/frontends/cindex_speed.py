@@ -20,10 +20,12 @@ pattern's location, an explicit specialization at its own.
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Iterator
 from typing import Any
 
 _INSTALLED = False
+ORIGINAL: dict[str, Any] = {}  # the bindings' own methods, for tests that compare
 _TOP = "_km_top_level"  # attribute of a TranslationUnit: its top-level cursors while a parse holds them
 # File handle -> name while a parse holds its TU (a walk asks a location's file name hundreds of
 # thousands of times, a C call and a string copy each). Handles are only unique within one TU, so the
@@ -85,12 +87,14 @@ def install() -> None:
         names = _FILE_NAMES
         if names is None:
             return lib.clang_getFileName(self)
-        key = self.obj.value
+        key = ctypes.cast(self.obj, ctypes.c_void_p).value  # the CXFile handle's address
         name = names.get(key)
         if name is None:
             name = names[key] = lib.clang_getFileName(self)
         return name
 
+    ORIGINAL.update(get_children=ci.Cursor.get_children, walk_preorder=ci.Cursor.walk_preorder,
+                    kind=ci.Cursor.kind, file_name=ci.File.name)
     ci.File.name = property(file_name)
     ci.Cursor.get_children = get_children
     ci.Cursor.walk_preorder = walk_preorder
@@ -102,13 +106,20 @@ _FUNCTION_KINDS = ("FUNCTION_DECL", "CXX_METHOD", "CONSTRUCTOR", "DESTRUCTOR", "
 
 
 def _instantiated(c: Any) -> bool:
-    """A function definition instantiated from a template (or a class template's member)."""
+    """A function definition instantiated from a template or a class template's member: it sits where
+    its pattern's definition does (`T W<T>::f()` written out of line: the pattern libclang gives is the
+    in-class declaration, whose definition is that text). An explicit specialization sits elsewhere."""
     import clang.cindex as ci
 
     if c.kind.name not in _FUNCTION_KINDS:
         return False
     pattern = ci.conf.lib.clang_getSpecializedCursorTemplate(c)
-    return pattern is not None and pattern.location == c.location
+    if pattern is None:
+        return False
+    if pattern.location == c.location:
+        return True
+    definition = pattern.get_definition()
+    return definition is not None and definition.location == c.location
 
 
 def hold_top_level(tu: Any, local_only: bool = False) -> None:
