@@ -37,22 +37,21 @@ def _summary(res) -> dict:
         "kernels": [(k.qualified_name, k.path, k.start_offset, k.end_offset, k.signature,
                      [vars(p) for p in k.params], [vars(t) for t in k.template_params], k.is_specialization,
                      k.diagnostics) for k in res.kernels],
-        "units": res.units, "launches": res.launches, "explicit": res.explicit,
-        "declared": res.declared_launches, "seen": sorted(res.seen_files), "error": res.error,
-        "unit_error": res.unit_error,
+        "analysis": res.analysis, "seen": sorted(res.seen_files), "error": res.error, "unit_error": res.unit_error,
     }
 
 
 @pytest.mark.parametrize("tu", ["speed_ops.cu", "speed_rows.cu"])
 def test_prefix_parse_with_local_index_equals_plain_parse(parse_setup, tu: str) -> None:
     from miner.frontends import clang_frontend
+    from miner.units.analysis import analyse
 
     plain, fast, inputs = parse_setup
     path = str((SPEED / "ops" / tu).resolve())
     assert "-include-pch" in clang_frontend.clang_args(fast, path)
-    a = clang_frontend.parse(path, plain, inputs, with_units=True)
-    b = clang_frontend.parse(path, fast, inputs, with_units=True)
-    assert a.kernels and a.launches and not a.error
+    a = clang_frontend.parse(path, plain, inputs, analyse=analyse)
+    b = clang_frontend.parse(path, fast, inputs, analyse=analyse)
+    assert a.kernels and a.analysis["launches"] and not a.error
     assert _summary(a) == _summary(b)
     if tu == "speed_ops.cu":
         names = {k.qualified_name for k in b.kernels}
@@ -60,7 +59,7 @@ def test_prefix_parse_with_local_index_equals_plain_parse(parse_setup, tu: str) 
                 "braced_c_kernel"} <= names
         # One fill_kernel template and one explicit specialization: no implicit instantiation listed.
         assert sorted(k.is_specialization for k in b.kernels if k.name == "fill_kernel") == [False, True]
-        assert b.explicit.get("square_kernel") == [["float"]]
+        assert b.analysis["explicit"].get("square_kernel") == [["float"]]
 
 
 def test_local_index_lists_only_the_file_own_declarations(parse_setup) -> None:
@@ -95,6 +94,7 @@ def test_local_index_lists_only_the_file_own_declarations(parse_setup) -> None:
 
 def test_added_defines_keep_the_prefix_unless_a_prefix_file_names_them(parse_setup) -> None:
     from miner.frontends import clang_frontend, pch
+    from miner.units.analysis import analyse
 
     plain, fast, inputs = parse_setup
     hip = pch.with_defines(fast, ["KM_SPEED_WITH_HIP"])
@@ -103,11 +103,12 @@ def test_added_defines_keep_the_prefix_unless_a_prefix_file_names_them(parse_set
     assert pch.with_defines(fast, ["__CUDACC__=1"]).torch_pch is None
     assert pch.with_defines(plain, ["KM_SPEED_WITH_HIP"]).torch_pch is None
     path = str((SPEED / "ops" / "speed_rows.cu").resolve())
-    a = clang_frontend.parse(path, replace(plain, defines=["KM_SPEED_WITH_HIP"]), inputs, with_units=True)
-    b = clang_frontend.parse(path, hip, inputs, with_units=True)
+    a = clang_frontend.parse(path, replace(plain, defines=["KM_SPEED_WITH_HIP"]), inputs, analyse=analyse)
+    b = clang_frontend.parse(path, hip, inputs, analyse=analyse)
     assert _summary(a) == _summary(b)
     (row_sum,) = [k for k in b.kernels if k.name == "row_sum_kernel"]
-    assert "__shfl_down(v, d)" in repr(b.units[(row_sum.path, row_sum.start_offset)])  # the HIP branch's macro
+    (closure,) = [c for key, c in b.analysis["closures"] if key == [row_sum.path, row_sum.start_offset]]
+    assert "__shfl_down(v, d)" in repr(closure)  # the HIP branch's macro
 
 
 def test_faster_cursor_methods_match_the_bindings(parse_setup) -> None:
