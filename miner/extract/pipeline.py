@@ -101,7 +101,8 @@ def _extract_cuda(opts: ExtractOptions, out_dir, progress: Callable[[int], Calla
                                                   cache, pch_folder)
         units.match_declared(kernels)
         inputs = {f.path for f in files}
-        hip_parse = _cached_parse(cache, graph, {f.path: f.data for f in [*files, *extra]}, inputs, opts.units)
+        hip_parse = _cached_parse(cache, graph, {f.path: f.data for f in [*files, *extra]}, inputs, opts.units,
+                                  jobs=opts.jobs)
         hip_variants = (hip_config.variants(files, extra, graph, parse_config, kernels, tu_of, inputs, units,
                                             UnitData, hip_parse)
                         if opts.frontend != "treesitter" and clang_frontend.AVAILABLE else [])
