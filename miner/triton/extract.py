@@ -146,9 +146,11 @@ def _launch_json(project: Project, r: dict[str, Any]) -> dict[str, Any]:
 
 
 def kernel_metadata(project: Project, mod: Module, k: TritonKernel, fn: ast.FunctionDef, kid: str,
-                    origin, rel: str, text: bytes, launches: list[dict[str, Any]]) -> dict[str, Any]:
+                    origin, rel: str, text: bytes, launches: list[dict[str, Any]],
+                    called: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
     first = next((r for r in launches if r["_module"] is mod), launches[0] if launches else None)
-    sig = signature.infer(k, fn, first, helper=signature.role(fn, bool(launches)) == "helper")
+    role = signature.role(fn, bool(launches), k.name in called)
+    sig = signature.infer(k, fn, first, helper=role == "helper", module=mod.tree)
     params = []
     for p in k.params:
         ty = sig["signature"][p.name]
@@ -252,6 +254,7 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
         project = projects.setdefault(root, Project(root))
         mod = project.module(path, data)
         rel = os.path.relpath(path, origin.root) if path.startswith(origin.root + os.sep) else path
+        called = signature.called_by_jit([_function_node(mod, k) for k in kernels])
         for k in kernels:
             fn = _function_node(mod, k)
             key = (rel, k.qualified_name)
@@ -259,7 +262,7 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
             ordinals[key] = ordinals.get(key, 0) + 1
             text = data[k.start_offset:k.end_offset]
             launches = find_launches(project, mod, k, index) if units else []
-            meta = kernel_metadata(project, mod, k, fn, kid, origin, rel, text, launches)
+            meta = kernel_metadata(project, mod, k, fn, kid, origin, rel, text, launches, called)
             if units:
                 launch = next((r for r in launches if r["_stmt"] is not None), None)
                 pair = None

@@ -7,9 +7,10 @@ Under MPS the children are clients of one server context and start faster (243/m
 
 The price is fault isolation: a kernel that faults (illegal address, trap) or hangs can take
 its MPS neighbours down with it (measured: half of the good kernels running beside the fault
-fixtures ended `cuda_error`). So MPS is only a first pass: every kernel that did not pass or skip
-under it is run again alone, in its own context without MPS, and that second result is the one
-recorded. A clean pass needs no rerun; neighbours' faults never make a kernel pass.
+fixtures ended `cuda_error`, and two `skipped`: a faulted server refuses new clients, which a test
+takes for "no GPU"). So MPS is only a first pass: every kernel that did not pass under it is run
+again alone, in its own context without MPS, and that second result is the one recorded. A clean
+pass needs no rerun; neighbours' faults never make a kernel pass.
 
 The daemon is this run's own (its pipe and log folders in a private temporary folder, passed to
 the test workers through CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY), and is told to quit
