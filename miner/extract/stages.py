@@ -11,6 +11,7 @@ the units, or not); those two stages read the gate.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,6 +56,10 @@ class CudaRun:
     kernels: list[Kernel] = field(default_factory=list)
     tu_of: dict[str, str] = field(default_factory=dict)
     hip_variants: list[Any] = field(default_factory=list)  # hip variants
+    # parse: the configuration the parse used (with the precompiled prefix where one was built) and the
+    # prefix's folder, kept until the run ends: the HIP configuration's parses use the prefix too.
+    parse_config: ParseConfig | None = None
+    pch_folder: tempfile.TemporaryDirectory | None = None
 
     @property
     def units(self) -> bool:
@@ -114,17 +119,19 @@ def _configure(run: CudaRun) -> None:
 
 def _parse(run: CudaRun) -> None:
     run.cache = ParseCache.open()
-    run.kernels, run.tu_of = _parse_all(run.files, run.config, run.graph, run.opts, run.report, run.progress,
-                                        run.unit_data, run.extra, run.cache)
+    run.pch_folder = tempfile.TemporaryDirectory(prefix="km-pch-")
+    run.kernels, run.tu_of, run.parse_config = _parse_all(run.files, run.config, run.graph, run.opts, run.report,
+                                                          run.progress, run.unit_data, run.extra, run.cache,
+                                                          run.pch_folder.name)
     run.unit_data.match_declared(run.kernels)
 
 
 def _hip_variants(run: CudaRun) -> None:
     inputs = {f.path for f in run.files}
     hip_parse = _cached_parse(run.cache, run.graph, {f.path: f.data for f in [*run.files, *run.extra]}, inputs,
-                              run.units)
-    run.hip_variants = hip_config.variants(run.files, run.extra, run.graph, run.config, run.kernels, run.tu_of,
-                                           inputs, run.unit_data, UnitData, hip_parse)
+                              run.units, jobs=run.opts.jobs)
+    run.hip_variants = hip_config.variants(run.files, run.extra, run.graph, run.parse_config or run.config,
+                                           run.kernels, run.tu_of, inputs, run.unit_data, UnitData, hip_parse)
 
 
 def _write(run: CudaRun) -> None:
@@ -189,9 +196,13 @@ STAGES: tuple[Stage, ...] = (
 
 def run_stages(opts: ExtractOptions, out_dir: Any, progress: Callable[[int], Callable[[], None]]) -> ExtractReport:
     run = CudaRun(opts, out_dir, progress)
-    for stage in STAGES:
-        if stage.gate(run):
-            stage.step(run)
-            if run.done:
-                break
+    try:
+        for stage in STAGES:
+            if stage.gate(run):
+                stage.step(run)
+                if run.done:
+                    break
+    finally:
+        if run.pch_folder is not None:
+            run.pch_folder.cleanup()
     return run.report
