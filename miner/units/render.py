@@ -97,7 +97,7 @@ def _base(type_text: str) -> str:
 def _typed_args(tparams: list[dict[str, Any]], args: list[str], pieces: list[dict[str, Any]] = ()) -> list[str]:
     """Template arguments as the explicit instantiation writes them: an integer given to a parameter of
     enum type (`ReductionType REDUCE`, recorded as its value 2) is cast to that type, qualified by the
-    namespaces of the unit's enum of that name (the launcher sits at global scope)."""
+    namespaces of the unit's enum of that name, so it names the enum from any scope."""
     names = {tp["name"] for tp in tparams}
     enums = {p["name"]: "::" + "".join(f"{n}::" for n in p["namespaces"] if n) + p["name"]
              for p in pieces if p["kind"] == "ENUM_DECL" and p["namespaces"]}

@@ -1,0 +1,58 @@
+"""`extract --build` on tests/fixtures/general_more: further patterns of repositories the unit pipeline was not
+tuned on (issue 14), each reproduced by a kernel of our own and judged by the real nvcc. Kept apart from
+test_general_patterns.py so each module's extract stays short."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FIXTURES, load_dataset, run_miner
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    src = tmp_path_factory.mktemp("general-more-src") / "general_more"
+    shutil.copytree(FIXTURES / "general_more", src)
+    out = tmp_path_factory.mktemp("general-more-out")
+    cache = tmp_path_factory.mktemp("general-more-cache")
+    proc = run_miner("extract", src, "-o", out, "--build", "-j", "2", env={"XDG_CACHE_HOME": str(cache)},
+                     timeout=600)
+    return {"proc": proc, "out": out, "metas": load_dataset(out)}
+
+
+def _meta(dataset: dict[str, Any], name: str) -> dict[str, Any]:
+    found = [m for m in dataset["metas"] if m["name"] == name]
+    assert len(found) == 1, [m["source"]["path"] for m in found]
+    return found[0]
+
+
+def _built(meta: dict[str, Any]) -> dict[str, str]:
+    return {i["id"]: i["build"]["status"] + (": " + (i["build"].get("error") or "") if i["build"].get("error") else "")
+            for i in meta["instantiations"]}
+
+
+def _unit_dir(dataset: dict[str, Any], meta: dict[str, Any], inst: str) -> Path:
+    return Path(dataset["out"]) / meta["id"] / "units" / inst
+
+
+def test_launcher_of_a_namespaced_kernel_sees_the_namespaces_types_and_keeps_its_c_symbol(
+        dataset: dict[str, Any]) -> None:
+    """Parameters typed by the kernel's namespace (an alias, an enum, a struct of an unnamed namespace inside
+    it), written unqualified: the extern "C" launcher sits in those namespaces, under its unmangled name."""
+    for name, inst in (("project_points_kernel", "float"), ("clip_points_kernel", "default")):
+        m = _meta(dataset, name)
+        assert _built(m) == {inst: "ok"}
+        rec = m["instantiations"][0]
+        lib = Path(dataset["out"]) / m["id"] / rec["build"]["library"]
+        syms = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True,
+                              check=True).stdout.split()
+        assert rec["launcher"]["symbol"] in syms
+    wrapper = _unit_dir(dataset, _meta(dataset, "project_points_kernel"), "float") / "host_wrapper.cu"
+    assert "using namespace optics::kernels;" in wrapper.read_text(encoding="utf-8")
