@@ -56,3 +56,21 @@ def test_launcher_of_a_namespaced_kernel_sees_the_namespaces_types_and_keeps_its
         assert rec["launcher"]["symbol"] in syms
     wrapper = _unit_dir(dataset, _meta(dataset, "project_points_kernel"), "float") / "host_wrapper.cu"
     assert "using namespace optics::kernels;" in wrapper.read_text(encoding="utf-8")
+
+
+def test_c10_complex_arithmetic_conj_and_atomic_add_come_from_the_unit_shim(dataset: dict[str, Any]) -> None:
+    """c10::complex<float> (public real_/imag_, std::conj/std::norm, complex op int, gpuAtomicAdd on a complex
+    accumulator) is carried by the unit shim, like c10::Half: both the float and the complex instantiation build."""
+    m = _meta(dataset, "rotate_accumulate_kernel")
+    assert _built(m) == {"float": "ok", "cplx_t": "ok"}
+    assert {"complex", "gpuAtomicAdd"} <= set(m["closure"]["shims"])
+    assert "c10::complex" not in " ".join(m["closure"]["types"])
+
+
+def test_a_helper_constrained_through_libcuxx_reaches_the_closure(dataset: dict[str, Any]) -> None:
+    """`template <..., typename ::cuda::std::enable_if<...>::type = 0> void ucopy(...)` called from a class
+    template's member: the parse sees <cuda/std/type_traits> as the standard header, the unit keeps the real one."""
+    m = _meta(dataset, "stash_kernel")
+    assert _built(m) == {"float": "ok"}
+    assert "ucopy" in m["closure"]["functions"]
+    assert "cuda/std/type_traits" in m["closure"]["includes"]
