@@ -74,3 +74,13 @@ def test_a_helper_constrained_through_libcuxx_reaches_the_closure(dataset: dict[
     assert _built(m) == {"float": "ok"}
     assert "ucopy" in m["closure"]["functions"]
     assert "cuda/std/type_traits" in m["closure"]["includes"]
+
+
+def test_a_helper_taking_a_libcuxx_barrier_reaches_the_closure(dataset: dict[str, Any]) -> None:
+    """`__device__ void block_total(cuda::barrier<cuda::thread_scope_block> &, ...)`: the parse shim of
+    <cuda/barrier> keeps it a function, so the kernel that calls it gets it in its unit."""
+    m = _meta(dataset, "dot_norm_kernel")
+    assert _built(m) == {"default": "ok"}
+    assert "block_total" in m["closure"]["functions"]
+    assert "cuda/barrier" in m["closure"]["includes"]
+    assert m["unresolved"] == []
