@@ -84,3 +84,15 @@ def test_a_helper_taking_a_libcuxx_barrier_reaches_the_closure(dataset: dict[str
     assert "block_total" in m["closure"]["functions"]
     assert "cuda/barrier" in m["closure"]["includes"]
     assert m["unresolved"] == []
+
+
+def test_a_macro_writing_a_kernel_and_the_host_specializations_that_launch_it(dataset: dict[str, Any]) -> None:
+    """`DEFINE_GPU_UNARY(negate, ...)` writes the kernel and `template <> void gpu_negate<float>(...)`, which
+    launches it: the unit carries the primary template that specialization needs, and those launches count."""
+    for name, host in (("negate_kernel", "gpu_negate"), ("halve_kernel", "gpu_halve")):
+        m = _meta(dataset, name)
+        assert _built(m) == {"float": "ok", "double": "ok"}
+        assert {i["origin"] for i in m["instantiations"]} == {"call_site"}
+        assert host in m["closure"]["functions"]
+        assert {lc["launcher"] for lc in m["launches"]} == {host}
+        assert all(lc["values"]["block"] == 512 for lc in m["launches"])

@@ -340,6 +340,10 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     pieces: list[Piece] = []
     shims: set[str] = set()
     work = [(kernel_cursor, _enclosing_namespaces(kernel_cursor))]
+    # A macro that writes the kernel may write more beside it (`template <> void gpu_abs<float>(...) {
+    # k<float><<<...>>>(...); }`): that text is the kernel's text too, so what it names comes along.
+    siblings = written_with(kernel_cursor)
+    work += [(c, _enclosing_namespaces(c)) for c in siblings]
     tokens: list[str] = []
     headers: dict[str, None] = {}  # toolkit headers whose declarations the closure names
 
@@ -362,6 +366,13 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 if any(ch.kind in _DEVICE_ATTRS for d in (mc, mc.canonical) for ch in d.get_children()):
                     take(mp, mc)
 
+    for c in siblings:
+        # `template <> void gpu_abs<float>(...)` needs the primary template it specializes.
+        t = _specialized_template(c)
+        if t is not None and t.location.file is not None:
+            found = ctx.piece_at(ctx.norm(t.location.file.name), t.extent.start.offset)
+            if found is not None:
+                take(*found)
     for name in arg_names:
         for lst in ctx.groups_named(name):
             typed = [(gp, gc) for gp, gc in lst if gp.kind in _ARG_TYPE_KINDS]
@@ -437,6 +448,25 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                                  (kernel_path, kernel_cursor.extent.start.offset, kernel_cursor.extent.end.offset),
                                  [(p.path, s, e) for p in pieces for s, e, _w in p.cuts])
     return out
+
+
+def written_with(kernel: ci.Cursor) -> list[ci.Cursor]:
+    """Declarations whose extent lies inside the kernel's own (one macro invocation wrote them all)."""
+    parent = kernel.lexical_parent
+    ext = kernel.extent
+    # Written by a macro, a declaration's location is the invocation's start, as is its extent's; written
+    # out, its location is its name. Only the former can have siblings inside it: the scan is skipped.
+    if parent is None or ext.start.file is None or kernel.location.offset != ext.start.offset:
+        return []
+    name, lo, hi = ext.start.file.name, ext.start.offset, ext.end.offset
+    return [c for c in parent.get_children()
+            if c != kernel and c.extent.start.file is not None and c.extent.start.file.name == name
+            and lo <= c.extent.start.offset and c.extent.end.offset <= hi]
+
+
+def _specialized_template(c: ci.Cursor) -> ci.Cursor | None:
+    t = ci.conf.lib.clang_getSpecializedCursorTemplate(c)
+    return None if t is None or t.kind.is_invalid() else t
 
 
 def _shim_rel(ctx: TUContext, path: str) -> str | None:
