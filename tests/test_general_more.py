@@ -96,3 +96,24 @@ def test_a_macro_writing_a_kernel_and_the_host_specializations_that_launch_it(da
         assert host in m["closure"]["functions"]
         assert {lc["launcher"] for lc in m["launches"]} == {host}
         assert all(lc["values"]["block"] == 512 for lc in m["launches"])
+
+
+def test_namespaced_and_complex_units_build_together_in_one_batch(dataset: dict[str, Any], tmp_path: Path) -> None:
+    """A build batch wraps every unit in a namespace of its own: the launcher calls the kernel by its name
+    (no `::ns::k`), and the shim's `namespace std` additions keep the rest of std visible."""
+    from miner.builder.batch import batch_source
+    from miner.builder.unit_split import collect_units, split_unit
+
+    units = []
+    for name in ("project_points_kernel", "clip_points_kernel", "rotate_accumulate_kernel"):
+        m = _meta(dataset, name)
+        got, _ = collect_units(Path(dataset["out"]) / m["id"], m)
+        for u in got:
+            split_unit(u)
+            assert u.batchable
+            units.append(u)
+    src = tmp_path / "batch.cu"
+    src.write_text(batch_source(units), encoding="utf-8")
+    res = subprocess.run(["nvcc", "-c", "-arch=sm_90", "-std=c++17", str(src), "-o", str(tmp_path / "batch.o")],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr[-3000:]

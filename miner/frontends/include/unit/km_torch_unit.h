@@ -163,8 +163,10 @@ template <> struct km_acc<Half, true> { typedef float type; };
 template <> struct km_acc<BFloat16, true> { typedef float type; };
 template <> struct km_acc<float, true> { typedef float type; };
 }  // namespace c10
-// c10/util/complex.h's std overloads that need no thrust.
+// c10/util/complex.h's std overloads that need no thrust. In a build batch this block sits in the batch's
+// namespace: the using-directive keeps the rest of std visible through that inner `std`.
 namespace std {
+using namespace ::std;
 template <typename T> __host__ __device__ constexpr T real(const c10::complex<T> &z) { return z.real(); }
 template <typename T> __host__ __device__ constexpr T imag(const c10::complex<T> &z) { return z.imag(); }
 template <typename T> __host__ __device__ constexpr T norm(const c10::complex<T> &z) {
