@@ -220,6 +220,8 @@ def test_precompiled_torch_prefix_parses_like_the_plain_stub(corpus_copy: Path, 
     """Torch translation units parse against a precompiled stub + shim: same kernels, no new errors."""
     from miner.frontends import clang_frontend, pch
     from miner.frontends.config import ParseConfig
+    from miner.units.analysis import analyse
+    from miner.units.records import TUAnalysis
 
     if not clang_frontend.AVAILABLE:
         pytest.skip("libclang not installed")
@@ -230,11 +232,12 @@ def test_precompiled_torch_prefix_parses_like_the_plain_stub(corpus_copy: Path, 
     assert path and Path(path).stat().st_size > 0
     fast = ParseConfig(include_dirs=plain.include_dirs, torch_pch=path, torch_tus=frozenset({tu}))
     assert "-include-pch" in clang_frontend.clang_args(fast, tu)
-    a = clang_frontend.parse(tu, plain, {tu}, with_units=True)
-    b = clang_frontend.parse(tu, fast, {tu}, with_units=True)
+    a = clang_frontend.parse(tu, plain, {tu}, analyse=analyse)
+    b = clang_frontend.parse(tu, fast, {tu}, analyse=analyse)
     assert [(k.name, k.start_offset) for k in a.kernels] == [(k.name, k.start_offset) for k in b.kernels]
     assert a.kernels and all(k.diagnostics.get("errors", 0) == 0 for k in b.kernels)
-    assert [u["pieces"] for u in a.units.values()] == [u["pieces"] for u in b.units.values()]
+    pieces_a = [u.pieces for u in TUAnalysis.from_dict(a.analysis).closures.values()]
+    assert pieces_a and pieces_a == [u.pieces for u in TUAnalysis.from_dict(b.analysis).closures.values()]
 
 
 def test_out_of_line_member_definitions_come_with_their_class(tmp_path: Path) -> None:

@@ -170,7 +170,7 @@ def test_a_kernel_nothing_launches_says_so(dataset: dict[str, Any]) -> None:
 def test_shims_are_told_apart_by_their_path_under_the_shim_folder(tmp_path: Path) -> None:
     """A miner installed under a folder whose name holds `torch` must not take every parse shim (cuda_fp16.h's
     `half2`) for a torch one."""
-    from miner.units.closure import _is_torch_shim, _toolkit_header_of_shim
+    from miner.units.closure.shims import _is_torch_shim, _toolkit_header_of_shim
 
     class Ctx:
         stub = str(tmp_path / "torchext" / "include")

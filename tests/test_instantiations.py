@@ -8,6 +8,7 @@ import pytest
 
 from miner.units import instantiations
 from miner.units.instantiations import eval_int, plan
+from miner.units.records import Launch
 
 
 def tp(name: str, kind: str = "type", type_: str | None = None, default: str | None = None) -> dict[str, Any]:
@@ -18,9 +19,8 @@ def meta(*params: dict[str, Any], spec: bool = False) -> dict[str, Any]:
     return {"template_params": list(params), "is_specialization": spec}
 
 
-def launch(kind: str = "<<<>>>", **kw: Any) -> dict[str, Any]:
-    return {"kind": kind, "template_args": None, "host_template_args": [], "host_defaulted": False,
-            "resolved_text": None, "in_lambda": False, **kw}
+def launch(kind: str = "<<<>>>", **kw: Any) -> Launch:
+    return Launch(kernel=("k.cu", 0), launcher="k", path="k.cu", line=1, kind=kind, **kw)
 
 
 def ids(insts: list[dict[str, Any]]) -> dict[str, str]:
@@ -115,6 +115,6 @@ def test_eval_int_ignores_integer_casts() -> None:
 def test_dispatch_arguments_are_dispatch_instantiations() -> None:
     meta = {"template_params": [{"name": "T", "kind": "type"}, {"name": "N", "kind": "value", "type": "int"}],
             "is_specialization": False}
-    launches = [{"kind": "<<<>>>", "template_args": None, "dispatch_args": [["float", "64"], ["float", "32"]]}]
+    launches = [launch(dispatch_args=[["float", "64"], ["float", "32"]])]
     got = {tuple(i["args"]): i["origin"] for i in plan(meta, launches, [])}
     assert got == {("float", "64"): "dispatch", ("float", "32"): "dispatch"}

@@ -1,11 +1,18 @@
-"""Primary frontend: libclang's AST, parsed against our stub and shim headers."""
+"""Primary frontend: libclang's AST, parsed against our stub and shim headers.
+
+An analysis that needs the AST (closures and launches, `units.analysis.analyse`) is passed in by the
+caller and runs here while the TU is alive: cursors cannot leave the parse worker. Its result comes back
+as plain data (`ParseResult.analysis`), so this module knows nothing of `units/`.
+"""
 
 from __future__ import annotations
 
 import functools
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from miner.frontends.common import (
     attributes_from_prefix,
@@ -38,14 +45,30 @@ class ParseResult:
     kernels: list[Kernel] = field(default_factory=list)
     seen_files: set[str] = field(default_factory=set)  # input files this TU included
     error: str | None = None
-    units: dict[tuple[str, int], dict] = field(default_factory=dict)  # closure per kernel
-    launches: list[dict] = field(default_factory=list)
-    explicit: dict[str, list[list[str]]] = field(default_factory=dict)
+    # What the caller's analysis returned, as plain data (its `to_dict()`): it crosses the worker's process
+    # boundary and sits in the parse cache. None without an analysis, or when it failed (`unit_error`).
+    analysis: dict[str, Any] | None = None
     unit_error: str | None = None
-    # Launches of a function this TU declares but does not define (`void K(const P p);` in a host .cpp,
-    # launched by `cudaLaunchKernel((void*)K, ...)`): each launch dict has `declared` (qualified name,
-    # parameter types) instead of a kernel key; extract matches it to the kernel another TU defines.
-    declared_launches: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class LiveTU:
+    """What an analysis gets while the translation unit is alive: the TU, the kernels found with their
+    cursors (same order), the functions it declares but does not define, and file access."""
+
+    tu: Any  # clang.cindex.TranslationUnit
+    kernels: list[Kernel]
+    cursors: list[Any]  # clang.cindex.Cursor of each kernel
+    # (file, offset of the name) -> a declared-only function that may be a kernel another TU defines
+    declared: dict[tuple[str, int], DeclaredFunction]
+    inputs: set[str]  # input and context files
+    norm: Callable[[str], str]  # a file name as clang spells it -> the real path inputs are keyed by
+    read: Callable[[str], bytes]  # a file's bytes, read once per TU
+
+
+# An analysis: called with the live TU, returns a record with `to_dict()` and `error` (None, or why it
+# stopped early: what it found until then is kept), as units.analysis.analyse does.
+Analysis = Callable[[LiveTU], Any]
 
 
 class _Sources:
@@ -180,8 +203,10 @@ _PREPROCESSING = {K.MACRO_DEFINITION, K.MACRO_INSTANTIATION, K.INCLUSION_DIRECTI
 
 
 def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | None = None,
-          with_units: bool = False) -> ParseResult:
-    """Parse `path`; report kernels defined in any file of `inputs` that this TU sees."""
+          analyse: Analysis | None = None) -> ParseResult:
+    """Parse `path`; report kernels defined in any file of `inputs` that this TU sees, and what `analyse`
+    finds in the live TU (`ParseResult.analysis`)."""
+    with_units = analyse is not None
     result = ParseResult(path=path)
     if not AVAILABLE:
         result.error = "libclang is not available"
@@ -229,14 +254,15 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
             stack.extend(c.get_children())
     if with_units and (result.kernels or declared):
         try:
-            _units(tu, result, cursors, inputs | config.context, norm, sources, declared)
+            live = LiveTU(tu, result.kernels, cursors,
+                          {(norm(c.location.file.name), c.location.offset): _declared(c, norm) for c in declared},
+                          inputs | config.context, norm, sources.get)
+            found = analyse(live)
+            result.analysis, result.unit_error = found.to_dict(), found.error
         except Exception as exc:  # noqa: BLE001 - one TU's closure failing must not stop the run
             result.unit_error = f"{type(exc).__name__}: {exc}"
     result.kernels.sort(key=lambda k: (k.path, k.start_offset))
     return result
-
-
-_IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
 def _declared_only(c: ci.Cursor) -> bool:
@@ -248,7 +274,7 @@ def _declared_only(c: ci.Cursor) -> bool:
 
 
 @dataclass
-class _Declared:
+class DeclaredFunction:
     """A declared-only function standing in for a kernel in the launch search (which reads `name`)."""
 
     name: str
@@ -258,58 +284,6 @@ class _Declared:
     line: int
 
 
-def _declared(c: ci.Cursor, norm) -> _Declared:
+def _declared(c: ci.Cursor, norm) -> DeclaredFunction:
     params = [ch.type.spelling for ch in c.get_children() if ch.kind == K.PARM_DECL]
-    return _Declared(c.spelling, _qualified_name(c), params, norm(c.location.file.name), c.location.line)
-
-
-def _units(tu, result: ParseResult, cursors: list, inputs: set[str], norm, sources,
-           declared: list = ()) -> None:
-    """Closure and launches while the TU is alive; plain data goes back to the parent process."""
-    from miner.units import closure, instantiations, launches, macro_text
-
-    ctx = closure.TUContext(tu, inputs, norm, sources.get)
-    by_name = {(k.path, k.name_offset): k for k in result.kernels}
-    # Every redeclaration is its own key: a reference resolves to whichever one lookup found.
-    stand_ins = {key: _declared(c, norm) for c in declared
-                 if (key := (norm(c.location.file.name), c.location.offset)) not in by_name}
-    found, _calls = launches.find(ctx, {**by_name, **stand_ins})
-    # Names in the concrete template arguments of each kernel's launches and explicit instantiations
-    # (`k<GPUHashTable<int, int>::device_view>`): the unit needs their types too.
-    arg_names: dict[tuple[str, int], set[str]] = {}
-    for launch in found:
-        if launch.kernel in stand_ins:
-            # Only real launches: a declared function named elsewhere is an ordinary host call.
-            if launch.kind != "reference":
-                dl = stand_ins[launch.kernel]
-                d = dict(vars(launch))
-                d["kernel"] = None
-                d["declared"] = {"name": dl.qualified_name, "params": dl.params, "path": dl.path, "line": dl.line}
-                result.declared_launches.append(d)
-            continue
-        k = by_name[launch.kernel]
-        d = dict(vars(launch))
-        d["kernel"] = (k.path, k.start_offset)
-        result.launches.append(d)
-        lists = [launch.template_args or [], *launch.host_template_args, *launch.dispatch_args]
-        arg_names.setdefault(d["kernel"], set()).update(n for args in lists for a in args for n in _IDENT.findall(a))
-    # Explicit instantiations sit beside the kernel or in the .cu that includes its header, often
-    # written through the project's macros (defined in any file of this TU).
-    texts = {p: sources.get(p).decode("utf-8", "replace") for p in ctx.order if p in inputs}
-    macros: dict[str, macro_text.MacroDef] = {}
-    for t in texts.values():
-        macros.update(macro_text.definitions(t))
-    for path in {k.path for k in result.kernels} | {norm(tu.spelling)}:
-        if path not in texts:
-            continue
-        for name, lst in instantiations.explicit_in(texts[path], macros).items():
-            result.explicit.setdefault(name, []).extend(lst)
-    for k, c in zip(result.kernels, cursors, strict=True):
-        key = (k.path, k.start_offset)
-        names = arg_names.get(key, set()) | {n for args in result.explicit.get(k.name, []) for a in args
-                                               for n in _IDENT.findall(a)}
-        cl = closure.compute(ctx, c, k.path, k.start_offset, sorted(names))
-        result.units[key] = {
-            "kernel_path": k.path, "pieces": closure.render_pieces(ctx, cl, k.path, k.start_offset),
-            "includes": cl.includes, "shims": cl.shims, "unresolved": cl.unresolved,
-        }
+    return DeclaredFunction(c.spelling, _qualified_name(c), params, norm(c.location.file.name), c.location.line)

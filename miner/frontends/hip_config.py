@@ -20,8 +20,6 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from miner.frontends import clang_frontend
-
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -67,19 +65,18 @@ def _fingerprint(units: Any, k: Kernel, text: bytes, reach: set[str]) -> str:
     """What a configuration gives a kernel: its text, closure and the launches its translation unit sees
     (launches from other translation units are not part of this comparison)."""
     key = (k.path, k.start_offset)
-    closure = units.closures.get(key) or {}
-    launches = [{x: v for x, v in lc.items() if x != "kernel"} for lc in units.launches.get(key, [])
-                if lc.get("path") in reach]
+    closure = (c.to_dict() if (c := units.closures.get(key)) is not None else {})
+    launches = [{x: v for x, v in lc.to_dict().items() if x != "kernel"} for lc in units.launches.get(key, [])
+                if lc.path in reach]
     return json.dumps([text.decode("utf-8", "replace"), closure.get("pieces"), closure.get("includes"), launches],
                       sort_keys=True, default=str)
 
 
 def variants(files: list[SourceFile], extra: list[SourceFile], graph: IncludeGraph, config: ParseConfig,
              kernels: list[Kernel], tu_of: dict[str, str], inputs: set[str], cuda_units: Any,
-             unit_data: type, with_units: bool,
-             parse: Callable[[str, ParseConfig], Any] | None = None) -> list[Variant]:
+             unit_data: type, parse: Callable[[str, ParseConfig], Any]) -> list[Variant]:
     """The kernels whose HIP configuration differs from the mined one, parsed in that configuration
-    (by `parse`: the pipeline passes one that goes through its parse cache)."""
+    (by `parse`: the pipeline passes one that goes through its parse cache, with its analysis)."""
     data = {f.path: f.data for f in [*files, *extra]}
     guard_of = {p: guards(d) for p, d in data.items()}
     groups: dict[tuple[str, tuple[str, ...]], list[Kernel]] = {}
@@ -94,8 +91,7 @@ def variants(files: list[SourceFile], extra: list[SourceFile], graph: IncludeGra
     for (tu, names), wanted in sorted(groups.items()):
         defines = [n for n in names if n not in config.defines]
         cfg = replace(config, defines=[*config.defines, *defines], torch_pch=None)
-        res = (parse(tu, cfg) if parse is not None
-               else clang_frontend.parse(tu, cfg, inputs, with_units=with_units))
+        res = parse(tu, cfg)
         if res.error:
             continue
         reach = graph.closure(tu)
@@ -108,8 +104,9 @@ def variants(files: list[SourceFile], extra: list[SourceFile], graph: IncludeGra
                 continue
             text_w = data[w.path][w.start_offset:w.end_offset]
             text_m = data[match.path][match.start_offset:match.end_offset]
-            pieces = (hip_units.closures.get((match.path, match.start_offset)) or {}).get("pieces") or []
-            branches = bool(guards(text_m)) or any(guards(str(p.get("text", "")).encode()) for p in pieces)
+            found = hip_units.closures.get((match.path, match.start_offset))
+            pieces = found.pieces if found is not None else []
+            branches = bool(guards(text_m)) or any(guards(p.text.encode()) for p in pieces)
             if not branches and (_fingerprint(cuda_units, w, text_w, reach)
                                  == _fingerprint(hip_units, match, text_m, reach)):
                 continue  # the HIP configuration changes nothing this kernel uses

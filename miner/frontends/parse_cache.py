@@ -20,6 +20,9 @@ from typing import Any
 from miner.dataset import atomic
 
 ENV = "KM_PARSE_CACHE"
+# The stored form of a parse: a ParseResult whose analysis (closures, launches, explicit instantiations) is
+# plain data (units.records.TUAnalysis.to_dict). Bumped when that form changes; the code id covers the rest.
+FORMAT = 2
 
 
 @functools.cache
@@ -61,7 +64,7 @@ class ParseCache:
     def key(root: str, args: list[str], units: bool, reach: Iterable[str], data: Mapping[str, bytes],
             inputs: set[str], context: frozenset[str]) -> str:
         files = [[p, hashlib.sha256(data.get(p, b"")).hexdigest(), p in inputs, p in context] for p in sorted(reach)]
-        text = json.dumps([code_id(), root, args, units, files], separators=(",", ":"))
+        text = json.dumps([FORMAT, code_id(), root, args, units, files], separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
     def _path(self, key: str) -> Path:

@@ -28,6 +28,7 @@ from miner.targets import SM
 PTX_NAME = "kernel.ptx"
 LOG_NAME = "build.log"
 DEFAULT_TIMEOUT = 120.0
+REPAIR_BUDGET = 60.0  # seconds of trial compiles per unit before its best error is reported
 
 # First error -> failure class (first match wins). Every failure gets one: the corpus table counts them.
 _CLASSES = [
@@ -52,7 +53,7 @@ def classify(stage: str, error: str | None, status: str) -> str | None:
         if _CLASSES[0][1].search(error or ""):
             return "missing_module"
         # Module-level code that asks torch for a device (capability checks): no GPU at build time.
-        if re.search(r"CUDA|cuda|NVIDIA driver|device", error or ""):
+        if re.search(r"CUDA|cuda|NVIDIA driver|device|active drivers", error or ""):
             return "needs_gpu_at_import"
         return "import_error"
     if stage == "lookup":
@@ -107,7 +108,10 @@ def _task(kdir: Path, meta: dict[str, Any], arch: int) -> dict[str, Any] | None:
         return None
     return {"_id": meta["id"], "tag": meta["id"].replace("-", "_"), "unit": str((kdir / insts[0]["unit"]).resolve()),
             "kernel": meta["name"], "signature": comp["signature"], "constexprs": comp["constexprs"],
-            "num_warps": comp.get("num_warps", 4), "num_stages": comp.get("num_stages", 3), "arch": arch}
+            "num_warps": comp.get("num_warps", 4), "num_stages": comp.get("num_stages", 3), "arch": arch,
+            # What the compiler's feedback may change (guessed entries, other autotune configs): repair.py.
+            "origins": comp.get("origins", {}), "configs": (meta["triton"].get("autotune") or {}).get("configs"),
+            "repair_budget_s": REPAIR_BUDGET}
 
 
 class _Child:
@@ -165,10 +169,18 @@ def default_cache_dir() -> Path:
     return Path(base) / "kernel-miner" / "triton"
 
 
+def _procedure() -> bytes:
+    """The code that turns a task into a result (the child, its repair search, the device answers): a
+    change to it must not be served an older result from the cache."""
+    here = Path(__file__).resolve().parent
+    return b"".join((here / f).read_bytes() for f in ("compile_child.py", "repair.py", "fake_device.py",
+                                                        "kernel_only.py"))
+
+
 def _key(task: dict[str, Any], release: str) -> str:
     text = Path(task["unit"]).read_bytes()
     blob = json.dumps({k: v for k, v in task.items() if k not in ("unit", "tag", "_id")}, sort_keys=True)
-    return hashlib.sha256(text + blob.encode() + release.encode()).hexdigest()[:32]
+    return hashlib.sha256(text + blob.encode() + release.encode() + _procedure()).hexdigest()[:32]
 
 
 def build_dataset(out_dir: Path, arch: str = SM, jobs: int = 1, timeout: float = DEFAULT_TIMEOUT,
@@ -263,6 +275,15 @@ def _record(kdir: Path, unit_dir: str, meta: dict[str, Any], r: dict[str, Any], 
         if status != "skipped":
             atomic.write_text(log, r.get("log") or rec["error"])
             rec["log"] = f"{unit_dir}/{LOG_NAME}"
+    # Signature entries the compiler's feedback changed (guesses it rejected), and device queries the
+    # unit's import answered as the target: both say the build is of a variant chosen here.
+    if r.get("repairs"):
+        rec["signature_repairs"] = r["repairs"]
+        rec["signature"], rec["constexprs"] = r["signature"], r["constexprs"]
+    if r.get("device_queries"):
+        rec["device_queries"] = r["device_queries"]
+    if r.get("import") == "kernel_closure":  # the unit did not import; the kernel's own closure did
+        rec["import"], rec["unit_import_error"] = "kernel_closure", r.get("unit_import_error")
     return rec
 
 

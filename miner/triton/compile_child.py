@@ -40,6 +40,21 @@ def _jit_function(obj: Any) -> Any:
     return obj
 
 
+def _jit_sources(mod: Any) -> list[str]:
+    """Source of every jit function the unit defines (the kernel and the helpers it may call)."""
+    from triton.runtime.jit import JITFunction
+
+    out = []
+    for v in vars(mod).values():
+        try:
+            fn = _jit_function(v) if not isinstance(v, type) else None
+        except TypeError:
+            continue
+        if isinstance(fn, JITFunction):
+            out.append(fn.src)
+    return out
+
+
 def _constexpr(value: Any) -> Any:
     if isinstance(value, str) and value.startswith("tl."):
         import triton.language as tl
@@ -63,35 +78,137 @@ def _first_error(exc: BaseException) -> str:
     return f"{type(inner).__name__}: {reason}{ctx}"
 
 
-def compile_one(task: dict[str, Any]) -> dict[str, Any]:
+def _failure(exc: BaseException, kernel_src: str) -> Any:
+    """The error as the repair search sees it: its innermost reason, and where in the kernel's own source
+    the compiler was (the innermost CompilationError raised over the kernel's text, not a helper's)."""
+    from triton.compiler.errors import CompilationError
+
+    from miner.triton.repair import Failure
+
+    line = col = None
+    helper: tuple[str, int, int] | None = None
+    cur: BaseException | None = exc
+    while cur is not None:
+        if isinstance(cur, CompilationError) and hasattr(cur.node, "lineno"):
+            if cur.src == kernel_src:
+                line, col, helper = cur.node.lineno, cur.node.col_offset, None
+            elif line is not None and helper is None and cur.src:  # the helper the kernel called
+                helper = (cur.src, cur.node.lineno, cur.node.col_offset)
+        nxt = cur.__cause__
+        cur = nxt if nxt is not cur else None
+    f = Failure(_first_error(exc), line, col)
+    if helper is not None:
+        f.helper_src, f.helper_line, f.helper_col = helper
+    return f
+
+
+def _compile(fn: Any, sig: dict[str, str], consts: dict[str, Any], target: Any, options: dict[str, Any]) -> Any:
     import triton
-    from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
+
+    sig = {n: t for n, t in sig.items() if n in fn.arg_names}
+    consts = {n: _constexpr(v) for n, v in consts.items() if n in fn.arg_names}
+    for n in consts:  # a runtime parameter turned constexpr (an argument passed as None)
+        sig.setdefault(n, "constexpr")
+    return triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=target, options=options)
+
+
+def compile_one(task: dict[str, Any]) -> dict[str, Any]:
+    from triton.backends.compiler import GPUTarget
+
+    from miner.triton import fake_device
+    from miner.triton.repair import MAX_COMPILES, Kernel, Search, compared_literals
 
     t0 = time.monotonic()
     stage = "import"
+    queries: list[str] = []
+    search = None
+    reduced_from: BaseException | None = None
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # a unit printing at import must not break the protocol
-            mod = _load(task["unit"], task["tag"])
+            with fake_device.installed(task["arch"], queries):
+                try:
+                    mod = _load(task["unit"], task["tag"])
+                except Exception as exc:  # noqa: BLE001 - the launcher's side may be what fails
+                    mod, reduced_from = _load_kernel_closure(task), exc
+                    if mod is None:
+                        raise
         stage = "lookup"
         fn = _jit_function(getattr(mod, task["kernel"]))
         stage = "compile"
-        sig = {n: t for n, t in task["signature"].items() if n in fn.arg_names}
-        consts = {n: _constexpr(v) for n, v in task["constexprs"].items() if n in fn.arg_names}
-        src = ASTSource(fn=fn, signature=sig, constexprs=consts)
         target = GPUTarget(task.get("backend", "cuda"), task["arch"], task.get("warp_size", 32))
         options = {"num_warps": task.get("num_warps", 4), "num_stages": task.get("num_stages", 3)}
-        k = triton.compile(src, target=target, options=options)
+        search = Search(Kernel.parse(fn.src), task["signature"], task["constexprs"], task.get("origins", {}),
+                        task.get("configs"), compared_literals(_jit_sources(mod)))
+        budget = float(task.get("repair_budget_s", 60.0))
+        compiles = 1
+        try:
+            k = _compile(fn, search.signature, search.constexprs, target, options)
+        except Exception as first:  # noqa: BLE001 - a failed compile is what the search repairs
+            k, cur, last_exc = None, _failure(first, fn.src), first
+            while k is None:
+                kept = False
+                for p, v in search.candidates(cur):
+                    if compiles >= MAX_COMPILES or time.monotonic() - t0 > budget:
+                        break
+                    sig, consts = search.apply(p, v)
+                    compiles += 1
+                    try:
+                        k = _compile(fn, sig, consts, target, options)
+                    except Exception as exc:  # noqa: BLE001
+                        f = _failure(exc, fn.src)
+                        if search.progress(f) > search.progress(cur):  # the compiler got further: keep the change
+                            search.keep(p, v, cur)
+                            cur, last_exc, kept = f, exc, True
+                            break
+                        continue
+                    search.keep(p, v, cur)
+                    break
+                if k is None and not kept:
+                    raise last_exc from last_exc.__cause__
     except BaseException as exc:  # noqa: BLE001 - every failure of untrusted code is a result
         if isinstance(exc, KeyboardInterrupt):
             raise
         tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
         return {"status": "failed", "stage": stage, "error": _first_error(exc)[:500],
-                "log": "".join(tb)[-4000:], "seconds": round(time.monotonic() - t0, 3)}
+                "log": "".join(tb)[-4000:], "seconds": round(time.monotonic() - t0, 3),
+                **_search_facts(search, queries, reduced_from)}
     md = k.metadata
     return {"status": "ok", "stage": "done", "error": None, "ptx": k.asm.get("ptx", ""),
             "shared": int(getattr(md, "shared", 0) or 0), "num_warps": int(md.num_warps),
-            "num_stages": int(md.num_stages), "name": md.name, "seconds": round(time.monotonic() - t0, 3)}
+            "num_stages": int(md.num_stages), "name": md.name, "seconds": round(time.monotonic() - t0, 3),
+            **_search_facts(search, queries, reduced_from)}
+
+
+def _load_kernel_closure(task: dict[str, Any]) -> Any:
+    """The unit reduced to what the kernel needs (kernel_only.py), written beside the child's cache and
+    imported; None when there is nothing to drop or the reduction does not import either."""
+    from miner.triton import kernel_only
+
+    with open(task["unit"], encoding="utf-8") as fh:
+        text = kernel_only.reduce(fh.read(), task["kernel"])
+    if text is None:
+        return None
+    path = os.path.join(os.getcwd(), f"km_kernel_closure_{task['tag']}.py")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    try:
+        return _load(path, task["tag"] + "_kernel_closure")
+    except Exception:  # noqa: BLE001 - the original import error is the one to report
+        return None
+
+
+def _search_facts(search: Any, queries: list[str], reduced_from: BaseException | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if reduced_from is not None:
+        out["import"] = "kernel_closure"
+        out["unit_import_error"] = _first_error(reduced_from)[:300]
+    if search is not None and search.kept:
+        out["repairs"] = [c.to_json() for c in search.kept]
+        out["signature"], out["constexprs"] = search.signature, search.constexprs
+    if queries:
+        out["device_queries"] = sorted(set(queries))
+    return out
 
 
 def main() -> int:

@@ -1,5 +1,7 @@
 """Units stage: from a parsed kernel to standalone, compilable units and their metadata.
 
+  analysis        what the parse worker runs on the live TU (passed into the clang frontend as a callable)
+  records         the typed records the analysis hands back: closures, launches, explicit instantiations
   closure         the declarations, macros and includes a kernel needs (its dependency closure)
   launches        launch sites, their argument data flow, host-template chains and reference tables
   instantiations  which template arguments to instantiate the kernel with, and where each came from

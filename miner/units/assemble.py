@@ -8,6 +8,7 @@ from typing import Any
 from miner.frontends.model import Kernel
 from miner.units import instantiations, render
 from miner.units.mentions import Mentions, launch_missing
+from miner.units.records import Analyses, ClosureRecord, Launch
 
 _TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
                "TYPE_ALIAS_TEMPLATE_DECL", "CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION",
@@ -19,23 +20,23 @@ def _rel(path: str, root: str) -> str:
     return os.path.relpath(path, root) if path.startswith(root + os.sep) else os.path.basename(path)
 
 
-def _launch_json(launch: dict[str, Any], root: str, kernel_params: list[dict[str, Any]]) -> dict[str, Any]:
-    args = launch.get("args", [])
+def _launch_json(launch: Launch, root: str, kernel_params: list[dict[str, Any]]) -> dict[str, Any]:
+    args = launch.args
     return {
-        "kind": launch["kind"], "launcher": launch["launcher"], "path": _rel(launch["path"], root),
-        "line": launch["line"], "config": launch["config"], "values": launch["values"],
-        "formula": launch.get("formula") or {},
-        "definitions": launch["definitions"],
-        "template_args": launch.get("template_args") or launch.get("template_args_text") or [],
+        "kind": launch.kind, "launcher": launch.launcher, "path": _rel(launch.path, root),
+        "line": launch.line, "config": launch.config, "values": launch.values,
+        "formula": launch.formula or {},
+        "definitions": launch.definitions,
+        "template_args": launch.template_args or launch.template_args_text or [],
         "args": [{"param": p["name"], "expr": args[i] if i < len(args) else None}
                  for i, p in enumerate(kernel_params)] if len(args) == len(kernel_params) else
                 [{"param": None, "expr": a} for a in args],
         # A launch through a re-declaration in another translation unit: where that declaration is.
-        **({"declaration": f"{_rel(d['path'], root)}:{d['line']}"} if (d := launch.get("declared")) else {}),
+        **({"declaration": f"{_rel(d.path, root)}:{d.line}"} if (d := launch.declared) else {}),
     }
 
 
-def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Any, root: str,
+def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analyses, root: str,
            mentions: Mentions | None = None) -> None:
     """Add instantiations, launches, closure and unresolved to `meta`; write the units. A kernel without a
     launch gets `launch_missing`: why, from where else its name is written (`mentions`)."""
@@ -43,33 +44,33 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Any, 
     unit = data.closures.get(key)
     unresolved: list[dict[str, str]] = []
     if unit is None:
-        unit = {"kernel_path": k.path, "pieces": [], "includes": [], "shims": [], "unresolved": []}
+        unit = ClosureRecord(k.path)
         unresolved.append({"symbol": "*", "reason": f"no AST closure: kernel came from the {k.frontend} frontend",
                            "where": f"{_rel(k.path, root)}:{k.start_line}"})
     records = data.launches.get(key, [])
     omitted: list[dict[str, Any]] = []
     insts = instantiations.plan(meta, records, data.explicit.get(k.name, []), {}, omitted=omitted)
-    launches = [lc for lc in records if lc["kind"] != "reference"]
+    launches = [lc for lc in records if lc.kind != "reference"]
     meta["launches"] = [_launch_json(lc, root, meta["params"]) for lc in launches]
-    meta["references"] = [_launch_json(lc, root, meta["params"]) for lc in records if lc["kind"] == "reference"]
+    meta["references"] = [_launch_json(lc, root, meta["params"]) for lc in records if lc.kind == "reference"]
     if not launches and mentions is not None:
         uses = mentions.uses(k.name, (k.path, k.start_offset, k.end_offset))
         meta["launch_missing"] = launch_missing(k.name, uses, len(meta["references"]), k.frontend,
                                                 lambda p: _rel(p, root))
-    pieces = unit["pieces"]
+    pieces = unit.pieces
     meta["closure"] = {
-        "functions": [p["name"] for p in pieces if p["kind"] in _FUNC_KINDS],
-        "macros": [p["name"] for p in pieces if p["kind"] == "MACRO"],
-        "types": [p["name"] for p in pieces if p["kind"] in _TYPE_KINDS],
-        "globals": [p["name"] for p in pieces if p["kind"] == "VAR_DECL"],
-        "includes": unit["includes"],
-        "shims": unit["shims"],
+        "functions": [p.name for p in pieces if p.kind in _FUNC_KINDS],
+        "macros": [p.name for p in pieces if p.kind == "MACRO"],
+        "types": [p.name for p in pieces if p.kind in _TYPE_KINDS],
+        "globals": [p.name for p in pieces if p.kind == "VAR_DECL"],
+        "includes": unit.includes,
+        "shims": unit.shims,
         "chosen_defines": meta["parse_context"]["defines"],
-        "sources": sorted({_rel(p["path"], root) for p in pieces}),
+        "sources": sorted({_rel(p.path, root) for p in pieces}),
     }
     unresolved += [{"symbol": f"{k.name}<{', '.join(o['args'])}>", "where": f"{_rel(k.path, root)}:{k.start_line}",
                     "reason": f"instantiation limit reached ({instantiations.MAX_INSTANTIATIONS}): "
                               f"{o['origin']} instantiation not rendered"} for o in omitted]
-    meta["unresolved"] = unresolved + unit["unresolved"]
-    first = next((lc for lc in launches if lc["kind"] == "<<<>>>"), launches[0] if launches else None)
+    meta["unresolved"] = unresolved + unit.unresolved
+    first = next((lc for lc in launches if lc.kind == "<<<>>>"), launches[0] if launches else None)
     meta["instantiations"] = render.render(out_dir, meta, text, unit, insts, first)

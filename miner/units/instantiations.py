@@ -26,6 +26,7 @@ from typing import Any
 
 from miner.frontends.common import split_top, substitute  # noqa: F401 - re-exported for render
 from miner.units import macro_text
+from miner.units.records import Launch
 
 # `template [attributes, macros such as GLOBAL, __launch_bounds__(256)] void [ns::]k<args>(`
 _EXPLICIT = re.compile(r"\btemplate\s+(?:[A-Za-z_]\w*(?:\s*\((?:[^;{()]|\([^;{()]*\))*\))?\s+)*?"
@@ -185,21 +186,21 @@ def _normalize(args: list[str], tparams: list[dict[str, Any]]) -> tuple[str, ...
 # ------------------------------------------------------------------------------------------- plan
 
 
-def _candidates(launches: list[dict[str, Any]], explicit: list[list[str]]
+def _candidates(launches: list[Launch], explicit: list[list[str]]
                 ) -> list[tuple[list[str], str]]:
     out: list[tuple[list[str], str]] = []
     for launch in launches:
-        ref = launch.get("kind") == "reference"
+        ref = launch.kind == "reference"
         # A generic lambda dispatched over a list of values: one instantiation per value.
-        out += [(a, "reference" if ref else "dispatch") for a in launch.get("dispatch_args") or []]
-        if launch.get("template_args"):
-            out.append((launch["template_args"], "reference" if ref else
-                        "dispatch" if launch.get("in_lambda") else "call_site"))
-        elif launch.get("host_template_args"):
-            origin = "reference" if ref else "inferred" if launch.get("host_defaulted") else "host_template"
-            out += [(a, origin) for a in launch["host_template_args"]]
-        elif launch.get("resolved_text"):
-            out.append((launch["resolved_text"], "reference" if ref else "call_site"))
+        out += [(a, "reference" if ref else "dispatch") for a in launch.dispatch_args or []]
+        if launch.template_args:
+            out.append((launch.template_args, "reference" if ref else
+                        "dispatch" if launch.in_lambda else "call_site"))
+        elif launch.host_template_args:
+            origin = "reference" if ref else "inferred" if launch.host_defaulted else "host_template"
+            out += [(a, origin) for a in launch.host_template_args]
+        elif launch.resolved_text:
+            out.append((launch.resolved_text, "reference" if ref else "call_site"))
     out += [([a.strip() for a in args], "explicit") for args in explicit]
     return out
 
@@ -231,12 +232,12 @@ def _spread(found: list[tuple[tuple[str, ...], str]], tparams: list[dict[str, An
     return [ao for ao in found if ao in keep]
 
 
-def plan(meta: dict[str, Any], launches: list[dict[str, Any]], explicit: list[list[str]],
+def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]],
          host_calls: dict[str, list[list[str]]] | None = None, *, limit: int = MAX_INSTANTIATIONS,
          omitted: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Distinct instantiations with their origin; nothing found gives one `inferred` default.
 
-    `launches` are the kernel's launch and reference records (launches.Launch as dicts); `host_calls` is
+    `launches` are the kernel's launch and reference records (`records.Launch`); `host_calls` is
     unused (host templates are resolved in launches.find). Instantiations beyond `limit` go to `omitted`.
     """
     tparams = meta["template_params"]

@@ -14,6 +14,7 @@ from miner.frontends.config import stub_dir
 from miner.resources import template_env
 from miner.source import build_flags
 from miner.units.instantiations import INTEGRAL_TYPE, inst_id, substitute
+from miner.units.records import ClosureRecord, Launch
 
 _CTYPES = [
     (r"^(unsigned\s+long\s+long|uint64_t|size_t|unsigned\s+long)$", "uint64"),
@@ -113,13 +114,13 @@ def _typed_args(tparams: list[dict[str, Any]], args: list[str], pieces: list[dic
     return out
 
 
-def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: dict[str, Any],
-           insts: list[dict[str, Any]], launch: dict[str, Any] | None) -> list[dict[str, Any]]:
+def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRecord,
+           insts: list[dict[str, Any]], launch: Launch | None) -> list[dict[str, Any]]:
     """Write units/<inst>/unit.cu and host_wrapper.cu; return the metadata `instantiations`."""
     kdir = os.path.join(out_dir, meta["id"])
-    root_hint = os.path.dirname(unit.get("kernel_path", ""))
-    pieces = [dict(p, relpath=os.path.relpath(p["path"], root_hint) if p["path"] else "", after=p.get("after", False))
-              for p in unit["pieces"]]
+    root_hint = os.path.dirname(unit.kernel_path)
+    # As dicts: the templates and the helpers here read them by key, with `relpath` added.
+    pieces = [dict(vars(p), relpath=os.path.relpath(p.path, root_hint) if p.path else "") for p in unit.pieces]
     macros = _object_macros(pieces)
     flags = build_flags.applied(list((meta.get("build_flags") or {}).get("nvcc") or []))
     # The shim's c10::Half wants torch's __CUDA_NO_HALF* defines; where the project's flags say them
@@ -152,21 +153,21 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: dict[str,
         ctx = {
             "build_flags": flags, "no_half": no_half,
             "kernel": meta, "src": meta["source"], "version": __version__, "symbol": symbol,
-            "includes": unit["includes"],
+            "includes": unit.includes,
             # The configuration the kernel was mined in; nvcc defines __CUDA_ARCH__ and __NVCC__ itself.
             "defines": [d.split("=", 1) if "=" in d else [d, "1"] for d in meta["parse_context"]["defines"]
                         if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")],
-            "shim_text": _shim_for(pieces) if unit["shims"] or any(
+            "shim_text": _shim_for(pieces) if unit.shims or any(
                 re.search(r"\b(c10|at)::", a) for a in inst["args"]) else "",
             "pieces": pieces, "namespaces": meta["qualified_name"].split("::")[:-1],
             "kernel_text": kernel_text, "callee": callee,
-            "macro_names": list(dict.fromkeys(p["name"] for p in unit["pieces"] if p["kind"] == "MACRO")),
+            "macro_names": list(dict.fromkeys(p.name for p in unit.pieces if p.kind == "MACRO")),
             "inst": {"args_text": args_text, "explicit": explicit, "params": params,
                      "param_types": [p["type"] for p in params]},
         }
         unit_text = template_env().get_template("unit.cu.j2").render(**ctx)
-        cfg = (launch or {}).get("config", {})
-        vals = (launch or {}).get("values", {})
+        cfg = launch.config if launch is not None else {}
+        vals = launch.values if launch is not None else {}
         wrap = template_env().get_template("host_wrapper.cu.j2").render(
             **ctx, launch_text=f"<<<{cfg.get('grid')}, {cfg.get('block')}, {cfg.get('shared_mem')}>>>"
             if launch else "none recorded",

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import shlex
-import sys
+import subprocess
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -18,9 +16,20 @@ from miner import __version__, dataset, sandbox
 from miner.builder.single import build_unit
 from miner.errors import BuildError, UsageError
 from miner.harness import build_block, library_path, toolchain
+from miner.reporter import Reporter, silent
 from miner.validate import oracles, store
-from miner.validate.classify import NOT_FAILED, Verdict, classify
-from miner.validate.runner import ForkRunner, Job, RawResult, SpawnRunner, kill_active
+from miner.validate.mps import MpsDaemon
+from miner.validate.process import (
+    NOT_FAILED,
+    ForkRunner,
+    Job,
+    RawResult,
+    SpawnRunner,
+    Verdict,
+    kill_active,
+    policy_for_tests,
+    run_test_process,
+)
 from miner.validate.sources import sync_tests
 from miner.validate.wrapper import write_wrappers
 
@@ -41,13 +50,12 @@ class Options:
     tests_from: list[Path] | None = None  # roots for source-side tests (miner/validate/sources.py); None: cwd
     sandbox: bool = True  # False: --no-sandbox, tests run with the user's own rights
     limits: dict[str, int] | None = None  # Policy fields (memory_bytes, file_bytes, processes)
+    mps: bool = False  # first pass under a private CUDA MPS daemon; what did not pass runs again alone (mps.py)
 
     def policy(self, root: Path) -> sandbox.Policy | None:
         if not self.sandbox:
             return None
-        # RLIMIT_CPU is a backstop behind the wall-clock timeout: every core busy for the whole timeout.
-        cpu = int(self.timeout * (os.cpu_count() or 1)) + 30
-        return sandbox.Policy(cpu_seconds=cpu, visible=(str(root),), **(self.limits or {}))
+        return policy_for_tests(self.timeout, (str(root),), limits=self.limits)
 
     @property
     def salt(self) -> str:
@@ -115,6 +123,7 @@ def _timing(raw: RawResult) -> dict[str, Any]:
         "load_s": round(sum(x.get("load_s", 0.0) for x in h.get("loads", [])), 4) if h.get("loads") else None,
         "cuda_init_s": h.get("cuda_init_s"),
         "cuda_prewarmed": bool(h.get("cuda_prewarmed")),
+        "ops_warm_s": h.get("ops_warm_s"),
         "first_launch_s": h.get("first_launch_s"),
         "tests_s": round(tests_s, 4),
         "overhead_s": round(max(0.0, raw.wall_s - tests_s), 4),
@@ -184,14 +193,15 @@ def _validate_one(kdir: Path, opts: Options, runner: Any) -> tuple[dict[str, Any
         return make_record(kdir, Verdict("skipped", "no tests"), None, build, fp, opts, runner.mode), None
     job = Job(kdir, kdir / LOG_DIR, opts.timeout, opts.sanitize, env={"KM_ORACLES": "1" if opts.oracles else "0"},
               policy=policy)
-    raw = runner.run(job)
-    verdict = classify(raw, job.stdout, job.stderr, opts.timeout)
-    return make_record(kdir, verdict, raw, build, fp, opts, runner.mode), raw
+    done = run_test_process(job, runner)
+    return make_record(kdir, done.verdict, done.raw, build, fp, opts, runner.mode), done.raw
 
 
-def validate_dataset(root: Path, opts: Options,
-                     on_result: Callable[[Path, dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Validate every selected kernel of `root`; returns {"results": {id: validation}, "cached": n}."""
+def validate_dataset(root: Path, opts: Options, reporter: Reporter | None = None) -> dict[str, Any]:
+    """Validate every selected kernel of `root`; returns {"results": {id: validation}, "cached": n}.
+
+    Each recorded result is reported as it lands (`reporter.item`: outcome, kernel id, reason)."""
+    rep = reporter or silent()
     root = root.resolve()  # children run elsewhere (their own cwd, a private copy): never a relative path
     if opts.sandbox and (why := sandbox.unavailable()):
         raise UsageError(f"cannot build the test sandbox here ({why}); --no-sandbox runs the tests with "
@@ -217,10 +227,19 @@ def validate_dataset(root: Path, opts: Options,
     runner: Any = None
     stopping = threading.Event()  # set when interrupted: results of killed children are not recorded
     if todo and opts.sandbox:
-        _check_gpu_inside(opts, root)
+        _check_gpu_inside(opts, root, rep)
+    needs_fork = opts.mode == "fork" and not opts.sanitize
+    daemon = MpsDaemon() if opts.mps and needs_fork and todo else None
+    rerun: list[Path] = []  # kernels that did not pass under MPS: run again alone
     if todo:
-        needs_fork = opts.mode == "fork" and not opts.sanitize
-        runner = ForkRunner(min(opts.jobs, len(todo)), opts.policy(root)) if needs_fork else SpawnRunner()
+        if daemon is not None:
+            try:
+                env = daemon.__enter__()
+            except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+                raise UsageError(f"--mps: cannot start a CUDA MPS daemon ({exc}); run without --mps") from None
+            runner = ForkRunner(min(opts.jobs, len(todo)), opts.policy(root), env, mode="fork+mps")
+        else:
+            runner = ForkRunner(min(opts.jobs, len(todo)), opts.policy(root)) if needs_fork else SpawnRunner()
 
     def work(kdir: Path) -> None:
         try:
@@ -232,33 +251,49 @@ def validate_dataset(root: Path, opts: Options,
         with lock:
             if stopping.is_set():
                 return
+            if getattr(runner, "mode", "") == "fork+mps" and rec["outcome"] != "passed":
+                # A neighbour's fault may have caused it, even a skip (the server then refuses new clients,
+                # which a test takes for "no GPU"): only a run alone counts.
+                rerun.append(kdir)
+                return
             store.record(kdir, rec)
             results[kdir.name] = rec
-            if on_result:
-                on_result(kdir, rec)
+            rep.item(rec["outcome"], kdir.name, rec.get("reason", ""))
             if time.time() - last_index[0] > INDEX_EVERY_S:
                 store.rewrite_index(root)
                 last_index[0] = time.time()
 
+    def run_all(kdirs: list[Path]) -> None:
+        pool = ThreadPoolExecutor(max_workers=max(1, opts.jobs))
+        try:
+            for fut in [pool.submit(work, kdir) for kdir in kdirs]:
+                fut.result()
+        except BaseException:
+            stopping.set()
+            raise
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+            kill_active()
+            if isinstance(runner, ForkRunner):
+                runner.close()
+
     t0 = time.time()
-    pool = ThreadPoolExecutor(max_workers=max(1, opts.jobs))
     try:
-        for fut in [pool.submit(work, kdir) for kdir in todo]:
-            fut.result()
-    except BaseException:
-        stopping.set()
-        raise
+        try:
+            run_all(todo)
+        finally:
+            if daemon is not None:
+                daemon.__exit__(None, None, None)
+        if rerun:
+            runner = ForkRunner(min(opts.jobs, len(rerun)), opts.policy(root))
+            run_all(sorted(rerun))
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-        kill_active()
-        if isinstance(runner, ForkRunner):
-            runner.close()
         if dirs:
             store.rewrite_index(root)
     return {"results": results, "cached": cached, "selected": len(dirs), "wall_s": time.time() - t0}
 
 
-def _check_gpu_inside(opts: Options, root: Path) -> None:
+def _check_gpu_inside(opts: Options, root: Path, rep: Reporter) -> None:
     """Refuse to run where the sandbox would hide the GPU (every GPU test would only skip).
 
     The memory limit is the one part the driver is known to mind: without an explicit
@@ -275,8 +310,7 @@ def _check_gpu_inside(opts: Options, root: Path) -> None:
         policy.memory_bytes = 0
         if gpu.hidden(policy) is None:
             opts.limits = {**(opts.limits or {}), "memory_bytes": 0}
-            print(f"kernel-miner: note: CUDA fails inside the sandbox under the memory limit ({why}); "
-                  "running without RLIMIT_DATA", file=sys.stderr)
+            rep.note(f"CUDA fails inside the sandbox under the memory limit ({why}); running without RLIMIT_DATA")
             return
     raise UsageError(f"the test sandbox hides the GPU here ({why}, while CUDA works outside it); "
                      "--no-sandbox runs the tests with your own rights")

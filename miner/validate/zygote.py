@@ -136,17 +136,54 @@ def prewarm() -> None:
             torch.cuda.synchronize()
             harness.RECORDS["cuda_init_s"] = time.perf_counter() - t0
             harness.RECORDS["cuda_prewarmed"] = True
+            level = os.environ.get("KM_PREWARM_OPS", "1")
+            if level != "0":
+                t1 = time.perf_counter()
+                _warm_ops(torch, every_dtype=level == "all")
+                harness.RECORDS["ops_warm_s"] = time.perf_counter() - t1
     except Exception:  # noqa: BLE001 - the test itself will meet and report the problem
         pass
+
+
+def _warm_ops(torch: object, every_dtype: bool = False) -> None:
+    """Load the device code of the torch operators nearly every kernel test uses.
+
+    With lazy module loading (CUDA's default) each operator's first call in a fresh context
+    loads its module: tens of milliseconds over a test's random inputs, comparisons and CUDA
+    events. Done here, it overlaps the previous kernel. A private generator keeps the default
+    one's state, so a test that does not seed still sees the same numbers as without warming.
+    """
+    t = torch  # type: ignore[assignment]
+    gen = t.Generator(device="cuda")
+    gen.manual_seed(0)
+    for dtype in (t.float32, t.float64, t.float16, t.bfloat16) if every_dtype else (t.float32,):
+        x = t.randn(64, device="cuda", dtype=dtype, generator=gen)
+        y = t.rand(64, device="cuda", dtype=dtype, generator=gen)
+        out = t.full_like(x, float("nan"))
+        out.copy_(x)
+        t.add(y, x, alpha=2.0, out=out)
+        z = (x * y - y).abs().max()
+        t.testing.assert_close(x, x.clone())
+        _ = (t.isfinite(z), t.isnan(x).any(), x.to(t.float32).sum(), t.empty_like(x).fill_(0),
+             t.zeros_like(x).eq(0).all(), x.sort()[0], x.float().mean())
+    i = t.randint(0, 10, (64,), device="cuda", generator=gen)
+    _ = (i + 1, t.arange(64, device="cuda"), t.empty(1 << 20, dtype=t.uint8, device="cuda").fill_(1))
+    start, end = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+    start.record()
+    end.record()
+    t.cuda.synchronize()
+    start.elapsed_time(end)
 
 
 Spare = tuple[int, int, int, "str | None"]
 
 
-def fork_spare(zygote_pid: int) -> Spare:
+def fork_spare(zygote_pid: int, others: list[Spare] | tuple[Spare, ...] = ()) -> Spare:
     """Fork a child that (confines itself and) warms up, then waits for its request on a pipe.
 
-    Returns (pid, request write fd, status read fd, work area or None)."""
+    `others`: the spares already waiting; the child closes its copies of their pipe ends, or the
+    other spare would never see the end of its request. Returns (pid, request write fd, status
+    read fd, work area or None)."""
     policy = _policy()
     work = None
     if policy is not None:
@@ -160,6 +197,7 @@ def fork_spare(zygote_pid: int) -> Spare:
         try:
             os.close(w)
             os.close(sr)
+            _close(*(fd for o in others for fd in (o[1], o[2])))
             _die_with_parent()
             if os.getppid() != zygote_pid:
                 os._exit(70)
@@ -193,11 +231,12 @@ def _close(*fds: int) -> None:
             pass
 
 
-def deliver(spare: Spare | None, line: bytes, me: int) -> tuple[int, int, str | None]:
+def deliver(spare: Spare | None, line: bytes, me: int,
+            others: list[Spare] | tuple[Spare, ...] = ()) -> tuple[int, int, str | None]:
     """Hand the request to the warm spare (or, if it died, to a fresh one); returns (pid, status fd, work)."""
     for _ in range(2):
         if spare is None:
-            spare = fork_spare(me)
+            spare = fork_spare(me, others)
         pid, w, sr, work = spare
         spare = None
         try:
@@ -263,16 +302,21 @@ def main() -> None:
     me, parent = os.getpid(), os.getppid()
     sys.stdout.flush()
     sys.stderr.flush()
-    spare: Spare | None = fork_spare(me)
+    # More than one spare gives each one longer to create its context when the driver creates
+    # contexts one after another (several jobs on one GPU): the oldest, most likely warm, goes first.
+    depth = max(1, int(os.environ.get("KM_SPARES", "1") or 1))
+    spares: list[Spare] = []
+    for _ in range(depth):
+        spares.append(fork_spare(me, spares))
     exiting: list[int] = []  # children that reported done and are still tearing down
     send({"ready": True})
     for line in proto_in:
         sys.stdout.flush()
         sys.stderr.flush()
         exiting = [p for p in exiting if not _reaped(p)]
-        pid, sr, work = deliver(spare, line, me)
+        pid, sr, work = deliver(spares.pop(0) if spares else None, line, me, spares)
         send({"pid": pid, "work": work})
-        spare = fork_spare(me)  # warms up while this kernel's tests run
+        spares.append(fork_spare(me, spares))  # warms up while this kernel's tests run
         rc, still = wait_done(pid, sr, parent)
         _close(sr)
         try:  # a test's leftover grandchildren share its process group: end them too
@@ -282,7 +326,7 @@ def main() -> None:
         if still:
             exiting.append(pid)
         send({"pid": pid, "rc": rc})
-    if spare is not None:
+    for spare in spares:
         os.kill(spare[0], 9)
         os.waitpid(spare[0], 0)
         _remove(spare[3])

@@ -24,6 +24,7 @@ from miner.frontends import treesitter_frontend
 from miner.frontends.model import Kernel
 from miner.frontends.parse_cache import ParseCache
 from miner.units.mentions import Mentions
+from miner.units.records import Analyses
 
 KIND = "kernel folders"
 
@@ -41,14 +42,16 @@ def _templates_id() -> str:
     return h.hexdigest()
 
 
-def _key(cache: ParseCache, meta: dict[str, Any], k: Kernel, text: bytes, data: Any, root: str,
+def _key(cache: ParseCache, meta: dict[str, Any], k: Kernel, text: bytes, data: Analyses, root: str,
          units: bool, mentions: Mentions | None) -> str:
     key = (k.path, k.start_offset)
     parts = [_templates_id() if units else "", root, units, meta, hashlib.sha256(text).hexdigest(), k.path,
              k.start_offset, k.start_line, k.name, k.frontend]
     if units:
         launches = data.launches.get(key, [])
-        parts += [data.closures.get(key), launches, data.explicit.get(k.name, [])]
+        closure = data.closures.get(key)
+        parts += [closure.to_dict() if closure is not None else None, [lc.to_dict() for lc in launches],
+                  data.explicit.get(k.name, [])]
         if not launches and mentions is not None:  # launch_missing names where else the kernel is written
             parts.append(mentions.uses(k.name, (k.path, k.start_offset, k.end_offset)))
     return cache.entry_key(KIND, *parts)
@@ -60,7 +63,7 @@ def _unit_files(meta: dict[str, Any]) -> list[str]:
 
 
 def write_kernel(cache: ParseCache | None, out_dir: Path, meta: dict[str, Any], k: Kernel, text: bytes,
-                 data: Any, root: str, units: bool, mentions: Mentions | None = None) -> dict[str, Any]:
+                 data: Analyses, root: str, units: bool, mentions: Mentions | None = None) -> dict[str, Any]:
     """The kernel's folder (`assemble.attach` when `units`, then `kernel.cu` and `metadata.json`), or its
     recorded files when the inputs are the same; returns the final metadata."""
     kdir = out_dir / meta["id"]

@@ -1,0 +1,99 @@
+"""A kernel's metadata before the units stage: source, signature, parse context, project build flags."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+from miner.dataset.schema import SCHEMA_VERSION
+from miner.frontends.config import ParseConfig
+from miner.frontends.model import Kernel
+from miner.source import build_flags, context, include_graph
+from miner.source.discover import SourceFile
+from miner.source.provenance import Origin
+
+
+def _input_root(path: str, roots: list[str]) -> str:
+    for r in sorted(roots, key=len, reverse=True):
+        if path == r or path.startswith(r + os.sep):
+            return r
+    return os.path.dirname(path)
+
+
+def _rel(path: str, root: str) -> str:
+    return os.path.relpath(path, root) if path.startswith(root + os.sep) else path
+
+
+def _project_flags(files: list[SourceFile], graph: include_graph.IncludeGraph, per_file: dict[str, list[str]],
+                   project: str | None, roots: list[str]) -> dict[str, dict[str, Any]]:
+    """Per source file, the nvcc flags its project's build gives it (metadata `build_flags`): the build
+    files above it, a compile_commands.json `-std` over theirs, else the dialect its own text (or a
+    header it includes) needs. Files nothing is known for are left out."""
+    own = {f.path for f in files if build_flags.source_std(f.data.decode("utf-8", "replace"))}
+    out: dict[str, dict[str, Any]] = {}
+    for f in files:
+        # Build files are looked for up to the project: --project, else the git checkout, else the input
+        # folder that holds the file (a setup.py beside src/ belongs to the sources under it).
+        stop = project or context.project_root(f.path)
+        if not project and not os.path.exists(os.path.join(stop, ".git")):
+            stop = _input_root(f.path, roots)
+        found = build_flags.find(f.path, stop) or {"nvcc": [], "from": []}
+        flags, used = list(found["nvcc"]), list(found["from"])
+        db_std = [a for a in per_file.get(f.path, []) if a.startswith("-std=")]
+        if db_std:
+            flags = build_flags.merge([*(x for x in flags if not x.startswith("-std=")),
+                                       build_flags.normal(db_std[-1])])
+            used.append("compile_commands.json")
+        if not any(x.startswith("-std=") for x in flags) and ({f.path} | graph.closure(f.path)) & own:
+            flags = [build_flags.std_flag(20), *flags]
+            used.append("source")  # a requires clause, a concept, ... in the file or a header it includes
+        if flags:
+            out[f.path] = {"nvcc": flags, "from": used}
+    return out
+
+
+def _file_defines(config: ParseConfig, tu: str | None) -> list[str]:
+    """-D flags a compile_commands.json entry gives the translation unit."""
+    args = config.per_file_args.get(tu or "", [])
+    out = []
+    for i, a in enumerate(args):
+        if a == "-D" and i + 1 < len(args):
+            out.append(args[i + 1])
+        elif a.startswith("-D") and len(a) > 2:
+            out.append(a[2:])
+    return out
+
+
+def _metadata(k: Kernel, text: bytes, origin: Origin, kid: str, tu: str | None,
+              config: ParseConfig) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "id": kid,
+        "name": k.name,
+        "qualified_name": k.qualified_name,
+        "source": {
+            "repo": origin.repo,
+            "commit": origin.commit,
+            "license": origin.license,
+            "path": _rel(k.path, origin.root),
+            "start_line": k.start_line,
+            "end_line": k.end_line,
+            "sha256": hashlib.sha256(text).hexdigest(),
+        },
+        "signature": k.signature,
+        "params": [vars(p) for p in k.params],
+        "template_params": [vars(t) for t in k.template_params],
+        "attributes": [vars(a) for a in k.attributes],
+        "is_specialization": k.is_specialization,
+        "frontend": k.frontend,
+        "diagnostics": k.diagnostics or {"count": 0, "errors": 0, "messages": []},
+        "parse_context": {
+            "translation_unit": _rel(tu, origin.root) if tu else None,
+            "defines": [f"__CUDA_ARCH__={config.cuda_arch}", "__NVCC__",
+                        *dict.fromkeys([*config.defines, *_file_defines(config, tu), *k.defines])],
+            "include_dirs": [_rel(d, origin.root) for d in config.include_dirs if d.startswith(origin.root)],
+            # Where source.path and the paths above are relative to, for `verify` to find the original.
+            "root": origin.root,
+        },
+    }

@@ -1,0 +1,245 @@
+"""Every translation unit parsed (libclang in worker processes, through the parse cache; tree-sitter for
+what the preprocessor hid), and kernels of inactive #if branches parsed again in their configuration."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import tempfile
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from miner.errors import UsageError
+from miner.extract import cache as extract_cache
+from miner.extract.options import ExtractOptions, ExtractReport
+from miner.extract.unit_data import UnitData, analysis_of
+from miner.frontends import clang_frontend, pch, treesitter_frontend
+from miner.frontends.config import ParseConfig, clang_args
+from miner.frontends.model import Kernel
+from miner.frontends.parse_cache import ParseCache
+from miner.source import context, include_graph
+from miner.source.discover import SourceFile
+
+# Worker state: set once per process by the pool initializer (libclang's Index is not picklable).
+_W: dict[str, Any] = {}
+
+
+def _init_worker(config: ParseConfig, inputs: set[str], units: bool) -> None:
+    _W["config"], _W["inputs"], _W["index"], _W["units"] = config, inputs, None, units
+
+
+def _parse_root(path: str) -> clang_frontend.ParseResult:
+    if _W.get("index") is None and clang_frontend.AVAILABLE:
+        _W["index"] = clang_frontend.ci.Index.create()
+    return clang_frontend.parse(path, _W["config"], _W["inputs"], _W["index"], analyse=_analysis(_W["units"]))
+
+
+def _analysis(units: bool) -> clang_frontend.Analysis | None:
+    """The analysis the parse runs on the live TU when units are wanted (closures, launches, explicit
+    instantiations). Imported here, in the worker, on first use: a cached rerun never loads it."""
+    if not units:
+        return None
+    from miner.units.analysis import analyse
+
+    return analyse
+
+
+def _run_clang(roots: list[str], config: ParseConfig, inputs: set[str], jobs: int, units: bool,
+               tick: Callable[[], None]) -> list[clang_frontend.ParseResult]:
+    if jobs <= 1 or len(roots) <= 1:
+        _init_worker(config, inputs, units)
+        out = []
+        for r in roots:
+            out.append(_parse_root(r))
+            tick()
+        return out
+    ctx = mp.get_context("fork")
+    with ctx.Pool(min(jobs, len(roots)), initializer=_init_worker, initargs=(config, inputs, units)) as pool:
+        out = []
+        for res in pool.imap_unordered(_parse_root, roots, chunksize=1):
+            out.append(res)
+            tick()
+    return sorted(out, key=lambda r: r.path)
+
+
+def _overlaps(a: Kernel, b: Kernel) -> bool:
+    return a.path == b.path and a.start_line <= b.end_line and b.start_line <= a.end_line
+
+
+def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_graph.IncludeGraph,
+               opts: ExtractOptions, report: ExtractReport,
+               progress: Callable[[int], Callable[[], None]], units: UnitData,
+               extra: list[SourceFile] = (), cache: ParseCache | None = None) -> tuple[list[Kernel], dict[str, str]]:
+    """Kernels from every file, and for each kernel file the translation unit that parsed it."""
+    kernel_files = {f.path: f for f in files if f.has_kernel}
+    inputs = {f.path for f in files}
+    found: dict[tuple[str, int], Kernel] = {}
+    tu_of: dict[str, str] = {}
+    clang_failed: set[str] = set()
+    use_clang = opts.frontend in ("auto", "clang")
+    if use_clang and not clang_frontend.AVAILABLE:
+        if opts.frontend == "clang":
+            raise UsageError("libclang is not available: install the 'libclang' package or use --frontend treesitter")
+        report.notes.append("libclang is not available: using tree-sitter for every file")
+        use_clang = False
+    pch_dir = tempfile.TemporaryDirectory(prefix="km-pch-") if use_clang else None
+    if use_clang:
+        names = context.kernel_names(files)
+        # Translation units that name a kernel and call a launch API without including its file.
+        launchers = {f.path for f in [*files, *extra] if os.path.splitext(f.path)[1].lower()
+                     in include_graph.TU_SUFFIXES and context.names_any(f.data, names)}
+        roots = include_graph.parse_roots(files, graph, extra, launchers)
+        reach = {r: graph.closure(r) for r in roots}
+        data = {f.path: f.data for f in [*files, *extra]}
+        keys: dict[str, str] = {}
+        plain_config = config
+        pch_config: list[ParseConfig] = []  # built at the first cache miss: it costs about two parses
+
+        def parse_some(paths: list[str]) -> list[clang_frontend.ParseResult]:
+            out, todo = [], []
+            for r in paths:
+                reach.setdefault(r, graph.closure(r))
+                if cache is not None:
+                    keys[r] = cache.key(r, clang_args(plain_config, r), opts.units, reach[r], data,
+                                        inputs, plain_config.context)
+                hit = cache.load(keys[r]) if cache is not None else None
+                if hit is not None:
+                    out.append(hit)
+                    tick()
+                else:
+                    todo.append(r)
+            if todo:
+                if not pch_config:
+                    pch_config.append(_with_torch_pch(plain_config, [*files, *extra],
+                                                      {r: reach[r] for r in todo}, pch_dir.name))
+                fresh = _run_clang(todo, pch_config[0], inputs, opts.jobs, opts.units, tick)
+                for res in fresh:
+                    if cache is not None and not res.error:
+                        cache.store(keys[res.path], res)
+                out += fresh
+            return sorted(out, key=lambda res: res.path)
+
+        # Longest first (by the bytes each unit reaches): one heavy file started last would be the
+        # whole tail of the run. Results are sorted again afterwards, so the order is not visible.
+        roots.sort(key=lambda r: -sum(len(data.get(p, b"")) for p in reach[r]))
+        tick = progress(len(roots))
+        pending = roots
+        while pending:
+            results = parse_some(pending)
+            for res in results:
+                if res.error:
+                    clang_failed.add(res.path)
+                    continue
+                units.add(res)
+                if res.unit_error:
+                    report.notes.append(f"{res.path}: closure/launch analysis failed: {res.unit_error}")
+                for k in res.kernels:
+                    found.setdefault((k.path, k.start_offset), k)
+                for s in sorted(res.seen_files):
+                    tu_of.setdefault(s, res.path)
+            # Kernel headers whose includers did not reach them (inactive #if) get their own parse.
+            pending = sorted(p for p in kernel_files if p not in tu_of and p not in clang_failed
+                             and p not in pending)
+        config = pch_config[0] if pch_config else plain_config
+        for p in sorted(clang_failed):
+            if opts.frontend == "clang":
+                report.failures.append(f"{p}: libclang could not parse the file")
+            else:
+                report.notes.append(f"{p}: libclang could not parse the file; tree-sitter used")
+    kernels = list(found.values())
+    if opts.frontend in ("auto", "treesitter"):
+        # tree-sitter also sees both sides of every #if: add what the preprocessor hid from clang.
+        by_file: dict[str, list[Kernel]] = defaultdict(list)
+        for k in kernels:
+            by_file[k.path].append(k)
+        for path, f in sorted(kernel_files.items()):
+            ts_kernels, syntax_errors = extract_cache.treesitter(cache, f.data, path)
+            for k in ts_kernels:
+                if not any(_overlaps(k, c) for c in by_file[path]):
+                    kernels.append(k)
+            if syntax_errors and opts.frontend == "treesitter":
+                report.failures.append(f"{path}: syntax errors, partial results")
+    if use_clang:
+        kernels = _variant_parses(kernels, kernel_files, config, tu_of, units,
+                                  _cached_parse(cache, graph, data, inputs, opts.units, reach))
+    if pch_dir is not None:
+        pch_dir.cleanup()
+    kernels.sort(key=lambda k: (k.path, k.start_offset))
+    return kernels, tu_of
+
+
+def _cached_parse(cache: ParseCache | None, graph: include_graph.IncludeGraph, data: dict[str, bytes],
+                  inputs: set[str], units: bool, reach: dict[str, set[str]] | None = None
+                  ) -> Callable[[str, ParseConfig], clang_frontend.ParseResult]:
+    """One translation unit parsed in another configuration (a kernel's inactive #if branch, the HIP
+    guards), through the parse cache: on a rerun these parses were most of the time left."""
+    reach = {} if reach is None else reach
+
+    def parse(tu: str, variant: ParseConfig) -> clang_frontend.ParseResult:
+        if tu not in reach:
+            reach[tu] = graph.closure(tu)
+        key = (cache.key(tu, clang_args(variant, tu), units, reach[tu], data, inputs, variant.context)
+               if cache is not None else "")
+        hit = cache.load(key) if cache is not None else None
+        if hit is not None:
+            return hit
+        res = clang_frontend.parse(tu, variant, inputs, analyse=_analysis(units))
+        if cache is not None and not res.error:
+            cache.store(key, res)
+        return res
+
+    return parse
+
+
+def _with_torch_pch(config: ParseConfig, files: list[SourceFile], reach: dict[str, set[str]],
+                    folder: str) -> ParseConfig:
+    """The config with a precompiled stub + torch shim for the roots whose includes reach torch."""
+    torch_files = {f.path for f in files if pch.includes_torch(f.data)}
+    tus = frozenset(r for r, seen in reach.items() if seen & torch_files)
+    # A precompiled prefix serves only parses with its own dialect and half defines: built for the most
+    # common ones (clang_args compares them).
+    kinds = Counter(tuple(config.args_of.get(r, ["-std=c++17"])) for r in tus)
+    args = list(kinds.most_common(1)[0][0]) if kinds else ["-std=c++17"]
+    tus = frozenset(r for r in tus if config.args_of.get(r, ["-std=c++17"]) == args)
+    if len(tus) < 2:  # building the prefix costs about two parses
+        return config
+    path = pch.build(replace(config, args_of={**config.args_of, os.path.join(folder, "km_prefix.h"): args}), folder)
+    return (replace(config, torch_pch=path, torch_tus=tus, args_of={**config.args_of, path: args})
+            if path else config)
+
+
+def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], config: ParseConfig,
+                    tu_of: dict[str, str], units: UnitData,
+                    parse: Callable[[str, ParseConfig], clang_frontend.ParseResult]) -> list[Kernel]:
+    """Kernels only tree-sitter saw (their #if branch was off) are parsed again by clang in the
+    configuration that turns their branch on, so they get an AST, a closure and launches too; the
+    defines that took are recorded with the kernel."""
+    groups: dict[tuple[str, tuple[str, ...]], list[Kernel]] = defaultdict(list)
+    for k in kernels:
+        if k.frontend == "treesitter" and k.path in kernel_files:
+            defines = treesitter_frontend.activating_defines(kernel_files[k.path].data, k.start_offset)
+            if defines:
+                groups[(tu_of.get(k.path, k.path), tuple(defines))].append(k)
+    if not groups:
+        return kernels
+    swap: dict[int, Kernel] = {}
+    for (tu, defines), wanted in sorted(groups.items()):
+        variant = replace(config, defines=[*config.defines, *defines], torch_pch=None)
+        res = parse(tu, variant)  # through the parse cache
+        if res.error:
+            continue
+        hits = {}
+        for w in wanted:
+            match = next((c for c in res.kernels if _overlaps(c, w)), None)
+            if match is not None:
+                match.defines = list(defines)
+                hits[(match.path, match.start_offset)] = match
+                swap[id(w)] = match
+        # Only the variant kernels take their closure and launches from this configuration.
+        found = analysis_of(res)
+        found.closures = {key: u for key, u in found.closures.items() if key in hits}
+        found.launches = [lc for lc in found.launches if lc.kernel in hits]
+        units.add_analysis(found)
+    return [swap.get(id(k), k) for k in kernels]

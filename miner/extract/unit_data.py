@@ -1,0 +1,76 @@
+"""The parse workers' unit analyses merged across translation units: closures, launches, explicit
+instantiations, and launches of kernels re-declared elsewhere matched to their definitions."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from miner.frontends import clang_frontend
+from miner.frontends.model import Kernel
+from miner.units.records import ClosureRecord, KernelKey, Launch, TUAnalysis
+
+
+@dataclass
+class UnitData:
+    """What the parse workers found for units: closures (first TU wins), launches, explicit insts."""
+
+    closures: dict[KernelKey, ClosureRecord] = field(default_factory=dict)
+    launches: dict[KernelKey, list[Launch]] = field(default_factory=dict)
+    explicit: dict[str, list[list[str]]] = field(default_factory=dict)
+    declared: list[Launch] = field(default_factory=list)  # launches of re-declared kernels
+
+    def add(self, res: clang_frontend.ParseResult) -> None:
+        self.add_analysis(analysis_of(res))
+
+    def add_analysis(self, found: TUAnalysis) -> None:
+        for key, unit in found.closures.items():
+            self.closures.setdefault(key, unit)
+        for launch in found.launches:
+            self._add_launch(launch.kernel, launch)
+        self.declared.extend(found.declared_launches)
+        for name, lst in found.explicit.items():
+            for args in lst:
+                if args not in self.explicit.setdefault(name, []):
+                    self.explicit[name].append(args)
+
+    def _add_launch(self, key: KernelKey, launch: Launch) -> None:
+        lst = self.launches.setdefault(key, [])
+        sig = _launch_key(launch)
+        if all(_launch_key(x) != sig for x in lst):
+            lst.append(launch)
+
+    def match_declared(self, kernels: list[Kernel]) -> None:
+        """Launches of a kernel re-declared in another translation unit (`void K(const P p);` in a host
+        .cpp, `cudaLaunchKernel((void*)K, ...)`) go to the kernel of that qualified name whose parameter
+        types match; where no types match, to the only kernel of that name and parameter count."""
+        by_name: dict[str, list[Kernel]] = defaultdict(list)
+        for k in kernels:
+            by_name[k.qualified_name].append(k)
+        for launch in self.declared:
+            decl = launch.declared
+            same = [k for k in by_name.get(decl.name, ()) if len(k.params) == len(decl.params)]
+            exact = [k for k in same if [_type_key(p.type) for p in k.params] == [_type_key(t) for t in decl.params]]
+            for k in exact or (same if len(same) == 1 else []):
+                self._add_launch((k.path, k.start_offset), replace(launch, kernel=(k.path, k.start_offset)))
+
+
+def analysis_of(res: clang_frontend.ParseResult) -> TUAnalysis:
+    """The parse result's analysis, typed again (empty where there was none)."""
+    return TUAnalysis.from_dict(res.analysis) if res.analysis is not None else TUAnalysis()
+
+
+_QUALIFIERS = re.compile(r"\b(?:const|volatile|__restrict__|__restrict|restrict|struct|class|enum)\b|(?:\w+)?::")
+
+
+def _type_key(text: str) -> str:
+    """A parameter type compared across translation units: qualifiers that do not change the call (a
+    by-value `const`, `__restrict__`), elaborated keywords and namespace prefixes left out."""
+    return "".join(_QUALIFIERS.sub(" ", text).split())
+
+
+def _launch_key(launch: Launch) -> tuple[Any, ...]:
+    return (launch.path, launch.line, launch.kind, tuple(launch.template_args or ()),
+            tuple(launch.template_args_text or ()))

@@ -1,0 +1,76 @@
+"""The analysis the parse worker runs on a live translation unit: each kernel's closure, its launches and
+references, and the explicit instantiations the unit writes.
+
+The extract pipeline passes `analyse` into `frontends.clang_frontend.parse`, which calls it while the TU
+is alive (cursors cannot leave the worker process); the frontend imports nothing from `units/`. The
+result is typed (`units.records.TUAnalysis`); the frontend hands it back as plain data (`to_dict`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from miner.units import closure, instantiations, launches, macro_text
+from miner.units.records import ClosureRecord, Declaration, PieceText, TUAnalysis
+
+if TYPE_CHECKING:
+    from miner.frontends.clang_frontend import LiveTU
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def analyse(live: LiveTU) -> TUAnalysis:
+    """Closure and launches while the TU is alive. A failure part way keeps what was found before it
+    (launches without closures, say) and says why in `error`: one TU's closure failing must not stop the run."""
+    out = TUAnalysis()
+    try:
+        _analyse(live, out)
+    except Exception as exc:  # noqa: BLE001 - see above
+        out.error = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def _analyse(live: LiveTU, out: TUAnalysis) -> None:
+    tu, kernels, norm = live.tu, live.kernels, live.norm
+    ctx = closure.TUContext(tu, live.inputs, norm, live.read)
+    by_name = {(k.path, k.name_offset): k for k in kernels}
+    # Every redeclaration is its own key: a reference resolves to whichever one lookup found.
+    stand_ins = {key: d for key, d in live.declared.items() if key not in by_name}
+    found, _calls = launches.find(ctx, {**by_name, **stand_ins})
+    # Names in the concrete template arguments of each kernel's launches and explicit instantiations
+    # (`k<GPUHashTable<int, int>::device_view>`): the unit needs their types too.
+    arg_names: dict[tuple[str, int], set[str]] = {}
+    for launch in found:
+        if launch.kernel in stand_ins:
+            # Only real launches: a declared function named elsewhere is an ordinary host call.
+            if launch.kind != "reference":
+                dl = stand_ins[launch.kernel]
+                out.declared_launches.append(replace(launch, kernel=None, declared=Declaration(
+                    dl.qualified_name, dl.params, dl.path, dl.line)))
+            continue
+        k = by_name[launch.kernel]
+        rec = replace(launch, kernel=(k.path, k.start_offset))
+        out.launches.append(rec)
+        lists = [launch.template_args or [], *launch.host_template_args, *launch.dispatch_args]
+        arg_names.setdefault(rec.kernel, set()).update(n for args in lists for a in args for n in _IDENT.findall(a))
+    # Explicit instantiations sit beside the kernel or in the .cu that includes its header, often
+    # written through the project's macros (defined in any file of this TU).
+    texts = {p: live.read(p).decode("utf-8", "replace") for p in ctx.order if p in live.inputs}
+    macros: dict[str, macro_text.MacroDef] = {}
+    for t in texts.values():
+        macros.update(macro_text.definitions(t))
+    for path in {k.path for k in kernels} | {norm(tu.spelling)}:
+        if path not in texts:
+            continue
+        for name, lst in instantiations.explicit_in(texts[path], macros).items():
+            out.explicit.setdefault(name, []).extend(lst)
+    for k, c in zip(kernels, live.cursors, strict=True):
+        key = (k.path, k.start_offset)
+        names = arg_names.get(key, set()) | {n for args in out.explicit.get(k.name, []) for a in args
+                                               for n in _IDENT.findall(a)}
+        cl = closure.compute(ctx, c, k.path, k.start_offset, sorted(names))
+        out.closures[key] = ClosureRecord(
+            k.path, [PieceText(**p) for p in closure.render_pieces(ctx, cl, k.path, k.start_offset)],
+            cl.includes, cl.shims, cl.unresolved)

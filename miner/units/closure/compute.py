@@ -1,0 +1,258 @@
+"""The closure of one kernel: the pieces, macros, shims and headers it reaches, walked on the live AST."""
+
+from __future__ import annotations
+
+import clang.cindex as ci
+
+from miner.units.closure.context import (
+    _CLASS_KINDS,
+    _IDENT,
+    _REF_KINDS,
+    _STRING_OR_COMMENT,
+    Closure,
+    K,
+    Macro,
+    Piece,
+    TUContext,
+    _class_key,
+)
+from miner.units.closure.shims import (
+    _DEVICE_ATTRS,
+    _enclosing_namespaces,
+    _host_members_to_drop,
+    _is_torch_shim,
+    _namespace_chain,
+    _toolkit_header_of_shim,
+)
+from miner.units.closure.siblings import specialized_template, written_with
+from miner.units.closure.text import _cut, _includes, _unresolved
+
+_ARG_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
+                   "CLASS_TEMPLATE", "TYPE_ALIAS_TEMPLATE_DECL"}
+
+
+def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_start: int,
+            arg_names: list[str] | tuple[str, ...] = ()) -> Closure:
+    """The closure of one kernel; `arg_names` are the names in its instantiations' template arguments,
+    whose types (declared at any namespace scope of the project) the unit needs as well."""
+    out = Closure()
+    seen: set[tuple[str, int]] = {(kernel_path, kernel_start)}
+    with_members: set[tuple[str, int]] = set()
+    pieces: list[Piece] = []
+    shims: set[str] = set()
+    work = [(kernel_cursor, _enclosing_namespaces(kernel_cursor))]
+    # A macro that writes the kernel may write more beside it (`template <> void gpu_abs<float>(...) {
+    # k<float><<<...>>>(...); }`): that text is the kernel's text too, so what it names comes along.
+    siblings = written_with(kernel_cursor)
+    work += [(c, _enclosing_namespaces(c)) for c in siblings]
+    tokens: list[str] = []
+    headers: dict[str, None] = {}  # toolkit headers whose declarations the closure names
+
+    def take(piece: Piece, pc: ci.Cursor) -> None:
+        # Overloads and specializations share a name: take the whole set at that scope.
+        for gp, gc in ctx.by_name.get((piece.namespaces, piece.name), [(piece, pc)]):
+            key = (gp.path, gp.start)
+            if key not in seen:
+                seen.add(key)
+                pieces.append(gp)
+                work.append((gc, gp.namespaces))
+        if pc.kind in _CLASS_KINDS and (piece.path, piece.start) not in with_members:
+            # The class itself (not the rest of its specialization set, which this use does not
+            # instantiate) comes with its members defined out of line, as its header brings their .inl
+            # along: a call in a template (`m[0]` on a dependent `mat<3, 3, T, Q>`) names no
+            # declaration in the AST, so the definition it needs is reached no other way.
+            # Only members device code can call: a host-only one may name what the unit lacks (torch).
+            with_members.add((piece.path, piece.start))
+            for mp, mc in ctx.members.get(_class_key(ctx.norm, pc), ()):
+                if any(ch.kind in _DEVICE_ATTRS for d in (mc, mc.canonical) for ch in d.get_children()):
+                    take(mp, mc)
+
+    for c in siblings:
+        # `template <> void gpu_abs<float>(...)` needs the primary template it specializes.
+        t = specialized_template(c)
+        if t is not None and t.location.file is not None:
+            found = ctx.piece_at(ctx.norm(t.location.file.name), t.extent.start.offset)
+            if found is not None:
+                take(*found)
+    for name in arg_names:
+        for lst in ctx.groups_named(name):
+            typed = [(gp, gc) for gp, gc in lst if gp.kind in _ARG_TYPE_KINDS]
+            if typed:
+                take(*typed[0])
+    while work:
+        cur, scope = work.pop()
+        drop: dict[tuple[int, int], str] = {}
+        if cur.kind in _CLASS_KINDS:
+            drop = _host_members_to_drop(ctx, cur)
+            if drop:
+                found = ctx.piece_at(ctx.norm(cur.extent.start.file.name), cur.extent.start.offset)
+                if found is not None:
+                    found[0].cuts = tuple((s0, e0, why) for (s0, e0), why in sorted(drop.items()))
+        idents = _identifiers(ctx, cur, drop)
+        tokens += idents
+        for c in _walk(cur, drop):
+            if c.kind not in _REF_KINDS:
+                continue
+            if c.kind == K.OVERLOADED_DECL_REF:
+                # Unresolved overload set (dependent call): every repo function of that name, and the
+                # shim it names (`at::native::fastAtomicAdd(p, i, n, v, true)` in a template kernel).
+                refs = [gc for lst in ctx.groups_named(c.spelling) for _gp, gc in lst]
+                # A CUDA built-in the shim overloads for Half (`atomicAdd`) stays a built-in.
+                decls = [d for d in _overloaded(c) if d is not None and d.location.file is not None]
+                if decls and all(_is_torch_shim(ctx, ctx.norm(d.location.file.name)) for d in decls):
+                    refs += decls
+            else:
+                refs = [c.referenced]
+            for r in refs:
+                if r is None or r.location.file is None:
+                    continue
+                rpath = ctx.norm(r.location.file.name)
+                if rpath not in ctx.inputs:
+                    if _is_torch_shim(ctx, rpath):
+                        shims.add(r.spelling)
+                    elif (h := _toolkit_header_of_shim(ctx, rpath)) is not None:
+                        # `half2` that the repo only had through torch/extension.h: the unit, which has
+                        # no torch, includes the toolkit header our parse shim stands for.
+                        headers.setdefault(h)
+                    continue
+                d = r.get_definition() or r
+                dpath = ctx.norm(d.location.file.name) if d.location.file else rpath
+                found = ctx.piece_at(dpath, d.location.offset)
+                if found is not None:
+                    take(*found)
+        bounds = _launch_bounds_names(cur) if cur.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) else []
+        for name in bounds:
+            # `__launch_bounds__(kThreads)`: libclang exposes no cursor for CUDA's launch bounds, so the
+            # constants it names are looked up in the scopes visible from the function.
+            # An anonymous namespace's names are visible from its enclosing one.
+            for ns in [s for i in range(len(scope), -1, -1) for s in (scope[:i], scope[:i] + ("",))]:
+                if found_here := ctx.by_name.get((ns, name), [])[:1]:
+                    take(*found_here[0])
+                    break
+        if ctx.has_errors(cur):
+            # The parse dropped invalid expressions (a name its stub lacked): their calls are missing
+            # from the AST. Fall back to the names in the text, looked up in the scopes visible here.
+            for name in dict.fromkeys(idents):
+                for i in range(len(scope), -1, -1):
+                    for gp, gc in ctx.by_name.get((scope[:i], name), [])[:1]:
+                        take(gp, gc)
+    files = {kernel_path} | {p.path for p in pieces}
+    pieces += _usings(ctx, files, pieces, seen, ctx.sort_key(kernel_path, kernel_start), bool(shims))
+    out.pieces = sorted(pieces, key=lambda p: ctx.sort_key(p.path, p.start))
+    out.macros = _macros(ctx, tokens, ctx.sort_key(kernel_path, kernel_start))
+    out.shims = sorted(shims)
+    files |= {m.path for m in out.macros}
+    for m in out.macros:
+        tokens += _IDENT.findall(m.body)
+    out.includes = _includes(ctx, files, tokens, list(headers))
+    out.unresolved = _unresolved(ctx, files, {(p.path, p.start, p.end) for p in pieces},
+                                 (kernel_path, kernel_cursor.extent.start.offset, kernel_cursor.extent.end.offset),
+                                 [(p.path, s, e) for p in pieces for s, e, _w in p.cuts])
+    return out
+
+
+def _launch_bounds_names(cur: ci.Cursor) -> list[str]:
+    """Identifiers inside `__launch_bounds__(...)` in a function's head (before its body)."""
+    toks = []
+    for t in cur.get_tokens():
+        if t.spelling == "{":
+            break
+        toks.append(t.spelling)
+    out: list[str] = []
+    for i, s in enumerate(toks):
+        if s != "__launch_bounds__" or i + 1 >= len(toks) or toks[i + 1] != "(":
+            continue
+        depth = 0
+        for s2 in toks[i + 1:]:
+            depth += (s2 == "(") - (s2 == ")")
+            if depth == 0:
+                break
+            if _IDENT.fullmatch(s2):
+                out.append(s2)
+    return out
+
+def _overloaded(c: ci.Cursor) -> list[ci.Cursor]:
+    lib = ci.conf.lib
+    return [lib.clang_getOverloadedDecl(c, i) for i in range(lib.clang_getNumOverloadedDecls(c))]
+
+
+def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...]) -> list[Macro]:
+    """The definitions the unit needs. A macro defined once: the definition in force at the kernel.
+    A macro redefined before the kernel (`#define OP(X, Y) X + Y` / `ATOMIC(Add)` / `#undef OP` /
+    `#define OP(X, Y) X * Y` / `ATOMIC(Mul)`): every active definition before it, each emitted at its
+    place so that the pieces between see the one they saw in the source."""
+    chosen: dict[str, list[Macro]] = {}
+    # A name whose every #define sits in an inactive branch is no macro in this configuration: in CUDA,
+    # `h2rcp` under `#if defined(USE_ROCM) ... #define h2rcp __compat_h2rcp` is the toolkit intrinsic.
+    todo = [t for t in dict.fromkeys(tokens) if ctx.active_macro(t)]
+    while todo:
+        name = todo.pop()
+        if name in chosen:
+            continue
+        cands = [m for m in ctx.macros[name] if m.active]
+        before = sorted((m for m in cands if ctx.sort_key(m.path, m.start) < kernel_key),
+                        key=lambda m: ctx.sort_key(m.path, m.start))
+        chosen[name] = before or [min(cands, key=lambda m: ctx.sort_key(m.path, m.start))]
+        todo += [t for m in chosen[name] for t in _IDENT.findall(m.body) if ctx.active_macro(t) and t not in chosen]
+    return sorted((m for ms in chosen.values() for m in ms), key=lambda m: ctx.sort_key(m.path, m.start))
+
+
+def _identifiers(ctx: TUContext, cur: ci.Cursor, drop: dict[tuple[int, int], str] | None = None) -> list[str]:
+    """Identifiers of a cursor's own text, comments, strings and dropped members left out. From the text
+    rather than libclang's tokens: clang_tokenize returns nothing for some header cursors."""
+    e = cur.extent
+    if e.start.file is None:
+        return []
+    data = ctx.read(ctx.norm(e.start.file.name))
+    text = _cut(data, e.start.offset, e.end.offset, [(s, t) for s, t in (drop or {})]).decode("utf-8", "replace")
+    return _IDENT.findall(_STRING_OR_COMMENT.sub(" ", text))
+
+
+
+def _walk(cur: ci.Cursor, drop: dict[tuple[int, int], str]):
+    """cur.walk_preorder() without the subtrees of dropped members."""
+    if not drop:
+        yield from cur.walk_preorder()
+        return
+    stack = [cur]
+    while stack:
+        c = stack.pop()
+        e = c.extent
+        if c is not cur and (e.start.offset, e.end.offset) in drop:
+            continue
+        yield c
+        stack.extend(reversed(list(c.get_children())))
+
+
+def _usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple[str, int]],
+            before: tuple[int, int], with_shim: bool) -> list[Piece]:
+    """`using namespace X;`, `using X::y;` and `namespace a = X;` seen before the kernel, kept when what
+    they name is in the unit: a namespace or declaration of the closure, a toolkit header, or the torch
+    shim when the unit inlines it (`using namespace at;` in a kernel that uses no torch name is dropped:
+    without the shim there is no `at` to name)."""
+    in_unit = {(p.path, p.start) for p in pieces}
+    chains = {p.namespaces[:i] for p in pieces for i in range(1, len(p.namespaces) + 1)}
+    out: list[Piece] = []
+    for path in files:
+        for _s, _e, p, c in ctx.pieces.get(path, []):
+            if (p.kind not in ("USING_DIRECTIVE", "USING_DECLARATION", "NAMESPACE_ALIAS")
+                    or (p.path, p.start) in seen or ctx.sort_key(p.path, p.start) >= before):
+                continue
+            refs = [ch.referenced for ch in c.get_children() if ch.referenced is not None]
+            target = refs[-1] if refs else None
+            if target is None or target.location.file is None:
+                continue
+            tpath = ctx.norm(target.location.file.name)
+            if tpath in ctx.inputs:
+                if target.kind == K.NAMESPACE:
+                    keep = _namespace_chain(target) in chains
+                else:
+                    d = target.get_definition() or target
+                    found = ctx.piece_at(ctx.norm(d.location.file.name), d.location.offset) if d.location.file else None
+                    keep = found is not None and (found[0].path, found[0].start) in in_unit
+            else:
+                keep = with_shim or not _is_torch_shim(ctx, tpath)
+            if keep:
+                seen.add((p.path, p.start))
+                out.append(p)
+    return out

@@ -1,0 +1,282 @@
+"""The translation unit indexed for closure queries: its repo-owned top-level declarations (pieces),
+their names per namespace, the #defines in force and the include order of its files."""
+
+from __future__ import annotations
+
+import bisect
+import ctypes
+import os
+import re
+from dataclasses import dataclass, field
+
+import clang.cindex as ci
+
+from miner.frontends.config import stub_dir
+
+K = ci.CursorKind
+_PIECE_KINDS = {
+    K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL, K.ENUM_DECL,
+    K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL, K.TYPE_ALIAS_TEMPLATE_DECL, K.VAR_DECL, K.CLASS_TEMPLATE,
+    K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION, K.USING_DIRECTIVE, K.USING_DECLARATION, K.NAMESPACE_ALIAS,
+    K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.CONVERSION_FUNCTION,  # member definitions out of line
+    K.CONCEPT_DECL,  # C++20: `requires Arithmetic<T>` names it through a TEMPLATE_REF
+}
+_CLASS_KINDS = {K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL, K.CLASS_TEMPLATE, K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION}
+_SCOPE_KINDS = {K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL}
+_REF_KINDS = {K.DECL_REF_EXPR, K.MEMBER_REF_EXPR, K.TYPE_REF, K.TEMPLATE_REF, K.CALL_EXPR,
+              K.OVERLOADED_DECL_REF, K.MEMBER_REF, K.VARIABLE_REF}
+_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)((?:[^\n\\]|\\.|\\\n)*)", re.M)
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_STRING_OR_COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"', re.S)
+
+
+@dataclass
+class Piece:
+    path: str
+    start: int
+    end: int
+    namespaces: tuple[str, ...]
+    kind: str
+    name: str
+    # (start, end, why) of host-only members left out of a class's text (see _host_members_to_drop).
+    cuts: tuple[tuple[int, int, str], ...] = ()
+
+
+@dataclass
+class Macro:
+    name: str
+    path: str
+    start: int
+    end: int
+    body: str
+    active: bool = True
+
+
+@dataclass
+class Closure:
+    pieces: list[Piece] = field(default_factory=list)
+    macros: list[Macro] = field(default_factory=list)
+    includes: list[str] = field(default_factory=list)
+    shims: list[str] = field(default_factory=list)
+    unresolved: list[dict[str, str]] = field(default_factory=list)
+
+
+class TUContext:
+    """Indexes one translation unit's repo-owned declarations and macros for closure queries."""
+
+    def __init__(self, tu: ci.TranslationUnit, inputs: set[str], norm, read) -> None:
+        self.tu, self.inputs, self.norm, self.read = tu, inputs, norm, read
+        self.stub = os.path.realpath(str(stub_dir()))
+        self.shims = os.path.join(self.stub, "shims") + os.sep
+        self.files: dict[str, ci.File] = {}
+        self._errors: dict[str, list[int]] | None = None
+        self._blanked: dict[str, str] = {}
+        self._by_bare: dict[str, list[list[tuple[Piece, ci.Cursor]]]] | None = None
+        self.order: dict[str, int] = {}  # file -> first-inclusion rank
+        # file -> offsets of the #include directives leading to it from the main file: a location's
+        # position in the preprocessed stream is chain + (offset,), compared as tuples.
+        self.chain: dict[str, tuple[int, ...]] = {norm(tu.spelling): ()}
+        self.files[norm(tu.spelling)] = tu.get_file(tu.spelling)
+        for inc in tu.get_includes():
+            path = norm(inc.include.name)
+            self.files.setdefault(path, inc.include)
+            self.order.setdefault(path, len(self.order))
+            if path not in self.chain:
+                parent = self.chain.get(norm(inc.source.name)) if inc.source is not None else None
+                self.chain[path] = (parent if parent is not None else (1 << 30,)) + (inc.location.offset,)
+        self.order.setdefault(norm(tu.spelling), len(self.order))
+        self.pieces: dict[str, list[tuple[int, int, Piece, ci.Cursor]]] = {}
+        self.by_name: dict[tuple[tuple[str, ...], str], list[tuple[Piece, ci.Cursor]]] = {}
+        self.macros: dict[str, list[Macro]] = {}
+        self.defined: set[tuple[str, int]] = set()  # (file, offset of the name) of each processed #define
+        # class definition -> its members defined out of line (`vec<3, T, Q>::vec(T)` in a .inl)
+        self.members: dict[tuple[str, int], list[tuple[Piece, ci.Cursor]]] = {}
+        self._index(tu.cursor, ())
+        for path, lst in self.pieces.items():
+            lst.sort(key=lambda t: (t[0], -t[1]))
+            self.pieces[path] = self._outermost(lst)
+        for path in self.order:
+            if path in inputs:
+                self._index_macros(path)
+
+    def _index(self, scope: ci.Cursor, ns: tuple[str, ...]) -> None:
+        for c in scope.get_children():
+            kind = c.kind  # before the location: most top-level cursors are preprocessing records
+            if kind == K.MACRO_DEFINITION:
+                # The #defines the preprocessor really processed in this configuration.
+                f = c.location.file
+                if f is not None:
+                    self.defined.add((self.norm(f.name), c.location.offset))
+                continue
+            if kind not in _SCOPE_KINDS and kind not in _PIECE_KINDS:
+                continue
+            f = c.location.file
+            if f is None:
+                continue
+            path = self.norm(f.name)
+            if path not in self.inputs:
+                continue
+            if kind in _SCOPE_KINDS:
+                self._index(c, ns + ((c.spelling or "",) if c.kind == K.NAMESPACE else ()))
+            elif c.kind in _PIECE_KINDS:
+                e = c.extent
+                if e.start.file is None or self.norm(e.start.file.name) != path:
+                    continue
+                name = c.spelling
+                parent = c.semantic_parent
+                if parent is not None and parent.kind in _CLASS_KINDS and name:
+                    # `void W<T>::run() {...}` at namespace scope: one set per class, not every `run`.
+                    # Partial specializations are classes of their own (`vec<3, T, Q>`, `vec<4, T, Q>`).
+                    partial = parent.kind == K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION
+                    cls = parent.displayname if partial else parent.spelling
+                    name = f"{cls}::{name}"
+                start = e.start.offset
+                if parent is not None and parent.kind in _CLASS_KINDS and c.lexical_parent != parent:
+                    # Out of line, a member template of a class template is written under the class's
+                    # parameter lists (`template<class T> template<class U> W<T>::W(W<U> const&)`), but
+                    # libclang's extent starts at the member's own list: without the outer ones the
+                    # text names parameters nothing declares.
+                    start = self._outer_template_start(path, start)
+                p = Piece(path, start, e.end.offset, ns, c.kind.name, name)
+                self.pieces.setdefault(path, []).append((p.start, p.end, p, c))
+                if parent is not None and parent.kind in _CLASS_KINDS and c.lexical_parent != parent:
+                    # Under every enclosing class: `Outer<T>::Inner::f` comes with the `Outer` piece.
+                    while parent is not None and parent.kind in _CLASS_KINDS:
+                        self.members.setdefault(_class_key(self.norm, parent), []).append((p, c))
+                        parent = parent.semantic_parent
+                if name:
+                    self.by_name.setdefault((ns, name), []).append((p, c))
+
+    def _outer_template_start(self, path: str, start: int) -> int:
+        """Where the `template<...>` lists written right before `start` begin (comments skipped)."""
+        text = self._blanked.get(path)
+        if text is None:
+            # Comments and strings blanked to the same length, so offsets stay those of the file.
+            raw = self.read(path).decode("latin-1")
+            text = self._blanked[path] = _STRING_OR_COMMENT.sub(lambda m: " " * len(m.group()), raw)
+        while True:
+            i = start
+            while i > 0 and text[i - 1].isspace():
+                i -= 1
+            if i == 0 or text[i - 1] != ">":
+                return start
+            depth, j = 0, i - 1
+            while j >= 0:  # back to the `<` that opens this list
+                if text[j] == ">":
+                    depth += 1
+                elif text[j] == "<":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                elif text[j] in ";{}":
+                    return start
+                j -= 1
+            if j < 0:
+                return start
+            k = j
+            while k > 0 and text[k - 1].isspace():
+                k -= 1
+            if k < 8 or text[k - 8:k] != "template" or (k > 8 and (text[k - 9].isalnum() or text[k - 9] == "_")):
+                return start
+            start = k - 8
+
+    def _outermost(self, lst: list[tuple[int, int, Piece, ci.Cursor]]) -> list[tuple[int, int, Piece, ci.Cursor]]:
+        """Declarations nested in another (`typedef enum {..} t;`, `struct S {..} s;`) are one piece:
+        the outer one, so the text is emitted once and every name in it maps to it."""
+        out: list[tuple[int, int, Piece, ci.Cursor]] = []
+        for item in lst:
+            if out and item[0] >= out[-1][0] and item[1] <= out[-1][1] and item is not out[-1]:
+                outer = out[-1]
+                key = (item[2].namespaces, item[2].name)
+                group = self.by_name.get(key, [])
+                self.by_name[key] = [(outer[2], outer[3]) if gp is item[2] else (gp, gc) for gp, gc in group]
+                continue
+            out.append(item)
+        return out
+
+    def _index_macros(self, path: str) -> None:
+        data = self.read(path)
+        # A #define the preprocessor did not process is not in force (`#ifdef __CUDACC__ #define HD
+        # __host__ __device__ #else #define HD #endif`). The detailed preprocessing record lists the
+        # processed ones, per inclusion: a header entered twice, once in a skipped #if, is still active.
+        # Without the record, the file's skipped ranges decide.
+        skipped = None if self.defined else _skipped_ranges(self.tu, self.files.get(path))
+        for m in _DEFINE.finditer(data):
+            body = m.group(2).decode("utf-8", "replace")
+            active = ((path, m.start(1)) in self.defined if skipped is None
+                      else not any(s <= m.start() < e for s, e in skipped))
+            macro = Macro(m.group(1).decode(), path, m.start(), m.end(), body, active=active)
+            self.macros.setdefault(macro.name, []).append(macro)
+
+    def active_macro(self, name: str) -> bool:
+        return any(m.active for m in self.macros.get(name, ()))
+
+    def active_defs(self, name: str) -> list[Macro]:
+        """The #defines of `name` this configuration processed, in file order; none where every
+        definition sits in an inactive #if branch (then the name is no macro here)."""
+        return [m for m in self.macros.get(name, ()) if m.active]
+
+    def piece_at(self, path: str, offset: int) -> tuple[Piece, ci.Cursor] | None:
+        lst = self.pieces.get(path)
+        if not lst:
+            return None
+        i = bisect.bisect_right(lst, offset, key=lambda t: t[0]) - 1
+        while i >= 0:
+            start, end, p, c = lst[i]
+            if start <= offset <= end:
+                return p, c
+            i -= 1
+        return None
+
+    def groups_named(self, name: str) -> list[list[tuple[Piece, ci.Cursor]]]:
+        """The same-name sets called `name` in every scope, in index order (candidates of an
+        unresolved dependent call). Indexed on first use, once the TU's pieces are final."""
+        if self._by_bare is None:
+            self._by_bare = {}
+            for (_ns, nm), lst in self.by_name.items():
+                self._by_bare.setdefault(nm, []).append(lst)
+        return self._by_bare.get(name, [])
+
+    def has_errors(self, cur: ci.Cursor) -> bool:
+        """Whether the parse reported an error inside the cursor's text."""
+        if self._errors is None:
+            self._errors = {}
+            for d in self.tu.diagnostics:
+                if d.severity >= ci.Diagnostic.Error and d.location.file is not None:
+                    self._errors.setdefault(self.norm(d.location.file.name), []).append(d.location.offset)
+        e = cur.extent
+        if e.start.file is None:
+            return False
+        offsets = self._errors.get(self.norm(e.start.file.name), ())
+        return any(e.start.offset <= o <= e.end.offset for o in offsets)
+
+    def sort_key(self, path: str, offset: int) -> tuple[int, ...]:
+        return (*self.chain.get(path, (1 << 30,)), offset)
+
+
+class _RangeList(ctypes.Structure):
+    _fields_ = [("count", ctypes.c_uint), ("ranges", ctypes.POINTER(ci.SourceRange))]
+
+
+def _skipped_ranges(tu: ci.TranslationUnit, f: ci.File | None) -> list[tuple[int, int]]:
+    """Byte ranges of `f` inside inactive #if branches (needs the detailed preprocessing record)."""
+    if f is None:
+        return []
+    lib = ci.conf.lib
+    fn = lib.clang_getSkippedRanges
+    if fn.restype is not ctypes.POINTER(_RangeList):
+        fn.restype, fn.argtypes = ctypes.POINTER(_RangeList), [ci.TranslationUnit, ci.File]
+        lib.clang_disposeSourceRangeList.argtypes = [ctypes.POINTER(_RangeList)]
+    lst = fn(tu, f)
+    if not lst:
+        return []
+    try:
+        return [(lst.contents.ranges[i].start.offset, lst.contents.ranges[i].end.offset)
+                for i in range(lst.contents.count)]
+    finally:
+        lib.clang_disposeSourceRangeList(lst)
+
+
+def _class_key(norm, c: ci.Cursor) -> tuple[str, int]:
+    d = c.get_definition() or c
+    return (norm(d.location.file.name) if d.location.file else "", d.location.offset)

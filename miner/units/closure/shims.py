@@ -1,0 +1,109 @@
+"""Where a referenced declaration lives among our parse shims (the torch shim, a toolkit header's
+shim, a library's), what a unit lacks of them, and namespace chains of cursors."""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import clang.cindex as ci
+
+from miner.frontends.config import stub_dir
+from miner.units.closure.context import _CLASS_KINDS, _IDENT, _REF_KINDS, _STRING_OR_COMMENT, K, TUContext
+from miner.units.headers import FRAMEWORK as _FRAMEWORK
+from miner.units.headers import STD_HEADERS as _STD_HEADERS
+from miner.units.headers import TOOLKIT_HEADER as _TOOLKIT_HEADER
+from miner.units.headers import UNIT_LIBRARY_HEADER as _UNIT_LIBRARY_HEADER
+
+
+def _shim_rel(ctx: TUContext, path: str) -> str | None:
+    """The path of one of our parse shims relative to shims/ (`cuda_fp16.h`, `ATen/Dispatch.h`), else None.
+    Relative, so that where the miner is installed (a folder named `torchext`, say) never matters."""
+    prefix = os.path.join(ctx.stub, "shims") + os.sep
+    return path[len(prefix):] if path.startswith(prefix) else None
+
+
+def _is_torch_shim(ctx: TUContext, path: str) -> bool:
+    """A declaration of our ATen/c10/torch parse shims (it maps onto the unit shim)."""
+    rel = _shim_rel(ctx, path)
+    return rel is not None and (rel == "km_torch_parse.h" or rel.split("/", 1)[0] in ("ATen", "c10", "torch", "THC"))
+
+
+def _toolkit_header_of_shim(ctx: TUContext, path: str) -> str | None:
+    """The toolkit or standard header one of our parse shims stands for (shims/cuda_fp16.h: `cuda_fp16.h`),
+    None for a library/framework shim (cublas_v2.h, nccl.h) or anything else."""
+    rel = _shim_rel(ctx, path)
+    if rel is None or _FRAMEWORK.search(rel):
+        return None
+    return rel if rel in _STD_HEADERS or _TOOLKIT_HEADER.match(rel) or _UNIT_LIBRARY_HEADER.match(rel) else None
+
+_MEMBER_FUNCS = {K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.CONVERSION_FUNCTION, K.FUNCTION_TEMPLATE}
+_DEVICE_ATTRS = {K.CUDADEVICE_ATTR, K.CUDAGLOBAL_ATTR}
+
+
+def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int], str]:
+    """Host-only member functions of a class (and of its nested classes) that name something a unit cannot
+    hold: a torch type the unit shim does not define (`torch::Tensor`, whose host API a unit has no
+    business carrying) or a declaration of a library our parse shims stand for (cuBLAS, NCCL). Device code
+    cannot call a host-only member, so the unit's copy of the class leaves it out; (start, end) -> why."""
+    out: dict[tuple[int, int], str] = {}
+    for m in cls.get_children():
+        if m.kind in _CLASS_KINDS:
+            out.update(_host_members_to_drop(ctx, m))
+            continue
+        if m.kind not in _MEMBER_FUNCS or any(ch.kind in _DEVICE_ATTRS for ch in m.get_children()):
+            continue
+        e = m.extent
+        if e.start.file is None or e.end.file is None:
+            continue
+        for c in m.walk_preorder():
+            if c.kind not in _REF_KINDS:
+                continue
+            lacks = _unit_lacks(ctx, c.referenced)
+            if lacks:
+                out[(e.start.offset, e.end.offset)] = lacks
+                break
+    return out
+
+
+def _unit_lacks(ctx: TUContext, r: ci.Cursor | None) -> str | None:
+    """The name, when `r` is declared in a parse shim whose declaration no unit carries: a torch entity
+    outside the unit shim, or a library shim's (cublas_v2.h, nccl.h). None otherwise."""
+    if r is None or r.location.file is None:
+        return None
+    path = ctx.norm(r.location.file.name)
+    rel = _shim_rel(ctx, path)
+    if rel is None:
+        return None
+    top = r
+    while top.semantic_parent is not None and top.semantic_parent.kind not in (K.NAMESPACE, K.TRANSLATION_UNIT):
+        top = top.semantic_parent
+    if _is_torch_shim(ctx, path):
+        return None if top.spelling in _unit_shim_names() else _qualified(top)
+    return None if _toolkit_header_of_shim(ctx, path) is not None else _qualified(top)
+
+
+def _qualified(c: ci.Cursor) -> str:
+    return "::".join((*_enclosing_namespaces(c), c.spelling))
+
+
+@functools.cache
+def _unit_shim_names() -> frozenset[str]:
+    """Identifiers the unit shim (km_torch_unit.h) declares or mentions, comments left out."""
+    text = (stub_dir() / "unit" / "km_torch_unit.h").read_text(encoding="utf-8")
+    return frozenset(_IDENT.findall(_STRING_OR_COMMENT.sub(" ", text)))
+
+
+def _enclosing_namespaces(c: ci.Cursor) -> tuple[str, ...]:
+    p = c.semantic_parent
+    while p is not None and p.kind not in (K.NAMESPACE, K.TRANSLATION_UNIT):
+        p = p.semantic_parent
+    return _namespace_chain(p) if p is not None else ()
+
+
+def _namespace_chain(c: ci.Cursor) -> tuple[str, ...]:
+    chain: list[str] = []
+    while c is not None and c.kind == K.NAMESPACE:
+        chain.append(c.spelling)
+        c = c.semantic_parent
+    return tuple(reversed(chain))

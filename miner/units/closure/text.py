@@ -1,0 +1,140 @@
+"""A closure as text: pieces and macros rendered in source order, the `#include`s a unit keeps, and the
+parse errors left inside the closure (its unresolved names)."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import clang.cindex as ci
+
+from miner.source.include_graph import INCLUDE
+from miner.units.closure.context import Closure, Macro, Piece, TUContext
+from miner.units.headers import FRAMEWORK as _FRAMEWORK
+from miner.units.headers import STD_HEADERS as _STD_HEADERS
+from miner.units.headers import TOOLKIT_HEADER as _TOOLKIT_HEADER
+
+# Names a kernel may take from a C/C++ or toolkit header that its repo only reached through a framework
+# header (FLT_MAX through torch, std::vector through a helper): the header a unit must include for each.
+_HEADER_OF = {
+    **dict.fromkeys(("FLT_MAX", "FLT_MIN", "FLT_EPSILON", "DBL_MAX", "DBL_MIN", "DBL_EPSILON", "FLT_DIG",
+                     "DBL_DIG", "FLT_MAX_EXP", "HUGE_VALF"), "cfloat"),
+    **dict.fromkeys(("INT_MAX", "INT_MIN", "UINT_MAX", "LONG_MAX", "LLONG_MAX", "SHRT_MAX", "CHAR_BIT",
+                     "INT32_MAX", "INT64_MAX"), "climits"),
+    **dict.fromkeys(("int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
+                     "intptr_t", "uintptr_t"), "cstdint"),
+    "assert": "cassert", "printf": "cstdio", "memcpy": "cstring", "memset": "cstring",
+    "vector": "vector", "string": "string", "stringstream": "sstream", "cout": "iostream", "cerr": "iostream",
+    "numeric_limits": "limits", "initializer_list": "initializer_list",
+    "is_same": "type_traits", "enable_if": "type_traits", "conditional": "type_traits",
+    "tuple": "tuple", "array": "array", "pair": "utility", "swap": "utility",
+    "__nv_bfloat16": "cuda_bf16.h", "__nv_bfloat162": "cuda_bf16.h", "__float2bfloat16": "cuda_bf16.h",
+    "__bfloat162float": "cuda_bf16.h", "__half": "cuda_fp16.h", "__half2": "cuda_fp16.h",
+    "__float2half": "cuda_fp16.h", "__half2float": "cuda_fp16.h",
+    "cooperative_groups": "cooperative_groups.h",
+    **dict.fromkeys(("__pipeline_commit", "__pipeline_wait_prior", "__pipeline_memcpy_async"),
+                    "cuda_pipeline_primitives.h"), "__nv_fp8_e4m3": "cuda_fp8.h", "__nv_fp8_e5m2": "cuda_fp8.h",
+}
+_C_HEADER = {"float.h": "cfloat", "limits.h": "climits", "stdint.h": "cstdint", "assert.h": "cassert",
+             "stdio.h": "cstdio", "string.h": "cstring"}
+_QUOTED = re.compile(r"'([^']+)'")
+_UNDECLARED = re.compile(r"(?:use of undeclared identifier|unknown type name|no template named|"
+                         r"no member named) '([^']+)'")
+
+
+def _text(ctx: TUContext, p: Piece | Macro) -> str:
+    cuts = getattr(p, "cuts", ())
+    notes = [f"/* kernel-miner: host-only member left out of the unit: it uses {why} */" for _s, _e, why in cuts]
+    return _cut(ctx.read(p.path), p.start, p.end, [(s, e) for s, e, _w in cuts], notes).decode("utf-8", "replace")
+
+
+def _cut(data: bytes, start: int, end: int, cuts: list[tuple[int, int]], note: list[str] | None = None) -> bytes:
+    """data[start:end] without the ranges in `cuts` (each replaced by its note, if given)."""
+    out, pos = [], start
+    for i, (s, e) in enumerate(sorted(cuts)):
+        if s < pos or e > end:
+            continue
+        out.append(data[pos:s])
+        if note:
+            out.append(note[i].encode())
+        pos = e
+    out.append(data[pos:end])
+    return b"".join(out)
+
+
+def _includes(ctx: TUContext, files: set[str], tokens: list[str],
+              needed: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """The `#include <...>` lines a unit keeps, plus the toolkit headers `needed` by declarations the closure
+    names (found in our parse shims of those headers) and by names in `tokens` (_HEADER_OF)."""
+    out: list[str] = []
+    for path in sorted(files, key=lambda p: ctx.order.get(p, 0)):
+        for m in INCLUDE.finditer(ctx.read(path)):
+            name = m.group(2).decode().strip()
+            # A library header (curand_kernel.h) is not kept for being included: only when the closure names
+            # something it declares (`needed`), so a kernel of the same file that draws no random numbers
+            # does not depend on a header the toolkit may lack.
+            kept = name in _STD_HEADERS or _TOOLKIT_HEADER.match(name)
+            if m.group(1) != b"<" or _FRAMEWORK.search(name) or not kept:
+                continue
+            if name not in out:
+                out.append(name)
+    # Names the repo took from a header that only a framework header included.
+    have = set(out) | {_C_HEADER.get(h, h) for h in out}
+    for h in needed:
+        if h not in have and _C_HEADER.get(h, h) not in have:
+            have.add(h)
+            out.append(h)
+    for t in dict.fromkeys(tokens):
+        h = _HEADER_OF.get(t)
+        if h and h not in have and not (ctx.active_macro(t) or (h.endswith(".h") and h[:-2] in have)):
+            have.add(h)
+            out.append(h)
+    return out
+
+
+def _unresolved(ctx: TUContext, files: set[str], ranges: set[tuple[str, int, int]],
+                kernel: tuple[str, int, int], cuts: list[tuple[str, int, int]] = ()) -> list[dict[str, str]]:
+    """Parse errors inside the kernel or a piece, less those in members the unit leaves out (`cuts`)."""
+    spans = [*ranges, kernel]
+    out: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for d in ctx.tu.diagnostics:
+        if d.severity < ci.Diagnostic.Error or d.location.file is None:
+            continue
+        path = ctx.norm(d.location.file.name)
+        if path not in files:
+            continue
+        off = d.location.offset
+        if not any(p == path and s <= off <= e for p, s, e in spans) or any(
+                p == path and s <= off <= e for p, s, e in cuts):
+            continue
+        # A missing name is the symbol; other errors (a stub overload that does not fit) name the
+        # first quoted entity, or none: still listed, since the parse of that piece is incomplete.
+        m = _UNDECLARED.search(d.spelling) or _QUOTED.search(d.spelling)
+        symbol = m.group(1) if m else "?"
+        key = d.spelling if symbol == "?" else symbol
+        if key not in seen:
+            seen.add(key)
+            out.append({"symbol": symbol, "reason": d.spelling,
+                        "where": f"{os.path.basename(path)}:{d.location.line}"})
+    return out
+
+
+def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_start: int) -> list[dict[str, Any]]:
+    """Pieces and macros as text, interleaved in source order, each with its namespace chain; those
+    after the kernel in the source (its own specializations, say) are marked to follow it."""
+    kernel_key = ctx.sort_key(kernel_path, kernel_start)
+    items: list[tuple[tuple[int, ...], dict[str, Any]]] = []
+    for p in closure.pieces:
+        items.append((ctx.sort_key(p.path, p.start), {
+            "kind": p.kind, "name": p.name, "namespaces": list(p.namespaces), "text": _text(ctx, p),
+            "path": p.path, "line": ctx.read(p.path).count(b"\n", 0, p.start) + 1}))
+    defined: set[str] = set()
+    for m in closure.macros:  # in source order; a redefinition undefines the one before it
+        undef = f"#undef {m.name}\n" if m.name in defined else ""
+        defined.add(m.name)
+        items.append((ctx.sort_key(m.path, m.start), {
+            "kind": "MACRO", "name": m.name, "namespaces": [], "text": undef + _text(ctx, m), "path": m.path,
+            "line": ctx.read(m.path).count(b"\n", 0, m.start) + 1}))
+    return [dict(d, after=key > kernel_key and d["kind"] != "MACRO") for key, d in sorted(items, key=lambda t: t[0])]

@@ -1,0 +1,141 @@
+"""Typed records of one translation unit's analysis: per kernel its closure, its launches and references,
+and the explicit instantiations the unit writes.
+
+The analysis runs in the parse worker while the libclang TU is alive (`units.analysis.analyse`); what it
+finds crosses the process boundary and sits in the parse cache as plain data (`TUAnalysis.to_dict`), and
+the extract pipeline reads it back typed (`TUAnalysis.from_dict`) for `units.assemble`. Plain data at the
+boundary, so the cache never depends on these classes' pickled layout. This module imports nothing heavy:
+the parent process reads records without loading the analysis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+KernelKey = tuple[str, int]  # (path, byte offset where the kernel's definition starts)
+
+
+@dataclass
+class PieceText:
+    """One closure piece (or macro) as text, in source order, with its namespace chain."""
+
+    kind: str  # the libclang cursor kind's name (`FUNCTION_DECL`, ...) or `MACRO`
+    name: str
+    namespaces: list[str]
+    text: str
+    path: str
+    line: int
+    after: bool = False  # after the kernel in the source (its own specializations): emitted after it
+
+
+@dataclass
+class ClosureRecord:
+    """What a kernel's unit needs besides the kernel: pieces, `#include`s, torch shim names, and the
+    metadata `unresolved` entries (symbol, reason, where) for parse errors inside the closure."""
+
+    kernel_path: str
+    pieces: list[PieceText] = field(default_factory=list)
+    includes: list[str] = field(default_factory=list)
+    shims: list[str] = field(default_factory=list)
+    unresolved: list[dict[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ClosureRecord:
+        return cls(d["kernel_path"], [PieceText(**p) for p in d["pieces"]], list(d["includes"]),
+                   list(d["shims"]), [dict(u) for u in d["unresolved"]])
+
+
+@dataclass
+class Declaration:
+    """A function a translation unit declares but does not define (`void K(const P p);` in a host .cpp):
+    a launch of it belongs to the kernel another unit defines with that name and parameter types."""
+
+    name: str  # qualified
+    params: list[str]  # parameter types as clang spells them
+    path: str
+    line: int
+
+
+@dataclass
+class Launch:
+    kernel: KernelKey | None  # in the search (path, offset of the kernel's name); handed back (path, start)
+    launcher: str
+    path: str
+    line: int
+    kind: str  # `<<<>>>`, the launch API or macro, or `reference`
+    config: dict[str, str | None] = field(default_factory=dict)
+    values: dict[str, int] = field(default_factory=dict)
+    # grid/block/shared memory with locals and macros put in (miner.units.launch_formula), where that differs.
+    formula: dict[str, str] = field(default_factory=dict)
+    definitions: dict[str, str] = field(default_factory=dict)
+    args: list[str] = field(default_factory=list)
+    template_args: list[str] | None = None  # concrete, when the AST resolved them
+    template_args_text: list[str] = field(default_factory=list)  # as written
+    in_lambda: bool = False
+    host_template: tuple[str, int] | None = None  # enclosing host function template
+    host_params: list[str] = field(default_factory=list)
+    # One argument list per known instantiation of the enclosing host template(s).
+    host_template_args: list[list[str]] = field(default_factory=list)
+    # The host template's instantiations were unknown: its parameters took their defaults.
+    host_defaulted: bool = False
+    # Written arguments with macros, enumerators and aliases replaced (no host parameters left).
+    resolved_text: list[str] | None = None
+    # One argument list per element of the list a generic lambda is dispatched over
+    # (`for_each<list_c<int, 64, 32>>([&](auto Tile) { k<T, Tile><<<...>>>(); })`).
+    dispatch_args: list[list[str]] = field(default_factory=list)
+    # A launch of a function the unit only declares: `kernel` is None until extract matches the
+    # declaration to the kernel another translation unit defines.
+    declared: Declaration | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Launch:
+        d = dict(d)
+        for k in ("kernel", "host_template"):
+            if d.get(k) is not None:
+                d[k] = tuple(d[k])
+        if d.get("declared") is not None:
+            d["declared"] = Declaration(**d["declared"])
+        return cls(**d)
+
+
+@dataclass
+class TUAnalysis:
+    """Everything one translation unit's analysis found."""
+
+    closures: dict[KernelKey, ClosureRecord] = field(default_factory=dict)
+    launches: list[Launch] = field(default_factory=list)  # of kernels this unit defines
+    declared_launches: list[Launch] = field(default_factory=list)  # of functions it only declares
+    # kernel name -> template argument lists of its explicit instantiations (`template __global__ void k<float>(...)`)
+    explicit: dict[str, list[list[str]]] = field(default_factory=dict)
+    # Why the analysis stopped early (what it found until then is kept); not part of the plain data: the
+    # parse result carries it as `unit_error`.
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"closures": [[list(key), c.to_dict()] for key, c in self.closures.items()],
+                "launches": [lc.to_dict() for lc in self.launches],
+                "declared_launches": [lc.to_dict() for lc in self.declared_launches],
+                "explicit": {name: [list(a) for a in lst] for name, lst in self.explicit.items()}}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TUAnalysis:
+        return cls({(key[0], key[1]): ClosureRecord.from_dict(c) for key, c in d["closures"]},
+                   [Launch.from_dict(x) for x in d["launches"]],
+                   [Launch.from_dict(x) for x in d["declared_launches"]],
+                   {name: [list(a) for a in lst] for name, lst in d["explicit"].items()})
+
+
+class Analyses(Protocol):
+    """The analyses of every translation unit merged per kernel, as `units.assemble.attach` reads them
+    (the extract pipeline's `UnitData`: the first closure found, launches from every unit)."""
+
+    closures: dict[KernelKey, ClosureRecord]
+    launches: dict[KernelKey, list[Launch]]
+    explicit: dict[str, list[list[str]]]  # kernel name -> explicit instantiations' argument lists
