@@ -15,6 +15,7 @@ from miner.units.closure.context import (
     Piece,
     TUContext,
     _class_key,
+    _is_variable_template,
 )
 from miner.units.closure.shims import (
     _DEVICE_ATTRS,
@@ -23,6 +24,7 @@ from miner.units.closure.shims import (
     _is_torch_shim,
     _namespace_chain,
     _toolkit_header_of_shim,
+    _unit_shim_macros,
 )
 from miner.units.closure.siblings import specialized_template, written_with
 from miner.units.closure.text import _cut, _includes, _unresolved
@@ -91,9 +93,11 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
         idents = _identifiers(ctx, cur, drop)
         tokens += idents
         for c in _walk(cur, drop):
-            if c.kind not in _REF_KINDS:
+            if c.kind == K.NAMESPACE_REF and c.referenced is not None and c.referenced.kind == K.NAMESPACE_ALIAS:
+                refs = [c.referenced]  # `my_cub::BlockLoad`: the alias `namespace my_cub = cub;` comes along
+            elif c.kind not in _REF_KINDS:
                 continue
-            if c.kind == K.OVERLOADED_DECL_REF:
+            elif c.kind == K.OVERLOADED_DECL_REF:
                 # Unresolved overload set (dependent call): every repo function of that name, and the
                 # shim it names (`at::native::fastAtomicAdd(p, i, n, v, true)` in a template kernel).
                 refs = [gc for lst in ctx.groups_named(c.spelling) for _gp, gc in lst]
@@ -129,7 +133,9 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 if found_here := ctx.by_name.get((ns, name), [])[:1]:
                     take(*found_here[0])
                     break
-        if ctx.has_errors(cur):
+        if ctx.has_errors(cur) or _is_variable_template(cur):
+            # A variable template is one cursor without children in libclang 18: what its initializer
+            # names is found through its text, as in a function whose expressions the parse dropped.
             # The parse dropped invalid expressions (a name its stub lacked): their calls are missing
             # from the AST. Fall back to the names in the text, looked up in the scopes visible here.
             for name in dict.fromkeys(idents):
@@ -140,10 +146,13 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     pieces += _usings(ctx, files, pieces, seen, ctx.sort_key(kernel_path, kernel_start), bool(shims))
     out.pieces = sorted(pieces, key=lambda p: ctx.sort_key(p.path, p.start))
     out.macros = _macros(ctx, tokens, ctx.sort_key(kernel_path, kernel_start))
-    out.shims = sorted(shims)
     files |= {m.path for m in out.macros}
     for m in out.macros:
         tokens += _IDENT.findall(m.body)
+    # Torch's macros (`C10_WARP_SIZE`, `C10_HOST_DEVICE`) expand in the parse to our parse shim's text and
+    # leave no cursor to follow; the unit shim defines them, unless the repo defines the name itself.
+    shims |= {t for t in tokens if t in _unit_shim_macros() and not ctx.active_macro(t)}
+    out.shims = sorted(shims)
     out.includes = _includes(ctx, files, tokens, list(headers))
     out.unresolved = _unresolved(ctx, files, {(p.path, p.start, p.end) for p in pieces},
                                  (kernel_path, kernel_cursor.extent.start.offset, kernel_cursor.extent.end.offset),

@@ -7,6 +7,44 @@
 #endif
 #include <stdint.h>
 #include <type_traits>
+// c10/macros/Macros.h names device code uses; a repo that defines one itself keeps its own.
+#ifndef C10_WARP_SIZE
+#define C10_WARP_SIZE 32
+#endif
+#ifndef C10_HOST_DEVICE
+#define C10_HOST_DEVICE __host__ __device__
+#endif
+#ifndef C10_DEVICE
+#define C10_DEVICE __device__
+#endif
+#ifndef C10_HOST
+#define C10_HOST __host__
+#endif
+#ifndef C10_MAX_THREADS_PER_BLOCK
+#define C10_MAX_THREADS_PER_BLOCK(val) (((val) <= 1024) ? (val) : 256)
+#endif
+#ifndef C10_MIN_BLOCKS_PER_SM
+#define C10_MIN_BLOCKS_PER_SM(threads_per_block, blocks_per_sm) \
+  ((((threads_per_block) * (blocks_per_sm) <= 2048) ? (blocks_per_sm) : ((2048 + (threads_per_block) - 1) / (threads_per_block))))
+#endif
+#ifndef C10_LAUNCH_BOUNDS_0
+#define C10_LAUNCH_BOUNDS_0 __launch_bounds__(256, 4)
+#endif
+#ifndef C10_LAUNCH_BOUNDS_1
+#define C10_LAUNCH_BOUNDS_1(max_threads_per_block) __launch_bounds__((C10_MAX_THREADS_PER_BLOCK((max_threads_per_block))))
+#endif
+#ifndef C10_LAUNCH_BOUNDS_2
+#define C10_LAUNCH_BOUNDS_2(max_threads_per_block, min_blocks_per_sm) \
+  __launch_bounds__((C10_MAX_THREADS_PER_BLOCK((max_threads_per_block))),                  \
+                    (C10_MIN_BLOCKS_PER_SM((max_threads_per_block), (min_blocks_per_sm))))
+#endif
+#ifndef C10_LIKELY
+#define C10_LIKELY(expr) (__builtin_expect(static_cast<bool>(expr), 1))
+#define C10_UNLIKELY(expr) (__builtin_expect(static_cast<bool>(expr), 0))
+#endif
+#ifndef C10_RESTRICT
+#define C10_RESTRICT __restrict
+#endif
 namespace c10 {
 struct alignas(2) Half {
   unsigned short x;
@@ -302,5 +340,22 @@ template <class T> __device__ inline void gpuAtomicAdd(c10::complex<T> *p, c10::
   gpuAtomicAdd(&p->real_, v.real_);
   gpuAtomicAdd(&p->imag_, v.imag_);
 }
+// ATen/cuda/DeviceUtils.cuh's warp helpers, as written there for CUDA (HIP has the *_sync forms too).
+__device__ __forceinline__ unsigned int ACTIVE_MASK() { return __activemask(); }
+__device__ __forceinline__ void WARP_SYNC(unsigned mask = 0xffffffff) { __syncwarp(mask); }
+__device__ __forceinline__ unsigned int WARP_BALLOT(int predicate, unsigned int mask = 0xffffffff) {
+  return __ballot_sync(mask, predicate); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL(T value, int srcLane, int width = warpSize,
+                                                          unsigned int mask = 0xffffffff) {
+  return __shfl_sync(mask, value, srcLane, width); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL_XOR(T value, int laneMask, int width = warpSize,
+                                                              unsigned int mask = 0xffffffff) {
+  return __shfl_xor_sync(mask, value, laneMask, width); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL_UP(T value, unsigned int delta, int width = warpSize,
+                                                             unsigned int mask = 0xffffffff) {
+  return __shfl_up_sync(mask, value, delta, width); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL_DOWN(T value, unsigned int delta, int width = warpSize,
+                                                               unsigned int mask = 0xffffffff) {
+  return __shfl_down_sync(mask, value, delta, width); }
 using at::Half;
 using at::BFloat16;
