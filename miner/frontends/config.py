@@ -88,13 +88,22 @@ def clang_args(config: ParseConfig, path: str, prefix: bool = True) -> list[str]
 
 
 _FRAMEWORK_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]((?:ATen|c10|torch|THC)/[\w./-]+)[>"]', re.M)
+# libcu++'s standard headers (`<cuda/std/type_traits>`): the parse has no toolkit include dir, and without
+# `::cuda::std::enable_if` a project template constrained by it (`template <class T, typename
+# ::cuda::std::enable_if<...>::type = 0> void copy(...)`) is dropped from the AST with every call to it.
+_LIBCUXX_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"](cuda/std/([a-z_]+))[>"]', re.M)
+_LIBCUXX_STD = frozenset("""
+    algorithm array atomic bit cassert cfloat chrono climits cmath complex concepts cstddef cstdint cstdlib cstring
+    functional initializer_list iterator limits numeric optional ratio span tuple type_traits utility variant
+""".split())
 
 
 def framework_overlay(texts: list[bytes]) -> str | None:
     """A folder of stand-ins for the torch headers (`ATen/Dispatch_v2.h`, ...) the sources include and the
-    shims lack, each including the torch parse shim. clang stops a translation unit at an include it cannot
-    find, so one missing framework header used to lose every kernel and launch after it. The folder is
-    shared across runs (same content for the same name), so parse-cache keys stay stable."""
+    shims lack, each including the torch parse shim, and for libcu++'s `<cuda/std/X>`. clang stops a
+    translation unit at an include it cannot find, so one missing framework header used to lose every kernel
+    and launch after it. The folder is shared across runs (same content for the same name), so parse-cache
+    keys stay stable."""
     shims = stub_dir() / "shims"
     wanted = {m.group(1).decode(): _TORCH_STAND_IN for t in texts for m in _FRAMEWORK_INCLUDE.finditer(t)
               if not (shims / m.group(1).decode()).is_file()}
@@ -104,6 +113,12 @@ def framework_overlay(texts: list[bytes]) -> str | None:
     cccl = _CCCL_STAND_IN + "".join(f"#ifndef {n}\n#define {n} {v}\n#endif\n" for n, v in _cccl_versions())
     wanted.update({m.group(1).decode(): cccl for t in texts for m in _CCCL_INCLUDE.finditer(t)
                    if not (shims / m.group(1).decode()).is_file()})
+    # libcu++'s mirror of a standard header: that header, its names seen through `cuda::std` (units keep the
+    # real `<cuda/std/...>` include: it is a toolkit header).
+    wanted.update({m.group(1).decode(): cccl + f"#include <{m.group(2).decode()}>\n"
+                   "namespace cuda { namespace std { using namespace ::std; } }\n"
+                   for t in texts for m in _LIBCUXX_INCLUDE.finditer(t)
+                   if m.group(2).decode() in _LIBCUXX_STD and not (shims / m.group(1).decode()).is_file()})
     if not wanted:
         return None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

@@ -26,6 +26,7 @@ from miner.units.closure.shims import (
     _toolkit_header_of_shim,
     _unit_shim_macros,
 )
+from miner.units.closure.siblings import specialized_template, written_with
 from miner.units.closure.text import _cut, _includes, _unresolved
 
 _ARG_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
@@ -42,6 +43,10 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     pieces: list[Piece] = []
     shims: set[str] = set()
     work = [(kernel_cursor, _enclosing_namespaces(kernel_cursor))]
+    # A macro that writes the kernel may write more beside it (`template <> void gpu_abs<float>(...) {
+    # k<float><<<...>>>(...); }`): that text is the kernel's text too, so what it names comes along.
+    siblings = written_with(kernel_cursor)
+    work += [(c, _enclosing_namespaces(c)) for c in siblings]
     tokens: list[str] = []
     headers: dict[str, None] = {}  # toolkit headers whose declarations the closure names
 
@@ -64,6 +69,13 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 if any(ch.kind in _DEVICE_ATTRS for d in (mc, mc.canonical) for ch in d.get_children()):
                     take(mp, mc)
 
+    for c in siblings:
+        # `template <> void gpu_abs<float>(...)` needs the primary template it specializes.
+        t = specialized_template(c)
+        if t is not None and t.location.file is not None:
+            found = ctx.piece_at(ctx.norm(t.location.file.name), t.extent.start.offset)
+            if found is not None:
+                take(*found)
     for name in arg_names:
         for lst in ctx.groups_named(name):
             typed = [(gp, gc) for gp, gc in lst if gp.kind in _ARG_TYPE_KINDS]

@@ -33,7 +33,9 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
     for path, d in _definitions(st):
         if d.kind == K.VAR_DECL:
             _walk(st, d, path, None)
-        elif (path, d.location.offset) not in kernels:
+        elif (path, d.location.offset) not in kernels or not any(
+                ch.kind == K.CUDAGLOBAL_ATTR for ch in d.get_children()):
+            # (A host function one macro wrote with a kernel shares the kernel's location.)
             _walk(st, d, path, d)
     finish_helpers(st)
     _explicit_host_instantiations(st)
