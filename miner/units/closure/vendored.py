@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from miner.units.closure.context import _IDENT, _STRING_OR_COMMENT, Macro, TUContext
 
 THIRD_PARTY_DIRS = frozenset({"third_party", "third-party", "thirdparty", "3rdparty", "3rd_party", "3rd-party",
-                              "external", "externals", "extern", "vendor", "vendored", "deps", "submodules"})
+                              "external", "externals", "extern", "vendor", "vendored", "deps", "dependencies",
+                              "submodules"})
 MAX_BYTES = 32 << 20
 _DIRECTIVE = re.compile(rb'#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]')
 
