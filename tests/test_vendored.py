@@ -71,6 +71,13 @@ def test_third_party_header_that_includes_the_projects_headers_is_inlined(datase
     assert sorted(m["closure"]["functions"]) == ["clamp01", "leaky_relu"]
 
 
+def test_verify_compiles_units_with_the_carried_library_and_finds_them_identical(dataset: dict[str, Any],
+                                                                                  tmp_path: Path) -> None:
+    proc = run_miner("verify", dataset["out"], "-j", "2", "--cache-dir", tmp_path / "vcache", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "4/4 built instantiations verified: 4 identical" in proc.stdout, proc.stdout
+
+
 def test_dataset_builds_without_the_checkout(dataset: dict[str, Any], tmp_path: Path) -> None:
     """The dataset carries the libraries: moved elsewhere with the sources gone, every unit still builds."""
     moved = tmp_path / "moved"

@@ -148,7 +148,7 @@ class Vendored:
             ctx = self.ctx
             names: set[str] = set()
             for f in lib.files:
-                names.update(_IDENT.findall(_STRING_OR_COMMENT.sub(" ", ctx.read(f).decode("utf-8", "replace"))))
+                names |= _identifiers(f, ctx.read(f))
             out: list[Macro] = []
             for name in sorted(names):
                 for m in ctx.active_defs(name):
@@ -156,6 +156,17 @@ class Vendored:
                         out.append(m)
             self._defines[lib.include_dir] = sorted(out, key=lambda m: ctx.sort_key(m.path, m.start))
         return self._defines[lib.include_dir]
+
+
+_IDENTS: dict[tuple[str, int, int], frozenset[str]] = {}  # per worker process: every TU that includes glm asks
+
+
+def _identifiers(path: str, data: bytes) -> frozenset[str]:
+    """Identifiers of a library file outside comments and strings, cached by path, size and content hash."""
+    key = (path, len(data), hash(data))
+    if key not in _IDENTS:
+        _IDENTS[key] = frozenset(_IDENT.findall(_STRING_OR_COMMENT.sub(" ", data.decode("utf-8", "replace"))))
+    return _IDENTS[key]
 
 
 @functools.lru_cache(maxsize=256)
