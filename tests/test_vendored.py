@@ -40,16 +40,19 @@ def test_every_unit_builds(dataset: dict[str, Any]) -> None:
             [i["id"] for i in m["instantiations"]], "ok"), m["name"]
 
 
-def test_library_under_third_party_is_included_after_the_projects_configuring_define(dataset: dict[str, Any]) -> None:
+def test_library_under_third_party_is_included_after_the_projects_configuring_defines(dataset: dict[str, Any]) -> None:
     m = dataset["metas"]["scale_lengths"]
     (v,) = m["closure"]["vendored"]
-    assert (v["library"], v["headers"], v["defines"], v["source"]) == (
-        "tv", ["tv/tv.hpp"], ["#define TV_FORCE_CUDA"], "third_party/tv")
+    assert (v["library"], v["headers"], sorted(v["defines"]), v["source"]) == (
+        "tv", ["tv/tv.hpp", "tv/exp/extra.hpp"], ["TV_ENABLE_EXPERIMENTAL", "TV_FORCE_CUDA"], "third_party/tv")
+    # Each #define where the project wrote it: the experimental one only before the header that needs it.
+    assert v["prelude"] == ["#define TV_FORCE_CUDA", "#include <tv/tv.hpp>", "#define TV_ENABLE_EXPERIMENTAL",
+                            "#include <tv/exp/extra.hpp>"]
     copy = (Path(dataset["out"]) / m["id"] / v["include_dir"]).resolve()
     assert (copy / "tv" / "detail" / "type_vec3.inl").is_file()
     text = _unit(dataset, "scale_lengths", "default")
     includes = text[text.index("// km:includes-begin"):text.index("// km:includes-end")]
-    assert includes.index("#define TV_FORCE_CUDA") < includes.index("#include <tv/tv.hpp>")
+    assert "\n".join(v["prelude"]) in includes
     body = text[text.index("// km:body-begin"):]
     # Nothing of the library is inlined; the project's own helper is.
     assert "struct vec<3, T>" not in body and "TV_FUNC" not in body and "#define" not in body

@@ -74,6 +74,6 @@ def metadata(out_dir: str, entries: list[dict[str, Any]], rel_source) -> list[di
         rel_dir = carry(out_dir, e["include_dir"], e["parts"])
         out.append({"library": os.path.splitext(e["parts"][0])[0] if e["parts"] else "",
                     "include_dir": f"../{rel_dir}", "headers": list(e["headers"]),
-                    "defines": list(e.get("define_text", [])),
+                    "defines": list(e.get("defines", [])), "prelude": list(e.get("prelude", [])),
                     "source": rel_source(e["include_dir"])})
     return out

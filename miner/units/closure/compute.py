@@ -149,9 +149,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
         tokens += _IDENT.findall(m.body)
     out.includes = _includes(ctx, files, tokens, list(headers))
     out.vendored = [{"include_dir": lib.include_dir, "parts": list(lib.parts), "headers": list(lib.headers),
-                     "defines": [m.name for m in vend.config_defines(lib)],
-                     "define_text": [ctx.read(m.path)[m.start:m.end].decode("utf-8", "replace").strip()
-                                     for m in vend.config_defines(lib)]}
+                     "defines": [m.name for m in vend.config_defines(lib)], "prelude": vend.prelude(lib)}
                     for lib in sorted(used.values(), key=lambda lib: lib.first)]
     out.unresolved = _unresolved(ctx, files, {(p.path, p.start, p.end) for p in pieces},
                                  (kernel_path, kernel_cursor.extent.start.offset, kernel_cursor.extent.end.offset),

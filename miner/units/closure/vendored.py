@@ -18,8 +18,8 @@ the library as an `#include` when:
   - its files, the parts of D the project reaches (`a/`, or the single file `b.h`), total at most
     `MAX_BYTES` (they are carried into the dataset);
   - the kernel itself is not in it (a library's own kernels are mined with their closure as before).
-The unit then writes the project's `#define`s that the library tests and that are in force before its
-first include (`#define GLM_FORCE_CUDA`), and the include lines as the project spells them; the
+The unit then writes the project's `#define`s that the library's files mention and the include lines as the
+project spells them, interleaved in TU order (`#define GLM_FORCE_CUDA` before `<glm/glm.hpp>`); the
 dataset carries a copy of the library's parts (units.vendor_copy) that the build puts on the include path.
 """
 
@@ -48,6 +48,7 @@ class Library:
     parts: list[str]            # what the dataset carries, relative to D: `glm` (a folder) or `json.hpp`
     headers: list[str] = field(default_factory=list)  # include spellings the project uses, in TU order
     first: tuple[int, ...] = ()  # sort key of the first include of it in the TU
+    at: dict[str, tuple[int, ...]] = field(default_factory=dict)  # spelling -> sort key of its first include
     files: set[str] = field(default_factory=set)  # its files this TU read
 
     def holds(self, path: str) -> bool:
@@ -107,11 +108,12 @@ class Vendored:
             part = spelled.split("/", 1)[0]
             if part not in lib.parts:
                 lib.parts.append(part)
-            if spelled not in lib.headers:
-                lib.headers.append(spelled)
             key = ctx.sort_key(src, inc.location.offset)
+            if spelled not in lib.at or key < lib.at[spelled]:
+                lib.at[spelled] = key
             lib.first = min(lib.first, key) if lib.first else key
         for lib in by_dir.values():
+            lib.headers = sorted(lib.at, key=lambda h: lib.at[h])
             lib.files = {dst for _src, dst in edges if lib.holds(dst)}
             # Self-contained: what its files include is its own or no project file at all.
             if any(lib.holds(src) and dst in ctx.inputs and not lib.holds(dst) for src, dst in edges):
@@ -136,23 +138,33 @@ class Vendored:
             return True
         return _in_submodule(d)
 
+    def prelude(self, lib: Library) -> list[str]:
+        """The unit's lines for the library: its configuring #defines and its #includes, interleaved in TU order
+        (a define written between two includes stays between them)."""
+        ctx = self.ctx
+        items = [(ctx.sort_key(m.path, m.start), ctx.read(m.path)[m.start:m.end].decode("utf-8", "replace").strip())
+                 for m in self.config_defines(lib)]
+        items += [(key, f"#include <{h}>") for h, key in lib.at.items()]
+        return [line for _k, line in sorted(items)]
+
     def library_of(self, path: str) -> Library | None:
         if path not in self._of:
             self._of[path] = next((lib for lib in self.libraries if lib.holds(path)), None)
         return self._of[path]
 
     def config_defines(self, lib: Library) -> list[Macro]:
-        """The project's #defines in force before the library's first include whose name its files mention
-        (`GLM_FORCE_CUDA`): the unit writes them before its #include, where the project had them."""
+        """The project's #defines whose name the library's files mention, written before one of its includes
+        (`GLM_FORCE_CUDA`; `GLM_ENABLE_EXPERIMENTAL` before `<glm/gtx/...>` only)."""
         if lib.include_dir not in self._defines:
             ctx = self.ctx
             names: set[str] = set()
             for f in lib.files:
                 names |= _identifiers(f, ctx.read(f))
             out: list[Macro] = []
+            last = max(lib.at.values())
             for name in sorted(names):
                 for m in ctx.active_defs(name):
-                    if not self.library_of(m.path) and ctx.sort_key(m.path, m.start) < lib.first:
+                    if not self.library_of(m.path) and ctx.sort_key(m.path, m.start) < last:
                         out.append(m)
             self._defines[lib.include_dir] = sorted(out, key=lambda m: ctx.sort_key(m.path, m.start))
         return self._defines[lib.include_dir]
