@@ -45,9 +45,10 @@ def test_library_under_third_party_is_included_after_the_projects_configuring_de
     (v,) = m["closure"]["vendored"]
     assert (v["library"], v["headers"], sorted(v["defines"]), v["source"]) == (
         "tv", ["tv/tv.hpp", "tv/exp/extra.hpp"], ["TV_ENABLE_EXPERIMENTAL", "TV_FORCE_CUDA"], "third_party/tv")
-    # Each #define where the project wrote it: the experimental one only before the header that needs it.
-    assert v["prelude"] == ["#define TV_FORCE_CUDA", "#include <tv/tv.hpp>", "#define TV_ENABLE_EXPERIMENTAL",
-                            "#include <tv/exp/extra.hpp>"]
+    # Each #define where the project wrote it (the experimental one only before the header that needs it),
+    # after the toolkit and standard headers the project included before the library (<cuda.h>'s CUDA_VERSION).
+    assert v["prelude"] == ["#include <cuda.h>", "#include <cstdio>", "#define TV_FORCE_CUDA", "#include <tv/tv.hpp>",
+                            "#define TV_ENABLE_EXPERIMENTAL", "#include <tv/exp/extra.hpp>"]
     copy = (Path(dataset["out"]) / m["id"] / v["include_dir"]).resolve()
     assert (copy / "tv" / "detail" / "type_vec3.inl").is_file()
     text = _unit(dataset, "scale_lengths", "default")
@@ -70,7 +71,8 @@ def test_library_in_a_git_submodule_is_included_and_its_using_directive_kept(dat
 
 def test_third_party_header_that_includes_the_projects_headers_is_inlined(dataset: dict[str, Any]) -> None:
     m = dataset["metas"]["leaky"]
-    assert "vendored" not in m["closure"]
+    # (tv may be included: a dependent `T(0.01) * x` names every operator* the TU declares, tv's too.)
+    assert "leaky" not in [v["library"] for v in m["closure"].get("vendored", [])]
     assert sorted(m["closure"]["functions"]) == ["clamp01", "leaky_relu"]
 
 

@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass, field
 
 from miner.units.closure.context import _IDENT, _STRING_OR_COMMENT, Macro, TUContext
+from miner.units.headers import FRAMEWORK, STD_HEADERS, TOOLKIT_HEADER
 
 THIRD_PARTY_DIRS = frozenset({"third_party", "third-party", "thirdparty", "3rdparty", "3rd_party", "3rd-party",
                               "external", "externals", "extern", "vendor", "vendored", "deps", "dependencies",
@@ -64,6 +65,9 @@ class Vendored:
         self.libraries: list[Library] = []
         self._of: dict[str, Library | None] = {}
         self._defines: dict[str, list[Macro]] = {}
+        # (sort key, name) of each standard or toolkit header a project file includes: those before a library
+        # may define what it tests (`<cuda.h>`'s CUDA_VERSION, which glm requires once GLM_FORCE_CUDA is set).
+        self._toolkit: list[tuple[tuple[int, ...], str]] = []
         inputs = sorted(ctx.inputs)
         self.root = os.path.commonpath(inputs) if inputs else "/"
         if os.path.isfile(self.root):
@@ -87,6 +91,10 @@ class Vendored:
                 continue
             src, dst = ctx.norm(inc.source.name), ctx.norm(inc.include.name)
             edges.append((src, dst))
+            if dst not in ctx.inputs and src in ctx.inputs and not self._third_party(src):
+                name = self._spelling(src, inc.location.offset)
+                if name and (name in STD_HEADERS or TOOLKIT_HEADER.match(name)) and not FRAMEWORK.search(name):
+                    self._toolkit.append((ctx.sort_key(src, inc.location.offset), name))
             if dst not in ctx.inputs or not self._third_party(dst):
                 continue
             spelled = self._spelling(src, inc.location.offset)
@@ -140,12 +148,15 @@ class Vendored:
 
     def prelude(self, lib: Library) -> list[str]:
         """The unit's lines for the library: its configuring #defines and its #includes, interleaved in TU order
-        (a define written between two includes stays between them)."""
+        (a define written between two includes stays between them), after the standard and toolkit headers the
+        project included before it."""
         ctx = self.ctx
+        last = max(lib.at.values())
         items = [(ctx.sort_key(m.path, m.start), ctx.read(m.path)[m.start:m.end].decode("utf-8", "replace").strip())
                  for m in self.config_defines(lib)]
         items += [(key, f"#include <{h}>") for h, key in lib.at.items()]
-        return [line for _k, line in sorted(items)]
+        items += [(key, f"#include <{name}>") for key, name in self._toolkit if key < last]
+        return list(dict.fromkeys(line for _k, line in sorted(items)))
 
     def library_of(self, path: str) -> Library | None:
         if path not in self._of:
