@@ -38,6 +38,7 @@ VARIANTS: dict[str, dict[str, str]] = {
     "2 spares": {"KM_SPARES": "2"},
     "2 spares no op warm-up": {"KM_SPARES": "2", "KM_PREWARM_OPS": "0"},
     "no sandbox": {"_sandbox": "0"},
+    "validate --mps": {"_mps": "1"},
 }
 
 
@@ -80,7 +81,7 @@ def _row(results: dict[str, Any], wall: float) -> dict[str, Any]:
             "ops_warm_s": col("ops_warm_s"), "collect_s": col("collect_s"), "wall_med_s": col("wall_s")}
 
 
-def _fault_check(work: Path, copies: int, jobs: int, out: Path) -> None:
+def _fault_check(work: Path, copies: int, jobs: int, out: Path, mps: bool = False) -> None:
     """Faulting kernels beside good ones: a fault must stay with its own kernel (MPS shares a server)."""
     root = work / "faults"
     shutil.copytree(FAULTS, root, ignore=shutil.ignore_patterns("validation", "__pycache__", "index.jsonl"))
@@ -93,13 +94,14 @@ def _fault_check(work: Path, copies: int, jobs: int, out: Path) -> None:
         d.rename(root / d.name)
     good.rmdir()
     t0 = time.time()
-    summary = validate_dataset(root, Options(jobs=jobs, timeout=20, force=True))
+    summary = validate_dataset(root, Options(jobs=jobs, timeout=20, force=True, mps=mps))
     wall = time.time() - t0
     res = summary["results"]
     wrong = [(k, expected[k], res.get(k, {}).get("outcome")) for k in expected
              if res.get(k, {}).get("outcome") != expected[k]]
     good_ok = sum(res[k].get("outcome") == "passed" for k in res if k.startswith("saxpy-0"))
-    line = (f"fault check (jobs {jobs}, MPS {'on' if os.environ.get('CUDA_MPS_PIPE_DIRECTORY') else 'off'}): "
+    how = "validate --mps" if mps else "MPS on" if os.environ.get("CUDA_MPS_PIPE_DIRECTORY") else "MPS off"
+    line = (f"fault check (jobs {jobs}, {how}): "
             f"{len(expected) - len(wrong)}/{len(expected)} fault fixtures as expected, good copies passed "
             f"{good_ok}/{copies}, {wall:.1f} s; wrong: {wrong}")
     print(line, flush=True)
@@ -125,6 +127,7 @@ def main() -> int:
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma list of: " + ", ".join(VARIANTS))
     ap.add_argument("--mps", action="store_true",
                     help="run every variant under a private CUDA MPS daemon (nvidia-cuda-mps-control)")
+    ap.add_argument("--faults-mps", action="store_true", help="the fault check through validate's own --mps")
     ap.add_argument("--faults", action="store_true",
                     help="first validate the fault fixtures mixed with --copies good kernels at the largest --jobs "
                          "and print each outcome against tests/fixtures/faults/expected.json")
@@ -148,6 +151,8 @@ def main() -> int:
         _start_mps(work)
     if args.faults:
         _fault_check(work, args.copies, max(int(j) for j in args.jobs.split(",")), args.out)
+    if args.faults_mps:
+        _fault_check(work / "again", args.copies, max(int(j) for j in args.jobs.split(",")), args.out, mps=True)
     names = [n.strip() for n in args.variants.split(",") if n.strip()]
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
@@ -158,12 +163,13 @@ def main() -> int:
         env = VARIANTS[name]
         for jobs in [int(j) for j in args.jobs.split(",")]:
             sandbox = env.get("_sandbox", "1") != "0"
+            mps = env.get("_mps") == "1"
             env = {k: v for k, v in env.items() if not k.startswith("_")}
             saved = {k: os.environ.get(k) for k in env}
             os.environ.update(env)
             try:
                 t0 = time.time()
-                summary = validate_dataset(root, Options(jobs=jobs, timeout=120, force=True, sandbox=sandbox))
+                summary = validate_dataset(root, Options(jobs=jobs, timeout=120, force=True, sandbox=sandbox, mps=mps))
                 wall = time.time() - t0
             finally:
                 for k, v in saved.items():

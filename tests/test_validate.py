@@ -281,3 +281,49 @@ def test_extracted_examples_find_their_hand_written_tests(tmp_path: Path) -> Non
         got = sync_tests(kdirs[name], load_meta(kdirs[name]), [REPO])
         assert got is not None and got["dir"] == str(REPO / "examples" / example / "tests" / name)
         assert got["files"] and all((kdirs[name] / "tests" / f).is_file() for f in got["files"])
+
+
+FAKE_MPS = """#!/bin/sh
+# Stands in for nvidia-cuda-mps-control: -d creates the control pipe; 'quit' on stdin removes it.
+if [ "$1" = "-d" ]; then
+  : > "$CUDA_MPS_PIPE_DIRECTORY/control"; echo started >> "$CUDA_MPS_LOG_DIRECTORY/log"; exit 0
+fi
+read cmd; echo "$cmd" >> "$CUDA_MPS_LOG_DIRECTORY/log"; [ "$cmd" = quit ] && rm -f "$CUDA_MPS_PIPE_DIRECTORY/control"
+exit 0
+"""
+
+
+def test_mps_first_pass_records_passes_and_reruns_the_rest_alone(tmp_path: Path) -> None:
+    """--mps: what passed as an MPS client is kept; what did not is run again without MPS and that counts."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "nvidia-cuda-mps-control"
+    fake.write_text(FAKE_MPS)
+    fake.chmod(0o755)
+    cases = {
+        "k-pass": "import os\n\ndef test_ok():\n    assert os.environ.get('CUDA_MPS_PIPE_DIRECTORY')\n",
+        "k-fail": CASES["k-fail"],
+        # fails only as an MPS client, as a kernel does when an MPS neighbour faults
+        "k-neighbour": "import os\n\ndef test_ok():\n    assert not os.environ.get('CUDA_MPS_PIPE_DIRECTORY')\n",
+    }
+    root = make_dataset(tmp_path / "ds", cases)
+    env = dict(os.environ, PYTHONPATH=str(REPO), PATH=f"{bin_dir}:{os.environ['PATH']}",
+               TMPDIR=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-m", "miner", "validate", str(root), "--jobs", "2", "--timeout", "30",
+                           "--mps"], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 1, proc.stderr
+    got = {kid: (validation(root, kid)["outcome"], validation(root, kid)["mode"]) for kid in cases}
+    assert got == {"k-pass": ("passed", "fork+mps"), "k-fail": ("failed", "fork"), "k-neighbour": ("passed", "fork")}
+    assert not list(tmp_path.glob("km-mps-*")), "the daemon's private folder is removed at the end"
+
+
+def test_mps_without_the_control_daemon_is_a_one_line_usage_error(tmp_path: Path) -> None:
+    root = make_dataset(tmp_path / "ds", {"k-pass": CASES["k-pass"]})
+    env = dict(os.environ, PYTHONPATH=str(REPO), PATH=str(Path(sys.executable).parent))
+    proc = subprocess.run([sys.executable, "-m", "miner", "validate", str(root), "--mps"], capture_output=True,
+                          text=True, timeout=300, env=env)
+    if shutil.which("nvidia-cuda-mps-control", path=env["PATH"]):
+        pytest.skip("this machine has the MPS control daemon")
+    assert proc.returncode == 2, proc.stderr
+    assert "--mps" in proc.stderr and "nvidia-cuda-mps-control" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

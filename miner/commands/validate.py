@@ -43,6 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=("fork", "spawn"), default="fork",
                         help="fork: children of a warm worker that has torch imported (fast); "
                              "spawn: a fresh interpreter per kernel")
+    parser.add_argument("--mps", action="store_true",
+                        help="first pass under a private CUDA MPS daemon (faster child start when several jobs "
+                             "share one GPU); every kernel that does not pass there is run again alone "
+                             "without MPS, and that result is recorded (a fault can spread to MPS neighbours)")
     parser.add_argument("--no-oracles", dest="oracles", action="store_false",
                         help="do not replay each passing test's launches for the determinism and "
                              "float/double agreement oracles (on by default)")
@@ -83,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         os.environ["KM_TOOLCHAIN"] = args.toolchain
     opts = Options(jobs=args.jobs, timeout=args.timeout, sanitize=args.sanitize, force=args.force,
                    kernels=patterns or None, mode=args.mode, oracles=args.oracles, tests_from=args.tests_from,
-                   sandbox=args.sandbox, limits=_limits(args))
+                   sandbox=args.sandbox, limits=_limits(args), mps=args.mps)
 
     def show(kdir: Path, rec: dict[str, Any]) -> None:
         if not args.quiet:

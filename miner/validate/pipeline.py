@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
 import sys
 import threading
 import time
@@ -20,6 +21,7 @@ from miner.errors import BuildError, UsageError
 from miner.harness import build_block, library_path, toolchain
 from miner.validate import oracles, store
 from miner.validate.classify import NOT_FAILED, Verdict, classify
+from miner.validate.mps import MpsDaemon
 from miner.validate.runner import ForkRunner, Job, RawResult, SpawnRunner, kill_active
 from miner.validate.sources import sync_tests
 from miner.validate.wrapper import write_wrappers
@@ -41,6 +43,7 @@ class Options:
     tests_from: list[Path] | None = None  # roots for source-side tests (miner/validate/sources.py); None: cwd
     sandbox: bool = True  # False: --no-sandbox, tests run with the user's own rights
     limits: dict[str, int] | None = None  # Policy fields (memory_bytes, file_bytes, processes)
+    mps: bool = False  # first pass under a private CUDA MPS daemon; what did not pass runs again alone (mps.py)
 
     def policy(self, root: Path) -> sandbox.Policy | None:
         if not self.sandbox:
@@ -219,9 +222,18 @@ def validate_dataset(root: Path, opts: Options,
     stopping = threading.Event()  # set when interrupted: results of killed children are not recorded
     if todo and opts.sandbox:
         _check_gpu_inside(opts, root)
+    needs_fork = opts.mode == "fork" and not opts.sanitize
+    daemon = MpsDaemon() if opts.mps and needs_fork and todo else None
+    rerun: list[Path] = []  # kernels that did not pass under MPS: run again alone
     if todo:
-        needs_fork = opts.mode == "fork" and not opts.sanitize
-        runner = ForkRunner(min(opts.jobs, len(todo)), opts.policy(root)) if needs_fork else SpawnRunner()
+        if daemon is not None:
+            try:
+                env = daemon.__enter__()
+            except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+                raise UsageError(f"--mps: cannot start a CUDA MPS daemon ({exc}); run without --mps") from None
+            runner = ForkRunner(min(opts.jobs, len(todo)), opts.policy(root), env, mode="fork+mps")
+        else:
+            runner = ForkRunner(min(opts.jobs, len(todo)), opts.policy(root)) if needs_fork else SpawnRunner()
 
     def work(kdir: Path) -> None:
         try:
@@ -233,6 +245,11 @@ def validate_dataset(root: Path, opts: Options,
         with lock:
             if stopping.is_set():
                 return
+            if getattr(runner, "mode", "") == "fork+mps" and rec["outcome"] != "passed":
+                # A neighbour's fault may have caused it, even a skip (the server then refuses new clients,
+                # which a test takes for "no GPU"): only a run alone counts.
+                rerun.append(kdir)
+                return
             store.record(kdir, rec)
             results[kdir.name] = rec
             if on_result:
@@ -241,19 +258,31 @@ def validate_dataset(root: Path, opts: Options,
                 store.rewrite_index(root)
                 last_index[0] = time.time()
 
+    def run_all(kdirs: list[Path]) -> None:
+        pool = ThreadPoolExecutor(max_workers=max(1, opts.jobs))
+        try:
+            for fut in [pool.submit(work, kdir) for kdir in kdirs]:
+                fut.result()
+        except BaseException:
+            stopping.set()
+            raise
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+            kill_active()
+            if isinstance(runner, ForkRunner):
+                runner.close()
+
     t0 = time.time()
-    pool = ThreadPoolExecutor(max_workers=max(1, opts.jobs))
     try:
-        for fut in [pool.submit(work, kdir) for kdir in todo]:
-            fut.result()
-    except BaseException:
-        stopping.set()
-        raise
+        try:
+            run_all(todo)
+        finally:
+            if daemon is not None:
+                daemon.__exit__(None, None, None)
+        if rerun:
+            runner = ForkRunner(min(opts.jobs, len(rerun)), opts.policy(root))
+            run_all(sorted(rerun))
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-        kill_active()
-        if isinstance(runner, ForkRunner):
-            runner.close()
         if dirs:
             store.rewrite_index(root)
     return {"results": results, "cached": cached, "selected": len(dirs), "wall_s": time.time() - t0}

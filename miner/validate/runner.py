@@ -187,14 +187,16 @@ class SpawnRunner:
 class Zygote:
     """One warm process that forks test children on request (see miner/validate/zygote.py)."""
 
-    def __init__(self, policy: sandbox.Policy | None = None, work_root: Path | None = None) -> None:
+    def __init__(self, policy: sandbox.Policy | None = None, work_root: Path | None = None,
+                 extra_env: dict[str, str] | None = None) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
         self.lock = threading.Lock()
         self.policy = policy
         self.work_root = work_root
+        self.extra_env = extra_env or {}
 
     def start(self) -> None:
-        env = child_env()
+        env = {**child_env(), **self.extra_env}
         if self.policy is not None:
             env["KM_SANDBOX_POLICY"] = json.dumps(self.policy.to_json())
             env["KM_SANDBOX_ROOT"] = str(self.work_root or "")
@@ -281,10 +283,12 @@ class ForkRunner:
 
     mode = "fork"
 
-    def __init__(self, jobs: int, policy: sandbox.Policy | None = None) -> None:
+    def __init__(self, jobs: int, policy: sandbox.Policy | None = None, extra_env: dict[str, str] | None = None,
+                 mode: str = "fork") -> None:
         # One private folder for every work area of this run: nothing is left behind in the temp folder.
         self.work_root = Path(tempfile.mkdtemp(prefix="km-validate-")) if policy is not None else None
-        self.free: list[Zygote] = [Zygote(policy, self.work_root) for _ in range(jobs)]
+        self.mode = mode
+        self.free: list[Zygote] = [Zygote(policy, self.work_root, extra_env) for _ in range(jobs)]
         self.all = list(self.free)
         self.cv = threading.Condition()
         # Start them side by side: each imports torch once.
