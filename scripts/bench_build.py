@@ -3,7 +3,8 @@
 
     python scripts/bench_build.py DIR [--jobs N] [--arch LIST] [--phases] [--measure-torch]
 
-Prints units, cold wall, per-unit average, warm wall and warm/cold, beside the cost of building one
+Prints units, cold wall, per-unit average, the CPU seconds of the build and its compilers (cold, per unit:
+on a loaded machine the figure that compares), warm wall and warm/cold, beside the cost of building one
 unit as a torch extension the usual way (measured with --measure-torch when torch is installed,
 otherwise the figure from the shared notes, labelled as such). --phases also prints where the time
 of one nvcc call goes (nvcc --time), for one unit alone and for one batch.
@@ -17,6 +18,7 @@ import csv
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -29,21 +31,30 @@ ROOT = Path(__file__).resolve().parent.parent
 TORCH_NOTES_SECONDS = 128.0  # /work/shared/README.md §2: one unit with <torch/extension.h>, nvcc -c
 
 
-def run_build(ds: Path, cache: Path, extra: list[str]) -> tuple[float, str]:
+def run_build(ds: Path, cache: Path, extra: list[str]) -> tuple[float, float, str]:
+    """(wall s, CPU s of the build and every compiler it ran, its last line). CPU seconds hardly move with
+    the machine's load, where wall seconds on a shared 2-core machine do: both are printed."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     res = subprocess.run([sys.executable, "-m", "miner", "build", str(ds), "--cache-dir", str(cache), *extra],
                          capture_output=True, text=True, env=env, check=False)
     wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if res.returncode not in (0, 1):
         sys.exit(f"bench_build: build failed: {res.stderr.strip()[-500:]}")
-    return wall, res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
+    return wall, cpu, res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
 
 
 def statuses(ds: Path) -> dict[str, int]:
+    """Build statuses of the instantiations nvcc builds: a kernel with no `build` block (a HIP-only
+    variant, which `build` leaves to hipcc) is not counted, so per-unit figures divide by what was built."""
     counts: dict[str, int] = defaultdict(int)
     for p in ds.glob("*/metadata.json"):
         meta = json.loads(p.read_text(encoding="utf-8"))
+        if "build" not in meta:
+            continue
         for inst in meta.get("instantiations") or []:
             counts[(inst.get("build") or {}).get("status", "none")] += 1
         counts["kernels"] += 1
@@ -126,8 +137,8 @@ def main() -> int:
         extra += ["--batch-size", str(args.batch_size)]
     cache = Path(tempfile.mkdtemp(prefix="km-bench-cache-"))
     try:
-        cold, cold_line = run_build(ds, cache, extra)
-        warm, warm_line = run_build(ds, cache, extra)
+        cold, cold_cpu, cold_line = run_build(ds, cache, extra)
+        warm, warm_cpu, warm_line = run_build(ds, cache, extra)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     c = statuses(ds)
@@ -135,9 +146,11 @@ def main() -> int:
     per_unit = cold / max(1, units)
     calls = re.search(r"(\d+) nvcc calls", cold_line)
     print(f"cold: {cold_line}\nwarm: {warm_line}\n")
-    header = ["units", "ok", "kernels ok", "nvcc calls", "cold wall s", "per unit s", "warm wall s", "warm/cold"]
+    header = ["units", "ok", "kernels ok", "nvcc calls", "cold wall s", "per unit s", "cold cpu s", "cpu/unit s",
+              "warm wall s", "warm/cold", "warm cpu/cold cpu"]
     row = [str(units), str(c["ok"]), f"{c['kernels_ok']}/{c['kernels']}", calls.group(1) if calls else "?",
-           f"{cold:.1f}", f"{per_unit:.2f}", f"{warm:.2f}", f"{100 * warm / cold:.1f}%"]
+           f"{cold:.1f}", f"{per_unit:.2f}", f"{cold_cpu:.1f}", f"{cold_cpu / max(1, units):.2f}", f"{warm:.2f}",
+           f"{100 * warm / cold:.1f}%", f"{100 * warm_cpu / max(cold_cpu, 1e-9):.1f}%"]
     widths = [max(len(h), len(v)) for h, v in zip(header, row, strict=True)]
     print("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
     print("  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)))

@@ -355,9 +355,10 @@ def test_a_redeclaring_launcher_outside_the_inputs_is_found_as_project_context(t
         assert [(lc["kind"], lc["path"]) for lc in m["launches"]] == [("cudaLaunchKernel", "blend_host.cpp")]
 
 def test_vendored_template_library_with_out_of_line_member_templates(dataset: dict[str, Any]) -> None:
-    """A glm-style header-only library: class templates (partial specializations) whose members are
-    defined in a `.inl` the `.hpp` includes, some of them member templates written under two template
-    parameter lists, some reached only by a call in a template (`m[0]` on a dependent `mat`)."""
+    """A glm-style header-only library of the project's own (inlined; a vendored one is #included, see
+    test_vendored.py): class templates (partial specializations) whose members are defined in a `.inl`
+    the `.hpp` includes, some of them member templates written under two template parameter lists, some
+    reached only by a call in a template (`m[0]` on a dependent `mat`)."""
     for name in ("transform_points", "widen_points"):
         m = _meta(dataset, name)
         assert _built(m) == {"default": "ok"}, name

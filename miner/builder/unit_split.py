@@ -41,6 +41,9 @@ class Unit:
     # The project's build flags for this kernel (metadata build_flags.nvcc, as applied): part of the
     # cache key and of the batch key, since one nvcc command line serves a whole batch.
     flags: list[str] = field(default_factory=list)
+    # Headers of vendored libraries the unit includes (metadata closure.vendored); their copy in the
+    # dataset is on compile_flags' include path, so no toolkit/wheel lookup is due.
+    vendored: list[str] = field(default_factory=list)
 
     @property
     def path(self) -> Path:
@@ -123,11 +126,25 @@ def _local_headers(folder: Path, text: str, seen: set[Path] | None = None) -> li
     return out
 
 
+def vendored_flags(kernel_dir: Path, meta: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(-isystem flags, headers) of the vendored libraries a kernel's units include (closure.vendored):
+    the dataset's copy of each, found relative to the kernel's folder."""
+    flags: list[str] = []
+    headers: list[str] = []
+    for v in (meta.get("closure") or {}).get("vendored") or []:
+        d = str((kernel_dir / v["include_dir"]).resolve())
+        if d not in flags:
+            flags += ["-isystem", d]
+        headers += v.get("headers") or []
+    return flags, headers
+
+
 def collect_units(kernel_dir: Path, meta: dict[str, Any]) -> tuple[list[Unit], dict[int, str]]:
     """Units to build, and {instantiation index: reason} for those that cannot be."""
     units: list[Unit] = []
     skipped: dict[int, str] = {}
     flags = build_flags.applied(list((meta.get("build_flags") or {}).get("nvcc") or []))
+    vflags, vheaders = vendored_flags(kernel_dir, meta)
     for i, inst in enumerate(meta.get("instantiations") or []):
         rel = inst.get("unit")
         symbol = (inst.get("launcher") or {}).get("symbol") or ""
@@ -135,7 +152,7 @@ def collect_units(kernel_dir: Path, meta: dict[str, Any]) -> tuple[list[Unit], d
             skipped[i] = "no unit was rendered for this instantiation"
             continue
         u = Unit(meta["id"], i, str(inst.get("id", i)), kernel_dir, rel, symbol, meta.get("name", ""),
-                 flags=list(flags))
+                 flags=list(flags), compile_flags=list(vflags), vendored=list(vheaders))
         try:
             u.text = u.path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:

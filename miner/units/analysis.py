@@ -73,4 +73,4 @@ def _analyse(live: LiveTU, out: TUAnalysis) -> None:
         cl = closure.compute(ctx, c, k.path, k.start_offset, sorted(names))
         out.closures[key] = ClosureRecord(
             k.path, [PieceText(**p) for p in closure.render_pieces(ctx, cl, k.path, k.start_offset)],
-            cl.includes, cl.shims, cl.unresolved)
+            cl.includes, cl.shims, cl.unresolved, cl.vendored)

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from miner.frontends.model import Kernel
-from miner.units import instantiations, render
+from miner.units import instantiations, render, vendor_copy
 from miner.units.mentions import Mentions, launch_missing
 from miner.units.records import Analyses, ClosureRecord, Launch
 
@@ -68,6 +68,9 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
         "chosen_defines": meta["parse_context"]["defines"],
         "sources": sorted({_rel(p.path, root) for p in pieces}),
     }
+    if unit.vendored:
+        # Libraries the unit #includes instead of inlining, copied into the dataset for the build.
+        meta["closure"]["vendored"] = vendor_copy.metadata(out_dir, unit.vendored, lambda p: _rel(p, root))
     unresolved += [{"symbol": f"{k.name}<{', '.join(o['args'])}>", "where": f"{_rel(k.path, root)}:{k.start_line}",
                     "reason": f"instantiation limit reached ({instantiations.MAX_INSTANTIATIONS}): "
                               f"{o['origin']} instantiation not rendered"} for o in omitted]

@@ -39,6 +39,9 @@ class ClosureRecord:
     includes: list[str] = field(default_factory=list)
     shims: list[str] = field(default_factory=list)
     unresolved: list[dict[str, str]] = field(default_factory=list)
+    # Vendored header libraries the unit #includes instead of inlining (closure.vendored): include_dir,
+    # parts, headers, defines, define_text.
+    vendored: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -46,7 +49,7 @@ class ClosureRecord:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ClosureRecord:
         return cls(d["kernel_path"], [PieceText(**p) for p in d["pieces"]], list(d["includes"]),
-                   list(d["shims"]), [dict(u) for u in d["unresolved"]])
+                   list(d["shims"]), [dict(u) for u in d["unresolved"]], [dict(v) for v in d.get("vendored", [])])
 
 
 @dataclass

@@ -154,6 +154,8 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             "build_flags": flags, "no_half": no_half,
             "kernel": meta, "src": meta["source"], "version": __version__, "symbol": symbol,
             "includes": unit.includes,
+            # Vendored libraries (closure.vendored): the project's configuring #defines, then its includes.
+            "vendored": (meta.get("closure") or {}).get("vendored") or [],
             # The configuration the kernel was mined in; nvcc defines __CUDA_ARCH__ and __NVCC__ itself.
             "defines": [d.split("=", 1) if "=" in d else [d, "1"] for d in meta["parse_context"]["defines"]
                         if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")],

@@ -20,6 +20,7 @@ from miner import dataset
 from miner.builder.diagnostics import parse_errors
 from miner.builder.ptxas import demangle
 from miner.builder.toolchain import toolchain_id
+from miner.builder.unit_split import vendored_flags
 from miner.errors import UsageError
 from miner.verify import original as orig_mod
 from miner.verify import ptx as ptx_mod
@@ -66,6 +67,11 @@ class _Item:
     unit_res: PtxResult | None = None
     record: dict[str, Any] | None = None
     compared: tuple[ptx_mod.Ptx, str] | None = None   # the original's PTX and entry, kept for the context check
+
+    @property
+    def vendored_flags(self) -> list[str]:
+        """-isystem of the dataset's copies of the vendored libraries the unit includes (closure.vendored)."""
+        return vendored_flags(self.kdir, self.meta)[0]
 
     @property
     def tag(self) -> str:
@@ -179,7 +185,7 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
     def compile_unit(it: _Item) -> PtxResult:
         text = it.unit.read_text(encoding="utf-8")
         headers, _ = orig_mod.scan_includes(it.unit, [])
-        flags = unit_flags(it)
+        flags = [*unit_flags(it), *it.vendored_flags]
         key = orig_mod.content_key([FORMAT, "unit", tool_id, orig_mod.library_versions(), "\0".join(flags), text],
                                    headers)
         try:
@@ -323,6 +329,7 @@ def _context_check(it: _Item, store: PtxStore, tool_id: str, flags: list[str], f
     text = (it.unit.read_text(encoding="utf-8") + "\n// kernel-miner verify: the original's other instantiations "
             "of this kernel, for the module context\n" + "\n".join(decls) + "\n")
     headers, _ = orig_mod.scan_includes(it.unit, [])
+    flags = [*flags, *it.vendored_flags]
     key = orig_mod.content_key([FORMAT, "context", tool_id, "\0".join(flags), text], headers)
     res = store.compile(key, None, text, flags, it.unit.parent, force)
     out: dict[str, Any] = {"instantiations": len(decls)}

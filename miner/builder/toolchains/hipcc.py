@@ -181,7 +181,7 @@ class Hipcc(Toolchain):
                 atomic.write_text(dst, hip_text)
             self.findings[(u.kernel_id, u.index)] = findings
             h = Unit(u.kernel_id, u.index, u.inst_id, u.kernel_dir, rel, u.symbol, u.kernel_name, text=hip_text,
-                     flags=list(u.flags))
+                     flags=list(u.flags), compile_flags=list(u.compile_flags), vendored=list(u.vendored))
             split_unit(h)
             out.append(h)
         return out

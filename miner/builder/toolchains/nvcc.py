@@ -59,7 +59,7 @@ class Nvcc(Toolchain):
         for u in units:
             guarded = set(_HAS_INCLUDE.findall(u.text))  # `#if __has_include(<cuda_bf16.h>)`: optional
             for header in dict.fromkeys(h.strip() for h in _ANGLE_INCLUDE.findall(u.text)):
-                if header in STD_HEADERS or TOOLKIT_HEADER.match(header):
+                if header in STD_HEADERS or TOOLKIT_HEADER.match(header) or header in u.vendored:
                     continue
                 found = cuda_libs.locate(header, self.path)
                 if found.where == "wheel" and found.include_dir:

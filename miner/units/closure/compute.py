@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import clang.cindex as ci
 
 from miner.units.closure.context import (
@@ -28,6 +30,7 @@ from miner.units.closure.shims import (
 )
 from miner.units.closure.siblings import specialized_template, written_with
 from miner.units.closure.text import _cut, _includes, _unresolved
+from miner.units.closure.vendored import Library, Vendored
 
 _ARG_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
                    "CLASS_TEMPLATE", "TYPE_ALIAS_TEMPLATE_DECL"}
@@ -49,12 +52,24 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     work += [(c, _enclosing_namespaces(c)) for c in siblings]
     tokens: list[str] = []
     headers: dict[str, None] = {}  # toolkit headers whose declarations the closure names
+    vend = Vendored.of(ctx)
+    own = vend.library_of(kernel_path)  # a library's own kernel inlines that library as before
+    used: dict[str, Library] = {}  # vendored libraries the unit #includes instead of inlining
+
+    def vendored(path: str) -> bool:
+        lib = vend.library_of(path)
+        if lib is None or lib is own:
+            return False
+        used.setdefault(lib.include_dir, lib)
+        return True
 
     def take(piece: Piece, pc: ci.Cursor) -> None:
         # Overloads and specializations share a name: take the whole set at that scope.
         for gp, gc in ctx.by_name.get((piece.namespaces, piece.name), [(piece, pc)]):
             key = (gp.path, gp.start)
-            if key not in seen:
+            if key not in seen and vendored(gp.path):
+                seen.add(key)  # kept as the library's #include, not inlined
+            elif key not in seen:
                 seen.add(key)
                 pieces.append(gp)
                 work.append((gc, gp.namespaces))
@@ -143,9 +158,9 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                     for gp, gc in ctx.by_name.get((scope[:i], name), [])[:1]:
                         take(gp, gc)
     files = {kernel_path} | {p.path for p in pieces}
-    pieces += _usings(ctx, files, pieces, seen, ctx.sort_key(kernel_path, kernel_start), bool(shims))
+    out.macros = _macros(ctx, tokens, ctx.sort_key(kernel_path, kernel_start), vendored)
+    pieces += _usings(ctx, files, pieces, seen, ctx.sort_key(kernel_path, kernel_start), bool(shims), used)
     out.pieces = sorted(pieces, key=lambda p: ctx.sort_key(p.path, p.start))
-    out.macros = _macros(ctx, tokens, ctx.sort_key(kernel_path, kernel_start))
     files |= {m.path for m in out.macros}
     for m in out.macros:
         tokens += _IDENT.findall(m.body)
@@ -154,6 +169,9 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     shims |= {t for t in tokens if t in _unit_shim_macros() and not ctx.active_macro(t)}
     out.shims = sorted(shims)
     out.includes = _includes(ctx, files, tokens, list(headers))
+    out.vendored = [{"include_dir": lib.include_dir, "parts": list(lib.parts), "headers": list(lib.headers),
+                     "defines": [m.name for m in vend.config_defines(lib)], "prelude": vend.prelude(lib)}
+                    for lib in sorted(used.values(), key=lambda lib: lib.first)]
     out.unresolved = _unresolved(ctx, files, {(p.path, p.start, p.end) for p in pieces},
                                  (kernel_path, kernel_cursor.extent.start.offset, kernel_cursor.extent.end.offset),
                                  [(p.path, s, e) for p in pieces for s, e, _w in p.cuts])
@@ -185,7 +203,8 @@ def _overloaded(c: ci.Cursor) -> list[ci.Cursor]:
     return [lib.clang_getOverloadedDecl(c, i) for i in range(lib.clang_getNumOverloadedDecls(c))]
 
 
-def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...]) -> list[Macro]:
+def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...],
+            vendored: Callable[[str], bool] = lambda _p: False) -> list[Macro]:
     """The definitions the unit needs. A macro defined once: the definition in force at the kernel.
     A macro redefined before the kernel (`#define OP(X, Y) X + Y` / `ATOMIC(Add)` / `#undef OP` /
     `#define OP(X, Y) X * Y` / `ATOMIC(Mul)`): every active definition before it, each emitted at its
@@ -199,6 +218,10 @@ def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...]) -> l
         if name in chosen:
             continue
         cands = [m for m in ctx.macros[name] if m.active]
+        if any(vendored(m.path) for m in cands):
+            # A vendored library's macro (GLM_FUNC_QUALIFIER): its #include defines it.
+            chosen[name] = []
+            continue
         before = sorted((m for m in cands if ctx.sort_key(m.path, m.start) < kernel_key),
                         key=lambda m: ctx.sort_key(m.path, m.start))
         chosen[name] = before or [min(cands, key=lambda m: ctx.sort_key(m.path, m.start))]
@@ -234,7 +257,7 @@ def _walk(cur: ci.Cursor, drop: dict[tuple[int, int], str]):
 
 
 def _usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple[str, int]],
-            before: tuple[int, int], with_shim: bool) -> list[Piece]:
+            before: tuple[int, int], with_shim: bool, libraries: dict[str, Library]) -> list[Piece]:
     """`using namespace X;`, `using X::y;` and `namespace a = X;` seen before the kernel, kept when what
     they name is in the unit: a namespace or declaration of the closure, a toolkit header, or the torch
     shim when the unit inlines it (`using namespace at;` in a kernel that uses no torch name is dropped:
@@ -252,7 +275,10 @@ def _usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tupl
             if target is None or target.location.file is None:
                 continue
             tpath = ctx.norm(target.location.file.name)
-            if tpath in ctx.inputs:
+            lib = Vendored.of(ctx).library_of(tpath)
+            if lib is not None and lib.include_dir in libraries:
+                keep = True  # `using namespace glm;` with glm kept as an #include
+            elif tpath in ctx.inputs:
                 if target.kind == K.NAMESPACE:
                     keep = _namespace_chain(target) in chains
                 else:

@@ -8,6 +8,7 @@ import ctypes
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import clang.cindex as ci
 
@@ -59,6 +60,8 @@ class Closure:
     includes: list[str] = field(default_factory=list)
     shims: list[str] = field(default_factory=list)
     unresolved: list[dict[str, str]] = field(default_factory=list)
+    # Vendored libraries kept as #includes (closure.vendored): include_dir, parts, headers, defines, define_text.
+    vendored: list[dict[str, Any]] = field(default_factory=list)
 
 
 class TUContext:
