@@ -68,17 +68,19 @@ def phases(ds: Path, nvcc: str, flags: list[str], k: int) -> None:
     from miner.builder import batch_source, collect_units
     from miner.dataset import load_metadata
 
-    units = []
+    groups: dict[tuple, list] = defaultdict(list)
     for p in sorted(ds.glob("*/metadata.json")):
         meta = load_metadata(p.parent)
         built, _ = collect_units(p.parent, meta)
-        units += [u for u in built if u.batchable
-                  and (meta["instantiations"][u.index].get("build") or {}).get("status") == "ok"]
-        if len(units) >= k:
-            break
-    if not units:
+        for u in built:
+            if u.batchable and (meta["instantiations"][u.index].get("build") or {}).get("status") == "ok":
+                # As the scheduler batches: one include set and one command line per batch.
+                groups[(frozenset(u.includes), tuple(u.compile_flags), tuple(u.flags))].append(u)
+    if not groups:
         print("phases: no built batchable unit to measure")
         return
+    units = max(groups.values(), key=len)
+    flags = [*flags, *units[0].flags, *units[0].compile_flags]
     with tempfile.TemporaryDirectory() as tmp:
         cases = (("1 unit", batch_source(units[:1])), (f"batch of {len(units[:k])}", batch_source(units[:k])))
         for label, src in cases:
@@ -147,10 +149,10 @@ def main() -> int:
     calls = re.search(r"(\d+) nvcc calls", cold_line)
     print(f"cold: {cold_line}\nwarm: {warm_line}\n")
     header = ["units", "ok", "kernels ok", "nvcc calls", "cold wall s", "per unit s", "cold cpu s", "cpu/unit s",
-              "warm wall s", "warm/cold", "warm cpu/cold cpu"]
+              "warm wall s", "cpu warm/cold", "warm/cold"]
     row = [str(units), str(c["ok"]), f"{c['kernels_ok']}/{c['kernels']}", calls.group(1) if calls else "?",
            f"{cold:.1f}", f"{per_unit:.2f}", f"{cold_cpu:.1f}", f"{cold_cpu / max(1, units):.2f}", f"{warm:.2f}",
-           f"{100 * warm / cold:.1f}%", f"{100 * warm_cpu / max(cold_cpu, 1e-9):.1f}%"]
+           f"{100 * warm_cpu / max(cold_cpu, 1e-9):.1f}%", f"{100 * warm / cold:.1f}%"]
     widths = [max(len(h), len(v)) for h, v in zip(header, row, strict=True)]
     print("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
     print("  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)))
