@@ -10,6 +10,7 @@ from types import ModuleType
 
 from miner import __version__
 from miner.errors import INTERRUPTED, MinerError, exit_code_table
+from miner.reporter import Reporter
 
 # Order is the pipeline's order; a command whose module is absent is simply not offered.
 COMMANDS = ("extract", "build", "verify", "validate", "triage", "enrich", "mine", "import", "export", "report")
@@ -76,16 +77,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(modules[args.command].run(args))
     except MinerError as exc:
-        print(f"kernel-miner: error: {exc.line()}", file=sys.stderr)
+        Reporter().error(exc.line())
         return exc.exit_code
     except KeyboardInterrupt:
-        print("kernel-miner: interrupted", file=sys.stderr)
+        Reporter().error("interrupted", label="")
         return INTERRUPTED
     except BrokenPipeError:
         return 1
     except Exception as exc:  # noqa: BLE001 - the contract is one line, never a traceback
         if os.environ.get("KM_DEBUG"):
             raise
-        print(f"kernel-miner: internal error: {type(exc).__name__}: {exc} (set KM_DEBUG=1 for a traceback)",
-              file=sys.stderr)
+        Reporter().error(f"{type(exc).__name__}: {exc} (set KM_DEBUG=1 for a traceback)", label="internal error")
         return 1

@@ -3,11 +3,13 @@
 
     python scripts/bench_extract.py /path/to/mmcv/mmcv/ops/csrc [--jobs 2] [--repeat 3]
 
-Both are measured in the same run on the same files; the table shows wall time, peak memory of
-the extract process, kernels found and the ratio to the floor. Cold runs get an empty parse cache
-(KM_PARSE_CACHE, miner/frontends/parse_cache.py); the rerun row extracts the unchanged tree again with
-the cache the cold run filled, into a fresh output folder and into the folder that run wrote (the usual
-rerun: nothing to write), and shows their share of the cold time.
+Both are measured in the same run on the same files; the table shows wall time, CPU time (user + system
+of the process and its parse workers: on a machine other jobs load, wall times swell several-fold, CPU
+times much less), peak memory of the extract process, kernels found and the ratios to the floor (wall,
+CPU). Cold runs get an empty parse cache (KM_PARSE_CACHE, miner/frontends/parse_cache.py); the rerun
+row extracts the unchanged tree again with the cache the cold run filled, into a fresh output folder
+and into the folder that run wrote (the usual rerun: nothing to write), and shows their share of the
+cold time.
 """
 
 from __future__ import annotations
@@ -40,29 +42,37 @@ for f in sys.argv[1:]:
 """
 
 
-def floor_seconds(files: list[str]) -> float:
-    """tree-sitter alone, measured like extract: a fresh process that reads and parses every file."""
-    t = time.perf_counter()
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def floor_seconds(files: list[str]) -> tuple[float, float]:
+    """tree-sitter alone, measured like extract: a fresh process that reads and parses every file.
+    Wall and CPU seconds."""
+    c, t = _children_cpu(), time.perf_counter()
     subprocess.run([sys.executable, "-c", FLOOR, *files], check=True)
-    return time.perf_counter() - t
+    return time.perf_counter() - t, _children_cpu() - c
 
 
 def extract_run(root: str, jobs: int, extra: tuple[str, ...] = (), cache: str | None = None,
-                out_dir: str | None = None) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS (MB) of the child, and its summary line; a fresh parse cache and a fresh
-    output folder unless given."""
+                out_dir: str | None = None) -> tuple[float, float, str, float]:
+    """Wall seconds, peak RSS (MB) of the child, its summary line and CPU seconds (its workers' too);
+    a fresh parse cache and a fresh output folder unless given."""
     with tempfile.TemporaryDirectory() as scratch, tempfile.TemporaryDirectory() as fresh:
         out = out_dir or scratch
         env = dict(os.environ, KM_PARSE_CACHE=cache or fresh)
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        cpu = _children_cpu()
         t = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "miner", "extract", root, "-o", out, "-j", str(jobs), *extra],
                               capture_output=True, text=True, env=env)
         wall = time.perf_counter() - t
+        cpu = _children_cpu() - cpu
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         if proc.returncode not in (0, 1):
             sys.exit(f"extract failed: {proc.stderr.strip()}")
-        return wall, max(peak, before) / 1024.0, proc.stdout.strip().splitlines()[-1]
+        return wall, max(peak, before) / 1024.0, proc.stdout.strip().splitlines()[-1], cpu
 
 
 def main() -> int:
@@ -79,22 +89,24 @@ def main() -> int:
         extract_run(args.root, args.jobs, cache=cache, out_dir=out)  # fills the cache and `out`
         rerun = [extract_run(args.root, args.jobs, cache=cache) for _ in range(args.repeat)]
         same = [extract_run(args.root, args.jobs, cache=cache, out_dir=out) for _ in range(args.repeat)]
-    floor = statistics.median(floors)
-    wall = statistics.median(r[0] for r in runs)
-    peak = max(r[1] for r in runs)
+    floor = statistics.median(f[0] for f in floors)
+    floor_cpu = statistics.median(f[1] for f in floors)
     print(f"tree: {args.root}  ({len(files)} CUDA files, jobs={args.jobs}, median of {args.repeat})")
-    print(f"{'measure':<38}{'wall s':>9}{'peak MB':>10}{'x floor':>9}")
-    print(f"{'tree-sitter parse only (floor)':<38}{floor:>9.2f}{'':>10}{1.0:>9.1f}")
-    print(f"{'extract --no-units (libclang+ts)':<38}{wall:>9.2f}{peak:>10.0f}{wall / floor:>9.1f}")
-    fwall = statistics.median(r[0] for r in full)
-    fpeak = max(r[1] for r in full)
-    print(f"{'extract with units (closure+render)':<38}{fwall:>9.2f}{fpeak:>10.0f}{fwall / floor:>9.1f}")
-    rwall = statistics.median(r[0] for r in rerun)
-    print(f"{'rerun, unchanged tree (parse cache)':<38}{rwall:>9.2f}{max(r[1] for r in rerun):>10.0f}"
-          f"{rwall / floor:>9.1f}   {100 * rwall / fwall:.1f} % of cold")
-    swall = statistics.median(r[0] for r in same)
-    print(f"{'rerun into the same output folder':<38}{swall:>9.2f}{max(r[1] for r in same):>10.0f}"
-          f"{swall / floor:>9.1f}   {100 * swall / fwall:.1f} % of cold")
+    print(f"{'measure':<38}{'wall s':>9}{'cpu s':>9}{'peak MB':>10}{'x floor':>9}{'cpu x':>8}")
+    print(f"{'tree-sitter parse only (floor)':<38}{floor:>9.2f}{floor_cpu:>9.2f}{'':>10}{1.0:>9.1f}{1.0:>8.1f}")
+
+    def row(label: str, rs: list[tuple[float, float, str, float]], cold: float | None = None) -> float:
+        wall = statistics.median(r[0] for r in rs)
+        cpu = statistics.median(r[3] for r in rs)
+        tail = f"   {100 * wall / cold:.1f} % of cold" if cold else ""
+        print(f"{label:<38}{wall:>9.2f}{cpu:>9.2f}{max(r[1] for r in rs):>10.0f}{wall / floor:>9.1f}"
+              f"{cpu / floor_cpu:>8.1f}{tail}")
+        return wall
+
+    row("extract --no-units (libclang+ts)", runs)
+    fwall = row("extract with units (closure+render)", full)
+    row("rerun, unchanged tree (parse cache)", rerun, fwall)
+    row("rerun into the same output folder", same, fwall)
     print(f"extract said: {runs[-1][2]}")
     return 0
 

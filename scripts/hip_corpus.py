@@ -31,8 +31,12 @@ from miner.frontends.hip_config import guards  # noqa: E402  (the same guard pat
 
 _PIECE = re.compile(r"^// .* from (\S+?):(\d+)$", re.M)
 _KERNEL = re.compile(r"^// the kernel, (\S+?):(\d+)$", re.M)
-# The c10 shim inlined into units has HIP branches of its own: they say nothing about the mined code.
-_SHIM = (ROOT / "miner" / "frontends" / "include" / "unit" / "km_torch_unit.h").read_text(encoding="utf-8")
+# The c10 shim inlined into units has HIP branches of its own: they say nothing about the mined code. It is
+# cut from its first line to the first closure piece, not matched as text: a dataset rendered by an older
+# miner carries an older shim, whose HIP branches would make every unit look written for HIP.
+_SHIM_FIRST = (ROOT / "miner" / "frontends" / "include" / "unit" / "km_torch_unit.h").read_text(
+    encoding="utf-8").splitlines()[0]
+_FIRST_PIECE = re.compile(r"^// (?:.* from \S+?:\d+|the kernel, \S+?:\d+)$", re.M)
 _DIRECTIVE = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)$")
 
 
@@ -90,6 +94,14 @@ class Sources:
         return self.cache[rel]
 
 
+def _without_shim(text: str) -> str:
+    start = text.find(_SHIM_FIRST)
+    if start < 0:
+        return text
+    end = _FIRST_PIECE.search(text, start)
+    return text[:start] + (text[end.start():] if end else "")
+
+
 def written_for_hip(out: Path, m: dict[str, Any], src: Sources) -> bool:
     """The source writes this kernel's HIP form differently from its CUDA form (and does not leave it out
     of the HIP configuration altogether, as MMCV's fp16 specializations under #ifndef MMCV_WITH_HIP)."""
@@ -97,7 +109,7 @@ def written_for_hip(out: Path, m: dict[str, Any], src: Sources) -> bool:
         return False
     for inst in m.get("instantiations") or []:
         try:
-            text = (out / m["id"] / inst["unit"]).read_text(encoding="utf-8").replace(_SHIM, "")
+            text = _without_shim((out / m["id"] / inst["unit"]).read_text(encoding="utf-8"))
         except (OSError, KeyError):
             continue
         if any(_hip_guard(c) for c in re.findall(r"^\s*#\s*(?:if|ifdef|ifndef|elif)\b(.*)$", text, re.M)):

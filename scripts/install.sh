@@ -17,6 +17,10 @@
 #   KM_APT       with the "hip" extra: 1 (default) installs hipcc with apt-get when it is missing and this
 #                runs as root on an apt system (Debian/Ubuntu `hipcc`: HIP for gfx targets, no GPU needed);
 #                0 never touches system packages.
+#   KM_HIP       with the "hip" extra: a Debian suite (e.g. "trixie": HIP 5.7, clang 17) whose hipcc is
+#                unpacked, not installed, into KM_HIP_PREFIX (default /opt/rocm-SUITE) beside the system's
+#                (scripts/install_rocm_debian.sh; bookworm's own hipcc is HIP 5.2, without hip/hip_bf16.h).
+#                Then build with `--hip-path /opt/rocm-SUITE` or KM_HIP_PATH=/opt/rocm-SUITE. Default: none.
 #
 # Idempotent: running it twice leaves the same installed package.
 set -euo pipefail
@@ -31,6 +35,7 @@ venv="${KM_VENV:-}"
 python="${KM_PYTHON:-python3}"
 editable="${KM_EDITABLE:-0}"
 apt="${KM_APT:-1}"
+hip_suite="${KM_HIP:-}"
 read -r -a pip_args <<<"${KM_PIP_ARGS:-}"
 
 while (($#)); do
@@ -42,7 +47,7 @@ while (($#)); do
     --python) (($# >= 2)) || die "--python needs a value"; python="$2"; shift 2 ;;
     --python=*) python="${1#*=}"; shift ;;
     --editable) editable=1; shift ;;
-    -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --) shift; pip_args+=("$@"); break ;;
     *) die "unknown argument: $1 (see --help)" ;;
   esac
@@ -111,5 +116,9 @@ if [[ ",$extras," == *,hip,* ]] && ! command -v hipcc >/dev/null 2>&1 && ! [[ -x
   else
     echo "install.sh: note: no hipcc found; install ROCm or 'apt-get install hipcc' for build --toolchain hip" >&2
   fi
+fi
+if [[ ",$extras," == *,hip,* && -n "$hip_suite" ]]; then
+  bash "$repo_root/scripts/install_rocm_debian.sh" "$hip_suite" "${KM_HIP_PREFIX:-/opt/rocm-$hip_suite}" \
+    || die "KM_HIP=$hip_suite: the $hip_suite HIP prefix could not be made (see above)"
 fi
 echo "kernel-miner installed: $bindir/kernel-miner"

@@ -161,8 +161,7 @@ def run(root: Path, out: Path, use_sandbox: bool = True) -> int:
     import functools
 
     from miner import sandbox
-    from miner.builder.driver import build_dataset
-    from miner.builder.toolchain import BuildOptions, find_nvcc
+    from miner.builder import BuildOptions, build_dataset, find_nvcc
     from miner.enrich.run_tests import run_generated_test
 
     why = sandbox.unavailable() if use_sandbox else "--no-sandbox"

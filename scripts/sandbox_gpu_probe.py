@@ -81,12 +81,12 @@ def _in_pid_child(step: Callable[[], None]) -> str:
 
 
 def _full_namespaces(_: str) -> None:
-    cf._enter_namespaces()
+    cf.enter_namespaces()
 
 
 def _mounts(work: str) -> None:
-    cf._enter_namespaces()
-    cf._mounts(work, Policy(memory_bytes=0))
+    cf.enter_namespaces()
+    cf.mount_filesystems(work, Policy(memory_bytes=0))
 
 
 STEPS: list[tuple[str, Callable[[str], None], Callable[[], None] | None]] = [
@@ -96,11 +96,11 @@ STEPS: list[tuple[str, Callable[[str], None], Callable[[], None] | None]] = [
     ("user + mount + net namespace", _user_mnt_net, None),
     ("all four namespaces, probe in the pid-namespace child", _full_namespaces, lambda: None),
     ("+ read-only mounts, hidden paths, private /dev/shm", _mounts, lambda: None),
-    ("+ own /proc", _mounts, lambda: cf._own_proc(Policy(memory_bytes=0))),
-    ("+ rlimits (no memory limit)", _mounts, lambda: (cf._own_proc(Policy(memory_bytes=0)),
+    ("+ own /proc", _mounts, lambda: cf.own_proc(Policy(memory_bytes=0))),
+    ("+ rlimits (no memory limit)", _mounts, lambda: (cf.own_proc(Policy(memory_bytes=0)),
                                                         cf.limits(Policy(memory_bytes=0)))),
-    ("+ rlimits (default memory limit)", _mounts, lambda: (cf._own_proc(Policy()), cf.limits(Policy()))),
-    ("+ capabilities dropped (= confine)", _mounts, lambda: (cf._own_proc(Policy(memory_bytes=0)),
+    ("+ rlimits (default memory limit)", _mounts, lambda: (cf.own_proc(Policy()), cf.limits(Policy()))),
+    ("+ capabilities dropped (= confine)", _mounts, lambda: (cf.own_proc(Policy(memory_bytes=0)),
                                                                cf.limits(Policy(memory_bytes=0)),
                                                                linux.drop_capabilities())),
 ]
@@ -110,7 +110,7 @@ ALONE: list[tuple[str, Callable[[str], None]]] = [
     ("alone: capabilities dropped without namespaces", lambda w: linux.drop_capabilities()),
     ("alone: private /dev/shm in user+mount ns", lambda w: (_user_mnt(w), linux.mount(
         "tmpfs", "/dev/shm", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "size=1073741824,mode=1777"))),
-    ("alone: /run hidden in user+mount ns", lambda w: (_user_mnt(w), [cf._hide(p) for p in ("/run", "/var/run")
+    ("alone: /run hidden in user+mount ns", lambda w: (_user_mnt(w), [cf.hide_path(p) for p in ("/run", "/var/run")
                                                                         if os.path.isdir(p)])),
     ("alone: / read-only in user+mount ns", lambda w: (_user_mnt(w), linux.set_readonly("/", True, recursive=True))),
 ]

@@ -84,3 +84,22 @@ def test_cxx20_torch_translation_units_parse_with_the_shared_prefix(tmp_path: Pa
     assert {m["name"]: (m["frontend"], len(m["launches"])) for m in metas} == {
         "a_kernel": ("clang", 2), "b_kernel": ("clang", 2)}  # float and double
     assert all(m["build_flags"]["nvcc"][0] == "-std=c++20" for m in metas)
+
+
+def test_a_script_of_several_extensions_gives_a_file_the_flags_of_its_own(tmp_path: Path) -> None:
+    (tmp_path / "csrc" / "sub").mkdir(parents=True)
+    (tmp_path / "setup.py").write_text(
+        "import os\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+        "common = ['-O3', '--expt-extended-lambda']\n"
+        "exts = [CUDAExtension(name='norm', sources=['csrc/norm.cpp', 'csrc/norm_kernel.cu'],\n"
+        "                      extra_compile_args={'nvcc': common + ['-std=c++17']}),\n"
+        "        CUDAExtension(name='softmax', sources=[os.path.join('csrc', 'sub', 'softmax.cu')],\n"
+        "                      extra_compile_args={'nvcc': ['-U__CUDA_NO_HALF_OPERATORS__', '-std=c++20']})]\n")
+    norm = build_flags.find(str(tmp_path / "csrc" / "norm_kernel.cu"), str(tmp_path))
+    assert norm is not None and "-U__CUDA_NO_HALF_OPERATORS__" not in norm["nvcc"]
+    assert norm["nvcc"][0] == "-std=c++17" and "--extended-lambda" in norm["nvcc"]
+    soft = build_flags.find(str(tmp_path / "csrc" / "sub" / "softmax.cu"), str(tmp_path))
+    assert soft is not None and "-U__CUDA_NO_HALF_OPERATORS__" in soft["nvcc"] and soft["nvcc"][0] == "-std=c++20"
+    # a file no extension names (a header; sources gathered by glob) gets every flag written
+    other = build_flags.find(str(tmp_path / "csrc" / "common.cuh"), str(tmp_path))
+    assert other is not None and "-U__CUDA_NO_HALF_OPERATORS__" in other["nvcc"] and other["nvcc"][0] == "-std=c++20"

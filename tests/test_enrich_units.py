@@ -316,11 +316,8 @@ def test_redactor_masks_key_and_its_echoed_prefix() -> None:
     ("import os, signal\n\ndef test_segv():\n    os.kill(os.getpid(), signal.SIGSEGV)\n", "crashed"),
     ("import time\n\ndef test_hang():\n    time.sleep(60)\n", "timeout"),
 ])
-@pytest.mark.parametrize("runner", ["validate", "pytest"])
-def test_generated_test_runs_in_a_child_with_one_outcome(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         runner: str, body: str, outcome: str) -> None:
-    # Both paths: through miner.validate's child and classifier, and the plain pytest fallback.
-    monkeypatch.setenv("KM_ENRICH_RUNNER", runner)
+def test_generated_test_runs_in_a_child_with_one_outcome(tmp_path: Path, body: str, outcome: str) -> None:
+    # Through validate's test-process API: its child, plugin and classifier (miner/validate/process.py).
     kdir = tmp_path / "k"
     (kdir / "tests").mkdir(parents=True)
     test = kdir / "tests" / "test_generated.py"

@@ -94,7 +94,8 @@ def test_unit_closes_over_helpers_constants_and_launcher(mined: Path) -> None:
     assert [a["param"] for a in launch["args"]] == ["x_ptr", "y_ptr", "n", "BLOCK"]
     comp = m["triton"]["compile"]
     assert comp["signature"] == {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}
-    assert comp["origins"]["x_ptr"] == "usage" and comp["origins"]["n"] == "name"
+    # The launcher says x is a tensor (annotation; its dtype is not visible) and n is `x.numel()`.
+    assert comp["origins"]["x_ptr"] == "launcher_pointer" and comp["origins"]["n"] == "launcher_expr"
 
 
 def test_launcher_in_another_module(mined: Path) -> None:

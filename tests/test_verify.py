@@ -152,3 +152,86 @@ $L__BB{fn_index}_2:
     changed = [ln for ln in ptx.first_difference(la, lc) if ln[:1] in "+-"]
     assert la != lc and changed == ["-mov.u32 %r1, 7;", "+mov.u32 %r1, 8;"]
 
+
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """verify_cases/samples mined with verify_cases as the project, built and verified once."""
+    base = tmp_path_factory.mktemp("verify_cases")
+    src = base / "src"
+    shutil.copytree(FIXTURES / "verify_cases", src)
+    ds = base / "ds"
+    r = run_miner("extract", src / "samples", "-o", ds, "--project", src, "--build", "-j", "2", "-q", timeout=600)
+    assert r.returncode == 0, r.stderr
+    r = run_miner("verify", ds, "--cache-dir", base / "cache", "-j", "2", timeout=600)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert "7/7 built instantiations verified: 7 identical" in r.stdout
+    return src, ds
+
+
+def test_host_code_written_for_cuda12(cases: tuple[Path, Path]) -> None:
+    """An original whose host code calls `cudaMemAdvise(p, n, advice, cudaCpuDeviceId)` (CUDA 12's device
+    number, a cudaMemLocation in CUDA 13) still compiles: verify declares the CUDA 12 signatures beside
+    the toolkit's, host-only, so the kernel is compared and found identical."""
+    assert _fidelity(cases[1])["vc_fill/default"]["status"] == "identical"
+
+
+def test_include_dir_outside_the_mined_folder(cases: tuple[Path, Path]) -> None:
+    """`#include <vc_helpers.h>` found in the project's common/ beside the mined samples/: extract records
+    the dir (relative, with ..), verify compiles the original with it."""
+    src, ds = cases
+    meta = next(m for m in load_dataset(ds) if m["name"] == "vc_squares")
+    assert "../common" in meta["parse_context"]["include_dirs"]
+    assert (Path(meta["parse_context"]["root"]) / "../common").resolve() == (src / "common").resolve()
+    assert _fidelity(ds)["vc_squares/default"]["status"] == "identical"
+
+
+def test_c_linkage_kernels(cases: tuple[Path, Path]) -> None:
+    """`extern "C"` kernels (alone and in an `extern "C" {}` block): the original's entry is the plain name,
+    the unit's is mangled; the code is compared and both names are recorded."""
+    fid = _fidelity(cases[1])
+    for name in ("vc_c_scale", "vc_c_shift"):
+        f = fid[f"{name}/default"]
+        assert f["status"] == "identical" and f["original_entry"] == name, f
+        assert f["entry"] != name and name in f["entry"]
+
+
+def test_enum_argument_in_the_wrapper(cases: tuple[Path, Path]) -> None:
+    """A header kernel launched with VC_ADD in the TU verify compiles and with VC_MUL in another file: the
+    wrapper appends the unit's own explicit instantiation (`vc_apply<static_cast<vc_op>(2), 4>`), not
+    the recorded `2`, which no enum parameter accepts."""
+    fid = _fidelity(cases[1])
+    assert fid["vc_apply/1_4"]["status"] == "identical" and not fid["vc_apply/1_4"]["explicit_instantiation"]
+    assert fid["vc_apply/2_4"]["status"] == "identical" and fid["vc_apply/2_4"]["explicit_instantiation"]
+
+
+def test_project_flags_on_both_sides(cases: tuple[Path, Path]) -> None:
+    """The project's nvcc flags (CMakeLists.txt: --expt-relaxed-constexpr, which the kernel needs to call
+    std::numeric_limits<float>::max()) are given to the original's compile and the unit's, as the build
+    gives them to the unit: without them one side does not compile."""
+    meta = next(m for m in load_dataset(cases[1]) if m["name"] == "vc_clamp_half_max")
+    assert meta["build_flags"]["nvcc"] == ["--expt-relaxed-constexpr"]
+    assert _fidelity(cases[1])["vc_clamp_half_max/default"]["status"] == "identical"
+
+
+def test_assert_function_name_is_not_compared(tmp_path: Path) -> None:
+    """`assert` passes __PRETTY_FUNCTION__ to __assertfail, spelled as the template was instantiated: an
+    original instantiated through int16_t says `[with T = signed short]`, a unit's `short`. The string is
+    not compared (like the file name and line); the asserted condition is."""
+    import subprocess
+
+    body = ("#include <cassert>\n#include <cstdint>\n"
+            "template <typename T> __global__ void vc_check(T* p) { assert(p[0] > COND); p[0] = 1; }\n")
+    listings = []
+    for cond, inst in (("0", "int16_t"), ("0", "short"), ("1", "short")):
+        src = tmp_path / f"a_{cond}_{inst}.cu"
+        src.write_text(body.replace("COND", cond) + f"template __global__ void vc_check<{inst}>({inst}*);\n",
+                       encoding="utf-8")
+        out = src.with_suffix(".ptx")
+        subprocess.run(["nvcc", "-ptx", "-arch=compute_90", str(src), "-o", str(out)], check=True, timeout=300)
+        parsed = ptx.parse(out.read_text(encoding="utf-8"))
+        listings.append(ptx.listing(parsed, parsed.entries[0]))
+    signed_short, short, other_condition = listings
+    assert signed_short == short
+    assert short != other_condition

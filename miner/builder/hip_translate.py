@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import re
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -17,6 +18,8 @@ from types import ModuleType
 from miner.errors import UsageError
 
 _PACKAGE = "km_torch_hipify"
+# An include of a library's sub-header: `<cooperative_groups/reduce.h>`, `<cub/warp/warp_reduce.cuh>`.
+_SUB_HEADER = re.compile(r'^([ \t]*#[ \t]*include[ \t]*[<"])(\w+)/([\w./-]+)([>"])', re.M)
 INSTALL_HINT = ("the hip toolchain translates units with torch.utils.hipify: "
                 "pip install 'kernel-miner[hip]' (torch==2.13.0)")
 
@@ -76,4 +79,23 @@ def translate(cuda_text: str) -> str:
     h = _hipify()
     # The mapping's regex needs a non-word character on each side of a name, as in a whole file.
     out = h.RE_PYTORCH_PREPROCESSOR.sub(lambda m: h.PYTORCH_MAP[m.group(0)], "\n" + cuda_text + "\n")[1:-1]
+    if "/" in out and "include" in out:
+        out = _SUB_HEADER.sub(lambda m: _library_header(m, h.PYTORCH_MAP), out)
     return h.replace_math_functions(out)
+
+
+def _library_header(m: re.Match[str], mapping: dict[str, str]) -> str:
+    """A sub-header the mapping does not name becomes its library's HIP header when the mapping names the
+    library's umbrella header (`cooperative_groups/reduce.h` -> what `cooperative_groups.h` maps to,
+    `cub/warp/warp_reduce.cuh` -> what `cub/cub.cuh` maps to), as the mapping itself does for every
+    `cub/...` header it lists (-> `hipcub/hipcub.hpp`). HIP has one header per library: whatever the
+    sub-header declared that HIP lacks then fails to compile by name (`no member named 'reduce' in
+    namespace 'cooperative_groups'`) instead of every unit stopping at the include, used or not."""
+    library, sub = m.group(2), m.group(3)
+    if f"{library}/{sub}" in mapping:
+        return m.group(0)
+    for umbrella in [f"{stem}{ext}" for stem in (library, f"{library}/{library}") for ext in (".h", ".cuh", ".hpp")]:
+        target = mapping.get(umbrella)
+        if target and target != f"{library}/{sub}":
+            return f"{m.group(1)}{target}{m.group(4)}"
+    return m.group(0)

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from miner.builder import hip_branches
+
 KINDS = ("unmapped_api", "inline_ptx", "library", "wave64")
 ERROR_CLASSES = ("unmapped_api", "inline_ptx", "wave64", "other")
 
@@ -56,7 +58,9 @@ def _macros(text: str) -> dict[str, str]:
 
 
 def find(cuda_text: str, hip_text: str, mapped: Callable[[str], bool]) -> list[Finding]:
-    """Findings of one unit. `mapped(name)` says whether the hipify mapping knows a name."""
+    """Findings of one unit. `mapped(name)` says whether the hipify mapping knows a name. Branches that
+    hip-clang does not compile (`#else` of `#if defined(__HIP_PLATFORM_AMD__)`) are not read."""
+    cuda_text, hip_text = hip_branches.active(cuda_text), hip_branches.active(hip_text)
     out: list[Finding] = []
     seen: set[tuple[str, str]] = set()
 
@@ -109,8 +113,14 @@ def find(cuda_text: str, hip_text: str, mapped: Callable[[str], bool]) -> list[F
     return sorted(out, key=lambda f: (f.line, f.kind))
 
 
-_IDENT = re.compile(r"(?:undeclared identifier|unknown type name|no member named|undeclared function"
-                    r"|no matching function for call to|use of undeclared)\s*['‘\"]?(\w+)")
+# "use of undeclared identifier 'X'" first: as a later alternative, "use of undeclared" matched first and
+# took "identifier" for the name.
+_IDENT = re.compile(r"(?:use of undeclared identifier|undeclared identifier|unknown type name|no member named"
+                    r"|undeclared function|no matching function for call to|use of undeclared)\s*['‘\"]?(\w+)")
+_LIBRARY_NAMESPACE = re.compile(r"(?:member|template|type) named '\w+' in namespace "
+                                r"'(?:cooperative_groups|cub|hipcub|thrust|nvcuda|cuda)'")
+# ROCm >= 6.2 has the *_sync shuffles behind -DHIP_ENABLE_WARP_SYNC_BUILTINS, asserting a 64-bit mask.
+_WAVE64_ASSERT = re.compile(r"amd_warp_sync_functions\.h:\d+:\d+: error|mask must be a 64-bit integer")
 _WAVE64_NAME = re.compile(r"__(?:shfl\w*|ballot\w*|activemask|any_sync|all_sync|match_\w+|reduce_\w+)|warpSize")
 
 
@@ -123,10 +133,18 @@ def classify(error: str | None, log: str, findings: list[dict[str, Any]]) -> str
         return "inline_ptx"
     m = _IDENT.search(text)
     name = m.group(1) if m else ""
-    if _WAVE64_NAME.search(name) or _WAVE64_NAME.search(text):
+    if _WAVE64_NAME.search(name) or _WAVE64_NAME.search(text) or _WAVE64_ASSERT.search(text):
         return "wave64"
     if name and (_CUDA_NAME.fullmatch(name) or any(f["kind"] == "unmapped_api" and f["what"] == name
                                                     for f in findings)):
+        return "unmapped_api"
+    # A reserved name (`__float2bfloat16_rn`, `__ldcs`) comes from the implementation, not the project: one
+    # that HIP's headers do not declare, or declare for no such argument types, is CUDA API this HIP lacks.
+    if name and re.fullmatch(r"__\w+|_[A-Z]\w*", name) and re.search(r"undeclared|no matching function", text):
+        return "unmapped_api"
+    # A name the CUDA library has and its HIP counterpart lacks (cg::reduce, cg::plus once a cooperative
+    # groups sub-header is mapped to HIP's one header).
+    if _LIBRARY_NAMESPACE.search(text):
         return "unmapped_api"
     # Units are self-contained: a header hipcc cannot find is a CUDA header the mapping has no HIP one
     # for (cooperative_groups/reduce.h), or one this HIP release lacks (hip/hip_bf16.h before 5.7).

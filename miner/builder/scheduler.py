@@ -54,7 +54,8 @@ class Builder:
         self.opts = opts
         self.toolchain = nvcc if isinstance(nvcc, Toolchain) else Nvcc(nvcc)
         self.flags = self.toolchain.flags(opts)
-        self.compiler = Compiler(self.toolchain.path, self.flags, opts.timeout, self.toolchain.env())
+        self.compiler = Compiler(self.toolchain.path, [*self.toolchain.invocation(), *self.flags], opts.timeout,
+                                 self.toolchain.env())
         self.cache = cache
         self.tick = tick or (lambda n: None)
         self.results: dict[str, Result] = {}

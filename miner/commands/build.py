@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from pathlib import Path
 
 from miner.builder import DEFAULT_ARCH, DEFAULT_BATCH, DEFAULT_TIMEOUT, BuildOptions, build_dataset
-from miner.builder.toolchains import TOOLCHAINS, Toolchain, parse_names, split_arch
+from miner.builder.toolchains import TOOLCHAINS, Toolchain
+from miner.commands import options
 from miner.commands import verify as verify_cmd
-from miner.commands._common import add_kernels, add_output_level, check_numbers, kernel_patterns
+from miner.commands._common import add_kernels, add_output_level
 from miner.errors import NothingToDo, UsageError
-from miner.progress import progress_bar
+from miner.reporter import Reporter
 
 HELP = "compile every standalone unit (units/<inst>/unit.cu) with nvcc (and/or as HIP with hipcc) into a loadable .so"
 DESCRIPTION = """\
@@ -43,12 +42,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"comma-separated targets: sm_NN (real arch) and compute_NN (embedded PTX) for cuda "
                         f"(default: {DEFAULT_ARCH}), gfxNNN for hip (default: {TOOLCHAINS['hip'].default_arch}); "
                         f"e.g. sm_80,gfx90a,gfx942")
-    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+    p.add_argument("-j", "--jobs", type=int, default=options.default_jobs(), metavar="N",
                    help="parallel nvcc processes (default: number of CPUs)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"limit per nvcc call; the whole process group is killed (default: {DEFAULT_TIMEOUT:g})")
     p.add_argument("--nvcc", metavar="PATH", help="nvcc to use (default: nvcc on PATH, $CUDA_HOME/bin/nvcc)")
     p.add_argument("--hipcc", metavar="PATH", help="hipcc to use (default: hipcc on PATH, $ROCM_PATH/bin/hipcc)")
+    p.add_argument("--hip-path", metavar="DIR",
+                   help="a ROCm install to build HIP with, its hipcc, headers and device libraries (default: "
+                        "$KM_HIP_PATH); e.g. /opt/rocm-trixie from KM_HIP=trixie scripts/install.sh")
     p.add_argument("--force", action="store_true", help="ignore cached results and compile everything again")
     add_kernels(p, "build")
     p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH, metavar="K",
@@ -64,76 +66,49 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output_level(p, "also print every unit that failed")
 
 
-def options_namespace(dataset: str, **given: object) -> argparse.Namespace:
-    """This command's arguments with their defaults, for `extract --build`; None leaves a default."""
-    p = argparse.ArgumentParser(add_help=False)
-    add_arguments(p)
-    args = p.parse_args([dataset])
-    for key, value in given.items():
-        if value is not None:
-            setattr(args, key, value)
-    return args
-
-
 def run(args: argparse.Namespace) -> int:
-    out_dir = Path(args.dataset)
-    if not out_dir.is_dir():
-        raise UsageError(f"{args.dataset}: not a dataset directory")
-    check_numbers(args, at_least_one=("jobs", "batch_size"), positive=("timeout",))
-    selectors = kernel_patterns(args.kernels)
-    names = parse_names(args.toolchain)
-    arches = split_arch(args.arch, names)
-    chains: list[tuple[Toolchain, BuildOptions]] = []
-    for name in names:  # every --arch checked before anything runs
-        opts = BuildOptions(arch=arches[name], jobs=args.jobs, timeout=args.timeout, batch_size=args.batch_size,
-                            force=args.force, extra_flags=list(args.nvcc_flag),
-                            cache_dir=Path(args.cache_dir) if args.cache_dir else None)
-        tc = TOOLCHAINS[name]("")
-        tc.flags(opts)
-        chains.append((tc, opts))
-    languages = _languages(out_dir, selectors)
+    return execute(options.build_options(args), options.reporter(args))
+
+
+def execute(run: options.BuildRun, rep: Reporter) -> int:
+    """The build stage with resolved options: Triton units, then each toolchain, then --verify."""
+    languages = _languages(run.dataset, run.selectors)
     rc = 0
     if "triton" in languages:
-        rc = _build_triton(args, out_dir, selectors)
+        rc = _build_triton(run, rep)
         if "cuda" not in languages:
             return rc
-    vopts = verify_cmd.options(args, prefix="verify_") if getattr(args, "verify", False) else None
+    chains = [(TOOLCHAINS[name](""), opts) for name, opts in run.chains]
     for tc, _opts in chains:  # every compiler found before anything is built
-        tc.path = type(tc).find(getattr(args, tc.compiler, None))
+        tc.locate(run.compilers.get(tc.compiler), run.hip_path)
     for tc, opts in chains:
-        rc = max(rc, _build_one(args, out_dir, selectors, tc, opts, label=len(chains) > 1 or tc.name != "cuda"))
+        rc = max(rc, _build_one(run, rep, tc, opts, label=len(chains) > 1 or tc.name != "cuda"))
     nvcc = next((tc.path for tc, _ in chains if tc.name == "cuda"), None)
-    if vopts is not None and nvcc:
-        vrep = verify_cmd.verify(out_dir, vopts, nvcc, selectors, args.quiet)
-        verify_cmd.report(vrep, args.verbose, args.quiet)
+    if run.verify is not None and nvcc:
+        vrep = verify_cmd.verify(run.dataset, run.verify, nvcc, run.selectors, rep)
+        verify_cmd.report(vrep, rep)
         rc = max(rc, 0 if vrep.counts["identical"] == vrep.verified else 1)
     return rc
 
 
-def _build_one(args: argparse.Namespace, out_dir: Path, selectors: list[str], tc: Toolchain, opts: BuildOptions,
-               label: bool) -> int:
+def _build_one(run: options.BuildRun, rep: Reporter, tc: Toolchain, opts: BuildOptions, label: bool) -> int:
     try:
-        with progress_bar(f"compiling ({tc.compiler})", disable=args.quiet) as progress:
-            rep = build_dataset(out_dir, opts, tc.path, selectors, progress, toolchain=tc)
+        with rep.progress(f"compiling ({tc.compiler})") as progress:
+            res = build_dataset(run.dataset, opts, tc.path, run.selectors, progress, toolchain=tc)
     except OSError as exc:  # an unwritable dataset or cache folder, a full disk
         where = f"{exc.filename}: " if exc.filename else ""
         raise UsageError(f"build: {where}{exc.strerror or exc}") from None
-    if rep.kernels == 0:
-        raise NothingToDo(f"{args.dataset}: no kernels" + (" match --kernels" if selectors else ""))
-    if rep.units == 0:
-        raise NothingToDo(f"{args.dataset}: no units to build (kernels have no rendered instantiations)")
+    if res.kernels == 0:
+        raise NothingToDo(f"{run.dataset}: no kernels" + (" match --kernels" if run.selectors else ""))
+    if res.units == 0:
+        raise NothingToDo(f"{run.dataset}: no units to build (kernels have no rendered instantiations)")
     prefix = f"{tc.name}: " if label else ""
-    shown = rep.failures if args.verbose else rep.failures[:10]
-    for line in shown:
-        print(f"kernel-miner: build failed: {prefix}{line}", file=sys.stderr)
-    if len(rep.failures) > len(shown):
-        print(f"kernel-miner: ... and {len(rep.failures) - len(shown)} more (-v lists all)", file=sys.stderr)
-    if not args.quiet:
-        findings = f", {rep.with_findings} of them with portability findings" if tc.name == "hip" else ""
-        print(f"{prefix}{rep.ok}/{rep.units} units built{findings} ({rep.failed} failed, {rep.timeout} timed out, "
-              f"{rep.skipped} skipped, {rep.cached} cached); {rep.kernels_ok}/{rep.kernels} kernels compile; "
-              f"{rep.nvcc_calls} {tc.compiler} calls in {rep.seconds:.1f} s")
-    return 0 if rep.failed + rep.timeout + rep.skipped == 0 else 1
+    rep.capped([prefix + line for line in res.failures], "build failed")
+    findings = f", {res.with_findings} of them with portability findings" if tc.name == "hip" else ""
+    rep.info(f"{prefix}{res.ok}/{res.units} units built{findings} ({res.failed} failed, {res.timeout} timed out, "
+             f"{res.skipped} skipped, {res.cached} cached); {res.kernels_ok}/{res.kernels} kernels compile; "
+             f"{res.nvcc_calls} {tc.compiler} calls in {res.seconds:.1f} s")
+    return 0 if res.failed + res.timeout + res.skipped == 0 else 1
 
 
 def _languages(out_dir: Path, selectors: list[str]) -> set[str]:
@@ -148,27 +123,22 @@ def _languages(out_dir: Path, selectors: list[str]) -> set[str]:
     return out or {"cuda"}
 
 
-def _build_triton(args: argparse.Namespace, out_dir: Path, selectors: list[str]) -> int:
+def _build_triton(run: options.BuildRun, rep: Reporter) -> int:
     """Triton units: an ahead-of-time compile for the first --arch entry, in child processes."""
     from miner.triton import build as triton_build
 
-    arch = args.arch or DEFAULT_ARCH
+    arch = run.arch or DEFAULT_ARCH
 
     if triton_build.triton_release() == "unavailable":
         raise UsageError("the dataset holds Triton kernels but the 'triton' package is not installed "
                          "(pip install 'kernel-miner[triton]')")
-    with progress_bar("compiling triton", disable=args.quiet) as progress:
-        rep = triton_build.build_dataset(out_dir, arch=arch, jobs=args.jobs, timeout=args.timeout,
-                                         selectors=selectors, force=args.force,
-                                         cache_dir=Path(args.cache_dir) / "triton" if args.cache_dir else None,
+    with rep.progress("compiling triton") as progress:
+        res = triton_build.build_dataset(run.dataset, arch=arch, jobs=run.jobs, timeout=run.timeout,
+                                         selectors=run.selectors, force=run.force,
+                                         cache_dir=run.cache_dir / "triton" if run.cache_dir else None,
                                          progress=progress)
-    shown = rep.failures if args.verbose else rep.failures[:10]
-    for line in shown:
-        print(f"kernel-miner: build failed: {line}", file=sys.stderr)
-    if len(rep.failures) > len(shown):
-        print(f"kernel-miner: ... and {len(rep.failures) - len(shown)} more (-v lists all)", file=sys.stderr)
-    if not args.quiet:
-        classes = ", ".join(f"{k} {v}" for k, v in sorted(rep.classes.items())) or "none"
-        print(f"{rep.ok}/{rep.units} Triton units compiled for {arch} ({rep.failed} failed, {rep.timeout} "
-              f"timed out, {rep.skipped} skipped, {rep.cached} cached; classes: {classes}) in {rep.seconds:.1f} s")
-    return 0 if rep.failed + rep.timeout == 0 else 1
+    rep.capped(res.failures, "build failed")
+    classes = ", ".join(f"{k} {v}" for k, v in sorted(res.classes.items())) or "none"
+    rep.info(f"{res.ok}/{res.units} Triton units compiled for {arch} ({res.failed} failed, {res.timeout} "
+             f"timed out, {res.skipped} skipped, {res.cached} cached; classes: {classes}) in {res.seconds:.1f} s")
+    return 0 if res.failed + res.timeout == 0 else 1

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from miner.commands._common import add_kernels, kernel_patterns
+from miner.commands import options
+from miner.commands._common import add_kernels
 from miner.errors import UsageError
 
 HELP = "analyse, test and describe each kernel with an LLM (any OpenAI-compatible endpoint)"
@@ -44,16 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     # Imported here so `kernel-miner --help` works without the optional `llm` extra installed.
     try:
-        from miner.enrich.config import build_config
         from miner.enrich.pipeline import run_enrich
     except ModuleNotFoundError as exc:
         raise UsageError(f"enrich needs the llm extra ({exc.name} missing): pip install 'kernel-miner[llm]'") from None
-    cli = {k: getattr(args, k) for k in ("model", "base_url", "concurrency", "max_attempts", "stages",
-                                          "max_requests", "max_tokens", "completion_tokens", "timeout",
-                                          "test_timeout", "force", "sandbox")}
-    cli["kernels"] = kernel_patterns(args.kernels) or None  # None: the --config file's list, if any
-    cfg = build_config(cli, args.config)
-    summary = run_enrich(Path(args.dir), cfg)
+    cfg = options.enrich_options(args)
+    rep = options.reporter(args)
+    summary = run_enrich(Path(args.dir), cfg, rep)
     if summary.stopped:
-        print(f"kernel-miner: warning: stopped early: {summary.stopped}; rerun to continue", file=sys.stderr)
+        rep.warning(f"stopped early: {summary.stopped}; rerun to continue")
     return 1 if summary.failed() else 0

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
+from miner.commands import options
 from miner.commands._common import add_output_level
 from miner.commands.mine import add_license_allow
 from miner.scale.export import FORMATS, export
@@ -46,19 +46,18 @@ def run(args: argparse.Namespace) -> int:
 
         dedupe_dataset(ds)
     rep = export(ds, out, args.format, args.license_allow, args.drop_duplicates)
-    if args.verbose:
-        for f in rep.files:
-            print(out / f)
-    if not args.quiet:
-        left = []
-        if rep.skipped_license:
-            left.append(f"{rep.skipped_license} not in --license-allow")
-        if rep.skipped_duplicates:
-            left.append(f"{rep.skipped_duplicates} duplicates")
-        extra = f" ({', '.join(left)} left out)" if left else ""
-        print(f"{rep.rows} kernels{extra} -> {out}/ ({len(rep.files)} {args.format} files, README.md)")
+    term = options.reporter(args)
+    for f in rep.files:
+        term.detail(str(out / f))
+    left = []
+    if rep.skipped_license:
+        left.append(f"{rep.skipped_license} not in --license-allow")
+    if rep.skipped_duplicates:
+        left.append(f"{rep.skipped_duplicates} duplicates")
+    extra = f" ({', '.join(left)} left out)" if left else ""
+    term.info(f"{rep.rows} kernels{extra} -> {out}/ ({len(rep.files)} {args.format} files, README.md)")
     if rep.rows == 0:
-        print("kernel-miner: error: no kernel was exported", file=sys.stderr)
+        term.error("no kernel was exported")
         return 1
     return 0
 
@@ -74,6 +73,6 @@ def _records(args: argparse.Namespace, ds: Path, out: Path) -> int:
     n, tests = tritonbench.export_records(ds, args.format, str(target))
     if n == 0:
         raise UsageError(f"{args.dataset}: no Triton kernels with a unit to export")
-    if not args.quiet:
-        print(f"{n} {args.format} records ({tests} with a test whose output depends on the kernel) -> {target}")
+    options.reporter(args).info(f"{n} {args.format} records ({tests} with a test whose output depends on the kernel) "
+                                f"-> {target}")
     return 0

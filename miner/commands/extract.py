@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
-import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from miner.commands._common import add_output_level, check_numbers
-from miner.errors import UsageError
-from miner.extract import FRONTENDS, LANGUAGES, ExtractOptions, extract
-from miner.progress import progress_bar
+from miner.commands import options
+from miner.commands._common import add_output_level
+from miner.extract import FRONTENDS, LANGUAGES, ExtractReport, extract
+from miner.reporter import Reporter
 
 HELP = "extract every __global__ kernel from files or directories into a dataset folder"
 DESCRIPTION = """\
@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="preprocessor define, e.g. -D MMCV_WITH_CUDA (repeatable); recorded in metadata")
     p.add_argument("--compile-commands", metavar="FILE",
                    help="compile_commands.json whose per-file -I/-D/-include/-std flags are used for parsing")
-    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+    p.add_argument("-j", "--jobs", type=int, default=options.default_jobs(), metavar="N",
                    help="parallel parser processes (default: number of CPUs)")
     p.add_argument("--frontend", choices=FRONTENDS, default="auto",
                    help="auto: libclang, plus tree-sitter for files libclang cannot parse and for "
@@ -59,40 +59,56 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output_level(p, "also list skipped files and each kernel")
 
 
-def run(args: argparse.Namespace) -> int:
-    paths = list(args.paths) + list(args.input_file)
-    if not paths:
-        raise UsageError("no input: give PATH arguments or --input-file")
-    check_numbers(args, at_least_one=("jobs",))
-    if args.build and args.no_units:
-        raise UsageError("--build needs units: drop --no-units")
-    if args.arch and not args.build:
-        raise UsageError("--arch applies to --build only")
-    if args.toolchain and not args.build:
-        raise UsageError("--toolchain applies to --build only")
-    opts = ExtractOptions(paths=paths, out_dir=args.output_dir, include_dirs=args.include_dir,
-                          defines=args.define, compile_commands=args.compile_commands,
-                          jobs=args.jobs, frontend=args.frontend, units=not args.no_units, project=args.project,
-                          language=args.language)
-    with progress_bar("parsing", disable=args.quiet) as progress:
-        report = extract(opts, progress)
-    for line in report.failures:
-        print(f"kernel-miner: error: {line}", file=sys.stderr)
-    if args.verbose:
-        for line in report.notes:
-            print(f"kernel-miner: note: {line}", file=sys.stderr)
-        for m in report.kernels:
-            src = m["source"]
-            print(f"{m['id']}  {src['path']}:{src['start_line']}-{src['end_line']}  [{m['frontend']}]")
-    if not args.quiet:
-        out = args.output_dir if args.output_dir.endswith("/") else args.output_dir + "/"
-        print(f"{len(report.kernels)} kernels from {report.files} files "
-              f"({len(report.failures)} failed) -> {out}")
-    rc = 1 if report.failures else 0
-    if args.build and report.kernels:
-        from miner.commands import build as build_command
+@dataclass
+class Context:
+    """What the stages of one extract run share: resolved options, the terminal, results so far."""
 
-        rc = max(rc, build_command.run(build_command.options_namespace(
-            args.output_dir, arch=args.arch, toolchain=args.toolchain, jobs=args.jobs, quiet=args.quiet,
-            verbose=args.verbose)))
-    return rc
+    run: options.ExtractRun
+    rep: Reporter
+    report: ExtractReport | None = None
+    rc: int = 0
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    gate: Callable[[Context], bool]  # whether this run includes the stage
+    step: Callable[[Context], None]
+
+
+def _extract(ctx: Context) -> None:
+    with ctx.rep.progress("parsing") as progress:
+        report = ctx.report = extract(ctx.run.extract, progress)
+    for line in report.failures:
+        ctx.rep.error(line)
+    for line in report.notes:
+        ctx.rep.detail_note(line)
+    for m in report.kernels:
+        src = m["source"]
+        ctx.rep.detail(f"{m['id']}  {src['path']}:{src['start_line']}-{src['end_line']}  [{m['frontend']}]")
+    ctx.rep.info(f"{len(report.kernels)} kernels from {report.files} files "
+                 f"({len(report.failures)} failed) -> {ctx.run.output_label}")
+    ctx.rc = 1 if report.failures else 0
+
+
+def _build(ctx: Context) -> None:
+    from miner.commands import build as build_command
+
+    run = options.extract_build_run(ctx.run)
+    ctx.rc = max(ctx.rc, build_command.execute(run, ctx.rep))
+
+
+# The run in order; a stage runs when its gate says so (--no-units is the units gate inside the extract
+# stage: ExtractOptions.units).
+STAGES: tuple[Stage, ...] = (
+    Stage("extract", lambda ctx: True, _extract),
+    Stage("build", lambda ctx: bool(ctx.run.build and ctx.report and ctx.report.kernels), _build),
+)
+
+
+def run(args: argparse.Namespace) -> int:
+    ctx = Context(options.extract_options(args), options.reporter(args))
+    for stage in STAGES:
+        if stage.gate(ctx):
+            stage.step(ctx)
+    return ctx.rc

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from miner import dataset
+from miner.commands import options
 from miner.commands._common import add_output_level
 from miner.errors import UsageError
 
@@ -31,13 +31,12 @@ def run(args: argparse.Namespace) -> int:
 
     out = dataset.prepare_output(args.output_dir)
     rep = tritonbench.import_records(args.file, out, args.format, units=not args.no_units)
+    term = options.reporter(args)
     for line in rep.failures:
-        print(f"kernel-miner: error: {line}", file=sys.stderr)
+        term.error(line)
     if not rep.kernels and not rep.failures:
         raise UsageError(f"{args.file}: no @triton.jit definitions in any record")
-    if args.verbose:
-        for m in rep.kernels:
-            print(f"{m['id']}  {m['source']['path']}:{m['source']['start_line']}-{m['source']['end_line']}")
-    if not args.quiet:
-        print(f"{len(rep.kernels)} kernels from {rep.files} records ({len(rep.failures)} failed) -> {args.output_dir}")
+    for m in rep.kernels:
+        term.detail(f"{m['id']}  {m['source']['path']}:{m['source']['start_line']}-{m['source']['end_line']}")
+    term.info(f"{len(rep.kernels)} kernels from {rep.files} records ({len(rep.failures)} failed) -> {args.output_dir}")
     return 1 if rep.failures else 0

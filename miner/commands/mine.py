@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import sys
-from collections.abc import Callable, Iterator
 
 from miner.builder.toolchain import DEFAULT_ARCH
-from miner.commands._common import add_output_level, check_numbers
-from miner.errors import UsageError
+from miner.commands import options
+from miner.commands._common import add_output_level
 from miner.extract import FRONTENDS
 from miner.scale.executor import EXECUTORS
-from miner.scale.mine import MineOptions, mine
+from miner.scale.mine import mine
 
 HELP = "mine many repositories (a list file or a folder of checkouts) into one dataset, resumably"
 DESCRIPTION = """\
@@ -71,59 +68,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output_level(p, "list every failure")
 
 
-@contextlib.contextmanager
-def _progress(disable: bool) -> Iterator[Callable[[str, int], Callable[[], None]]]:
-    """One bar per stage (rich), on stderr when it is a terminal."""
-    if disable or not sys.stderr.isatty():
-        yield lambda stage, total: (lambda: None)
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("[bold]{task.description:<9}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True)) as bar:
-        def start(stage: str, total: int) -> Callable[[], None]:
-            task = bar.add_task(stage, total=total)
-            return lambda: bar.advance(task)
-
-        yield start
-
-
 def _dups(d: dict[str, int]) -> str:
     return f"; {d['exact']} exact and {d['near']} near duplicates" if d else ""
 
 
 def run(args: argparse.Namespace) -> int:
-    check_numbers(args, at_least_one=("jobs", "workers"), positive=("repo_timeout",))
-    if args.build and args.no_units:
-        raise UsageError("--build needs units: drop --no-units")
-    if args.validate and args.no_units:
-        raise UsageError("--validate needs units: drop --no-units")
-    if args.ray_address and args.executor != "ray":
-        raise UsageError("--ray-address applies to --executor ray only")
-    if args.validate and args.sandbox:
-        from miner.commands.validate import check_sandbox
-
-        check_sandbox()
-    opts = MineOptions(repos=args.repos, out_dir=args.output_dir, build=args.build, validate=args.validate,
-                       jobs=args.jobs, workers=args.workers, repo_timeout=args.repo_timeout,
-                       retry_failed=args.retry_failed, units=not args.no_units, frontend=args.frontend,
-                       license_allow=args.license_allow, executor=args.executor, ray_address=args.ray_address,
-                       arch=args.arch, nvcc=args.nvcc, cache_dir=args.cache_dir, dedupe=args.dedupe,
-                       sandbox=args.sandbox,
-                       argv=sys.argv[1:])
-    with _progress(args.quiet) as progress:
+    opts = options.mine_options(args)
+    out = options.reporter(args)
+    with out.stage_progress() as progress:
         rep = mine(opts, progress)
-    shown = rep.failures if args.verbose else rep.failures[:10]
-    for line in shown:
-        print(f"kernel-miner: error: {line}", file=sys.stderr)
-    if len(rep.failures) > len(shown):
-        print(f"kernel-miner: ... and {len(rep.failures) - len(shown)} more (-v lists all)", file=sys.stderr)
+    out.capped(rep.failures)
     for line in rep.notes:
-        print(f"kernel-miner: note: {line}", file=sys.stderr)
-    if not args.quiet:
-        out = args.output_dir if args.output_dir.endswith("/") else args.output_dir + "/"
-        resumed = f", {rep.resumed} interrupted commits finished" if rep.resumed else ""
-        print(f"{rep.repos} repos: {rep.done} done, {rep.failed} failed, {rep.skipped} skipped{resumed}; "
-              f"{rep.kernels} kernels ({rep.new_kernels} new{_dups(rep.duplicates)}) in {rep.seconds:.1f} s -> {out}")
+        out.note(line)
+    label = args.output_dir if args.output_dir.endswith("/") else args.output_dir + "/"
+    resumed = f", {rep.resumed} interrupted commits finished" if rep.resumed else ""
+    out.info(f"{rep.repos} repos: {rep.done} done, {rep.failed} failed, {rep.skipped} skipped{resumed}; "
+             f"{rep.kernels} kernels ({rep.new_kernels} new{_dups(rep.duplicates)}) in {rep.seconds:.1f} s -> {label}")
     return 1 if rep.failed else 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from miner.commands import options
 from miner.scale.report import write_report
 
 HELP = "write a self-contained HTML report of a dataset (plots and a browsable kernel table)"
@@ -24,6 +25,5 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     out, data = write_report(Path(args.dataset), Path(args.out) if args.out else None)
-    if not args.quiet:
-        print(f"{data['metas']} kernels from {len(data['per_repo'])} repositories -> {out}")
+    options.reporter(args).info(f"{data['metas']} kernels from {len(data['per_repo'])} repositories -> {out}")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from miner.commands import options
 from miner.errors import InputError, NothingToDo, UsageError
 
 HELP = "gather unit, wrapper, tests, logs and a repro.sh for every kernel that failed validation"
@@ -28,5 +29,5 @@ def run(args: argparse.Namespace) -> int:
     if not dataset.kernel_dirs(root):
         raise NothingToDo(f"{root}: no kernel folders (*/metadata.json)")
     written = triage(root, out, args.timeout)
-    print(f"{len(written)} failure(s) -> {out}")
+    options.reporter(args).result(f"{len(written)} failure(s) -> {out}")
     return 0

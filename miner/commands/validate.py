@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import signal
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from miner.commands._common import add_kernels, check_numbers, kernel_patterns
-from miner.errors import NOT_VERIFIED, InputError, NothingToDo, UsageError
+from miner.commands import options
+from miner.commands._common import add_kernels
+from miner.errors import NOT_VERIFIED, NothingToDo
+from miner.reporter import Reporter
 
 HELP = "run each kernel's tests in an isolated process and record pass/fail/crash per kernel"
 DESCRIPTION = HELP + """.
@@ -72,77 +72,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    return execute(options.validate_options(args), options.reporter(args))
+
+
+def execute(run: options.ValidateRun, rep: Reporter) -> int:
     from miner.validate.pipeline import Options, validate_dataset
 
-    root = Path(args.dir)
-    if not root.is_dir():
-        raise InputError(f"{root}: not a directory")
-    check_numbers(args, at_least_one=("jobs",), positive=("timeout",))
-    if args.sanitize and shutil.which("compute-sanitizer") is None:
-        raise UsageError("--sanitize needs compute-sanitizer on PATH")
-    if args.sandbox:
-        check_sandbox()
-    patterns = kernel_patterns(args.kernels)
-    if args.toolchain != "auto":  # read by the harness here and in every test process
-        os.environ["KM_TOOLCHAIN"] = args.toolchain
-    opts = Options(jobs=args.jobs, timeout=args.timeout, sanitize=args.sanitize, force=args.force,
-                   kernels=patterns or None, mode=args.mode, oracles=args.oracles, tests_from=args.tests_from,
-                   sandbox=args.sandbox, limits=_limits(args), mps=args.mps)
-
-    def show(kdir: Path, rec: dict[str, Any]) -> None:
-        if not args.quiet:
-            print(f"{rec['outcome']:<12} {kdir.name}  {rec.get('reason', '')}", flush=True)
-
+    if run.toolchain != "auto":  # read by the harness here and in every test process
+        os.environ["KM_TOOLCHAIN"] = run.toolchain
+    opts = Options(jobs=run.jobs, timeout=run.timeout, sanitize=run.sanitize, force=run.force,
+                   kernels=run.patterns or None, mode=run.mode, oracles=run.oracles, tests_from=run.tests_from,
+                   sandbox=run.sandbox, limits=run.limits, mps=run.mps)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        summary = validate_dataset(root, opts, on_result=show)
+        summary = validate_dataset(run.root, opts, rep)
     except KeyboardInterrupt:
-        print("kernel-miner: error: interrupted; results recorded so far are kept", file=sys.stderr)
+        rep.error("interrupted; results recorded so far are kept")
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
     if not summary["selected"]:
-        raise NothingToDo(f"{root}: no kernel folders (*/metadata.json)" +
-                         (" match --kernels" if patterns else ""))
+        raise NothingToDo(f"{run.root}: no kernel folders (*/metadata.json)" +
+                          (" match --kernels" if run.patterns else ""))
     counts = Counter(r["outcome"] for r in summary["results"].values())
     parts = [f"{n} {k}" for k, n in sorted(counts.items())]
     if summary["cached"]:
         parts.append(f"{summary['cached']} already validated")
-    print(f"{summary['selected']} kernels: {', '.join(parts)} -> {root}")
-    return _exit_code(counts)
+    rep.result(f"{summary['selected']} kernels: {', '.join(parts)} -> {run.root}")
+    return _exit_code(counts, rep)
 
 
-def _exit_code(counts: Counter[str]) -> int:
+def _exit_code(counts: Counter[str], rep: Reporter) -> int:
     """1 when any kernel failed; else 7 (with a line saying so) when any kernel skipped; else 0."""
     from miner.validate.pipeline import failing
 
     if any(failing(outcome) for outcome in counts):
         return 1
     if counts.get("skipped"):
-        print(f"not verified: {counts['skipped']} kernel(s) skipped, their tests did not run (no CUDA GPU, or "
-              f"no tests); exit code {EXIT_NOT_VERIFIED}, not 0")
+        rep.result(f"not verified: {counts['skipped']} kernel(s) skipped, their tests did not run (no CUDA GPU, or "
+                   f"no tests); exit code {EXIT_NOT_VERIFIED}, not 0")
         return EXIT_NOT_VERIFIED
     return 0
-
-
-def _limits(args: argparse.Namespace) -> dict[str, int]:
-    gib = 1 << 30
-    out = {"file_bytes": int(args.file_limit * gib), "processes": args.process_limit}
-    if args.memory_limit is not None:
-        out["memory_bytes"] = int(args.memory_limit * gib)
-    if min(out.values()) <= 0:
-        raise UsageError("--memory-limit, --file-limit and --process-limit must be positive")
-    return out
-
-
-def check_sandbox() -> None:
-    from miner.sandbox import unavailable
-
-    why = unavailable()
-    if why:
-        raise UsageError(f"cannot build the test sandbox here ({why}); it needs Linux with unprivileged "
-                         "user namespaces and mount_setattr (5.12+). --no-sandbox runs the tests with your "
-                         "own rights")
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from miner.builder import find_nvcc
-from miner.commands._common import add_kernels, add_output_level, check_numbers, kernel_patterns
+from miner.commands import options
+from miner.commands._common import add_kernels, add_output_level
 from miner.errors import NothingToDo, UsageError
-from miner.progress import progress_bar
+from miner.reporter import Reporter
 from miner.verify.driver import DEFAULT_TIMEOUT, STATUSES, VerifyOptions, VerifyReport, verify_dataset
 
 HELP = "compare each built unit's PTX with the original translation unit's (no GPU needed)"
@@ -53,21 +53,6 @@ def add_verify_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument(f"--{prefix}force", action="store_true", help="ignore cached PTX and compile again")
 
 
-def options(args: argparse.Namespace, prefix: str = "") -> VerifyOptions:
-    get = lambda name: getattr(args, prefix + name)  # noqa: E731
-    if get("sample") is not None and get("sample") < 1:
-        raise UsageError(f"--{prefix.replace('_', '-')}sample must be at least 1")
-    if not get("timeout") > 0:
-        raise UsageError(f"--{prefix.replace('_', '-')}timeout must be positive")
-    source = get("source")
-    if source is not None and not Path(source).is_dir():
-        raise UsageError(f"{source}: --{prefix.replace('_', '-')}source is not a directory")
-    return VerifyOptions(jobs=args.jobs, timeout=get("timeout"), sample=get("sample"),
-                         source=Path(source).resolve() if source else None,
-                         cache_dir=Path(get("cache_dir")) if get("cache_dir") else None, force=get("force"),
-                         extra_flags=list(getattr(args, "nvcc_flag", []) or []))
-
-
 def summary(rep: VerifyReport) -> str:
     ctx = f" ({rep.context_identical} identical beside the original's other instantiations)"
 
@@ -80,19 +65,14 @@ def summary(rep: VerifyReport) -> str:
             f"{rep.nvcc_calls} nvcc calls, {rep.cached} cached, in {rep.seconds:.1f} s")
 
 
-def report(rep: VerifyReport, verbose: bool, quiet: bool) -> None:
-    shown = rep.notes if verbose else rep.notes[:10]
-    for line in shown:
-        print(f"kernel-miner: verify: {line}", file=sys.stderr)
-    if len(rep.notes) > len(shown):
-        print(f"kernel-miner: ... and {len(rep.notes) - len(shown)} more (-v lists all)", file=sys.stderr)
-    if not quiet:
-        print(summary(rep))
+def report(res: VerifyReport, rep: Reporter) -> None:
+    rep.capped(res.notes, "verify")
+    rep.info(summary(res))
 
 
-def verify(dataset: Path, opts: VerifyOptions, nvcc: str, selectors: list[str], quiet: bool) -> VerifyReport:
+def verify(dataset: Path, opts: VerifyOptions, nvcc: str, selectors: list[str], rep: Reporter) -> VerifyReport:
     try:
-        with progress_bar("verifying", disable=quiet) as progress:
+        with rep.progress("verifying") as progress:
             return verify_dataset(dataset, opts, nvcc, selectors, progress)
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
@@ -100,14 +80,10 @@ def verify(dataset: Path, opts: VerifyOptions, nvcc: str, selectors: list[str], 
 
 
 def run(args: argparse.Namespace) -> int:
-    out_dir = Path(args.dataset)
-    if not out_dir.is_dir():
-        raise UsageError(f"{args.dataset}: not a dataset directory")
-    check_numbers(args, at_least_one=("jobs",))
-    opts = options(args)
-    nvcc = find_nvcc(args.nvcc)
-    rep = verify(out_dir, opts, nvcc, kernel_patterns(args.kernels), args.quiet)
-    if rep.instantiations == 0:
+    run = options.verify_options(args)
+    rep = options.reporter(args)
+    res = verify(run.dataset, run.opts, find_nvcc(run.nvcc), run.selectors, rep)
+    if res.instantiations == 0:
         raise NothingToDo(f"{args.dataset}: no built instantiations to verify (run `kernel-miner build` first)")
-    report(rep, args.verbose, args.quiet)
-    return 0 if rep.counts["identical"] == rep.verified else 1
+    report(res, rep)
+    return 0 if res.counts["identical"] == res.verified else 1

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +22,7 @@ from miner.enrich.stages.base import RunContext, StageFailure, read_json
 from miner.enrich.stages.describe import run_describe
 from miner.enrich.stages.tests import run_tests_stage
 from miner.errors import InputError, UsageError
+from miner.reporter import Reporter
 
 SUMMARY_FILE = "enrich_run.json"
 
@@ -108,14 +107,16 @@ def _prompt_meta(meta: dict[str, Any]) -> dict[str, Any]:
             if k in meta}
 
 
-def run_enrich(root: Path, cfg: EnrichConfig, log: Callable[[str], None] | None = None) -> RunSummary:
+def run_enrich(root: Path, cfg: EnrichConfig, reporter: Reporter | None = None) -> RunSummary:
+    """Enrich every selected kernel; progress lines (redacted) go to `reporter` (default: stderr)."""
     if not root.is_dir():
         raise InputError(f"{root}: not a directory")
     kernels = dataset.select_kernels(root, cfg.kernels, required=True)
     redactor = Redactor(cfg.api_key)
+    out = reporter or Reporter()
 
     def say(msg: str) -> None:
-        (log or (lambda m: print(m, file=sys.stderr)))(redactor.text(msg))
+        out.message(redactor.text(msg))
 
     budget = Budget(cfg.max_requests, cfg.max_tokens)
     client = LLMClient(cfg, ResponseCache(root / ".cache" / "llm"), budget, redactor)

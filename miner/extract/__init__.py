@@ -2,7 +2,9 @@
 
 Modules, one job each:
   options    `ExtractOptions` (what the command takes), `ExtractReport` (what it gives back)
-  pipeline   `extract`: discover, parse, write each kernel's folder and the index
+  pipeline   `extract`: Triton and CUDA/HIP inputs, then the CUDA/HIP stages
+  stages     those stages as a named list with gates over one context (`STAGES`, `CudaRun`): discover,
+             project context, configure, parse, hip variants, write; `--no-units` is the `units` gate
   parse      translation units parsed in worker processes through the parse cache, tree-sitter beside
              them, kernels of inactive #if branches parsed again in their configuration
   unit_data  the workers' closures, launches and explicit instantiations merged across translation units

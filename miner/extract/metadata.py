@@ -25,6 +25,11 @@ def _rel(path: str, root: str) -> str:
     return os.path.relpath(path, root) if path.startswith(root + os.sep) else path
 
 
+def _rel_dir(path: str, root: str) -> str:
+    """A dir relative to root, with `..` where it lies beside it; absolute only on another tree."""
+    return os.path.relpath(path, root) if os.path.commonpath([path, root]) != os.sep else path
+
+
 def _project_flags(files: list[SourceFile], graph: include_graph.IncludeGraph, per_file: dict[str, list[str]],
                    project: str | None, roots: list[str]) -> dict[str, dict[str, Any]]:
     """Per source file, the nvcc flags its project's build gives it (metadata `build_flags`): the build
@@ -92,7 +97,9 @@ def _metadata(k: Kernel, text: bytes, origin: Origin, kid: str, tu: str | None,
             "translation_unit": _rel(tu, origin.root) if tu else None,
             "defines": [f"__CUDA_ARCH__={config.cuda_arch}", "__NVCC__",
                         *dict.fromkeys([*config.defines, *_file_defines(config, tu), *k.defines])],
-            "include_dirs": [_rel(d, origin.root) for d in config.include_dirs if d.startswith(origin.root)],
+            # Every dir, also those outside the input root (a project's shared `Common/` beside the mined
+            # subfolder, found through --project): verify compiles the original with them.
+            "include_dirs": [_rel_dir(d, origin.root) for d in config.include_dirs],
             # Where source.path and the paths above are relative to, for `verify` to find the original.
             "root": origin.root,
         },

@@ -3,9 +3,9 @@ what the preprocessor hid), and kernels of inactive #if branches parsed again in
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
-import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import replace
@@ -71,8 +71,10 @@ def _overlaps(a: Kernel, b: Kernel) -> bool:
 def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_graph.IncludeGraph,
                opts: ExtractOptions, report: ExtractReport,
                progress: Callable[[int], Callable[[], None]], units: UnitData,
-               extra: list[SourceFile] = (), cache: ParseCache | None = None) -> tuple[list[Kernel], dict[str, str]]:
-    """Kernels from every file, and for each kernel file the translation unit that parsed it."""
+               extra: list[SourceFile] = (), cache: ParseCache | None = None, pch_folder: str = ""
+               ) -> tuple[list[Kernel], dict[str, str], ParseConfig]:
+    """Kernels from every file, for each kernel file the translation unit that parsed it, and the parse
+    configuration used (with the precompiled prefix, built under `pch_folder`, where one was built)."""
     kernel_files = {f.path: f for f in files if f.has_kernel}
     inputs = {f.path for f in files}
     found: dict[tuple[str, int], Kernel] = {}
@@ -84,7 +86,6 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
             raise UsageError("libclang is not available: install the 'libclang' package or use --frontend treesitter")
         report.notes.append("libclang is not available: using tree-sitter for every file")
         use_clang = False
-    pch_dir = tempfile.TemporaryDirectory(prefix="km-pch-") if use_clang else None
     if use_clang:
         names = context.kernel_names(files)
         # Translation units that name a kernel and call a launch API without including its file.
@@ -113,7 +114,7 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
             if todo:
                 if not pch_config:
                     pch_config.append(_with_torch_pch(plain_config, [*files, *extra],
-                                                      {r: reach[r] for r in todo}, pch_dir.name))
+                                                      {r: reach[r] for r in todo}, pch_folder))
                 fresh = _run_clang(todo, pch_config[0], inputs, opts.jobs, opts.units, tick)
                 for res in fresh:
                     if cache is not None and not res.error:
@@ -163,34 +164,85 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                 report.failures.append(f"{path}: syntax errors, partial results")
     if use_clang:
         kernels = _variant_parses(kernels, kernel_files, config, tu_of, units,
-                                  _cached_parse(cache, graph, data, inputs, opts.units, reach))
-    if pch_dir is not None:
-        pch_dir.cleanup()
+                                  _cached_parse(cache, graph, data, inputs, opts.units, reach, opts.jobs))
     kernels.sort(key=lambda k: (k.path, k.start_offset))
-    return kernels, tu_of
+    return kernels, tu_of, config
 
 
 def _cached_parse(cache: ParseCache | None, graph: include_graph.IncludeGraph, data: dict[str, bytes],
-                  inputs: set[str], units: bool, reach: dict[str, set[str]] | None = None
-                  ) -> Callable[[str, ParseConfig], clang_frontend.ParseResult]:
+                  inputs: set[str], units: bool, reach: dict[str, set[str]] | None = None, jobs: int = 1
+                  ) -> CachedParse:
     """One translation unit parsed in another configuration (a kernel's inactive #if branch, the HIP
     guards), through the parse cache: on a rerun these parses were most of the time left."""
-    reach = {} if reach is None else reach
+    return CachedParse(cache, graph, data, inputs, units, {} if reach is None else reach, jobs)
 
-    def parse(tu: str, variant: ParseConfig) -> clang_frontend.ParseResult:
-        if tu not in reach:
-            reach[tu] = graph.closure(tu)
-        key = (cache.key(tu, clang_args(variant, tu), units, reach[tu], data, inputs, variant.context)
-               if cache is not None else "")
-        hit = cache.load(key) if cache is not None else None
+
+class CachedParse:
+    """`parse(tu, variant)` through the parse cache; `prefetch` runs the misses of a known list of such
+    parses in the worker pool first (they ran one after another in the main process, after the pool:
+    on two cores the HIP configuration's parses were a serial tail of the run)."""
+
+    def __init__(self, cache: ParseCache | None, graph: include_graph.IncludeGraph, data: dict[str, bytes],
+                 inputs: set[str], units: bool, reach: dict[str, set[str]], jobs: int) -> None:
+        self.cache, self.graph, self.data, self.inputs, self.units = cache, graph, data, inputs, units
+        self.reach, self.jobs = reach, jobs
+        self._ready: dict[tuple[str, str], clang_frontend.ParseResult] = {}  # prefetched, by (tu, key)
+        self._missed: set[tuple[str, str]] = set()  # looked up by prefetch already: not counted twice
+
+    def _key(self, tu: str, variant: ParseConfig) -> str:
+        if tu not in self.reach:
+            self.reach[tu] = self.graph.closure(tu)
+        # Keyed like the main parses, without the precompiled prefix: it changes the cost, not the result
+        # (and its path is a fresh temporary folder each run).
+        plain = replace(variant, torch_pch=None)
+        return (self.cache.key(tu, clang_args(plain, tu), self.units, self.reach[tu], self.data, self.inputs,
+                               variant.context) if self.cache is not None else json.dumps(clang_args(plain, tu)))
+
+    def __call__(self, tu: str, variant: ParseConfig) -> clang_frontend.ParseResult:
+        key = self._key(tu, variant)
+        ready = self._ready.pop((tu, key), None)
+        if ready is not None:
+            return ready
+        hit = (self.cache.load(key) if self.cache is not None and (tu, key) not in self._missed else None)
         if hit is not None:
             return hit
-        res = clang_frontend.parse(tu, variant, inputs, analyse=_analysis(units))
-        if cache is not None and not res.error:
-            cache.store(key, res)
+        self._missed.discard((tu, key))
+        res = _parse_variant((tu, variant, self.inputs, self.units))
+        if self.cache is not None and not res.error:
+            self.cache.store(key, res)
         return res
 
-    return parse
+    def prefetch(self, parses: list[tuple[str, ParseConfig]]) -> None:
+        """Parse these now, the cache's misses in parallel; `__call__` then hands each result out once."""
+        todo = []
+        for tu, variant in parses:
+            key = self._key(tu, variant)
+            if (tu, key) in self._ready or (tu, key) in self._missed:
+                continue
+            hit = self.cache.load(key) if self.cache is not None else None
+            if hit is not None:
+                self._ready[(tu, key)] = hit
+            else:
+                self._missed.add((tu, key))
+                todo.append((tu, key, variant))
+        if len(todo) < 2 or self.jobs < 2:
+            return  # nothing to overlap: __call__ parses it
+        jobs = [(tu, variant, self.inputs, self.units) for tu, _key, variant in todo]
+        with mp.get_context("fork").Pool(min(self.jobs, len(todo))) as pool:
+            results = pool.map(_parse_variant, jobs, chunksize=1)
+        for (tu, key, _variant), res in zip(todo, results, strict=True):
+            if self.cache is not None and not res.error:
+                self.cache.store(key, res)
+            self._missed.discard((tu, key))
+            self._ready[(tu, key)] = res
+
+
+def _parse_variant(job: tuple[str, ParseConfig, set[str], bool]) -> clang_frontend.ParseResult:
+    tu, variant, inputs, units = job
+    res = clang_frontend.parse(tu, variant, inputs, analyse=_analysis(units))
+    if res.error and variant.torch_pch:  # the prefix refused (it should not): the plain stub
+        res = clang_frontend.parse(tu, replace(variant, torch_pch=None), inputs, analyse=_analysis(units))
+    return res
 
 
 def _with_torch_pch(config: ParseConfig, files: list[SourceFile], reach: dict[str, set[str]],
@@ -225,8 +277,10 @@ def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], 
     if not groups:
         return kernels
     swap: dict[int, Kernel] = {}
-    for (tu, defines), wanted in sorted(groups.items()):
-        variant = replace(config, defines=[*config.defines, *defines], torch_pch=None)
+    planned = [(tu, pch.with_defines(config, list(defines))) for (tu, defines) in sorted(groups)]
+    if isinstance(parse, CachedParse):
+        parse.prefetch(planned)
+    for ((tu, defines), wanted), (_tu, variant) in zip(sorted(groups.items()), planned, strict=True):
         res = parse(tu, variant)  # through the parse cache
         if res.error:
             continue

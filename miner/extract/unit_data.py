@@ -39,8 +39,11 @@ class UnitData:
     def _add_launch(self, key: KernelKey, launch: Launch) -> None:
         lst = self.launches.setdefault(key, [])
         sig = _launch_key(launch)
-        if all(_launch_key(x) != sig for x in lst):
+        same = next((x for x in lst if _launch_key(x) == sig), None)
+        if same is None:
             lst.append(launch)
+        else:
+            _merge_host_args(same, launch)
 
     def match_declared(self, kernels: list[Kernel]) -> None:
         """Launches of a kernel re-declared in another translation unit (`void K(const P p);` in a host
@@ -69,6 +72,22 @@ def _type_key(text: str) -> str:
     """A parameter type compared across translation units: qualifiers that do not change the call (a
     by-value `const`, `__restrict__`), elaborated keywords and namespace prefixes left out."""
     return "".join(_QUALIFIERS.sub(" ", text).split())
+
+
+def _merge_host_args(first: Launch, other: Launch) -> None:
+    """The same launch in a header seen from another translation unit: a host template is instantiated
+    per TU (`dispatch_softmax<Half, float>(...)` in one .cu, nothing in another that includes the same
+    header), so the instantiations of every TU count, and real ones replace defaulted ones."""
+    new = [a for a in other.host_template_args or [] if a]
+    if new and not other.host_defaulted:
+        if first.host_defaulted or not first.host_template_args:
+            first.host_template_args, first.host_defaulted = [], False
+        for args in new:
+            if args not in first.host_template_args:
+                first.host_template_args.append(args)
+    for args in other.dispatch_args or []:
+        if args not in first.dispatch_args:
+            first.dispatch_args.append(args)
 
 
 def _launch_key(launch: Launch) -> tuple[Any, ...]:

@@ -27,6 +27,9 @@ from miner.frontends.model import Kernel
 try:
     import clang.cindex as ci
 
+    from miner.frontends import cindex_speed
+
+    cindex_speed.install()
     K = ci.CursorKind
     _OPTIONS = (
         0x200  # CXTranslationUnit_KeepGoing; no detailed record: its macro cursors triple the walk
@@ -211,15 +214,42 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
     if not AVAILABLE:
         result.error = "libclang is not available"
         return result
-    index = index or ci.Index.create()
+    args = clang_args(config, path)
+    # Through a precompiled prefix, an index that leaves the prefix's declarations and macros out of the
+    # walks: they are never walked into anyway (not input files), but listing them cost more than the parse.
+    local_only = "-include-pch" in args
+    index = _local_index() if local_only else (index or ci.Index.create())
     try:
         # Units need the preprocessing record: it tells which #defines sit in skipped #if branches.
         unsaved = [(f, t) for f in sorted(inputs | {path}) if (t := _joined_chevrons(f)) is not None]
-        tu = index.parse(path, args=clang_args(config, path), options=_OPTIONS | (0x1 if with_units else 0),
+        tu = index.parse(path, args=args, options=_OPTIONS | (0x1 if with_units else 0),
                          unsaved_files=unsaved or None)
     except ci.TranslationUnitLoadError as exc:
         result.error = f"libclang could not parse the file: {exc}"
         return result
+    cindex_speed.hold_top_level(tu, local_only)
+    try:
+        return _walk(tu, path, config, inputs, analyse, result)
+    finally:
+        cindex_speed.release(tu)
+
+
+_LOCAL_INDEX: dict[int, ci.Index] = {}
+
+
+def _local_index() -> ci.Index:
+    """This process's index that excludes declarations from precompiled headers (one per process: the
+    parse workers are forked)."""
+    pid = os.getpid()
+    if pid not in _LOCAL_INDEX:
+        _LOCAL_INDEX.clear()
+        _LOCAL_INDEX[pid] = ci.Index.create(excludeDecls=True)
+    return _LOCAL_INDEX[pid]
+
+
+def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[str], analyse: Analysis | None,
+          result: ParseResult) -> ParseResult:
+    with_units = analyse is not None
     sources = _Sources()
     diag_cache: dict[str, dict] = {}
     norm = _Normalizer()

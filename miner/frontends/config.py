@@ -88,28 +88,47 @@ def clang_args(config: ParseConfig, path: str, prefix: bool = True) -> list[str]
 
 
 _FRAMEWORK_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]((?:ATen|c10|torch|THC)/[\w./-]+)[>"]', re.M)
+# libcu++'s standard headers (`<cuda/std/type_traits>`): the parse has no toolkit include dir, and without
+# `::cuda::std::enable_if` a project template constrained by it (`template <class T, typename
+# ::cuda::std::enable_if<...>::type = 0> void copy(...)`) is dropped from the AST with every call to it.
+_LIBCUXX_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"](cuda/std/([a-z_]+))[>"]', re.M)
+_LIBCUXX_STD = frozenset("""
+    algorithm array atomic bit cassert cfloat chrono climits cmath complex concepts cstddef cstdint cstdlib cstring
+    functional initializer_list iterator limits numeric optional ratio span tuple type_traits utility variant
+""".split())
 
 
 def framework_overlay(texts: list[bytes]) -> str | None:
     """A folder of stand-ins for the torch headers (`ATen/Dispatch_v2.h`, ...) the sources include and the
-    shims lack, each including the torch parse shim. clang stops a translation unit at an include it cannot
-    find, so one missing framework header used to lose every kernel and launch after it. The folder is
-    shared across runs (same content for the same name), so parse-cache keys stay stable."""
+    shims lack, each including the torch parse shim, and for libcu++'s `<cuda/std/X>`. clang stops a
+    translation unit at an include it cannot find, so one missing framework header used to lose every kernel
+    and launch after it. The folder is shared across runs (same content for the same name), so parse-cache
+    keys stay stable."""
     shims = stub_dir() / "shims"
-    wanted = sorted({m.group(1).decode() for t in texts for m in _FRAMEWORK_INCLUDE.finditer(t)
-                     if not (shims / m.group(1).decode()).is_file()})
+    wanted = {m.group(1).decode(): _TORCH_STAND_IN for t in texts for m in _FRAMEWORK_INCLUDE.finditer(t)
+              if not (shims / m.group(1).decode()).is_file()}
+    # CCCL headers are not parsed (the real ones cost seconds per file) but the unit includes them. A stand-in
+    # that declares their namespaces keeps `namespace my_cub = cub;` a valid alias the closure can carry;
+    # unfound, the alias was dropped and every `my_cub::BlockLoad<...>` in the unit undefined.
+    cccl = _CCCL_STAND_IN + "".join(f"#ifndef {n}\n#define {n} {v}\n#endif\n" for n, v in _cccl_versions())
+    wanted.update({m.group(1).decode(): cccl for t in texts for m in _CCCL_INCLUDE.finditer(t)
+                   if not (shims / m.group(1).decode()).is_file()})
+    # libcu++'s mirror of a standard header: that header, its names seen through `cuda::std` (units keep the
+    # real `<cuda/std/...>` include: it is a toolkit header).
+    wanted.update({m.group(1).decode(): cccl + f"#include <{m.group(2).decode()}>\n"
+                   "namespace cuda { namespace std { using namespace ::std; } }\n"
+                   for t in texts for m in _LIBCUXX_INCLUDE.finditer(t)
+                   if m.group(2).decode() in _LIBCUXX_STD and not (shims / m.group(1).decode()).is_file()})
     if not wanted:
         return None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     root = Path(base) / "kernel-miner" / "framework-shims"
-    body = "/* kernel-miner parse stand-in: a torch header the parse shims do not model. */\n" \
-           "#include <km_torch_parse.h>\n"
     try:
-        for rel in wanted:
+        for rel, body in sorted(wanted.items()):
             if ".." in Path(rel).parts:
                 continue
             dst = root / rel
-            if dst.is_file():
+            if dst.is_file() and dst.read_text(encoding="utf-8", errors="replace") == body:
                 continue
             dst.parent.mkdir(parents=True, exist_ok=True)
             tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
@@ -118,3 +137,36 @@ def framework_overlay(texts: list[bytes]) -> str | None:
     except OSError:
         return None
     return str(root)
+
+
+_TORCH_STAND_IN = "/* kernel-miner parse stand-in: a torch header the parse shims do not model. */\n" \
+                  "#include <km_torch_parse.h>\n"
+_CCCL_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*<((?:cub|thrust|cuda)/[\w./-]+)>', re.M)
+_CCCL_VERSION_FILES = {"CCCL_VERSION": "cuda/std/__cccl/version.h", "CUB_VERSION": "cub/version.cuh",
+                       "THRUST_VERSION": "thrust/version.h"}
+
+
+@functools.cache
+def _cccl_versions() -> tuple[tuple[str, str], ...]:
+    """The installed toolkit's CCCL version macros (`CCCL_VERSION 3000001`): code picks its reduction functors
+    by them (`#if CCCL_VERSION >= 2008002` cuda::maximum<>, else cub::Max, which CCCL 3 removed), so the parse
+    must see the toolkit's values, not none. Empty without nvcc."""
+    from miner import cuda_libs  # lazy: only runs that stand in for CCCL headers ask nvcc
+
+    nvcc = shutil.which("nvcc")
+    dirs = cuda_libs.toolkit_include_dirs(nvcc) if nvcc else ()
+    out = []
+    for name, rel in _CCCL_VERSION_FILES.items():
+        for d in dirs:
+            f = Path(d) / rel
+            text = f.read_text(encoding="utf-8", errors="replace") if f.is_file() else ""
+            m = re.search(rf"^[ \t]*#[ \t]*define[ \t]+{name}[ \t]+(\d+)", text, re.M)
+            if m:
+                out.append((name, m.group(1)))
+                break
+    return tuple(out)
+
+
+_CCCL_STAND_IN = "/* kernel-miner parse stand-in: a CUDA core library header (CCCL), not parsed; units include " \
+                 "the real one. */\n#pragma once\nnamespace cub {}\nnamespace thrust {}\nnamespace cuda { " \
+                 "namespace std {} }\n"

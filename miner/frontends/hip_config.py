@@ -17,8 +17,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from miner.frontends import pch
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -88,9 +90,12 @@ def variants(files: list[SourceFile], extra: list[SourceFile], graph: IncludeGra
         if names:
             groups.setdefault((tu, tuple(names)), []).append(k)
     out: list[Variant] = []
-    for (tu, names), wanted in sorted(groups.items()):
+    planned = [(tu, pch.with_defines(config, [n for n in names if n not in config.defines]))
+               for tu, names in sorted(groups)]
+    if hasattr(parse, "prefetch"):  # the pipeline's cached parse runs them in its worker pool first
+        parse.prefetch(planned)
+    for ((tu, names), wanted), (_tu, cfg) in zip(sorted(groups.items()), planned, strict=True):
         defines = [n for n in names if n not in config.defines]
-        cfg = replace(config, defines=[*config.defines, *defines], torch_pch=None)
         res = parse(tu, cfg)
         if res.error:
             continue

@@ -6,12 +6,16 @@ file was most of the extract time on torch repos. It is built once per run with 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+from dataclasses import replace
 
 from miner.frontends.config import ParseConfig, clang_args, stub_dir
 
 _TORCH_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"](ATen|torch|c10|THC)/', re.M)
+# Files each prefix built in this process was read from (the stub, the shims, the C++ headers they pull in).
+_PREFIX_FILES: dict[str, tuple[str, ...]] = {}
 
 
 def includes_torch(data: bytes) -> bool:
@@ -36,7 +40,36 @@ def build(config: ParseConfig, folder: str) -> str | None:
                                      options=0x200 | 0x10 | 0x1)
         if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
             return None
+        files = {prefix} | {inc.include.name for inc in tu.get_includes()}
         tu.save(out)
     except (ci.TranslationUnitLoadError, ci.TranslationUnitSaveError, OSError):
         return None
+    _PREFIX_FILES[out] = tuple(sorted(files))
     return out
+
+
+def with_defines(config: ParseConfig, defines: list[str]) -> ParseConfig:
+    """`config` with `defines` added (a kernel's inactive #if branch, a project's HIP guards), keeping the
+    precompiled prefix where it would come out the same: no file it was built from names one of them.
+    Those parses used to go without the prefix, each paying the whole torch shim again."""
+    names = {d.partition("=")[0] for d in defines}
+    keep = bool(config.torch_pch) and not any(_prefix_names(config.torch_pch, name) for name in sorted(names))
+    return replace(config, defines=[*config.defines, *defines], torch_pch=config.torch_pch if keep else None)
+
+
+@functools.cache
+def _prefix_names(pch: str, name: str) -> bool:
+    """Whether `name` occurs as a word in a file the prefix `pch` was built from (True when unknown)."""
+    files = _PREFIX_FILES.get(pch)
+    if files is None or not name:
+        return True
+    word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name.encode()) + rb"(?![A-Za-z0-9_])")
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return True
+        if name.encode() in data and word.search(data):
+            return True
+    return False

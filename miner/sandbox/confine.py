@@ -10,6 +10,10 @@ exits, so the caller's parent sees the same exit status and can kill the whole t
 group; PID 1 exits when the test process does, and the kernel then kills all that is left inside.
 Device nodes (/dev/nvidia*, /dev/kfd, /dev/dri) stay reachable: writes to a character device are
 not writes to the read-only file system.
+
+`confine` runs these public steps in order: `enter_namespaces()`, `mount_filesystems(work, policy)` (which
+calls `hide_path` per hidden path), then in the PID namespace's child `own_proc(policy)` and `limits(policy)`;
+scripts/sandbox_gpu_probe.py runs them one by one to find the step that breaks a GPU driver.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ class SandboxUnavailable(RuntimeError):
     """This machine cannot build the sandbox (no unprivileged user namespaces, old kernel...)."""
 
 
-def _enter_namespaces() -> None:
+def enter_namespaces() -> None:
     uid, gid = os.getuid(), os.getgid()
     linux.unshare(NAMESPACES)
     linux.write_file("/proc/self/setgroups", "deny")
@@ -65,7 +69,7 @@ def _hidden_paths(work: str, policy: Policy) -> list[str]:
     return paths
 
 
-def _hide(path: str) -> None:
+def hide_path(path: str) -> None:
     if os.path.islink(path) or not os.path.exists(path):
         return
     if os.path.isdir(path):
@@ -74,13 +78,13 @@ def _hide(path: str) -> None:
         linux.mount("/dev/null", path, None, linux.MS_BIND)
 
 
-def _mounts(work: str, policy: Policy) -> None:
+def mount_filesystems(work: str, policy: Policy) -> None:
     linux.mount(work, work, None, linux.MS_BIND | linux.MS_REC)
     if os.path.isdir("/dev/shm"):
         linux.mount("tmpfs", "/dev/shm", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV,
                     f"size={max(1 << 20, policy.shm_bytes)},mode=1777")
     for path in _hidden_paths(work, policy):
-        _hide(path)
+        hide_path(path)
     linux.set_readonly("/", True, recursive=True)
     linux.set_readonly(work, False, recursive=False)
     if os.path.isdir("/dev/shm"):
@@ -94,7 +98,7 @@ def _mounts(work: str, policy: Policy) -> None:
 PROC_READONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs")
 
 
-def _own_proc(policy: Policy) -> None:
+def own_proc(policy: Policy) -> None:
     flags = linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC
     linux.mount("proc", "/proc", "proc", flags)
     if policy.processes:
@@ -186,8 +190,8 @@ def confine(work: str | os.PathLike[str], policy: Policy) -> None:
         pass  # already a session leader (started with start_new_session)
     linux.die_with_parent()
     try:
-        _enter_namespaces()
-        _mounts(work, policy)
+        enter_namespaces()
+        mount_filesystems(work, policy)
     except OSError as exc:
         raise SandboxUnavailable(str(exc)) from exc
     r, w = os.pipe()
@@ -202,7 +206,7 @@ def confine(work: str | os.PathLike[str], policy: Policy) -> None:
         _init(pid, w)
     os.close(w)
     linux.die_with_parent()
-    _own_proc(policy)
+    own_proc(policy)
     limits(policy)
     linux.drop_capabilities()
     for sub in ("home", "tmp"):
@@ -228,8 +232,8 @@ def unavailable() -> str | None:
         return _PROBED
     def build(work: str) -> str:
         try:
-            _enter_namespaces()
-            _mounts(work, Policy())
+            enter_namespaces()
+            mount_filesystems(work, Policy())
         except BaseException as exc:  # noqa: BLE001 - reported to the parent, whatever it is
             return str(exc)[:500] or type(exc).__name__
         return ""

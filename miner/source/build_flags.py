@@ -18,10 +18,15 @@ Kept (a white list; nothing else can leak into a unit's command line): `-std=c++
 output, arch, include and optimisation flags say nothing about the code's meaning. The build files are
 read as text, not run: a flag counts wherever it is written (a `win32` branch included), and where
 several `-std` are written the newest wins (the same code built as C++20 and C++17 is C++20 code).
+One exception: a script that builds several extensions (`CUDAExtension(name=..., sources=[...],
+extra_compile_args=...)` each) gives a file the flags of the extensions whose sources name it; the
+string literals of the others are left out (one extension's `-U__CUDA_NO_HALF_OPERATORS__` changed the
+meaning of `Half < Half` in another's kernels). Where no extension names the file, all count.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import io
 import os
@@ -79,21 +84,57 @@ def normal(flag: str) -> str:
     return f
 
 
-def _python_strings(text: str) -> str:
-    """The string literals of a Python file (comments and code left out), one a line."""
+Span = tuple[tuple[int, int], tuple[int, int]]  # (line, column) of a call's start and end
+
+
+def _python_strings(text: str, skip: list[Span] | None = None) -> str:
+    """The string literals of a Python file (comments and code left out), one a line; none from `skip`."""
     try:
         toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return text
     kinds = {tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING)}
-    return "\n".join(t.string for t in toks if t.type in kinds)
+    return "\n".join(t.string for t in toks if t.type in kinds and not any(a <= t.start < b for a, b in skip or ()))
 
 
-def _from_python(text: str) -> list[str] | None:
-    """Flags of a Python build script that builds a torch extension (None: not one)."""
+_EXTENSION_CALLS = {"CUDAExtension", "CppExtension", "load", "load_inline"}
+
+
+def _names_file(s: str, rel: str) -> bool:
+    """A source path written in a build script (`csrc/k.cu`, `k.cu` joined to a folder, an f-string's
+    `/csrc/k.cu`) that is the file at `rel` (relative to the script's folder)."""
+    s = s.strip().replace("\\", "/").lstrip("./")
+    return bool(s) and (rel == s or rel.endswith("/" + s) or s == os.path.basename(rel))
+
+
+def _other_extensions(text: str, rel: str) -> list[Span]:
+    """The spans of the extension calls whose sources do not name `rel`, when at least one does; else
+    none (sources gathered by glob or a variable: every extension's flags may be the file's)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    mine: list[Span] = []
+    other: list[Span] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or node.end_lineno is None or node.end_col_offset is None:
+            continue
+        f = node.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+        if name not in _EXTENSION_CALLS:
+            continue
+        span = ((node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset))
+        strings = [c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+        (mine if any(_names_file(s, rel) for s in strings) else other).append(span)
+    return other if mine else []
+
+
+def _from_python(text: str, rel: str = "") -> list[str] | None:
+    """Flags of a Python build script that builds a torch extension (None: not one), for the file at
+    `rel` (relative to the script's folder)."""
     if not _PY_TORCH.search(text):
         return None
-    code = _python_strings(text)
+    code = _python_strings(text, _other_extensions(text, rel) if rel else [])
     return [*TORCH_NVCC_FLAGS, *(normal(m.group(1)) for m in _PY_FLAG.finditer(code))]
 
 
@@ -111,8 +152,9 @@ def _from_cmake(text: str) -> list[str]:
 
 
 @functools.cache
-def _folder_flags(folder: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """(flags, build files read) of one folder, None when it holds no build file."""
+def _folder_flags(folder: str, rel: str = "") -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(flags, build files read) of one folder for the source at `rel` below it, None when it holds no
+    build file."""
     try:
         names = sorted(os.listdir(folder))
     except OSError:
@@ -124,7 +166,7 @@ def _folder_flags(folder: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None
         if name == "CMakeLists.txt" or name.endswith(".cmake"):
             got: list[str] | None = _from_cmake(_read(path))
         elif _BUILD_PY.match(name):
-            got = _from_python(_read(path))
+            got = _from_python(_read(path), rel)
         else:
             continue
         if got is None:
@@ -153,10 +195,11 @@ def merge(flags: list[str]) -> list[str]:
 def find(path: str, stop: str) -> dict[str, Any] | None:
     """`{"nvcc": [...], "from": [build files relative to stop]}` for the sources at `path`, None when no
     build file above it (up to `stop`) says anything."""
-    d = os.path.dirname(os.path.realpath(path))
+    real = os.path.realpath(path)
+    d = os.path.dirname(real)
     stop = os.path.realpath(stop)
     while True:
-        got = _folder_flags(d)
+        got = _folder_flags(d, os.path.relpath(real, d).replace(os.sep, "/"))
         if got is not None:
             flags, used = got
             return {"nvcc": merge(list(flags)),

@@ -8,6 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from miner.source.discover import SourceFile
+from miner.units.headers import STD_HEADERS, TOOLKIT_HEADER
 
 INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 TU_SUFFIXES = {".cu", ".hip", ".cpp", ".cc", ".cxx"}
@@ -66,7 +67,7 @@ def build(files: list[SourceFile], include_dirs: list[str]) -> IncludeGraph:
                 if cand is not None and cand in by_path:
                     found = cand
                     break
-            if found is None:
+            if found is None and not _system_header(name):
                 tail = include_tail(name)
                 matches = [p for p in by_tail.get(os.path.basename(name), []) if p.endswith(tail)]
                 if len(matches) >= 1:
@@ -79,6 +80,21 @@ def build(files: list[SourceFile], include_dirs: list[str]) -> IncludeGraph:
         graph.edges[f.path] = targets
     graph.auto_include_dirs = auto
     return graph
+
+
+# C and POSIX headers beyond those a unit keeps (STD_HEADERS).
+_SYSTEM_C = frozenset("""
+    stdarg.h signal.h setjmp.h locale.h wchar.h wctype.h complex.h fenv.h iso646.h tgmath.h uchar.h stdalign.h
+    stdatomic.h stdnoreturn.h threads.h unistd.h pthread.h fcntl.h dirent.h sys/types.h sys/stat.h sys/time.h
+    sys/mman.h malloc.h alloca.h memory.h strings.h
+""".split())
+
+
+def _system_header(name: str) -> bool:
+    """A standard, POSIX or CUDA toolkit header name (`math.h`, `vector`, `cuda_fp16.h`): never matched
+    to a project file by its tail. A repo's own `include/math.h` found for `#include <math.h>` became an
+    -I dir that shadowed the C library's math.h in every translation unit."""
+    return name in STD_HEADERS or name in _SYSTEM_C or TOOLKIT_HEADER.match(name) is not None
 
 
 def parse_roots(files: list[SourceFile], graph: IncludeGraph, context: list[SourceFile] = (),

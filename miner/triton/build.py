@@ -34,6 +34,9 @@ REPAIR_BUDGET = 60.0  # seconds of trial compiles per unit before its best error
 _CLASSES = [
     ("missing_module", re.compile(r"ModuleNotFoundError|No module named")),
     ("non_constexpr_global", re.compile(r"Cannot access global variable")),
+    # The kernel calls a `tl.*` API the installed Triton no longer has (`tl._experimental_descriptor_load`,
+    # gone in 3.6): the project's code targets an older release, no signature can fix it.
+    ("removed_triton_api", re.compile(r"module 'triton(\.\w+)*' has no attribute")),
     ("unresolved_name", re.compile(r"NameError|is not defined|has no attribute")),
     ("constexpr_value", re.compile(r"constexpr|power of 2|arange|must be a|shape|static_assert", re.I)),
     ("signature_type", re.compile(r"pointer|ptr|dtype|type|cast|Unsupported|scalar", re.I)),
@@ -227,7 +230,8 @@ def build_dataset(out_dir: Path, arch: str = SM, jobs: int = 1, timeout: float =
         r = results.get(meta["id"]) if task else None
         if r is None and meta["triton"]["compile"].get("role") == "helper":
             r = {"status": "skipped", "stage": "helper", "log": "",
-                 "error": "a helper @triton.jit function (it returns a value): it compiles inside its callers' units"}
+                 "error": "a helper @triton.jit function (it returns a value, or only other jit functions call it): "
+                          "it compiles inside its callers' units"}
         elif r is None:
             r = {"status": "skipped", "stage": "import", "error": "the unit file is missing", "log": ""}
         rec = _record(kdir, unit_dir, meta, r, arch, release)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import os
+import re
 import textwrap
 from dataclasses import dataclass, field
 
@@ -39,6 +41,10 @@ class Closure:
     aliases: list[str] = field(default_factory=list)  # `bar = foo` for `from x import foo as bar`
     unresolved: list[dict[str, str]] = field(default_factory=list)
     dropped_decorators: list[str] = field(default_factory=list)
+    # module path -> {name: unit name}: a project definition that shadows an import of the same name
+    # elsewhere in the unit (`F = TypeVar("F")` beside `import torch.nn.functional as F`) is renamed in
+    # the pieces of its own module, since a unit is one namespace.
+    renames: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def free_names(node: ast.AST, module_level: bool = False) -> list[str]:
@@ -139,9 +145,7 @@ class _Closer:
         defines = any(not isinstance(st, (ast.Import, ast.ImportFrom)) for st in stmts)
         prev = self.provider.setdefault(name, mod.path) if defines else mod.path
         if prev.startswith("import ") and defines:
-            self.out.unresolved.append({"symbol": name, "where": where,
-                                        "reason": f"defined here and imported elsewhere ({prev[7:]}): "
-                                                  "one name in the unit"})
+            self._rename(mod.path, name)
         elif prev != mod.path:
             self.out.unresolved.append({"symbol": name, "where": where,
                                         "reason": f"two modules define it; the unit keeps the one from {prev}"})
@@ -153,6 +157,19 @@ class _Closer:
                 self._resolve_import(mod, stmt, name, where)
             else:
                 self._take(mod, stmt, name)
+
+    def _rename(self, module: str, name: str) -> None:
+        mod = self.project.module(module)
+        stmts = (mod.defs.get(name) or []) if mod else []
+        if not stmts or not all(isinstance(st, (ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef,
+                                                ast.ClassDef)) for st in stmts):
+            # bound inside a try/if (an import fallback): renaming its Names would miss the import's alias
+            self.out.unresolved.append({"symbol": name, "where": module,
+                                        "reason": "defined here and imported elsewhere: one name in the unit"})
+            return
+        stem = os.path.basename(os.path.dirname(module) if module.endswith("__init__.py") else module)
+        stem = re.sub(r"\W", "_", stem.removesuffix(".py"))
+        self.out.renames.setdefault(module, {})[name] = f"_{stem}_{name}"
 
     def _resolve_import(self, mod: Module, stmt: ast.Import | ast.ImportFrom, name: str, where: str) -> None:
         if isinstance(stmt, ast.ImportFrom):
@@ -191,9 +208,12 @@ class _Closer:
         # assigned (F = TypeVar("F")) in another cannot both hold. Say so; the unit keeps both lines.
         prev = self.provider.setdefault(name, f"import {line}")
         if prev != f"import {line}" and not prev.startswith("import "):
-            self.out.unresolved.append({"symbol": name, "where": where,
-                                        "reason": f"imported here ({line}) and defined in {prev}: "
-                                                  "one name in the unit"})
+            if prev == mod.path:  # the module imports and defines it itself: its own order decides
+                self.out.unresolved.append({"symbol": name, "where": where,
+                                            "reason": f"imported here ({line}) and defined in {prev}: "
+                                                      "one name in the unit"})
+            else:
+                self._rename(prev, name)
         if line and line not in self.out.imports:
             self.out.imports.append(line)
 
@@ -229,16 +249,18 @@ def _import_order(pieces: list[Piece], deps: dict[str, list[str]], root: str) ->
     return sorted(pieces, key=lambda p: (rank[p.module], p.stmt.lineno, p.stmt.col_offset))
 
 
-def piece_text(project: Project, p: Piece) -> str:
+def piece_text(project: Project, p: Piece, renames: dict[str, str] | None = None) -> str:
     """Source of a piece as the unit shows it: jit functions lose decorators that are not Triton's
-    (a project's `@libentry()` wrapper would drag its whole runtime in), nested code is dedented."""
+    (a project's `@libentry()` wrapper would drag its whole runtime in), nested code is dedented, and
+    names in `renames` (this piece's module's shadowing definitions) take their unit names."""
     mod = project.module(p.module)
     assert mod is not None
     stmt = p.stmt
     if p.kind == "jit":
         kept = [d for d in stmt.decorator_list if is_triton_decorator(mod, d)]
         def_start = mod.src.offset(stmt.lineno, 0)
-        body = mod.data[def_start:mod.src.offset(stmt.end_lineno, stmt.end_col_offset)].decode("utf-8", "replace")
+        end = mod.src.offset(stmt.end_lineno, stmt.end_col_offset)
+        body = _renamed(mod, stmt, def_start, end, renames)
         decos = "".join(f"@{mod.src.segment(d)}\n" for d in kept)
         return decos + textwrap.dedent(body)
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -246,5 +268,17 @@ def piece_text(project: Project, p: Piece) -> str:
     else:
         a, b = mod.src.offset(stmt.lineno, stmt.col_offset), mod.src.offset(stmt.end_lineno, stmt.end_col_offset)
     line_start = mod.src.starts[mod.src.line_of(a) - 1]
-    text = mod.data[line_start:b].decode("utf-8", "replace")
-    return textwrap.dedent(text)
+    return textwrap.dedent(_renamed(mod, stmt, line_start, b, renames))
+
+
+def _renamed(mod: Module, stmt: ast.stmt, start: int, end: int, renames: dict[str, str] | None) -> str:
+    """mod.data[start:end] with every Name in `renames` replaced (by position, never by text search)."""
+    data = mod.data[start:end]
+    if renames:
+        spots = sorted({(mod.src.offset(n.lineno, n.col_offset), n.id) for n in ast.walk(stmt)
+                        if isinstance(n, ast.Name) and n.id in renames}, reverse=True)
+        for off, name in spots:
+            if start <= off < end:
+                i = off - start
+                data = data[:i] + renames[name].encode() + data[i + len(name.encode()):]
+    return data.decode("utf-8", "replace")

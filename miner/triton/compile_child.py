@@ -106,7 +106,9 @@ def _compile(fn: Any, sig: dict[str, str], consts: dict[str, Any], target: Any, 
     import triton
     from triton.compiler import ASTSource
 
-    sig = {n: t for n, t in sig.items() if n in fn.arg_names}
+    # A tuple argument is written "(i32, i32)" in metadata (JSON strings); Triton wants a Python tuple.
+    sig = {n: tuple(x.strip() for x in t[1:-1].split(",") if x.strip()) if t.startswith("(") else t
+           for n, t in sig.items() if n in fn.arg_names}
     consts = {n: _constexpr(v) for n, v in consts.items() if n in fn.arg_names}
     for n in consts:  # a runtime parameter turned constexpr (an argument passed as None)
         sig.setdefault(n, "constexpr")

@@ -26,6 +26,7 @@ from miner.frontends import triton_frontend
 from miner.frontends.triton_frontend import TritonKernel
 from miner.source.provenance import Origin, origin_of
 from miner.triton import closure as closure_mod
+from miner.triton import inputs as ref_inputs
 from miner.triton import launches as launch_mod
 from miner.triton import reference, render, signature
 from miner.triton.project import Module, Project
@@ -146,9 +147,11 @@ def _launch_json(project: Project, r: dict[str, Any]) -> dict[str, Any]:
 
 
 def kernel_metadata(project: Project, mod: Module, k: TritonKernel, fn: ast.FunctionDef, kid: str,
-                    origin, rel: str, text: bytes, launches: list[dict[str, Any]]) -> dict[str, Any]:
+                    origin, rel: str, text: bytes, launches: list[dict[str, Any]],
+                    called: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
     first = next((r for r in launches if r["_module"] is mod), launches[0] if launches else None)
-    sig = signature.infer(k, fn, first, helper=signature.role(fn, bool(launches)) == "helper")
+    role = signature.role(fn, bool(launches), k.name in called)
+    sig = signature.infer(k, fn, first, helper=role == "helper", module=mod.tree)
     params = []
     for p in k.params:
         ty = sig["signature"][p.name]
@@ -208,6 +211,8 @@ def _unit(project: Project, mod: Module, k: TritonKernel, fn: ast.FunctionDef, l
         c.aliases += [a for a in part.aliases if a not in c.aliases]
         c.unresolved += [u for u in part.unresolved if u not in c.unresolved]
         c.dropped_decorators += part.dropped_decorators
+        for path, names in part.renames.items():
+            c.renames.setdefault(path, {}).update(names)
     return render.render(project, c, header), c
 
 
@@ -252,6 +257,7 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
         project = projects.setdefault(root, Project(root))
         mod = project.module(path, data)
         rel = os.path.relpath(path, origin.root) if path.startswith(origin.root + os.sep) else path
+        called = signature.called_by_jit([_function_node(mod, k) for k in kernels])
         for k in kernels:
             fn = _function_node(mod, k)
             key = (rel, k.qualified_name)
@@ -259,7 +265,7 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
             ordinals[key] = ordinals.get(key, 0) + 1
             text = data[k.start_offset:k.end_offset]
             launches = find_launches(project, mod, k, index) if units else []
-            meta = kernel_metadata(project, mod, k, fn, kid, origin, rel, text, launches)
+            meta = kernel_metadata(project, mod, k, fn, kid, origin, rel, text, launches, called)
             if units:
                 launch = next((r for r in launches if r["_stmt"] is not None), None)
                 pair = None
@@ -284,6 +290,8 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
                     "sources": sorted({project.rel(p.module) for p in c.pieces}),
                     "jit_functions": [p.name for p in c.pieces if p.kind == "jit" and p.name != k.name],
                     "dropped_decorators": c.dropped_decorators,
+                    "renamed": [{"symbol": n, "as": new, "module": project.rel(path)}
+                                for path, names in c.renames.items() for n, new in names.items()],
                 }
                 meta["unresolved"] = [{**u, "where": _rel_where(project, u["where"])} for u in c.unresolved]
                 if unit_text is not None:
@@ -291,6 +299,9 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
                     atomic.write_text(out_dir / kid / dataset.UNITS / "default" / UNIT_NAME, unit_text)
                     if pair is not None:
                         meta["triton"]["reference"] = {**pair, "test": reference.TEST_FILE}
+                        spec = ref_inputs.solve(unit_text, pair["function"], pair["reference"])
+                        if spec is not None:  # sizes read from the source; the harness tries them first
+                            meta["triton"]["reference"]["inputs"] = spec
                         atomic.write_text(out_dir / kid / reference.TEST_FILE, reference.test_text(pair))
                 else:
                     meta["instantiations"] = []

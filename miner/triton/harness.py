@@ -122,6 +122,34 @@ def _inputs(ref_fn: Callable[..., Any], fn: Callable[..., Any], shape: tuple[int
     return ref_args, args
 
 
+def materialize(spec: dict[str, Any], seed: int, device: str = "cuda") -> tuple[list[Any], list[Any]]:
+    """Arguments for the reference and the tested function from a solved inputs spec
+    (`miner/triton/inputs.py`): the same objects where the two share an argument."""
+    import torch
+
+    gen = torch.Generator(device=device).manual_seed(seed)
+    values: dict[str, Any] = {}
+    for key, a in spec["args"].items():
+        if a["kind"] == "tensor":
+            values[key] = torch.randn(a["shape"], device=device, generator=gen)
+        else:
+            values[key] = a["value"]
+    return [values[k] for k in spec["reference"]], [values[k] for k in spec["function"]]
+
+
+def _candidates(unit: TritonUnit, ref_fn: Callable[..., Any], fn: Callable[..., Any],
+                shapes: Sequence[tuple[int, ...]], seed: int) -> Any:
+    """(label, reference args, function args): the inputs solved from the unit's source first (recorded
+    at extract in triton.reference.inputs), then the generic shapes."""
+    spec = ((unit.meta.get("triton") or {}).get("reference") or {}).get("inputs")
+    if spec:
+        ref_in, args = materialize(spec, seed)
+        yield {k: a.get("shape", a.get("value")) for k, a in spec["args"].items()}, ref_in, args
+    for shape in shapes:
+        ref_in, args = _inputs(ref_fn, fn, shape, seed)
+        yield list(shape), ref_in, args
+
+
 def _tensors(value: Any) -> list[Any]:
     import torch
 
@@ -136,15 +164,15 @@ def check_against_reference(unit: TritonUnit, function: str, reference: str, *, 
                             shapes: Sequence[tuple[int, ...]] = SHAPES, rtol: float = 1e-3,
                             atol: float = 1e-3) -> dict[str, Any]:
     """Call `reference` and `function` of the unit on the same synthesized inputs and assert that their
-    tensor outputs agree. The first shape the reference accepts is used; the kernel must have been
+    tensor outputs agree. The inputs solved from the unit's source come first (`miner/triton/inputs.py`),
+    then the generic shapes; the first inputs the reference accepts are used; the kernel must have been
     launched, and the compared outputs must not be the inputs returned unchanged (a test that cannot
     fail is not a test)."""
     import torch
 
     ref_fn, fn = unit.function(reference), unit.function(function)
     tried: list[str] = []
-    for shape in shapes:
-        ref_in, args = _inputs(ref_fn, fn, shape, seed)
+    for shape, ref_in, args in _candidates(unit, ref_fn, fn, shapes, seed):
         # The reference's copies stay alive until the kernel ran: freed, their blocks could come back
         # as the launcher's torch.empty output already holding the right numbers.
         ref_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in ref_in]
@@ -174,5 +202,5 @@ def check_against_reference(unit: TritonUnit, function: str, reference: str, *, 
                     for a, p in zip(args, pristine, strict=True)) for g in got_t[:n]]
         assert not all(idle), "the outputs are unchanged inputs: the comparison would not depend on the kernel"
         del ref_args
-        return {"shape": list(shape), "launches": launched, "outputs": n}
+        return {"inputs": shape, "launches": launched, "outputs": n}
     raise AssertionError(f"{reference} accepted none of the synthesized inputs: " + "; ".join(tried))

@@ -7,6 +7,7 @@ import ast
 from typing import Any
 
 from miner.frontends.triton_frontend import TritonParam
+from miner.triton import launcher_types
 from miner.triton.project import Module
 
 _OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "grid", "warmup"}
@@ -32,22 +33,27 @@ def grid_kind(node: ast.AST) -> str:
     return "other"
 
 
-def _enclosing(tree: ast.Module) -> dict[int, tuple[ast.stmt, str]]:
-    """id(call node) -> (top-level statement containing it, qualified name of the innermost function)."""
-    out: dict[int, tuple[ast.stmt, str]] = {}
+Func = ast.FunctionDef | ast.AsyncFunctionDef
 
-    def visit(node: ast.AST, top: ast.stmt, qual: list[str]) -> None:
+
+def _enclosing(tree: ast.Module) -> dict[int, tuple[ast.stmt, str, Func | None]]:
+    """id(call node) -> (top-level statement containing it, qualified name of the innermost function,
+    that function's node)."""
+    out: dict[int, tuple[ast.stmt, str, Func | None]] = {}
+
+    def visit(node: ast.AST, top: ast.stmt, qual: list[str], fn: Func | None) -> None:
         for child in ast.iter_child_nodes(node):
-            q = qual
+            q, f = qual, fn
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 q = [*qual, child.name]
+                f = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else f
             if isinstance(child, ast.Call) and isinstance(child.func, ast.Subscript):
-                out[id(child)] = (top, ".".join(q))
-            visit(child, top, q)
+                out[id(child)] = (top, ".".join(q), fn)
+            visit(child, top, q, f)
 
     for stmt in tree.body:
         q = [stmt.name] if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else []
-        visit(stmt, stmt, q)
+        visit(stmt, stmt, q, stmt if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else None)
     return out
 
 
@@ -57,11 +63,11 @@ def find(mod: Module, kernel: str, params: list[TritonParam]) -> list[dict[str, 
         return []
     where = _enclosing(mod.tree)
     out = []
-    for call_id, (top, qual) in where.items():
+    for call_id, (top, qual, fn) in where.items():
         call = _find_call(top, call_id)
         if call is None or _callee_name(call.func.value) != kernel:
             continue
-        out.append(describe(mod, call, top, qual, params))
+        out.append(describe(mod, call, top, qual, params, fn))
     out.sort(key=lambda r: r["line"])
     return out
 
@@ -73,7 +79,8 @@ def _find_call(top: ast.stmt, call_id: int) -> ast.Call | None:
     return None
 
 
-def describe(mod: Module, call: ast.Call, top: ast.stmt, qual: str, params: list[TritonParam]) -> dict[str, Any]:
+def describe(mod: Module, call: ast.Call, top: ast.stmt, qual: str, params: list[TritonParam],
+             fn: Func | None = None) -> dict[str, Any]:
     seg = mod.src.segment
     grid = call.func.slice  # type: ignore[union-attr]
     kw = {k.arg: seg(k.value) for k in call.keywords if k.arg}
@@ -83,7 +90,10 @@ def describe(mod: Module, call: ast.Call, top: ast.stmt, qual: str, params: list
     star = next((i for i, a in enumerate(call.args) if isinstance(a, ast.Starred)), len(call.args))
     args = [{"param": free[i].name if i < len(free) and i < star else None, "expr": seg(a)}
             for i, a in enumerate(call.args)]
-    args += [{"param": k, "expr": v} for k, v in kw.items() if k not in _OPTIONS]
+    kw_args = [k for k in call.keywords if k.arg and k.arg not in _OPTIONS]
+    args += [{"param": k.arg, "expr": seg(k.value)} for k in kw_args]
+    # What the launcher's own code says each argument is (tensor dtype, int, float, None): launcher_types.
+    launcher_types.arg_values(fn, [*zip(args, [*call.args, *(k.value for k in kw_args)], strict=True)])
     is_top_function = isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
     return {
         "launcher": qual or None,

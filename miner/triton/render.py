@@ -27,7 +27,7 @@ def render(project: Project, closure: Closure, header: list[str]) -> str:
     blocks: list[str] = []
     current = None
     for p in closure.pieces:
-        text = piece_text(project, p).rstrip() + "\n"
+        text = piece_text(project, p, closure.renames.get(p.module)).rstrip() + "\n"
         if p.module != current:
             current = p.module
             text = f"# --- from {project.rel(p.module)}\n" + text

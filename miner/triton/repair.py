@@ -22,8 +22,9 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
-# Origins a repair may change: guesses, and the first autotune config (one of several real ones).
-GUESSED = {"usage", "name", "fallback"}
+# Origins a repair may change: guesses (a launcher_pointer's element type only), and the first autotune
+# config (one of several real ones).
+GUESSED = {"usage", "launcher_pointer", "name", "fallback"}
 CHANGEABLE_CONSTEXPR = {"fallback", "autotune"}
 
 _POINTER_WANTED = re.compile(r"ptr type|pointer type|`base`|element_ty|pointer_type|is not a pointer|"
@@ -39,6 +40,13 @@ _DTYPE_CLASH = re.compile(r"same dtype|Got (fp|bf|int|uint)\d+ and|element type|
                           r"invalid operands of type triton\.language\.(float|bfloat)\d+ and "
                           r"triton\.language\.(float|bfloat)\d+", re.I)
 _UNDEFINED = re.compile(r"NameError\(['\"](?!Cannot access global)|is not defined|referenced before", re.I)
+
+# Errors about shapes and block sizes: a whole autotune config (its block sizes agree with each other) is
+# a better next try than one constexpr changed alone.
+_SHAPE = re.compile(r"shape|arange|power of 2|reshape|number of elements|dimension|broadcast|constexpr|"
+                    r"must be a|static_assert|block", re.I)
+CONFIG = "*autotune config*"  # the pseudo-parameter of a whole-config change (value: the config's index)
+TOGETHER = "*together*"  # several parameters changed at once (value: ((param, type), ...))
 
 _POINTERS = ["*fp32", "*fp16", "*bf16", "*i32", "*i64", "*i8", "*u8", "*i1"]
 _INTS = [64, 16, 32, 128, 256, 1]
@@ -232,6 +240,7 @@ class Search:
         # A loaded float met a pointer: the load's pointer (reached through a local) is the likely culprit.
         suspects = indirect + direct if _FLOAT_MET_POINTER.search(f.message) else direct + indirect
         runtime = [p for p in suspects if self.signature.get(p) not in (None, "constexpr")
+                   and not self.signature[p].startswith("(")  # a tuple's length is the kernel's own
                    and self.origins.get(p) in GUESSED]
         consts = [p for p in self.constexprs if self.origins.get(p) in CHANGEABLE_CONSTEXPR]
         near = [p for p in suspects if p in consts]
@@ -248,7 +257,19 @@ class Search:
                 flags += [(p, not v)] if isinstance(v, bool) else [(p, True), (p, False)]
         values = [(p, v) for p in near + [p for p in consts if p not in near]
                   for v in self._constexpr_alternatives(p, f.message, p in near)]
-        out = [*flags, *typed, *values] if flags else [*typed, *values]
+        configs = self._config_alternatives()
+        if _FLOAT_MET_POINTER.search(f.message):
+            # Offsets computed from several loads (`start = tl.load(cu_ptr + i)`, `c = tl.load(chunk_ptr + i)`)
+            # stay floats until every one of those pointers holds ints: one change at a time shows no
+            # progress, so they are also tried together.
+            group = tuple(p for p in indirect if self.origins.get(p) in GUESSED
+                          and self.signature.get(p, "")[:3] in ("*fp", "*bf"))
+            if len(group) > 1:
+                typed = [(TOGETHER, tuple((p, t) for p in group)) for t in ("*i32", "*i64")] + typed
+        if _SHAPE.search(f.message):
+            out = [*flags, *configs, *typed, *values]
+        else:
+            out = [*flags, *typed, *configs, *values]
         if not suspects:  # an error without a place in the kernel: every guessed runtime parameter
             for p, t in self.signature.items():
                 if t != "constexpr" and self.origins.get(p) in GUESSED:
@@ -276,7 +297,24 @@ class Search:
         return 1 if was_ptr and is_ptr else 2
 
     def _current(self, p: str) -> Any:
+        if p in (CONFIG, TOGETHER):
+            return None
         return self.constexprs[p] if p in self.constexprs else self.signature.get(p)
+
+    def _config(self, i: int) -> dict[str, Any]:
+        """The constexprs config `i` sets, among those a repair may change."""
+        kw = self.configs[i].get("kwargs", {})
+        return {p: v for p, v in kw.items() if p in self.constexprs
+                and self.origins.get(p) in CHANGEABLE_CONSTEXPR}
+
+    def _config_alternatives(self) -> list[tuple[str, Any]]:
+        """Each autotune config as one change of all its constexprs at once, skipping the one compiled now."""
+        out = []
+        for i in range(len(self.configs)):
+            cfg = self._config(i)
+            if len(cfg) > 1 and any(self.constexprs[p] != v for p, v in cfg.items()):
+                out.append((CONFIG, i))
+        return out
 
     def _type_alternatives(self, p: str, ty: str, msg: str) -> list[str]:
         if ty.startswith("*"):
@@ -287,7 +325,7 @@ class Search:
             else:
                 elems = ["*fp16", "*bf16", "*i64", "*i32", "*i8", "*fp32", "*u8"]
             elems = [t for t in elems if t != ty]
-            if self.origins.get(p) == "usage":  # the pointer operand of a memory op: it stays a pointer
+            if self.origins.get(p) in ("usage", "launcher_pointer"):  # a pointer by use or at the call: it stays one
                 return elems
             # A change of kind is tried once (i32, *fp32): the next error refines the element type.
             if _SCALAR_WANTED.search(msg) and not _POINTER_WANTED.search(msg):
@@ -320,13 +358,31 @@ class Search:
         """The signature and constexprs with one change, for a trial compile."""
         self.tried.add((p, repr(v)))
         sig, consts = dict(self.signature), dict(self.constexprs)
-        if p in consts:
+        if p == CONFIG:
+            consts.update(self._config(v))
+        elif p == TOGETHER:
+            sig.update(dict(v))
+        elif p in consts:
             consts[p] = v
         else:
             sig[p] = v
         return sig, consts
 
     def keep(self, p: str, v: Any, because: Failure) -> None:
+        if p == CONFIG:  # recorded as the constexprs it set, from -> to
+            cfg = self._config(v)
+            self.kept.append(Change(f"autotune config {v}", {q: self.constexprs[q] for q in cfg}, cfg,
+                                    because.message))
+            self.constexprs.update(cfg)
+            self.tried.clear()
+            return
+        if p == TOGETHER:
+            for q, t in v:
+                self.kept.append(Change(q, self.signature[q], t, because.message))
+                self.undone.add((q, repr(self.signature[q])))
+                self.signature[q] = t
+            self.tried.clear()
+            return
         self.kept.append(Change(p, self._current(p), v, because.message))
         self.undone.add((p, repr(self._current(p))))
         if p in self.constexprs:

@@ -2,10 +2,11 @@
 `tl.constexpr`, each with where it came from.
 
 Triton types arguments when a kernel is called; compiling ahead of time needs them written down. They are
-taken, in this order, from an annotation, the parameter's default, the launch site's argument expression,
-the kernel's own use of the parameter (`tl.load(p + offs)` makes `p` a pointer), and last from rules on
-the name. Pointers whose element type nothing tells are fp32, scalars i32: such entries say `fallback`,
-so a reader knows which compiled variants are guesses.
+taken, in this order, from an annotation, what the launcher's own code says the argument is (a tensor of a
+visible dtype, an int, a float, None: launcher_types.py), the parameter's default, the launch site's
+argument expression, the kernel's own use of the parameter (`tl.load(p + offs)` makes `p` a pointer),
+and last from rules on the name. Pointers whose element type nothing tells are fp32, scalars i32: such
+entries say `fallback`, so a reader knows which compiled variants are guesses.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 from typing import Any
 
 from miner.frontends.triton_frontend import TritonKernel
+from miner.triton import descriptors
 
 _POINTER_USES = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_cas", "atomic_xchg",
                  "atomic_and", "atomic_or", "atomic_xor", "make_block_ptr", "make_tensor_descriptor"}
@@ -35,7 +37,7 @@ _SCALAR_NAME = re.compile(r"(^|_)(stride|strides|offset|offsets|off|offs|start|e
                           re.I)
 _BOOL_CONST = re.compile(r"^(IS|HAS|USE|EVEN|ENABLE|RETURN|SAVE|STORE|APPLY|CAUSAL|NEED|DO|WITH|INPLACE|"
                          r"TRAINING|REVERSE|HEAD_FIRST|FUSE|COMPUTE|OUTPUT|LOAD)(_|$)|_(FLAG|ON|ENABLED)$", re.I)
-_DTYPE_CONST = re.compile(r"dtype|DTYPE|_TY$|TYPE$")
+_DTYPE_CONST = re.compile(r"dtype|_ty$|type$", re.I)
 
 
 def _pointer_params(fn: ast.FunctionDef, names: set[str]) -> set[str]:
@@ -79,6 +81,17 @@ def _pointer_params(fn: ast.FunctionDef, names: set[str]) -> set[str]:
     return (out - scalar) & names
 
 
+def _indexed_params(fn: ast.FunctionDef, names: set[str]) -> dict[str, int]:
+    """Parameters the kernel indexes with literals (`stride_q[2]`): tuples, with the length the highest
+    index shows (pointers are never subscripted in Triton; loaded tensors are locals)."""
+    out: dict[str, int] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in names \
+                and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, int):
+            out[n.value.id] = max(out.get(n.value.id, 0), n.slice.value + 1)
+    return out
+
+
 def tested_names(fn: ast.FunctionDef) -> set[str]:
     """Names used as a condition (`if HAS_BIAS:`, `x if IS_CAUSAL else y`, `not REVERSE`, `a and B`)."""
     out: set[str] = set()
@@ -94,11 +107,30 @@ def tested_names(fn: ast.FunctionDef) -> set[str]:
     return out
 
 
-def role(fn: ast.FunctionDef, launched: bool) -> str:
-    """"kernel" for an entry point (launched, or reading its program id, or returning nothing);
-    "helper" for a device function that returns a value to the kernels calling it."""
+def called_by_jit(fns: list[ast.FunctionDef | None]) -> set[str]:
+    """Names the given jit functions call (`_helper(...)`, `mod._helper(...)`), each not counting itself."""
+    out: set[str] = set()
+    for fn in fns:
+        if fn is None:
+            continue
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Call):
+                name = n.func.id if isinstance(n.func, ast.Name) else \
+                    n.func.attr if isinstance(n.func, ast.Attribute) else None
+                if name and name != fn.name:
+                    out.add(name)
+    return out
+
+
+def role(fn: ast.FunctionDef, launched: bool, called: bool = False) -> str:
+    """"kernel" for an entry point (launched, or reading its program id, or returning nothing and called by
+    no other jit function); "helper" for a device function: it returns a value to the kernels calling it,
+    or it is only called from another jit function (its parameters may be block pointers or tuples no
+    launch can pass)."""
     if launched:
         return "kernel"
+    if called:  # reading the program id (a swizzle, a debug print) does not make it launchable
+        return "helper"
     for n in ast.walk(fn):
         if isinstance(n, ast.Attribute) and n.attr in ("program_id", "num_programs"):
             return "kernel"
@@ -127,7 +159,13 @@ def _scalar_type(value: Any) -> str | None:
 
 
 def _constexpr_value(name: str, default: str | None, launch_expr: str | None,
-                     autotune: dict[str, Any] | None, tested: bool) -> tuple[Any, str]:
+                     autotune: dict[str, Any] | None, tested: bool,
+                     launch_arg: dict[str, Any] | None = None) -> tuple[Any, str]:
+    if launch_arg is not None and launch_expr is not None:
+        if "value" in launch_arg:  # a literal reaching the argument through the launcher's own names
+            return launch_arg["value"], "launcher_expr"
+        if launch_arg.get("type") == "constexpr":  # None
+            return None, "launcher_expr"
     for text, origin in ((launch_expr, "launcher"), (default, "default")):
         v = _literal(text)
         if v is not None and isinstance(v, (int, float, bool, str)):
@@ -144,24 +182,41 @@ def _constexpr_value(name: str, default: str | None, launch_expr: str | None,
     return 64, "fallback"  # a power of two: valid for tl.arange and block shapes
 
 
-def infer(k: TritonKernel, fn: ast.FunctionDef, launch: dict[str, Any] | None, helper: bool = False) -> dict[str, Any]:
+def infer(k: TritonKernel, fn: ast.FunctionDef, launch: dict[str, Any] | None, helper: bool = False,
+          module: ast.Module | None = None) -> dict[str, Any]:
     """{"role", "signature": {param: type}, "constexprs": {param: value}, "origins": {param: origin},
     "num_warps", "num_stages"} for compiling `k` ahead of time."""
-    exprs = {a["param"]: a["expr"] for a in (launch or {}).get("args", []) if a.get("param")}
+    launch_args = {a["param"]: a for a in (launch or {}).get("args", []) if a.get("param")}
+    exprs = {p: a["expr"] for p, a in launch_args.items()}
     runtime = {p.name for p in k.params if not p.constexpr}
     pointers = _pointer_params(fn, runtime)
     tested = tested_names(fn)
+    descs = descriptors.descriptor_params(fn, runtime)
+    tuples = _indexed_params(fn, runtime)
     signature: dict[str, str] = {}
     constexprs: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for p in k.params:
         if p.constexpr:
-            v, origin = _constexpr_value(p.name, p.default, exprs.get(p.name), k.autotune, p.name in tested)
+            v, origin = _constexpr_value(p.name, p.default, exprs.get(p.name), k.autotune, p.name in tested,
+                                         launch_args.get(p.name))
             signature[p.name], constexprs[p.name], origins[p.name] = "constexpr", v, origin
             continue
         ty, origin = None, "fallback"
+        given = launch_args.get(p.name, {}).get("type")
+        if given == "tensordesc" or p.name in descs:
+            continue  # typed below, once the constexprs its block shape may name are known
         if p.annotation and p.annotation in _ANNOTATION_TYPES:
             ty, origin = _ANNOTATION_TYPES[p.annotation], "annotation"
+        elif p.name in tuples:  # `stride_x[0]` in the kernel: a tuple argument (`x.stride()` at the call)
+            ty = "(" + ", ".join(["i32"] * tuples[p.name]) + ")"
+            origin = "launcher_expr" if given == "ints" else "usage"
+        elif given == "constexpr":  # None at the call: Triton makes the parameter a constexpr
+            signature[p.name], constexprs[p.name], origins[p.name] = "constexpr", None, "launcher_expr"
+            continue
+        elif given:  # the launcher's own expression (a tensor's dtype, x.stride(0), 1e-6): launcher_types
+            ty = given
+            origin = "launcher_pointer" if launch_args[p.name].get("elem_known") is False else "launcher_expr"
         elif p.name in pointers and (_POINTER_NAME.search(p.name) or not _SCALAR_NAME.search(p.name)):
             ty, origin = "*fp32", "usage"
         elif _scalar_type(_literal(p.default)):
@@ -177,6 +232,9 @@ def infer(k: TritonKernel, fn: ast.FunctionDef, launch: dict[str, Any] | None, h
         else:
             ty = "fp32" if helper else "i32"  # a helper's untyped arguments are mostly loaded values
         signature[p.name], origins[p.name] = ty, origin
+    for p_name, (ty, origin) in descriptors.signature_types(fn, runtime, constexprs, module, launch_args).items():
+        signature[p_name], origins[p_name] = ty, origin
+    signature = {p.name: signature[p.name] for p in k.params if p.name in signature}
     opts = (launch or {}).get("options", {})
     configs = (k.autotune or {}).get("configs") or []
     first = configs[0] if configs else {}

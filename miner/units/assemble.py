@@ -62,7 +62,7 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
         "functions": [p.name for p in pieces if p.kind in _FUNC_KINDS],
         "macros": [p.name for p in pieces if p.kind == "MACRO"],
         "types": [p.name for p in pieces if p.kind in _TYPE_KINDS],
-        "globals": [p.name for p in pieces if p.kind == "VAR_DECL"],
+        "globals": [p.name for p in pieces if p.kind in ("VAR_DECL", "UNEXPOSED_DECL")],
         "includes": unit.includes,
         "shims": unit.shims,
         "chosen_defines": meta["parse_context"]["defines"],

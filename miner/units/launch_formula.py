@@ -20,22 +20,37 @@ _MAX_ROUNDS = 6
 _MAX_LEN = 600
 
 
-def local_initializers(fn: Any, before: int, path: str, read) -> dict[str, str]:
-    """name -> initializer text of the variables declared in `fn` before offset `before` of `path`
-    (`dim3 grid(a, b);` gives `dim3(a, b)`); the last declaration of a name wins."""
+def _var_decls(fn: Any, cache: dict[Any, Any] | None) -> list[tuple[Any, str | None, int, int]]:
+    """The variables declared in `fn`, in walk order, with their extents: one walk per function and
+    translation unit (`cache` is per TU), not one per launch it holds (a profile of MMCV spent a
+    seventh of its analysis time walking the same launching functions again)."""
     import clang.cindex as ci
 
+    key = ("var_decls", fn)
+    if cache is not None and key in cache:
+        return cache[key]
+    found = []
+    for c in fn.walk_preorder():
+        if c.kind == ci.CursorKind.VAR_DECL:
+            e = c.extent
+            f = e.start.file
+            found.append((c, f.name if f is not None else None, e.start.offset, e.end.offset))
+    if cache is not None:
+        cache[key] = found
+    return found
+
+
+def local_initializers(fn: Any, before: int, path: str, read, cache: dict[Any, Any] | None = None) -> dict[str, str]:
+    """name -> initializer text of the variables declared in `fn` before offset `before` of `path`
+    (`dim3 grid(a, b);` gives `dim3(a, b)`); the last declaration of a name wins."""
     out: dict[str, str] = {}
     data = read(path)
-    for c in fn.walk_preorder():
-        if c.kind != ci.CursorKind.VAR_DECL:
+    for c, fname, start, end in _var_decls(fn, cache):
+        if fname is None or end > before or start >= before:
             continue
-        e = c.extent
-        if e.start.file is None or e.end.offset > before or e.start.offset >= before:
+        if fname != path and not path.endswith(fname.lstrip(".")):
             continue
-        if e.start.file.name != path and not path.endswith(e.start.file.name.lstrip(".")):
-            continue
-        text = data[e.start.offset:e.end.offset].decode("utf-8", "replace")
+        text = data[start:end].decode("utf-8", "replace")
         m = re.search(rf"\b{re.escape(c.spelling)}\s*(=|\(|\{{)", text)
         if not m:
             continue
@@ -94,7 +109,7 @@ def launch_formulas(ctx: Any, fn: Any, call: Any, config: dict[str, str | None],
     if "macros" not in cache:
         cache["macros"] = project_macros(ctx.macros)
     keep = {n for a in args for n in _IDENT.findall(a or "")}
-    locals_ = local_initializers(fn, e.start.offset, path, ctx.read) if fn is not None else {}
+    locals_ = local_initializers(fn, e.start.offset, path, ctx.read, cache) if fn is not None else {}
     out = {}
     for key in ("grid", "block", "shared_mem"):
         f = formula(config.get(key), locals_, cache["macros"], keep)

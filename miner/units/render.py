@@ -98,9 +98,10 @@ def _base(type_text: str) -> str:
 def _typed_args(tparams: list[dict[str, Any]], args: list[str], pieces: list[dict[str, Any]] = ()) -> list[str]:
     """Template arguments as the explicit instantiation writes them: an integer given to a parameter of
     enum type (`ReductionType REDUCE`, recorded as its value 2) is cast to that type, qualified by the
-    namespaces of the unit's enum of that name (the launcher sits at global scope)."""
+    namespaces of the unit's enum of that name, so it names the enum from any scope."""
     names = {tp["name"] for tp in tparams}
-    enums = {p["name"]: "::" + "".join(f"{n}::" for n in p["namespaces"] if n) + p["name"]
+    # Qualified from the kernel's outermost namespace, not from `::`: a build batch wraps the unit in one more.
+    enums = {p["name"]: "".join(f"{n}::" for n in p["namespaces"] if n) + p["name"]
              for p in pieces if p["kind"] == "ENUM_DECL" and p["namespaces"]}
     out = []
     for i, a in enumerate(args):
@@ -143,10 +144,12 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
         args_text = ", ".join(_typed_args(meta.get("template_params") or [], inst["args"], pieces))
         symbol = "km_launch_" + hashlib.sha256(f"{meta['id']}/{iid}".encode()).hexdigest()[:16]
         explicit = bool(inst["args"]) and not meta["is_specialization"]
-        callee = meta["qualified_name"] + (f"<{args_text}>" if inst["args"] or meta["is_specialization"] else "")
+        # The launcher sits in the kernel's namespaces: the name alone finds the kernel (a `::`-qualified one
+        # would not inside the namespace a build batch wraps the unit in).
+        callee = meta["name"] + (f"<{args_text}>" if inst["args"] or meta["is_specialization"] else "")
         if meta["is_specialization"]:
             m = re.search(re.escape(meta["name"]) + r"\s*(<[^({]*>)\s*\(", kernel_text)
-            callee = meta["qualified_name"] + (m.group(1) if m else "")
+            callee = meta["name"] + (m.group(1) if m else "")
         ctx = {
             "build_flags": flags, "no_half": no_half,
             "kernel": meta, "src": meta["source"], "version": __version__, "symbol": symbol,
@@ -159,7 +162,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             "shim_text": _shim_for(pieces) if unit.shims or any(
                 re.search(r"\b(c10|at)::", a) for a in inst["args"]) else "",
             "pieces": pieces, "namespaces": meta["qualified_name"].split("::")[:-1],
-            "kernel_text": kernel_text, "callee": "::" + callee if "::" in callee else callee,
+            "kernel_text": kernel_text, "callee": callee,
             "macro_names": list(dict.fromkeys(p.name for p in unit.pieces if p.kind == "MACRO")),
             "inst": {"args_text": args_text, "explicit": explicit, "params": params,
                      "param_types": [p["type"] for p in params]},

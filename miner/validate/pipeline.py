@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -19,10 +16,20 @@ from miner import __version__, dataset, sandbox
 from miner.builder.single import build_unit
 from miner.errors import BuildError, UsageError
 from miner.harness import build_block, library_path, toolchain
+from miner.reporter import Reporter, silent
 from miner.validate import oracles, store
-from miner.validate.classify import NOT_FAILED, Verdict, classify
 from miner.validate.mps import MpsDaemon
-from miner.validate.runner import ForkRunner, Job, RawResult, SpawnRunner, kill_active
+from miner.validate.process import (
+    NOT_FAILED,
+    ForkRunner,
+    Job,
+    RawResult,
+    SpawnRunner,
+    Verdict,
+    kill_active,
+    policy_for_tests,
+    run_test_process,
+)
 from miner.validate.sources import sync_tests
 from miner.validate.wrapper import write_wrappers
 
@@ -48,9 +55,7 @@ class Options:
     def policy(self, root: Path) -> sandbox.Policy | None:
         if not self.sandbox:
             return None
-        # RLIMIT_CPU is a backstop behind the wall-clock timeout: every core busy for the whole timeout.
-        cpu = int(self.timeout * (os.cpu_count() or 1)) + 30
-        return sandbox.Policy(cpu_seconds=cpu, visible=(str(root),), **(self.limits or {}))
+        return policy_for_tests(self.timeout, (str(root),), limits=self.limits)
 
     @property
     def salt(self) -> str:
@@ -188,14 +193,15 @@ def _validate_one(kdir: Path, opts: Options, runner: Any) -> tuple[dict[str, Any
         return make_record(kdir, Verdict("skipped", "no tests"), None, build, fp, opts, runner.mode), None
     job = Job(kdir, kdir / LOG_DIR, opts.timeout, opts.sanitize, env={"KM_ORACLES": "1" if opts.oracles else "0"},
               policy=policy)
-    raw = runner.run(job)
-    verdict = classify(raw, job.stdout, job.stderr, opts.timeout)
-    return make_record(kdir, verdict, raw, build, fp, opts, runner.mode), raw
+    done = run_test_process(job, runner)
+    return make_record(kdir, done.verdict, done.raw, build, fp, opts, runner.mode), done.raw
 
 
-def validate_dataset(root: Path, opts: Options,
-                     on_result: Callable[[Path, dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Validate every selected kernel of `root`; returns {"results": {id: validation}, "cached": n}."""
+def validate_dataset(root: Path, opts: Options, reporter: Reporter | None = None) -> dict[str, Any]:
+    """Validate every selected kernel of `root`; returns {"results": {id: validation}, "cached": n}.
+
+    Each recorded result is reported as it lands (`reporter.item`: outcome, kernel id, reason)."""
+    rep = reporter or silent()
     root = root.resolve()  # children run elsewhere (their own cwd, a private copy): never a relative path
     if opts.sandbox and (why := sandbox.unavailable()):
         raise UsageError(f"cannot build the test sandbox here ({why}); --no-sandbox runs the tests with "
@@ -221,7 +227,7 @@ def validate_dataset(root: Path, opts: Options,
     runner: Any = None
     stopping = threading.Event()  # set when interrupted: results of killed children are not recorded
     if todo and opts.sandbox:
-        _check_gpu_inside(opts, root)
+        _check_gpu_inside(opts, root, rep)
     needs_fork = opts.mode == "fork" and not opts.sanitize
     daemon = MpsDaemon() if opts.mps and needs_fork and todo else None
     rerun: list[Path] = []  # kernels that did not pass under MPS: run again alone
@@ -252,8 +258,7 @@ def validate_dataset(root: Path, opts: Options,
                 return
             store.record(kdir, rec)
             results[kdir.name] = rec
-            if on_result:
-                on_result(kdir, rec)
+            rep.item(rec["outcome"], kdir.name, rec.get("reason", ""))
             if time.time() - last_index[0] > INDEX_EVERY_S:
                 store.rewrite_index(root)
                 last_index[0] = time.time()
@@ -288,7 +293,7 @@ def validate_dataset(root: Path, opts: Options,
     return {"results": results, "cached": cached, "selected": len(dirs), "wall_s": time.time() - t0}
 
 
-def _check_gpu_inside(opts: Options, root: Path) -> None:
+def _check_gpu_inside(opts: Options, root: Path, rep: Reporter) -> None:
     """Refuse to run where the sandbox would hide the GPU (every GPU test would only skip).
 
     The memory limit is the one part the driver is known to mind: without an explicit
@@ -305,8 +310,7 @@ def _check_gpu_inside(opts: Options, root: Path) -> None:
         policy.memory_bytes = 0
         if gpu.hidden(policy) is None:
             opts.limits = {**(opts.limits or {}), "memory_bytes": 0}
-            print(f"kernel-miner: note: CUDA fails inside the sandbox under the memory limit ({why}); "
-                  "running without RLIMIT_DATA", file=sys.stderr)
+            rep.note(f"CUDA fails inside the sandbox under the memory limit ({why}); running without RLIMIT_DATA")
             return
     raise UsageError(f"the test sandbox hides the GPU here ({why}, while CUDA works outside it); "
                      "--no-sandbox runs the tests with your own rights")

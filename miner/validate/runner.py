@@ -41,6 +41,8 @@ class Job:
     sanitize: bool = False
     env: dict[str, str] = field(default_factory=dict)  # set in the test process (KM_ORACLES)
     policy: sandbox.Policy | None = None  # None: --no-sandbox (the user's own rights)
+    # What pytest collects, relative to the kernel folder: its whole tests/ (validate) or one file (enrich).
+    tests: tuple[str, ...] = ("tests",)
 
     @property
     def result_file(self) -> Path:
@@ -76,11 +78,11 @@ class RawResult:
         return None
 
 
-def pytest_args(kernel_dir: Path | None = None) -> list[str]:
+def pytest_args(tests: tuple[str, ...] = ("tests",)) -> list[str]:
     """pytest's options for a kernel's tests, run with the kernel folder (or its copy) as cwd."""
     # unraisableexception runs gc.collect() five times at exit: ~1 s once torch is imported.
-    *opts, tests = sandbox.pytest_args()
-    return [*opts, "-p", "no:unraisableexception", "-W", "ignore::pytest.PytestAssertRewriteWarning", tests]
+    *opts, _ = sandbox.pytest_args()
+    return [*opts, "-p", "no:unraisableexception", "-W", "ignore::pytest.PytestAssertRewriteWarning", *tests]
 
 
 def child_env() -> dict[str, str]:
@@ -99,7 +101,7 @@ def child_env() -> dict[str, str]:
 
 def child_command(job: Job, sanitize: bool) -> list[str]:
     result = Path(workspace.RESULT_AREA, "result.json") if job.policy else job.result_file
-    cmd = [sys.executable, "-m", "miner.validate.child", str(result), "--", *pytest_args()]
+    cmd = [sys.executable, "-m", "miner.validate.child", str(result), "--", *pytest_args(job.tests)]
     if sanitize:
         cmd = ["compute-sanitizer", "--tool", "memcheck", "--error-exitcode", str(SANITIZER_EXIT),
                "--target-processes", "all", "--print-limit", "10", *cmd]
@@ -237,7 +239,7 @@ class Zygote:
             self.start()
         assert self.proc is not None and self.proc.stdin is not None
         t0 = time.time()
-        req = {"result": str(job.result_file), "args": pytest_args(job.kernel_dir),
+        req = {"result": str(job.result_file), "args": pytest_args(job.tests),
                "cwd": str(job.kernel_dir), "stdout": str(job.stdout), "stderr": str(job.stderr),
                "t_request": t0, "env": job.env}
         self.proc.stdin.write((json.dumps(req) + "\n").encode())

@@ -9,7 +9,7 @@ from typing import Any
 from miner import dataset
 from miner.builder.single import nvcc_command
 from miner.dataset.atomic import write_text
-from miner.validate.classify import NOT_FAILED
+from miner.validate.process import NOT_FAILED
 
 _REPRO = """#!/usr/bin/env bash
 # Reproduce: {kid} -> {outcome}

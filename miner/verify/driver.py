@@ -88,7 +88,8 @@ def _first_error(log: str) -> str:
 
 def _sample(groups: dict[Any, list[_Item]], n: int | None) -> list[Any]:
     """A deterministic sample of TUs: the first n by a hash of their name and flags."""
-    keys = sorted(groups, key=lambda k: hashlib.sha256(repr((groups[k][0].orig.rel, k[1:])).encode()).hexdigest())
+    # Hashed on (defines, include dirs), not the project flags: the sample stays the one earlier versions took.
+    keys = sorted(groups, key=lambda k: hashlib.sha256(repr((groups[k][0].orig.rel, k[1:3])).encode()).hexdigest())
     return keys if n is None else keys[:n]
 
 
@@ -113,6 +114,14 @@ def _collect(out_dir: Path, selectors: list[str], source: Path | None) -> list[_
         for i in built:
             items.append(_Item(kdir, meta, i, kdir / meta["instantiations"][i]["unit"], orig, error))
     return items
+
+
+def _explicit(item: _Item) -> str | None:
+    try:
+        unit_text = item.unit.read_text(encoding="utf-8")
+    except OSError:
+        unit_text = ""
+    return orig_mod.explicit_instantiation(item.meta, item.meta["instantiations"][item.index], unit_text)
 
 
 def _unit_entry(item: _Item) -> str | None:
@@ -147,7 +156,13 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
     tool_id = toolchain_id(nvcc)
     store = PtxStore(opts.cache_dir or default_cache_dir(), nvcc, opts.timeout)
     arch = orig_mod.arch_flag((todo[0].meta["instantiations"][todo[0].index].get("build") or {}).get("arch"))
-    unit_flags = ["-ptx", "-x", "cu", arch, *opts.extra_flags]
+    base_flags = ["-ptx", "-x", "cu", arch, *opts.extra_flags]
+
+    def unit_flags(it: _Item) -> list[str]:
+        # As the build compiled the unit: the project's nvcc flags, and CUDA library wheels' headers.
+        return [*base_flags, *orig_mod.project_flags(it.meta),
+                *(f for d in orig_mod.library_include_dirs() for f in ("-isystem", d))]
+
     torch_version = ""
     if any(groups[k][0].orig.torch for k in chosen):
         torch_version = orig_mod.torch_setup()[2]
@@ -156,7 +171,7 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
     def orig_key(o: Original, flags: list[str], text: str) -> str:
         ver = torch_version if o.torch else ""
         return orig_mod.content_key([FORMAT, "original", tool_id, ver, orig_mod.library_versions(), "\0".join(flags),
-                                     text], [o.tu, *o.headers])
+                                     text], [o.tu, *o.headers, orig_mod.TOOLKIT_COMPAT])
 
     def compile_original(o: Original, text: str | None) -> PtxResult:
         flags = ["-x", "cu", *orig_mod.compile_flags(o, arch), *opts.extra_flags]
@@ -169,9 +184,10 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
 
     def compile_unit(it: _Item) -> PtxResult:
         text = it.unit.read_text(encoding="utf-8")
-        flags = [*unit_flags, *it.vendored_flags]
         headers, _ = orig_mod.scan_includes(it.unit, [])
-        key = orig_mod.content_key([FORMAT, "unit", tool_id, "\0".join(flags), text], headers)
+        flags = [*unit_flags(it), *it.vendored_flags]
+        key = orig_mod.content_key([FORMAT, "unit", tool_id, orig_mod.library_versions(), "\0".join(flags), text],
+                                   headers)
         try:
             return store.compile(key, it.unit, None, flags, it.unit.parent, opts.force)
         finally:
@@ -196,13 +212,12 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
                 continue
             for it in groups[k]:
                 entry = _unit_entry(it)
-                if entry and ptx_mod.find_entry(parsed[k], entry) is None and orig_mod.explicit_instantiation(
-                        it.meta, it.meta["instantiations"][it.index]):
+                if entry and ptx_mod.find_entry(parsed[k], entry) is None and _explicit(it):
                     wrap_need.setdefault(k, []).append(it)
         wrap_futs = {}
         for k, its in wrap_need.items():
             o = groups[k][0].orig
-            insts = [orig_mod.explicit_instantiation(it.meta, it.meta["instantiations"][it.index]) or "" for it in its]
+            insts = [_explicit(it) or "" for it in its]
             wrap_futs[k] = pool.submit(compile_original, o, orig_mod.wrapper_source(o, insts))
         wrapped = {k: f.result() for k, f in wrap_futs.items()}
 
@@ -213,8 +228,8 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
     differs = [it for it in todo if it.record and it.record["status"] == "differs"]
     if differs:
         with ThreadPoolExecutor(max_workers=opts.jobs) as pool:
-            for it, ctx in zip(differs, pool.map(lambda it: _context_check(it, store, tool_id, unit_flags, opts.force),
-                                                 differs), strict=True):
+            checks = pool.map(lambda it: _context_check(it, store, tool_id, unit_flags(it), opts.force), differs)
+            for it, ctx in zip(differs, checks, strict=True):
                 if ctx is not None:
                     it.record["context"] = ctx
                     rep.context_identical += ctx["status"] == "identical"
@@ -276,6 +291,11 @@ def _judge(it: _Item, res: PtxResult, parsed: ptx_mod.Ptx, wrapped: PtxResult | 
             return rec
         src = ptx_mod.parse(wrapped.ptx)
         found = ptx_mod.find_entry(src, entry)
+    if found is None and it.meta["name"] in src.entries:
+        # C linkage (`extern "C" __global__`): the original's entry is the plain name. The unit, whose kernel
+        # text has no `extern "C"`, gets a mangled one; the code is compared, the two names are recorded.
+        found = it.meta["name"]
+        rec["original_entry"] = found
     if found is None:
         rec.update(status="original_unbuildable",
                    error=f"the original's PTX has no .entry {entry} (not compiled in the mined configuration)")

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from miner import cuda_libs
+from miner.source import build_flags
 from miner.targets import COMPUTE_FLAG
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
@@ -38,6 +39,9 @@ MAX_HEADERS = 2000
 # Headers a CUDA build of torch installs and the CPU wheel lacks (THC/THCAtomics.cuh, the generated
 # c10/cuda/impl/cuda_cmake_macros.h): each file says what the real one holds.
 TORCH_CUDA_STANDINS = Path(__file__).resolve().parent / "torch_cuda_include"
+# CUDA 12 host-API signatures that CUDA 13 replaced, declared (never defined) for original TUs written
+# for CUDA 12: their host code compiles again, their device code cannot change (see the header).
+TOOLKIT_COMPAT = Path(__file__).resolve().parent / "toolkit_compat" / "km_cuda12_host_api.h"
 
 
 @dataclass
@@ -49,9 +53,10 @@ class Original:
     include_dirs: list[Path]
     headers: list[Path] = field(default_factory=list)   # project headers it reaches (its content)
     torch: bool = False
+    project_flags: list[str] = field(default_factory=list)   # the project's nvcc flags (metadata build_flags)
 
-    def group_key(self) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-        return str(self.tu), tuple(self.defines), tuple(map(str, self.include_dirs))
+    def group_key(self) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        return str(self.tu), tuple(self.defines), tuple(map(str, self.include_dirs)), tuple(self.project_flags)
 
 
 def locate(meta: dict[str, Any], source_root: Path | None) -> Original:
@@ -67,9 +72,17 @@ def locate(meta: dict[str, Any], source_root: Path | None) -> Original:
         raise ValueError(f"{tu}: original source not found")
     defines = [d for d in pc.get("defines", []) if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")]
     dirs = [(root / d).resolve() for d in pc.get("include_dirs", [])]
-    orig = Original(root=root, tu=tu, rel=rel, defines=defines, include_dirs=[d for d in dirs if d.is_dir()])
+    orig = Original(root=root, tu=tu, rel=rel, defines=defines, include_dirs=[d for d in dirs if d.is_dir()],
+                    project_flags=project_flags(meta))
     orig.headers, orig.torch = scan_includes(tu, orig.include_dirs)
     return orig
+
+
+def project_flags(meta: dict[str, Any]) -> list[str]:
+    """The project's nvcc flags for the kernel's file (`build_flags.nvcc`: `-D__CUDA_NO_HALF_OPERATORS__`,
+    torch-ngp's `-U` of them, `--use_fast_math` ...) as the unit's build applies them. Both sides get them:
+    they decide which Half operators exist and how floating point is compiled."""
+    return build_flags.applied(list((meta.get("build_flags") or {}).get("nvcc") or []))
 
 
 def scan_includes(tu: Path, include_dirs: list[Path]) -> tuple[list[Path], bool]:
@@ -123,11 +136,13 @@ def library_versions() -> str:
 
 
 def compile_flags(orig: Original, arch_flag: str) -> list[str]:
-    flags = ["-ptx", arch_flag]
+    flags = ["-ptx", arch_flag, "-include", str(TOOLKIT_COMPAT)]
     if orig.torch:
         dirs, nvcc_flags, _ = torch_setup()
         flags += nvcc_flags
     flags += [f"-D{d}" for d in orig.defines]
+    # After torch's: a torch extension's own nvcc flags follow COMMON_NVCC_FLAGS (and may -U them).
+    flags += orig.project_flags
     # Mined dirs searched before the system's for "quoted" includes and after it for <angle> ones: the
     # include graph adds a dir for any header found by path tail, and a repo's Windows stand-in
     # (dev/unistd.h) must not hide the system's <unistd.h>, as it does not in the project's own build.
@@ -139,14 +154,19 @@ def compile_flags(orig: Original, arch_flag: str) -> list[str]:
     return flags
 
 
-def explicit_instantiation(meta: dict[str, Any], inst: dict[str, Any]) -> str | None:
-    """The unit's explicit instantiation, for a wrapper around the original TU; None for a non-template."""
+def explicit_instantiation(meta: dict[str, Any], inst: dict[str, Any], unit_text: str = "") -> str | None:
+    """The unit's explicit instantiation, for a wrapper around the original TU; None for a non-template.
+
+    Taken from the unit's text where it has one: the unit writes the arguments as the kernel's template
+    parameters need them (an enum parameter recorded as 10 becomes `static_cast<ggml_type>(10)`), and the
+    same line then gives the same mangled name by construction. Else built from the recorded arguments."""
     args = inst.get("args") or []
     if not args or meta.get("is_specialization"):
         return None
     parts = meta["qualified_name"].split("::")
+    own = re.search(rf"^template __global__ void {re.escape(parts[-1])}<.*\);$", unit_text, re.M)
     types = ", ".join(p["type"] for p in (inst.get("launcher") or {}).get("params", []))
-    text = f"template __global__ void {parts[-1]}<{', '.join(args)}>({types});"
+    text = own.group(0) if own else f"template __global__ void {parts[-1]}<{', '.join(args)}>({types});"
     for ns in reversed(parts[:-1]):
         text = f"namespace {ns} {{ {text} }}"
     return text

@@ -161,8 +161,10 @@ def _symbol_in(reg: str, lines: list[str], before: int) -> str | None:
 
 def _assert_positions(lines: list[str]) -> tuple[set[int], set[str]]:
     """`assert` in device code calls `__assertfail(msg, file, line, function, size)`: the indices of the
-    lines that store the line number, and the globals holding the file name. Both say where the unit
-    or the original file is, not what the kernel does."""
+    lines that store the line number, and the globals holding the file name and the function's name.
+    They say where the unit or the original file is and how its types were spelled where the template
+    was instantiated (`[with scalar_t = signed short]` in the original, `short` in the unit), not what
+    the kernel does."""
     line_idx: set[int] = set()
     files: set[str] = set()
     i = 0
@@ -177,8 +179,8 @@ def _assert_positions(lines: list[str]) -> tuple[set[int], set[str]]:
                     m = _PARAM_STORE.match(ln.strip())
                     if m and m.group(1) == "2":
                         line_idx.add(k)
-                    elif m and m.group(1) == "1" and (sym := _symbol_in(m.group(2), lines, k)):
-                        files.add(sym)
+                    elif m and m.group(1) in ("1", "3") and (sym := _symbol_in(m.group(2), lines, k)):
+                        files.add(sym)  # the file name, and the function's name as __PRETTY_FUNCTION__ spells it
             i = j
         i += 1
     return line_idx, files
@@ -220,8 +222,12 @@ def listing(ptx: Ptx, entry: str) -> list[str]:
         seen = counters[kind]
         return seen.setdefault(m.group(0), f"{kind}${len(seen) + 1}")
 
+    # The entry's own name (in its head and parameter symbols) is matched by find_entry, not compared: an
+    # `extern "C"` original names it `k`, a unit without the linkage `_Z1kPf`.
+    own = re.compile(rf"(?<![\w$]){re.escape(entry)}(?=_param_\d|(?![\w$]))")
     out: list[str] = []
     for s in code + data + sorted(set(shared)):
+        s = own.sub("<ENTRY>", s)
         s = _LABEL.sub(lambda m: f"$L__{m.group(1)}_{m.group(2)}", s)
         s = _DEPOT.sub("__local_depot", s)
         out.append(_NUMBERED.sub(renumber, strip_internal(s)))

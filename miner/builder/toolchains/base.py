@@ -36,6 +36,11 @@ class Toolchain(ABC):
     def find(cls, explicit: str | None = None) -> str:
         """Absolute path of the compiler, or a UsageError (exit 2) in one line."""
 
+    def locate(self, explicit: str | None = None, home: str | None = None) -> None:
+        """Set self.path: `explicit` (--nvcc/--hipcc), else what find() finds. `home` is a toolkit prefix
+        (--hip-path) for a toolchain that takes one; this one does not."""
+        self.path = self.find(explicit)
+
     @classmethod
     @abstractmethod
     def owns_arch(cls, item: str) -> bool:
@@ -53,6 +58,11 @@ class Toolchain(ABC):
     @abstractmethod
     def flags(self, opts: BuildOptions) -> list[str]:
         """Compiler flags for a shared library of opts.arch (validates it: UsageError when bad)."""
+
+    def invocation(self) -> list[str]:
+        """Arguments that belong to the compiler rather than to a build (where its own headers are): given
+        before the flags, and not part of the cache keys, which carry version_id() instead."""
+        return []
 
     def env(self) -> dict[str, str]:
         """Environment the compiler needs besides the caller's."""

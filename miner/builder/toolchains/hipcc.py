@@ -2,7 +2,8 @@
 hipify mapping, built into libunit_hip.so for --offload-arch gfx targets; resources from clang remarks.
 
 hipcc picks its platform from HIP_PLATFORM and, left alone on a machine with nvcc, would pick NVIDIA:
-HIP_PLATFORM=amd is always set for it. No AMD GPU is needed to compile.
+HIP_PLATFORM=amd is always set for it. No AMD GPU is needed to compile. A ROCm install in a prefix of its own
+(--hip-path / $KM_HIP_PATH, rocm_prefix.py) is used whole: its hipcc, headers and device libraries.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from miner.builder import hip_translate, portability
 from miner.builder.hip_resources import parse_remarks
 from miner.builder.toolchain import find_executable
+from miner.builder.toolchains import rocm_prefix
 from miner.builder.toolchains.base import Toolchain
 from miner.builder.unit_split import Unit, split_unit
 from miner.dataset import atomic
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
     from miner.builder.toolchain import BuildOptions
 
 DEFAULT_HIP_ARCH = "gfx90a"
-TRANSLATION_FORMAT = "km-hipify-1"  # bump when translate() or the portability scans change
+TRANSLATION_FORMAT = "km-hipify-3"  # bump when translate() or the portability scans change
 _GFX = re.compile(r"gfx[0-9a-f]{3,4}(?::(?:xnack|sramecc)[+-])*")
 
 
@@ -45,6 +47,8 @@ class Hipcc(Toolchain):
         super().__init__(path)
         self.first_arch = DEFAULT_HIP_ARCH
         self.findings: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        self.prefix: rocm_prefix.RocmPrefix | None = None
+        self.versions: dict[str, Any] = {}
 
     @classmethod
     def find(cls, explicit: str | None = None) -> str:
@@ -55,12 +59,27 @@ class Hipcc(Toolchain):
         hip_translate.hipify_version()  # the mapping is part of the toolchain: fail here, in one line, too
         return path
 
+    def locate(self, explicit: str | None = None, home: str | None = None) -> None:
+        """--hipcc wins for the executable; a configured prefix (--hip-path, $KM_HIP_PATH) gives its hipcc
+        otherwise and, either way, the headers and device libraries that hipcc is run with."""
+        self.prefix = rocm_prefix.configured(home)
+        if self.prefix is not None and not explicit:
+            hip_translate.hipify_version()
+            self.path = str(self.prefix.hipcc)
+        else:
+            self.path = self.find(explicit)
+
     @classmethod
     def owns_arch(cls, item: str) -> bool:
         return bool(_GFX.fullmatch(item))
 
     def env(self) -> dict[str, str]:
-        return {"HIP_PLATFORM": "amd"}
+        return {"HIP_PLATFORM": "amd", **(self.prefix.env() if self.prefix else {})}
+
+    def invocation(self) -> list[str]:
+        # The prefix's HIP headers ahead of the host's /usr/include, where a system hipcc's older ones may be:
+        # ROCm 7's hipcc no longer adds -isystem $HIP_PATH/include itself (HIP 5.7's perl hipcc did).
+        return ["-isystem", str(self.prefix.root / "include")] if self.prefix else []
 
     def version_id(self) -> str:
         try:
@@ -71,7 +90,13 @@ class Hipcc(Toolchain):
             raise UsageError(f"cannot run {self.path} --version: {exc}") from None
         if out.returncode != 0 or "HIP version" not in out.stdout:
             raise UsageError(f"{self.path} --version failed: {(out.stderr or out.stdout).strip()[:200]}")
-        return out.stdout.strip() + "\n" + hip_translate.hipify_version()
+        tool_id = out.stdout.strip() + "\n" + hip_translate.hipify_version()
+        if self.prefix is not None and str(self.prefix.root) not in tool_id:
+            # The prefix (headers, device libraries, invocation()) is part of what the compiler is; hipcc
+            # 5.x's --version names it already (clang's InstalledDir), later ones may not.
+            tool_id += f"\nrocm prefix: {self.prefix.root}"
+        self.versions = versions(tool_id, self.prefix)
+        return tool_id
 
     @staticmethod
     def release(tool_id: str) -> str:
@@ -106,7 +131,8 @@ class Hipcc(Toolchain):
             src = Path(tmp) / "empty.hip"
             src.write_text("\n", encoding="utf-8")
             try:
-                out = subprocess.run([self.path, *(f"--offload-arch={a}" for a in opts.arch.split(",") if a.strip()),
+                out = subprocess.run([self.path, *self.invocation(),
+                                      *(f"--offload-arch={a}" for a in opts.arch.split(",") if a.strip()),
                                       "-fsyntax-only", str(src)], capture_output=True, text=True, timeout=120,
                                      check=False, env=dict(os.environ, **self.env()), cwd=tmp)
             except (OSError, subprocess.TimeoutExpired) as exc:
@@ -162,7 +188,8 @@ class Hipcc(Toolchain):
 
     def record_extra(self, u: Unit, rec: dict[str, Any], log: str) -> dict[str, Any]:
         found = self.findings.get((u.kernel_id, u.index), [])
-        extra: dict[str, Any] = {"unit": u.rel, "portability": found}
+        extra: dict[str, Any] = {"unit": u.rel, "hip_version": self.versions.get("hip_version"),
+                                 "clang": self.versions.get("clang"), "portability": found}
         if rec["status"] == "ok":
             extra["portable"] = not found
         elif rec["status"] == "failed":
@@ -170,4 +197,14 @@ class Hipcc(Toolchain):
         return extra
 
     def summary_extra(self, records: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"with_findings": sum(1 for r in records if r.get("status") == "ok" and r.get("portability"))}
+        # `hipcc` (the HIP release) is already in every summary; the compiler and prefix behind it too:
+        return {"clang": self.versions.get("clang"), "rocm_path": self.versions.get("rocm_path"),
+                "with_findings": sum(1 for r in records if r.get("status") == "ok" and r.get("portability"))}
+
+
+def versions(tool_id: str, prefix: rocm_prefix.RocmPrefix | None) -> dict[str, Any]:
+    """What a HIP build record says about its compiler: the HIP release, hip-clang's version and the ROCm
+    prefix it came from (None: the hipcc found on PATH / $ROCM_PATH)."""
+    clang = re.search(r"clang version ([\w.-]+)", tool_id)
+    return {"hip_version": Hipcc.release(tool_id), "clang": clang.group(1) if clang else "unknown",
+            "rocm_path": str(prefix.root) if prefix else None}

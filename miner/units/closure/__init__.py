@@ -9,11 +9,13 @@ Modules, one job each:
   context   the TU indexed: pieces by file and name, #defines in force, include order (`TUContext`)
   shims     which parse shim a declaration comes from, what a unit lacks of them, namespace chains
   compute   the walk from the kernel over the AST that collects its closure (`compute`)
+  siblings  declarations one macro writes beside a kernel (host specializations that launch it)
   text      the closure as text (`render_pieces`), the `#include`s a unit keeps, unresolved names
 """
 
 from miner.units.closure.compute import compute
 from miner.units.closure.context import Closure, Macro, Piece, TUContext
+from miner.units.closure.siblings import written_with
 from miner.units.closure.text import render_pieces
 
-__all__ = ["Closure", "Macro", "Piece", "TUContext", "compute", "render_pieces"]
+__all__ = ["Closure", "Macro", "Piece", "TUContext", "compute", "render_pieces", "written_with"]

@@ -17,6 +17,7 @@ from miner.units.closure.context import (
     Piece,
     TUContext,
     _class_key,
+    _is_variable_template,
 )
 from miner.units.closure.shims import (
     _DEVICE_ATTRS,
@@ -25,7 +26,9 @@ from miner.units.closure.shims import (
     _is_torch_shim,
     _namespace_chain,
     _toolkit_header_of_shim,
+    _unit_shim_macros,
 )
+from miner.units.closure.siblings import specialized_template, written_with
 from miner.units.closure.text import _cut, _includes, _unresolved
 from miner.units.closure.vendored import Library, Vendored
 
@@ -43,6 +46,10 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     pieces: list[Piece] = []
     shims: set[str] = set()
     work = [(kernel_cursor, _enclosing_namespaces(kernel_cursor))]
+    # A macro that writes the kernel may write more beside it (`template <> void gpu_abs<float>(...) {
+    # k<float><<<...>>>(...); }`): that text is the kernel's text too, so what it names comes along.
+    siblings = written_with(kernel_cursor)
+    work += [(c, _enclosing_namespaces(c)) for c in siblings]
     tokens: list[str] = []
     headers: dict[str, None] = {}  # toolkit headers whose declarations the closure names
     vend = Vendored.of(ctx)
@@ -77,6 +84,13 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 if any(ch.kind in _DEVICE_ATTRS for d in (mc, mc.canonical) for ch in d.get_children()):
                     take(mp, mc)
 
+    for c in siblings:
+        # `template <> void gpu_abs<float>(...)` needs the primary template it specializes.
+        t = specialized_template(c)
+        if t is not None and t.location.file is not None:
+            found = ctx.piece_at(ctx.norm(t.location.file.name), t.extent.start.offset)
+            if found is not None:
+                take(*found)
     for name in arg_names:
         for lst in ctx.groups_named(name):
             typed = [(gp, gc) for gp, gc in lst if gp.kind in _ARG_TYPE_KINDS]
@@ -94,9 +108,11 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
         idents = _identifiers(ctx, cur, drop)
         tokens += idents
         for c in _walk(cur, drop):
-            if c.kind not in _REF_KINDS:
+            if c.kind == K.NAMESPACE_REF and c.referenced is not None and c.referenced.kind == K.NAMESPACE_ALIAS:
+                refs = [c.referenced]  # `my_cub::BlockLoad`: the alias `namespace my_cub = cub;` comes along
+            elif c.kind not in _REF_KINDS:
                 continue
-            if c.kind == K.OVERLOADED_DECL_REF:
+            elif c.kind == K.OVERLOADED_DECL_REF:
                 # Unresolved overload set (dependent call): every repo function of that name, and the
                 # shim it names (`at::native::fastAtomicAdd(p, i, n, v, true)` in a template kernel).
                 refs = [gc for lst in ctx.groups_named(c.spelling) for _gp, gc in lst]
@@ -132,7 +148,9 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 if found_here := ctx.by_name.get((ns, name), [])[:1]:
                     take(*found_here[0])
                     break
-        if ctx.has_errors(cur):
+        if ctx.has_errors(cur) or _is_variable_template(cur):
+            # A variable template is one cursor without children in libclang 18: what its initializer
+            # names is found through its text, as in a function whose expressions the parse dropped.
             # The parse dropped invalid expressions (a name its stub lacked): their calls are missing
             # from the AST. Fall back to the names in the text, looked up in the scopes visible here.
             for name in dict.fromkeys(idents):
@@ -143,10 +161,13 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     out.macros = _macros(ctx, tokens, ctx.sort_key(kernel_path, kernel_start), vendored)
     pieces += _usings(ctx, files, pieces, seen, ctx.sort_key(kernel_path, kernel_start), bool(shims), used)
     out.pieces = sorted(pieces, key=lambda p: ctx.sort_key(p.path, p.start))
-    out.shims = sorted(shims)
     files |= {m.path for m in out.macros}
     for m in out.macros:
         tokens += _IDENT.findall(m.body)
+    # Torch's macros (`C10_WARP_SIZE`, `C10_HOST_DEVICE`) expand in the parse to our parse shim's text and
+    # leave no cursor to follow; the unit shim defines them, unless the repo defines the name itself.
+    shims |= {t for t in tokens if t in _unit_shim_macros() and not ctx.active_macro(t)}
+    out.shims = sorted(shims)
     out.includes = _includes(ctx, files, tokens, list(headers))
     out.vendored = [{"include_dir": lib.include_dir, "parts": list(lib.parts), "headers": list(lib.headers),
                      "defines": [m.name for m in vend.config_defines(lib)], "prelude": vend.prelude(lib)}

@@ -119,9 +119,9 @@ class TUContext:
             path = self.norm(f.name)
             if path not in self.inputs:
                 continue
-            if kind in _SCOPE_KINDS:
+            if kind in _SCOPE_KINDS and not _is_variable_template(c):
                 self._index(c, ns + ((c.spelling or "",) if c.kind == K.NAMESPACE else ()))
-            elif c.kind in _PIECE_KINDS:
+            else:
                 e = c.extent
                 if e.start.file is None or self.norm(e.start.file.name) != path:
                     continue
@@ -283,3 +283,9 @@ def _skipped_ranges(tu: ci.TranslationUnit, f: ci.File | None) -> list[tuple[int
 def _class_key(norm, c: ci.Cursor) -> tuple[str, int]:
     d = c.get_definition() or c
     return (norm(d.location.file.name) if d.location.file else "", d.location.offset)
+
+
+def _is_variable_template(c: ci.Cursor) -> bool:
+    """`template <class T> constexpr bool is_half_v = ...;`: libclang 18 exposes it as a childless
+    UNEXPOSED_DECL with the variable's name (a scope kind otherwise), referenced by dependent uses."""
+    return c.kind == K.UNEXPOSED_DECL and bool(c.spelling) and next(iter(c.get_children()), None) is None

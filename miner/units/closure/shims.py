@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 
 import clang.cindex as ci
 
@@ -85,6 +86,13 @@ def _unit_lacks(ctx: TUContext, r: ci.Cursor | None) -> str | None:
 
 def _qualified(c: ci.Cursor) -> str:
     return "::".join((*_enclosing_namespaces(c), c.spelling))
+
+
+@functools.cache
+def _unit_shim_macros() -> frozenset[str]:
+    """The torch macros the unit shim defines (its own KM_ helpers left out)."""
+    text = (stub_dir() / "unit" / "km_torch_unit.h").read_text(encoding="utf-8")
+    return frozenset(n for n in re.findall(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", text, re.M) if not n.startswith("KM_"))
 
 
 @functools.cache

@@ -33,6 +33,9 @@ _HEADER_OF = {
     "__bfloat162float": "cuda_bf16.h", "__half": "cuda_fp16.h", "__half2": "cuda_fp16.h",
     "__float2half": "cuda_fp16.h", "__half2float": "cuda_fp16.h",
     "cooperative_groups": "cooperative_groups.h",
+    # `#if CUDA_VERSION >= 9000` in a header whose includer brought cuda.h: undefined, the unit took the
+    # pre-CUDA-9 branch (`__shfl_xor`, gone from the toolkit).
+    "CUDA_VERSION": "cuda.h", "CUDART_VERSION": "cuda_runtime_api.h",
     **dict.fromkeys(("__pipeline_commit", "__pipeline_wait_prior", "__pipeline_memcpy_async"),
                     "cuda_pipeline_primitives.h"), "__nv_fp8_e4m3": "cuda_fp8.h", "__nv_fp8_e5m2": "cuda_fp8.h",
 }

@@ -11,6 +11,7 @@ import clang.cindex as ci
 from miner.frontends.common import split_top
 from miner.units.launches.cursors import _template_args, _tparams
 from miner.units.launches.dataflow import _targets_of_launch
+from miner.units.launches.helpers import note_helper
 from miner.units.launches.record import _API, K, Launch
 from miner.units.launches.state import _kernel_key, _kernel_refs, _record_aliases, _State, _written_args
 from miner.units.launches.text import _macro_launch, _src
@@ -23,8 +24,6 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
     callee = children[0]
     ref = call.referenced
     found = _targets_of_launch(st, _kernel_refs(st, callee), fn, callee)
-    if not found:
-        return
     cfg_text = _src(ctx, cfg).strip()
     # `<< <grid, block >> >` (spaced chevrons nvcc accepts; the parse saw them joined) reads as `<<<...>>>`.
     if re.match(r"<<\s+<|<\s+<<", cfg_text):
@@ -38,6 +37,11 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
     else:  # inside a launch macro: the configuration comes from its expansion
         parts, args_text, kind = _macro_launch(ctx, cfg_text)
     parts = parts + [None] * 4
+    if not found:
+        # `kernel<<<...>>>(n, args...)` with `kernel` a parameter: a launch helper, whose callers are the launches.
+        if kind == "<<<>>>" and fn is not None:
+            note_helper(st, fn, callee, parts, args_text or [])
+        return
     for r, t, own in found:
         kkey = _kernel_key(st, t)
         concrete = written = None

@@ -45,6 +45,10 @@ class _State:
     # Partial specializations of each class template: (key, written arguments, parameter names).
     partials: dict[tuple[str, int], list[tuple[tuple[str, int], list[str], list[str]]]] = field(
         default_factory=dict)
+    # Launch helpers (functions that launch one of their parameters) by name, and the calls that pass a
+    # kernel to a function, matched to them after the walk (miner.units.launches.helpers).
+    helpers: dict[str, list[Any]] = field(default_factory=dict)
+    helper_calls: list[Any] = field(default_factory=list)
 
 
 def _add(table: dict[tuple[str, int], list[list[str]]], key: tuple[str, int], args: list[str]) -> bool:

@@ -9,6 +9,7 @@ import re
 import clang.cindex as ci
 
 from miner.units import macro_text
+from miner.units.closure import written_with
 from miner.units.instantiations import eval_int, explicit_in
 from miner.units.launches.cursors import _key, _primary, _targets, _template_args, _tparams
 from miner.units.launches.record import _CLASS_TEMPLATES, _COMMENT, _FUNCS, _IDENT, _SCOPES, K, Launch
@@ -24,7 +25,9 @@ def _definitions(st: _State) -> list[tuple[str, ci.Cursor]]:
     out: list[tuple[str, ci.Cursor]] = []
     for path, lst in ctx.pieces.items():
         for _s, _e, _piece, c in lst:
-            stack = [c]
+            # A function written by a macro with others (a kernel and the host specializations that launch
+            # it): the index keeps the outermost one, the others are walked as well.
+            stack = [c, *written_with(c)] if c.kind in _FUNCS else [c]
             while stack:
                 d = stack.pop()
                 kind = d.kind

@@ -10,6 +10,7 @@ import clang.cindex as ci
 from miner.units.closure import TUContext
 from miner.units.launches.cursors import _Resolver
 from miner.units.launches.finish import _finish
+from miner.units.launches.helpers import finish_helpers, note_call
 from miner.units.launches.host_chain import _host_call, _lambda_lists, _propagate
 from miner.units.launches.record import _API, _TYPED_USES, K, Launch
 from miner.units.launches.sites import _api_launch, _chevron
@@ -32,8 +33,11 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
     for path, d in _definitions(st):
         if d.kind == K.VAR_DECL:
             _walk(st, d, path, None)
-        elif (path, d.location.offset) not in kernels:
+        elif (path, d.location.offset) not in kernels or not any(
+                ch.kind == K.CUDAGLOBAL_ATTR for ch in d.get_children()):
+            # (A host function one macro wrote with a kernel shares the kernel's location.)
             _walk(st, d, path, d)
+    finish_helpers(st)
     _explicit_host_instantiations(st)
     insts = _propagate(st)
     for rec in st.launches + st.refs:
@@ -83,6 +87,7 @@ def _walk(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None) -> None:
                 _api_launch(st, fn, path, c, children, ref.spelling, in_lambda, host_key)
             elif fn is not None:
                 _host_call(st, c, children, ref, host_key)
+                note_call(st, fn, path, c, children, in_lambda, host_key)
         elif kind in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF) and (
                 c.spelling in st.names or (not c.spelling and kind == K.DECL_REF_EXPR)):
             _reference(st, root if fn is None else fn, path, c, in_lambda, host_key)

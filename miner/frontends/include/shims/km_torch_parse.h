@@ -428,6 +428,14 @@ __device__ float gpuAtomicAdd(float *, float);
 __device__ double gpuAtomicAdd(double *, double);
 __device__ int gpuAtomicAdd(int *, int);
 inline long THCCeilDiv(long a, long b) { return (a + b - 1) / b; }
+/* ATen/cuda/DeviceUtils.cuh: warp helpers kernels call by name (templates, so any lane type). */
+__device__ unsigned int ACTIVE_MASK();
+__device__ void WARP_SYNC(unsigned mask = 0xffffffff);
+__device__ unsigned int WARP_BALLOT(int predicate, unsigned int mask = 0xffffffff);
+template <typename T> __device__ T WARP_SHFL(T value, int srcLane, int width = 32, unsigned int mask = 0xffffffff);
+template <typename T> __device__ T WARP_SHFL_XOR(T value, int laneMask, int width = 32, unsigned int mask = 0xffffffff);
+template <typename T> __device__ T WARP_SHFL_UP(T value, unsigned int delta, int width = 32, unsigned int mask = 0xffffffff);
+template <typename T> __device__ T WARP_SHFL_DOWN(T value, unsigned int delta, int width = 32, unsigned int mask = 0xffffffff);
 
 /* Like torch's, a check is an `if` block (code leaves out the `;`) and its message parts are
  * expressions that must type-check. */
@@ -446,6 +454,13 @@ template <class... A> [[noreturn]] void km_torch_check_fail(const A &...);
 #define C10_CUDA_KERNEL_LAUNCH_CHECK() ((void)0)
 #define C10_HOST_DEVICE __host__ __device__
 #define C10_DEVICE __device__
+#define C10_HOST __host__
+#define C10_MAX_THREADS_PER_BLOCK(val) (((val) <= 1024) ? (val) : 256)
+#define C10_MIN_BLOCKS_PER_SM(t, b) ((((t) * (b) <= 2048) ? (b) : ((2048 + (t) - 1) / (t))))
+#define C10_LAUNCH_BOUNDS_0 __launch_bounds__(256, 4)
+#define C10_LIKELY(expr) (__builtin_expect(static_cast<bool>(expr), 1))
+#define C10_UNLIKELY(expr) (__builtin_expect(static_cast<bool>(expr), 0))
+#define C10_RESTRICT __restrict
 #define C10_LAUNCH_BOUNDS_1(m) __launch_bounds__(m)
 #define C10_LAUNCH_BOUNDS_2(m, n) __launch_bounds__(m, n)
 #define C10_WARP_SIZE 32
@@ -511,6 +526,28 @@ template <class... A> [[noreturn]] void km_torch_check_fail(const A &...);
 #define AT_DISPATCH_INDEX_TYPES(TYPE, NAME, ...)                                               \
   [&] { { using index_t = int; __VA_ARGS__(); } { using index_t = long; __VA_ARGS__(); } }()
 #define AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES(TYPE, NAME, ...) AT_DISPATCH_FLOATING_TYPES(TYPE, NAME, __VA_ARGS__)
+/* The switch form (ATen's Dispatch.h, and vLLM-style project macros built on it):
+ * AT_DISPATCH_SWITCH(t, name, AT_DISPATCH_CASE(at::ScalarType::Float, lambda) ...). Each case binds scalar_t
+ * as the other dispatch macros do; undefined, the whole launcher body was one invalid call without launches. */
+#define AT_DISPATCH_CASE(enum_type, ...) { using scalar_t = km_scalar_type_t<enum_type>; __VA_ARGS__(); }
+#define AT_DISPATCH_SWITCH(TYPE, NAME, ...) [&] { __VA_ARGS__ }()
+#define AT_DISPATCH_CASE_FLOATING_TYPES(...) \
+  AT_DISPATCH_CASE(at::ScalarType::Double, __VA_ARGS__) AT_DISPATCH_CASE(at::ScalarType::Float, __VA_ARGS__)
+#define AT_DISPATCH_CASE_FLOATING_TYPES_AND_HALF(...) \
+  AT_DISPATCH_CASE_FLOATING_TYPES(__VA_ARGS__) AT_DISPATCH_CASE(at::ScalarType::Half, __VA_ARGS__)
+#define AT_DISPATCH_CASE_FLOATING_TYPES_AND(S1, ...) \
+  AT_DISPATCH_CASE_FLOATING_TYPES(__VA_ARGS__) AT_DISPATCH_CASE(S1, __VA_ARGS__)
+#define AT_DISPATCH_CASE_FLOATING_TYPES_AND2(S1, S2, ...) \
+  AT_DISPATCH_CASE_FLOATING_TYPES(__VA_ARGS__) AT_DISPATCH_CASE(S1, __VA_ARGS__) AT_DISPATCH_CASE(S2, __VA_ARGS__)
+#define AT_DISPATCH_CASE_REDUCED_FLOATING_TYPES(...) \
+  AT_DISPATCH_CASE(at::ScalarType::Half, __VA_ARGS__) AT_DISPATCH_CASE(at::ScalarType::BFloat16, __VA_ARGS__)
+#define AT_DISPATCH_CASE_INTEGRAL_TYPES(...)                                                                  \
+  AT_DISPATCH_CASE(at::ScalarType::Byte, __VA_ARGS__) AT_DISPATCH_CASE(at::ScalarType::Char, __VA_ARGS__)     \
+  AT_DISPATCH_CASE(at::ScalarType::Int, __VA_ARGS__) AT_DISPATCH_CASE(at::ScalarType::Long, __VA_ARGS__)      \
+  AT_DISPATCH_CASE(at::ScalarType::Short, __VA_ARGS__)
+#define AT_DISPATCH_CASE_ALL_TYPES(...) \
+  AT_DISPATCH_CASE_INTEGRAL_TYPES(__VA_ARGS__) AT_DISPATCH_CASE_FLOATING_TYPES(__VA_ARGS__)
+#define AT_DISPATCH_CASE_ALL_TYPES_AND(S1, ...) AT_DISPATCH_CASE_ALL_TYPES(__VA_ARGS__) AT_DISPATCH_CASE(S1, __VA_ARGS__)
 /* dispatch v2: AT_DISPATCH_V2(type, name, AT_WRAP(lambda), AT_EXPAND(AT_FLOATING_TYPES), kHalf) */
 #define AT_WRAP(...) __VA_ARGS__
 #define AT_EXPAND(...) __VA_ARGS__

@@ -6,6 +6,45 @@
 #include <cuda_bf16.h>
 #endif
 #include <stdint.h>
+#include <type_traits>
+// c10/macros/Macros.h names device code uses; a repo that defines one itself keeps its own.
+#ifndef C10_WARP_SIZE
+#define C10_WARP_SIZE 32
+#endif
+#ifndef C10_HOST_DEVICE
+#define C10_HOST_DEVICE __host__ __device__
+#endif
+#ifndef C10_DEVICE
+#define C10_DEVICE __device__
+#endif
+#ifndef C10_HOST
+#define C10_HOST __host__
+#endif
+#ifndef C10_MAX_THREADS_PER_BLOCK
+#define C10_MAX_THREADS_PER_BLOCK(val) (((val) <= 1024) ? (val) : 256)
+#endif
+#ifndef C10_MIN_BLOCKS_PER_SM
+#define C10_MIN_BLOCKS_PER_SM(threads_per_block, blocks_per_sm) \
+  ((((threads_per_block) * (blocks_per_sm) <= 2048) ? (blocks_per_sm) : ((2048 + (threads_per_block) - 1) / (threads_per_block))))
+#endif
+#ifndef C10_LAUNCH_BOUNDS_0
+#define C10_LAUNCH_BOUNDS_0 __launch_bounds__(256, 4)
+#endif
+#ifndef C10_LAUNCH_BOUNDS_1
+#define C10_LAUNCH_BOUNDS_1(max_threads_per_block) __launch_bounds__((C10_MAX_THREADS_PER_BLOCK((max_threads_per_block))))
+#endif
+#ifndef C10_LAUNCH_BOUNDS_2
+#define C10_LAUNCH_BOUNDS_2(max_threads_per_block, min_blocks_per_sm) \
+  __launch_bounds__((C10_MAX_THREADS_PER_BLOCK((max_threads_per_block))),                  \
+                    (C10_MIN_BLOCKS_PER_SM((max_threads_per_block), (min_blocks_per_sm))))
+#endif
+#ifndef C10_LIKELY
+#define C10_LIKELY(expr) (__builtin_expect(static_cast<bool>(expr), 1))
+#define C10_UNLIKELY(expr) (__builtin_expect(static_cast<bool>(expr), 0))
+#endif
+#ifndef C10_RESTRICT
+#define C10_RESTRICT __restrict
+#endif
 namespace c10 {
 struct alignas(2) Half {
   unsigned short x;
@@ -82,11 +121,97 @@ __host__ __device__ inline Half operator-(const Half &a) {
 }
 __host__ __device__ inline BFloat16 operator-(const BFloat16 &a) { return -float(a); }
 #undef KM_HALF_OPS
+// c10::complex as torch/headeronly/util/complex.h defines it (layout, public real_/imag_, the bodies of its
+// operators), every function __host__ __device__ so a unit needs no --expt-relaxed-constexpr for them.
+template <typename T> struct alignas(sizeof(T) * 2) complex {
+  using value_type = T;
+  T real_ = T(0);
+  T imag_ = T(0);
+  constexpr complex() = default;
+  __host__ __device__ constexpr complex(const T &re, const T &im = T()) : real_(re), imag_(im) {}
+  template <typename U = T> __host__ __device__ explicit constexpr complex(
+      const std::enable_if_t<std::is_same_v<U, float>, complex<double>> &o) : real_(o.real_), imag_(o.imag_) {}
+  template <typename U = T> __host__ __device__ constexpr complex(
+      const std::enable_if_t<std::is_same_v<U, double>, complex<float>> &o) : real_(o.real_), imag_(o.imag_) {}
+  __host__ __device__ constexpr complex<T> &operator=(T re) { real_ = re; imag_ = 0; return *this; }
+  __host__ __device__ constexpr complex<T> &operator+=(T re) { real_ += re; return *this; }
+  __host__ __device__ constexpr complex<T> &operator-=(T re) { real_ -= re; return *this; }
+  __host__ __device__ constexpr complex<T> &operator*=(T re) { real_ *= re; imag_ *= re; return *this; }
+  __host__ __device__ constexpr complex<T> &operator/=(T re) { real_ /= re; imag_ /= re; return *this; }
+  template <typename U> __host__ __device__ constexpr complex<T> &operator=(const complex<U> &r) {
+    real_ = r.real(); imag_ = r.imag(); return *this; }
+  template <typename U> __host__ __device__ constexpr complex<T> &operator+=(const complex<U> &r) {
+    real_ += r.real(); imag_ += r.imag(); return *this; }
+  template <typename U> __host__ __device__ constexpr complex<T> &operator-=(const complex<U> &r) {
+    real_ -= r.real(); imag_ -= r.imag(); return *this; }
+  template <typename U> __host__ __device__ constexpr complex<T> &operator*=(const complex<U> &r) {
+    T a = real_; T b = imag_; U c = r.real(); U d = r.imag();
+    real_ = a * c - b * d; imag_ = a * d + b * c; return *this; }
+  template <typename U> __host__ __device__ constexpr complex<T> &operator/=(const complex<U> &r) {
+    T a = real_; T b = imag_; U c = r.real(); U d = r.imag();
+    auto abs_c = c < 0 ? -c : c;  // torch's non-GCC branch: what nvcc's device pass compiles
+    auto abs_d = d < 0 ? -d : d;
+    if (abs_c >= abs_d) {
+      if (abs_c == U(0) && abs_d == U(0)) { real_ = a / abs_c; imag_ = b / abs_d; }
+      else { auto rat = d / c; auto scl = U(1.0) / (c + d * rat); real_ = (a + b * rat) * scl; imag_ = (b - a * rat) * scl; }
+    } else {
+      auto rat = c / d; auto scl = U(1.0) / (d + c * rat); real_ = (a * rat + b) * scl; imag_ = (b * rat - a) * scl;
+    }
+    return *this; }
+  __host__ __device__ explicit constexpr operator bool() const { return real() || imag(); }
+  __host__ __device__ constexpr T real() const { return real_; }
+  __host__ __device__ constexpr void real(T value) { real_ = value; }
+  __host__ __device__ constexpr T imag() const { return imag_; }
+  __host__ __device__ constexpr void imag(T value) { imag_ = value; }
+};
+#define KM_CX template <typename T> __host__ __device__ constexpr complex<T>
+KM_CX operator+(const complex<T> &v) { return v; }
+KM_CX operator-(const complex<T> &v) { return complex<T>(-v.real(), -v.imag()); }
+KM_CX operator+(const complex<T> &l, const complex<T> &r) { complex<T> x = l; return x += r; }
+KM_CX operator+(const complex<T> &l, const T &r) { complex<T> x = l; return x += r; }
+KM_CX operator+(const T &l, const complex<T> &r) { return complex<T>(l + r.real(), r.imag()); }
+KM_CX operator-(const complex<T> &l, const complex<T> &r) { complex<T> x = l; return x -= r; }
+KM_CX operator-(const complex<T> &l, const T &r) { complex<T> x = l; return x -= r; }
+KM_CX operator-(const T &l, const complex<T> &r) { complex<T> x = -r; return x += l; }
+KM_CX operator*(const complex<T> &l, const complex<T> &r) { complex<T> x = l; return x *= r; }
+KM_CX operator*(const complex<T> &l, const T &r) { complex<T> x = l; return x *= r; }
+KM_CX operator*(const T &l, const complex<T> &r) { complex<T> x = r; return x *= l; }
+KM_CX operator/(const complex<T> &l, const complex<T> &r) { complex<T> x = l; return x /= r; }
+KM_CX operator/(const complex<T> &l, const T &r) { complex<T> x = l; return x /= r; }
+KM_CX operator/(const T &l, const complex<T> &r) { complex<T> x(l, T()); return x /= r; }
+#undef KM_CX
+// complex op integer: the integer becomes the complex's scalar type first, as in torch.
+#define KM_CXI(OP)                                                                                               \
+  template <typename F, typename I, std::enable_if_t<std::is_floating_point_v<F> && std::is_integral_v<I>, int> = 0> \
+  __host__ __device__ constexpr complex<F> operator OP(const complex<F> &a, const I &b) { return a OP static_cast<F>(b); } \
+  template <typename F, typename I, std::enable_if_t<std::is_floating_point_v<F> && std::is_integral_v<I>, int> = 0> \
+  __host__ __device__ constexpr complex<F> operator OP(const I &a, const complex<F> &b) { return static_cast<F>(a) OP b; }
+KM_CXI(+) KM_CXI(-) KM_CXI(*) KM_CXI(/)
+#undef KM_CXI
+template <typename T> __host__ __device__ constexpr bool operator==(const complex<T> &l, const complex<T> &r) {
+  return (l.real() == r.real()) && (l.imag() == r.imag()); }
+template <typename T> __host__ __device__ constexpr bool operator!=(const complex<T> &l, const complex<T> &r) {
+  return !(l == r); }
+template <typename T> struct is_complex : public std::false_type {};
+template <typename T> struct is_complex<complex<T>> : public std::true_type {};
+template <typename T> struct scalar_value_type { using type = T; };
+template <typename T> struct scalar_value_type<complex<T>> { using type = T; };
 template <class T, bool is_cuda = true> struct km_acc { typedef T type; };
 template <> struct km_acc<Half, true> { typedef float type; };
 template <> struct km_acc<BFloat16, true> { typedef float type; };
 template <> struct km_acc<float, true> { typedef float type; };
 }  // namespace c10
+// c10/util/complex.h's std overloads that need no thrust. In a build batch this block sits in the batch's
+// namespace: the using-directive keeps the rest of std visible through that inner `std`.
+namespace std {
+using namespace ::std;
+template <typename T> __host__ __device__ constexpr T real(const c10::complex<T> &z) { return z.real(); }
+template <typename T> __host__ __device__ constexpr T imag(const c10::complex<T> &z) { return z.imag(); }
+template <typename T> __host__ __device__ constexpr T norm(const c10::complex<T> &z) {
+  return z.real() * z.real() + z.imag() * z.imag(); }
+template <typename T> __host__ __device__ constexpr c10::complex<T> conj(const c10::complex<T> &z) {
+  return c10::complex<T>(z.real(), -z.imag()); }
+}  // namespace std
 // Declared before at::native::fastAtomicAdd, whose dependent call must find it by ordinary lookup.
 #if defined(__HIP__)
 // HIP has no 16-bit float atomicAdd: a CAS loop on the 32-bit word holding the value, as ATen's AtomicFPOp.
@@ -210,5 +335,27 @@ __device__ void fastAtomicAdd(T *tensor, I index, I numel, T value, bool fast) {
 }  // namespace at
 namespace torch { using namespace at; }
 template <class T> __device__ inline T gpuAtomicAdd(T *p, T v) { return atomicAdd(p, v); }
+// ATen/cuda/Atomic.cuh: a complex is added part by part.
+template <class T> __device__ inline void gpuAtomicAdd(c10::complex<T> *p, c10::complex<T> v) {
+  gpuAtomicAdd(&p->real_, v.real_);
+  gpuAtomicAdd(&p->imag_, v.imag_);
+}
+// ATen/cuda/DeviceUtils.cuh's warp helpers, as written there for CUDA (HIP has the *_sync forms too).
+__device__ __forceinline__ unsigned int ACTIVE_MASK() { return __activemask(); }
+__device__ __forceinline__ void WARP_SYNC(unsigned mask = 0xffffffff) { __syncwarp(mask); }
+__device__ __forceinline__ unsigned int WARP_BALLOT(int predicate, unsigned int mask = 0xffffffff) {
+  return __ballot_sync(mask, predicate); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL(T value, int srcLane, int width = warpSize,
+                                                          unsigned int mask = 0xffffffff) {
+  return __shfl_sync(mask, value, srcLane, width); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL_XOR(T value, int laneMask, int width = warpSize,
+                                                              unsigned int mask = 0xffffffff) {
+  return __shfl_xor_sync(mask, value, laneMask, width); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL_UP(T value, unsigned int delta, int width = warpSize,
+                                                             unsigned int mask = 0xffffffff) {
+  return __shfl_up_sync(mask, value, delta, width); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL_DOWN(T value, unsigned int delta, int width = warpSize,
+                                                               unsigned int mask = 0xffffffff) {
+  return __shfl_down_sync(mask, value, delta, width); }
 using at::Half;
 using at::BFloat16;

@@ -1,0 +1,208 @@
+"""The CUDA/HIP extract pipeline as a named list of stages with gates over one context.
+
+As clang-extract states its passes: `STAGES` is the order, each `Stage` has a `gate` (does this run
+include it) and a `step` that reads and fills `CudaRun`. A step may end the run (`run.done`: inputs
+without a kernel). The `--no-units` gate is `CudaRun.units`: the units analysis cannot be a stage of
+its own, because it runs on the live libclang translation unit inside the parse workers (`parse`
+passes the analysis callable in, or None) and the kernel's folder is cached whole (`write` renders
+the units, or not); those two stages read the gate.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from miner import dataset
+from miner.errors import NothingToDo, UsageError
+from miner.extract import cache as extract_cache
+from miner.extract.metadata import _input_root, _metadata, _project_flags, _rel
+from miner.extract.options import CUDA_SUFFIXES, ExtractOptions, ExtractReport
+from miner.extract.parse import _cached_parse, _parse_all
+from miner.extract.unit_data import UnitData
+from miner.frontends import clang_frontend, hip_config
+from miner.frontends.config import ParseConfig, framework_overlay
+from miner.frontends.model import Kernel
+from miner.frontends.parse_cache import ParseCache
+from miner.source import build_flags, compile_db, context, include_graph
+from miner.source.discover import Discovery, SourceFile, discover
+from miner.source.provenance import origin_of
+from miner.units.mentions import Mentions
+
+
+@dataclass
+class CudaRun:
+    """What the stages share: the options, then what each stage found, in stage order."""
+
+    opts: ExtractOptions
+    out_dir: Any
+    progress: Callable[[int], Callable[[], None]]
+    report: ExtractReport = field(default_factory=ExtractReport)
+    done: bool = False  # a stage ended the run early
+    per_file: dict[str, Any] = field(default_factory=dict)  # discover: compile_commands.json flags
+    disc: Discovery | None = None
+    files: list[SourceFile] = field(default_factory=list)
+    include_dirs: list[str] = field(default_factory=list)
+    extra: list[SourceFile] = field(default_factory=list)  # project context: files outside the inputs
+    graph: include_graph.IncludeGraph | None = None  # configure
+    flags_of: dict[str, Any] = field(default_factory=dict)
+    config: ParseConfig | None = None
+    unit_data: UnitData = field(default_factory=UnitData)  # parse
+    cache: ParseCache | None = None
+    kernels: list[Kernel] = field(default_factory=list)
+    tu_of: dict[str, str] = field(default_factory=dict)
+    hip_variants: list[Any] = field(default_factory=list)  # hip variants
+    # parse: the configuration the parse used (with the precompiled prefix where one was built) and the
+    # prefix's folder, kept until the run ends: the HIP configuration's parses use the prefix too.
+    parse_config: ParseConfig | None = None
+    pch_folder: tempfile.TemporaryDirectory | None = None
+
+    @property
+    def units(self) -> bool:
+        """The --no-units gate (closures, launches, instantiations, rendered units)."""
+        return self.opts.units
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    gate: Callable[[CudaRun], bool]
+    step: Callable[[CudaRun], None]
+
+
+def _always(run: CudaRun) -> bool:
+    return True
+
+
+def _discover(run: CudaRun) -> None:
+    opts = run.opts
+    run.per_file = compile_db.load(opts.compile_commands) if opts.compile_commands else {}
+    run.disc = disc = discover(opts.paths)
+    run.report = report = ExtractReport(failures=list(disc.failures), notes=list(disc.notes))
+    run.files = files = disc.files
+    cuda_files = [f for f in files if f.has_kernel or os.path.splitext(f.path)[1].lower() in CUDA_SUFFIXES]
+    report.files = len(cuda_files)
+    if not any(f.has_kernel for f in files):
+        if report.failures or opts.language == "auto":
+            run.done = True
+            return
+        raise NothingToDo("no CUDA kernels found in the given inputs (no __global__ definitions)")
+    run.include_dirs = [os.path.realpath(d) for d in opts.include_dirs]
+    if opts.project is not None and not os.path.isdir(opts.project):
+        raise UsageError(f"{opts.project}: --project is not a directory")
+
+
+def _project_context(run: CudaRun) -> None:
+    assert run.disc is not None
+    run.extra = extra = context.find(run.files, run.include_dirs, run.disc.roots, run.opts.project)
+    if extra:
+        names = ", ".join(os.path.basename(f.path) for f in extra[:8]) + (" ..." if len(extra) > 8 else "")
+        run.report.notes.append(f"{len(extra)} project files outside the inputs used as context: {names}")
+
+
+def _configure(run: CudaRun) -> None:
+    assert run.disc is not None
+    files, extra = run.files, run.extra
+    run.graph = graph = include_graph.build(files + extra, run.include_dirs)
+    run.flags_of = flags_of = _project_flags(files + extra, graph, run.per_file, run.opts.project, run.disc.roots)
+    run.config = ParseConfig(include_dirs=run.include_dirs + graph.auto_include_dirs,
+                             defines=list(run.opts.defines), per_file_args=run.per_file,
+                             context=frozenset(f.path for f in extra),
+                             args_of={p: a for p, fl in flags_of.items()
+                                      if (a := build_flags.parse_args(fl["nvcc"])) != ["-std=c++17"]},
+                             overlay_dir=framework_overlay([f.data for f in files + extra]))
+
+
+def _parse(run: CudaRun) -> None:
+    run.cache = ParseCache.open()
+    run.pch_folder = tempfile.TemporaryDirectory(prefix="km-pch-")
+    run.kernels, run.tu_of, run.parse_config = _parse_all(run.files, run.config, run.graph, run.opts, run.report,
+                                                          run.progress, run.unit_data, run.extra, run.cache,
+                                                          run.pch_folder.name)
+    run.unit_data.match_declared(run.kernels)
+
+
+def _hip_variants(run: CudaRun) -> None:
+    inputs = {f.path for f in run.files}
+    hip_parse = _cached_parse(run.cache, run.graph, {f.path: f.data for f in [*run.files, *run.extra]}, inputs,
+                              run.units, jobs=run.opts.jobs)
+    run.hip_variants = hip_config.variants(run.files, run.extra, run.graph, run.parse_config or run.config,
+                                           run.kernels, run.tu_of, inputs, run.unit_data, UnitData, hip_parse)
+
+
+def _write(run: CudaRun) -> None:
+    cache, report, config, tu_of = run.cache, run.report, run.config, run.tu_of
+    assert run.disc is not None and config is not None
+    if cache is not None and cache.hits:
+        report.notes.append(f"{cache.hits} of {cache.hits + cache.misses} translation unit parses from the parse "
+                            f"cache ({cache.folder})")
+    variant_of = {id(v.of): v for v in run.hip_variants}
+    data = {f.path: f.data for f in run.files}
+    mentions = Mentions([*data.items(), *((f.path, f.data) for f in run.extra)])
+    ordinals: dict[tuple[str, str], int] = defaultdict(int)
+    metas: list[dict[str, Any]] = []
+    replaced: set[tuple[str | None, str]] = set()
+    for k in run.kernels:
+        origin = origin_of(k.path, _input_root(k.path, run.disc.roots))
+        rel = _rel(k.path, origin.root)
+        key = (rel, k.qualified_name)
+        kid = dataset.kernel_id(k.qualified_name, origin.repo, rel, ordinals[key])
+        ordinals[key] += 1
+        text = data[k.path][k.start_offset:k.end_offset]
+        meta = _metadata(k, text, origin, kid, tu_of.get(k.path), config)
+        if (bf := run.flags_of.get(tu_of.get(k.path) or k.path) or run.flags_of.get(k.path)):
+            meta["build_flags"] = bf
+        native = hip_config.native_reason(k.path, data[k.path])
+        if native:
+            meta["variant"] = {"toolchain": "hip", "defines": [], "reason": native}
+        meta = extract_cache.write_kernel(cache, run.out_dir, meta, k, text, run.unit_data, origin.root, run.units,
+                                          mentions)
+        metas.append(meta)
+        replaced.add((origin.repo, rel))
+        v = variant_of.get(id(k))
+        if v is not None:  # the same kernel in its project's HIP configuration
+            vk = v.kernel
+            vtext = data[vk.path][vk.start_offset:vk.end_offset]
+            vmeta = _metadata(vk, vtext, origin, dataset.kernel_id(vk.qualified_name + "@hip", origin.repo, rel,
+                                                                   ordinals[key] - 1), tu_of.get(k.path), config)
+            if "build_flags" in meta:
+                vmeta["build_flags"] = meta["build_flags"]
+            vmeta["variant"] = {"toolchain": "hip", "defines": v.defines, "of": kid,
+                                "reason": f"HIP branches (#if on {', '.join(v.defines)})"}
+            vmeta = extract_cache.write_kernel(cache, run.out_dir, vmeta, vk, vtext, v.units, origin.root,
+                                               run.units, mentions)
+            metas.append(vmeta)
+    dataset.merge_index(run.out_dir, metas, replaced)
+    if cache is not None and (hits := cache.entry_hits.get(extract_cache.KIND, 0)):
+        report.notes.append(f"{hits} of {hits + cache.entry_misses.get(extract_cache.KIND, 0)} kernel folders "
+                            f"from the cache ({cache.folder})")
+    report.kernels = metas
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("discover", _always, _discover),  # inputs, file kinds, compile_commands.json; ends a run without kernels
+    # Helper headers and launching .cu files outside the inputs: for units, and for libclang's parse.
+    Stage("project context", lambda run: run.units or run.opts.frontend != "treesitter", _project_context),
+    Stage("configure", _always, _configure),  # include graph, per-file project flags, the parse configuration
+    Stage("parse", _always, _parse),  # workers; with the units gate open, the analysis runs in them
+    Stage("hip variants", lambda run: run.opts.frontend != "treesitter" and clang_frontend.AVAILABLE, _hip_variants),
+    Stage("write", _always, _write),  # kernel folders (units rendered when the units gate is open), the index
+)
+
+
+def run_stages(opts: ExtractOptions, out_dir: Any, progress: Callable[[int], Callable[[], None]]) -> ExtractReport:
+    run = CudaRun(opts, out_dir, progress)
+    try:
+        for stage in STAGES:
+            if stage.gate(run):
+                stage.step(run)
+                if run.done:
+                    break
+    finally:
+        if run.pch_folder is not None:
+            run.pch_folder.cleanup()
+    return run.report

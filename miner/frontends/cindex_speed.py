@@ -1,0 +1,141 @@
+"""Faster equivalents of the libclang Python bindings' hottest cursor methods.
+
+A cold extract spends most of its time in Python walking the AST through ctypes, not in libclang's
+parse (a CPU profile of MMCV `mmcv/ops/csrc`: about 10 % in the parse, the rest in the closure and
+launch analysis): `Cursor.get_children` builds a new ctypes callback per call and compares every
+child with the null cursor (a C call per child), `walk_preorder` is a recursive generator (every
+cursor passes up through one generator frame per level of depth) and `kind` goes through a class
+method per access. The replacements keep the bindings' results and order exactly; `install()` swaps
+them in once per process.
+
+The top-level children of a translation unit (tens of thousands of cursors when a torch shim is parsed:
+the C++ library's declarations and, with the detailed record, its macros) are listed once per parse
+and shared by every walk of it (`hold_top_level` ... `release`). A parse through a precompiled prefix
+may come from an index that leaves the prefix's declarations out (`local_only`): the walks then see the
+file's own declarations alone. Such an index also lists, at the top level, the function definitions
+instantiated from templates (Sema hands each to the AST consumer as a top-level declaration); an
+ordinary walk never meets those there, so they are dropped: an implicit instantiation sits at its
+pattern's location, an explicit specialization at its own.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Iterator
+from typing import Any
+
+_INSTALLED = False
+ORIGINAL: dict[str, Any] = {}  # the bindings' own methods, for tests that compare
+_TOP = "_km_top_level"  # attribute of a TranslationUnit: its top-level cursors while a parse holds them
+# File handle -> name while a parse holds its TU (a walk asks a location's file name hundreds of
+# thousands of times, a C call and a string copy each). Handles are only unique within one TU, so the
+# table lives from `hold_top_level` to `release`.
+_FILE_NAMES: dict[int, str] | None = None
+
+
+def install() -> None:
+    """Swap the faster methods into `clang.cindex.Cursor` (idempotent)."""
+    global _INSTALLED
+    if _INSTALLED:
+        return
+    import clang.cindex as ci
+
+    kinds = ci.CursorKind._kinds  # the bindings' own id -> kind table, filled at import
+    lib = ci.conf.lib
+
+    def _visit(child: Any, _parent: Any, out: list) -> int:
+        # clang_visitChildren never hands a null cursor to its visitor: the bindings' assert is a C
+        # call per child for nothing.
+        out.append(child)
+        return 1  # CXChildVisit_Continue
+
+    visitor = ci.callbacks["cursor_visit"](_visit)  # one ctypes thunk for the process, not one per call
+
+    tu_kind = ci.CursorKind.TRANSLATION_UNIT.value
+
+    def get_children(self: Any) -> Iterator[Any]:
+        tu = self._tu
+        if self._kind_id == tu_kind:
+            held = tu.__dict__.get(_TOP)
+            if held is not None:
+                return iter(held)
+        out: list = []
+        lib.clang_visitChildren(self, visitor, out)
+        for child in out:
+            child._tu = tu  # as the bindings do: the TU outlives every cursor handed out
+        return iter(out)
+
+    def walk_preorder(self: Any) -> Iterator[Any]:
+        # Iterative, same order as the bindings' recursion; children are still fetched only once
+        # the consumer asks past their parent.
+        stack = [self]
+        while stack:
+            c = stack.pop()
+            yield c
+            children = list(c.get_children())
+            children.reverse()
+            stack.extend(children)
+
+    def kind(self: Any) -> Any:
+        i = self._kind_id
+        k = kinds[i] if 0 <= i < len(kinds) else None
+        if k is None:
+            return ci.CursorKind.from_id(i)  # raises the bindings' own error
+        return k
+
+    def file_name(self: Any) -> str:
+        names = _FILE_NAMES
+        if names is None:
+            return lib.clang_getFileName(self)
+        key = ctypes.cast(self.obj, ctypes.c_void_p).value  # the CXFile handle's address
+        name = names.get(key)
+        if name is None:
+            name = names[key] = lib.clang_getFileName(self)
+        return name
+
+    ORIGINAL.update(get_children=ci.Cursor.get_children, walk_preorder=ci.Cursor.walk_preorder,
+                    kind=ci.Cursor.kind, file_name=ci.File.name)
+    ci.File.name = property(file_name)
+    ci.Cursor.get_children = get_children
+    ci.Cursor.walk_preorder = walk_preorder
+    ci.Cursor.kind = property(kind)
+    _INSTALLED = True
+
+
+_FUNCTION_KINDS = ("FUNCTION_DECL", "CXX_METHOD", "CONSTRUCTOR", "DESTRUCTOR", "CONVERSION_FUNCTION")
+
+
+def _instantiated(c: Any) -> bool:
+    """A function definition instantiated from a template or a class template's member: it sits where
+    its pattern's definition does (`T W<T>::f()` written out of line: the pattern libclang gives is the
+    in-class declaration, whose definition is that text). An explicit specialization sits elsewhere."""
+    import clang.cindex as ci
+
+    if c.kind.name not in _FUNCTION_KINDS:
+        return False
+    pattern = ci.conf.lib.clang_getSpecializedCursorTemplate(c)
+    if pattern is None:
+        return False
+    if pattern.location == c.location:
+        return True
+    definition = pattern.get_definition()
+    return definition is not None and definition.location == c.location
+
+
+def hold_top_level(tu: Any, local_only: bool = False) -> None:
+    """List `tu`'s top-level cursors once; every walk of `tu.cursor` gets that list until `release`.
+    `local_only`: `tu` comes from an index that excludes the precompiled prefix's declarations."""
+    global _FILE_NAMES
+    _FILE_NAMES = {}
+    tu.__dict__.pop(_TOP, None)
+    top = list(tu.cursor.get_children())
+    if local_only:
+        top = [c for c in top if not _instantiated(c)]
+    tu.__dict__[_TOP] = top
+
+
+def release(tu: Any) -> None:
+    """Drop the held list: it holds cursors that hold the TU (a cycle would keep its memory until a GC)."""
+    global _FILE_NAMES
+    _FILE_NAMES = None
+    tu.__dict__.pop(_TOP, None)

@@ -1,0 +1,155 @@
+"""Extract speed mechanisms (tests/fixtures/speed): the precompiled prefix with an index that leaves
+its declarations out of the walks, the prefix kept for parses with added defines, and the faster cursor
+methods. Each must give the results of the plain way exactly: real libclang parses compared."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, load_dataset, run_miner
+
+SPEED = FIXTURES / "speed"
+
+
+@pytest.fixture(scope="module")
+def parse_setup(tmp_path_factory: pytest.TempPathFactory):
+    from miner.frontends import clang_frontend, pch
+    from miner.frontends.config import ParseConfig
+
+    if not clang_frontend.AVAILABLE:
+        pytest.skip("libclang not installed")
+    inputs = {str(p.resolve()) for p in SPEED.rglob("*") if p.suffix in (".cu", ".cuh")}
+    plain = ParseConfig(include_dirs=[str((SPEED / "include").resolve())])
+    path = pch.build(plain, str(tmp_path_factory.mktemp("pch")))
+    assert path
+    tus = frozenset(p for p in inputs if p.endswith(".cu"))
+    fast = replace(plain, torch_pch=path, torch_tus=tus)
+    return plain, fast, inputs
+
+
+def _summary(res) -> dict:
+    """Everything a parse hands to the rest of the pipeline."""
+    return {
+        "kernels": [(k.qualified_name, k.path, k.start_offset, k.end_offset, k.signature,
+                     [vars(p) for p in k.params], [vars(t) for t in k.template_params], k.is_specialization,
+                     k.diagnostics) for k in res.kernels],
+        "analysis": res.analysis, "seen": sorted(res.seen_files), "error": res.error, "unit_error": res.unit_error,
+    }
+
+
+@pytest.mark.parametrize("tu", ["speed_ops.cu", "speed_rows.cu"])
+def test_prefix_parse_with_local_index_equals_plain_parse(parse_setup, tu: str) -> None:
+    from miner.frontends import clang_frontend
+    from miner.units.analysis import analyse
+
+    plain, fast, inputs = parse_setup
+    path = str((SPEED / "ops" / tu).resolve())
+    assert "-include-pch" in clang_frontend.clang_args(fast, path)
+    a = clang_frontend.parse(path, plain, inputs, analyse=analyse)
+    b = clang_frontend.parse(path, fast, inputs, analyse=analyse)
+    assert a.kernels and a.analysis["launches"] and not a.error
+    assert _summary(a) == _summary(b)
+    if tu == "speed_ops.cu":
+        names = {k.qualified_name for k in b.kernels}
+        assert {"km_speed::scale_kernel", "fill_kernel", "square_kernel", "shift_kernel", "plain_c_kernel",
+                "braced_c_kernel"} <= names
+        # One fill_kernel template and one explicit specialization: no implicit instantiation listed.
+        assert sorted(k.is_specialization for k in b.kernels if k.name == "fill_kernel") == [False, True]
+        assert b.analysis["explicit"].get("square_kernel") == [["float"]]
+
+
+def test_local_index_lists_only_the_file_own_declarations(parse_setup) -> None:
+    """Through the prefix, the held top-level list has none of the prefix's declarations and no
+    instantiated function definitions, where the ordinary index lists the whole C++ library."""
+    import clang.cindex as ci
+
+    from miner.frontends import cindex_speed, clang_frontend
+
+    plain, fast, _inputs = parse_setup
+    path = str((SPEED / "ops" / "speed_ops.cu").resolve())
+    args = clang_frontend.clang_args(fast, path)
+    ordinary = ci.Index.create().parse(path, args=args, options=0x201)
+    local = clang_frontend._local_index().parse(path, args=args, options=0x201)
+    cindex_speed.hold_top_level(local, local_only=True)
+    try:
+        held = list(local.cursor.get_children())
+        assert held is not list(local.cursor.get_children())  # a fresh iterator over the same list
+        assert [c.hash for c in held] == [c.hash for c in local.cursor.get_children()]
+    finally:
+        cindex_speed.release(local)
+    everything = list(ordinary.cursor.get_children())
+    assert len(held) * 20 < len(everything)
+
+    def own(cursors):
+        return [(c.kind.name, c.location.file.name, c.location.offset) for c in cursors
+                if c.location.file is not None and c.location.file.name.startswith(str(SPEED.resolve()))
+                and not c.kind.is_preprocessing()]
+
+    assert own(held) == own(everything)
+
+
+def test_added_defines_keep_the_prefix_unless_a_prefix_file_names_them(parse_setup) -> None:
+    from miner.frontends import clang_frontend, pch
+    from miner.units.analysis import analyse
+
+    plain, fast, inputs = parse_setup
+    hip = pch.with_defines(fast, ["KM_SPEED_WITH_HIP"])
+    assert hip.torch_pch == fast.torch_pch and hip.defines == ["KM_SPEED_WITH_HIP"]
+    # The parse stub tests __CUDACC__: a prefix built without it would not be the same prefix.
+    assert pch.with_defines(fast, ["__CUDACC__=1"]).torch_pch is None
+    assert pch.with_defines(plain, ["KM_SPEED_WITH_HIP"]).torch_pch is None
+    path = str((SPEED / "ops" / "speed_rows.cu").resolve())
+    a = clang_frontend.parse(path, replace(plain, defines=["KM_SPEED_WITH_HIP"]), inputs, analyse=analyse)
+    b = clang_frontend.parse(path, hip, inputs, analyse=analyse)
+    assert _summary(a) == _summary(b)
+    (row_sum,) = [k for k in b.kernels if k.name == "row_sum_kernel"]
+    (closure,) = [c for key, c in b.analysis["closures"] if key == [row_sum.path, row_sum.start_offset]]
+    assert "__shfl_down(v, d)" in repr(closure)  # the HIP branch's macro
+
+
+def test_faster_cursor_methods_match_the_bindings(parse_setup) -> None:
+    import clang.cindex as ci
+
+    from miner.frontends import cindex_speed, clang_frontend
+
+    plain, _fast, _inputs = parse_setup
+    path = str((SPEED / "ops" / "speed_ops.cu").resolve())
+    tu = ci.Index.create().parse(path, args=clang_frontend.clang_args(plain, path), options=0x201)
+    orig = cindex_speed.ORIGINAL
+    mine = [c for c in tu.cursor.get_children()
+            if c.location.file is not None and c.location.file.name.startswith(str(SPEED.resolve()))]
+    assert mine
+    for top in mine:
+        fast_walk = list(top.walk_preorder())
+        slow_walk = list(orig["walk_preorder"](top))
+        assert [c.hash for c in fast_walk] == [c.hash for c in slow_walk]
+        for c in fast_walk:
+            assert c.kind == orig["kind"].fget(c)
+            assert [x.hash for x in c.get_children()] == [x.hash for x in orig["get_children"](c)]
+            if c.location.file is not None:
+                assert c.location.file.name == orig["file_name"].fget(c.location.file)
+
+
+def test_extract_of_the_fixture_uses_the_prefix_and_finds_every_launch(tmp_path: Path) -> None:
+    from miner.frontends import clang_frontend
+
+    if not clang_frontend.AVAILABLE:
+        pytest.skip("libclang not installed")
+    src = tmp_path / "speed"
+    shutil.copytree(SPEED, src)
+    proc = run_miner("extract", src, "-o", tmp_path / "out", "-j", "2",
+                     env={"XDG_CACHE_HOME": str(tmp_path / "c"), "KM_PARSE_CACHE": "off"})
+    assert proc.returncode == 0, proc.stderr
+    metas = {m["qualified_name"] + ("@spec" if m["is_specialization"] else "")
+             + ("@hip" if m.get("variant") else ""): m for m in load_dataset(tmp_path / "out")}
+    assert {"km_speed::scale_kernel", "km_speed::row_sum_kernel", "fill_kernel", "fill_kernel@spec",
+            "square_kernel", "shift_kernel", "plain_c_kernel", "braced_c_kernel"} <= set(metas)
+    # The HIP configuration's parse (through the prefix) gives row_sum its HIP variant.
+    assert metas["km_speed::row_sum_kernel@hip"]["variant"]["defines"] == ["KM_SPEED_WITH_HIP"]
+    scale = metas["km_speed::scale_kernel"]
+    assert [i["template_args"] for i in scale["instantiations"]] == [{"T": "float"}, {"T": "double"}]
+    assert any(f.endswith("Scaler::apply") for f in scale["closure"]["functions"]), scale["closure"]

@@ -1,0 +1,121 @@
+"""`extract --build` on tests/fixtures/unseen: patterns found on repositories the miner was never tuned on
+(issue 14's unseen set, scripts/corpus_repos_unseen.txt), each reproduced by a kernel of our own and judged
+by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FIXTURES, load_dataset, run_miner
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    src = tmp_path_factory.mktemp("unseen-src") / "unseen"
+    shutil.copytree(FIXTURES / "unseen", src)
+    out = tmp_path_factory.mktemp("unseen-out")
+    cache = tmp_path_factory.mktemp("unseen-cache")
+    proc = run_miner("extract", src, "-o", out, "--build", "-j", "2", env={"XDG_CACHE_HOME": str(cache)},
+                     timeout=600)
+    return {"proc": proc, "out": out, "metas": load_dataset(out)}
+
+
+def _meta(dataset: dict[str, Any], name: str) -> dict[str, Any]:
+    # the CUDA configuration; a HIP-native variant (a kernel under an `#if` on a HIP guard) is another record
+    found = [m for m in dataset["metas"] if m["name"] == name and (m.get("variant") or {}).get("toolchain") != "hip"]
+    assert len(found) == 1, [m["source"]["path"] for m in found]
+    return found[0]
+
+
+def _built(meta: dict[str, Any]) -> dict[str, str]:
+    return {i["id"]: i["build"]["status"] + (": " + (i["build"].get("error") or "") if i["build"].get("error") else "")
+            for i in meta["instantiations"]}
+
+
+def _origins(meta: dict[str, Any]) -> dict[str, str]:
+    return {i["id"]: i["origin"] for i in meta["instantiations"]}
+
+
+def _unit(dataset: dict[str, Any], meta: dict[str, Any], inst: str) -> str:
+    return (Path(dataset["out"]) / meta["id"] / "units" / inst / "unit.cu").read_text(encoding="utf-8")
+
+
+def test_vllm_style_dispatch_switch_of_project_case_lists(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "scale_rows_kernel")
+    assert _origins(m) == {"float_4": "dispatch", "half_4": "dispatch", "bf16_4": "dispatch"}, _origins(m)
+    assert set(_built(m).values()) == {"ok"}, _built(m)
+
+
+def test_dispatch_switch_of_atens_own_case_list(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "shift_rows_kernel")
+    assert _origins(m) == {"double": "dispatch", "float": "dispatch", "half": "dispatch"}, _origins(m)
+    assert set(_built(m).values()) == {"ok"}, _built(m)
+
+
+def test_aten_warp_shuffle_helpers_build_for_every_dispatched_type(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "row_norm_kernel")
+    assert set(_built(m).values()) == {"ok"} and len(m["instantiations"]) == 3, _built(m)
+    assert {"WARP_SHFL", "WARP_SHFL_XOR"} <= set(m["closure"]["shims"])
+
+
+def test_torch_macros_in_device_code_come_from_the_unit_shim(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "row_max_kernel")
+    assert _built(m) == {"float": "ok", "double": "ok"}, _built(m)
+    assert {"C10_WARP_SIZE", "C10_LAUNCH_BOUNDS_1", "C10_RESTRICT", "C10_LIKELY", "C10_DEVICE"} <= set(
+        m["closure"]["shims"]), m["closure"]["shims"]
+    assert "#define C10_WARP_SIZE 32" in _unit(dataset, m, "float")
+
+
+def test_a_namespace_alias_of_cub_and_variable_templates_come_with_the_kernel(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "block_sum_kernel")
+    assert _origins(m) == {"float_256": "call_site", "half_128": "call_site"}, _origins(m)
+    assert set(_built(m).values()) == {"ok"}, _built(m)
+    unit = _unit(dataset, m, "float_256")
+    assert "namespace fix_cub = cub;" in unit and "hipcub" not in unit
+    assert "is_half_like_v" in unit and "lanes_of" in unit
+
+
+def test_host_template_instantiated_in_another_translation_unit_of_the_kernels_header(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "row_softmax_kernel")
+    assert _origins(m) == {f"{t}_{v}": "host_template" for t in ("float", "double") for v in (5, 6)}, _origins(m)
+    assert set(_built(m).values()) == {"ok"}, _built(m)
+
+
+def test_a_project_header_named_like_a_c_header_does_not_shadow_it(dataset: dict[str, Any]) -> None:
+    """`#include <math.h>` is the C library's even where the project has an `include/math.h` (with its
+    own float3 operators, which then came into the unit twice)."""
+    m = _meta(dataset, "pair_sum_norm_kernel")
+    assert _built(m) == {"default": "ok"}, _built(m)
+    assert not any("math.h" in s for s in m["closure"]["sources"]), m["closure"]["sources"]
+    assert _built(_meta(dataset, "shade_kernel")) == {"default": "ok"}
+
+
+def test_kernels_passed_to_the_projects_launch_helper_are_launched_there(dataset: dict[str, Any]) -> None:
+    plain = _meta(dataset, "clamp_all")
+    assert plain["launches"], plain.get("launch_missing")
+    launch = plain["launches"][0]
+    assert launch["launcher"] == "clamp" and launch["config"]["block"] == "kLinearThreads"
+    assert "linear_blocks((n))" in launch["config"]["grid"]
+    assert [a["expr"] for a in launch["args"]] == ["(n)", "-1.f", "1.f", "x"]
+    m = _meta(dataset, "axpy_step")
+    assert m["launches"], m.get("launch_missing")
+    assert _origins(m) == {"float": "host_template", "double": "host_template"}, _origins(m)
+    assert set(_built(m).values()) == {"ok"}, _built(m)
+
+
+def test_a_cuda_version_test_in_a_header_keeps_cuda_h_in_the_unit(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "warp_max_kernel")
+    assert _built(m) == {"default": "ok"}, _built(m)
+    assert "#include <cuda.h>" in _unit(dataset, m, "default")
+
+
+def test_cccl_version_macros_pick_the_branch_the_toolkit_would(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "block_max_kernel")
+    assert _built(m) == {"default": "ok"}, _built(m)
+    assert "cuda::maximum" in _unit(dataset, m, "default")
