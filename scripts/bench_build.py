@@ -4,10 +4,10 @@
     python scripts/bench_build.py DIR [--jobs N] [--arch LIST] [--phases] [--measure-torch]
 
 Prints units, cold wall, per-unit average, the CPU seconds of the build and its compilers (cold, per unit:
-on a loaded machine the figure that compares), warm wall and warm/cold, beside the cost of building one
-unit as a torch extension the usual way (measured with --measure-torch when torch is installed,
-otherwise the figure from the shared notes, labelled as such). --phases also prints where the time
-of one nvcc call goes (nvcc --time), for one unit alone and for one batch.
+on a loaded machine the figure that compares), warm wall and warm/cold, the unit.cu line counts (median,
+p90, max), beside the cost of building one unit as a torch extension the usual way (measured with
+--measure-torch when torch is installed, otherwise the figure from the shared notes, labelled as such).
+--phases also prints where the time of one nvcc call goes (nvcc --time), for one unit alone and for one batch.
 The dataset's metadata is updated by the builds, as `kernel-miner build` would.
 """
 
@@ -20,6 +20,7 @@ import os
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -60,6 +61,12 @@ def statuses(ds: Path) -> dict[str, int]:
         counts["kernels"] += 1
         counts["kernels_ok"] += bool((meta.get("build") or {}).get("pass_call"))
     return counts
+
+
+def unit_lines(ds: Path) -> list[int]:
+    """Line counts of every rendered unit.cu, sorted: what a closure inlines shows here first."""
+    return sorted(len(p.read_text(encoding="utf-8", errors="replace").splitlines())
+                  for p in ds.glob("*/units/*/unit.cu"))
 
 
 def phases(ds: Path, nvcc: str, flags: list[str], k: int) -> None:
@@ -164,6 +171,10 @@ def main() -> int:
         label, torch_s = "shared notes figure, not measured", TORCH_NOTES_SECONDS
         if args.measure_torch:
             label += "; torch is not installed"
+    sizes = unit_lines(ds)
+    if sizes:
+        print(f"\nunit.cu lines: {len(sizes)} units, median {statistics.median(sizes):.0f}, "
+              f"p90 {sizes[min(len(sizes) - 1, int(0.9 * len(sizes)))]}, max {sizes[-1]}")
     print(f"\none unit as a torch extension ({label}): {torch_s:.0f} s  ->  "
           f"{torch_s / per_unit:.0f}x the per-unit time here")
     if args.phases:
