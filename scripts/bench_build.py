@@ -4,10 +4,10 @@
     python scripts/bench_build.py DIR [--jobs N] [--arch LIST] [--phases] [--measure-torch]
 
 Prints units, cold wall, per-unit average, the CPU seconds of the build and its compilers (cold, per unit:
-on a loaded machine the figure that compares), warm wall and warm/cold, beside the cost of building one
-unit as a torch extension the usual way (measured with --measure-torch when torch is installed,
-otherwise the figure from the shared notes, labelled as such). --phases also prints where the time
-of one nvcc call goes (nvcc --time), for one unit alone and for one batch.
+on a loaded machine the figure that compares), warm wall and warm/cold, the unit.cu line counts (median,
+p90, max), beside the cost of building one unit as a torch extension the usual way (measured with
+--measure-torch when torch is installed, otherwise the figure from the shared notes, labelled as such).
+--phases also prints where the time of one nvcc call goes (nvcc --time), for one unit alone and for one batch.
 The dataset's metadata is updated by the builds, as `kernel-miner build` would.
 """
 
@@ -20,6 +20,7 @@ import os
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -62,23 +63,31 @@ def statuses(ds: Path) -> dict[str, int]:
     return counts
 
 
+def unit_lines(ds: Path) -> list[int]:
+    """Line counts of every rendered unit.cu, sorted: what a closure inlines shows here first."""
+    return sorted(len(p.read_text(encoding="utf-8", errors="replace").splitlines())
+                  for p in ds.glob("*/units/*/unit.cu"))
+
+
 def phases(ds: Path, nvcc: str, flags: list[str], k: int) -> None:
     """nvcc --time for one unit alone and for a batch of k: which phases are per call, which per unit."""
     sys.path.insert(0, str(ROOT))
     from miner.builder import batch_source, collect_units
     from miner.dataset import load_metadata
 
-    units = []
+    groups: dict[tuple, list] = defaultdict(list)
     for p in sorted(ds.glob("*/metadata.json")):
         meta = load_metadata(p.parent)
         built, _ = collect_units(p.parent, meta)
-        units += [u for u in built if u.batchable
-                  and (meta["instantiations"][u.index].get("build") or {}).get("status") == "ok"]
-        if len(units) >= k:
-            break
-    if not units:
+        for u in built:
+            if u.batchable and (meta["instantiations"][u.index].get("build") or {}).get("status") == "ok":
+                # As the scheduler batches: one include set and one command line per batch.
+                groups[(frozenset(u.includes), tuple(u.compile_flags), tuple(u.flags))].append(u)
+    if not groups:
         print("phases: no built batchable unit to measure")
         return
+    units = max(groups.values(), key=len)
+    flags = [*flags, *units[0].flags, *units[0].compile_flags]
     with tempfile.TemporaryDirectory() as tmp:
         cases = (("1 unit", batch_source(units[:1])), (f"batch of {len(units[:k])}", batch_source(units[:k])))
         for label, src in cases:
@@ -147,10 +156,10 @@ def main() -> int:
     calls = re.search(r"(\d+) nvcc calls", cold_line)
     print(f"cold: {cold_line}\nwarm: {warm_line}\n")
     header = ["units", "ok", "kernels ok", "nvcc calls", "cold wall s", "per unit s", "cold cpu s", "cpu/unit s",
-              "warm wall s", "warm/cold", "warm cpu/cold cpu"]
+              "warm wall s", "cpu warm/cold", "warm/cold"]
     row = [str(units), str(c["ok"]), f"{c['kernels_ok']}/{c['kernels']}", calls.group(1) if calls else "?",
            f"{cold:.1f}", f"{per_unit:.2f}", f"{cold_cpu:.1f}", f"{cold_cpu / max(1, units):.2f}", f"{warm:.2f}",
-           f"{100 * warm / cold:.1f}%", f"{100 * warm_cpu / max(cold_cpu, 1e-9):.1f}%"]
+           f"{100 * warm_cpu / max(cold_cpu, 1e-9):.1f}%", f"{100 * warm / cold:.1f}%"]
     widths = [max(len(h), len(v)) for h, v in zip(header, row, strict=True)]
     print("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
     print("  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)))
@@ -162,6 +171,10 @@ def main() -> int:
         label, torch_s = "shared notes figure, not measured", TORCH_NOTES_SECONDS
         if args.measure_torch:
             label += "; torch is not installed"
+    sizes = unit_lines(ds)
+    if sizes:
+        print(f"\nunit.cu lines: {len(sizes)} units, median {statistics.median(sizes):.0f}, "
+              f"p90 {sizes[min(len(sizes) - 1, int(0.9 * len(sizes)))]}, max {sizes[-1]}")
     print(f"\none unit as a torch extension ({label}): {torch_s:.0f} s  ->  "
           f"{torch_s / per_unit:.0f}x the per-unit time here")
     if args.phases:

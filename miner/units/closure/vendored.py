@@ -133,7 +133,8 @@ class Vendored:
     def _spelling(self, src: str, offset: int) -> str | None:
         data = self.ctx.read(src)
         line_start = data.rfind(b"\n", 0, offset) + 1
-        m = _DIRECTIVE.search(data, line_start, data.find(b"\n", offset) if b"\n" in data[offset:] else len(data))
+        end = data.find(b"\n", offset)
+        m = _DIRECTIVE.search(data, line_start, end if end >= 0 else len(data))
         return m.group(2).decode("utf-8", "replace").strip().lstrip("./") if m else None
 
     def _third_party(self, path: str) -> bool:
