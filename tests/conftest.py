@@ -37,6 +37,23 @@ def load_dataset(out_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(out_dir.glob("*/metadata.json"))]
 
 
+def extract_and_build(tmp_path_factory: pytest.TempPathFactory, fixture: str) -> dict[str, Any]:
+    """Copy tests/fixtures/<fixture>, run `extract --build` on it with a private cache; the proc, out dir, metadata."""
+    src = tmp_path_factory.mktemp(f"{fixture}-src") / fixture
+    shutil.copytree(FIXTURES / fixture, src)
+    out = tmp_path_factory.mktemp(f"{fixture}-out")
+    cache = tmp_path_factory.mktemp(f"{fixture}-cache")
+    proc = run_miner("extract", src, "-o", out, "--build", "-j", "2", env={"XDG_CACHE_HOME": str(cache)},
+                     timeout=600)
+    return {"proc": proc, "out": out, "metas": load_dataset(out)}
+
+
+def build_statuses(meta: dict[str, Any]) -> dict[str, str]:
+    """Instantiation id -> build status, with the error appended where there is one."""
+    return {i["id"]: i["build"]["status"] + (": " + (i["build"].get("error") or "") if i["build"].get("error") else "")
+            for i in meta["instantiations"]}
+
+
 @pytest.fixture(scope="session")
 def corpus_expected() -> dict[str, Any]:
     return json.loads(CORPUS_EXPECTED.read_text(encoding="utf-8"))

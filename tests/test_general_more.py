@@ -11,20 +11,14 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURES, load_dataset, run_miner
+from tests.conftest import build_statuses, extract_and_build
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    src = tmp_path_factory.mktemp("general-more-src") / "general_more"
-    shutil.copytree(FIXTURES / "general_more", src)
-    out = tmp_path_factory.mktemp("general-more-out")
-    cache = tmp_path_factory.mktemp("general-more-cache")
-    proc = run_miner("extract", src, "-o", out, "--build", "-j", "2", env={"XDG_CACHE_HOME": str(cache)},
-                     timeout=600)
-    return {"proc": proc, "out": out, "metas": load_dataset(out)}
+    return extract_and_build(tmp_path_factory, "general_more")
 
 
 def _meta(dataset: dict[str, Any], name: str) -> dict[str, Any]:
@@ -34,8 +28,7 @@ def _meta(dataset: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def _built(meta: dict[str, Any]) -> dict[str, str]:
-    return {i["id"]: i["build"]["status"] + (": " + (i["build"].get("error") or "") if i["build"].get("error") else "")
-            for i in meta["instantiations"]}
+    return build_statuses(meta)
 
 
 def _unit_dir(dataset: dict[str, Any], meta: dict[str, Any], inst: str) -> Path:
