@@ -1,0 +1,40 @@
+"""`extract --build` on tests/fixtures/build_config: what a unit needs of the configuration its project builds
+in (a feature switch only the build defines, torch's flags for a torch source with no build script beside it,
+a toolkit namespace alias a unit must not keep alone), judged by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "build_config")
+
+
+def _meta(dataset: dict[str, Any], name: str) -> dict[str, Any]:
+    found = [m for m in dataset["metas"] if m["name"] == name]
+    assert len(found) == 1, [m["source"]["path"] for m in found]
+    return found[0]
+
+
+def _unit(dataset: dict[str, Any], meta: dict[str, Any], inst: str) -> str:
+    return (Path(dataset["out"]) / meta["id"] / "units" / inst / "unit.cu").read_text(encoding="utf-8")
+
+
+def test_a_toolkit_namespace_alias_is_not_kept_without_its_header(dataset: dict[str, Any]) -> None:
+    add3 = _meta(dataset, "add3_kernel")
+    assert build_statuses(add3) == {"default": "ok"}, build_statuses(add3)
+    assert "namespace cg" not in _unit(dataset, add3, "default")
+    rows = _meta(dataset, "row_sum_kernel")  # the kernel that uses the alias keeps it, with its header
+    assert build_statuses(rows) == {"default": "ok"}, build_statuses(rows)
+    unit = _unit(dataset, rows, "default")
+    assert "namespace cg = cooperative_groups;" in unit and "#include <cooperative_groups.h>" in unit
