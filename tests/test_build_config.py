@@ -38,3 +38,19 @@ def test_a_toolkit_namespace_alias_is_not_kept_without_its_header(dataset: dict[
     assert build_statuses(rows) == {"default": "ok"}, build_statuses(rows)
     unit = _unit(dataset, rows, "default")
     assert "namespace cg = cooperative_groups;" in unit and "#include <cooperative_groups.h>" in unit
+
+
+def test_an_instantiation_under_a_build_only_switch_is_mined_with_that_switch(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "scale_store_kernel")
+    assert build_statuses(m) == {"float": "ok", "half": "ok", "bf16": "ok"}, build_statuses(m)
+    assert "KM_HAVE_BF16" in m["parse_context"]["defines"], m["parse_context"]["defines"]
+    unit = _unit(dataset, m, "bf16")
+    assert "#define KM_HAVE_BF16 1" in unit and "__float2bfloat16" in unit
+
+
+def test_a_torch_source_without_a_build_file_gets_relaxed_constexpr(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "masked_row_max_kernel")
+    assert build_statuses(m) == {"float": "ok", "double": "ok"}, build_statuses(m)
+    assert m["build_flags"] == {"nvcc": ["--expt-relaxed-constexpr"], "from": ["source: includes torch"]}
+    # a file that includes no torch header gets no flag it was not given
+    assert "build_flags" not in _meta(dataset, "add3_kernel")
