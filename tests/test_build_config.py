@@ -54,3 +54,10 @@ def test_a_torch_source_without_a_build_file_gets_relaxed_constexpr(dataset: dic
     assert m["build_flags"] == {"nvcc": ["--expt-relaxed-constexpr"], "from": ["source: includes torch"]}
     # a file that includes no torch header gets no flag it was not given
     assert "build_flags" not in _meta(dataset, "add3_kernel")
+
+
+def test_a_launch_macros_parameter_is_an_instantiation_value_not_its_name(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "pack_kernel")
+    ids = {f"float_{u}_{b}" for u in (1, 2) for b in (8, 4)}
+    assert build_statuses(m) == dict.fromkeys(ids, "ok"), build_statuses(m)
+    assert {i["origin"] for i in m["instantiations"]} == {"host_template"}
