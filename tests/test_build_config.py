@@ -61,3 +61,9 @@ def test_a_launch_macros_parameter_is_an_instantiation_value_not_its_name(datase
     ids = {f"float_{u}_{b}" for u in (1, 2) for b in (8, 4)}
     assert build_statuses(m) == dict.fromkeys(ids, "ok"), build_statuses(m)
     assert {i["origin"] for i in m["instantiations"]} == {"host_template"}
+
+
+def test_a_toolkit_type_named_only_in_the_instantiation_brings_its_header(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "copy_rows_kernel")
+    assert build_statuses(m) == {"float": "ok", "half": "ok"}, build_statuses(m)
+    assert "#include <cuda_fp16.h>" in _unit(dataset, m, "half")

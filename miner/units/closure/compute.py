@@ -92,6 +92,9 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
             found = ctx.piece_at(ctx.norm(t.location.file.name), t.extent.start.offset)
             if found is not None:
                 take(*found)
+    # A toolkit type named only in the template arguments (`__half` in `k<__half>`, from an explicit
+    # instantiation's text) needs its header in the unit, which writes the instantiation and the launcher.
+    tokens += list(arg_names)
     for name in arg_names:
         for lst in ctx.groups_named(name):
             typed = [(gp, gc) for gp, gc in lst if gp.kind in _ARG_TYPE_KINDS]
