@@ -25,7 +25,24 @@ from miner.units.instantiations import _EXPLICIT, _writing_template
 
 _EXPLICIT_B = re.compile(_EXPLICIT.pattern.encode(), re.S)
 _DEFINE_B = re.compile(rb"^[ \t]*#[ \t]*define\b(?:[^\n\\]|\\.|\\\n)*", re.M)
+# `template void k<T>(...);`, `template void launch(T *, int);` (deduced), `template class C<float>;`, as a
+# statement; not `template <...>` (a definition) nor `x.template f<T>()`.
+_INSTANTIATION = re.compile(r"(?:^|[;{}])\s*(?:extern\s+)?template\s+(?!<)\w")
+_CUDA_SUFFIXES = (".cu", ".cuh", ".CU", ".CUH")
 _PLATFORM = re.compile(r"HIP|ROCM|ROCm|MUSA|CUDA|NVCC|CLANG|GNUC|MSC|WIN|APPLE|LINUX|VERSION|ARCH|DEBUG", re.I)
+
+
+def _invocation_length(text: str) -> int:
+    """Length of the macro invocation at the start of `text` (through its matching `)`)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return len(text)
 
 
 def is_feature_name(name: str) -> bool:
@@ -37,11 +54,12 @@ _DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(ifdef|ifndef|if|elif|else|endif)\b[ \t
 _SIMPLE_IF = re.compile(rb"^(?:defined\s*\(\s*(\w+)\s*\)|defined\s+(\w+)|(\w+))\s*(?://.*|/\*.*)?$")
 
 
-def _guarded_spans(data: bytes) -> list[tuple[int, int, str]]:
-    """(start, end, X) of each branch that defining X switches on: `#ifdef X`, `#if defined(X)`, `#if X`
-    (their first branch) and the `#else` of `#ifndef X`. A line scan, not tree-sitter: an instantiation
-    macro invoked without a `;` made its parse an error node that swallowed the `#ifdef`."""
-    out: list[tuple[int, int, str]] = []
+def _guarded_spans(data: bytes) -> list[tuple[int, int, str, bool]]:
+    """(start, end, X, on) of each branch that defining X switches on (on) or off: `#ifdef X`, `#if
+    defined(X)`, `#if X` (their first branch; their `#else` is off) and `#ifndef X` (the reverse). A line
+    scan, not tree-sitter: an instantiation macro invoked without a `;` made its parse an error node that
+    swallowed the `#ifdef`."""
+    out: list[tuple[int, int, str, bool]] = []
     stack: list[list] = []  # [directive, name or None, in_else, branch start]
     for m in _DIRECTIVE.finditer(data):
         kind, rest = m.group(1), m.group(2).strip()
@@ -57,9 +75,8 @@ def _guarded_spans(data: bytes) -> list[tuple[int, int, str]]:
             continue
         elif kind in (b"elif", b"else", b"endif"):
             top = stack[-1]
-            on = top[1] is not None and (top[0] == b"ifndef") == top[2]
-            if on:
-                out.append((top[3], m.start(), top[1]))
+            if top[1] is not None:
+                out.append((top[3], m.start(), top[1], (top[0] == b"ifndef") == top[2]))
             if kind == b"endif":
                 stack.pop()
             else:
@@ -79,13 +96,24 @@ def guards(data: bytes, macros: dict[str, macro_text.MacroDef]) -> set[str]:
     offsets = [m.start() for m in _EXPLICIT_B.finditer(data)]
     if writing:
         call = re.compile(rb"(?<![\w.])(?:" + b"|".join(re.escape(n.encode()) for n in sorted(writing)) + rb")\s*\(")
-        offsets += [m.start() for m in call.finditer(data)]
-    out: set[str] = set()
+        for m in call.finditer(data):
+            # Only a macro whose expansion is an explicit instantiation (`template void k<T>(...);`), not one
+            # that writes template definitions (a `STUB_GPU(Layer)` that defines members for CPU-only builds).
+            head = data[m.start():m.start() + 4000].decode("utf-8", "replace")
+            inv = head[:_invocation_length(head)]
+            if _INSTANTIATION.search(macro_text.expand(inv, macros, writing)):
+                offsets.append(m.start())
+    on: set[str] = set()
+    off_by: set[str] = set()
     for off in offsets:
         if any(a <= off < b for a, b in defines):
             continue  # the text of a macro, not a use of it
-        out.update(name for a, b, name in spans if a <= off < b)
-    return out
+        for a, b, name, turns_on in spans:
+            if a <= off < b:
+                (on if turns_on else off_by).add(name)
+    # A switch that would also turn instantiations off (`#ifndef NO_DOUBLE` / INST(double) / `#else` /
+    # INST(long)) chooses between them: the default side stays.
+    return on - off_by
 
 
 def switches(texts: dict[str, bytes]) -> dict[str, set[str]]:
@@ -100,7 +128,8 @@ def switches(texts: dict[str, bytes]) -> dict[str, set[str]]:
         defined.update(re.findall(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", text, re.M))
     out: dict[str, set[str]] = {}
     for path, data in texts.items():
-        if b"#" not in data or b"template" not in data and not macros:
+        # CUDA sources only: a host .cpp's `#ifdef USE_OPENCV` instantiations select optional libraries.
+        if not path.endswith(_CUDA_SUFFIXES) or b"#" not in data or b"template" not in data and not macros:
             continue
         names = {n for n in guards(data, macros) if is_feature_name(n) and n not in defined}
         if names:
