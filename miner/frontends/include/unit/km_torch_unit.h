@@ -333,7 +333,10 @@ template <class T, class I>
 __device__ void fastAtomicAdd(T *tensor, I index, I numel, T value, bool fast) { atomicAdd(tensor + index, value); }
 }  // namespace native
 }  // namespace at
-namespace torch { using namespace at; }
+namespace c10 { struct intrusive_ptr_target {}; }
+// Parameter structs registered as torch classes derive from it; device code uses only their static
+// constants and nested enums (their at::Tensor members are left out of the unit).
+namespace torch { using namespace at; struct CustomClassHolder : c10::intrusive_ptr_target {}; }
 template <class T> __device__ inline T gpuAtomicAdd(T *p, T v) { return atomicAdd(p, v); }
 // ATen/cuda/Atomic.cuh: a complex is added part by part.
 template <class T> __device__ inline void gpuAtomicAdd(c10::complex<T> *p, c10::complex<T> v) {
