@@ -28,7 +28,7 @@ from miner.source.provenance import Origin, origin_of
 from miner.triton import closure as closure_mod
 from miner.triton import inputs as ref_inputs
 from miner.triton import launches as launch_mod
-from miner.triton import reference, render, signature
+from miner.triton import parent_ref, reference, render, signature
 from miner.triton.project import Module, Project
 
 KERNEL_TEXT = "kernel.py"
@@ -197,7 +197,8 @@ def _unit(project: Project, mod: Module, k: TritonKernel, fn: ast.FunctionDef, l
         lmod = launch["_module"]
         lst = roots.setdefault(lmod.path, (lmod, []))[1]
         lst.append((launch["_stmt"], launch["_top_name"]))
-        for name in (pair or {}).values():
+        names = [f["layer"] for f in pair["layers"]] if pair and "layers" in pair else (pair or {}).values()
+        for name in names:
             stmt = lmod.binding(name)
             if stmt is not None:
                 lst.append((stmt, name))
@@ -271,6 +272,9 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
                 pair = None
                 if launch is not None and launch["launcher"] == launch["_top_name"]:
                     pair = reference.pair(launch["_module"], launch["launcher"])
+                if launch is not None and pair is None and launch["_stmt"] is not None:
+                    found = parent_ref.layers(launch["_module"], launch["_top_name"])
+                    pair = {"kind": "torch_parent", "layers": found} if found else None
                 header = [f"kernel-miner unit (language: triton): {k.qualified_name}",
                           f"from {origin.repo or '(no git remote)'} {rel}:{k.start_line}-{k.end_line}"
                           + (f" @ {origin.commit[:12]}" if origin.commit else "")]
@@ -297,7 +301,10 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
                 if unit_text is not None:
                     meta["instantiations"] = [_instantiation(meta, launch)]
                     atomic.write_text(out_dir / kid / dataset.UNITS / "default" / UNIT_NAME, unit_text)
-                    if pair is not None:
+                    if pair is not None and "layers" in pair:
+                        meta["triton"]["reference"] = {**pair, "test": parent_ref.TEST_FILE}
+                        atomic.write_text(out_dir / kid / parent_ref.TEST_FILE, parent_ref.test_text(pair["layers"]))
+                    elif pair is not None:
                         meta["triton"]["reference"] = {**pair, "test": reference.TEST_FILE}
                         spec = ref_inputs.solve(unit_text, pair["function"], pair["reference"])
                         if spec is not None:  # sizes read from the source; the harness tries them first
