@@ -43,6 +43,11 @@ def test_layers_subclassing_torch_are_paired_with_their_parent(mined: Path) -> N
         ast.parse(test)
         assert "harness_parent.check_against_parent(unit, 'Softsign')" in test
     assert by["wrong_tanh_kernel"]["triton"]["reference"]["layers"] == [{"layer": "Tanh", "parent": "torch.nn.Tanh"}]
+    # a layer in a module of its own that imports the launcher's autograd Function from the op module
+    relu = by["relu_fwd_kernel"]
+    assert relu["triton"]["reference"]["layers"] == [{"layer": "ReLU", "parent": "torch.nn.ReLU"}]
+    unit = (mined / relu["id"] / "units/default/unit.py").read_text()
+    assert "class ReLU(nn.ReLU):" in unit and "class ReluFn(" in unit
 
 
 _CHILD = """
@@ -63,13 +68,15 @@ def test_the_check_runs_the_kernels_and_catches_a_wrong_one(mined: Path) -> None
     pytest.importorskip("torch")
     by = {m["name"]: m for m in load_dataset(mined)}
     jobs = [(str(mined / by[n]["id"]), layer) for n, layer in
-            (("softsign_fwd_kernel", "Softsign"), ("softsign_bwd_kernel", "Softsign"), ("wrong_tanh_kernel", "Tanh"))]
+            (("softsign_fwd_kernel", "Softsign"), ("softsign_bwd_kernel", "Softsign"), ("wrong_tanh_kernel", "Tanh"),
+             ("relu_fwd_kernel", "ReLU"))]
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT))
     r = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(jobs)], env=env, capture_output=True, text=True,
                        timeout=300, check=False)
     assert r.returncode == 0, r.stderr[-2000:]
     res = json.loads(r.stdout.strip().splitlines()[-1])
-    fwd, bwd, wrong = (res[f"{layer}:{kdir}"] for kdir, layer in jobs)
+    fwd, bwd, wrong, relu = (res[f"{layer}:{kdir}"] for kdir, layer in jobs)
+    assert relu["launches"] == 1, relu
     assert fwd["launches"] == 1 and fwd["parent"].endswith(".Softsign") and fwd["input"] == [4, 16]
     assert bwd["launches"] == 1  # the backward kernel runs in the gradient comparison
     assert isinstance(wrong, str) and wrong.startswith("failed: output 0") and "not close" in wrong

@@ -94,6 +94,7 @@ def _signature_text(mod: Module, fn: ast.FunctionDef) -> str:
     return " ".join(head.split())
 
 
+_LAYER_CLASS = re.compile(rb"^class\s+\w+\s*\((?:torch\.)?nn\.[A-Z]", re.M)
 _SUBSCRIPTED = re.compile(rb"([A-Za-z_][A-Za-z0-9_]*)\s*\[")
 
 
@@ -104,6 +105,13 @@ class LaunchIndex:
     def __init__(self, files: list[tuple[str, bytes]]) -> None:
         self.files = files
         self._by_name: dict[bytes, list[int]] | None = None
+        self._layers: list[tuple[str, bytes]] | None = None
+
+    def files_with_layers(self) -> list[tuple[str, bytes]]:
+        """Files defining a class on a `nn.X` / `torch.nn.X` base (parent_ref reads only these)."""
+        if self._layers is None:
+            self._layers = [(p, d) for p, d in self.files if _LAYER_CLASS.search(d)]
+        return self._layers
 
     def files_naming(self, name: str) -> list[tuple[str, bytes]]:
         if self._by_name is None:
@@ -197,11 +205,15 @@ def _unit(project: Project, mod: Module, k: TritonKernel, fn: ast.FunctionDef, l
         lmod = launch["_module"]
         lst = roots.setdefault(lmod.path, (lmod, []))[1]
         lst.append((launch["_stmt"], launch["_top_name"]))
-        names = [f["layer"] for f in pair["layers"]] if pair and "layers" in pair else (pair or {}).values()
-        for name in names:
-            stmt = lmod.binding(name)
-            if stmt is not None:
-                lst.append((stmt, name))
+        if pair and "layers" in pair:  # torch.nn subclasses, in the launcher's module or one importing it
+            for f in pair["layers"]:
+                lst = roots.setdefault(f["_module"].path, (f["_module"], []))[1]
+                lst.append((f["_module"].binding(f["layer"]), f["layer"]))
+        else:
+            for name in (pair or {}).values():
+                stmt = lmod.binding(name)
+                if stmt is not None:
+                    lst.append((stmt, name))
     c = closure_mod.Closure()
     keys: set[tuple[str, int]] = set()
     for m, lst in roots.values():
@@ -273,7 +285,9 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
                 if launch is not None and launch["launcher"] == launch["_top_name"]:
                     pair = reference.pair(launch["_module"], launch["launcher"])
                 if launch is not None and pair is None and launch["_stmt"] is not None:
-                    found = parent_ref.layers(launch["_module"], launch["_top_name"])
+                    others = (project.module(p, d) for p, d in index.files_with_layers())
+                    found = parent_ref.layers(project, launch["_module"], launch["_top_name"],
+                                              (m for m in others if m is not None))
                     pair = {"kind": "torch_parent", "layers": found} if found else None
                 header = [f"kernel-miner unit (language: triton): {k.qualified_name}",
                           f"from {origin.repo or '(no git remote)'} {rel}:{k.start_line}-{k.end_line}"
@@ -302,7 +316,8 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
                     meta["instantiations"] = [_instantiation(meta, launch)]
                     atomic.write_text(out_dir / kid / dataset.UNITS / "default" / UNIT_NAME, unit_text)
                     if pair is not None and "layers" in pair:
-                        meta["triton"]["reference"] = {**pair, "test": parent_ref.TEST_FILE}
+                        meta["triton"]["reference"] = {"kind": pair["kind"], "test": parent_ref.TEST_FILE,
+                                                       "layers": parent_ref.record(pair["layers"])}
                         atomic.write_text(out_dir / kid / parent_ref.TEST_FILE, parent_ref.test_text(pair["layers"]))
                     elif pair is not None:
                         meta["triton"]["reference"] = {**pair, "test": reference.TEST_FILE}

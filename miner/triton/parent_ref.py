@@ -12,8 +12,10 @@ launcher's module; the harness side is `harness_parent.check_against_parent`.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
+from typing import Any
 
-from miner.triton.project import Module
+from miner.triton.project import Module, Project
 
 # torch.nn names that are containers or the generic base, not a layer with a computation to compare.
 _NOT_LAYERS = {"Module", "ModuleList", "ModuleDict", "Sequential", "Parameter", "ParameterList",
@@ -37,10 +39,27 @@ def _forward(cls: ast.ClassDef) -> ast.FunctionDef | None:
     return next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "forward"), None)
 
 
-def layers(mod: Module, launcher_top: str) -> list[dict[str, str]]:
-    """[{"layer": class name, "parent": torch dotted name}] for every top-level class of the launcher's
-    module that subclasses a torch.nn layer and whose own `forward` names the launcher's top-level
-    definition (the autograd Function or the launcher function), in source order."""
+def layers(project: Project, lmod: Module, launcher_top: str, others: Iterable[Module] = ()) -> list[dict[str, Any]]:
+    """[{"layer": class name, "parent": torch dotted name, "_module": its Module}] for every top-level
+    class that subclasses a torch.nn layer and whose own `forward` names the launcher's top-level
+    definition (the autograd Function or the launcher function), in source order: in the launcher's
+    module, else in the `others` that import that definition from it (a layers module beside an ops one)."""
+    found = _layers_in(lmod, launcher_top)
+    for other in others:
+        if found:
+            break
+        if other.path != lmod.path and imports_from(project, other, launcher_top, lmod):
+            found = _layers_in(other, launcher_top)
+    return found
+
+
+def imports_from(project: Project, mod: Module, name: str, source: Module) -> bool:
+    stmt = mod.binding(name)
+    return (isinstance(stmt, ast.ImportFrom)
+            and project.resolve_module(stmt.module or "", stmt.level, mod) == source.path)
+
+
+def _layers_in(mod: Module, launcher_top: str) -> list[dict[str, Any]]:
     out = []
     for stmt in mod.tree.body:
         if not isinstance(stmt, ast.ClassDef) or stmt.name == launcher_top:
@@ -50,7 +69,7 @@ def layers(mod: Module, launcher_top: str) -> list[dict[str, str]]:
         if parent is None or fwd is None:
             continue
         if any(isinstance(n, ast.Name) and n.id == launcher_top for n in ast.walk(fwd)):
-            out.append({"layer": stmt.name, "parent": parent})
+            out.append({"layer": stmt.name, "parent": parent, "_module": mod})
     return out
 
 
@@ -72,5 +91,10 @@ def test_{layer}_matches_{short}():
 """
 
 
-def test_text(found: list[dict[str, str]]) -> str:
+def record(found: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The JSON side of `layers`' answer (the module a layer lives in is for the unit's closure only)."""
+    return [{k: v for k, v in f.items() if not k.startswith("_")} for f in found]
+
+
+def test_text(found: list[dict[str, Any]]) -> str:
     return _HEAD + "".join(_TEST.format(layer=f["layer"], short=f["parent"].rsplit(".", 1)[-1]) for f in found)
