@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from miner import harness as cuda_harness
-from miner.triton.harness import TritonUnit, _tensors
+from miner.triton.harness import TritonUnit, _tensors, tolerance
 
 SIZE = 16  # every feature-like constructor size; inputs put it where the parent expects it
 _CTOR = {"kernel_size": 3, "stride": 1, "padding": 1, "dilation": 1, "groups": 1, "num_heads": 2,
@@ -81,10 +81,7 @@ def check_against_parent(unit: TritonUnit, layer: str, *, seed: int = 0, device:
     """Compare layer `layer` of the unit with its torch.nn parent; returns what was compared."""
     import torch
 
-    # tl.dot on fp32 operands computes in TF32 unless the kernel says otherwise (10-bit mantissa).
-    dot = "tl.dot(" in (unit.kernel_dir / unit.meta["instantiations"][0]["unit"]).read_text(encoding="utf-8")
-    rtol = rtol if rtol is not None else (1e-2 if dot else 1e-3)
-    atol = atol if atol is not None else (1e-2 if dot else 1e-3)
+    rtol, atol = tolerance(unit, rtol, atol)
     cls = unit.function(layer)
     parent = _parent(cls)
     gen = torch.Generator(device=device).manual_seed(seed)

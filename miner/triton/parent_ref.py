@@ -42,33 +42,54 @@ def _forward(cls: ast.ClassDef) -> ast.FunctionDef | None:
 def layers(project: Project, lmod: Module, launcher_top: str, others: Iterable[Module] = ()) -> list[dict[str, Any]]:
     """[{"layer": class name, "parent": torch dotted name, "_module": its Module}] for every top-level
     class that subclasses a torch.nn layer and whose own `forward` names the launcher's top-level
-    definition (the autograd Function or the launcher function), in source order: in the launcher's
-    module, else in the `others` that import that definition from it (a layers module beside an ops one)."""
-    found = _layers_in(lmod, launcher_top)
+    definition or a definition of its module that names it (the autograd Function around a launcher
+    function), in source order: in the launcher's module, else in the `others` that import one of those
+    from it (a layers module beside an ops module)."""
+    entries = {launcher_top} | _callers(lmod, launcher_top)
+    found = _layers_in(lmod, entries)
     for other in others:
         if found:
             break
-        if other.path != lmod.path and imports_from(project, other, launcher_top, lmod):
-            found = _layers_in(other, launcher_top)
+        if other.path != lmod.path and any(imports_from(project, other, e, lmod) for e in entries):
+            found = _layers_in(other, entries)
     return found
 
 
-def imports_from(project: Project, mod: Module, name: str, source: Module) -> bool:
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _callers(mod: Module, name: str) -> set[str]:
+    """Top-level functions and classes of `mod` whose body names `name` (one level: an autograd Function
+    whose forward calls the launcher function)."""
+    return {s.name for s in mod.tree.body
+            if isinstance(s, (ast.FunctionDef, ast.ClassDef)) and s.name != name and name in _names(s)}
+
+
+def imports_from(project: Project, mod: Module, name: str, source: Module, hops: int = 3) -> bool:
+    """`mod` imports `name` from `source`, directly or through packages re-exporting it
+    (`from pkg.ops import Fn` with `pkg/ops/__init__.py` importing it from the op module)."""
     stmt = mod.binding(name)
-    return (isinstance(stmt, ast.ImportFrom)
-            and project.resolve_module(stmt.module or "", stmt.level, mod) == source.path)
+    if not isinstance(stmt, ast.ImportFrom) or hops == 0:
+        return False
+    target = project.resolve_module(stmt.module or "", stmt.level, mod)
+    if target is None or target == source.path:
+        return target is not None
+    alias = next((a.name for a in stmt.names if (a.asname or a.name) == name), name)
+    via = project.module(target)
+    return via is not None and imports_from(project, via, alias, source, hops - 1)
 
 
-def _layers_in(mod: Module, launcher_top: str) -> list[dict[str, Any]]:
+def _layers_in(mod: Module, entries: set[str]) -> list[dict[str, Any]]:
     out = []
     for stmt in mod.tree.body:
-        if not isinstance(stmt, ast.ClassDef) or stmt.name == launcher_top:
+        if not isinstance(stmt, ast.ClassDef) or stmt.name in entries:
             continue
         parent = torch_parent(mod, stmt)
         fwd = _forward(stmt)
         if parent is None or fwd is None:
             continue
-        if any(isinstance(n, ast.Name) and n.id == launcher_top for n in ast.walk(fwd)):
+        if _names(fwd) & entries:
             out.append({"layer": stmt.name, "parent": parent, "_module": mod})
     return out
 
