@@ -47,7 +47,7 @@ def test_layers_subclassing_torch_are_paired_with_their_parent(mined: Path) -> N
     relu = by["relu_fwd_kernel"]
     assert relu["triton"]["reference"]["layers"] == [{"layer": "ReLU", "parent": "torch.nn.ReLU"}]
     unit = (mined / relu["id"] / "units/default/unit.py").read_text()
-    assert "class ReLU(nn.ReLU):" in unit and "class ReluFn(" in unit
+    assert "class ReLU(nn.ReLU):" in unit and "class ReluFn(" in unit and "def relu_fwd(" in unit
 
 
 _CHILD = """

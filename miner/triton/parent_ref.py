@@ -63,7 +63,8 @@ def _callers(mod: Module, name: str) -> set[str]:
     """Top-level functions and classes of `mod` whose body names `name` (one level: an autograd Function
     whose forward calls the launcher function)."""
     return {s.name for s in mod.tree.body
-            if isinstance(s, (ast.FunctionDef, ast.ClassDef)) and s.name != name and name in _names(s)}
+            if isinstance(s, (ast.FunctionDef, ast.ClassDef)) and s.name != name and name in _names(s)
+            and not (isinstance(s, ast.ClassDef) and torch_parent(mod, s))}  # the layers themselves
 
 
 def imports_from(project: Project, mod: Module, name: str, source: Module, hops: int = 3) -> bool:
