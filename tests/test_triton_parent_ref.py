@@ -77,6 +77,7 @@ def test_the_check_runs_the_kernels_and_catches_a_wrong_one(mined: Path) -> None
     res = json.loads(r.stdout.strip().splitlines()[-1])
     fwd, bwd, wrong, relu = (res[f"{layer}:{kdir}"] for kdir, layer in jobs)
     assert relu["launches"] == 1, relu
+    assert fwd["checked"] == "forward" and bwd["checked"] == "backward"
     assert fwd["launches"] == 1 and fwd["parent"].endswith(".Softsign") and fwd["input"] == [4, 16]
     assert bwd["launches"] == 1  # the backward kernel runs in the gradient comparison
     assert isinstance(wrong, str) and wrong.startswith("failed: output 0") and "not close" in wrong
