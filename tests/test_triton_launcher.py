@@ -109,5 +109,25 @@ def test_device_function_is_a_helper_and_removed_api_is_its_own_class(built: Pat
     old = by["old_api_kernel"]["instantiations"][0]["build"]
     assert old["status"] == "failed" and old["error_class"] == "removed_triton_api"
     assert "_experimental_descriptor_load" in old["error"]
+    assert "ports" not in old  # a call that changed shape, not a rename: not ported
     for m in by.values():
         assert schema.errors(m) == []
+
+
+def test_faithful_ports_for_older_triton_are_applied_and_recorded(built: Path) -> None:
+    by = _by_name(built)
+    renamed = by["renamed_api_kernel"]["instantiations"][0]["build"]
+    assert renamed["status"] == "ok"
+    assert renamed["ports"] == ["tl._experimental_make_tensor_descriptor -> tl.make_tensor_descriptor (renamed)"]
+    glob = by["plain_global_kernel"]["instantiations"][0]["build"]
+    assert glob["status"] == "ok" and glob["ports"][0].startswith("global SCALE_EPS = tl.constexpr(1e-06)")
+    # the kernel text is the project's, unchanged
+    assert "_experimental_make_tensor_descriptor" in (built / by["renamed_api_kernel"]["id"] / "kernel.py").read_text()
+
+
+def test_a_printed_parameter_is_a_string_constexpr(built: Path) -> None:
+    m = _by_name(built)["print_prefixed"]
+    comp = m["triton"]["compile"]
+    assert comp["signature"]["tag"] == "constexpr" and comp["constexprs"]["tag"] == "" and \
+        comp["origins"]["tag"] == "usage"
+    assert m["instantiations"][0]["build"]["status"] == "ok"

@@ -177,7 +177,7 @@ def _procedure() -> bytes:
     change to it must not be served an older result from the cache."""
     here = Path(__file__).resolve().parent
     return b"".join((here / f).read_bytes() for f in ("compile_child.py", "repair.py", "fake_device.py",
-                                                        "kernel_only.py"))
+                                                        "kernel_only.py", "ports.py"))
 
 
 def _key(task: dict[str, Any], release: str) -> str:
@@ -284,6 +284,8 @@ def _record(kdir: Path, unit_dir: str, meta: dict[str, Any], r: dict[str, Any], 
     if r.get("repairs"):
         rec["signature_repairs"] = r["repairs"]
         rec["signature"], rec["constexprs"] = r["signature"], r["constexprs"]
+    if r.get("ports"):  # code written for an older Triton, ported faithfully (ports.py) to build
+        rec["ports"] = r["ports"]
     if r.get("device_queries"):
         rec["device_queries"] = r["device_queries"]
     if r.get("import") == "kernel_closure":  # the unit did not import; the kernel's own closure did
