@@ -131,3 +131,15 @@ def test_a_printed_parameter_is_a_string_constexpr(built: Path) -> None:
     assert comp["signature"]["tag"] == "constexpr" and comp["constexprs"]["tag"] == "" and \
         comp["origins"]["tag"] == "usage"
     assert m["instantiations"][0]["build"]["status"] == "ok"
+
+
+def test_failure_classes_name_the_cause_not_the_word() -> None:
+    from miner.triton import build
+
+    # a dtype called as a constructor is code the installed Triton refuses, not a guessed type
+    assert build.classify("compile", "CompilationError: TypeError(\"'dtype' object is not callable\")",
+                          "failed") == "compile_error"
+    assert build.classify("compile", "ValueError: Unsupported ptr type <i64> in `tl.load`", "failed") == \
+        "signature_type"
+    assert build.classify("compile", "CompilationError: AttributeError(\"module 'triton.language' has no "
+                          "attribute '_experimental_descriptor_load'\")", "failed") == "removed_triton_api"

@@ -38,6 +38,9 @@ _CLASSES = [
     # gone in 3.6): the project's code targets an older release, no signature can fix it.
     ("removed_triton_api", re.compile(r"module 'triton(\.\w+)*' has no attribute")),
     ("unresolved_name", re.compile(r"NameError|is not defined|has no attribute")),
+    # Code the installed Triton does not accept whatever the signature (a dtype called as a constructor,
+    # `tl.float32(0.0)`): not a guessed type, so not signature_type although the text says "dtype".
+    ("compile_error", re.compile(r"object is not callable")),
     ("constexpr_value", re.compile(r"constexpr|power of 2|arange|must be a|shape|static_assert", re.I)),
     ("signature_type", re.compile(r"pointer|ptr|dtype|type|cast|Unsupported|scalar", re.I)),
 ]
