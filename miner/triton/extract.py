@@ -321,7 +321,7 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
                         atomic.write_text(out_dir / kid / parent_ref.TEST_FILE, parent_ref.test_text(pair["layers"]))
                     elif pair is not None:
                         meta["triton"]["reference"] = {**pair, "test": reference.TEST_FILE}
-                        spec = ref_inputs.solve(unit_text, pair["function"], pair["reference"])
+                        spec = ref_inputs.solve(unit_text, pair["function"], pair["reference"], k.name)
                         if spec is not None:  # sizes read from the source; the harness tries them first
                             meta["triton"]["reference"]["inputs"] = spec
                         atomic.write_text(out_dir / kid / reference.TEST_FILE, reference.test_text(pair))
