@@ -143,3 +143,12 @@ def test_failure_classes_name_the_cause_not_the_word() -> None:
         "signature_type"
     assert build.classify("compile", "CompilationError: AttributeError(\"module 'triton.language' has no "
                           "attribute '_experimental_descriptor_load'\")", "failed") == "removed_triton_api"
+
+
+def test_half_precision_kernel_gets_its_pointers_changed_together(built: Path) -> None:
+    b = _by_name(built)["half_mix_kernel"]["instantiations"][0]["build"]
+    assert b["status"] == "ok", b.get("error")
+    assert b["signature"]["a_ptr"] == b["signature"]["b_ptr"] == "*bf16"
+    # one change of every guessed fp32 pointer (the output too: no single change would touch it)
+    assert {(r["param"], r["to"]) for r in b["signature_repairs"]} >= {("a_ptr", "*bf16"), ("b_ptr", "*bf16"),
+                                                                       ("out_ptr", "*bf16")}
