@@ -106,7 +106,7 @@ def find(cuda_text: str, hip_text: str, mapped: Callable[[str], bool]) -> list[F
     for m in _LANE_MATH.finditer(cuda_text):
         add("wave64", f"lane arithmetic `{m.group(1)} {' '.join(m.group(2).split())}` assumes 32 lanes", m.start())
     for m in _HALF_WARP_LOOP.finditer(cuda_text):
-        if "__shfl" in cuda_text[m.end():m.end() + 300]:
+        if "shfl" in cuda_text[m.end():m.end() + 300].lower():  # __shfl_*, and helpers (WARP_SHFL_XOR)
             add("wave64", "shuffle reduction from offset 16: reduces 32 lanes, not 64", m.start())
     for m in _SHARED_WARP.finditer(cuda_text):
         add("wave64", f"__shared__ array sized by {m.group(1)}", m.start())
