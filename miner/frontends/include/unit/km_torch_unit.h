@@ -9,7 +9,11 @@
 #include <type_traits>
 // c10/macros/Macros.h names device code uses; a repo that defines one itself keeps its own.
 #ifndef C10_WARP_SIZE
+#if defined(__HIP_PLATFORM_AMD__)
+#define C10_WARP_SIZE warpSize  // as c10 defines it under USE_ROCM: 64 lanes on CDNA, 32 on RDNA
+#else
 #define C10_WARP_SIZE 32
+#endif
 #endif
 #ifndef C10_HOST_DEVICE
 #define C10_HOST_DEVICE __host__ __device__
@@ -340,7 +344,26 @@ template <class T> __device__ inline void gpuAtomicAdd(c10::complex<T> *p, c10::
   gpuAtomicAdd(&p->real_, v.real_);
   gpuAtomicAdd(&p->imag_, v.imag_);
 }
-// ATen/cuda/DeviceUtils.cuh's warp helpers, as written there for CUDA (HIP has the *_sync forms too).
+// ATen/cuda/DeviceUtils.cuh's warp helpers, with its two forms: the *_sync ones for CUDA and, as ATen has
+// them under USE_ROCM, HIP's plain ones (HIP has no __syncwarp, and its *_sync forms, from ROCm 6.2 and only
+// with HIP_ENABLE_WARP_SYNC_BUILTINS, take 64-bit masks). A unit translated to HIP compiles the second.
+#if defined(__HIP_PLATFORM_AMD__)
+__device__ __forceinline__ unsigned int ACTIVE_MASK() { return 0xffffffff; }  // ATen: "ignored anyway"
+__device__ __forceinline__ void WARP_SYNC(unsigned mask = 0xffffffff) {}
+__device__ __forceinline__ unsigned long long int WARP_BALLOT(int predicate) { return __ballot(predicate); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL(T value, int srcLane, int width = warpSize,
+                                                          unsigned int mask = 0xffffffff) {
+  return __shfl(value, srcLane, width); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL_XOR(T value, int laneMask, int width = warpSize,
+                                                              unsigned int mask = 0xffffffff) {
+  return __shfl_xor(value, laneMask, width); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL_UP(T value, unsigned int delta, int width = warpSize,
+                                                             unsigned int mask = 0xffffffff) {
+  return __shfl_up(value, delta, width); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL_DOWN(T value, unsigned int delta, int width = warpSize,
+                                                               unsigned int mask = 0xffffffff) {
+  return __shfl_down(value, delta, width); }
+#else
 __device__ __forceinline__ unsigned int ACTIVE_MASK() { return __activemask(); }
 __device__ __forceinline__ void WARP_SYNC(unsigned mask = 0xffffffff) { __syncwarp(mask); }
 __device__ __forceinline__ unsigned int WARP_BALLOT(int predicate, unsigned int mask = 0xffffffff) {
@@ -357,5 +380,6 @@ template <typename T> __device__ __forceinline__ T WARP_SHFL_UP(T value, unsigne
 template <typename T> __device__ __forceinline__ T WARP_SHFL_DOWN(T value, unsigned int delta, int width = warpSize,
                                                                unsigned int mask = 0xffffffff) {
   return __shfl_down_sync(mask, value, delta, width); }
+#endif
 using at::Half;
 using at::BFloat16;
