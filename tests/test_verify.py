@@ -261,3 +261,18 @@ def test_assert_function_name_is_not_compared(tmp_path: Path) -> None:
     signed_short, short, other_condition = listings
     assert signed_short == short
     assert short != other_condition
+
+
+def test_tree_sitter_sees_c_linkage() -> None:
+    """The fallback frontend records C linkage too: `extern "C"` alone, a block, inside a namespace; not
+    `extern "C++"`, not a plain kernel."""
+    from miner.frontends import treesitter_frontend as ts
+
+    if not ts.AVAILABLE:
+        pytest.skip("tree-sitter-cuda is not installed")
+    src = (FIXTURES / "verify_cases" / "samples" / "vc_linkage.cu").read_bytes()
+    src += b'\nextern "C++" __global__ void vc_cpp(float* p) { p[0] = 1; }\n__global__ void vc_plain(float* p) {}\n'
+    kernels, _ = ts.parse_bytes(src, "vc_linkage.cu")
+    got = {k.name: k.c_linkage for k in kernels}
+    assert got == {"vc_c_scale": True, "vc_c_shift": True, "vc_c_double": False, "vc_c_quad": True,
+                   "vc_cpp": False, "vc_plain": False}
