@@ -173,6 +173,9 @@ def _kernel(c: ci.Cursor, data: bytes, path: str, clang_name: str, diags: dict) 
         frontend="clang",
         diagnostics=diags,
         name_offset=c.location.offset,
+        # A C-linkage function's mangled name is its own name (a C++ kernel's is `_Z...`, its host stub's
+        # too): this also sees the linkage a definition inherits from an earlier `extern "C"` declaration.
+        c_linkage=c.mangled_name == c.spelling,
     )
 
 

@@ -164,6 +164,10 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             "pieces": pieces, "namespaces": meta["qualified_name"].split("::")[:-1],
             "kernel_text": kernel_text, "callee": callee,
             "macro_names": list(dict.fromkeys(p.name for p in unit.pieces if p.kind == "MACRO")),
+            # Names the unit defines with C linkage: one symbol per program, whatever the namespace, so a
+            # build batch must not hold two units that define the same one.
+            "c_symbols": list(dict.fromkeys([*([meta["name"]] if meta.get("linkage") == "C" else []),
+                                             *(p.name for p in unit.pieces if p.c_linkage)])),
             "inst": {"args_text": args_text, "explicit": explicit, "params": params,
                      "param_types": [p["type"] for p in params]},
         }
