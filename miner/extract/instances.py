@@ -74,13 +74,17 @@ def _is_instance(stmt: str, macros: Macros, depth: int = 0) -> bool:
     return True
 
 
+def _own_statements(text: str) -> list[str] | None:
+    """The statements beside the `#include` lines, None when the file has anything else."""
+    body = _INCLUDE.sub(" ", _COMMENT.sub(" ", text))
+    if _DIRECTIVE.search(body):
+        return None  # any other directive (#define, #if, #pragma) may change what the headers say
+    return _statements(body)
+
+
 def instance_only(text: str, macros: Macros) -> bool:
     """The file holds `#include` lines and explicit function instantiations only (at least one)."""
-    code = _COMMENT.sub(" ", text)
-    body = _INCLUDE.sub(" ", code)
-    if _DIRECTIVE.search(body):
-        return False  # any other directive (#define, #if, #pragma) may change what the headers say
-    stmts = _statements(body)
+    stmts = _own_statements(text)
     return bool(stmts) and all(_is_instance(s, macros) for s in stmts)
 
 
@@ -101,8 +105,8 @@ def groups(roots: list[str], data: dict[str, bytes], reach: Callable[[str], set[
             continue
         text = raw.decode("utf-8", "replace")
         lines = include_lines(text)
-        if not lines:
-            continue
+        if not lines or not _own_statements(text):
+            continue  # before reading the headers' macros: most files are not instance files
         macros: Macros = defaultdict(list)
         for p in sorted(reach(root) - {root}):
             if p not in macro_cache:
