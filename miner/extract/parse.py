@@ -13,6 +13,7 @@ from typing import Any
 
 from miner.errors import UsageError
 from miner.extract import cache as extract_cache
+from miner.extract import instances as instance_files
 from miner.extract.options import ExtractOptions, ExtractReport
 from miner.extract.unit_data import UnitData, analysis_of
 from miner.frontends import clang_frontend, pch, treesitter_frontend
@@ -26,14 +27,17 @@ from miner.source.discover import SourceFile
 _W: dict[str, Any] = {}
 
 
-def _init_worker(config: ParseConfig, inputs: set[str], units: bool) -> None:
+def _init_worker(config: ParseConfig, inputs: set[str], units: bool,
+                 instances: dict[str, list[str]] | None = None) -> None:
     _W["config"], _W["inputs"], _W["index"], _W["units"] = config, inputs, None, units
+    _W["instances"] = instances or {}
 
 
 def _parse_root(path: str) -> clang_frontend.ParseResult:
     if _W.get("index") is None and clang_frontend.AVAILABLE:
         _W["index"] = clang_frontend.ci.Index.create()
-    return clang_frontend.parse(path, _W["config"], _W["inputs"], _W["index"], analyse=_analysis(_W["units"]))
+    return clang_frontend.parse(path, _W["config"], _W["inputs"], _W["index"], analyse=_analysis(_W["units"]),
+                                instances=_W["instances"].get(path, ()))
 
 
 def _analysis(units: bool) -> clang_frontend.Analysis | None:
@@ -47,16 +51,18 @@ def _analysis(units: bool) -> clang_frontend.Analysis | None:
 
 
 def _run_clang(roots: list[str], config: ParseConfig, inputs: set[str], jobs: int, units: bool,
-               tick: Callable[[], None]) -> list[clang_frontend.ParseResult]:
+               tick: Callable[[], None], instances: dict[str, list[str]] | None = None
+               ) -> list[clang_frontend.ParseResult]:
     if jobs <= 1 or len(roots) <= 1:
-        _init_worker(config, inputs, units)
+        _init_worker(config, inputs, units, instances)
         out = []
         for r in roots:
             out.append(_parse_root(r))
             tick()
         return out
     ctx = mp.get_context("fork")
-    with ctx.Pool(min(jobs, len(roots)), initializer=_init_worker, initargs=(config, inputs, units)) as pool:
+    with ctx.Pool(min(jobs, len(roots)), initializer=_init_worker,
+                  initargs=(config, inputs, units, instances)) as pool:
         out = []
         for res in pool.imap_unordered(_parse_root, roots, chunksize=1):
             out.append(res)
@@ -96,6 +102,14 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
         data = {f.path: f.data for f in [*files, *extra]}
         keys: dict[str, str] = {}
         plain_config = config
+        # Generated instance files (includes and explicit instantiations only): one parse per group of
+        # the same folder, includes and flags; the others' lines go to that parse's analysis.
+        groups = instance_files.groups(roots, data, reach.__getitem__, lambda r: clang_args(plain_config, r))
+        members = {m: rep for rep, ms in groups.items() for m in ms}
+        if members:
+            roots = [r for r in roots if r not in members]
+            report.notes.append(f"{len(members)} generated instance files read as instantiation origins with "
+                                f"the parse of another file of their group ({len(groups)} groups)")
         pch_config: list[ParseConfig] = []  # built at the first cache miss: it costs about two parses
 
         def parse_some(paths: list[str]) -> list[clang_frontend.ParseResult]:
@@ -103,8 +117,9 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
             for r in paths:
                 reach.setdefault(r, graph.closure(r))
                 if cache is not None:
-                    keys[r] = cache.key(r, clang_args(plain_config, r), opts.units, reach[r], data,
-                                        inputs, plain_config.context)
+                    # The group's files are part of the result: their bytes are part of the key.
+                    keys[r] = cache.key(r, clang_args(plain_config, r), opts.units,
+                                        reach[r] | set(groups.get(r, ())), data, inputs, plain_config.context)
                 hit = cache.load(keys[r]) if cache is not None else None
                 if hit is not None:
                     out.append(hit)
@@ -115,7 +130,7 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                 if not pch_config:
                     pch_config.append(_with_torch_pch(plain_config, [*files, *extra],
                                                       {r: reach[r] for r in todo}, pch_folder))
-                fresh = _run_clang(todo, pch_config[0], inputs, opts.jobs, opts.units, tick)
+                fresh = _run_clang(todo, pch_config[0], inputs, opts.jobs, opts.units, tick, groups)
                 for res in fresh:
                     if cache is not None and not res.error:
                         cache.store(keys[res.path], res)
@@ -140,6 +155,8 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                     found.setdefault((k.path, k.start_offset), k)
                 for s in sorted(res.seen_files):
                     tu_of.setdefault(s, res.path)
+                for m in groups.get(res.path, ()):  # as its own parse did: no kernel is its own
+                    tu_of.setdefault(m, m)
             # Kernel headers whose includers did not reach them (inactive #if) get their own parse.
             pending = sorted(p for p in kernel_files if p not in tu_of and p not in clang_failed
                              and p not in pending)

@@ -35,6 +35,7 @@ def analyse(live: LiveTU) -> TUAnalysis:
 def _analyse(live: LiveTU, out: TUAnalysis) -> None:
     tu, kernels, norm = live.tu, live.kernels, live.norm
     ctx = closure.TUContext(tu, live.inputs, norm, live.read)
+    ctx.instances = list(live.instances)
     by_name = {(k.path, k.name_offset): k for k in kernels}
     # Every redeclaration is its own key: a reference resolves to whichever one lookup found.
     stand_ins = {key: d for key, d in live.declared.items() if key not in by_name}
@@ -65,6 +66,9 @@ def _analyse(live: LiveTU, out: TUAnalysis) -> None:
         if path not in texts:
             continue
         for name, lst in instantiations.explicit_in(texts[path], macros).items():
+            out.explicit.setdefault(name, []).extend(lst)
+    for path in live.instances:  # the group's other instance files: their lines as this unit's own
+        for name, lst in instantiations.explicit_in(live.read(path).decode("utf-8", "replace"), macros).items():
             out.explicit.setdefault(name, []).extend(lst)
     for k, c in zip(kernels, live.cursors, strict=True):
         key = (k.path, k.start_offset)

@@ -79,6 +79,8 @@ class TUContext:
         self._blanked: dict[str, str] = {}
         self._by_bare: dict[str, list[list[tuple[Piece, ci.Cursor]]]] | None = None
         self.order: dict[str, int] = {}  # file -> first-inclusion rank
+        # Generated instance files read as this unit's own lines (extract/instances.py), after `order`'s.
+        self.instances: list[str] = []
         # file -> offsets of the #include directives leading to it from the main file: a location's
         # position in the preprocessed stream is chain + (offset,), compared as tuples.
         self.chain: dict[str, tuple[int, ...]] = {norm(tu.spelling): ()}

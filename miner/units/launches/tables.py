@@ -10,7 +10,7 @@ import clang.cindex as ci
 
 from miner.units import macro_text
 from miner.units.closure import written_with
-from miner.units.instantiations import eval_int, explicit_in
+from miner.units.instantiations import eval_int, explicit_in, writing_template
 from miner.units.launches.cursors import _key, _primary, _targets, _template_args, _tparams
 from miner.units.launches.record import _CLASS_TEMPLATES, _COMMENT, _FUNCS, _IDENT, _SCOPES, K, Launch
 from miner.units.launches.state import _add, _kernel_key, _record_aliases, _State, _written_args
@@ -145,12 +145,14 @@ def _explicit_host_instantiations(st: _State) -> None:
     if not st.host_names:
         return
     ctx = st.ctx
-    texts = [ctx.read(p).decode("utf-8", "replace") for p in ctx.order if p in ctx.inputs]
+    texts = [ctx.read(p).decode("utf-8", "replace") for p in [*ctx.order, *ctx.instances] if p in ctx.inputs]
     macros: dict[str, macro_text.MacroDef] = {}
     for t in texts:
         macros.update(macro_text.definitions(t))
+    # A file may write its instantiations only through the macros (a generated `DECL_CASE(64, float);`).
+    writers = writing_template(macros)
     for t in texts:
-        if "template" not in t:
+        if "template" not in t and not any(w in t for w in writers):
             continue
         for name, lists in explicit_in(t, macros, members=True).items():
             for key in st.host_names.get(name, ()):
