@@ -104,3 +104,13 @@ def test_a_unit_that_fails_names_why_in_unresolved(dataset: dict[str, Any]) -> N
     assert all(i["build"]["status"] == "failed" for i in m["instantiations"]), build_statuses(m)
     built = [u for u in m["unresolved"] if u["reason"].startswith("build:")]
     assert built and built[0]["symbol"] == "FIX_TILE", m["unresolved"]
+
+
+def test_thc_ceil_div_in_device_code_comes_from_the_unit_shim(dataset: dict[str, Any]) -> None:
+    """THCCeilDiv (THC/THCDeviceUtils.cuh) is host and device: an op that sizes its mask rows with it in
+    the kernel built only where the parse shim had it (host-only, and absent from the unit shim)."""
+    m = _meta(dataset, "band_mask_kernel")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+    assert "THCCeilDiv" in m["closure"]["shims"], m["closure"]["shims"]
+    cfg = _wrapper_cfg(m)
+    assert (cfg["grid"], cfg["block"]) == ("(-(-n // 64), -(-n // 64))", "64"), cfg

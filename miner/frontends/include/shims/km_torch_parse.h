@@ -427,7 +427,7 @@ __device__ c10::BFloat16 gpuAtomicAdd(c10::BFloat16 *, c10::BFloat16);
 __device__ float gpuAtomicAdd(float *, float);
 __device__ double gpuAtomicAdd(double *, double);
 __device__ int gpuAtomicAdd(int *, int);
-inline long THCCeilDiv(long a, long b) { return (a + b - 1) / b; }
+template <typename T> __host__ __device__ inline T THCCeilDiv(T a, T b) { return (a + b - 1) / b; }
 /* ATen/cuda/DeviceUtils.cuh: warp helpers kernels call by name (templates, so any lane type). */
 __device__ unsigned int ACTIVE_MASK();
 __device__ void WARP_SYNC(unsigned mask = 0xffffffff);

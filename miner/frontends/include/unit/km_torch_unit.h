@@ -334,6 +334,8 @@ __device__ void fastAtomicAdd(T *tensor, I index, I numel, T value, bool fast) {
 }  // namespace native
 }  // namespace at
 namespace torch { using namespace at; }
+// THC/THCDeviceUtils.cuh's ceil-division, host and device: older ops size their tiles with it in device code.
+template <typename T> __host__ __device__ __forceinline__ T THCCeilDiv(T a, T b) { return (a + b - 1) / b; }
 template <class T> __device__ inline T gpuAtomicAdd(T *p, T v) { return atomicAdd(p, v); }
 // ATen/cuda/Atomic.cuh: a complex is added part by part.
 template <class T> __device__ inline void gpuAtomicAdd(c10::complex<T> *p, c10::complex<T> v) {
