@@ -99,8 +99,21 @@ def test_a_namespace_constant_block_size_is_put_in(dataset: dict[str, Any]) -> N
     assert _wrapper_cfg(m)["block"] == "512"
 
 
+def test_a_launch_statement_that_does_not_parse_keeps_every_dispatched_type(dataset: dict[str, Any]) -> None:
+    """`<<<fixlaunch::grid_for(n, 256), 256>>>` with the helper declared nowhere in the sources: clang drops
+    the whole statement, so the kernel had no launch and one inferred instantiation (double and Half were
+    silently lost). The statement is read back from the text, the dispatch's aliases give the types."""
+    m = _meta(dataset, "row_scale_kernel")
+    assert _origins(m) == {"float": "dispatch", "double": "dispatch", "half": "dispatch"}, _origins(m)
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    assert [launch["template_args"] for launch in m["launches"]] == [["float"], ["double"], ["c10::Half"]]
+    assert all(launch["values"]["block"] == 256 for launch in m["launches"]), m["launches"]
+    assert "launch_missing" not in m or not m["launch_missing"], m.get("launch_missing")
+
+
 def test_a_unit_that_fails_names_why_in_unresolved(dataset: dict[str, Any]) -> None:
     m = _meta(dataset, "tile_sum_kernel")
+    assert _origins(m) == {"float": "dispatch", "double": "dispatch"}, _origins(m)
     assert all(i["build"]["status"] == "failed" for i in m["instantiations"]), build_statuses(m)
     built = [u for u in m["unresolved"] if u["reason"].startswith("build:")]
     assert built and built[0]["symbol"] == "FIX_TILE", m["unresolved"]
