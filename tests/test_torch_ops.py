@@ -127,3 +127,11 @@ def test_thc_ceil_div_in_device_code_comes_from_the_unit_shim(dataset: dict[str,
     assert "THCCeilDiv" in m["closure"]["shims"], m["closure"]["shims"]
     cfg = _wrapper_cfg(m)
     assert (cfg["grid"], cfg["block"]) == ("(-(-n // 64), -(-n // 64))", "64"), cfg
+
+
+def test_types_under_the_builds_own_nvcc_define_reach_the_unit(dataset: dict[str, Any]) -> None:
+    """`args['nvcc'] = ['-O3', '-DFIX_WITH_CUDA']` in the extension's setup.py, and the cell types under
+    `#ifdef FIX_WITH_CUDA`: the parse and the unit are built with that define (was: cell_t undefined)."""
+    m = _meta(dataset, "cell_to_code_kernel")
+    assert "-DFIX_WITH_CUDA" in m["build_flags"]["nvcc"], m.get("build_flags")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
