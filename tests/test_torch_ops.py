@@ -135,3 +135,15 @@ def test_types_under_the_builds_own_nvcc_define_reach_the_unit(dataset: dict[str
     m = _meta(dataset, "cell_to_code_kernel")
     assert "-DFIX_WITH_CUDA" in m["build_flags"]["nvcc"], m.get("build_flags")
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+
+
+def test_aten_atomics_for_int64_and_multiply_and_a_parse_only_namespace(dataset: dict[str, Any]) -> None:
+    """atomicAdd(int64_t *, int64_t) and gpuAtomicMul (ATen/cuda/Atomic.cuh) come from the unit shim;
+    `using namespace at::indexing;` (a namespace only the parse shim has) stays out of the unit."""
+    m = _meta(dataset, "bin_stats_kernel")
+    assert _origins(m) == {"float": "dispatch", "double": "dispatch", "half": "dispatch"}, _origins(m)
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    for inst in ("float", "half"):
+        unit = _unit(dataset, m, inst)
+        assert "using namespace at::indexing" not in unit
+        assert "gpuAtomicMul(c10::Half *address" in unit and "atomicAdd(int64_t *p" in unit

@@ -46,7 +46,7 @@ def _shim_for(pieces: list[dict[str, Any]]) -> str:
     for p in pieces:
         if p["kind"] == "FUNCTION_DECL" and p["name"] in _SHIM_OVERLOADS:
             head = p["text"].split("{", 1)[0]
-            for t in ("Half", "BFloat16"):
+            for t in ("Half", "BFloat16", "int64_t"):
                 if re.search(rf"\b{t}\s*\*", head):
                     name = re.escape(p["name"])
                     text = re.sub(rf"// km:{name}-{t}-begin\n.*?// km:{name}-{t}-end\n", "", text, flags=re.S)

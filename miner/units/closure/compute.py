@@ -27,6 +27,7 @@ from miner.units.closure.shims import (
     _namespace_chain,
     _toolkit_header_of_shim,
     _unit_shim_macros,
+    in_unit_shim,
 )
 from miner.units.closure.siblings import specialized_template, written_with
 from miner.units.closure.text import _cut, _includes, _unresolved
@@ -286,7 +287,9 @@ def _usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tupl
                     found = ctx.piece_at(ctx.norm(d.location.file.name), d.location.offset) if d.location.file else None
                     keep = found is not None and (found[0].path, found[0].start) in in_unit
             else:
-                keep = with_shim or not _is_torch_shim(ctx, tpath)
+                # A torch-shim target is kept where the unit shim has it: `using namespace at::indexing;`
+                # named a namespace only the parse shim declares ("name must be a namespace name").
+                keep = not _is_torch_shim(ctx, tpath) or (with_shim and in_unit_shim(target))
             if keep:
                 seen.add((p.path, p.start))
                 out.append(p)
