@@ -276,3 +276,34 @@ def test_tree_sitter_sees_c_linkage() -> None:
     got = {k.name: k.c_linkage for k in kernels}
     assert got == {"vc_c_scale": True, "vc_c_shift": True, "vc_c_double": False, "vc_c_quad": True,
                    "vc_cpp": False, "vc_plain": False}
+
+
+def test_a_kernel_of_an_anonymous_namespace_is_found_and_compared(tmp_path: Path) -> None:
+    """PyTorch ops define their kernels in `namespace ops { namespace { ... } }`; the unit keeps `ops` but not
+    the anonymous namespace. The original's entry is found by its demangled name and the two compare
+    identical (the entry's `.visible` linkage aside); another kernel's entry is not taken for it."""
+    import subprocess
+
+    from miner.verify.driver import _find_entry
+
+    body = ("template <typename T> __global__ void scale_kernel(int n, const T* x, T* y) {\n"
+            "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] * T(2); }\n"
+            "template <typename T> __global__ void other_kernel(int n, const T* x, T* y) { if (n) y[0] = x[0]; }\n")
+    sources = {"original": "namespace ops { namespace {\n" + body + "}\n"
+                           "void launch(int n, const float* x, float* y) { scale_kernel<float><<<1, 32>>>(n, x, y);"
+                           " other_kernel<float><<<1, 1>>>(n, x, y); }\n}\n",
+               "unit": "namespace ops {\n" + body + "template __global__ void scale_kernel<float>(int, const float*, "
+                       "float*);\n}\n"}
+    parsed = {}
+    for name, text in sources.items():
+        (tmp_path / f"{name}.cu").write_text(text)
+        subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-o", str(tmp_path / f"{name}.ptx"),
+                        str(tmp_path / f"{name}.cu")], check=True, capture_output=True, timeout=300)
+        parsed[name] = ptx.parse((tmp_path / f"{name}.ptx").read_text())
+    entry = next(e for e in parsed["unit"].entries if "12scale_kernel" in e)
+    assert ptx.find_entry(parsed["original"], entry) is None  # the mangled names differ
+    found = _find_entry(parsed["original"], entry, "scale_kernel")
+    assert found is not None and "_GLOBAL__N_" in found and "12scale_kernel" in found
+    assert ptx.listing(parsed["original"], found) == ptx.listing(parsed["unit"], entry)
+    # the same kernel with other template arguments is not taken for it
+    assert _find_entry(parsed["original"], entry.replace("IfE", "IdE"), "scale_kernel") is None

@@ -46,11 +46,26 @@ def _shim_for(pieces: list[dict[str, Any]]) -> str:
     for p in pieces:
         if p["kind"] == "FUNCTION_DECL" and p["name"] in _SHIM_OVERLOADS:
             head = p["text"].split("{", 1)[0]
-            for t in ("Half", "BFloat16"):
+            for t in ("Half", "BFloat16", "int64_t"):
                 if re.search(rf"\b{t}\s*\*", head):
                     name = re.escape(p["name"])
                     text = re.sub(rf"// km:{name}-{t}-begin\n.*?// km:{name}-{t}-end\n", "", text, flags=re.S)
     return text
+
+
+# Built-ins the shim overloads for an argument type CUDA lacks them for (ATen/cuda/Atomic.cuh's int64_t).
+_INT64_ARG = re.compile(r"^(?:long|long int|int64_t|std::int64_t|signed long)$")
+_ATOMIC_CALL = re.compile(r"\b(?:atomicAdd|gpuAtomicAdd|gpuAtomicMul)\s*\(")
+
+
+def _shim_types(args: list[str], kernel_text: str, pieces: list[dict[str, Any]]) -> bool:
+    """Whether an instantiation needs the unit shim for its template arguments alone: a c10/at type, or
+    int64_t where the kernel or its helpers make a dependent atomic call (`atomicAdd(out, v)` with
+    out_scalar_t = int64_t resolves to ATen's overload; the parse saw only an overload set)."""
+    if any(re.search(r"\b(c10|at)::", a) for a in args):
+        return True
+    return any(_INT64_ARG.match(a.strip()) for a in args) and any(
+        _ATOMIC_CALL.search(t) for t in (kernel_text, *(p["text"] for p in pieces)))
 
 
 def ctype_of(type_text: str) -> str:
@@ -159,8 +174,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             # The configuration the kernel was mined in; nvcc defines __CUDA_ARCH__ and __NVCC__ itself.
             "defines": [d.split("=", 1) if "=" in d else [d, "1"] for d in meta["parse_context"]["defines"]
                         if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")],
-            "shim_text": _shim_for(pieces) if unit.shims or any(
-                re.search(r"\b(c10|at)::", a) for a in inst["args"]) else "",
+            "shim_text": _shim_for(pieces) if unit.shims or _shim_types(inst["args"], kernel_text, pieces) else "",
             "pieces": pieces, "namespaces": meta["qualified_name"].split("::")[:-1],
             "kernel_text": kernel_text, "callee": callee,
             "macro_names": list(dict.fromkeys(p.name for p in unit.pieces if p.kind == "MACRO")),

@@ -27,6 +27,7 @@ from miner.units.closure.shims import (
     _namespace_chain,
     _toolkit_header_of_shim,
     _unit_shim_macros,
+    in_unit_shim,
 )
 from miner.units.closure.siblings import specialized_template, written_with
 from miner.units.closure.text import _cut, _includes, _unresolved
@@ -296,7 +297,9 @@ def _usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tupl
                     found = ctx.piece_at(ctx.norm(d.location.file.name), d.location.offset) if d.location.file else None
                     keep = found is not None and (found[0].path, found[0].start) in in_unit
             elif _is_torch_shim(ctx, tpath):
-                keep = with_shim
+                # Kept where the unit shim has the target: `using namespace at::indexing;` named a namespace
+                # only the parse shim declares ("name must be a namespace name").
+                keep = with_shim and in_unit_shim(target)
             else:
                 h = _toolkit_header_of_shim(ctx, tpath)
                 # (std's namespace is everywhere: a standard header's shim decides nothing)

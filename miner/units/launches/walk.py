@@ -13,6 +13,7 @@ from miner.units.launches.finish import _finish
 from miner.units.launches.helpers import finish_helpers, note_call
 from miner.units.launches.host_chain import _host_call, _lambda_lists, _propagate
 from miner.units.launches.record import _API, _TYPED_USES, K, Launch
+from miner.units.launches.recovered import recover_dropped
 from miner.units.launches.sites import _api_launch, _chevron
 from miner.units.launches.state import _State
 from miner.units.launches.tables import (
@@ -30,13 +31,15 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
     """Launches and references of known kernels, and concrete instantiations of host templates."""
     st = _State(ctx, kernels, _Resolver(ctx))
     st.names = {k.name for k in kernels.values()}
-    for path, d in _definitions(st):
+    defs = _definitions(st)
+    for path, d in defs:
         if d.kind == K.VAR_DECL:
             _walk(st, d, path, None)
         elif (path, d.location.offset) not in kernels or not any(
                 ch.kind == K.CUDAGLOBAL_ATTR for ch in d.get_children()):
             # (A host function one macro wrote with a kernel shares the kernel's location.)
             _walk(st, d, path, d)
+    recover_dropped(st, defs)
     finish_helpers(st)
     _explicit_host_instantiations(st)
     insts = _propagate(st)

@@ -400,7 +400,56 @@ __device__ void fastAtomicAdd(T *tensor, I index, I numel, T value, bool fast) {
 }  // namespace native
 }  // namespace at
 namespace torch { using namespace at; }
+// THC/THCDeviceUtils.cuh's ceil-division, host and device: older ops size their tiles with it in device code.
+template <typename T> __host__ __device__ __forceinline__ T THCCeilDiv(T a, T b) { return (a + b - 1) / b; }
+// ATen/cuda/Atomic.cuh's int64_t overload (CUDA has only unsigned long long): the value's bits as they are.
+// km:atomicAdd-int64_t-begin
+#if !defined(__HIP__)
+__device__ inline void atomicAdd(int64_t *p, int64_t v) {
+  atomicAdd(reinterpret_cast<unsigned long long *>(p), static_cast<unsigned long long>(v)); }
+#endif
+// km:atomicAdd-int64_t-end
 template <class T> __device__ inline T gpuAtomicAdd(T *p, T v) { return atomicAdd(p, v); }
+#if !defined(__HIP__)
+__device__ inline void gpuAtomicAdd(int64_t *p, int64_t v) {
+  atomicAdd(reinterpret_cast<unsigned long long *>(p), static_cast<unsigned long long>(v)); }
+#endif
+// ATen/cuda/Atomic.cuh's gpuAtomicMul: compare-and-swap loops, written as there.
+__device__ inline float gpuAtomicMul(float *address, float val) {
+  unsigned int *address_as_ull = (unsigned int *)address;
+  unsigned int old = *address_as_ull, assumed;
+  do {
+    assumed = old;
+    old = atomicCAS(address_as_ull, assumed, __float_as_int(val * __int_as_float(assumed)));
+  } while (assumed != old);
+  return __int_as_float(old);
+}
+__device__ inline double gpuAtomicMul(double *address, double val) {
+  unsigned long long int *address_as_ull = (unsigned long long int *)address;
+  unsigned long long int old = *address_as_ull, assumed;
+  do {
+    assumed = old;
+    old = atomicCAS(address_as_ull, assumed, __double_as_longlong(val * __longlong_as_double(assumed)));
+  } while (assumed != old);
+  return __longlong_as_double(old);
+}
+template <class H> __device__ inline H km_atomic_mul16(H *address, H val) {
+  unsigned int *address_as_ui = (unsigned int *)((char *)address - ((size_t)address & 2));
+  unsigned int old = *address_as_ui, assumed;
+  H hsum;
+  do {
+    assumed = old;
+    hsum.x = (size_t)address & 2 ? (old >> 16) : (old & 0xffff);
+    hsum = hsum * val;
+    old = (size_t)address & 2 ? (old & 0xffff) | (hsum.x << 16) : (old & 0xffff0000) | hsum.x;
+    old = atomicCAS(address_as_ui, assumed, old);
+  } while (assumed != old);
+  hsum.x = (size_t)address & 2 ? (old >> 16) : (old & 0xffff);
+  return hsum;
+}
+__device__ inline c10::Half gpuAtomicMul(c10::Half *address, c10::Half val) { return km_atomic_mul16(address, val); }
+__device__ inline c10::BFloat16 gpuAtomicMul(c10::BFloat16 *address, c10::BFloat16 val) {
+  return km_atomic_mul16(address, val); }
 // ATen/cuda/Atomic.cuh: a complex is added part by part.
 template <class T> __device__ inline void gpuAtomicAdd(c10::complex<T> *p, c10::complex<T> v) {
   gpuAtomicAdd(&p->real_, v.real_);
