@@ -112,3 +112,27 @@ def test_cccl_version_macros_pick_the_branch_the_toolkit_would(dataset: dict[str
     m = _meta(dataset, "block_max_kernel")
     assert _built(m) == {"default": "ok"}, _built(m)
     assert "cuda::maximum" in _unit(dataset, m, "default")
+
+
+def test_a_vendored_header_that_includes_an_already_included_project_header_is_inlined(
+        dataset: dict[str, Any]) -> None:
+    """`dependencies/pcgx/pcgx.h` includes the project's `<nnlib/common.h>`, which `#pragma once` skips there (the
+    TU's inclusion list has no edge for it): the library copied alone would not find it, so it is inlined; the
+    self-contained `tables/` beside it under the same folder stays an `#include`."""
+    m = _meta(dataset, "fill_uniform")
+    assert _built(m) == {"default": "ok"}, _built(m)
+    assert [(v["library"], v["headers"]) for v in m["closure"]["vendored"]] == [("tables", ["tables/tables.hpp"])]
+    unit = _unit(dataset, m, "default")
+    assert "struct Gen" in unit and "#include <pcgx/pcgx.h>" not in unit and "#include <tables/tables.hpp>" in unit
+
+
+def test_class_templates_created_in_a_factory_chain_take_the_entry_points_instantiations(
+        dataset: dict[str, Any]) -> None:
+    """`new GridEncoder<T, 2>{}` in a host template reached (through a lambda-registered factory) from
+    `template Encoder<float> *create_encoder(int, uint32_t);`, whose argument is deduced from its return type:
+    the launches in the classes' methods get the real arguments, not inferred ones."""
+    blob = _meta(dataset, "blob_kernel")
+    assert _origins(blob) == {"float": "host_template", "half": "host_template"}, _origins(blob)
+    grid = _meta(dataset, "grid_kernel")
+    assert _origins(grid) == {f"{t}_{d}": "host_template" for t in ("float", "half") for d in (2, 3)}, _origins(grid)
+    assert set(_built(blob).values()) == {"ok"} and set(_built(grid).values()) == {"ok"}, (_built(blob), _built(grid))

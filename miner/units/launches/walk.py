@@ -11,7 +11,7 @@ from miner.units.closure import TUContext
 from miner.units.launches.cursors import _Resolver
 from miner.units.launches.finish import _finish
 from miner.units.launches.helpers import finish_helpers, note_call
-from miner.units.launches.host_chain import _host_call, _lambda_lists, _propagate
+from miner.units.launches.host_chain import _class_use, _host_call, _lambda_lists, _propagate
 from miner.units.launches.record import _API, _TYPED_USES, K, Launch
 from miner.units.launches.sites import _api_launch, _chevron
 from miner.units.launches.state import _State
@@ -93,6 +93,8 @@ def _walk(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None) -> None:
             _reference(st, root if fn is None else fn, path, c, in_lambda, host_key)
             if c.kind == K.DECL_REF_EXPR and c.referenced is not None and c.referenced.kind == K.OVERLOADED_DECL_REF:
                 continue  # its OVERLOADED_DECL_REF child names the same thing
+        elif kind == K.TEMPLATE_REF:
+            _class_use(st, c, host_key)
         elif kind in _TYPED_USES:
             decl = c.type.get_canonical().get_declaration()
             if decl.kind in (K.STRUCT_DECL, K.CLASS_DECL) and decl.get_num_template_arguments() > 0:
