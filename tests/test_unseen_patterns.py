@@ -136,3 +136,18 @@ def test_class_templates_created_in_a_factory_chain_take_the_entry_points_instan
     grid = _meta(dataset, "grid_kernel")
     assert _origins(grid) == {f"{t}_{d}": "host_template" for t in ("float", "half") for d in (2, 3)}, _origins(grid)
     assert set(_built(blob).values()) == {"ok"} and set(_built(grid).values()) == {"ok"}, (_built(blob), _built(grid))
+
+
+def test_device_lambdas_passed_to_a_launching_helper_become_functor_structs(dataset: dict[str, Any]) -> None:
+    """`for_each_gpu(stream, n, [x] __device__ (size_t i) {...})` ends in `for_each_kernel<F><<<...>>>`: F is the
+    lambda's closure type, which no unit can name; a struct of its captures with its body as `operator()` stands
+    for it (a template over the host template's parameters it names), reached through deduced calls."""
+    m = _meta(dataset, "for_each_kernel")
+    assert _origins(m) == {"km_lambda_ops_14_27": "host_template", "km_lambda_ops_18_27": "host_template"}, _origins(m)
+    assert set(_built(m).values()) == {"ok"}, _built(m)
+    unit = _unit(dataset, m, "km_lambda_ops_14_27")
+    assert "struct km_lambda_ops_14_27 {\n  float * x;\n  __device__ auto operator()(size_t i) const" in unit
+    assert "float squash(float x)" in unit  # what the lambda's body calls comes with the closure
+    t = _meta(dataset, "transform_kernel")
+    assert {i["args"][1] for i in t["instantiations"]} == {"km_lambda_ops_7_33<float>", "km_lambda_ops_7_33<double>"}
+    assert set(_built(t).values()) == {"ok"}, _built(t)

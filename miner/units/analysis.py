@@ -70,7 +70,10 @@ def _analyse(live: LiveTU, out: TUAnalysis) -> None:
         key = (k.path, k.start_offset)
         names = arg_names.get(key, set()) | {n for args in out.explicit.get(k.name, []) for a in args
                                                for n in _IDENT.findall(a)}
-        cl = closure.compute(ctx, c, k.path, k.start_offset, sorted(names))
-        out.closures[key] = ClosureRecord(
-            k.path, [PieceText(**p) for p in closure.render_pieces(ctx, cl, k.path, k.start_offset)],
-            cl.includes, cl.shims, cl.unresolved, cl.vendored)
+        made = [f for n, f in launches.functors(ctx).items() if n in names]
+        cl = closure.compute(ctx, c, k.path, k.start_offset, sorted(names), [f.cursor for f in made])
+        pieces = [PieceText(**p) for p in closure.render_pieces(ctx, cl, k.path, k.start_offset)]
+        # Functor structs standing for lambdas in the template arguments: after the kernel and the closure.
+        pieces += [PieceText("STRUCT_DECL", f.name, list(f.namespaces), f.text, f.path, f.line, after=True)
+                   for f in made]
+        out.closures[key] = ClosureRecord(k.path, pieces, cl.includes, cl.shims, cl.unresolved, cl.vendored)

@@ -21,7 +21,7 @@ def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.C
     ctx = st.ctx
     if ref is not None and ref.kind in _FUNCS and ref.location.file is not None:
         args = _template_args(ref)
-        if args:
+        if args and not any("(lambda at " in a for a in args):  # (a lambda's type: functors.deduced_call)
             key = _key(ctx, _primary(ref))
             if key is not None and ctx.norm(ref.location.file.name) in ctx.inputs:
                 _add(st.concrete, key, args)

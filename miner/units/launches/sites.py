@@ -60,6 +60,12 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
                     # named like one of the launching template's is taken to receive that parameter.
                     deduced = own_names
                 written = [deduced] if deduced else written
+            elif concrete is None and written and t.kind == K.FUNCTION_TEMPLATE and len(written[0]) < len(_tparams(t)):
+                # `transform_kernel<T><<<...>>>(n, in, out, f)`: the trailing parameters are deduced from the arguments.
+                host = [p.spelling for p in st.host_params.get(host_key, [])] if host_key else []
+                deduced = _deduce(t, [a for a in children if a is not callee and a is not cfg], host)
+                if deduced and len(deduced) > len(written[0]):
+                    written = [written[0] + deduced[len(written[0]):]]
         launch = Launch(kernel=kkey, launcher=fn.spelling, path=path, line=call.location.line, kind=kind,
                         config={"grid": parts[0], "block": parts[1], "shared_mem": parts[2] or "0",
                                 "stream": parts[3] or "0"},
@@ -84,18 +90,20 @@ def _type_text(t: ci.Type, host: list[str]) -> str:
     return re.sub(r"type-parameter-(\d+)-(\d+)", name, text)
 
 
-def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str]) -> list[str] | None:
+def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str],
+            overrides: dict[int, str] | None = None) -> list[str] | None:
     """Template arguments a launch without `<...>` deduces from its arguments' types: the kernel's
     parameter types with its template parameters as holes, matched against the argument types
-    (`adamw_kernel3<<<...>>>(params, grads)` inside `adamw_update<Tp, Tg>` gives <Tp, Tg>)."""
+    (`adamw_kernel3<<<...>>>(params, grads)` inside `adamw_update<Tp, Tg>` gives <Tp, Tg>). `overrides`
+    give the type of an argument by position where the AST has none to spell (a lambda's functor struct)."""
     tps = [p.spelling for p in _tparams(kernel)]
     parms = [c for c in kernel.get_children() if c.kind == K.PARM_DECL]
     if not tps or not parms:
         return None
     bound: dict[str, str] = {}
-    for parm, arg in zip(parms, args, strict=False):
+    for i, (parm, arg) in enumerate(zip(parms, args, strict=False)):
         pat = " ".join(_CV.sub(" ", parm.type.spelling).split())
-        act = " ".join(_CV.sub(" ", _type_text(arg.type, host)).split())
+        act = (overrides or {}).get(i) or " ".join(_CV.sub(" ", _type_text(arg.type, host)).split())
         if not pat or not act or "type-parameter" in act:
             continue
         holes = [n for n in tps if re.search(rf"\b{re.escape(n)}\b", pat)]

@@ -10,6 +10,7 @@ import clang.cindex as ci
 from miner.units.closure import TUContext
 from miner.units.launches.cursors import _Resolver
 from miner.units.launches.finish import _finish
+from miner.units.launches.functors import deduced_call
 from miner.units.launches.helpers import finish_helpers, note_call
 from miner.units.launches.host_chain import _class_use, _host_call, _lambda_lists, _propagate
 from miner.units.launches.record import _API, _TYPED_USES, K, Launch
@@ -87,6 +88,7 @@ def _walk(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None) -> None:
                 _api_launch(st, fn, path, c, children, ref.spelling, in_lambda, host_key)
             elif fn is not None:
                 _host_call(st, c, children, ref, host_key)
+                deduced_call(st, c, children, host_key)
                 note_call(st, fn, path, c, children, in_lambda, host_key)
         elif kind in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF) and (
                 c.spelling in st.names or (not c.spelling and kind == K.DECL_REF_EXPR)):
