@@ -74,6 +74,7 @@ def _analyse(live: LiveTU, out: TUAnalysis) -> None:
         cl = closure.compute(ctx, c, k.path, k.start_offset, sorted(names), [f.cursor for f in made])
         pieces = [PieceText(**p) for p in closure.render_pieces(ctx, cl, k.path, k.start_offset)]
         # Functor structs standing for lambdas in the template arguments: after the kernel and the closure.
-        pieces += [PieceText("STRUCT_DECL", f.name, list(f.namespaces), f.text, f.path, f.line, after=True)
+        pieces += [PieceText("STRUCT_DECL", f.name, list(f.namespaces), f.text, f.path, f.line, after=True,
+                             functor=True)
                    for f in made]
         out.closures[key] = ClosureRecord(k.path, pieces, cl.includes, cl.shims, cl.unresolved, cl.vendored)

@@ -27,6 +27,7 @@ class PieceText:
     path: str
     line: int
     after: bool = False  # after the kernel in the source (its own specializations): emitted after it
+    functor: bool = False  # a struct standing for a lambda (launches.functors): only in the units naming it
 
 
 @dataclass

@@ -142,6 +142,8 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             p["ctype"] = ctype_of(p["type"])
             p["base"] = _base(p["type"])
         args_text = ", ".join(_typed_args(meta.get("template_params") or [], inst["args"], pieces))
+        # A lambda's functor struct only where these arguments name it (another's body need not build here).
+        own = [p for p in pieces if not p.get("functor") or re.search(rf"\b{re.escape(p['name'])}\b", args_text)]
         symbol = "km_launch_" + hashlib.sha256(f"{meta['id']}/{iid}".encode()).hexdigest()[:16]
         explicit = bool(inst["args"]) and not meta["is_specialization"]
         # The launcher sits in the kernel's namespaces: the name alone finds the kernel (a `::`-qualified one
@@ -161,7 +163,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
                         if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")],
             "shim_text": _shim_for(pieces) if unit.shims or any(
                 re.search(r"\b(c10|at)::", a) for a in inst["args"]) else "",
-            "pieces": pieces, "namespaces": meta["qualified_name"].split("::")[:-1],
+            "pieces": own, "namespaces": meta["qualified_name"].split("::")[:-1],
             "kernel_text": kernel_text, "callee": callee,
             "macro_names": list(dict.fromkeys(p.name for p in unit.pieces if p.kind == "MACRO")),
             "inst": {"args_text": args_text, "explicit": explicit, "params": params,
