@@ -151,3 +151,12 @@ def test_device_lambdas_passed_to_a_launching_helper_become_functor_structs(data
     t = _meta(dataset, "transform_kernel")
     assert {i["args"][1] for i in t["instantiations"]} == {"km_lambda_ops_7_33<float>", "km_lambda_ops_7_33<double>"}
     assert set(_built(t).values()) == {"ok"}, _built(t)
+
+
+def test_a_kernel_header_included_only_under_an_ifdef_is_parsed_through_its_includer(dataset: dict[str, Any]) -> None:
+    """`#ifdef WITH_EXTRA_OPT #include "extra_opt.h"` (a build-system define): the header, which relies on its
+    includer's `decayed`, is parsed through that includer with the guard defined, not alone."""
+    m = _meta(dataset, "extra_opt_step")
+    assert "WITH_EXTRA_OPT" in m["parse_context"]["defines"], m["parse_context"]["defines"]
+    assert _origins(m) == {"double": "host_template"}, _origins(m)
+    assert _built(m) == {"double": "ok"}, _built(m)
