@@ -160,3 +160,9 @@ def test_a_kernel_header_included_only_under_an_ifdef_is_parsed_through_its_incl
     assert "WITH_EXTRA_OPT" in m["parse_context"]["defines"], m["parse_context"]["defines"]
     assert _origins(m) == {"double": "host_template"}, _origins(m)
     assert _built(m) == {"double": "ok"}, _built(m)
+
+
+def test_a_lambda_written_at_the_launch_itself_becomes_a_functor_struct(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "map_rows")
+    assert _origins(m) == {"float_km_lambda_ops_28_64": "call_site"}, _origins(m)
+    assert set(_built(m).values()) == {"ok"}, _built(m)

@@ -53,7 +53,8 @@ def _analyse(live: LiveTU, out: TUAnalysis) -> None:
         k = by_name[launch.kernel]
         rec = replace(launch, kernel=(k.path, k.start_offset))
         out.launches.append(rec)
-        lists = [launch.template_args or [], *launch.host_template_args, *launch.dispatch_args]
+        lists = [launch.template_args or [], launch.resolved_text or [], *launch.host_template_args,
+                 *launch.dispatch_args]
         arg_names.setdefault(rec.kernel, set()).update(n for args in lists for a in args for n in _IDENT.findall(a))
     # Explicit instantiations sit beside the kernel or in the .cu that includes its header, often
     # written through the project's macros (defined in any file of this TU).

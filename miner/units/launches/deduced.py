@@ -83,7 +83,7 @@ def _unify(t: str, i: str, params: list[str]) -> dict[str, str] | None:
         return {} if _TOKEN.findall(i) == toks else None
     pattern, seen = [], set()
     for tok in toks:
-        if tok in params:
+        if tok in params and tok.isidentifier():
             pattern.append(f"(?P={tok})" if tok in seen else f"(?P<{tok}>.+?)")
             seen.add(tok)
         else:

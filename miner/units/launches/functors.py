@@ -109,7 +109,7 @@ def _struct(st: _State, lam: ci.Cursor, name: str, host_key: tuple[str, int] | N
     mentioned = text + " ".join(members.values())
     used, heads = [], []
     for p in hparams:
-        if not re.search(rf"\b{re.escape(p.spelling)}\b", mentioned):
+        if not p.spelling or not re.search(rf"\b{re.escape(p.spelling)}\b", mentioned):
             continue
         if p.kind == K.TEMPLATE_TYPE_PARAMETER:
             heads.append(f"typename {p.spelling}")
@@ -134,6 +134,16 @@ def _balanced(text: str, start: int, open_: str, close: str) -> int:
             if depth == 0:
                 return i
     return -1
+
+
+def lambda_overrides(st: _State, args: list[ci.Cursor], host_key: tuple[str, int] | None) -> dict[int, str]:
+    """By argument position, the functor struct standing for each lambda among `args` (for `_deduce`)."""
+    out = {}
+    for i, a in enumerate(args):
+        lam = _lambda_of(a)
+        if lam is not None and (arg := functor_arg(st, lam, host_key)) is not None:
+            out[i] = arg
+    return out
 
 
 def deduced_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], host_key: tuple[str, int] | None) -> None:

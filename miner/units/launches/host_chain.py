@@ -140,7 +140,8 @@ def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
         changed = False
         for dc in st.dep_calls:
             for inst in list(insts.get(dc.caller, [])):
-                mapping = dict(zip(dc.caller_params, inst, strict=False))
+                # (an unnamed parameter, `template <typename = void>`, names nothing to put in)
+                mapping = {k: v for k, v in zip(dc.caller_params, inst, strict=False) if k}
                 args = [st.resolver(substitute(t, mapping), set()) for t in dc.args_text]
                 changed |= _add(insts, dc.callee, args)
         if not changed:

@@ -9,8 +9,9 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.common import split_top
-from miner.units.launches.cursors import _template_args, _tparams
+from miner.units.launches.cursors import _primary, _template_args, _tparams
 from miner.units.launches.dataflow import _targets_of_launch
+from miner.units.launches.functors import lambda_overrides
 from miner.units.launches.helpers import note_helper
 from miner.units.launches.record import _API, K, Launch
 from miner.units.launches.state import _kernel_key, _kernel_refs, _record_aliases, _State, _written_args
@@ -50,9 +51,16 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
             concrete = _template_args(t) if t.kind == K.FUNCTION_DECL else None
             if concrete is None and ref is not None and _kernel_key(st, ref) == kkey:
                 concrete = _template_args(ref)
+            if concrete and any("(lambda at " in a for a in concrete):
+                # A lambda's closure type: deduced again with its functor struct (launches.functors) instead.
+                kargs = [a for a in children if a is not callee and a is not cfg]
+                host = [p.spelling for p in st.host_params.get(host_key, [])] if host_key else []
+                deduced = _deduce(_primary(t), kargs, host, lambda_overrides(st, kargs, host_key))
+                concrete, written = None, ([deduced] if deduced else written)
             if concrete is None and not written and t.kind == K.FUNCTION_TEMPLATE:
                 host = [p.spelling for p in st.host_params.get(host_key, [])] if host_key else []
-                deduced = _deduce(t, [a for a in children if a is not callee and a is not cfg], host)
+                kargs = [a for a in children if a is not callee and a is not cfg]
+                deduced = _deduce(t, kargs, host, lambda_overrides(st, kargs, host_key))
                 own_names = [p.spelling for p in _tparams(t)]
                 if not deduced and own_names and all(n in host for n in own_names):
                     # Argument types the parse leaves dependent (`make_view(this->cams())` in an out-of-line
@@ -63,7 +71,8 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
             elif concrete is None and written and t.kind == K.FUNCTION_TEMPLATE and len(written[0]) < len(_tparams(t)):
                 # `transform_kernel<T><<<...>>>(n, in, out, f)`: the trailing parameters are deduced from the arguments.
                 host = [p.spelling for p in st.host_params.get(host_key, [])] if host_key else []
-                deduced = _deduce(t, [a for a in children if a is not callee and a is not cfg], host)
+                kargs = [a for a in children if a is not callee and a is not cfg]
+                deduced = _deduce(t, kargs, host, lambda_overrides(st, kargs, host_key))
                 if deduced and len(deduced) > len(written[0]):
                     written = [written[0] + deduced[len(written[0]):]]
         launch = Launch(kernel=kkey, launcher=fn.spelling, path=path, line=call.location.line, kind=kind,
@@ -106,7 +115,7 @@ def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str],
         act = (overrides or {}).get(i) or " ".join(_CV.sub(" ", _type_text(arg.type, host)).split())
         if not pat or not act or "type-parameter" in act:
             continue
-        holes = [n for n in tps if re.search(rf"\b{re.escape(n)}\b", pat)]
+        holes = [n for n in tps if n.isidentifier() and re.search(rf"\b{re.escape(n)}\b", pat)]
         if not holes:
             continue
         rx, used = "", set()
