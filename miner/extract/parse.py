@@ -13,6 +13,7 @@ from typing import Any
 
 from miner.errors import UsageError
 from miner.extract import cache as extract_cache
+from miner.extract import guarded
 from miner.extract import instances as instance_files
 from miner.extract.options import ExtractOptions, ExtractReport
 from miner.extract.unit_data import UnitData, analysis_of
@@ -181,7 +182,8 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                 report.failures.append(f"{path}: syntax errors, partial results")
     if use_clang:
         kernels = _variant_parses(kernels, kernel_files, config, tu_of, units,
-                                  _cached_parse(cache, graph, data, inputs, opts.units, reach, opts.jobs))
+                                  _cached_parse(cache, graph, data, inputs, opts.units, reach, opts.jobs),
+                                  graph, data)
     kernels.sort(key=lambda k: (k.path, k.start_offset))
     return kernels, tu_of, config
 
@@ -281,16 +283,24 @@ def _with_torch_pch(config: ParseConfig, files: list[SourceFile], reach: dict[st
 
 def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], config: ParseConfig,
                     tu_of: dict[str, str], units: UnitData,
-                    parse: Callable[[str, ParseConfig], clang_frontend.ParseResult]) -> list[Kernel]:
+                    parse: Callable[[str, ParseConfig], clang_frontend.ParseResult],
+                    graph: include_graph.IncludeGraph | None = None, data: dict[str, bytes] | None = None
+                    ) -> list[Kernel]:
     """Kernels only tree-sitter saw (their #if branch was off) are parsed again by clang in the
     configuration that turns their branch on, so they get an AST, a closure and launches too; the
-    defines that took are recorded with the kernel."""
+    defines that took are recorded with the kernel. So are the kernels of a header parsed alone because its
+    includer's `#include` of it sits in such a branch (miner.extract.guarded), through that includer."""
     groups: dict[tuple[str, tuple[str, ...]], list[Kernel]] = defaultdict(list)
     for k in kernels:
         if k.frontend == "treesitter" and k.path in kernel_files:
             defines = treesitter_frontend.activating_defines(kernel_files[k.path].data, k.start_offset)
             if defines:
                 groups[(tu_of.get(k.path, k.path), tuple(defines))].append(k)
+    replaced: set[int] = set()  # kernels whose parse alone gave a closure the includer's parse replaces
+    if graph is not None and data is not None:
+        for key, found in guarded.guarded_includers(kernels, tu_of, graph, data).items():
+            groups[key].extend(found)
+            replaced |= {id(k) for k in found}
     if not groups:
         return kernels
     swap: dict[int, Kernel] = {}
@@ -308,6 +318,8 @@ def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], 
                 match.defines = list(defines)
                 hits[(match.path, match.start_offset)] = match
                 swap[id(w)] = match
+                if id(w) in replaced:
+                    units.closures.pop((w.path, w.start_offset), None)
         # Only the variant kernels take their closure and launches from this configuration.
         found = analysis_of(res)
         found.closures = {key: u for key, u in found.closures.items() if key in hits}
