@@ -102,6 +102,7 @@ def _metadata(k: Kernel, text: bytes, origin: Origin, kid: str, tu: str | None,
         "template_params": [vars(t) for t in k.template_params],
         "attributes": [vars(a) for a in k.attributes],
         "is_specialization": k.is_specialization,
+        **({"linkage": "C"} if k.c_linkage else {}),
         "frontend": k.frontend,
         "diagnostics": k.diagnostics or {"count": 0, "errors": 0, "messages": []},
         "parse_context": {

@@ -27,6 +27,7 @@ from miner.units.closure.shims import (
     _namespace_chain,
     _toolkit_header_of_shim,
     _unit_shim_macros,
+    in_unit_shim,
 )
 from miner.units.closure.siblings import specialized_template, written_with
 from miner.units.closure.text import _cut, _includes, _unresolved
@@ -38,15 +39,22 @@ _ARG_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPE
 
 
 def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_start: int,
-            arg_names: list[str] | tuple[str, ...] = ()) -> Closure:
+            arg_names: list[str] | tuple[str, ...] = (), extra: list[ci.Cursor] | tuple[ci.Cursor, ...] = ()
+            ) -> Closure:
     """The closure of one kernel; `arg_names` are the names in its instantiations' template arguments,
-    whose types (declared at any namespace scope of the project) the unit needs as well."""
+    whose types (declared at any namespace scope of the project) the unit needs as well; `extra` are further
+    roots (the lambdas a functor struct in those arguments is written from: what their bodies name)."""
     out = Closure()
     seen: set[tuple[str, int]] = {(kernel_path, kernel_start)}
+    for lam in extra:
+        # The function the lambda sits in is not the unit's: its captured locals resolve to it.
+        if lam.location.file is not None and (
+                host := ctx.piece_at(ctx.norm(lam.location.file.name), lam.extent.start.offset)) is not None:
+            seen.add((host[0].path, host[0].start))
     with_members: set[tuple[str, int]] = set()
     pieces: list[Piece] = []
     shims: set[str] = set()
-    work = [(kernel_cursor, _enclosing_namespaces(kernel_cursor))]
+    work = [(kernel_cursor, _enclosing_namespaces(kernel_cursor))] + [(c, _enclosing_namespaces(c)) for c in extra]
     # A macro that writes the kernel may write more beside it (`template <> void gpu_abs<float>(...) {
     # k<float><<<...>>>(...); }`): that text is the kernel's text too, so what it names comes along.
     siblings = written_with(kernel_cursor)
@@ -296,7 +304,9 @@ def _usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tupl
                     found = ctx.piece_at(ctx.norm(d.location.file.name), d.location.offset) if d.location.file else None
                     keep = found is not None and (found[0].path, found[0].start) in in_unit
             elif _is_torch_shim(ctx, tpath):
-                keep = with_shim
+                # Kept where the unit shim has the target: `using namespace at::indexing;` named a namespace
+                # only the parse shim declares ("name must be a namespace name").
+                keep = with_shim and in_unit_shim(target)
             else:
                 h = _toolkit_header_of_shim(ctx, tpath)
                 # (std's namespace is everywhere: a standard header's shim decides nothing)

@@ -34,6 +34,7 @@ class _State:
     dep_calls: list[_DepCall] = field(default_factory=list)
     host_params: dict[tuple[str, int], list[ci.Cursor]] = field(default_factory=dict)
     host_names: dict[str, set[tuple[str, int]]] = field(default_factory=dict)  # template name -> keys
+    host_cursors: dict[tuple[str, int], ci.Cursor] = field(default_factory=dict)  # function templates by key
     consumed: set[int] = field(default_factory=set)
     seen_refs: set[tuple[Any, ...]] = field(default_factory=set)
     names: set[str] = field(default_factory=set)  # kernel names: a cheap test before resolving a reference
