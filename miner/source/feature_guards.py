@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from miner.units import macro_text
-from miner.units.instantiations import _EXPLICIT, _writing_template
+from miner.units.instantiations import _EXPLICIT, writing_template
 
 _EXPLICIT_B = re.compile(_EXPLICIT.pattern.encode(), re.S)
 _DEFINE_B = re.compile(rb"^[ \t]*#[ \t]*define\b(?:[^\n\\]|\\.|\\\n)*", re.M)
@@ -91,7 +91,7 @@ def guards(data: bytes, macros: dict[str, macro_text.MacroDef]) -> set[str]:
     spans = _guarded_spans(data)
     if not spans:
         return set()
-    writing = _writing_template(macros)
+    writing = writing_template(macros)
     defines = [(m.start(), m.end()) for m in _DEFINE_B.finditer(data)]
     offsets = [m.start() for m in _EXPLICIT_B.finditer(data)]
     if writing:
