@@ -103,3 +103,20 @@ def test_a_script_of_several_extensions_gives_a_file_the_flags_of_its_own(tmp_pa
     # a file no extension names (a header; sources gathered by glob) gets every flag written
     other = build_flags.find(str(tmp_path / "csrc" / "common.cuh"), str(tmp_path))
     assert other is not None and "-U__CUDA_NO_HALF_OPERATORS__" in other["nvcc"] and other["nvcc"][0] == "-std=c++20"
+
+
+def test_defines_of_the_nvcc_flag_lists_only(tmp_path: Path) -> None:
+    """A `-D` in a literal nvcc list (dict key or `args['nvcc'] = / +=`) is the build's own configuration; one
+    in a cxx list, a plain variable or an environment default is not, nor one that selects HIP."""
+    (tmp_path / "setup.py").write_text(
+        "import os\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+        "args = {'cxx': ['-O3', '-DCPU_ONLY'], 'nvcc': ['-O3', '-DWITH_CUDA', '-DTILE=16']}\n"
+        "args['nvcc'] += ['-DUSE_ROCM', '-D__FILENAME__=\"$$(notdir $$<)\"', '-DHAS_FP16=1 -DFAST']\n"
+        "flags = ['-DNOT_NVCC']\nmlu = os.getenv('MLU_ARGS', '-DNDEBUG')\n"
+        "ext = CUDAExtension(name='x', sources=['k.cu'], extra_compile_args=args)\n")
+    got = build_flags.find(str(tmp_path / "k.cu"), str(tmp_path))
+    assert got is not None
+    defines = [f for f in got["nvcc"] if f.startswith("-D") and not f.startswith("-D__CUDA_NO_")]
+    assert sorted(defines) == ["-DFAST", "-DHAS_FP16=1", "-DTILE=16", "-DWITH_CUDA"], got
+    assert build_flags.parse_args(got["nvcc"])[1:] == defines
+    assert set(defines) <= set(build_flags.applied(got["nvcc"]))

@@ -13,7 +13,9 @@ in `CUDA_FLAGS` / `target_compile_options`). A compile_commands.json entry for t
 
 Kept (a white list; nothing else can leak into a unit's command line): `-std=c++NN`,
 `--expt-relaxed-constexpr`, `--expt-extended-lambda` (and their spellings), and `-D`/`-U` of the
-`__CUDA_NO_HALF*`/`__CUDA_NO_BFLOAT16*` family, which only switch cuda_fp16/bf16 operators. Other
+`__CUDA_NO_HALF*`/`__CUDA_NO_BFLOAT16*` family, which only switch cuda_fp16/bf16 operators, and the `-D`s
+written in a Python script's literal nvcc flag lists (`{'nvcc': ['-DWITH_CUDA']}`): what its build defines
+for every .cu (they go to the parse and to units alike; one that selects HIP is left out). Other
 `-D`s select a configuration, which the parse decides (docs/units.md, "Which configuration is mined");
 output, arch, include and optimisation flags say nothing about the code's meaning. The build files are
 read as text, not run: a flag counts wherever it is written (a `win32` branch included), and where
@@ -129,13 +131,53 @@ def _other_extensions(text: str, rel: str) -> list[Span]:
     return other if mine else []
 
 
+_NVCC_DEFINE = re.compile(r"^-D([A-Za-z_]\w*)(=[\w.+-]*)?$")
+# Defines that select the HIP build: the configuration mined is CUDA's (its HIP variant is parsed apart).
+_HIP_DEFINE = re.compile(r"HIP|ROCM|^__CUDA_NO_", re.I)
+
+
+def _nvcc_defines(text: str, skip: list[Span]) -> list[str]:
+    """`-D` flags of the literal nvcc flag lists of a build script (`extra_compile_args={'nvcc': [...]}`,
+    `args['nvcc'] = [...]` or `+= [...]`), outside the `skip` spans: what the project's own build defines
+    for every .cu it compiles (`-DWITH_CUDA`, which kaolin-style headers put their CUDA types under).
+    A `-D` in a cxx list, a variable or an environment default is not one (it may serve another
+    compiler or another platform); nor is one that selects HIP."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    lists: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            lists += [v for k, v in zip(node.keys, node.values, strict=True)
+                      if isinstance(k, ast.Constant) and k.value == "nvcc"]
+        elif isinstance(node, ast.Assign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and t.slice.value == "nvcc"
+                   for t in targets):
+                lists.append(node.value)
+    out: list[str] = []
+    for v in lists:
+        at = (getattr(v, "lineno", 0), getattr(v, "col_offset", 0))
+        if any(a <= at < b for a, b in skip):
+            continue
+        for c in ast.walk(v):
+            if isinstance(c, ast.Constant) and isinstance(c.value, str):
+                for tok in c.value.split():
+                    m = _NVCC_DEFINE.match(tok)
+                    if m and not _HIP_DEFINE.search(m.group(1)) and tok not in out:
+                        out.append(tok)
+    return out
+
+
 def _from_python(text: str, rel: str = "") -> list[str] | None:
     """Flags of a Python build script that builds a torch extension (None: not one), for the file at
     `rel` (relative to the script's folder)."""
     if not _PY_TORCH.search(text):
         return None
-    code = _python_strings(text, _other_extensions(text, rel) if rel else [])
-    return [*TORCH_NVCC_FLAGS, *(normal(m.group(1)) for m in _PY_FLAG.finditer(code))]
+    skip = _other_extensions(text, rel) if rel else []
+    code = _python_strings(text, skip)
+    return [*TORCH_NVCC_FLAGS, *(normal(m.group(1)) for m in _PY_FLAG.finditer(code)), *_nvcc_defines(text, skip)]
 
 
 def _from_cmake(text: str) -> list[str]:
@@ -228,6 +270,8 @@ def parse_args(flags: list[str]) -> list[str]:
     out = [std if std and _std_num(std) >= 100 + NVCC_DEFAULT_STD else std_flag(NVCC_DEFAULT_STD)]
     if any(f.startswith("-U__CUDA_NO_") for f in flags):
         out += ["-DKM_BUILD_HALF_FLAGS", *(f for f in flags if f.startswith("-D__CUDA_NO_"))]
+    # The build's own configuration defines (its nvcc lists' -D), so the parse sees what nvcc compiles.
+    out += [f for f in flags if f.startswith("-D") and not f.startswith("-D__CUDA_NO_")]
     return out
 
 

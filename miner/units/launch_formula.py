@@ -5,7 +5,9 @@
 function becomes `std::min((int)(((numel) + (512) - 1) / (512)), 4096)`: local variables (the closest
 declaration before the launch) and the project's macros are put in until only literals and names that
 the launch passes to the kernel are left (those the generated wrapper maps onto the kernel's parameters).
-A name that is neither stays, and the wrapper then does not use the formula.
+A constant of namespace or class scope the launching function names (`int const threadsPerBlock =
+sizeof(unsigned long long) * 8;`) is put in as the number clang evaluates it to.
+A name that is none of these stays, and the wrapper then does not use the formula.
 """
 
 from __future__ import annotations
@@ -20,24 +22,46 @@ _MAX_ROUNDS = 6
 _MAX_LEN = 600
 
 
-def _var_decls(fn: Any, cache: dict[Any, Any] | None) -> list[tuple[Any, str | None, int, int]]:
-    """The variables declared in `fn`, in walk order, with their extents: one walk per function and
-    translation unit (`cache` is per TU), not one per launch it holds (a profile of MMCV spent a
-    seventh of its analysis time walking the same launching functions again)."""
+_INT_KINDS = {"INT", "UINT", "LONG", "ULONG", "LONGLONG", "ULONGLONG", "SHORT", "USHORT", "CHAR_S", "CHAR_U",
+              "SCHAR", "UCHAR", "INT128", "UINT128", "BOOL"}
+
+
+def _scan(fn: Any, cache: dict[Any, Any] | None) -> tuple[list[tuple[Any, str | None, int, int]], dict[str, int]]:
+    """One walk of `fn` per translation unit (`cache` is per TU), not one per launch it holds (a profile
+    of MMCV spent a seventh of its analysis time walking the same launching functions again): the
+    variables it declares, in walk order with their extents, and the constants of namespace or class
+    scope it names with clang's value for each (`int const threadsPerBlock = sizeof(unsigned long long) * 8;`
+    is 64)."""
     import clang.cindex as ci
 
-    key = ("var_decls", fn)
+    from miner.units.const_eval import const_value
+
+    key = ("scan", fn)
     if cache is not None and key in cache:
         return cache[key]
     found = []
+    consts: dict[str, int] = {}
     for c in fn.walk_preorder():
         if c.kind == ci.CursorKind.VAR_DECL:
             e = c.extent
             f = e.start.file
             found.append((c, f.name if f is not None else None, e.start.offset, e.end.offset))
+        elif c.kind == ci.CursorKind.DECL_REF_EXPR and c.spelling not in consts:
+            ref = c.referenced
+            if ref is None or ref.kind != ci.CursorKind.VAR_DECL:
+                continue
+            parent = ref.semantic_parent
+            if parent is None or parent.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE,
+                                                 ci.CursorKind.CXX_METHOD, ci.CursorKind.LAMBDA_EXPR):
+                continue  # a local: local_initializers puts in its initializer text
+            t = ref.type
+            if not t.is_const_qualified() or t.get_canonical().kind.name not in _INT_KINDS:
+                continue  # a mutable global may change at run time
+            if (v := const_value(ref)) is not None:
+                consts[c.spelling] = v
     if cache is not None:
-        cache[key] = found
-    return found
+        cache[key] = (found, consts)
+    return found, consts
 
 
 def local_initializers(fn: Any, before: int, path: str, read, cache: dict[Any, Any] | None = None) -> dict[str, str]:
@@ -45,7 +69,7 @@ def local_initializers(fn: Any, before: int, path: str, read, cache: dict[Any, A
     (`dim3 grid(a, b);` gives `dim3(a, b)`); the last declaration of a name wins."""
     out: dict[str, str] = {}
     data = read(path)
-    for c, fname, start, end in _var_decls(fn, cache):
+    for c, fname, start, end in _scan(fn, cache)[0]:
         if fname is None or end > before or start >= before:
             continue
         if fname != path and not path.endswith(fname.lstrip(".")):
@@ -54,7 +78,11 @@ def local_initializers(fn: Any, before: int, path: str, read, cache: dict[Any, A
         m = re.search(rf"\b{re.escape(c.spelling)}\s*(=|\(|\{{)", text)
         if not m:
             continue
-        init = text[m.end():].strip() if m.group(1) == "=" else text[m.start(1) + 1:].rstrip().rstrip(")}").strip()
+        if m.group(1) == "=":
+            init = text[m.end():].strip()
+        else:  # `grid(std::min(f(a), b))`: only the parenthesis (brace) that closes the initializer goes
+            init = text[m.start(1) + 1:].rstrip()
+            init = init[:-1].strip() if init.endswith((")", "}")) else init
         if m.group(1) != "=":
             ctype = c.type.spelling
             init = f"dim3({init})" if "dim3" in ctype else f"({init})"
@@ -64,8 +92,10 @@ def local_initializers(fn: Any, before: int, path: str, read, cache: dict[Any, A
 
 
 def formula(expr: str | None, locals_: dict[str, str], macros: dict[str, macro_text.MacroDef],
-            keep: set[str]) -> str | None:
-    """`expr` with locals and macros put in, leaving the names in `keep` (the launch's arguments)."""
+            keep: set[str], consts: dict[str, int] | None = None) -> str | None:
+    """`expr` with locals, macros and the values of namespace-scope constants (`consts`) put in, leaving
+    the names in `keep` (the launch's arguments). A local shadows a constant of the same name."""
+    consts = consts or {}
     if not expr:
         return None
     text = expr
@@ -78,7 +108,10 @@ def formula(expr: str | None, locals_: dict[str, str], macros: dict[str, macro_t
         used = {n for n in names if n in macros and n not in grow}
         if used:
             text = macro_text.expand(text, macros, used).strip()
-        if not grow and not used:
+        known = {n for n in names if n in consts and n not in grow and n not in used}
+        if known:
+            text = _IDENT.sub(lambda m, k=known: str(consts[m.group(0)]) if m.group(0) in k else m.group(0), text)
+        if not grow and not used and not known:
             break
         if len(text) > _MAX_LEN:
             return None
@@ -110,9 +143,10 @@ def launch_formulas(ctx: Any, fn: Any, call: Any, config: dict[str, str | None],
         cache["macros"] = project_macros(ctx.macros)
     keep = {n for a in args for n in _IDENT.findall(a or "")}
     locals_ = local_initializers(fn, e.start.offset, path, ctx.read, cache) if fn is not None else {}
+    consts = _scan(fn, cache)[1] if fn is not None else {}
     out = {}
     for key in ("grid", "block", "shared_mem"):
-        f = formula(config.get(key), locals_, cache["macros"], keep)
+        f = formula(config.get(key), locals_, cache["macros"], keep, consts)
         if f is not None:
             out[key] = f
     return out

@@ -46,11 +46,26 @@ def _shim_for(pieces: list[dict[str, Any]]) -> str:
     for p in pieces:
         if p["kind"] == "FUNCTION_DECL" and p["name"] in _SHIM_OVERLOADS:
             head = p["text"].split("{", 1)[0]
-            for t in ("Half", "BFloat16"):
+            for t in ("Half", "BFloat16", "int64_t"):
                 if re.search(rf"\b{t}\s*\*", head):
                     name = re.escape(p["name"])
                     text = re.sub(rf"// km:{name}-{t}-begin\n.*?// km:{name}-{t}-end\n", "", text, flags=re.S)
     return text
+
+
+# Built-ins the shim overloads for an argument type CUDA lacks them for (ATen/cuda/Atomic.cuh's int64_t).
+_INT64_ARG = re.compile(r"^(?:long|long int|int64_t|std::int64_t|signed long)$")
+_ATOMIC_CALL = re.compile(r"\b(?:atomicAdd|gpuAtomicAdd|gpuAtomicMul)\s*\(")
+
+
+def _shim_types(args: list[str], kernel_text: str, pieces: list[dict[str, Any]]) -> bool:
+    """Whether an instantiation needs the unit shim for its template arguments alone: a c10/at type, or
+    int64_t where the kernel or its helpers make a dependent atomic call (`atomicAdd(out, v)` with
+    out_scalar_t = int64_t resolves to ATen's overload; the parse saw only an overload set)."""
+    if any(re.search(r"\b(c10|at)::", a) for a in args):
+        return True
+    return any(_INT64_ARG.match(a.strip()) for a in args) and any(
+        _ATOMIC_CALL.search(t) for t in (kernel_text, *(p["text"] for p in pieces)))
 
 
 def ctype_of(type_text: str) -> str:
@@ -142,6 +157,8 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             p["ctype"] = ctype_of(p["type"])
             p["base"] = _base(p["type"])
         args_text = ", ".join(_typed_args(meta.get("template_params") or [], inst["args"], pieces))
+        # A lambda's functor struct only where these arguments name it (another's body need not build here).
+        own = [p for p in pieces if not p.get("functor") or re.search(rf"\b{re.escape(p['name'])}\b", args_text)]
         symbol = "km_launch_" + hashlib.sha256(f"{meta['id']}/{iid}".encode()).hexdigest()[:16]
         explicit = bool(inst["args"]) and not meta["is_specialization"]
         # The launcher sits in the kernel's namespaces: the name alone finds the kernel (a `::`-qualified one
@@ -159,11 +176,14 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             # The configuration the kernel was mined in; nvcc defines __CUDA_ARCH__ and __NVCC__ itself.
             "defines": [d.split("=", 1) if "=" in d else [d, "1"] for d in meta["parse_context"]["defines"]
                         if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")],
-            "shim_text": _shim_for(pieces) if unit.shims or any(
-                re.search(r"\b(c10|at)::", a) for a in inst["args"]) else "",
-            "pieces": pieces, "namespaces": meta["qualified_name"].split("::")[:-1],
+            "shim_text": _shim_for(pieces) if unit.shims or _shim_types(inst["args"], kernel_text, pieces) else "",
+            "pieces": own, "namespaces": meta["qualified_name"].split("::")[:-1],
             "kernel_text": kernel_text, "callee": callee,
             "macro_names": list(dict.fromkeys(p.name for p in unit.pieces if p.kind == "MACRO")),
+            # Names the unit defines with C linkage: one symbol per program, whatever the namespace, so a
+            # build batch must not hold two units that define the same one.
+            "c_symbols": list(dict.fromkeys([*([meta["name"]] if meta.get("linkage") == "C" else []),
+                                             *(p.name for p in unit.pieces if p.c_linkage)])),
             "inst": {"args_text": args_text, "explicit": explicit, "params": params,
                      "param_types": [p["type"] for p in params]},
         }

@@ -78,6 +78,24 @@ class _Item:
         return f"{self.kdir.name}/{self.meta['instantiations'][self.index].get('id', self.index)}"
 
 
+
+def _find_entry(ptx: ptx_mod.Ptx, entry: str, name: str) -> str | None:
+    """The original's entry for the unit's: the same mangled name (internal uniquifiers aside), else the one
+    whose demangled name is the unit's but for `(anonymous namespace)::`. PyTorch ops put their kernels in
+    an anonymous namespace, which the unit does not keep; the mangled names then differ in the namespace
+    component and in the substitution indices after it, so only the demangled names can be compared."""
+    found = ptx_mod.find_entry(ptx, entry)
+    if found is not None:
+        return found
+    mark = f"{len(name)}{name}"
+    cands = [e for e in ptx.entries if mark in e and "_GLOBAL__N_" in e]
+    if not cands:
+        return None
+    names = demangle([entry, *cands])
+    want = names[entry]
+    hits = [e for e in cands if names[e].replace("(anonymous namespace)::", "") == want]
+    return hits[0] if len(hits) == 1 else None
+
 def _first_error(log: str) -> str:
     diags = parse_errors(log)
     if diags:
@@ -127,7 +145,8 @@ def _explicit(item: _Item) -> str | None:
 def _unit_entry(item: _Item) -> str | None:
     parsed = ptx_mod.parse(item.unit_res.ptx if item.unit_res else "")
     mark = f"{len(item.meta['name'])}{item.meta['name']}"
-    hits = [e for e in parsed.entries if mark in e]
+    # A mangled name holds `<len><name>`; a C-linkage kernel's entry is the name itself.
+    hits = [e for e in parsed.entries if mark in e or e == item.meta["name"]]
     return (hits or parsed.entries or [None])[0]
 
 
@@ -212,7 +231,7 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
                 continue
             for it in groups[k]:
                 entry = _unit_entry(it)
-                if entry and ptx_mod.find_entry(parsed[k], entry) is None and _explicit(it):
+                if entry and _find_entry(parsed[k], entry, it.meta["name"]) is None and _explicit(it):
                     wrap_need.setdefault(k, []).append(it)
         wrap_futs = {}
         for k, its in wrap_need.items():
@@ -281,7 +300,7 @@ def _judge(it: _Item, res: PtxResult, parsed: ptx_mod.Ptx, wrapped: PtxResult | 
                    error=("timed out" if res.timed_out else _first_error(res.log)))
         return rec
     src = parsed
-    found = ptx_mod.find_entry(parsed, entry)
+    found = _find_entry(parsed, entry, it.meta["name"])
     if found is None and wrapped is not None:
         rec["explicit_instantiation"] = True
         rec["cached"] = rec["cached"] and wrapped.cached
@@ -290,7 +309,7 @@ def _judge(it: _Item, res: PtxResult, parsed: ptx_mod.Ptx, wrapped: PtxResult | 
                        error="with the unit's explicit instantiation appended: " + _first_error(wrapped.log))
             return rec
         src = ptx_mod.parse(wrapped.ptx)
-        found = ptx_mod.find_entry(src, entry)
+        found = _find_entry(src, entry, it.meta["name"])
     if found is None and it.meta["name"] in src.entries:
         # C linkage (`extern "C" __global__`): the original's entry is the plain name. The unit, whose kernel
         # text has no `extern "C"`, gets a mangled one; the code is compared, the two names are recorded.

@@ -10,6 +10,9 @@ variables). The normalization removes only what depends on where the code sits, 
 - the per-file uniquifier of internal names (anonymous namespaces, `static` functions):
   `_ZN34_INTERNAL_65b35793_4_a_cu_d589cb60...` -> `_ZN<INTERNAL>...`;
 - the numbering of string constants (`$str$7` -> `$str$1` by order of first use in the listing);
+- the linkage of the `.entry` itself (`.visible`, `.weak`): a kernel in an anonymous namespace (as PyTorch
+  ops write them) has none in the original, and the unit, which does not keep that namespace, says
+  `.visible`;
 - runs of blanks.
 
 Registers, instructions, immediates, callee names, parameter symbols, types, alignments and shared
@@ -34,6 +37,7 @@ _COMPONENT = re.compile(r"_(?:INTERNAL|GLOBAL__N)_\w*_[0-9a-f]{8}")
 _NUMBERED = re.compile(r"\$str(?:\$\d+)?(?![\w$])|\b__unnamed_\d+\b")
 _SHARED_DECL = re.compile(r"^(?:\.extern\s+)?\.shared\b")
 _MOV = re.compile(r"^(?:mov|cvta\.global)\.u64\s+(%rd\d+),\s*([%\w$]+);")
+_ENTRY_LINKAGE = re.compile(r"^(?:\.(?:visible|weak)\s+)+\.entry <ENTRY>")
 _PARAM_STORE = re.compile(r"^st\.param\.b(?:32|64)\s+\[param(\d+)\+0\],\s*(%?\w+);")
 
 
@@ -228,6 +232,7 @@ def listing(ptx: Ptx, entry: str) -> list[str]:
     out: list[str] = []
     for s in code + data + sorted(set(shared)):
         s = own.sub("<ENTRY>", s)
+        s = _ENTRY_LINKAGE.sub(".entry <ENTRY>", s)
         s = _LABEL.sub(lambda m: f"$L__{m.group(1)}_{m.group(2)}", s)
         s = _DEPOT.sub("__local_depot", s)
         out.append(_NUMBERED.sub(renumber, strip_internal(s)))

@@ -102,6 +102,31 @@ def _unit_shim_names() -> frozenset[str]:
     return frozenset(_IDENT.findall(_STRING_OR_COMMENT.sub(" ", text)))
 
 
+@functools.cache
+def _unit_shim_namespaces() -> frozenset[tuple[str, ...]]:
+    """The namespace chains the unit shim opens (`("at",)`, `("at", "cuda", "detail")`), comments left out."""
+    text = _STRING_OR_COMMENT.sub(" ", (stub_dir() / "unit" / "km_torch_unit.h").read_text(encoding="utf-8"))
+    stack: list[str | None] = []  # one entry per open brace: the namespace it opens, or None
+    out: set[tuple[str, ...]] = set()
+    for m in re.finditer(r"\bnamespace\s+(\w+)\s*\{|\{|\}", text):
+        if m.group(1):
+            stack.append(m.group(1))
+            out.add(tuple(n for n in stack if n is not None))
+        elif m.group(0) == "{":
+            stack.append(None)
+        elif stack:
+            stack.pop()
+    return frozenset(out)
+
+
+def in_unit_shim(c: ci.Cursor) -> bool:
+    """Whether the unit shim has what a declaration of our torch parse shim names: its namespace chain
+    for a namespace (`at::indexing` is parse-only), its name for anything else."""
+    if c.kind == K.NAMESPACE:
+        return _namespace_chain(c) in _unit_shim_namespaces()
+    return c.spelling in _unit_shim_names()
+
+
 def _enclosing_namespaces(c: ci.Cursor) -> tuple[str, ...]:
     p = c.semantic_parent
     while p is not None and p.kind not in (K.NAMESPACE, K.TRANSLATION_UNIT):

@@ -3,45 +3,15 @@ so only the taken branch is walked."""
 
 from __future__ import annotations
 
-import ctypes
 import re
-from typing import Any
 
 import clang.cindex as ci
 
 from miner.units import launch_formula
 from miner.units.closure import TUContext
+from miner.units.const_eval import const_value as _const_value
 from miner.units.instantiations import eval_int
 from miner.units.launches.record import _NUM, Launch
-
-_EVAL: Any = None
-
-
-def _const_value(c: ci.Cursor) -> int | None:
-    """clang's value of a constant integer expression (`sizeof(scalar_t) <= 4` once scalar_t is bound)."""
-    global _EVAL
-    if _EVAL is None:
-        try:
-            lib = ci.conf.lib
-            ev, kind, val, disp = (lib.clang_Cursor_Evaluate, lib.clang_EvalResult_getKind,
-                                   lib.clang_EvalResult_getAsLongLong, lib.clang_EvalResult_dispose)
-            ev.argtypes, ev.restype = [ci.Cursor], ctypes.c_void_p
-            kind.argtypes, kind.restype = [ctypes.c_void_p], ctypes.c_int
-            val.argtypes, val.restype = [ctypes.c_void_p], ctypes.c_longlong
-            disp.argtypes, disp.restype = [ctypes.c_void_p], None
-            _EVAL = (ev, kind, val, disp)
-        except AttributeError:
-            _EVAL = False
-    if not _EVAL:
-        return None
-    ev, kind, val, disp = _EVAL
-    res = ev(c)
-    if not res:
-        return None
-    try:
-        return int(val(res)) if kind(res) == 1 else None  # CXEval_Int
-    finally:
-        disp(res)
 
 
 def _taken_branches(c: ci.Cursor, children: list[ci.Cursor]) -> list[ci.Cursor]:
@@ -100,5 +70,6 @@ def _values(ctx: TUContext, launch: Launch, fn: ci.Cursor | None = None, call: c
         cache = ctx.__dict__.setdefault("_formula_cache", {})
         launch.formula = launch_formula.launch_formulas(ctx, fn, call, launch.config, launch.args, cache)
         for key, text in launch.formula.items():  # `threads` with `const int threads = 512;` is 512
-            if key not in launch.values and (v := eval_int(text)) is not None:
+            # `dim3 block(512)` is 512 too: a one-argument dim3 is its x (two or more stay a formula)
+            if key not in launch.values and (v := eval_int(re.sub(r"\bdim3\s*\(", "(", text))) is not None:
                 launch.values[key] = v

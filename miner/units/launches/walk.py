@@ -10,9 +10,11 @@ import clang.cindex as ci
 from miner.units.closure import TUContext
 from miner.units.launches.cursors import _Resolver
 from miner.units.launches.finish import _finish
+from miner.units.launches.functors import deduced_call
 from miner.units.launches.helpers import finish_helpers, note_call
-from miner.units.launches.host_chain import _host_call, _lambda_lists, _propagate
+from miner.units.launches.host_chain import _class_use, _host_call, _lambda_lists, _propagate
 from miner.units.launches.record import _API, _TYPED_USES, K, Launch
+from miner.units.launches.recovered import recover_dropped
 from miner.units.launches.sites import _api_launch, _chevron
 from miner.units.launches.state import _State
 from miner.units.launches.tables import (
@@ -30,13 +32,15 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
     """Launches and references of known kernels, and concrete instantiations of host templates."""
     st = _State(ctx, kernels, _Resolver(ctx))
     st.names = {k.name for k in kernels.values()}
-    for path, d in _definitions(st):
+    defs = _definitions(st)
+    for path, d in defs:
         if d.kind == K.VAR_DECL:
             _walk(st, d, path, None)
         elif (path, d.location.offset) not in kernels or not any(
                 ch.kind == K.CUDAGLOBAL_ATTR for ch in d.get_children()):
             # (A host function one macro wrote with a kernel shares the kernel's location.)
             _walk(st, d, path, d)
+    recover_dropped(st, defs)
     finish_helpers(st)
     _explicit_host_instantiations(st)
     insts = _propagate(st)
@@ -87,12 +91,15 @@ def _walk(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None) -> None:
                 _api_launch(st, fn, path, c, children, ref.spelling, in_lambda, host_key)
             elif fn is not None:
                 _host_call(st, c, children, ref, host_key)
+                deduced_call(st, c, children, host_key)
                 note_call(st, fn, path, c, children, in_lambda, host_key)
         elif kind in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF) and (
                 c.spelling in st.names or (not c.spelling and kind == K.DECL_REF_EXPR)):
             _reference(st, root if fn is None else fn, path, c, in_lambda, host_key)
             if c.kind == K.DECL_REF_EXPR and c.referenced is not None and c.referenced.kind == K.OVERLOADED_DECL_REF:
                 continue  # its OVERLOADED_DECL_REF child names the same thing
+        elif kind == K.TEMPLATE_REF:
+            _class_use(st, c, host_key)
         elif kind in _TYPED_USES:
             decl = c.type.get_canonical().get_declaration()
             if decl.kind in (K.STRUCT_DECL, K.CLASS_DECL) and decl.get_num_template_arguments() > 0:

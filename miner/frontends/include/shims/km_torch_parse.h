@@ -427,7 +427,14 @@ __device__ c10::BFloat16 gpuAtomicAdd(c10::BFloat16 *, c10::BFloat16);
 __device__ float gpuAtomicAdd(float *, float);
 __device__ double gpuAtomicAdd(double *, double);
 __device__ int gpuAtomicAdd(int *, int);
-inline long THCCeilDiv(long a, long b) { return (a + b - 1) / b; }
+/* ATen/cuda/Atomic.cuh: integer atomicAdd overloads CUDA lacks, and the atomic multiply. */
+__device__ void atomicAdd(int64_t *, int64_t);
+__device__ void gpuAtomicAdd(int64_t *, int64_t);
+__device__ float gpuAtomicMul(float *, float);
+__device__ double gpuAtomicMul(double *, double);
+__device__ c10::Half gpuAtomicMul(c10::Half *, c10::Half);
+__device__ c10::BFloat16 gpuAtomicMul(c10::BFloat16 *, c10::BFloat16);
+template <typename T> __host__ __device__ inline T THCCeilDiv(T a, T b) { return (a + b - 1) / b; }
 /* ATen/cuda/DeviceUtils.cuh: warp helpers kernels call by name (templates, so any lane type). */
 __device__ unsigned int ACTIVE_MASK();
 __device__ void WARP_SYNC(unsigned mask = 0xffffffff);

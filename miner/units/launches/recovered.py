@@ -1,0 +1,157 @@
+"""Launches clang dropped: a `<<<...>>>` statement with an error in it is not in the AST at all.
+
+A launch whose configuration names something only the real build defines (`<<<blocks, FIX_TILE>>>` with
+`-DFIX_TILE=...` in the extension's setup script, or a host helper the parse shims lack) is left out of
+its function's body by clang's error recovery: the kernel had no launch, and the types its dispatch
+macro binds were lost (one instantiation was inferred, the others silently dropped). Such a statement is
+read back from the source text where a parse error lies inside it, and the dispatch's type aliases
+(`using scalar_t = float;` in each case block the statement sits in) give its template arguments.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from types import SimpleNamespace
+from typing import Any
+
+import clang.cindex as ci
+
+from miner.frontends.common import split_top
+from miner.units.launches.record import _FUNCS, _IDENT, K, Launch
+from miner.units.launches.state import _State
+from miner.units.launches.tables import _host_of
+from miner.units.launches.text import _angle_args, substitute
+from miner.units.launches.values import _values
+from miner.units.mentions import _COMMENT_OR_STRING, _blank
+
+_MAX_COMBOS = 16
+_ALIASES = (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL)
+
+
+def _error_offsets(st: _State) -> dict[str, list[int]]:
+    """Offsets of the TU's parse errors, by file."""
+    out: dict[str, list[int]] = {}
+    for d in st.ctx.tu.diagnostics:
+        loc = d.location
+        if d.severity >= ci.Diagnostic.Error and loc.file is not None:
+            out.setdefault(st.ctx.norm(loc.file.name), []).append(loc.offset)
+    return out
+
+
+def _balanced(text: str, i: int, open_: str, close: str) -> int:
+    """Index after the `close` matching the `open_` at text[i], or -1."""
+    depth = 0
+    for j in range(i, len(text)):
+        depth += (text[j] == open_) - (text[j] == close)
+        if depth == 0:
+            return j + 1
+    return -1
+
+
+def _site(text: str, at: int) -> tuple[list[str], list[str], list[str], int] | None:
+    """`name<targs><<<cfg>>>(args)` with `at` just after the name: written template arguments, config
+    parts, argument texts and the offset after the closing parenthesis; None if not a launch."""
+    i = at
+    while i < len(text) and text[i].isspace():
+        i += 1
+    targs: list[str] = []
+    if text.startswith("<", i) and not text.startswith("<<<", i):
+        got = _angle_args(text, i)
+        if got is None:
+            return None
+        targs, i = got
+        while i < len(text) and text[i].isspace():
+            i += 1
+    if not text.startswith("<<<", i):
+        return None
+    end = text.find(">>>", i + 3)
+    if end < 0:
+        return None
+    cfg = [p.strip() for p in split_top(text[i + 3:end])]
+    j = end + 3
+    while j < len(text) and text[j].isspace():
+        j += 1
+    if not text.startswith("(", j) or (close := _balanced(text, j, "(", ")")) < 0:
+        return None
+    args = [a.strip() for a in split_top(text[j + 1:close - 1])] if text[j + 1:close - 1].strip() else []
+    return targs, cfg, args, close
+
+
+def _bindings(fn: ci.Cursor, path: str, offset: int, names: set[str]) -> dict[str, list[str]]:
+    """The types each alias in `names` is bound to by the blocks around `offset` (a dispatch macro's case
+    blocks, each `{ using scalar_t = T; ... }`, span the macro's invocation)."""
+    out: dict[str, list[str]] = {}
+    for c in fn.walk_preorder():
+        if c.kind != K.COMPOUND_STMT:
+            continue
+        e = c.extent
+        if e.start.file is None or not (e.start.offset <= offset < e.end.offset):
+            continue
+        for stmt in c.get_children():
+            if stmt.kind != K.DECL_STMT:
+                continue
+            for d in stmt.get_children():
+                if d.kind in _ALIASES and d.spelling in names:
+                    t = d.underlying_typedef_type.get_canonical().spelling
+                    if t not in out.setdefault(d.spelling, []):
+                        out[d.spelling].append(t)
+    return out
+
+
+def recover_dropped(st: _State, defs: list[tuple[str, ci.Cursor]]) -> None:
+    """Launch records for `<<<>>>` statements of kernels the walk found no launch or reference of."""
+    seen = {rec.kernel for rec in st.launches + st.refs}
+    by_name: dict[str, list[tuple[str, int]]] = {}
+    for key, k in st.kernels.items():
+        by_name.setdefault(k.name, []).append(key)
+    missing = {n: keys[0] for n, keys in by_name.items() if len(keys) == 1 and keys[0] not in seen}
+    if not missing:
+        return
+    errors = _error_offsets(st)
+    if not errors:
+        return
+    rx = re.compile(r"(?<![\w.])(?:\w+::)*(" + "|".join(map(re.escape, sorted(missing))) + r")\b")
+    for path, fn in defs:
+        if fn.kind not in _FUNCS:
+            continue
+        e = fn.extent
+        if e.start.file is None or st.ctx.norm(e.start.file.name) != path:
+            continue
+        errs = [o for o in errors.get(path, []) if e.start.offset <= o < e.end.offset]
+        if not errs:
+            continue
+        raw = st.ctx.read(path)[e.start.offset:e.end.offset]
+        text = _COMMENT_OR_STRING.sub(_blank, raw).decode("utf-8", "replace")
+        for m in rx.finditer(text):
+            site = _site(text, m.end())
+            if site is None:
+                continue
+            targs, cfg, args, end = site
+            # An error inside a macro argument (the dispatch's lambda) is reported where the macro is
+            # invoked: the statement is taken to start after the previous `;` or `}`.
+            stmt = max(text.rfind(";", 0, m.start()), text.rfind("}", 0, m.start())) + 1
+            if not any(e.start.offset + stmt <= o < e.start.offset + end for o in errs):
+                continue  # clang kept this one (or the error is another statement's)
+            _add(st, fn, path, missing[m.group(1)], e.start.offset + m.start(),
+                 raw.count(b"\n", 0, m.start()) + e.start.line, targs, cfg, args)
+
+
+def _add(st: _State, fn: ci.Cursor, path: str, kkey: tuple[str, int], offset: int, line: int,
+         targs: list[str], cfg: list[str], args: list[str]) -> None:
+    names = {n for t in targs for n in _IDENT.findall(t)}
+    bound = _bindings(fn, path, offset, names) if names else {}
+    combos = [dict(zip(bound, vals, strict=True)) for vals in itertools.product(*bound.values())][:_MAX_COMBOS]
+    parts = cfg + [None] * 4
+    host_key = _host_of(st, path, fn)
+    # launch_formulas reads only the call's start (file and offset): the statement's own start stands in.
+    call: Any = SimpleNamespace(extent=SimpleNamespace(start=SimpleNamespace(
+        file=SimpleNamespace(name=path), offset=offset)))
+    for combo in combos or [{}]:
+        launch = Launch(kernel=kkey, launcher=fn.spelling, path=path, line=line, kind="<<<>>>",
+                        config={"grid": parts[0], "block": parts[1], "shared_mem": parts[2] or "0",
+                                "stream": parts[3] or "0"},
+                        args=args, template_args=[substitute(t, combo) for t in targs] if combo else None,
+                        template_args_text=targs, in_lambda=bool(combo), host_template=host_key)
+        _values(st.ctx, launch, fn, call)
+        st.launches.append(launch)
