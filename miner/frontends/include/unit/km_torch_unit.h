@@ -329,8 +329,69 @@ template <typename T, typename IndexType, int Dims> struct IndexToOffset {
 };
 }}  // namespace cuda::detail
 namespace native {
+// ATen/native/cuda/KernelUtils.cuh, as written there for CUDA: with fast atomics a 16-bit value is added
+// as one half of an aligned 32-bit pair (the other half zero) where the pair lies inside the tensor.
 template <class T, class I>
-__device__ void fastAtomicAdd(T *tensor, I index, I numel, T value, bool fast) { atomicAdd(tensor + index, value); }
+__device__ __forceinline__ void fastSpecializedAtomicAdd(T *tensor, I index, const I numel, T value) {
+  atomicAdd(tensor + index, value);
+}
+#if !defined(__HIP__)
+template <class I>
+__device__ __forceinline__ void fastSpecializedAtomicAdd(c10::Half *tensor, I index, const I numel, c10::Half value) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 700)
+  atomicAdd(tensor + index, value);
+#else
+  __half *target_addr = reinterpret_cast<__half *>(tensor + index);
+  bool low_byte = (reinterpret_cast<uintptr_t>(target_addr) % sizeof(__half2) == 0);
+  if (low_byte && index < (numel - 1)) {
+    __half2 value2;
+    value2.x = static_cast<__half>(value);
+    value2.y = __int2half_rz(0);
+    atomicAdd(reinterpret_cast<__half2 *>(target_addr), value2);
+  } else if (!low_byte && index > 0) {
+    __half2 value2;
+    value2.x = __int2half_rz(0);
+    value2.y = static_cast<__half>(value);
+    atomicAdd(reinterpret_cast<__half2 *>(target_addr - 1), value2);
+  } else {
+    atomicAdd(reinterpret_cast<__half *>(tensor) + index, static_cast<__half>(value));
+  }
+#endif
+}
+#if __has_include(<cuda_bf16.h>)
+template <class I>
+__device__ __forceinline__ void fastSpecializedAtomicAdd(c10::BFloat16 *tensor, I index, const I numel,
+                                                         c10::BFloat16 value) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 800)
+  atomicAdd(tensor + index, value);
+#else
+  __nv_bfloat16 *target_addr = reinterpret_cast<__nv_bfloat16 *>(tensor + index);
+  bool low_byte = (reinterpret_cast<uintptr_t>(target_addr) % sizeof(__nv_bfloat162) == 0);
+  if (low_byte && index < (numel - 1)) {
+    __nv_bfloat162 value2;
+    value2.x = *reinterpret_cast<__nv_bfloat16 *>(&value);
+    value2.y = __int2bfloat16_rz(0);
+    atomicAdd(reinterpret_cast<__nv_bfloat162 *>(target_addr), value2);
+  } else if (!low_byte && index > 0) {
+    __nv_bfloat162 value2;
+    value2.x = __int2bfloat16_rz(0);
+    value2.y = *reinterpret_cast<__nv_bfloat16 *>(&value);
+    atomicAdd(reinterpret_cast<__nv_bfloat162 *>(target_addr - 1), value2);
+  } else {
+    atomicAdd(reinterpret_cast<__nv_bfloat16 *>(tensor) + index, *reinterpret_cast<__nv_bfloat16 *>(&value));
+  }
+#endif
+}
+#endif
+#endif
+template <class T, class I>
+__device__ __forceinline__ void fastAtomicAdd(T *tensor, I index, const I numel, T value, bool fast_atomics) {
+  if (fast_atomics) {
+    fastSpecializedAtomicAdd(tensor, index, numel, value);
+  } else {
+    atomicAdd(tensor + index, value);
+  }
+}
 }  // namespace native
 }  // namespace at
 namespace torch { using namespace at; }
