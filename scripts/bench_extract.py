@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: full `kernel-miner extract` of a tree vs the floor (tree-sitter parsing alone).
 
-    python scripts/bench_extract.py /path/to/mmcv/mmcv/ops/csrc [--jobs 2] [--repeat 3]
+    python scripts/bench_extract.py /path/to/mmcv/mmcv/ops/csrc [--jobs 2] [--repeat 3] [--project DIR]
 
 Both are measured in the same run on the same files; the table shows wall time, CPU time (user + system
 of the process and its parse workers: on a machine other jobs load, wall times swell several-fold, CPU
@@ -80,15 +80,18 @@ def main() -> int:
     ap.add_argument("root")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--project", help="passed to extract (a subfolder of a checkout that is not a git clone: "
+                                      "its headers outside ROOT)")
     args = ap.parse_args()
+    project = ("--project", args.project) if args.project else ()
     files = cuda_files(args.root)
     floors = [floor_seconds(files) for _ in range(args.repeat)]
-    runs = [extract_run(args.root, args.jobs, ("--no-units",)) for _ in range(args.repeat)]
-    full = [extract_run(args.root, args.jobs) for _ in range(args.repeat)]
+    runs = [extract_run(args.root, args.jobs, ("--no-units", *project)) for _ in range(args.repeat)]
+    full = [extract_run(args.root, args.jobs, project) for _ in range(args.repeat)]
     with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as out:
-        extract_run(args.root, args.jobs, cache=cache, out_dir=out)  # fills the cache and `out`
-        rerun = [extract_run(args.root, args.jobs, cache=cache) for _ in range(args.repeat)]
-        same = [extract_run(args.root, args.jobs, cache=cache, out_dir=out) for _ in range(args.repeat)]
+        extract_run(args.root, args.jobs, project, cache=cache, out_dir=out)  # fills the cache and `out`
+        rerun = [extract_run(args.root, args.jobs, project, cache=cache) for _ in range(args.repeat)]
+        same = [extract_run(args.root, args.jobs, project, cache=cache, out_dir=out) for _ in range(args.repeat)]
     floor = statistics.median(f[0] for f in floors)
     floor_cpu = statistics.median(f[1] for f in floors)
     print(f"tree: {args.root}  ({len(files)} CUDA files, jobs={args.jobs}, median of {args.repeat})")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -39,6 +40,8 @@ VARIANTS: dict[str, dict[str, str]] = {
     "2 spares no op warm-up": {"KM_SPARES": "2", "KM_PREWARM_OPS": "0"},
     "no sandbox": {"_sandbox": "0"},
     "validate --mps": {"_mps": "1"},
+    "8 connections": {"CUDA_DEVICE_MAX_CONNECTIONS": "8"},  # the driver's default; validate's is 1
+    "8 connections, --mps": {"CUDA_DEVICE_MAX_CONNECTIONS": "8", "_mps": "1"},
 }
 
 
@@ -79,6 +82,17 @@ def _row(results: dict[str, Any], wall: float) -> dict[str, Any]:
             "passed": sum(r.get("outcome") == "passed" for r in results.values()),
             "tests_s": col("tests_s"), "overhead_s": col("overhead_s"), "cuda_init_s": col("cuda_init_s"),
             "ops_warm_s": col("ops_warm_s"), "collect_s": col("collect_s"), "wall_med_s": col("wall_s")}
+
+
+def _cpu(before: tuple[Any, Any], after: tuple[Any, Any], summary: dict[str, Any]) -> dict[str, Any]:
+    """CPU seconds per kernel: validate's own process (one Python thread of control, so a serial
+    bound on kernels/min), and its children (zygotes and test processes, reaped by the end)."""
+    n = max(1, len(summary["results"]))
+
+    def cpu(a: Any, b: Any) -> float:
+        return round((b.ru_utime - a.ru_utime + b.ru_stime - a.ru_stime) / n, 3)
+
+    return {"parent_cpu_s": cpu(before[0], after[0]), "children_cpu_s": cpu(before[1], after[1])}
 
 
 def _fault_check(work: Path, copies: int, jobs: int, out: Path, mps: bool = False) -> None:
@@ -124,9 +138,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--copies", type=int, default=48)
     ap.add_argument("--jobs", default="1,2,4")
-    ap.add_argument("--variants", default=",".join(VARIANTS), help="comma list of: " + ", ".join(VARIANTS))
+    ap.add_argument("--variants", default=";".join(VARIANTS), help="semicolon list of: " + "; ".join(VARIANTS))
     ap.add_argument("--mps", action="store_true",
                     help="run every variant under a private CUDA MPS daemon (nvidia-cuda-mps-control)")
+    ap.add_argument("--profile", action="store_true", help="cProfile validate's own process, per run (profile-N.txt)")
     ap.add_argument("--faults-mps", action="store_true", help="the fault check through validate's own --mps")
     ap.add_argument("--faults", action="store_true",
                     help="first validate the fault fixtures mixed with --copies good kernels at the largest --jobs "
@@ -153,7 +168,7 @@ def main() -> int:
         _fault_check(work, args.copies, max(int(j) for j in args.jobs.split(",")), args.out)
     if args.faults_mps:
         _fault_check(work / "again", args.copies, max(int(j) for j in args.jobs.split(",")), args.out, mps=True)
-    names = [n.strip() for n in args.variants.split(",") if n.strip()]
+    names = [n.strip() for n in args.variants.split(";") if n.strip()]
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
         print(f"throughput_probe: unknown variant {unknown[0]!r} (known: {', '.join(VARIANTS)})", file=sys.stderr)
@@ -169,17 +184,32 @@ def main() -> int:
             os.environ.update(env)
             try:
                 t0 = time.time()
-                summary = validate_dataset(root, Options(jobs=jobs, timeout=120, force=True, sandbox=sandbox, mps=mps))
+                ru0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+                opts = Options(jobs=jobs, timeout=120, force=True, sandbox=sandbox, mps=mps)
+                if args.profile:
+                    import cProfile
+                    import pstats
+
+                    prof = cProfile.Profile()
+                    summary = prof.runcall(validate_dataset, root, opts)
+                    stats_out = args.out / f"profile-{len(rows)}.txt"
+                    with stats_out.open("w") as fh:
+                        pstats.Stats(prof, stream=fh).sort_stats("tottime").print_stats(30)
+                else:
+                    summary = validate_dataset(root, opts)
                 wall = time.time() - t0
+                ru1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
             finally:
                 for k, v in saved.items():
                     os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
-            row = {"variant": name, "jobs": jobs, **_row(summary["results"], wall), "tests": _per_test(root)}
+            row = {"variant": name, "jobs": jobs, **_row(summary["results"], wall), **_cpu(ru0, ru1, summary),
+                   "tests": _per_test(root)}
             rows.append(row)
             print(json.dumps(row), flush=True)
             with (args.out / "probe.jsonl").open("a") as f:
                 f.write(json.dumps(row) + "\n")
-    keys = ["per_min", "passed", "tests_s", "overhead_s", "cuda_init_s", "ops_warm_s", "collect_s", "wall_med_s"]
+    keys = ["per_min", "passed", "tests_s", "overhead_s", "cuda_init_s", "ops_warm_s", "wall_med_s", "parent_cpu_s",
+            "children_cpu_s"]
     print(f"\n{'variant':16}{'jobs':>5}" + "".join(f"{k:>12}" for k in keys))
     for r in rows:
         print(f"{r['variant']:16}{r['jobs']:>5}" + "".join(f"{str(r[k]):>12}" for k in keys))

@@ -83,6 +83,25 @@ def test_dockerfile_contract(dockerfile: Path, compiler: str) -> None:
     assert "/opt/kernel-miner/bin" in args["ENV"]
 
 
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_run_steps_are_posix_sh(dockerfile: Path) -> None:
+    """podman/buildah's default (OCI) image format ignores SHELL, so RUN is /bin/sh -c there: a bash-only
+    `[[ ... ]]` made Dockerfile.rocm's HIP smoke test a silent no-op (`/bin/sh: 1: [[: not found`, step ok).
+    Each RUN must parse with dash and use none of bash's test syntax."""
+    dash = shutil.which("dash")
+    for run in (a for w, a in _instructions(dockerfile) if w == "RUN"):
+        assert not re.search(r"\[\[|\]\]|\s==\s", run), run
+        if dash:
+            proc = subprocess.run([dash, "-n", "-c", run], capture_output=True, text=True, timeout=30)
+            assert proc.returncode == 0, proc.stderr
+
+
+def test_rocm_smoke_test_builds_the_examples_as_hip() -> None:
+    run = next(a for w, a in _instructions(DOCKERFILES[1]) if w == "RUN" and "install.sh" in a)
+    assert re.search(r"kernel-miner extract \S*examples .*--build --toolchain hip --arch gfx90a", run), run
+    assert "libunit_hip.so" in run
+
+
 def test_install_script_syntax_and_flags() -> None:
     proc = subprocess.run(["bash", "-n", str(INSTALL)], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr

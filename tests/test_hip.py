@@ -250,3 +250,34 @@ def test_unknown_gfx_target_is_one_line_exit_2(native_out: Path, tmp_path: Path)
                   timeout=300)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert "gfx9ff is not a target this hipcc knows" in r.stderr
+
+
+@needs_hipcc
+def test_torch_shim_warp_helpers_build_as_hip(tmp_path: Path) -> None:
+    """ATen's warp helpers (WARP_SHFL_XOR, WARP_SHFL_DOWN, C10_WARP_SIZE) come from the unit shim in both of
+    ATen's forms: hip-clang compiles the HIP one (ATen's USE_ROCM branch), so a unit that uses them builds and
+    carries no finding of the shim's; the project's own 16-lane start of a helper-based reduction is one."""
+    out = tmp_path / "out"
+    assert run_miner("extract", FIXTURES / "unseen" / "warp_helpers", "-o", out, "-q", "-j", "1").returncode == 0
+    r = run_miner("build", out, "--toolchain", "hip", "-j", "2", "--cache-dir", tmp_path / "cache", timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    metas = _by_name(out)
+    for inst in metas["row_max_kernel"]["instantiations"]:
+        assert inst["build_hip"]["status"] == "ok" and inst["build_hip"]["portability"] == [], inst["build_hip"]
+    for inst in metas["row_norm_kernel"]["instantiations"]:
+        b = inst["build_hip"]
+        assert b["status"] == "ok" and [f["what"] for f in b["portability"]] == [
+            "shuffle reduction from offset 16: reduces 32 lanes, not 64"], b
+
+
+@needs_hipcc
+def test_bundled_examples_build_as_hip(tmp_path: Path) -> None:
+    """What Dockerfile.rocm's smoke test runs: every unit of examples/ built by hipcc for gfx90a."""
+    out = tmp_path / "out"
+    r = run_miner("extract", Path(__file__).resolve().parents[1] / "examples", "-o", out, "--build",
+                  "--toolchain", "hip", "--arch", "gfx90a", "--jobs", "2",
+                  env={"XDG_CACHE_HOME": str(tmp_path / "cache")}, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    units = [i for m in load_dataset(out) for i in m["instantiations"]]
+    assert units and all(i["build_hip"]["status"] == "ok" for i in units)
+    assert len(list(out.glob("*/units/*/libunit_hip.so"))) == len(units)

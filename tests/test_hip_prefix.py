@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from miner.builder import hip_translate, portability
+from miner.builder import hip_implied, hip_translate, portability
 from miner.builder.toolchains import rocm_prefix
 from miner.errors import UsageError
 from tests.conftest import FIXTURES, load_dataset, run_miner
@@ -180,3 +180,66 @@ def test_hazard_in_a_dead_branch_is_no_finding(tmp_path: Path) -> None:
     only = metas["cuda_only_sum_kernel"]["instantiations"][0]["build_hip"]
     assert [f["kind"] for f in only["portability"]] == ["wave64"] and only["status"] in ("ok", "failed")
     assert "__shfl_xor_sync" in only["portability"][0]["what"]
+
+
+IMPLIED = FIXTURES / "hip" / "implied"
+
+
+def test_hip_overload_gap_is_unmapped_api() -> None:
+    """`no matching function` whose candidates are HIP's own and reject the HIP type the mapping gave a
+    CUDA one: an overload HIP lacks (unmapped_api); the same against the unit's own functions is `other`."""
+    err = "units/default/unit.hip:19:14: error: no matching function for call to 'atomicAdd'"
+    log = (f"{err}\n/opt/rocm/include/hip/amd_detail/amd_hip_atomic.h:216:5: note: candidate function not "
+           "viable: no known conversion from '__hip_bfloat162 *' to 'int *' for 1st argument\n")
+    assert portability.classify(err, log, []) == "unmapped_api"
+    own = ("u.hip:3:1: error: no matching function for call to 'scale'\nu.hip:1:6: note: candidate function not "
+           "viable: no known conversion from '__hip_bfloat162 *' to 'float *' for 1st argument\n")
+    assert portability.classify(own.splitlines()[0], own, []) == "other"
+
+
+@pytest.mark.skipif(hip_implied.nvcc() is None, reason="no nvcc to ask which headers it brings")
+def test_headers_nvcc_brings_are_named_in_the_hip_unit(tmp_path: Path) -> None:
+    """Asked of nvcc (-M), not listed: a HIP runtime header that an included CUDA header brings with it is
+    added after that include, then `#line` keeps the CUDA unit's numbering; a header nvcc lacks adds none."""
+    if not hip_translate.available():
+        pytest.skip("torch.utils.hipify is not installed")
+    implied = hip_implied.Implied(tmp_path / "cache")
+    brings = implied.closure("cuda_fp16.h") - implied.closure(None)
+    assert "cuda_fp16.h" in brings and implied.closure("no/such_header.h") == frozenset()
+    cuda = "// unit\n#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_fp16.h>\n__half h;\n"
+    hip = hip_translate.translate(cuda)
+    assert implied.add(cuda, hip, hip_translate.mapping()) == hip  # hip_fp16.h is named already
+    cuda = "// unit\n#include <cuda_runtime.h>\n#include <cuda_bf16.h>\n__half h;\n"
+    if "cuda_fp16.h" not in implied.closure("cuda_bf16.h"):
+        pytest.skip("this nvcc's cuda_bf16.h does not bring cuda_fp16.h")
+    out = implied.add(cuda, hip_translate.translate(cuda), hip_translate.mapping()).splitlines()
+    assert out[2:5] == ["#include <hip/hip_bf16.h>",
+                        "#include <hip/hip_fp16.h>  // kernel-miner: nvcc brings it with <cuda_bf16.h>", "#line 4"]
+    assert (tmp_path / "cache" / "hipify" / "implied").is_dir()  # asked once per header and nvcc
+
+
+@needs_prefix
+@pytest.mark.skipif(hip_implied.nvcc() is None, reason="no nvcc to ask which headers it brings")
+def test_implied_header_builds_and_api_gaps_are_classed(tmp_path: Path) -> None:
+    """bf16 used with only <cooperative_groups.h> included builds as HIP when this nvcc's
+    <cooperative_groups.h> brings cuda_bf16.h (CUDA 13's does); atomicAdd on a bf16 pair and __ldcs on
+    float, which HIP lacks, fail as unmapped_api at the CUDA unit's line of the call."""
+    out = tmp_path / "out"
+    assert run_miner("extract", IMPLIED, "-o", out, "-q", "-j", "1").returncode == 0
+    r = run_miner("build", out, "--toolchain", "hip", "--hip-path", PREFIX, "-j", "2", "--cache-dir",
+                  tmp_path / "cache", timeout=900)
+    metas = _by_name(out)
+    brings_bf16 = "cuda_bf16.h" in hip_implied.Implied(tmp_path / "cache").closure("cooperative_groups.h")
+    copy = metas["implied_bf16_copy_kernel"]
+    b = copy["instantiations"][0]["build_hip"]
+    hip_text = (out / copy["id"] / b["unit"]).read_text(encoding="utf-8")
+    if brings_bf16:
+        assert "#include <hip/hip_bf16.h>  // kernel-miner: nvcc brings it with <cooperative_groups.h>" in hip_text
+        assert b["status"] == "ok", r.stderr
+    for name, call in (("implied_bf16_pair_add_kernel", "atomicAdd("), ("implied_streaming_scale_kernel", "__ldcs(")):
+        m = metas[name]
+        b = m["instantiations"][0]["build_hip"]
+        assert b["status"] == "failed" and b["error_class"] == "unmapped_api", b
+        cuda_lines = (out / m["id"] / m["instantiations"][0]["unit"]).read_text(encoding="utf-8").splitlines()
+        line = next(n for n, text in enumerate(cuda_lines, 1) if call in text and "__global__" not in text)
+        assert f"unit.hip:{line}:" in b["error"], (line, b["error"])

@@ -128,3 +128,13 @@ def test_a_definition_shadowing_an_import_is_renamed(mined: Path) -> None:
     pytest.importorskip("torch")
     mod = _load(mined / meta["id"] / "units/default/unit.py", "km_test_rename")
     assert mod.F.__name__ == "torch.nn.functional"
+
+
+def test_sizes_reach_the_branch_that_launches_the_kernel() -> None:
+    src = (OPS / "branch.py").read_text()
+    short = inputs.solve(src, "double", "double_ref", "double_short_kernel")
+    long = inputs.solve(src, "double", "double_ref", "double_long_kernel")
+    assert short is not None and long is not None
+    assert short["args"]["x"]["shape"] == [2, 128, 64]  # T <= 256 holds for the default sizes
+    assert long["args"]["x"]["shape"] == [2, 512, 64]  # `use_short = T <= 256` must be false: T > 256
+    assert inputs.solve(src, "double", "double_ref")["args"]["x"]["shape"] == [2, 128, 64]  # no kernel: no bound

@@ -109,5 +109,46 @@ def test_device_function_is_a_helper_and_removed_api_is_its_own_class(built: Pat
     old = by["old_api_kernel"]["instantiations"][0]["build"]
     assert old["status"] == "failed" and old["error_class"] == "removed_triton_api"
     assert "_experimental_descriptor_load" in old["error"]
+    assert "ports" not in old  # a call that changed shape, not a rename: not ported
     for m in by.values():
         assert schema.errors(m) == []
+
+
+def test_faithful_ports_for_older_triton_are_applied_and_recorded(built: Path) -> None:
+    by = _by_name(built)
+    renamed = by["renamed_api_kernel"]["instantiations"][0]["build"]
+    assert renamed["status"] == "ok"
+    assert renamed["ports"] == ["tl._experimental_make_tensor_descriptor -> tl.make_tensor_descriptor (renamed)"]
+    glob = by["plain_global_kernel"]["instantiations"][0]["build"]
+    assert glob["status"] == "ok" and glob["ports"][0].startswith("global SCALE_EPS = tl.constexpr(1e-06)")
+    # the kernel text is the project's, unchanged
+    assert "_experimental_make_tensor_descriptor" in (built / by["renamed_api_kernel"]["id"] / "kernel.py").read_text()
+
+
+def test_a_printed_parameter_is_a_string_constexpr(built: Path) -> None:
+    m = _by_name(built)["print_prefixed"]
+    comp = m["triton"]["compile"]
+    assert comp["signature"]["tag"] == "constexpr" and comp["constexprs"]["tag"] == "" and \
+        comp["origins"]["tag"] == "usage"
+    assert m["instantiations"][0]["build"]["status"] == "ok"
+
+
+def test_failure_classes_name_the_cause_not_the_word() -> None:
+    from miner.triton import build
+
+    # a dtype called as a constructor is code the installed Triton refuses, not a guessed type
+    assert build.classify("compile", "CompilationError: TypeError(\"'dtype' object is not callable\")",
+                          "failed") == "compile_error"
+    assert build.classify("compile", "ValueError: Unsupported ptr type <i64> in `tl.load`", "failed") == \
+        "signature_type"
+    assert build.classify("compile", "CompilationError: AttributeError(\"module 'triton.language' has no "
+                          "attribute '_experimental_descriptor_load'\")", "failed") == "removed_triton_api"
+
+
+def test_half_precision_kernel_gets_its_pointers_changed_together(built: Path) -> None:
+    b = _by_name(built)["half_mix_kernel"]["instantiations"][0]["build"]
+    assert b["status"] == "ok", b.get("error")
+    assert b["signature"]["a_ptr"] == b["signature"]["b_ptr"] == "*bf16"
+    # one change of every guessed fp32 pointer (the output too: no single change would touch it)
+    assert {(r["param"], r["to"]) for r in b["signature_repairs"]} >= {("a_ptr", "*bf16"), ("b_ptr", "*bf16"),
+                                                                       ("out_ptr", "*bf16")}

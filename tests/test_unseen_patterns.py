@@ -112,3 +112,57 @@ def test_cccl_version_macros_pick_the_branch_the_toolkit_would(dataset: dict[str
     m = _meta(dataset, "block_max_kernel")
     assert _built(m) == {"default": "ok"}, _built(m)
     assert "cuda::maximum" in _unit(dataset, m, "default")
+
+
+def test_a_vendored_header_that_includes_an_already_included_project_header_is_inlined(
+        dataset: dict[str, Any]) -> None:
+    """`dependencies/pcgx/pcgx.h` includes the project's `<nnlib/common.h>`, which `#pragma once` skips there (the
+    TU's inclusion list has no edge for it): the library copied alone would not find it, so it is inlined; the
+    self-contained `tables/` beside it under the same folder stays an `#include`."""
+    m = _meta(dataset, "fill_uniform")
+    assert _built(m) == {"default": "ok"}, _built(m)
+    assert [(v["library"], v["headers"]) for v in m["closure"]["vendored"]] == [("tables", ["tables/tables.hpp"])]
+    unit = _unit(dataset, m, "default")
+    assert "struct Gen" in unit and "#include <pcgx/pcgx.h>" not in unit and "#include <tables/tables.hpp>" in unit
+
+
+def test_class_templates_created_in_a_factory_chain_take_the_entry_points_instantiations(
+        dataset: dict[str, Any]) -> None:
+    """`new GridEncoder<T, 2>{}` in a host template reached (through a lambda-registered factory) from
+    `template Encoder<float> *create_encoder(int, uint32_t);`, whose argument is deduced from its return type:
+    the launches in the classes' methods get the real arguments, not inferred ones."""
+    blob = _meta(dataset, "blob_kernel")
+    assert _origins(blob) == {"float": "host_template", "half": "host_template"}, _origins(blob)
+    grid = _meta(dataset, "grid_kernel")
+    assert _origins(grid) == {f"{t}_{d}": "host_template" for t in ("float", "half") for d in (2, 3)}, _origins(grid)
+    assert set(_built(blob).values()) == {"ok"} and set(_built(grid).values()) == {"ok"}, (_built(blob), _built(grid))
+
+
+def test_device_lambdas_passed_to_a_launching_helper_become_functor_structs(dataset: dict[str, Any]) -> None:
+    """`for_each_gpu(stream, n, [x] __device__ (size_t i) {...})` ends in `for_each_kernel<F><<<...>>>`: F is the
+    lambda's closure type, which no unit can name; a struct of its captures with its body as `operator()` stands
+    for it (a template over the host template's parameters it names), reached through deduced calls."""
+    m = _meta(dataset, "for_each_kernel")
+    assert _origins(m) == {"km_lambda_ops_14_27": "host_template", "km_lambda_ops_18_27": "host_template"}, _origins(m)
+    assert set(_built(m).values()) == {"ok"}, _built(m)
+    unit = _unit(dataset, m, "km_lambda_ops_14_27")
+    assert "struct km_lambda_ops_14_27 {\n  float * x;\n  __device__ auto operator()(size_t i) const" in unit
+    assert "float squash(float x)" in unit  # what the lambda's body calls comes with the closure
+    t = _meta(dataset, "transform_kernel")
+    assert {i["args"][1] for i in t["instantiations"]} == {"km_lambda_ops_7_33<float>", "km_lambda_ops_7_33<double>"}
+    assert set(_built(t).values()) == {"ok"}, _built(t)
+
+
+def test_a_kernel_header_included_only_under_an_ifdef_is_parsed_through_its_includer(dataset: dict[str, Any]) -> None:
+    """`#ifdef WITH_EXTRA_OPT #include "extra_opt.h"` (a build-system define): the header, which relies on its
+    includer's `decayed`, is parsed through that includer with the guard defined, not alone."""
+    m = _meta(dataset, "extra_opt_step")
+    assert "WITH_EXTRA_OPT" in m["parse_context"]["defines"], m["parse_context"]["defines"]
+    assert _origins(m) == {"double": "host_template"}, _origins(m)
+    assert _built(m) == {"double": "ok"}, _built(m)
+
+
+def test_a_lambda_written_at_the_launch_itself_becomes_a_functor_struct(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "map_rows")
+    assert _origins(m) == {"float_km_lambda_ops_28_64": "call_site"}, _origins(m)
+    assert set(_built(m).values()) == {"ok"}, _built(m)

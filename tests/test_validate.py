@@ -327,3 +327,22 @@ def test_mps_without_the_control_daemon_is_a_one_line_usage_error(tmp_path: Path
     assert proc.returncode == 2, proc.stderr
     assert "--mps" in proc.stderr and "nvidia-cuda-mps-control" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_test_processes_get_one_cuda_work_queue_unless_told_otherwise(tmp_path: Path) -> None:
+    """--cuda-connections: 1 by default (fast context creation), 0 the driver's default, the user's env wins."""
+    seen = "import os\n\ndef test_env():\n    assert os.environ.get('CUDA_DEVICE_MAX_CONNECTIONS') == {want!r}\n"
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_DEVICE_MAX_CONNECTIONS"}
+    env["PYTHONPATH"] = str(REPO)
+    runs = [([], {}, "1"), (["--cuda-connections", "0", "--mode", "spawn"], {}, None),
+            (["--cuda-connections", "1"], {"CUDA_DEVICE_MAX_CONNECTIONS": "4"}, "4")]
+    for i, (flags, extra, want) in enumerate(runs):
+        root = make_dataset(tmp_path / f"ds{i}", {"k-env": seen.format(want=want)})
+        proc = subprocess.run([sys.executable, "-m", "miner", "validate", str(root), "--timeout", "60", *flags],
+                              capture_output=True, text=True, timeout=300, env={**env, **extra})
+        rec = validation(root, "k-env")
+        assert (proc.returncode, rec["outcome"], rec["cuda_connections"]) == (0, "passed", want), proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "miner", "validate", str(root), "--cuda-connections", "-1"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "--cuda-connections" in proc.stderr

@@ -4,6 +4,7 @@ translation unit (real nvcc), and a unit changed by hand is caught with the line
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -166,7 +167,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     assert r.returncode == 0, r.stderr
     r = run_miner("verify", ds, "--cache-dir", base / "cache", "-j", "2", timeout=600)
     assert r.returncode == 0, (r.stdout, r.stderr)
-    assert "7/7 built instantiations verified: 7 identical" in r.stdout
+    assert "9/9 built instantiations verified: 9 identical" in r.stdout
     return src, ds
 
 
@@ -188,13 +189,40 @@ def test_include_dir_outside_the_mined_folder(cases: tuple[Path, Path]) -> None:
 
 
 def test_c_linkage_kernels(cases: tuple[Path, Path]) -> None:
-    """`extern "C"` kernels (alone and in an `extern "C" {}` block): the original's entry is the plain name,
-    the unit's is mangled; the code is compared and both names are recorded."""
-    fid = _fidelity(cases[1])
-    for name in ("vc_c_scale", "vc_c_shift"):
+    """`extern "C"` kernels (alone, in an `extern "C" {}` block, in a namespace, or a definition after an
+    `extern "C"` declaration) keep their C linkage in the unit: the unit's .entry is the plain name, the
+    original's. A C-linkage helper they call out of line keeps it too (its .func name is compared)."""
+    src, ds = cases
+    fid = _fidelity(ds)
+    metas = {m["name"]: m for m in load_dataset(ds)}
+    for name in ("vc_c_scale", "vc_c_shift", "vc_c_double", "vc_c_quad"):
         f = fid[f"{name}/default"]
-        assert f["status"] == "identical" and f["original_entry"] == name, f
-        assert f["entry"] != name and name in f["entry"]
+        assert f["status"] == "identical" and f["entry"] == name and "original_entry" not in f, f
+        assert metas[name]["linkage"] == "C"
+        # Built in a batch or alone, the unit's resources are its kernel's, found by the plain name.
+        assert metas[name]["instantiations"][0]["build"]["resources"]["kernel"] == name
+    assert "linkage" not in metas["vc_fill"]
+    unit = ds / metas["vc_c_quad"]["id"] / metas["vc_c_quad"]["instantiations"][0]["unit"]
+    text = unit.read_text(encoding="utf-8")
+    assert 'extern "C" { __device__ __noinline__ float vc_c_twice' in text
+    assert "// km:c-symbols vc_c_quad vc_c_twice" in text
+    out = src / "quad.ptx"
+    subprocess.run(["nvcc", "-ptx", "-arch=compute_90", str(unit), "-o", str(out)], check=True, timeout=300)
+    assert "call.uni" in out.read_text(encoding="utf-8") and "vc_c_twice," in out.read_text(encoding="utf-8")
+
+
+def test_units_defining_one_c_symbol_are_batched_apart() -> None:
+    """Two units that define the same C-linkage name (a helper both kernels' units carry) never share a
+    build batch: its namespace does not make the two definitions different symbols."""
+    from miner.builder.scheduler import _apart_by_c_symbols
+    from miner.builder.unit_split import Unit
+
+    def unit(i: int, names: list[str]) -> Unit:
+        return Unit(f"k{i}", 0, "default", Path("."), "u.cu", f"s{i}", f"k{i}", c_symbols=names)
+
+    units = [unit(0, ["k0", "h"]), unit(1, ["k1", "h"]), unit(2, []), unit(3, ["k3"]), unit(4, ["h"])]
+    groups = [[u.kernel_id for u in b] for b in _apart_by_c_symbols(units)]
+    assert groups == [["k0", "k2", "k3"], ["k1"], ["k4"]]
 
 
 def test_enum_argument_in_the_wrapper(cases: tuple[Path, Path]) -> None:
@@ -219,8 +247,6 @@ def test_assert_function_name_is_not_compared(tmp_path: Path) -> None:
     """`assert` passes __PRETTY_FUNCTION__ to __assertfail, spelled as the template was instantiated: an
     original instantiated through int16_t says `[with T = signed short]`, a unit's `short`. The string is
     not compared (like the file name and line); the asserted condition is."""
-    import subprocess
-
     body = ("#include <cassert>\n#include <cstdint>\n"
             "template <typename T> __global__ void vc_check(T* p) { assert(p[0] > COND); p[0] = 1; }\n")
     listings = []
@@ -235,6 +261,21 @@ def test_assert_function_name_is_not_compared(tmp_path: Path) -> None:
     signed_short, short, other_condition = listings
     assert signed_short == short
     assert short != other_condition
+
+
+def test_tree_sitter_sees_c_linkage() -> None:
+    """The fallback frontend records C linkage too: `extern "C"` alone, a block, inside a namespace; not
+    `extern "C++"`, not a plain kernel."""
+    from miner.frontends import treesitter_frontend as ts
+
+    if not ts.AVAILABLE:
+        pytest.skip("tree-sitter-cuda is not installed")
+    src = (FIXTURES / "verify_cases" / "samples" / "vc_linkage.cu").read_bytes()
+    src += b'\nextern "C++" __global__ void vc_cpp(float* p) { p[0] = 1; }\n__global__ void vc_plain(float* p) {}\n'
+    kernels, _ = ts.parse_bytes(src, "vc_linkage.cu")
+    got = {k.name: k.c_linkage for k in kernels}
+    assert got == {"vc_c_scale": True, "vc_c_shift": True, "vc_c_double": False, "vc_c_quad": True,
+                   "vc_cpp": False, "vc_plain": False}
 
 
 def test_a_kernel_of_an_anonymous_namespace_is_found_and_compared(tmp_path: Path) -> None:

@@ -69,6 +69,11 @@ def hipify_version() -> str:
     return f"torch-hipify {h.hexdigest()[:16]}"
 
 
+def mapping() -> dict[str, str]:
+    """CUDA name or header -> HIP one, as the mapping has it."""
+    return _hipify().PYTORCH_MAP
+
+
 def is_mapped(name: str) -> bool:
     return name in _hipify().PYTORCH_MAP
 

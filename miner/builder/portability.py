@@ -106,7 +106,7 @@ def find(cuda_text: str, hip_text: str, mapped: Callable[[str], bool]) -> list[F
     for m in _LANE_MATH.finditer(cuda_text):
         add("wave64", f"lane arithmetic `{m.group(1)} {' '.join(m.group(2).split())}` assumes 32 lanes", m.start())
     for m in _HALF_WARP_LOOP.finditer(cuda_text):
-        if "__shfl" in cuda_text[m.end():m.end() + 300]:
+        if "shfl" in cuda_text[m.end():m.end() + 300].lower():  # __shfl_*, and helpers (WARP_SHFL_XOR)
             add("wave64", "shuffle reduction from offset 16: reduces 32 lanes, not 64", m.start())
     for m in _SHARED_WARP.finditer(cuda_text):
         add("wave64", f"__shared__ array sized by {m.group(1)}", m.start())
@@ -121,7 +121,19 @@ _LIBRARY_NAMESPACE = re.compile(r"(?:member|template|type) named '\w+' in namesp
                                 r"'(?:cooperative_groups|cub|hipcub|thrust|nvcuda|cuda)'")
 # ROCm >= 6.2 has the *_sync shuffles behind -DHIP_ENABLE_WARP_SYNC_BUILTINS, asserting a 64-bit mask.
 _WAVE64_ASSERT = re.compile(r"amd_warp_sync_functions\.h:\d+:\d+: error|mask must be a 64-bit integer")
+# A candidate of HIP's own headers rejecting a HIP type from the mapping (`__hip_bfloat162 *`).
+_HIP_TYPE_MISMATCH = re.compile(r"/hip/[\w/]+\.h:\d+:\d+: note: candidate [^\n]*no known conversion from "
+                                r"'(?:const )?(?:__hip_\w+|hip[A-Z]\w*)")
 _WAVE64_NAME = re.compile(r"__(?:shfl\w*|ballot\w*|activemask|any_sync|all_sync|match_\w+|reduce_\w+)|warpSize")
+
+
+def _first_error_notes(log: str) -> str:
+    """The log from its first error up to the next one: that error's notes (its candidates)."""
+    first = log.find(" error: ")
+    if first < 0:
+        return ""
+    nxt = log.find(" error: ", first + 8)
+    return log[first:nxt if nxt > 0 else len(log)]
 
 
 def classify(error: str | None, log: str, findings: list[dict[str, Any]]) -> str:
@@ -141,6 +153,10 @@ def classify(error: str | None, log: str, findings: list[dict[str, Any]]) -> str
     # A reserved name (`__float2bfloat16_rn`, `__ldcs`) comes from the implementation, not the project: one
     # that HIP's headers do not declare, or declare for no such argument types, is CUDA API this HIP lacks.
     if name and re.fullmatch(r"__\w+|_[A-Z]\w*", name) and re.search(r"undeclared|no matching function", text):
+        return "unmapped_api"
+    # An overload HIP lacks: `atomicAdd(__hip_bfloat162 *, ...)`, whose candidates are all HIP's own (declared
+    # in its headers) and none takes the type the mapping gave the CUDA one (`__nv_bfloat162`).
+    if name and "no matching function" in text and _HIP_TYPE_MISMATCH.search(_first_error_notes(log)):
         return "unmapped_api"
     # A name the CUDA library has and its HIP counterpart lacks (cg::reduce, cg::plus once a cooperative
     # groups sub-header is mapped to HIP's one header).

@@ -26,6 +26,22 @@ from miner.dataset import atomic
 LOG_LIMIT = 20_000
 
 
+def _apart_by_c_symbols(units: list[Unit]) -> list[list[Unit]]:
+    """`units` in as few batches as keep apart two units that define one C-linkage name (the same
+    `extern "C"` kernel or helper, rendered for two kernels of one file): its namespace does not tell
+    two such definitions apart, so one batch holding both would not compile."""
+    out: list[tuple[list[Unit], set[str]]] = []
+    for u in units:
+        names = set(u.c_symbols)
+        home = next((b for b in out if not names & b[1]), None)
+        if home is None:
+            out.append(([], set()))
+            home = out[-1]
+        home[0].append(u)
+        home[1].update(names)
+    return [b for b, _ in out]
+
+
 @dataclass
 class Result:
     """One unit's outcome, as the cache keeps it and the metadata records it."""
@@ -100,7 +116,8 @@ class Builder:
                 entries = self.toolchain.parse_resources(c.log)
                 share = c.seconds / len(units)
                 for i, u in enumerate(units):
-                    own = {k: v for k, v in entries.items() if f"km_b{i}_" in k}
+                    # A C-linkage kernel's symbol is its plain name, outside the batch namespace.
+                    own = {k: v for k, v in entries.items() if f"km_b{i}_" in k or v["kernel"] in u.c_symbols}
                     self._finish(u, Result("ok", share, resources=pick_resources(own, u.kernel_name),
                                            object=obj, batch_size=len(units)))
                 return []
@@ -212,7 +229,8 @@ class Builder:
         for members in groups.values():
             n = -(-len(members) // max(1, self.opts.batch_size))
             size = -(-len(members) // n)
-            batches += [members[i:i + size] for i in range(0, len(members), size)]
+            for i in range(0, len(members), size):
+                batches += _apart_by_c_symbols(members[i:i + size])
         # Enough batches to keep every job busy.
         while len(batches) < self.opts.jobs and max((len(b) for b in batches), default=0) > 1:
             big = max(batches, key=len)

@@ -31,6 +31,7 @@ class Unit:
     body_line: int = 1
     macros: list[str] = field(default_factory=list)
     batchable: bool = False
+    c_symbols: list[str] = field(default_factory=list)  # `// km:c-symbols`: names it defines with C linkage
     local_headers: list[Path] = field(default_factory=list)
     key: str = ""
     # Set by the toolchain's prepare(): flags this unit's compile needs besides the build's (`-isystem` of a
@@ -66,6 +67,8 @@ def split_unit(unit: Unit) -> None:
                 marks[name] = i
         if s.startswith("// km:macros"):
             macros += s[len("// km:macros"):].split()
+        elif s.startswith("// km:c-symbols"):
+            unit.c_symbols += s[len("// km:c-symbols"):].split()
     unit.local_headers = _local_headers(unit.path.parent, unit.text)
     if len(marks) != 4 or not (marks["includes-begin"] < marks["includes-end"] < marks["body-begin"]
                                < marks["body-end"]):

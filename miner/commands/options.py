@@ -186,6 +186,7 @@ class ValidateRun:
     sandbox: bool
     limits: dict[str, int] = field(default_factory=dict)
     mps: bool = False  # a first pass under a private CUDA MPS daemon
+    cuda_connections: int = 1  # CUDA_DEVICE_MAX_CONNECTIONS of the test processes; 0: the driver's default
 
 
 def validate_options(args: argparse.Namespace) -> ValidateRun:
@@ -195,12 +196,15 @@ def validate_options(args: argparse.Namespace) -> ValidateRun:
     if not root.is_dir():
         raise InputError(f"{root}: not a directory")
     check_numbers(args, at_least_one=("jobs",), positive=("timeout",))
+    if args.cuda_connections < 0:
+        raise UsageError(f"--cuda-connections must be 0 or more, got {args.cuda_connections}")
     if args.sanitize and shutil.which("compute-sanitizer") is None:
         raise UsageError("--sanitize needs compute-sanitizer on PATH")
     if args.sandbox:
         check_sandbox()
     return ValidateRun(root, kernel_patterns(args.kernels), args.toolchain, args.jobs, args.timeout, args.sanitize,
-                       args.force, args.mode, args.oracles, args.tests_from, args.sandbox, _limits(args), args.mps)
+                       args.force, args.mode, args.oracles, args.tests_from, args.sandbox, _limits(args), args.mps,
+                       args.cuda_connections)
 
 
 def _limits(args: argparse.Namespace) -> dict[str, int]:

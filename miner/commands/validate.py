@@ -29,9 +29,9 @@ EXIT_NOT_VERIFIED = NOT_VERIFIED
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", metavar="DIR", help="dataset directory (kernel folders with metadata.json)")
-    # Measured on an H100 with the sandbox on (docs/harness.md, two runs): 4 jobs validated 143-165
-    # kernels/min, 2 jobs 135-142, 1 job 95; context creation serializes in the driver (1.2 s median at
-    # 4 jobs) but overlaps the tests of the other children, so 4 is the fastest measured setting.
+    # Measured on an H100 with the sandbox on (docs/harness.md, scripts/throughput_probe.py): with one
+    # work queue per process (--cuda-connections 1) 4 jobs validated 305-310 kernels/min; with the driver's
+    # 8 queues 2/3/4/6 jobs gave 179/193/193/187. Context creation serializes in the driver, so 4 stays.
     parser.add_argument("--jobs", "-j", type=int, default=min(4, os.cpu_count() or 1),
                         help="kernels tested at once (default: 4, or the number of CPUs if fewer)")
     parser.add_argument("--timeout", type=float, default=120.0,
@@ -47,6 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="first pass under a private CUDA MPS daemon (faster child start when several jobs "
                              "share one GPU); every kernel that does not pass there is run again alone "
                              "without MPS, and that result is recorded (a fault can spread to MPS neighbours)")
+    parser.add_argument("--cuda-connections", type=int, default=1, metavar="N",
+                        help="hardware work queues of each test process (CUDA_DEVICE_MAX_CONNECTIONS; default 1: "
+                             "the driver creates contexts one process after another and 1 queue makes that ~4x "
+                             "faster; 0: the driver's default of 8, for tests whose kernels must run concurrently "
+                             "on two streams to make progress). A value set in the environment wins")
     parser.add_argument("--no-oracles", dest="oracles", action="store_false",
                         help="do not replay each passing test's launches for the determinism and "
                              "float/double agreement oracles (on by default)")
@@ -82,7 +87,8 @@ def execute(run: options.ValidateRun, rep: Reporter) -> int:
         os.environ["KM_TOOLCHAIN"] = run.toolchain
     opts = Options(jobs=run.jobs, timeout=run.timeout, sanitize=run.sanitize, force=run.force,
                    kernels=run.patterns or None, mode=run.mode, oracles=run.oracles, tests_from=run.tests_from,
-                   sandbox=run.sandbox, limits=run.limits, mps=run.mps)
+                   sandbox=run.sandbox, limits=run.limits, mps=run.mps,
+                   cuda_connections=run.cuda_connections)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         summary = validate_dataset(run.root, opts, rep)

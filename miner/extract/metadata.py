@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from miner.dataset.schema import SCHEMA_VERSION
+from miner.frontends import pch
 from miner.frontends.config import ParseConfig
 from miner.frontends.model import Kernel
 from miner.source import build_flags, context, include_graph
@@ -36,6 +37,7 @@ def _project_flags(files: list[SourceFile], graph: include_graph.IncludeGraph, p
     files above it, a compile_commands.json `-std` over theirs, else the dialect its own text (or a
     header it includes) needs. Files nothing is known for are left out."""
     own = {f.path for f in files if build_flags.source_std(f.data.decode("utf-8", "replace"))}
+    torch = {f.path for f in files if pch.includes_torch(f.data)}
     out: dict[str, dict[str, Any]] = {}
     for f in files:
         # Build files are looked for up to the project: --project, else the git checkout, else the input
@@ -43,8 +45,16 @@ def _project_flags(files: list[SourceFile], graph: include_graph.IncludeGraph, p
         stop = project or context.project_root(f.path)
         if not project and not os.path.exists(os.path.join(stop, ".git")):
             stop = _input_root(f.path, roots)
-        found = build_flags.find(f.path, stop) or {"nvcc": [], "from": []}
-        flags, used = list(found["nvcc"]), list(found["from"])
+        found = build_flags.find(f.path, stop)
+        flags, used = (list(found["nvcc"]), list(found["from"])) if found else ([], [])
+        if found is None and ({f.path} | graph.closure(f.path)) & torch:
+            # A torch source whose build script lies outside what was mined (a project-level builder that
+            # names `csrc/...` files): torch.utils.cpp_extension passes this flag to every extension it builds
+            # (COMMON_NVCC_FLAGS), and it only lets more code compile. Torch's half defines are not assumed:
+            # they change what code means, a CMake build with torch's package config does not pass them, and
+            # extension builders often undo them.
+            flags.append("--expt-relaxed-constexpr")
+            used.append("source: includes torch")
         db_std = [a for a in per_file.get(f.path, []) if a.startswith("-std=")]
         if db_std:
             flags = build_flags.merge([*(x for x in flags if not x.startswith("-std=")),
@@ -59,9 +69,10 @@ def _project_flags(files: list[SourceFile], graph: include_graph.IncludeGraph, p
 
 
 def _file_defines(config: ParseConfig, tu: str | None) -> list[str]:
-    """-D flags a compile_commands.json entry gives the translation unit."""
+    """-D flags a compile_commands.json entry gives the translation unit, and the feature switches its
+    guarded explicit instantiations need (config.defines_of)."""
     args = config.per_file_args.get(tu or "", [])
-    out = []
+    out = list(config.defines_of.get(tu or "", []))
     for i, a in enumerate(args):
         if a == "-D" and i + 1 < len(args):
             out.append(args[i + 1])
@@ -91,6 +102,7 @@ def _metadata(k: Kernel, text: bytes, origin: Origin, kid: str, tu: str | None,
         "template_params": [vars(t) for t in k.template_params],
         "attributes": [vars(a) for a in k.attributes],
         "is_specialization": k.is_specialization,
+        **({"linkage": "C"} if k.c_linkage else {}),
         "frontend": k.frontend,
         "diagnostics": k.diagnostics or {"count": 0, "errors": 0, "messages": []},
         "parse_context": {

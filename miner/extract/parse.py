@@ -13,6 +13,8 @@ from typing import Any
 
 from miner.errors import UsageError
 from miner.extract import cache as extract_cache
+from miner.extract import guarded
+from miner.extract import instances as instance_files
 from miner.extract.options import ExtractOptions, ExtractReport
 from miner.extract.unit_data import UnitData, analysis_of
 from miner.frontends import clang_frontend, pch, treesitter_frontend
@@ -26,14 +28,17 @@ from miner.source.discover import SourceFile
 _W: dict[str, Any] = {}
 
 
-def _init_worker(config: ParseConfig, inputs: set[str], units: bool) -> None:
+def _init_worker(config: ParseConfig, inputs: set[str], units: bool,
+                 instances: dict[str, list[str]] | None = None) -> None:
     _W["config"], _W["inputs"], _W["index"], _W["units"] = config, inputs, None, units
+    _W["instances"] = instances or {}
 
 
 def _parse_root(path: str) -> clang_frontend.ParseResult:
     if _W.get("index") is None and clang_frontend.AVAILABLE:
         _W["index"] = clang_frontend.ci.Index.create()
-    return clang_frontend.parse(path, _W["config"], _W["inputs"], _W["index"], analyse=_analysis(_W["units"]))
+    return clang_frontend.parse(path, _W["config"], _W["inputs"], _W["index"], analyse=_analysis(_W["units"]),
+                                instances=_W["instances"].get(path, ()))
 
 
 def _analysis(units: bool) -> clang_frontend.Analysis | None:
@@ -47,16 +52,18 @@ def _analysis(units: bool) -> clang_frontend.Analysis | None:
 
 
 def _run_clang(roots: list[str], config: ParseConfig, inputs: set[str], jobs: int, units: bool,
-               tick: Callable[[], None]) -> list[clang_frontend.ParseResult]:
+               tick: Callable[[], None], instances: dict[str, list[str]] | None = None
+               ) -> list[clang_frontend.ParseResult]:
     if jobs <= 1 or len(roots) <= 1:
-        _init_worker(config, inputs, units)
+        _init_worker(config, inputs, units, instances)
         out = []
         for r in roots:
             out.append(_parse_root(r))
             tick()
         return out
     ctx = mp.get_context("fork")
-    with ctx.Pool(min(jobs, len(roots)), initializer=_init_worker, initargs=(config, inputs, units)) as pool:
+    with ctx.Pool(min(jobs, len(roots)), initializer=_init_worker,
+                  initargs=(config, inputs, units, instances)) as pool:
         out = []
         for res in pool.imap_unordered(_parse_root, roots, chunksize=1):
             out.append(res)
@@ -96,6 +103,14 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
         data = {f.path: f.data for f in [*files, *extra]}
         keys: dict[str, str] = {}
         plain_config = config
+        # Generated instance files (includes and explicit instantiations only): one parse per group of
+        # the same folder, includes and flags; the others' lines go to that parse's analysis.
+        groups = instance_files.groups(roots, data, reach.__getitem__, lambda r: clang_args(plain_config, r))
+        members = {m: rep for rep, ms in groups.items() for m in ms}
+        if members:
+            roots = [r for r in roots if r not in members]
+            report.notes.append(f"{len(members)} generated instance files read as instantiation origins with "
+                                f"the parse of another file of their group ({len(groups)} groups)")
         pch_config: list[ParseConfig] = []  # built at the first cache miss: it costs about two parses
 
         def parse_some(paths: list[str]) -> list[clang_frontend.ParseResult]:
@@ -103,8 +118,9 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
             for r in paths:
                 reach.setdefault(r, graph.closure(r))
                 if cache is not None:
-                    keys[r] = cache.key(r, clang_args(plain_config, r), opts.units, reach[r], data,
-                                        inputs, plain_config.context)
+                    # The group's files are part of the result: their bytes are part of the key.
+                    keys[r] = cache.key(r, clang_args(plain_config, r), opts.units,
+                                        reach[r] | set(groups.get(r, ())), data, inputs, plain_config.context)
                 hit = cache.load(keys[r]) if cache is not None else None
                 if hit is not None:
                     out.append(hit)
@@ -115,7 +131,7 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                 if not pch_config:
                     pch_config.append(_with_torch_pch(plain_config, [*files, *extra],
                                                       {r: reach[r] for r in todo}, pch_folder))
-                fresh = _run_clang(todo, pch_config[0], inputs, opts.jobs, opts.units, tick)
+                fresh = _run_clang(todo, pch_config[0], inputs, opts.jobs, opts.units, tick, groups)
                 for res in fresh:
                     if cache is not None and not res.error:
                         cache.store(keys[res.path], res)
@@ -140,6 +156,8 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                     found.setdefault((k.path, k.start_offset), k)
                 for s in sorted(res.seen_files):
                     tu_of.setdefault(s, res.path)
+                for m in groups.get(res.path, ()):  # as its own parse did: no kernel is its own
+                    tu_of.setdefault(m, m)
             # Kernel headers whose includers did not reach them (inactive #if) get their own parse.
             pending = sorted(p for p in kernel_files if p not in tu_of and p not in clang_failed
                              and p not in pending)
@@ -164,7 +182,8 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                 report.failures.append(f"{path}: syntax errors, partial results")
     if use_clang:
         kernels = _variant_parses(kernels, kernel_files, config, tu_of, units,
-                                  _cached_parse(cache, graph, data, inputs, opts.units, reach, opts.jobs))
+                                  _cached_parse(cache, graph, data, inputs, opts.units, reach, opts.jobs),
+                                  graph, data)
     kernels.sort(key=lambda k: (k.path, k.start_offset))
     return kernels, tu_of, config
 
@@ -264,16 +283,24 @@ def _with_torch_pch(config: ParseConfig, files: list[SourceFile], reach: dict[st
 
 def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], config: ParseConfig,
                     tu_of: dict[str, str], units: UnitData,
-                    parse: Callable[[str, ParseConfig], clang_frontend.ParseResult]) -> list[Kernel]:
+                    parse: Callable[[str, ParseConfig], clang_frontend.ParseResult],
+                    graph: include_graph.IncludeGraph | None = None, data: dict[str, bytes] | None = None
+                    ) -> list[Kernel]:
     """Kernels only tree-sitter saw (their #if branch was off) are parsed again by clang in the
     configuration that turns their branch on, so they get an AST, a closure and launches too; the
-    defines that took are recorded with the kernel."""
+    defines that took are recorded with the kernel. So are the kernels of a header parsed alone because its
+    includer's `#include` of it sits in such a branch (miner.extract.guarded), through that includer."""
     groups: dict[tuple[str, tuple[str, ...]], list[Kernel]] = defaultdict(list)
     for k in kernels:
         if k.frontend == "treesitter" and k.path in kernel_files:
             defines = treesitter_frontend.activating_defines(kernel_files[k.path].data, k.start_offset)
             if defines:
                 groups[(tu_of.get(k.path, k.path), tuple(defines))].append(k)
+    replaced: set[int] = set()  # kernels whose parse alone gave a closure the includer's parse replaces
+    if graph is not None and data is not None:
+        for key, found in guarded.guarded_includers(kernels, tu_of, graph, data).items():
+            groups[key].extend(found)
+            replaced |= {id(k) for k in found}
     if not groups:
         return kernels
     swap: dict[int, Kernel] = {}
@@ -291,6 +318,8 @@ def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], 
                 match.defines = list(defines)
                 hits[(match.path, match.start_offset)] = match
                 swap[id(w)] = match
+                if id(w) in replaced:
+                    units.closures.pop((w.path, w.start_offset), None)
         # Only the variant kernels take their closure and launches from this configuration.
         found = analysis_of(res)
         found.closures = {key: u for key, u in found.closures.items() if key in hits}

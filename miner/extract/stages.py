@@ -28,7 +28,7 @@ from miner.frontends import clang_frontend, hip_config
 from miner.frontends.config import ParseConfig, framework_overlay
 from miner.frontends.model import Kernel
 from miner.frontends.parse_cache import ParseCache
-from miner.source import build_flags, compile_db, context, include_graph
+from miner.source import build_flags, compile_db, context, feature_guards, include_graph
 from miner.source.discover import Discovery, SourceFile, discover
 from miner.source.provenance import origin_of
 from miner.units.mentions import Mentions
@@ -114,7 +114,26 @@ def _configure(run: CudaRun) -> None:
                              context=frozenset(f.path for f in extra),
                              args_of={p: a for p, fl in flags_of.items()
                                       if (a := build_flags.parse_args(fl["nvcc"])) != ["-std=c++17"]},
-                             overlay_dir=framework_overlay([f.data for f in files + extra]))
+                             overlay_dir=framework_overlay([f.data for f in files + extra]),
+                             defines_of=_feature_switches(files + extra, graph))
+    switches = sorted({n for names in run.config.defines_of.values() for n in names})
+    if switches:
+        run.report.notes.append(f"defined for the translation units whose explicit instantiations they guard "
+                                f"(no source defines them; the build must): {', '.join(switches)}")
+
+
+def _feature_switches(files: list[SourceFile], graph: include_graph.IncludeGraph) -> dict[str, list[str]]:
+    """Per source, the build's feature switches that its translation unit's guarded explicit
+    instantiations need (miner.source.feature_guards), from the files it reaches."""
+    guarded = feature_guards.switches({f.path: f.data for f in files})
+    if not guarded:
+        return {}
+    out: dict[str, list[str]] = {}
+    for f in files:
+        names = {n for p in {f.path} | graph.closure(f.path) for n in guarded.get(p, ())}
+        if names:
+            out[f.path] = sorted(names)
+    return out
 
 
 def _parse(run: CudaRun) -> None:

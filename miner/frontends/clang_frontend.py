@@ -67,6 +67,9 @@ class LiveTU:
     inputs: set[str]  # input and context files
     norm: Callable[[str], str]  # a file name as clang spells it -> the real path inputs are keyed by
     read: Callable[[str], bytes]  # a file's bytes, read once per TU
+    # Generated instance files of this TU's group (same folder, includes and flags; only explicit
+    # instantiations of their own): not parsed, their lines read by the analysis as this TU's own.
+    instances: list[str] = field(default_factory=list)
 
 
 # An analysis: called with the live TU, returns a record with `to_dict()` and `error` (None, or why it
@@ -173,6 +176,9 @@ def _kernel(c: ci.Cursor, data: bytes, path: str, clang_name: str, diags: dict) 
         frontend="clang",
         diagnostics=diags,
         name_offset=c.location.offset,
+        # A C-linkage function's mangled name is its own name (a C++ kernel's is `_Z...`, its host stub's
+        # too): this also sees the linkage a definition inherits from an earlier `extern "C"` declaration.
+        c_linkage=c.mangled_name == c.spelling,
     )
 
 
@@ -206,9 +212,10 @@ _PREPROCESSING = {K.MACRO_DEFINITION, K.MACRO_INSTANTIATION, K.INCLUSION_DIRECTI
 
 
 def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | None = None,
-          analyse: Analysis | None = None) -> ParseResult:
+          analyse: Analysis | None = None, instances: list[str] | tuple[str, ...] = ()) -> ParseResult:
     """Parse `path`; report kernels defined in any file of `inputs` that this TU sees, and what `analyse`
-    finds in the live TU (`ParseResult.analysis`)."""
+    finds in the live TU (`ParseResult.analysis`), reading the explicit instantiations of `instances`
+    (files that are this TU but for those lines, `extract/instances.py`) as the TU's own."""
     with_units = analyse is not None
     result = ParseResult(path=path)
     if not AVAILABLE:
@@ -229,7 +236,7 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
         return result
     cindex_speed.hold_top_level(tu, local_only)
     try:
-        return _walk(tu, path, config, inputs, analyse, result)
+        return _walk(tu, path, config, inputs, analyse, result, list(instances))
     finally:
         cindex_speed.release(tu)
 
@@ -248,7 +255,7 @@ def _local_index() -> ci.Index:
 
 
 def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[str], analyse: Analysis | None,
-          result: ParseResult) -> ParseResult:
+          result: ParseResult, instances: list[str]) -> ParseResult:
     with_units = analyse is not None
     sources = _Sources()
     diag_cache: dict[str, dict] = {}
@@ -286,7 +293,7 @@ def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[st
         try:
             live = LiveTU(tu, result.kernels, cursors,
                           {(norm(c.location.file.name), c.location.offset): _declared(c, norm) for c in declared},
-                          inputs | config.context, norm, sources.get)
+                          inputs | config.context, norm, sources.get, instances)
             found = analyse(live)
             result.analysis, result.unit_error = found.to_dict(), found.error
         except Exception as exc:  # noqa: BLE001 - one TU's closure failing must not stop the run

@@ -31,6 +31,9 @@ class ParseConfig:
     # ("-std=c++20"; files not listed are parsed as nvcc's default, C++17) and the torch half defines
     # where the build undoes some.
     args_of: dict[str, list[str]] = field(default_factory=dict)
+    # Feature switches the build must define for a translation unit (miner.source.feature_guards: an
+    # explicit instantiation written only under `#ifdef X`, X defined by no source): per parse root.
+    defines_of: dict[str, list[str]] = field(default_factory=dict)
     # Stand-ins for framework headers the shims lack (framework_overlay): searched after the shims.
     overlay_dir: str | None = None
 
@@ -71,6 +74,7 @@ def clang_args(config: ParseConfig, path: str, prefix: bool = True) -> list[str]
         "-nocudainc", "-nocudalib", "-ferror-limit=0", "-Wno-unknown-cuda-version",
     ]
     if (prefix and config.torch_pch and path in config.torch_tus and path not in config.per_file_args
+            and path not in config.defines_of  # a -D the prefix was built without: clang refuses it
             and config.args_of.get(path, ["-std=c++17"]) == config.args_of.get(config.torch_pch, ["-std=c++17"])):
         args += ["-include-pch", config.torch_pch]
     elif prefix:
@@ -80,6 +84,7 @@ def clang_args(config: ParseConfig, path: str, prefix: bool = True) -> list[str]
         args += ["-isystem", gcc_inc]
     args += config.per_file_args.get(path, [])
     args += [f"-D{d}" for d in config.defines]
+    args += [f"-D{d}" for d in config.defines_of.get(path, [])]
     args += [f"-I{d}" for d in config.include_dirs]
     args += [f"-I{inc / 'shims'}"]
     if config.overlay_dir:

@@ -49,6 +49,9 @@ class Kernel:
     diagnostics: dict[str, Any] = field(default_factory=dict)
     name_offset: int = -1  # where clang locates the declaration (launch callees point here)
     defines: list[str] = field(default_factory=list)  # extra -D that made its #if branch active
+    # `extern "C"` (alone, in a block, or from an earlier declaration): the symbol is the plain name, which
+    # the unit must keep for its .entry to be the original's (code that loads kernels by name).
+    c_linkage: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

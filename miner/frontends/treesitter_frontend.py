@@ -185,7 +185,19 @@ def _kernel(fn: tree_sitter.Node, data: bytes, path: str) -> Kernel:
         attributes=attributes_from_prefix(prefix),
         is_specialization=is_spec,
         frontend="treesitter",
+        c_linkage=_c_linkage(fn),
     )
+
+
+def _c_linkage(fn: tree_sitter.Node) -> bool:
+    """Inside `extern "C"` (`extern "C" __global__ void k` or an `extern "C" {}` block)."""
+    node = fn.parent
+    while node is not None:
+        if node.type == "linkage_specification":
+            value = node.child_by_field_name("value")
+            return value is not None and value.text is not None and value.text.strip(b'"') == b"C"
+        node = node.parent
+    return False
 
 
 def activating_defines(data: bytes, offset: int) -> list[str]:

@@ -38,6 +38,9 @@ _CLASSES = [
     # gone in 3.6): the project's code targets an older release, no signature can fix it.
     ("removed_triton_api", re.compile(r"module 'triton(\.\w+)*' has no attribute")),
     ("unresolved_name", re.compile(r"NameError|is not defined|has no attribute")),
+    # Code the installed Triton does not accept whatever the signature (a dtype called as a constructor,
+    # `tl.float32(0.0)`): not a guessed type, so not signature_type although the text says "dtype".
+    ("compile_error", re.compile(r"object is not callable")),
     ("constexpr_value", re.compile(r"constexpr|power of 2|arange|must be a|shape|static_assert", re.I)),
     ("signature_type", re.compile(r"pointer|ptr|dtype|type|cast|Unsupported|scalar", re.I)),
 ]
@@ -177,7 +180,7 @@ def _procedure() -> bytes:
     change to it must not be served an older result from the cache."""
     here = Path(__file__).resolve().parent
     return b"".join((here / f).read_bytes() for f in ("compile_child.py", "repair.py", "fake_device.py",
-                                                        "kernel_only.py"))
+                                                        "kernel_only.py", "ports.py"))
 
 
 def _key(task: dict[str, Any], release: str) -> str:
@@ -284,6 +287,8 @@ def _record(kdir: Path, unit_dir: str, meta: dict[str, Any], r: dict[str, Any], 
     if r.get("repairs"):
         rec["signature_repairs"] = r["repairs"]
         rec["signature"], rec["constexprs"] = r["signature"], r["constexprs"]
+    if r.get("ports"):  # code written for an older Triton, ported faithfully (ports.py) to build
+        rec["ports"] = r["ports"]
     if r.get("device_queries"):
         rec["device_queries"] = r["device_queries"]
     if r.get("import") == "kernel_closure":  # the unit did not import; the kernel's own closure did

@@ -119,13 +119,15 @@ def compile_one(task: dict[str, Any]) -> dict[str, Any]:
     from triton.backends.compiler import GPUTarget
 
     from miner.triton import fake_device
-    from miner.triton.repair import MAX_COMPILES, Kernel, Search, compared_literals
+    from miner.triton import ports as ports_mod
+    from miner.triton.repair import Kernel, Search, compared_literals
 
     t0 = time.monotonic()
     stage = "import"
     queries: list[str] = []
     search = None
     reduced_from: BaseException | None = None
+    ported: list[str] = []
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # a unit printing at import must not break the protocol
             with fake_device.installed(task["arch"], queries):
@@ -143,43 +145,59 @@ def compile_one(task: dict[str, Any]) -> dict[str, Any]:
         search = Search(Kernel.parse(fn.src), task["signature"], task["constexprs"], task.get("origins", {}),
                         task.get("configs"), compared_literals(_jit_sources(mod)))
         budget = float(task.get("repair_budget_s", 60.0))
-        compiles = 1
-        try:
-            k = _compile(fn, search.signature, search.constexprs, target, options)
-        except Exception as first:  # noqa: BLE001 - a failed compile is what the search repairs
-            k, cur, last_exc = None, _failure(first, fn.src), first
-            while k is None:
-                kept = False
-                for p, v in search.candidates(cur):
-                    if compiles >= MAX_COMPILES or time.monotonic() - t0 > budget:
-                        break
-                    sig, consts = search.apply(p, v)
-                    compiles += 1
-                    try:
-                        k = _compile(fn, sig, consts, target, options)
-                    except Exception as exc:  # noqa: BLE001
-                        f = _failure(exc, fn.src)
-                        if search.progress(f) > search.progress(cur):  # the compiler got further: keep the change
-                            search.keep(p, v, cur)
-                            cur, last_exc, kept = f, exc, True
-                            break
-                        continue
-                    search.keep(p, v, cur)
-                    break
-                if k is None and not kept:
-                    raise last_exc from last_exc.__cause__
+        while True:
+            try:
+                k = _compile_repairing(fn, search, target, options, t0, budget)
+                break
+            except Exception as exc:  # noqa: BLE001 - code written for an older Triton: port it, compile again
+                done = ports_mod.port(_first_error(exc), fn.__globals__, ported)
+                if done is None:
+                    raise
+                ported.append(done)
     except BaseException as exc:  # noqa: BLE001 - every failure of untrusted code is a result
         if isinstance(exc, KeyboardInterrupt):
             raise
         tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
         return {"status": "failed", "stage": stage, "error": _first_error(exc)[:500],
                 "log": "".join(tb)[-4000:], "seconds": round(time.monotonic() - t0, 3),
-                **_search_facts(search, queries, reduced_from)}
+                **_search_facts(search, queries, reduced_from, ported)}
     md = k.metadata
     return {"status": "ok", "stage": "done", "error": None, "ptx": k.asm.get("ptx", ""),
             "shared": int(getattr(md, "shared", 0) or 0), "num_warps": int(md.num_warps),
             "num_stages": int(md.num_stages), "name": md.name, "seconds": round(time.monotonic() - t0, 3),
-            **_search_facts(search, queries, reduced_from)}
+            **_search_facts(search, queries, reduced_from, ported)}
+
+
+def _compile_repairing(fn: Any, search: Any, target: Any, options: dict[str, Any], t0: float, budget: float) -> Any:
+    """Compile with the search's signature; on failure, try its candidate changes one at a time, keeping
+    a change only when the compiler gets further (repair.py), until it compiles or nothing helps."""
+    from miner.triton.repair import MAX_COMPILES
+
+    compiles = 1
+    try:
+        return _compile(fn, search.signature, search.constexprs, target, options)
+    except Exception as first:  # noqa: BLE001 - a failed compile is what the search repairs
+        cur, last_exc = _failure(first, fn.src), first
+    while True:
+        kept = False
+        for p, v in search.candidates(cur):
+            if compiles >= MAX_COMPILES or time.monotonic() - t0 > budget:
+                break
+            sig, consts = search.apply(p, v)
+            compiles += 1
+            try:
+                k = _compile(fn, sig, consts, target, options)
+            except Exception as exc:  # noqa: BLE001
+                f = _failure(exc, fn.src)
+                if search.progress(f) > search.progress(cur):  # the compiler got further: keep the change
+                    search.keep(p, v, cur)
+                    cur, last_exc, kept = f, exc, True
+                    break
+                continue
+            search.keep(p, v, cur)
+            return k
+        if not kept:
+            raise last_exc from last_exc.__cause__
 
 
 def _load_kernel_closure(task: dict[str, Any]) -> Any:
@@ -200,8 +218,11 @@ def _load_kernel_closure(task: dict[str, Any]) -> Any:
         return None
 
 
-def _search_facts(search: Any, queries: list[str], reduced_from: BaseException | None = None) -> dict[str, Any]:
+def _search_facts(search: Any, queries: list[str], reduced_from: BaseException | None = None,
+                  ported: list[str] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    if ported:
+        out["ports"] = ported
     if reduced_from is not None:
         out["import"] = "kernel_closure"
         out["unit_import_error"] = _first_error(reduced_from)[:300]

@@ -28,7 +28,7 @@ from miner.source.provenance import Origin, origin_of
 from miner.triton import closure as closure_mod
 from miner.triton import inputs as ref_inputs
 from miner.triton import launches as launch_mod
-from miner.triton import reference, render, signature
+from miner.triton import parent_ref, reference, render, signature
 from miner.triton.project import Module, Project
 
 KERNEL_TEXT = "kernel.py"
@@ -94,6 +94,7 @@ def _signature_text(mod: Module, fn: ast.FunctionDef) -> str:
     return " ".join(head.split())
 
 
+_LAYER_CLASS = re.compile(rb"^class\s+\w+\s*\((?:torch\.)?nn\.[A-Z]", re.M)
 _SUBSCRIPTED = re.compile(rb"([A-Za-z_][A-Za-z0-9_]*)\s*\[")
 
 
@@ -104,6 +105,13 @@ class LaunchIndex:
     def __init__(self, files: list[tuple[str, bytes]]) -> None:
         self.files = files
         self._by_name: dict[bytes, list[int]] | None = None
+        self._layers: list[tuple[str, bytes]] | None = None
+
+    def files_with_layers(self) -> list[tuple[str, bytes]]:
+        """Files defining a class on a `nn.X` / `torch.nn.X` base (parent_ref reads only these)."""
+        if self._layers is None:
+            self._layers = [(p, d) for p, d in self.files if _LAYER_CLASS.search(d)]
+        return self._layers
 
     def files_naming(self, name: str) -> list[tuple[str, bytes]]:
         if self._by_name is None:
@@ -197,10 +205,15 @@ def _unit(project: Project, mod: Module, k: TritonKernel, fn: ast.FunctionDef, l
         lmod = launch["_module"]
         lst = roots.setdefault(lmod.path, (lmod, []))[1]
         lst.append((launch["_stmt"], launch["_top_name"]))
-        for name in (pair or {}).values():
-            stmt = lmod.binding(name)
-            if stmt is not None:
-                lst.append((stmt, name))
+        if pair and "layers" in pair:  # torch.nn subclasses, in the launcher's module or one importing it
+            for f in pair["layers"]:
+                lst = roots.setdefault(f["_module"].path, (f["_module"], []))[1]
+                lst.append((f["_module"].binding(f["layer"]), f["layer"]))
+        else:
+            for name in (pair or {}).values():
+                stmt = lmod.binding(name)
+                if stmt is not None:
+                    lst.append((stmt, name))
     c = closure_mod.Closure()
     keys: set[tuple[str, int]] = set()
     for m, lst in roots.values():
@@ -271,6 +284,11 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
                 pair = None
                 if launch is not None and launch["launcher"] == launch["_top_name"]:
                     pair = reference.pair(launch["_module"], launch["launcher"])
+                if launch is not None and pair is None and launch["_stmt"] is not None:
+                    others = (project.module(p, d) for p, d in index.files_with_layers())
+                    found = parent_ref.layers(project, launch["_module"], launch["_top_name"],
+                                              (m for m in others if m is not None))
+                    pair = {"kind": "torch_parent", "layers": found} if found else None
                 header = [f"kernel-miner unit (language: triton): {k.qualified_name}",
                           f"from {origin.repo or '(no git remote)'} {rel}:{k.start_line}-{k.end_line}"
                           + (f" @ {origin.commit[:12]}" if origin.commit else "")]
@@ -297,9 +315,13 @@ def extract(paths: list[str], out_dir: Path, units: bool = True, project_root: s
                 if unit_text is not None:
                     meta["instantiations"] = [_instantiation(meta, launch)]
                     atomic.write_text(out_dir / kid / dataset.UNITS / "default" / UNIT_NAME, unit_text)
-                    if pair is not None:
+                    if pair is not None and "layers" in pair:
+                        meta["triton"]["reference"] = {"kind": pair["kind"], "test": parent_ref.TEST_FILE,
+                                                       "layers": parent_ref.record(pair["layers"])}
+                        atomic.write_text(out_dir / kid / parent_ref.TEST_FILE, parent_ref.test_text(pair["layers"]))
+                    elif pair is not None:
                         meta["triton"]["reference"] = {**pair, "test": reference.TEST_FILE}
-                        spec = ref_inputs.solve(unit_text, pair["function"], pair["reference"])
+                        spec = ref_inputs.solve(unit_text, pair["function"], pair["reference"], k.name)
                         if spec is not None:  # sizes read from the source; the harness tries them first
                             meta["triton"]["reference"]["inputs"] = spec
                         atomic.write_text(out_dir / kid / reference.TEST_FILE, reference.test_text(pair))

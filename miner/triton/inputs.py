@@ -54,7 +54,7 @@ def required(fn: ast.FunctionDef) -> list[str]:
     return [a.arg for a in _args(fn) if a.arg not in d]
 
 
-def solve(source: str, function: str, reference: str) -> dict[str, Any] | None:
+def solve(source: str, function: str, reference: str, kernel: str | None = None) -> dict[str, Any] | None:
     """The inputs spec, or None when the source says nothing about any tensor's shape."""
     try:
         tree = ast.parse(source)
@@ -80,7 +80,7 @@ def solve(source: str, function: str, reference: str) -> dict[str, Any] | None:
             params.setdefault(key, Param(key, ast.unparse(ann) if ann is not None else ""))
             out.append(key)
         keys["reference" if f is ref else "function"] = out
-    reader = Reader(funcs, classes)
+    reader = Reader(funcs, classes, kernel)
     envs = {}
     # The tested function first (its launcher's asserts and unpackings are the firmest facts), then the
     # reference, then the function again with what the reference added.
@@ -236,6 +236,8 @@ def _pick(d: Dim, memo: dict[int, int], depth: int = 0) -> int:
             mv = _pick(m, memo, depth + 1)
             if mv > 0 and v % mv:
                 v = ((v + mv - 1) // mv) * mv
+        if r.at_least is not None and v < r.at_least:
+            v = 1 << max(r.at_least - 1, 0).bit_length()  # the next power of two at or above
         if r.at_most is not None and v > r.at_most > 0:
             v = 1 << (r.at_most.bit_length() - 1)
     memo[id(r)] = v

@@ -46,6 +46,9 @@ _UNDEFINED = re.compile(r"NameError\(['\"](?!Cannot access global)|is not define
 _SHAPE = re.compile(r"shape|arange|power of 2|reshape|number of elements|dimension|broadcast|constexpr|"
                     r"must be a|static_assert|block", re.I)
 CONFIG = "*autotune config*"  # the pseudo-parameter of a whole-config change (value: the config's index)
+# A half-precision value met an fp32 one (`Got bf16 and fp32`): the kernel was written for half inputs
+# (`p.to(tl.bfloat16)` then `tl.dot(p, do)`), so every guessed fp32 pointer may need that type.
+_HALF_MET_FP32 = re.compile(r"Got (bf16|fp16) and fp32|Got fp32 and (bf16|fp16)")
 TOGETHER = "*together*"  # several parameters changed at once (value: ((param, type), ...))
 
 _POINTERS = ["*fp32", "*fp16", "*bf16", "*i32", "*i64", "*i8", "*u8", "*i1"]
@@ -266,6 +269,13 @@ class Search:
                           and self.signature.get(p, "")[:3] in ("*fp", "*bf"))
             if len(group) > 1:
                 typed = [(TOGETHER, tuple((p, t) for p in group)) for t in ("*i32", "*i64")] + typed
+        half = _HALF_MET_FP32.search(f.message)
+        if half:
+            # One pointer at a time moves the clash to the next operand without passing it: all together.
+            group = tuple(p for p, t in self.signature.items() if t == "*fp32" and self.origins.get(p) in GUESSED)
+            if len(group) > 1:
+                elem = "*" + (half.group(1) or half.group(2))
+                typed = [(TOGETHER, tuple((p, elem) for p in group)), *typed]
         if _SHAPE.search(f.message):
             out = [*flags, *configs, *typed, *values]
         else:

@@ -19,6 +19,7 @@ class Dim:
         self.factors: list[Dim] | None = None  # this dim is their product (`seqlen == nchunks * chunk_size`)
         self.multiple_of: list[Dim] = []  # `assert nheads % ngroups == 0`
         self.at_most: int | None = None  # `assert K <= 256`
+        self.at_least: int | None = None  # the launch of the kernel under test sits under `if T > 512:`
 
     def root(self) -> Dim:
         node = self
@@ -48,6 +49,8 @@ def unify(a: Dim, b: Dim) -> None:
     ra.multiple_of += rb.multiple_of
     if rb.at_most is not None:
         ra.at_most = rb.at_most if ra.at_most is None else min(ra.at_most, rb.at_most)
+    if rb.at_least is not None:
+        ra.at_least = rb.at_least if ra.at_least is None else max(ra.at_least, rb.at_least)
 
 
 def _depends(a: Dim, b: Dim, depth: int = 0) -> bool:

@@ -42,8 +42,11 @@ _SKIP = object()  # an `if` on a rank test: take the branch that keeps the argum
 class Reader(Expressions):
     """Walks functions of one module; `funcs`/`classes` are its top-level definitions by name."""
 
-    def __init__(self, funcs: dict[str, ast.FunctionDef], classes: dict[str, ast.ClassDef]) -> None:
+    def __init__(self, funcs: dict[str, ast.FunctionDef], classes: dict[str, ast.ClassDef],
+                 kernel: str | None = None) -> None:
         self.funcs, self.classes = funcs, classes
+        self.kernel = kernel  # the kernel under test: the branches that launch it say which sizes pick it
+        self.conds: dict[str, ast.expr] = {}  # `use_short = T <= 512`: the comparison a flag was bound to
         self.stack: list[str] = []
         self.steps = 0
 
@@ -73,6 +76,8 @@ class Reader(Expressions):
 
     def _stmt(self, st: ast.stmt) -> None:
         if isinstance(st, ast.Assign):
+            if isinstance(st.value, ast.Compare) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+                self.conds.setdefault(st.targets[0].id, st.value)
             v = self._expr(st.value)
             for t in st.targets:
                 self._bind(t, v, st.value)
@@ -81,6 +86,9 @@ class Reader(Expressions):
         elif isinstance(st, ast.Assert):
             self._fact(st.test)
         elif isinstance(st, ast.If):
+            launches = self._launches(st.body), self._launches(st.orelse)
+            if launches[0] != launches[1]:  # only one side launches the kernel under test: its condition holds
+                self._branch(st.test, launches[0])
             truth = self._truth(st.test)
             if truth is True:
                 self._block(st.body)
@@ -156,6 +164,40 @@ class Reader(Expressions):
                 return False  # a tensor, or a local nothing is known about
             sized = sized or isinstance(v, Dim) or (isinstance(v, Param) and v.kind == "int")
         return sized
+
+    def _launches(self, body: list[ast.stmt]) -> bool:
+        """Does `body` launch the kernel under test (`kernel[grid](...)`)?"""
+        if not self.kernel:
+            return False
+        for st in body:
+            for n in ast.walk(st):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript):
+                    v = n.func.value
+                    if (isinstance(v, ast.Name) and v.id == self.kernel) or \
+                            (isinstance(v, ast.Attribute) and v.attr == self.kernel):
+                        return True
+        return False
+
+    def _branch(self, test: ast.expr, holds: bool) -> None:
+        """A size bound from the condition of the branch that launches the kernel (`if T <= 512:` short
+        kernel, `else:` long kernel), so the solved sizes reach the kernel under test, not its sibling."""
+        if isinstance(test, ast.Name) and test.id in self.conds:
+            test = self.conds[test.id]
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            self._branch(test.operand, not holds)
+            return
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return
+        op, a, b = test.ops[0], test.left, test.comparators[0]
+        flip = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE}
+        negate = {ast.Lt: ast.GtE, ast.LtE: ast.Gt, ast.Gt: ast.LtE, ast.GtE: ast.Lt}
+        if type(op) not in flip:
+            return
+        if isinstance(a, ast.Constant):  # `512 >= T`: the size on the left
+            op, a, b = flip[type(op)](), b, a
+        if not holds:
+            op = negate[type(op)]()
+        self._relate(op, a, b)
 
     # --- conditions and facts
     def _truth(self, test: ast.expr) -> Any:
@@ -236,6 +278,12 @@ class Reader(Expressions):
                 bound = b.value - (1 if isinstance(op, ast.Lt) else 0)
                 r = x.root()
                 r.at_most = bound if r.at_most is None else min(r.at_most, bound)
+        elif isinstance(op, (ast.GtE, ast.Gt)):
+            x = as_dim(a)
+            if x is not None and isinstance(b, Const) and isinstance(b.value, int):
+                bound = b.value + (1 if isinstance(op, ast.Gt) else 0)
+                r = x.root()
+                r.at_least = bound if r.at_least is None else max(r.at_least, bound)
 
     def _equal_sizes(self, a: Any, b: Any) -> None:
         if isinstance(a, Product) and not isinstance(b, Product):

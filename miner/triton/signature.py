@@ -92,6 +92,20 @@ def _indexed_params(fn: ast.FunctionDef, names: set[str]) -> dict[str, int]:
     return out
 
 
+def printed_params(fn: ast.FunctionDef, names: set[str]) -> set[str]:
+    """Parameters passed as the first argument of `print(...)` / `tl.device_print(...)` /
+    `tl.static_print(...)`: the prefix, a Python string (Triton makes a string argument a constexpr)."""
+    out: set[str] = set()
+    for n in ast.walk(fn):
+        if not (isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name) and n.args[0].id in names):
+            continue
+        f = n.func
+        if (isinstance(f, ast.Name) and f.id == "print") or \
+                (isinstance(f, ast.Attribute) and f.attr in ("device_print", "static_print")):
+            out.add(n.args[0].id)
+    return out
+
+
 def tested_names(fn: ast.FunctionDef) -> set[str]:
     """Names used as a condition (`if HAS_BIAS:`, `x if IS_CAUSAL else y`, `not REVERSE`, `a and B`)."""
     out: set[str] = set()
@@ -193,6 +207,7 @@ def infer(k: TritonKernel, fn: ast.FunctionDef, launch: dict[str, Any] | None, h
     tested = tested_names(fn)
     descs = descriptors.descriptor_params(fn, runtime)
     tuples = _indexed_params(fn, runtime)
+    printed = printed_params(fn, runtime)
     signature: dict[str, str] = {}
     constexprs: dict[str, Any] = {}
     origins: dict[str, str] = {}
@@ -208,6 +223,9 @@ def infer(k: TritonKernel, fn: ast.FunctionDef, launch: dict[str, Any] | None, h
             continue  # typed below, once the constexprs its block shape may name are known
         if p.annotation and p.annotation in _ANNOTATION_TYPES:
             ty, origin = _ANNOTATION_TYPES[p.annotation], "annotation"
+        elif p.name in printed and p.name not in launch_args:  # a print prefix: a string constexpr
+            signature[p.name], constexprs[p.name], origins[p.name] = "constexpr", "", "usage"
+            continue
         elif p.name in tuples:  # `stride_x[0]` in the kernel: a tuple argument (`x.stride()` at the call)
             ty = "(" + ", ".join(["i32"] * tuples[p.name]) + ")"
             origin = "launcher_expr" if given == "ints" else "usage"

@@ -35,6 +35,7 @@ def analyse(live: LiveTU) -> TUAnalysis:
 def _analyse(live: LiveTU, out: TUAnalysis) -> None:
     tu, kernels, norm = live.tu, live.kernels, live.norm
     ctx = closure.TUContext(tu, live.inputs, norm, live.read)
+    ctx.instances = list(live.instances)
     by_name = {(k.path, k.name_offset): k for k in kernels}
     # Every redeclaration is its own key: a reference resolves to whichever one lookup found.
     stand_ins = {key: d for key, d in live.declared.items() if key not in by_name}
@@ -53,7 +54,8 @@ def _analyse(live: LiveTU, out: TUAnalysis) -> None:
         k = by_name[launch.kernel]
         rec = replace(launch, kernel=(k.path, k.start_offset))
         out.launches.append(rec)
-        lists = [launch.template_args or [], *launch.host_template_args, *launch.dispatch_args]
+        lists = [launch.template_args or [], launch.resolved_text or [], *launch.host_template_args,
+                 *launch.dispatch_args]
         arg_names.setdefault(rec.kernel, set()).update(n for args in lists for a in args for n in _IDENT.findall(a))
     # Explicit instantiations sit beside the kernel or in the .cu that includes its header, often
     # written through the project's macros (defined in any file of this TU).
@@ -66,11 +68,18 @@ def _analyse(live: LiveTU, out: TUAnalysis) -> None:
             continue
         for name, lst in instantiations.explicit_in(texts[path], macros).items():
             out.explicit.setdefault(name, []).extend(lst)
+    for path in live.instances:  # the group's other instance files: their lines as this unit's own
+        for name, lst in instantiations.explicit_in(live.read(path).decode("utf-8", "replace"), macros).items():
+            out.explicit.setdefault(name, []).extend(lst)
     for k, c in zip(kernels, live.cursors, strict=True):
         key = (k.path, k.start_offset)
         names = arg_names.get(key, set()) | {n for args in out.explicit.get(k.name, []) for a in args
                                                for n in _IDENT.findall(a)}
-        cl = closure.compute(ctx, c, k.path, k.start_offset, sorted(names))
-        out.closures[key] = ClosureRecord(
-            k.path, [PieceText(**p) for p in closure.render_pieces(ctx, cl, k.path, k.start_offset)],
-            cl.includes, cl.shims, cl.unresolved, cl.vendored)
+        made = [f for n, f in launches.functors(ctx).items() if n in names]
+        cl = closure.compute(ctx, c, k.path, k.start_offset, sorted(names), [f.cursor for f in made])
+        pieces = [PieceText(**p) for p in closure.render_pieces(ctx, cl, k.path, k.start_offset)]
+        # Functor structs standing for lambdas in the template arguments: after the kernel and the closure.
+        pieces += [PieceText("STRUCT_DECL", f.name, list(f.namespaces), f.text, f.path, f.line, after=True,
+                             functor=True)
+                   for f in made]
+        out.closures[key] = ClosureRecord(k.path, pieces, cl.includes, cl.shims, cl.unresolved, cl.vendored)

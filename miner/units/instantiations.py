@@ -45,7 +45,7 @@ def explicit_in(text: str, macros: dict[str, macro_text.MacroDef] | None = None,
     """`template __global__ void k<float, 64>(...)` lines, by kernel name, also those that the project's
     macros write (`INSTANTIATE(float)` with `#define INSTANTIATE(T) template GLOBAL void k<T>(T *);`)."""
     if macros:
-        text = macro_text.expand(text, macros, _writing_template(macros))
+        text = macro_text.expand(text, macros, writing_template(macros))
     out: dict[str, list[list[str]]] = {}
     for m in _EXPLICIT_MEMBER.finditer(text) if members else ():  # by class name
         args = split_top(m.group(2))
@@ -56,7 +56,7 @@ def explicit_in(text: str, macros: dict[str, macro_text.MacroDef] | None = None,
     return out
 
 
-def _writing_template(macros: dict[str, macro_text.MacroDef]) -> set[str]:
+def writing_template(macros: dict[str, macro_text.MacroDef]) -> set[str]:
     """Macros whose expansion contains the keyword `template`, directly or through other macros."""
     names = {n for n, m in macros.items() if re.search(r"\btemplate\b", m.body)}
     while True:

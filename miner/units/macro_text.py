@@ -30,11 +30,16 @@ class MacroDef:
 
 def definitions(text: str) -> dict[str, MacroDef]:
     """Every `#define` of a source text (the last one of a name wins), comments removed."""
-    out: dict[str, MacroDef] = {}
+    return {name: defs[-1] for name, defs in every_definition(text).items()}
+
+
+def every_definition(text: str) -> dict[str, list[MacroDef]]:
+    """Every `#define` of a source text, all of a name's definitions in text order (those of both
+    branches of an `#if`), comments removed."""
+    out: dict[str, list[MacroDef]] = {}
     for m in _DEFINE.finditer(_COMMENT.sub(" ", text)):
         params = tuple(p.strip() for p in m.group(2)[1:-1].split(",") if p.strip()) if m.group(2) else None
-        body = re.sub(r"\\\n", " ", m.group(3)).strip()
-        out[m.group(1)] = MacroDef(m.group(1), params, body)
+        out.setdefault(m.group(1), []).append(MacroDef(m.group(1), params, re.sub(r"\\\n", " ", m.group(3)).strip()))
     return out
 
 

@@ -27,6 +27,8 @@ class PieceText:
     path: str
     line: int
     after: bool = False  # after the kernel in the source (its own specializations): emitted after it
+    c_linkage: bool = False  # declared inside `extern "C"`, which its text does not hold: the unit wraps it
+    functor: bool = False  # a struct standing for a lambda (launches.functors): only in the units naming it
 
 
 @dataclass

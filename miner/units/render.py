@@ -157,6 +157,8 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             p["ctype"] = ctype_of(p["type"])
             p["base"] = _base(p["type"])
         args_text = ", ".join(_typed_args(meta.get("template_params") or [], inst["args"], pieces))
+        # A lambda's functor struct only where these arguments name it (another's body need not build here).
+        own = [p for p in pieces if not p.get("functor") or re.search(rf"\b{re.escape(p['name'])}\b", args_text)]
         symbol = "km_launch_" + hashlib.sha256(f"{meta['id']}/{iid}".encode()).hexdigest()[:16]
         explicit = bool(inst["args"]) and not meta["is_specialization"]
         # The launcher sits in the kernel's namespaces: the name alone finds the kernel (a `::`-qualified one
@@ -175,9 +177,13 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             "defines": [d.split("=", 1) if "=" in d else [d, "1"] for d in meta["parse_context"]["defines"]
                         if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")],
             "shim_text": _shim_for(pieces) if unit.shims or _shim_types(inst["args"], kernel_text, pieces) else "",
-            "pieces": pieces, "namespaces": meta["qualified_name"].split("::")[:-1],
+            "pieces": own, "namespaces": meta["qualified_name"].split("::")[:-1],
             "kernel_text": kernel_text, "callee": callee,
             "macro_names": list(dict.fromkeys(p.name for p in unit.pieces if p.kind == "MACRO")),
+            # Names the unit defines with C linkage: one symbol per program, whatever the namespace, so a
+            # build batch must not hold two units that define the same one.
+            "c_symbols": list(dict.fromkeys([*([meta["name"]] if meta.get("linkage") == "C" else []),
+                                             *(p.name for p in unit.pieces if p.c_linkage)])),
             "inst": {"args_text": args_text, "explicit": explicit, "params": params,
                      "param_types": [p["type"] for p in params]},
         }

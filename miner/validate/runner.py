@@ -144,10 +144,14 @@ def kill_active() -> None:
 class SpawnRunner:
     mode = "spawn"
 
+    def __init__(self, extra_env: dict[str, str] | None = None) -> None:
+        self.extra_env = extra_env or {}
+
     def run(self, job: Job) -> RawResult:
         _prepare(job)
         cmd = child_command(job, job.sanitize)
         env = child_env()
+        env.update(self.extra_env)
         env.update(job.env)
         if job.sanitize:
             # memcheck knows allocations by cudaMalloc; torch's caching allocator would hide
@@ -290,6 +294,7 @@ class ForkRunner:
         # One private folder for every work area of this run: nothing is left behind in the temp folder.
         self.work_root = Path(tempfile.mkdtemp(prefix="km-validate-")) if policy is not None else None
         self.mode = mode
+        self.extra_env = extra_env or {}
         self.free: list[Zygote] = [Zygote(policy, self.work_root, extra_env) for _ in range(jobs)]
         self.all = list(self.free)
         self.cv = threading.Condition()
@@ -302,7 +307,7 @@ class ForkRunner:
 
     def run(self, job: Job) -> RawResult:
         if job.sanitize:
-            return SpawnRunner().run(job)
+            return SpawnRunner(self.extra_env).run(job)
         with self.cv:
             while not self.free:
                 self.cv.wait()

@@ -145,7 +145,8 @@ def _explicit(item: _Item) -> str | None:
 def _unit_entry(item: _Item) -> str | None:
     parsed = ptx_mod.parse(item.unit_res.ptx if item.unit_res else "")
     mark = f"{len(item.meta['name'])}{item.meta['name']}"
-    hits = [e for e in parsed.entries if mark in e]
+    # A mangled name holds `<len><name>`; a C-linkage kernel's entry is the name itself.
+    hits = [e for e in parsed.entries if mark in e or e == item.meta["name"]]
     return (hits or parsed.entries or [None])[0]
 
 

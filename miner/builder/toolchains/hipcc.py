@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from miner.builder import hip_translate, portability
+from miner.builder.hip_implied import Implied, identity
 from miner.builder.hip_resources import parse_remarks
 from miner.builder.toolchain import find_executable
 from miner.builder.toolchains import rocm_prefix
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from miner.builder.toolchain import BuildOptions
 
 DEFAULT_HIP_ARCH = "gfx90a"
-TRANSLATION_FORMAT = "km-hipify-3"  # bump when translate() or the portability scans change
+TRANSLATION_FORMAT = "km-hipify-4"  # bump when translate() or the portability scans change
 _GFX = re.compile(r"gfx[0-9a-f]{3,4}(?::(?:xnack|sramecc)[+-])*")
 
 
@@ -49,6 +50,7 @@ class Hipcc(Toolchain):
         self.findings: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self.prefix: rocm_prefix.RocmPrefix | None = None
         self.versions: dict[str, Any] = {}
+        self.implied: Implied | None = None
 
     @classmethod
     def find(cls, explicit: str | None = None) -> str:
@@ -150,7 +152,8 @@ class Hipcc(Toolchain):
     def _translated(self, cuda_text: str, cache_root: Path | None) -> tuple[str, list[dict[str, Any]]]:
         """The HIP text and findings of a CUDA unit, kept in the build cache by content: a warm rebuild
         reads them instead of running the mapping and the scans again."""
-        tag = f"{TRANSLATION_FORMAT}\0{hip_translate.hipify_version()}\0"
+        # The headers nvcc brings with the unit's includes (hip_implied.py) depend on that nvcc too.
+        tag = f"{TRANSLATION_FORMAT}\0{hip_translate.hipify_version()}\0{identity()}\0"
         key = hashlib.sha256((tag + cuda_text).encode()).hexdigest()
         path = cache_root / "hipify" / key[:2] / f"{key}.json" if cache_root else None
         if path is not None:
@@ -161,6 +164,9 @@ class Hipcc(Toolchain):
                 pass
         hip_text = hip_translate.translate(cuda_text)
         findings = [f.record() for f in portability.find(cuda_text, hip_text, hip_translate.is_mapped)]
+        if self.implied is None or self.implied.cache_root != cache_root:
+            self.implied = Implied(cache_root)
+        hip_text = self.implied.add(cuda_text, hip_text, hip_translate.mapping())
         if path is not None:
             atomic.write_json(path, {"hip": hip_text, "findings": findings})
         return hip_text, findings

@@ -32,21 +32,29 @@ from miner.units.closure.shims import (
 from miner.units.closure.siblings import specialized_template, written_with
 from miner.units.closure.text import _cut, _includes, _unresolved
 from miner.units.closure.vendored import Library, Vendored
+from miner.units.headers import STD_HEADERS
 
 _ARG_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
                    "CLASS_TEMPLATE", "TYPE_ALIAS_TEMPLATE_DECL"}
 
 
 def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_start: int,
-            arg_names: list[str] | tuple[str, ...] = ()) -> Closure:
+            arg_names: list[str] | tuple[str, ...] = (), extra: list[ci.Cursor] | tuple[ci.Cursor, ...] = ()
+            ) -> Closure:
     """The closure of one kernel; `arg_names` are the names in its instantiations' template arguments,
-    whose types (declared at any namespace scope of the project) the unit needs as well."""
+    whose types (declared at any namespace scope of the project) the unit needs as well; `extra` are further
+    roots (the lambdas a functor struct in those arguments is written from: what their bodies name)."""
     out = Closure()
     seen: set[tuple[str, int]] = {(kernel_path, kernel_start)}
+    for lam in extra:
+        # The function the lambda sits in is not the unit's: its captured locals resolve to it.
+        if lam.location.file is not None and (
+                host := ctx.piece_at(ctx.norm(lam.location.file.name), lam.extent.start.offset)) is not None:
+            seen.add((host[0].path, host[0].start))
     with_members: set[tuple[str, int]] = set()
     pieces: list[Piece] = []
     shims: set[str] = set()
-    work = [(kernel_cursor, _enclosing_namespaces(kernel_cursor))]
+    work = [(kernel_cursor, _enclosing_namespaces(kernel_cursor))] + [(c, _enclosing_namespaces(c)) for c in extra]
     # A macro that writes the kernel may write more beside it (`template <> void gpu_abs<float>(...) {
     # k<float><<<...>>>(...); }`): that text is the kernel's text too, so what it names comes along.
     siblings = written_with(kernel_cursor)
@@ -92,6 +100,9 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
             found = ctx.piece_at(ctx.norm(t.location.file.name), t.extent.start.offset)
             if found is not None:
                 take(*found)
+    # A toolkit type named only in the template arguments (`__half` in `k<__half>`, from an explicit
+    # instantiation's text) needs its header in the unit, which writes the instantiation and the launcher.
+    tokens += list(arg_names)
     for name in arg_names:
         for lst in ctx.groups_named(name):
             typed = [(gp, gc) for gp, gc in lst if gp.kind in _ARG_TYPE_KINDS]
@@ -159,9 +170,8 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                     for gp, gc in ctx.by_name.get((scope[:i], name), [])[:1]:
                         take(gp, gc)
     files = {kernel_path} | {p.path for p in pieces}
+    using_files, with_shim = set(files), bool(shims)
     out.macros = _macros(ctx, tokens, ctx.sort_key(kernel_path, kernel_start), vendored)
-    pieces += _usings(ctx, files, pieces, seen, ctx.sort_key(kernel_path, kernel_start), bool(shims), used)
-    out.pieces = sorted(pieces, key=lambda p: ctx.sort_key(p.path, p.start))
     files |= {m.path for m in out.macros}
     for m in out.macros:
         tokens += _IDENT.findall(m.body)
@@ -170,6 +180,9 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     shims |= {t for t in tokens if t in _unit_shim_macros() and not ctx.active_macro(t)}
     out.shims = sorted(shims)
     out.includes = _includes(ctx, files, tokens, list(headers))
+    pieces += _usings(ctx, using_files, pieces, seen, ctx.sort_key(kernel_path, kernel_start), with_shim, used,
+                      out.includes)
+    out.pieces = sorted(pieces, key=lambda p: ctx.sort_key(p.path, p.start))
     out.vendored = [{"include_dir": lib.include_dir, "parts": list(lib.parts), "headers": list(lib.headers),
                      "defines": [m.name for m in vend.config_defines(lib)], "prelude": vend.prelude(lib)}
                     for lib in sorted(used.values(), key=lambda lib: lib.first)]
@@ -258,11 +271,15 @@ def _walk(cur: ci.Cursor, drop: dict[tuple[int, int], str]):
 
 
 def _usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple[str, int]],
-            before: tuple[int, int], with_shim: bool, libraries: dict[str, Library]) -> list[Piece]:
+            before: tuple[int, int], with_shim: bool, libraries: dict[str, Library],
+            includes: list[str]) -> list[Piece]:
     """`using namespace X;`, `using X::y;` and `namespace a = X;` seen before the kernel, kept when what
-    they name is in the unit: a namespace or declaration of the closure, a toolkit header, or the torch
-    shim when the unit inlines it (`using namespace at;` in a kernel that uses no torch name is dropped:
-    without the shim there is no `at` to name)."""
+    they name is in the unit: a namespace or declaration of the closure, a toolkit header the unit includes,
+    or the torch shim when the unit inlines it (`using namespace at;` in a kernel that uses no torch name is
+    dropped: without the shim there is no `at` to name). `namespace cg = cooperative_groups;` in a file that
+    has cooperative groups only through a project header is dropped from a unit that does not include them
+    (a kernel of that file that uses no `cg::`): the alias alone was "name must be a namespace name"."""
+    families = {_header_family(h) for h in includes}
     in_unit = {(p.path, p.start) for p in pieces}
     chains = {p.namespaces[:i] for p in pieces for i in range(1, len(p.namespaces) + 1)}
     out: list[Piece] = []
@@ -286,11 +303,21 @@ def _usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tupl
                     d = target.get_definition() or target
                     found = ctx.piece_at(ctx.norm(d.location.file.name), d.location.offset) if d.location.file else None
                     keep = found is not None and (found[0].path, found[0].start) in in_unit
+            elif _is_torch_shim(ctx, tpath):
+                # Kept where the unit shim has the target: `using namespace at::indexing;` named a namespace
+                # only the parse shim declares ("name must be a namespace name").
+                keep = with_shim and in_unit_shim(target)
             else:
-                # A torch-shim target is kept where the unit shim has it: `using namespace at::indexing;`
-                # named a namespace only the parse shim declares ("name must be a namespace name").
-                keep = not _is_torch_shim(ctx, tpath) or (with_shim and in_unit_shim(target))
+                h = _toolkit_header_of_shim(ctx, tpath)
+                # (std's namespace is everywhere: a standard header's shim decides nothing)
+                keep = h is None or h in STD_HEADERS or _header_family(h) in families
             if keep:
                 seen.add((p.path, p.start))
                 out.append(p)
     return out
+
+
+def _header_family(header: str) -> str:
+    """`cooperative_groups/reduce.h` and `cooperative_groups.h` are one family: `cooperative_groups`."""
+    first = header.split("/", 1)[0]
+    return first[:-2] if first.endswith(".h") else first

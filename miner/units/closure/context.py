@@ -41,6 +41,9 @@ class Piece:
     name: str
     # (start, end, why) of host-only members left out of a class's text (see _host_members_to_drop).
     cuts: tuple[tuple[int, int, str], ...] = ()
+    # A function or variable declared in an `extern "C"` block or declaration, whose text (its extent)
+    # does not hold the `extern "C"`: the unit wraps it in one, so its symbol stays the plain name.
+    c_linkage: bool = False
 
 
 @dataclass
@@ -76,6 +79,8 @@ class TUContext:
         self._blanked: dict[str, str] = {}
         self._by_bare: dict[str, list[list[tuple[Piece, ci.Cursor]]]] | None = None
         self.order: dict[str, int] = {}  # file -> first-inclusion rank
+        # Generated instance files read as this unit's own lines (extract/instances.py), after `order`'s.
+        self.instances: list[str] = []
         # file -> offsets of the #include directives leading to it from the main file: a location's
         # position in the preprocessed stream is chain + (offset,), compared as tuples.
         self.chain: dict[str, tuple[int, ...]] = {norm(tu.spelling): ()}
@@ -102,7 +107,7 @@ class TUContext:
             if path in inputs:
                 self._index_macros(path)
 
-    def _index(self, scope: ci.Cursor, ns: tuple[str, ...]) -> None:
+    def _index(self, scope: ci.Cursor, ns: tuple[str, ...], c_link: bool = False) -> None:
         for c in scope.get_children():
             kind = c.kind  # before the location: most top-level cursors are preprocessing records
             if kind == K.MACRO_DEFINITION:
@@ -120,7 +125,8 @@ class TUContext:
             if path not in self.inputs:
                 continue
             if kind in _SCOPE_KINDS and not _is_variable_template(c):
-                self._index(c, ns + ((c.spelling or "",) if c.kind == K.NAMESPACE else ()))
+                self._index(c, ns + ((c.spelling or "",) if c.kind == K.NAMESPACE else ()),
+                            self._c_linkage_spec(c) if kind == K.LINKAGE_SPEC else c_link and kind != K.NAMESPACE)
             else:
                 e = c.extent
                 if e.start.file is None or self.norm(e.start.file.name) != path:
@@ -140,7 +146,8 @@ class TUContext:
                     # libclang's extent starts at the member's own list: without the outer ones the
                     # text names parameters nothing declares.
                     start = self._outer_template_start(path, start)
-                p = Piece(path, start, e.end.offset, ns, c.kind.name, name)
+                p = Piece(path, start, e.end.offset, ns, c.kind.name, name,
+                          c_linkage=c_link and kind in (K.FUNCTION_DECL, K.VAR_DECL))
                 self.pieces.setdefault(path, []).append((p.start, p.end, p, c))
                 if parent is not None and parent.kind in _CLASS_KINDS and c.lexical_parent != parent:
                     # Under every enclosing class: `Outer<T>::Inner::f` comes with the `Outer` piece.
@@ -149,6 +156,14 @@ class TUContext:
                         parent = parent.semantic_parent
                 if name:
                     self.by_name.setdefault((ns, name), []).append((p, c))
+
+    def _c_linkage_spec(self, spec: ci.Cursor) -> bool:
+        """`extern "C"` rather than `extern "C++"` (from the text: libclang does not expose the language)."""
+        e = spec.extent
+        if e.start.file is None:
+            return False
+        head = self.read(self.norm(e.start.file.name))[e.start.offset:e.start.offset + 64]
+        return re.match(rb'extern\s*"C"', head) is not None
 
     def _outer_template_start(self, path: str, start: int) -> int:
         """Where the `template<...>` lists written right before `start` begin (comments skipped)."""

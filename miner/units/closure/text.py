@@ -132,7 +132,7 @@ def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_sta
     for p in closure.pieces:
         items.append((ctx.sort_key(p.path, p.start), {
             "kind": p.kind, "name": p.name, "namespaces": list(p.namespaces), "text": _text(ctx, p),
-            "path": p.path, "line": ctx.read(p.path).count(b"\n", 0, p.start) + 1}))
+            "c_linkage": p.c_linkage, "path": p.path, "line": ctx.read(p.path).count(b"\n", 0, p.start) + 1}))
     defined: set[str] = set()
     for m in closure.macros:  # in source order; a redefinition undefines the one before it
         undef = f"#undef {m.name}\n" if m.name in defined else ""

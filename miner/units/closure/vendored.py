@@ -120,15 +120,46 @@ class Vendored:
             if spelled not in lib.at or key < lib.at[spelled]:
                 lib.at[spelled] = key
             lib.first = min(lib.first, key) if lib.first else key
+        project = {dst for _src, dst in edges if dst in ctx.inputs}
         for lib in by_dir.values():
+            # Self-contained, part by part (`json/`, `pcg32/` under one `dependencies/`): what its files include
+            # is its own or no project file at all. A part that includes the project's headers is inlined; the
+            # other parts stay #includes.
+            for part in list(lib.parts):
+                one = Library(lib.include_dir, [part])
+                files = {dst for _src, dst in edges if one.holds(dst)}
+                if any(one.holds(src) and dst in ctx.inputs and not one.holds(dst) for src, dst in edges) or any(
+                        self._includes_project(f, one, project) for f in files):
+                    lib.parts.remove(part)
+                    lib.at = {h: k for h, k in lib.at.items() if h.split("/", 1)[0] != part}
+            if not lib.parts:
+                continue
+            lib.first = min(lib.at.values())
             lib.headers = sorted(lib.at, key=lambda h: lib.at[h])
             lib.files = {dst for _src, dst in edges if lib.holds(dst)}
-            # Self-contained: what its files include is its own or no project file at all.
-            if any(lib.holds(src) and dst in ctx.inputs and not lib.holds(dst) for src, dst in edges):
-                continue
             if _size(lib.include_dir, tuple(lib.parts)) > MAX_BYTES:
                 continue
             self.libraries.append(lib)
+
+    def _includes_project(self, path: str, lib: Library, project: set[str]) -> bool:
+        """Whether a library file's own `#include` lines name a project file outside the library. The TU's
+        inclusion list misses those the project had already included (an include guard or `#pragma once` skips
+        them there), yet the library copied alone into the dataset would not find them."""
+        here = os.path.dirname(path)
+        for m in _DIRECTIVE.finditer(self.ctx.read(path)):
+            spelled = m.group(2).decode("utf-8", "replace").strip()
+            local = os.path.normpath(os.path.join(here, spelled))
+            if os.path.isfile(local):
+                local = self.ctx.norm(local)
+                if local in project and not lib.holds(local):
+                    return True
+                continue
+            if spelled in STD_HEADERS or TOOLKIT_HEADER.match(spelled):
+                continue  # `<math.h>` is the C library's, whatever the project names so
+            tail = os.sep + spelled.lstrip("./")
+            if any(p.endswith(tail) and not lib.holds(p) for p in project):
+                return True
+        return False
 
     def _spelling(self, src: str, offset: int) -> str | None:
         data = self.ctx.read(src)

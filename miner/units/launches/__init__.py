@@ -22,13 +22,16 @@ The search is split by job (each module's docstring says more), roughly in the o
   values      value folding: configuration values, constant branches
   dataflow    argument data flow: the kernel behind variables, assignments, struct members
   sites       launch sites: <<<>>> and the launch APIs, template arguments deduced from argument types
+  deduced     explicit host instantiations whose arguments are deduced (`template R<float> f(...);`)
+  functors    `__device__` lambdas passed to launching host templates, as functor structs; deduced calls
   walk        the walk over a translation unit and `find`, the entry point
 """
 
+from miner.units.launches.functors import functors
 from miner.units.launches.record import MAX_HOST_INSTANTIATIONS, Launch
 from miner.units.launches.text import expand_macros, substitute
 from miner.units.launches.walk import find
 
 __all__ = [
-    "Launch", "MAX_HOST_INSTANTIATIONS", "expand_macros", "find", "substitute",
+    "Launch", "MAX_HOST_INSTANTIATIONS", "expand_macros", "find", "functors", "substitute",
 ]

@@ -11,7 +11,7 @@ from miner.units.launches.cursors import _aliases, _key, _primary, _targets, _te
 from miner.units.launches.record import _FUNCS, _MAX_DEPTH, K
 from miner.units.launches.state import _add, _DepCall, _State, _written_args
 from miner.units.launches.tables import _match_partial
-from miner.units.launches.text import _src, substitute
+from miner.units.launches.text import _angle_args, _src, substitute
 
 
 def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.Cursor | None,
@@ -21,7 +21,7 @@ def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.C
     ctx = st.ctx
     if ref is not None and ref.kind in _FUNCS and ref.location.file is not None:
         args = _template_args(ref)
-        if args:
+        if args and not any("(lambda at " in a for a in args):  # (a lambda's type: functors.deduced_call)
             key = _key(ctx, _primary(ref))
             if key is not None and ctx.norm(ref.location.file.name) in ctx.inputs:
                 _add(st.concrete, key, args)
@@ -44,6 +44,31 @@ def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.C
                 alias = {k: v for k, v in _aliases(ctx, callee, st.lists).items() if v}
                 st.dep_calls.append(_DepCall(host_key, params, key, [substitute(x, alias) for x in texts[0]]))
         break
+
+
+def _class_use(st: _State, ref: ci.Cursor, host_key: tuple[str, int] | None) -> None:
+    """A project class template named with arguments in a host template's body (`new Grid<T, 2>{...}`, a
+    factory in a lambda): the class is instantiated with those arguments for every instantiation of that host
+    template, so its methods' launches take them. Concrete uses are recorded by the class's type already."""
+    ctx = st.ctx
+    cls = ref.referenced
+    if host_key is None or cls is None or cls.kind != K.CLASS_TEMPLATE or ref.location.file is None:
+        return
+    key = _key(ctx, cls)
+    params = [p.spelling for p in st.host_params.get(host_key, [])]
+    if key is None or key[0] not in ctx.inputs or key == host_key or not params:
+        return
+    data = ctx.read(ctx.norm(ref.location.file.name))
+    start = ref.extent.start.offset
+    text = data[start:start + 600].decode("utf-8", "replace")
+    m = re.match(rf"{re.escape(cls.spelling)}\s*<(?!<)", text)
+    got = _angle_args(text, m.end() - 1) if m else None
+    if not got or not got[0] or not any(re.search(rf"\b{re.escape(p)}\b", a) for a in got[0] for p in params):
+        return
+    alias = {k: v for k, v in _aliases(ctx, ref, st.lists).items() if v}
+    dc = _DepCall(host_key, params, key, [substitute(a, alias) for a in got[0]])
+    if dc not in st.dep_calls:
+        st.dep_calls.append(dc)
 
 
 _LIST_VALUE = re.compile(r"integral_constant<[^<>,]+,\s*\(?(-?\d+)[uUlL]*\)?\s*>")
@@ -115,7 +140,8 @@ def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
         changed = False
         for dc in st.dep_calls:
             for inst in list(insts.get(dc.caller, [])):
-                mapping = dict(zip(dc.caller_params, inst, strict=False))
+                # (an unnamed parameter, `template <typename = void>`, names nothing to put in)
+                mapping = {k: v for k, v in zip(dc.caller_params, inst, strict=False) if k}
                 args = [st.resolver(substitute(t, mapping), set()) for t in dc.args_text]
                 changed |= _add(insts, dc.callee, args)
         if not changed:

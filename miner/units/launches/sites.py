@@ -9,8 +9,9 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.common import split_top
-from miner.units.launches.cursors import _template_args, _tparams
+from miner.units.launches.cursors import _primary, _template_args, _tparams
 from miner.units.launches.dataflow import _targets_of_launch
+from miner.units.launches.functors import lambda_overrides
 from miner.units.launches.helpers import note_helper
 from miner.units.launches.record import _API, K, Launch
 from miner.units.launches.state import _kernel_key, _kernel_refs, _record_aliases, _State, _written_args
@@ -50,9 +51,16 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
             concrete = _template_args(t) if t.kind == K.FUNCTION_DECL else None
             if concrete is None and ref is not None and _kernel_key(st, ref) == kkey:
                 concrete = _template_args(ref)
+            if concrete and any("(lambda at " in a for a in concrete):
+                # A lambda's closure type: deduced again with its functor struct (launches.functors) instead.
+                kargs = [a for a in children if a is not callee and a is not cfg]
+                host = [p.spelling for p in st.host_params.get(host_key, [])] if host_key else []
+                deduced = _deduce(_primary(t), kargs, host, lambda_overrides(st, kargs, host_key))
+                concrete, written = None, ([deduced] if deduced else written)
             if concrete is None and not written and t.kind == K.FUNCTION_TEMPLATE:
                 host = [p.spelling for p in st.host_params.get(host_key, [])] if host_key else []
-                deduced = _deduce(t, [a for a in children if a is not callee and a is not cfg], host)
+                kargs = [a for a in children if a is not callee and a is not cfg]
+                deduced = _deduce(t, kargs, host, lambda_overrides(st, kargs, host_key))
                 own_names = [p.spelling for p in _tparams(t)]
                 if not deduced and own_names and all(n in host for n in own_names):
                     # Argument types the parse leaves dependent (`make_view(this->cams())` in an out-of-line
@@ -60,6 +68,13 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
                     # named like one of the launching template's is taken to receive that parameter.
                     deduced = own_names
                 written = [deduced] if deduced else written
+            elif concrete is None and written and t.kind == K.FUNCTION_TEMPLATE and len(written[0]) < len(_tparams(t)):
+                # `transform_kernel<T><<<...>>>(n, in, out, f)`: the trailing parameters are deduced from the arguments.
+                host = [p.spelling for p in st.host_params.get(host_key, [])] if host_key else []
+                kargs = [a for a in children if a is not callee and a is not cfg]
+                deduced = _deduce(t, kargs, host, lambda_overrides(st, kargs, host_key))
+                if deduced and len(deduced) > len(written[0]):
+                    written = [written[0] + deduced[len(written[0]):]]
         launch = Launch(kernel=kkey, launcher=fn.spelling, path=path, line=call.location.line, kind=kind,
                         config={"grid": parts[0], "block": parts[1], "shared_mem": parts[2] or "0",
                                 "stream": parts[3] or "0"},
@@ -84,21 +99,23 @@ def _type_text(t: ci.Type, host: list[str]) -> str:
     return re.sub(r"type-parameter-(\d+)-(\d+)", name, text)
 
 
-def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str]) -> list[str] | None:
+def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str],
+            overrides: dict[int, str] | None = None) -> list[str] | None:
     """Template arguments a launch without `<...>` deduces from its arguments' types: the kernel's
     parameter types with its template parameters as holes, matched against the argument types
-    (`adamw_kernel3<<<...>>>(params, grads)` inside `adamw_update<Tp, Tg>` gives <Tp, Tg>)."""
+    (`adamw_kernel3<<<...>>>(params, grads)` inside `adamw_update<Tp, Tg>` gives <Tp, Tg>). `overrides`
+    give the type of an argument by position where the AST has none to spell (a lambda's functor struct)."""
     tps = [p.spelling for p in _tparams(kernel)]
     parms = [c for c in kernel.get_children() if c.kind == K.PARM_DECL]
     if not tps or not parms:
         return None
     bound: dict[str, str] = {}
-    for parm, arg in zip(parms, args, strict=False):
+    for i, (parm, arg) in enumerate(zip(parms, args, strict=False)):
         pat = " ".join(_CV.sub(" ", parm.type.spelling).split())
-        act = " ".join(_CV.sub(" ", _type_text(arg.type, host)).split())
+        act = (overrides or {}).get(i) or " ".join(_CV.sub(" ", _type_text(arg.type, host)).split())
         if not pat or not act or "type-parameter" in act:
             continue
-        holes = [n for n in tps if re.search(rf"\b{re.escape(n)}\b", pat)]
+        holes = [n for n in tps if n.isidentifier() and re.search(rf"\b{re.escape(n)}\b", pat)]
         if not holes:
             continue
         rx, used = "", set()

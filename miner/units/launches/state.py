@@ -12,7 +12,7 @@ import clang.cindex as ci
 from miner.units.closure import TUContext
 from miner.units.launches.cursors import _aliases, _key, _primary, _Resolver, _targets
 from miner.units.launches.record import _COMMENT, MAX_HOST_INSTANTIATIONS, K, Launch
-from miner.units.launches.text import _angle_args, _named_args, _src, expand_macros
+from miner.units.launches.text import _angle_args, _named_args, _src, expand_macros, macro_argument_lists
 
 
 @dataclass
@@ -34,6 +34,7 @@ class _State:
     dep_calls: list[_DepCall] = field(default_factory=list)
     host_params: dict[tuple[str, int], list[ci.Cursor]] = field(default_factory=dict)
     host_names: dict[str, set[tuple[str, int]]] = field(default_factory=dict)  # template name -> keys
+    host_cursors: dict[tuple[str, int], ci.Cursor] = field(default_factory=dict)  # function templates by key
     consumed: set[int] = field(default_factory=set)
     seen_refs: set[tuple[Any, ...]] = field(default_factory=set)
     names: set[str] = field(default_factory=set)  # kernel names: a cheap test before resolving a reference
@@ -98,4 +99,7 @@ def _written_args(st: _State, ref: ci.Cursor, name: str) -> list[list[str]]:
 def _record_aliases(st: _State, rec: Launch, ref: ci.Cursor) -> None:
     found: dict[str, list[str]] = {}
     rec._aliases = _aliases(st.ctx, ref, st.lists, found)  # type: ignore[attr-defined]
+    name = st.kernels[rec.kernel].name if rec.kernel in st.kernels else ""
+    for param, values in macro_argument_lists(st.ctx, ref, name, rec.template_args_text).items():
+        found.setdefault(param, values)  # one launch per value of a launch macro's parameter
     rec._lists = found  # type: ignore[attr-defined]

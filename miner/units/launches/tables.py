@@ -10,7 +10,8 @@ import clang.cindex as ci
 
 from miner.units import macro_text
 from miner.units.closure import written_with
-from miner.units.instantiations import eval_int, explicit_in
+from miner.units.instantiations import eval_int, explicit_in, writing_template
+from miner.units.launches import deduced
 from miner.units.launches.cursors import _key, _primary, _targets, _template_args, _tparams
 from miner.units.launches.record import _CLASS_TEMPLATES, _COMMENT, _FUNCS, _IDENT, _SCOPES, K, Launch
 from miner.units.launches.state import _add, _kernel_key, _record_aliases, _State, _written_args
@@ -124,6 +125,7 @@ def _host_of(st: _State, path: str, fn: ci.Cursor) -> tuple[str, int] | None:
     if fn.kind == K.FUNCTION_TEMPLATE:
         st.host_params[(path, fn.location.offset)] = _tparams(fn)
         st.host_names.setdefault(fn.spelling, set()).add((path, fn.location.offset))
+        st.host_cursors[(path, fn.location.offset)] = fn
         return path, fn.location.offset
     parent = fn.semantic_parent
     if fn.kind in _FUNCS and parent is not None and parent.kind in _CLASS_TEMPLATES:
@@ -145,18 +147,28 @@ def _explicit_host_instantiations(st: _State) -> None:
     if not st.host_names:
         return
     ctx = st.ctx
-    texts = [ctx.read(p).decode("utf-8", "replace") for p in ctx.order if p in ctx.inputs]
+    texts = [ctx.read(p).decode("utf-8", "replace") for p in [*ctx.order, *ctx.instances] if p in ctx.inputs]
     macros: dict[str, macro_text.MacroDef] = {}
     for t in texts:
         macros.update(macro_text.definitions(t))
+    # A file may write its instantiations only through the macros (a generated `DECL_CASE(64, float);`).
+    writers = writing_template(macros)
     for t in texts:
-        if "template" not in t:
+        if "template" not in t and not any(w in t for w in writers):
             continue
         for name, lists in explicit_in(t, macros, members=True).items():
             for key in st.host_names.get(name, ()):
                 for args in lists:
                     if len(args) == len(st.host_params.get(key, [])):
                         _add(st.concrete, key, [st.resolver(a, set()) for a in args])
+        for name, ret, types in deduced.deduced_in(t, set(st.host_names)):
+            for key in st.host_names[name]:
+                fn = st.host_cursors.get(key)
+                decl = deduced.declaration(ctx.read(key[0]), fn) if fn is not None else None
+                params = [p.spelling for p in st.host_params.get(key, [])]
+                args = deduced.bind(decl, (ret, types), params) if decl and params else None
+                if args:
+                    _add(st.concrete, key, [st.resolver(a, set()) for a in args])
 
 
 def _reference(st: _State, fn: ci.Cursor, path: str, c: ci.Cursor, in_lambda: bool,

@@ -167,3 +167,35 @@ def _macro_launch(ctx: TUContext, text: str) -> tuple[list[str | None], list[str
         return [text], None, "<<<>>>"
     inv2 = _invocation("f" + expanded[m.end() - 1:])
     return [p.strip() for p in split_top(m.group(1))], [a.strip() for a in inv2[1]] if inv2 else None, "<<<>>>"
+
+
+def macro_argument_lists(ctx: TUContext, ref: ci.Cursor, name: str, written: list[str]) -> dict[str, list[str]]:
+    """Where a launch is written in a helper macro whose parameter is one of the kernel's template arguments
+    (`#define LAUNCH_UNROLL(COUNT) case COUNT: k<T, COUNT><<<...>>>(...);`, invoked as `LAUNCH_UNROLL(1)
+    LAUNCH_UNROLL(2)`), the values of that parameter at the invocations the reference sits in: {"COUNT": ["1",
+    "2"]}. The reference's text is the macro's body (the parameter's name leaked into the instantiation as
+    `k<T, COUNT>`); its location is that of the outermost invocation (a dispatch macro around a lambda that
+    holds a `switch` of such invocations), whose text is scanned for the helper's invocations."""
+    loc = ref.location
+    if loc.file is None or not written:
+        return {}
+    data = ctx.read(ctx.norm(loc.file.name))
+    head = data[loc.offset:loc.offset + 200_000].decode("utf-8", "replace")
+    m = re.match(r"([A-Za-z_]\w*)\s*\(", head)
+    if m is None or m.group(1) == name or not ctx.active_defs(m.group(1)):
+        return {}
+    text = _COMMENT.sub(" ", head[:_invocation_length(head)])
+    wanted = set(_IDENT.findall(" ".join(written)))
+    out: dict[str, list[str]] = {}
+    for macro_name in dict.fromkeys(_IDENT.findall(text)):
+        defs = ctx.active_defs(macro_name)
+        mp = _macro_params(defs[-1].body) if defs else None
+        if mp is None or not re.search(rf"(?<![\w.]){re.escape(name)}\s*<", mp[1]):
+            continue
+        params = [(i, p) for i, p in enumerate(mp[0]) if p in wanted]
+        for call in re.finditer(rf"(?<![\w.]){re.escape(macro_name)}\s*\(", text):
+            inv = _invocation(text[call.start():])
+            for i, p in params if inv is not None else ():
+                if i < len(inv[1]) and inv[1][i].strip() and inv[1][i].strip() not in out.setdefault(p, []):
+                    out[p].append(inv[1][i].strip())
+    return {p: v for p, v in out.items() if v}

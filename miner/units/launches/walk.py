@@ -10,8 +10,9 @@ import clang.cindex as ci
 from miner.units.closure import TUContext
 from miner.units.launches.cursors import _Resolver
 from miner.units.launches.finish import _finish
+from miner.units.launches.functors import deduced_call
 from miner.units.launches.helpers import finish_helpers, note_call
-from miner.units.launches.host_chain import _host_call, _lambda_lists, _propagate
+from miner.units.launches.host_chain import _class_use, _host_call, _lambda_lists, _propagate
 from miner.units.launches.record import _API, _TYPED_USES, K, Launch
 from miner.units.launches.recovered import recover_dropped
 from miner.units.launches.sites import _api_launch, _chevron
@@ -90,12 +91,15 @@ def _walk(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None) -> None:
                 _api_launch(st, fn, path, c, children, ref.spelling, in_lambda, host_key)
             elif fn is not None:
                 _host_call(st, c, children, ref, host_key)
+                deduced_call(st, c, children, host_key)
                 note_call(st, fn, path, c, children, in_lambda, host_key)
         elif kind in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF) and (
                 c.spelling in st.names or (not c.spelling and kind == K.DECL_REF_EXPR)):
             _reference(st, root if fn is None else fn, path, c, in_lambda, host_key)
             if c.kind == K.DECL_REF_EXPR and c.referenced is not None and c.referenced.kind == K.OVERLOADED_DECL_REF:
                 continue  # its OVERLOADED_DECL_REF child names the same thing
+        elif kind == K.TEMPLATE_REF:
+            _class_use(st, c, host_key)
         elif kind in _TYPED_USES:
             decl = c.type.get_canonical().get_declaration()
             if decl.kind in (K.STRUCT_DECL, K.CLASS_DECL) and decl.get_num_template_arguments() > 0:

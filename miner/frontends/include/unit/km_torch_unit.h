@@ -9,7 +9,11 @@
 #include <type_traits>
 // c10/macros/Macros.h names device code uses; a repo that defines one itself keeps its own.
 #ifndef C10_WARP_SIZE
+#if defined(__HIP_PLATFORM_AMD__)
+#define C10_WARP_SIZE warpSize  // as c10 defines it under USE_ROCM: 64 lanes on CDNA, 32 on RDNA
+#else
 #define C10_WARP_SIZE 32
+#endif
 #endif
 #ifndef C10_HOST_DEVICE
 #define C10_HOST_DEVICE __host__ __device__
@@ -57,12 +61,42 @@ struct alignas(2) Half {
 struct alignas(2) BFloat16 {
   unsigned short x;
   BFloat16() = default;
-  // Bits as c10/util/BFloat16.h computes them (round to nearest even, NaN kept), so CUDA and HIP units
-  // convert alike without a bf16 header.
+  // As torch/headeronly/util/BFloat16.h converts: cuda_bf16's intrinsics on the device (the native cvt on
+  // sm_80+, `kernel-miner verify` compares the PTX), else the bits of c10::detail::round_to_nearest_even
+  // (round to nearest even, NaN kept), so hosts and HIP units convert alike without a bf16 header.
+#if defined(__CUDACC__) && !defined(__HIP__)
+  __host__ __device__ BFloat16(float f)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+      : x(__bfloat16_as_ushort(__float2bfloat16(f))) {}
+#else
+      : x(rne(f)) {}
+  // c10::detail::round_to_nearest_even as written there: std::isnan first, the bits read in the other
+  // branch (`f != f`, or reading them first, gives other PTX).
+  // c10::bit_cast: a template without `inline` (the inliner's hint counts).
+  template <class F> static __host__ __device__ unsigned int bits(const F &f) {
+    unsigned int u;
+    __builtin_memcpy(&u, &f, sizeof(u));
+    return u;
+  }
+  static __host__ __device__ unsigned short rne(float f) {
+    if (__builtin_isnan(f)) {
+      return 0x7fc0;
+    } else {
+      unsigned int u = bits(f);
+      unsigned int bias = ((u >> 16) & 1u) + 0x7fffu;
+      return static_cast<unsigned short>((u + bias) >> 16);
+    }
+  }
+#endif
+  __host__ __device__ operator float() const { return __bfloat162float(*reinterpret_cast<const __nv_bfloat16 *>(&x)); }
+  __host__ __device__ BFloat16(const __nv_bfloat16 &v) { x = *reinterpret_cast<const unsigned short *>(&v); }
+  __host__ __device__ explicit operator __nv_bfloat16() const { return *reinterpret_cast<const __nv_bfloat16 *>(&x); }
+#else
   __host__ __device__ BFloat16(float f) {
     unsigned int u; __builtin_memcpy(&u, &f, 4);
     x = (f != f) ? (unsigned short)0x7fc0 : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16); }
   __host__ __device__ operator float() const { unsigned int u = (unsigned int)x << 16; float f; __builtin_memcpy(&f, &u, 4); return f; }
+#endif
 };
 // c10's own arithmetic: exact matches that keep Half op Half from being ambiguous between the float
 // and __half conversions (as in c10/util/Half-inl.h). No member `+= float`: c10 has none, so `h += f`
@@ -84,6 +118,10 @@ struct alignas(2) BFloat16 {
   __host__ __device__ inline float operator-(float a, H b) { return a - float(b); }                        \
   __host__ __device__ inline float operator*(float a, H b) { return a * float(b); }                        \
   __host__ __device__ inline float operator/(float a, H b) { return a / float(b); }                        \
+  __host__ __device__ inline float &operator+=(float &a, const H &b) { return a += float(b); }            \
+  __host__ __device__ inline float &operator-=(float &a, const H &b) { return a -= float(b); }            \
+  __host__ __device__ inline float &operator*=(float &a, const H &b) { return a *= float(b); }            \
+  __host__ __device__ inline float &operator/=(float &a, const H &b) { return a /= float(b); }            \
   __host__ __device__ inline double operator+(H a, double b) { return double(float(a)) + b; }              \
   __host__ __device__ inline double operator-(H a, double b) { return double(float(a)) - b; }              \
   __host__ __device__ inline double operator*(H a, double b) { return double(float(a)) * b; }              \
@@ -244,9 +282,37 @@ __device__ inline c10::Half atomicAdd(c10::Half *p, c10::Half v) {
 #if defined(__HIP__)
 __device__ inline c10::BFloat16 atomicAdd(c10::BFloat16 *p, c10::BFloat16 v) { return km_atomic_add16(p, v); }
 #else
+// As ATen/cuda/Atomic.cuh's gpuAtomicAdd: the native bf16 atomic on sm_80+, before it AtomicFPOp's CAS
+// loop on the 32-bit word holding the value, written as there (a functor called with a lambda: inlined in
+// that order, nvcc keeps the NaN test a branch).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+struct km_atomic_fp_op_bf16 {
+  template <typename func_t>
+  inline __device__ c10::BFloat16 operator()(c10::BFloat16 *address, c10::BFloat16 val, const func_t &func) {
+    unsigned int *address_as_ui = (unsigned int *)((char *)address - ((size_t)address & 2));
+    unsigned int old = *address_as_ui;
+    unsigned int assumed;
+    c10::BFloat16 bsum;
+    do {
+      assumed = old;
+      bsum.x = (size_t)address & 2 ? (old >> 16) : (old & 0xffff);
+      bsum = func(bsum, val);
+      old = (size_t)address & 2 ? (old & 0xffff) | (bsum.x << 16) : (old & 0xffff0000) | bsum.x;
+      old = atomicCAS(address_as_ui, assumed, old);
+    } while (assumed != old);
+    bsum.x = (size_t)address & 2 ? (old >> 16) : (old & 0xffff);
+    return bsum.x;  // as ATen: the bits become a float, then a BFloat16
+  }
+};
+#endif
 __device__ inline c10::BFloat16 atomicAdd(c10::BFloat16 *p, c10::BFloat16 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  return km_atomic_fp_op_bf16()(p, v, [](c10::BFloat16 bsum, c10::BFloat16 val) { return bsum + val; });
+#else
   __nv_bfloat16 r = atomicAdd(reinterpret_cast<__nv_bfloat16 *>(p), *reinterpret_cast<__nv_bfloat16 *>(&v));
-  return *reinterpret_cast<c10::BFloat16 *>(&r); }
+  return *reinterpret_cast<c10::BFloat16 *>(&r);
+#endif
+}
 #endif
 // km:atomicAdd-BFloat16-end
 // __ldg as torch/headeronly/util/Half.h and BFloat16.h overload it (bf16's native load needs sm_80).
@@ -450,7 +516,26 @@ template <class T> __device__ inline void gpuAtomicAdd(c10::complex<T> *p, c10::
   gpuAtomicAdd(&p->real_, v.real_);
   gpuAtomicAdd(&p->imag_, v.imag_);
 }
-// ATen/cuda/DeviceUtils.cuh's warp helpers, as written there for CUDA (HIP has the *_sync forms too).
+// ATen/cuda/DeviceUtils.cuh's warp helpers, with its two forms: the *_sync ones for CUDA and, as ATen has
+// them under USE_ROCM, HIP's plain ones (HIP has no __syncwarp, and its *_sync forms, from ROCm 6.2 and only
+// with HIP_ENABLE_WARP_SYNC_BUILTINS, take 64-bit masks). A unit translated to HIP compiles the second.
+#if defined(__HIP_PLATFORM_AMD__)
+__device__ __forceinline__ unsigned int ACTIVE_MASK() { return 0xffffffff; }  // ATen: "ignored anyway"
+__device__ __forceinline__ void WARP_SYNC(unsigned mask = 0xffffffff) {}
+__device__ __forceinline__ unsigned long long int WARP_BALLOT(int predicate) { return __ballot(predicate); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL(T value, int srcLane, int width = warpSize,
+                                                          unsigned int mask = 0xffffffff) {
+  return __shfl(value, srcLane, width); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL_XOR(T value, int laneMask, int width = warpSize,
+                                                              unsigned int mask = 0xffffffff) {
+  return __shfl_xor(value, laneMask, width); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL_UP(T value, unsigned int delta, int width = warpSize,
+                                                             unsigned int mask = 0xffffffff) {
+  return __shfl_up(value, delta, width); }
+template <typename T> __device__ __forceinline__ T WARP_SHFL_DOWN(T value, unsigned int delta, int width = warpSize,
+                                                               unsigned int mask = 0xffffffff) {
+  return __shfl_down(value, delta, width); }
+#else
 __device__ __forceinline__ unsigned int ACTIVE_MASK() { return __activemask(); }
 __device__ __forceinline__ void WARP_SYNC(unsigned mask = 0xffffffff) { __syncwarp(mask); }
 __device__ __forceinline__ unsigned int WARP_BALLOT(int predicate, unsigned int mask = 0xffffffff) {
@@ -467,5 +552,6 @@ template <typename T> __device__ __forceinline__ T WARP_SHFL_UP(T value, unsigne
 template <typename T> __device__ __forceinline__ T WARP_SHFL_DOWN(T value, unsigned int delta, int width = warpSize,
                                                                unsigned int mask = 0xffffffff) {
   return __shfl_down_sync(mask, value, delta, width); }
+#endif
 using at::Half;
 using at::BFloat16;

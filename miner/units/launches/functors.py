@@ -1,0 +1,206 @@
+"""`__device__` lambdas passed to host function templates that launch a kernel over them
+(`for_each_gpu(stream, n, [x] __device__ (size_t i) {...})` ending in `for_each_kernel<F><<<...>>>(n, fun)`).
+
+A lambda's closure type has no name a unit can spell, so such kernels used to keep an inferred `float` for
+`F` and failed to build (`fun(i)` on a float). The lambda is rewritten as a functor struct of its own: each
+capture a member of the captured variable's type, its parameters, attributes and body those of `operator()`
+(`const` unless `mutable`), a template over the enclosing host template's parameters it names. The struct's
+name stands for the closure type in the host template's arguments and so in the kernel's instantiation; the
+unit defines the struct after the kernel (its body's names come with the closure, `closure.compute`'s
+`extra` roots). A lambda that captures `this`, takes `auto` parameters or is host-only is left alone.
+
+Calls of function templates that deduce their arguments (no `<...>` written) are followed as host-template
+chains here too: the callee's parameter types are matched against the arguments' (a lambda's is its
+struct's name, `std::forward<F>(fun)`'s is `F`), so the struct reaches the function that launches.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+import clang.cindex as ci
+
+from miner.units.closure.shims import _enclosing_namespaces
+from miner.units.launches.cursors import _key, _primary, _targets, _tparams
+from miner.units.launches.record import K
+from miner.units.launches.state import _add, _DepCall, _State
+from miner.units.launches.text import _src
+
+_FORWARD = re.compile(r"^\s*(?:::)?std\s*::\s*(?:forward\s*<\s*([^<>]+?)\s*>|move)\s*\(\s*(\w+)\s*\)\s*$")
+_ATTRS = {"__device__", "__host__", "__forceinline__", "__noinline__"}
+
+
+@dataclass
+class Functor:
+    """A struct standing for one lambda's closure type: its text, the lambda (a closure root) and where."""
+
+    name: str
+    text: str
+    cursor: ci.Cursor
+    namespaces: tuple[str, ...]
+    path: str
+    line: int
+
+
+def functors(ctx: object) -> dict[str, Functor]:
+    """The TU's functor structs by name (kept on the TU context: the closure step reads them)."""
+    return ctx.__dict__.setdefault("_functors", {})
+
+
+def functor_arg(st: _State, lam: ci.Cursor, host_key: tuple[str, int] | None) -> str | None:
+    """The template argument naming `lam`'s functor struct (`ns::km_lambda_ops_7<T>`), made on first use."""
+    ctx = st.ctx
+    if lam.location.file is None:
+        return None
+    path = ctx.norm(lam.location.file.name)
+    name = f"km_lambda_{re.sub(r'[^A-Za-z0-9]', '_', os.path.splitext(os.path.basename(path))[0])}_" \
+           f"{lam.location.line}_{lam.location.column}"
+    made = functors(ctx)
+    if name not in made:
+        text = _struct(st, lam, name, host_key)
+        if text is None:
+            return None
+        made[name] = Functor(name, text[0], lam, _enclosing_namespaces(lam), path, lam.location.line)
+        made[name].params = text[1]  # type: ignore[attr-defined]
+    f = made[name]
+    qual = "".join(f"{n}::" for n in f.namespaces if n)
+    used = getattr(f, "params", [])
+    return qual + name + (f"<{', '.join(used)}>" if used else "")
+
+
+def _struct(st: _State, lam: ci.Cursor, name: str, host_key: tuple[str, int] | None
+            ) -> tuple[str, list[str]] | None:
+    if any(c.kind == K.CXX_THIS_EXPR for c in lam.walk_preorder()):
+        return None  # members of an enclosing object: not a closure a struct of values can stand for
+    text = _src(st.ctx, lam)
+    m = re.match(r"\s*\[", text)
+    if not m:
+        return None
+    end = _balanced(text, m.end() - 1, "[", "]")
+    paren = text.find("(", end)
+    brace = text.find("{", end)
+    if end < 0 or paren < 0 or brace < 0 or paren > brace:
+        return None
+    attrs = text[end + 1:paren].split()
+    if "__device__" not in attrs or not set(attrs) <= _ATTRS:
+        return None
+    close = _balanced(text, paren, "(", ")")
+    params = text[paren + 1:close]
+    spec = text[close + 1:brace]
+    if close < 0 or re.search(r"\bauto\b", params) or re.search(r"\bthis\b", text[:end]):
+        return None
+    ret = ""
+    if "->" in spec:
+        ret = spec.split("->", 1)[1].strip()
+    const = "" if re.search(r"\bmutable\b", spec) else " const"
+    members: dict[str, str] = {}
+    for c in lam.get_children():
+        if c.kind in (K.PARM_DECL, K.COMPOUND_STMT):
+            break
+        if c.kind in (K.VARIABLE_REF, K.DECL_REF_EXPR, K.VAR_DECL) and c.spelling:
+            t = re.sub(r"^const\s+|\s*&+$", "", c.type.spelling.strip())
+            if not t or re.search(r"lambda at|<dependent|\bauto\b|type-parameter", t):
+                return None
+            members.setdefault(c.spelling, t)
+    body = text[brace:]
+    hparams = st.host_params.get(host_key, []) if host_key else []
+    mentioned = text + " ".join(members.values())
+    used, heads = [], []
+    for p in hparams:
+        if not p.spelling or not re.search(rf"\b{re.escape(p.spelling)}\b", mentioned):
+            continue
+        if p.kind == K.TEMPLATE_TYPE_PARAMETER:
+            heads.append(f"typename {p.spelling}")
+        elif p.kind == K.TEMPLATE_NON_TYPE_PARAMETER:
+            heads.append(f"{p.type.spelling} {p.spelling}")
+        else:
+            return None
+        used.append(p.spelling)
+    head = f"template <{', '.join(heads)}>\n" if heads else ""
+    fields = "".join(f"  {t} {n};\n" for n, t in members.items())
+    sig = f"{' '.join(attrs)} auto operator()({params}){const}" + (f" -> {ret}" if ret else "")
+    return f"{head}struct {name} {{\n{fields}  {sig} {body}\n}}", used
+
+
+def _balanced(text: str, start: int, open_: str, close: str) -> int:
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == open_:
+            depth += 1
+        elif text[i] == close:
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def lambda_overrides(st: _State, args: list[ci.Cursor], host_key: tuple[str, int] | None) -> dict[int, str]:
+    """By argument position, the functor struct standing for each lambda among `args` (for `_deduce`)."""
+    out = {}
+    for i, a in enumerate(args):
+        lam = _lambda_of(a)
+        if lam is not None and (arg := functor_arg(st, lam, host_key)) is not None:
+            out[i] = arg
+    return out
+
+
+def deduced_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], host_key: tuple[str, int] | None) -> None:
+    """A call of a project function template whose arguments are deduced, with a lambda among its arguments
+    or inside a host template: the callee's instantiation, concrete or in the caller's parameters."""
+    from miner.units.launches.sites import _deduce, _type_text  # (sites imports the walk's helpers)
+
+    if not children or re.search(r">\s*$", _src(st.ctx, children[0])):
+        return  # arguments written (`f<T>(...)`): the written-argument reader has them
+    args = children[1:]
+    lambdas = {i: a for i, a in enumerate(args) for a in [_lambda_of(a)] if a is not None}
+    if not lambdas and host_key is None:
+        return
+    host = [p.spelling for p in st.host_params.get(host_key, [])] if host_key else []
+    overrides: dict[int, str] = {}
+    for i, lam in lambdas.items():
+        arg = functor_arg(st, lam, host_key)
+        if arg is None:
+            return
+        overrides[i] = arg
+    for i, a in enumerate(args):
+        m = _FORWARD.match(_src(st.ctx, a))
+        if i not in overrides and m and m.group(1):
+            overrides[i] = m.group(1)
+    if not lambdas and not overrides and not any(
+            re.search(rf"\b{re.escape(h)}\b", _type_text(a.type, host)) for a in args for h in host):
+        return  # nothing dependent: libclang's own deduction (host_chain._host_call) has it
+    seen: set[tuple[str, int]] = set()
+    for d in children[0].walk_preorder():
+        if d.kind not in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF, K.UNEXPOSED_EXPR, K.MEMBER_REF_EXPR):
+            continue
+        for t in [*_targets(st.ctx, d), *([d.referenced] if d.referenced is not None else [])]:
+            t = _primary(t) if t.kind == K.FUNCTION_DECL else t
+            key = _key(st.ctx, t)
+            if t.kind != K.FUNCTION_TEMPLATE or key is None or key in seen or key in st.kernels \
+                    or key[0] not in st.ctx.inputs:
+                continue
+            seen.add(key)
+            parms = [c for c in t.get_children() if c.kind == K.PARM_DECL]
+            if len(parms) < len(args):
+                continue
+            got = _deduce(t, args, host, overrides)
+            if not got or len(got) != len(_tparams(t)):
+                continue
+            if host_key is not None and any(re.search(rf"\b{re.escape(h)}\b", a) for a in got for h in host):
+                dc = _DepCall(host_key, host, key, got)
+                if dc not in st.dep_calls:
+                    st.dep_calls.append(dc)
+            elif lambdas:
+                _add(st.concrete, key, got)
+
+
+def _lambda_of(a: ci.Cursor) -> ci.Cursor | None:
+    """The lambda an argument is (through the implicit conversions the AST wraps it in)."""
+    while a.kind == K.UNEXPOSED_EXPR:
+        kids = list(a.get_children())
+        if len(kids) != 1:
+            return None
+        a = kids[0]
+    return a if a.kind == K.LAMBDA_EXPR else None

@@ -1,0 +1,52 @@
+"""The unit shim's c10::BFloat16 and c10::Half compile to the PTX c10's own types compile to: a fixture
+kernel of our own over both types, compiled with torch's headers (c10/util/BFloat16.h, Half.h,
+ATen/cuda/Atomic.cuh: seconds, not the minutes of torch/extension.h) and with the shim, compared as
+`kernel-miner verify` compares them. sm_80+ takes cuda_bf16's conversions, older targets c10's
+round-to-nearest-even and ATen's CAS-loop atomicAdd: both are checked."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from miner.frontends.config import stub_dir
+from miner.verify import original, ptx
+from tests.conftest import FIXTURES
+from tests.test_build import needs_nvcc
+
+pytestmark = needs_nvcc
+
+SRC = FIXTURES / "verify_shim"
+
+
+def _listings(path: Path, out: Path, flags: list[str]) -> dict[str, list[str]]:
+    r = subprocess.run(["nvcc", "-ptx", "-x", "cu", *flags, str(path), "-o", str(out)],
+                       capture_output=True, text=True, timeout=600, check=False)
+    assert r.returncode == 0, r.stderr[-2000:]
+    parsed = ptx.parse(out.read_text(encoding="utf-8"))
+    return {e: ptx.listing(parsed, e) for e in parsed.entries}
+
+
+@pytest.mark.parametrize("arch", ["compute_90", "compute_75"])
+def test_shim_16bit_types_compile_like_c10(tmp_path: Path, arch: str) -> None:
+    dirs, torch_flags, version = original.torch_setup()
+    if not version:
+        pytest.skip("torch is not installed (pip install 'kernel-miner[verify]')")
+    common = [f"-arch={arch}", *torch_flags]
+    theirs = _listings(SRC / "vs_torch.cu", tmp_path / "torch.ptx", [*common, *(f"-I{d}" for d in dirs)])
+    ours = _listings(SRC / "vs_shim.cu", tmp_path / "shim.ptx",
+                     [*common, "-include", str(stub_dir() / "unit" / "km_torch_unit.h")])
+    bf16 = "_Z6vs_mixIN3c108BFloat16EEvPKT_S4_PS2_Pfi"
+    half = "_Z6vs_mixIN3c104HalfEEvPKT_S4_PS2_Pfi"
+    assert set(ours) == set(theirs) == {bf16, half}
+    for entry in (bf16, half):
+        assert ours[entry] == theirs[entry], "\n".join(ptx.first_difference(theirs[entry], ours[entry]))
+    # What the fixture exercises is really there: sm_80+ converts with the native cvt, older targets with
+    # the rounding c10 writes out and ATen's 32-bit CAS loop.
+    text = "\n".join(ours[bf16])
+    if arch == "compute_90":
+        assert "cvt.rn.bf16.f32" in text and "atom.add.noftz.bf16" in text
+    else:
+        assert "cvt.rn.bf16.f32" not in text and "atom.global.cas.b32" in text
