@@ -152,11 +152,14 @@ def test_aten_atomics_for_int64_and_multiply_and_a_parse_only_namespace(dataset:
 
 
 def test_a_dependent_atomic_add_into_int64_gets_atens_overload(dataset: dict[str, Any]) -> None:
-    """`atomicAdd(sums + i, static_cast<out_t>(v))` with out_t = int64_t (a project dispatch binding two
-    aliases per case): the parse saw an overload set, so the unit shim comes by the instantiation's type."""
+    """`atomicAdd(sums + i, static_cast<out_t>(v))` with out_t = int64_t, short or unsigned char (a project
+    dispatch binding two aliases per case): CUDA has no atomicAdd for them, ATen's Atomic.cuh has; the parse
+    saw an overload set, so the unit shim comes by the instantiation's type."""
     m = _meta(dataset, "seg_sum_kernel")
-    assert _origins(m) == {"int_long": "dispatch", "long_long": "dispatch", "float_float": "dispatch"}, _origins(m)
+    assert _origins(m) == {"int_long": "dispatch", "long_long": "dispatch", "float_float": "dispatch",
+                           "short_short": "dispatch", "unsigned_char_unsigned_char": "dispatch"}, _origins(m)
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
     assert "atomicAdd(int64_t *p" in _unit(dataset, m, "long_long")
+    assert "KM_ATOMIC_ADD_INT(int16_t)" in _unit(dataset, m, "short_short")
     assert "km_torch_unit" not in _unit(dataset, m, "float_float") and "c10::Half" not in _unit(
         dataset, m, "float_float")

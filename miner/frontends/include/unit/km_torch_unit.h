@@ -470,6 +470,53 @@ __device__ inline void atomicAdd(int64_t *p, int64_t v) {
   atomicAdd(reinterpret_cast<unsigned long long *>(p), static_cast<unsigned long long>(v)); }
 #endif
 // km:atomicAdd-int64_t-end
+// ATen/cuda/Atomic.cuh's 8- and 16-bit integer adds: a compare-and-swap loop on the 32-bit word holding the
+// value (AtomicAddIntegerImpl<T, 1 / 2>, func `a + b`; bool's is `a || b`).
+template <class T, class F> __device__ inline void km_atomic_int_op(T *address, T val, F func) {
+  if constexpr (sizeof(T) == 1) {
+    size_t offset = (size_t)address & 3;
+    uint32_t *address_as_ui = (uint32_t *)((char *)address - offset);
+    uint32_t old = *address_as_ui, shift = offset * 8, old_byte, newval, assumed;
+    do {
+      assumed = old;
+      old_byte = (old >> shift) & 0xff;
+      newval = static_cast<uint8_t>(func(val, static_cast<T>(old_byte)));
+      newval = (old & ~(0x000000ff << shift)) | (newval << shift);
+      old = atomicCAS(address_as_ui, assumed, newval);
+    } while (assumed != old);
+  } else {
+    size_t offset = (size_t)address & 2;
+    uint32_t *address_as_ui = (uint32_t *)((char *)address - offset);
+    bool is_32_align = offset;
+    uint32_t old = *address_as_ui, old_bytes, newval, assumed;
+    do {
+      assumed = old;
+      old_bytes = is_32_align ? old >> 16 : old & 0xffff;
+      newval = static_cast<uint16_t>(func(val, static_cast<T>(old_bytes)));
+      newval = is_32_align ? (old & 0xffff) | (newval << 16) : (old & 0xffff0000) | newval;
+      old = atomicCAS(address_as_ui, assumed, newval);
+    } while (assumed != old);
+  }
+}
+#define KM_ATOMIC_ADD_INT(T)                                                                                    \
+  __device__ inline void gpuAtomicAdd(T *address, T val) {                                                      \
+    km_atomic_int_op(address, val, [](T a, T b) { return a + b; }); }                                          \
+  __device__ inline void atomicAdd(T *address, T val) { gpuAtomicAdd(address, val); }
+// km:atomicAdd-uint8_t-begin
+KM_ATOMIC_ADD_INT(uint8_t)
+// km:atomicAdd-uint8_t-end
+// km:atomicAdd-int8_t-begin
+KM_ATOMIC_ADD_INT(int8_t)
+// km:atomicAdd-int8_t-end
+// km:atomicAdd-int16_t-begin
+KM_ATOMIC_ADD_INT(int16_t)
+// km:atomicAdd-int16_t-end
+// km:atomicAdd-bool-begin
+__device__ inline void gpuAtomicAdd(bool *address, bool val) {
+  km_atomic_int_op(address, val, [](bool a, bool b) { return a || b; }); }
+__device__ inline void atomicAdd(bool *address, bool val) { gpuAtomicAdd(address, val); }
+// km:atomicAdd-bool-end
+#undef KM_ATOMIC_ADD_INT
 template <class T> __device__ inline T gpuAtomicAdd(T *p, T v) { return atomicAdd(p, v); }
 #if !defined(__HIP__)
 __device__ inline void gpuAtomicAdd(int64_t *p, int64_t v) {
