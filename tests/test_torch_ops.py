@@ -163,3 +163,11 @@ def test_a_dependent_atomic_add_into_int64_gets_atens_overload(dataset: dict[str
     assert "KM_ATOMIC_ADD_INT(int16_t)" in _unit(dataset, m, "short_short")
     assert "km_torch_unit" not in _unit(dataset, m, "float_float") and "c10::Half" not in _unit(
         dataset, m, "float_float")
+
+
+def test_a_name_only_the_host_pass_compiles_comes_with_the_kernel(dataset: dict[str, Any]) -> None:
+    """`#if __CUDA_ARCH__ >= 800 __hmul #else fix_bf16_mul_fallback #endif`: the parse (sm_90) skips the
+    fallback, nvcc's host pass compiles it, so the unit needs the fallback too (was: undefined)."""
+    m = _meta(dataset, "bf16_scale_kernel")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+    assert "inline __nv_bfloat16 fix_bf16_mul_fallback(" in _unit(dataset, m, "default")
