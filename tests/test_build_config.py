@@ -77,3 +77,8 @@ def test_a_torch_class_holding_tensors_keeps_only_what_device_code_can_use(datas
     # reads it do not, nor the host helper only that constructor called
     assert "struct WarpParams : public torch::CustomClassHolder" in unit and "at::Tensor coeffs" not in unit
     assert "pad_coeffs" not in unit and "CustomClassHolder" in m["closure"]["shims"]
+
+
+def test_deduced_explicit_instantiations_written_through_a_macro_bind_its_argument(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "norm_rows_kernel")
+    assert build_statuses(m) == {"float_2": "ok", "double_2": "ok"}, build_statuses(m)
