@@ -93,3 +93,22 @@ def test_dataset_builds_without_the_checkout(dataset: dict[str, Any], tmp_path: 
     assert re.search(r"4/4 units built \(0 failed.*0 cached\)", proc.stdout), proc.stdout
     meta = json.loads(next(moved.glob("scale_lengths-*/metadata.json")).read_text())
     assert meta["instantiations"][0]["build"]["status"] == "ok"
+
+
+def test_a_kernel_inside_a_third_party_folder_inlines_its_own_part_only(tmp_path: Path) -> None:
+    """`3rdparty/hashkit/fill.cuh` holds the kernel, `3rdparty/tinymap.h` is a header-only library beside it:
+    the kernel's part is inlined (it is what was mined), the library stays `#include <tinymap.h>` of a copy."""
+    out = tmp_path / "out"
+    proc = run_miner("extract", FIXTURES / "vendored_parts" / "src", "-o", out, "--build", "-j", "2",
+                     env={"XDG_CACHE_HOME": str(tmp_path / "cache")}, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    (m,) = load_dataset(out)
+    assert m["name"] == "fill_table"
+    assert [i["build"]["status"] for i in m["instantiations"]] == ["ok"]
+    (v,) = m["closure"]["vendored"]
+    assert (v["headers"], v["prelude"]) == (["tinymap.h"], ["#include <tinymap.h>"])
+    text = (out / m["id"] / "units" / m["instantiations"][0]["id"] / "unit.cu").read_text()
+    body = text[text.index("// km:body-begin"):]
+    assert "struct Map" not in body and "swappable" not in body  # the library is not inlined
+    assert "slot_of(int i)" in body  # the kernel's own part is
+    assert (out / m["id"] / v["include_dir"] / "tinymap.h").resolve().is_file()

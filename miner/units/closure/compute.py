@@ -67,12 +67,18 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     tokens: list[str] = []
     headers: dict[str, None] = {}  # toolkit headers whose declarations the closure names
     vend = Vendored.of(ctx)
-    own = vend.library_of(kernel_path)  # a library's own kernel inlines that library as before
+    # A library's own kernel inlines its own part (`3rdparty/hash/`) as before; the other parts of that
+    # third-party folder (a header-only `3rdparty/robin_hood.h` beside it) stay #includes.
+    own = vend.library_of(kernel_path)
+    own_part = own.part_of(kernel_path) if own is not None else None
+    own_rest = own.without(own_part) if own is not None and own_part is not None else None
     used: dict[str, Library] = {}  # vendored libraries the unit #includes instead of inlining
 
     def vendored(path: str) -> bool:
         lib = vend.library_of(path)
-        if lib is None or lib is own:
+        if lib is not None and lib is own:
+            lib = None if lib.part_of(path) == own_part else own_rest
+        if lib is None:
             return False
         used.setdefault(lib.include_dir, lib)
         return True

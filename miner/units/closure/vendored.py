@@ -53,8 +53,21 @@ class Library:
     files: set[str] = field(default_factory=set)  # its files this TU read
 
     def holds(self, path: str) -> bool:
-        return any(path == os.path.join(self.include_dir, p) or path.startswith(os.path.join(self.include_dir, p)
-                                                                                 + os.sep) for p in self.parts)
+        return self.part_of(path) is not None
+
+    def part_of(self, path: str) -> str | None:
+        return next((p for p in self.parts if path == os.path.join(self.include_dir, p)
+                     or path.startswith(os.path.join(self.include_dir, p) + os.sep)), None)
+
+    def without(self, part: str) -> Library | None:
+        """The library less one part (the one that holds the kernel being mined): None when nothing of the
+        rest is included by the project."""
+        at = {h: k for h, k in self.at.items() if h.split("/", 1)[0] != part}
+        if not at:
+            return None
+        gone = Library(self.include_dir, [part])
+        return Library(self.include_dir, [p for p in self.parts if p != part], [h for h in self.headers if h in at],
+                       min(at.values()), at, {f for f in self.files if not gone.holds(f)})
 
 
 class Vendored:
@@ -198,7 +211,8 @@ class Vendored:
     def config_defines(self, lib: Library) -> list[Macro]:
         """The project's #defines whose name the library's files mention, written before one of its includes
         (`GLM_FORCE_CUDA`; `GLM_ENABLE_EXPERIMENTAL` before `<glm/gtx/...>` only)."""
-        if lib.include_dir not in self._defines:
+        key = f"{lib.include_dir}|{'|'.join(lib.parts)}"
+        if key not in self._defines:
             ctx = self.ctx
             names: set[str] = set()
             for f in lib.files:
@@ -209,8 +223,8 @@ class Vendored:
                 for m in ctx.active_defs(name):
                     if not self.library_of(m.path) and ctx.sort_key(m.path, m.start) < last:
                         out.append(m)
-            self._defines[lib.include_dir] = sorted(out, key=lambda m: ctx.sort_key(m.path, m.start))
-        return self._defines[lib.include_dir]
+            self._defines[key] = sorted(out, key=lambda m: ctx.sort_key(m.path, m.start))
+        return self._defines[key]
 
 
 _IDENTS: dict[tuple[str, int, int], frozenset[str]] = {}  # per worker process: every TU that includes glm asks
