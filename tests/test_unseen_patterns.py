@@ -187,3 +187,11 @@ def test_a_min_of_a_class_parameter_is_folded_once_bound(dataset: dict[str, Any]
     m = _meta(dataset, "grid_split_kernel")
     assert {i["id"] for i in m["instantiations"]} == {"float_2_2", "half_2_2", "float_3_2", "half_3_2"}, _origins(m)
     assert set(_built(m).values()) == {"ok"}, _built(m)
+
+
+def test_a_functor_struct_made_in_another_translation_unit_reaches_the_kernels_unit(dataset: dict[str, Any]) -> None:
+    """`apply.h`'s kernel is analysed in `a_plain.cu`; the lambda that instantiates it is in `b_user.cu`: the
+    struct travels with the launch record, which merges across translation units."""
+    m = _meta(dataset, "apply_kernel")
+    assert _origins(m) == {"km_lambda_b_user_3_19": "host_template"}, _origins(m)
+    assert set(_built(m).values()) == {"ok"}, _built(m)
