@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import clang.cindex as ci
 
+from miner.units.closure.arch_branches import host_pass_names
 from miner.units.closure.context import (
     _CLASS_KINDS,
     _IDENT,
@@ -172,6 +173,12 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
             # The parse dropped invalid expressions (a name its stub lacked): their calls are missing
             # from the AST. Fall back to the names in the text, looked up in the scopes visible here.
             for name in dict.fromkeys(idents):
+                for i in range(len(scope), -1, -1):
+                    for gp, gc in ctx.by_name.get((scope[:i], name), [])[:1]:
+                        take(gp, gc)
+        if cur.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD):
+            # nvcc's host pass compiles the `#else` of `#if __CUDA_ARCH__ >= 800` the parse skipped.
+            for name in host_pass_names(ctx, cur):
                 for i in range(len(scope), -1, -1):
                     for gp, gc in ctx.by_name.get((scope[:i], name), [])[:1]:
                         take(gp, gc)

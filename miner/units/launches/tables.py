@@ -161,7 +161,10 @@ def _explicit_host_instantiations(st: _State) -> None:
                 for args in lists:
                     if len(args) == len(st.host_params.get(key, [])):
                         _add(st.concrete, key, [st.resolver(a, set()) for a in args])
-        for name, ret, types in deduced.deduced_in(t, set(st.host_names)):
+        # Read after the project's macros are expanded (which also drops `#define` lines): the text of
+        # `#define INST(T) template void launch(T *, int);` bound the launcher's `T` to the macro's `T`.
+        for name, ret, types in deduced.deduced_in(macro_text.expand(t, macros, writers) if writers else t,
+                                                   set(st.host_names)):
             for key in st.host_names[name]:
                 fn = st.host_cursors.get(key)
                 decl = deduced.declaration(ctx.read(key[0]), fn) if fn is not None else None
