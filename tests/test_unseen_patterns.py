@@ -174,3 +174,24 @@ def test_a_lambda_naming_its_class_member_alias_declares_the_alias_in_its_struct
     assert set(_built(m).values()) == {"ok"}, _built(m)
     unit = _unit(dataset, m, "float_km_lambda_ops_49_63")
     assert "  using ROOT = float;\n" in unit and "template struct RootOpt" not in unit
+
+
+def test_a_toolkit_type_named_only_by_another_units_instantiation_brings_its_header(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "running_average")
+    assert _origins(m) == {"half": "host_template"}, _origins(m)
+    assert _built(m) == {"half": "ok"}, _built(m)
+    assert "#include <cuda_fp16.h>" in _unit(dataset, m, "half")
+
+
+def test_a_min_of_a_class_parameter_is_folded_once_bound(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "grid_split_kernel")
+    assert {i["id"] for i in m["instantiations"]} == {"float_2_2", "half_2_2", "float_3_2", "half_3_2"}, _origins(m)
+    assert set(_built(m).values()) == {"ok"}, _built(m)
+
+
+def test_a_functor_struct_made_in_another_translation_unit_reaches_the_kernels_unit(dataset: dict[str, Any]) -> None:
+    """`apply.h`'s kernel is analysed in `a_plain.cu`; the lambda that instantiates it is in `b_user.cu`: the
+    struct travels with the launch record, which merges across translation units."""
+    m = _meta(dataset, "apply_kernel")
+    assert _origins(m) == {"km_lambda_b_user_3_19": "host_template"}, _origins(m)
+    assert set(_built(m).values()) == {"ok"}, _built(m)

@@ -88,6 +88,9 @@ def _merge_host_args(first: Launch, other: Launch) -> None:
     for args in other.dispatch_args or []:
         if args not in first.dispatch_args:
             first.dispatch_args.append(args)
+    for f in other.functors or []:
+        if all(f["name"] != g["name"] for g in first.functors):
+            first.functors.append(f)
 
 
 def _launch_key(launch: Launch) -> tuple[Any, ...]:

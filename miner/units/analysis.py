@@ -9,7 +9,7 @@ result is typed (`units.records.TUAnalysis`); the frontend hands it back as plai
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 from miner.units import closure, instantiations, launches, macro_text
@@ -56,7 +56,11 @@ def _analyse(live: LiveTU, out: TUAnalysis) -> None:
         out.launches.append(rec)
         lists = [launch.template_args or [], launch.resolved_text or [], *launch.host_template_args,
                  *launch.dispatch_args]
-        arg_names.setdefault(rec.kernel, set()).update(n for args in lists for a in args for n in _IDENT.findall(a))
+        named = {n for args in lists for a in args for n in _IDENT.findall(a)}
+        arg_names.setdefault(rec.kernel, set()).update(named)
+        rec.functors = [asdict(PieceText("STRUCT_DECL", f.name, list(f.namespaces), f.text, f.path, f.line,
+                                         after=True, functor=True))
+                        for n, f in launches.functors(ctx).items() if n in named]
     # Explicit instantiations sit beside the kernel or in the .cu that includes its header, often
     # written through the project's macros (defined in any file of this TU).
     texts = {p: live.read(p).decode("utf-8", "replace") for p in ctx.order if p in live.inputs}

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 from miner.frontends.model import Kernel
 from miner.units import instantiations, render, vendor_copy
 from miner.units.mentions import Mentions, launch_missing
-from miner.units.records import Analyses, ClosureRecord, Launch
+from miner.units.records import Analyses, ClosureRecord, Launch, PieceText
 
 _TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
                "TYPE_ALIAS_TEMPLATE_DECL", "CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION",
@@ -57,6 +58,11 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
         uses = mentions.uses(k.name, (k.path, k.start_offset, k.end_offset))
         meta["launch_missing"] = launch_missing(k.name, uses, len(meta["references"]), k.frontend,
                                                 lambda p: _rel(p, root))
+    # Functor structs made where the launch was seen, when the kernel's closure was taken in another TU.
+    have = {p.name for p in unit.pieces if p.functor}
+    more = {f["name"]: PieceText(**f) for lc in records for f in lc.functors if f["name"] not in have}
+    if more:
+        unit = replace(unit, pieces=[*unit.pieces, *more.values()])
     pieces = unit.pieces
     meta["closure"] = {
         "functions": [p.name for p in pieces if p.kind in _FUNC_KINDS],

@@ -95,6 +95,9 @@ class Launch:
     # A launch of a function the unit only declares: `kernel` is None until extract matches the
     # declaration to the kernel another translation unit defines.
     declared: Declaration | None = None
+    # Functor structs standing for lambdas these arguments name (PieceText fields), made in this launch's
+    # translation unit: a kernel whose closure another TU took gets them from here.
+    functors: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

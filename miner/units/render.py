@@ -13,6 +13,7 @@ from miner.dataset import atomic
 from miner.frontends.config import stub_dir
 from miner.resources import template_env
 from miner.source import build_flags
+from miner.units.closure.text import HEADER_OF
 from miner.units.instantiations import INTEGRAL_TYPE, inst_id, substitute
 from miner.units.records import ClosureRecord, Launch
 
@@ -170,10 +171,13 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
         if meta["is_specialization"]:
             m = re.search(re.escape(meta["name"]) + r"\s*(<[^({]*>)\s*\(", kernel_text)
             callee = meta["name"] + (m.group(1) if m else "")
+        # A toolkit type named only in these arguments (`__half` from a host template instantiated in another
+        # translation unit than the one the closure was taken in) brings its header.
+        extra = [h for t in re.findall(r"[A-Za-z_]\w*", args_text) if (h := HEADER_OF.get(t))]
         ctx = {
             "build_flags": flags, "no_half": no_half,
             "kernel": meta, "src": meta["source"], "version": __version__, "symbol": symbol,
-            "includes": unit.includes,
+            "includes": list(dict.fromkeys(unit.includes + extra)),
             # Vendored libraries (closure.vendored): the project's configuring #defines, then its includes.
             "vendored": (meta.get("closure") or {}).get("vendored") or [],
             # The configuration the kernel was mined in; nvcc defines __CUDA_ARCH__ and __NVCC__ itself.

@@ -17,7 +17,7 @@ from miner.units.headers import TOOLKIT_HEADER as _TOOLKIT_HEADER
 
 # Names a kernel may take from a C/C++ or toolkit header that its repo only reached through a framework
 # header (FLT_MAX through torch, std::vector through a helper): the header a unit must include for each.
-_HEADER_OF = {
+HEADER_OF = {
     **dict.fromkeys(("FLT_MAX", "FLT_MIN", "FLT_EPSILON", "DBL_MAX", "DBL_MIN", "DBL_EPSILON", "FLT_DIG",
                      "DBL_DIG", "FLT_MAX_EXP", "HUGE_VALF"), "cfloat"),
     **dict.fromkeys(("INT_MAX", "INT_MIN", "UINT_MAX", "LONG_MAX", "LLONG_MAX", "SHRT_MAX", "CHAR_BIT",
@@ -69,7 +69,7 @@ def _cut(data: bytes, start: int, end: int, cuts: list[tuple[int, int]], note: l
 def _includes(ctx: TUContext, files: set[str], tokens: list[str],
               needed: tuple[str, ...] | list[str] = ()) -> list[str]:
     """The `#include <...>` lines a unit keeps, plus the toolkit headers `needed` by declarations the closure
-    names (found in our parse shims of those headers) and by names in `tokens` (_HEADER_OF)."""
+    names (found in our parse shims of those headers) and by names in `tokens` (HEADER_OF)."""
     out: list[str] = []
     for path in sorted(files, key=lambda p: ctx.order.get(p, 0)):
         for m in INCLUDE.finditer(ctx.read(path)):
@@ -89,7 +89,7 @@ def _includes(ctx: TUContext, files: set[str], tokens: list[str],
             have.add(h)
             out.append(h)
     for t in dict.fromkeys(tokens):
-        h = _HEADER_OF.get(t)
+        h = HEADER_OF.get(t)
         if h and h not in have and not (ctx.active_macro(t) or (h.endswith(".h") and h[:-2] in have)):
             have.add(h)
             out.append(h)

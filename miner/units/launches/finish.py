@@ -27,14 +27,20 @@ _DISTINCT = {"float", "double", "int", "unsigned int", "long", "unsigned long", 
              "c10::BFloat16", "__half", "__nv_bfloat16"}
 
 
+_MINMAX = re.compile(r"(?<![\w:])(?:std::)?(min|max)\s*\(\s*(-?\d+)[uUlL]*\s*,\s*(-?\d+)[uUlL]*\s*\)")
+
+
 def _fold_conditional(text: str) -> str:
     """`std::conditional_t<std::is_same<float, at::Half>::value, int2, int4>` once the class template's
-    parameter is bound -> `int4`, where both compared types are known builtins (else left as written)."""
+    parameter is bound -> `int4`, where both compared types are known builtins (else left as written).
+    `std::min(2u, 1)` of two integers (a host constant over a bound `uint32_t` parameter, whose value lost its
+    type: no `std::min` overload takes `unsigned` and `int`) -> `1`."""
     def one(m: re.Match[str]) -> str:
         a, b = (_SAME.get(" ".join(x.split()), " ".join(x.split())) for x in (m.group(1), m.group(2)))
         if a == b:
             return m.group(3).strip()
         return m.group(4).strip() if a in _DISTINCT and b in _DISTINCT else m.group(0)
+    text = _MINMAX.sub(lambda m: str((min if m.group(1) == "min" else max)(int(m.group(2)), int(m.group(3)))), text)
     return _COND.sub(one, text)
 
 
