@@ -49,7 +49,9 @@ def test_backward_with_fast_atomic_add_builds_for_float_double_and_half(dataset:
         unit = _unit(dataset, m, inst)
         assert "namespace native" in unit and "fastAtomicAdd" in unit, inst
         # the Half atomicAdd the shim's dependent call finds by ordinary lookup is declared before it
-        assert unit.index("atomicAdd(c10::Half *p") < unit.index("__device__ void fastAtomicAdd"), inst
+        assert unit.index("atomicAdd(c10::Half *p") < unit.index("void fastAtomicAdd("), inst
+    # with fast atomics a Half is added as half of an aligned __half2 pair, as ATen's KernelUtils.cuh does
+    assert "atomicAdd(reinterpret_cast<__half2 *>(target_addr), value2)" in _unit(dataset, m, "half")
 
 
 def test_int64_index_variants_build_for_half(dataset: dict[str, Any]) -> None:
@@ -150,11 +152,22 @@ def test_aten_atomics_for_int64_and_multiply_and_a_parse_only_namespace(dataset:
 
 
 def test_a_dependent_atomic_add_into_int64_gets_atens_overload(dataset: dict[str, Any]) -> None:
-    """`atomicAdd(sums + i, static_cast<out_t>(v))` with out_t = int64_t (a project dispatch binding two
-    aliases per case): the parse saw an overload set, so the unit shim comes by the instantiation's type."""
+    """`atomicAdd(sums + i, static_cast<out_t>(v))` with out_t = int64_t, short or unsigned char (a project
+    dispatch binding two aliases per case): CUDA has no atomicAdd for them, ATen's Atomic.cuh has; the parse
+    saw an overload set, so the unit shim comes by the instantiation's type."""
     m = _meta(dataset, "seg_sum_kernel")
-    assert _origins(m) == {"int_long": "dispatch", "long_long": "dispatch", "float_float": "dispatch"}, _origins(m)
+    assert _origins(m) == {"int_long": "dispatch", "long_long": "dispatch", "float_float": "dispatch",
+                           "short_short": "dispatch", "unsigned_char_unsigned_char": "dispatch"}, _origins(m)
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
     assert "atomicAdd(int64_t *p" in _unit(dataset, m, "long_long")
+    assert "KM_ATOMIC_ADD_INT(int16_t)" in _unit(dataset, m, "short_short")
     assert "km_torch_unit" not in _unit(dataset, m, "float_float") and "c10::Half" not in _unit(
         dataset, m, "float_float")
+
+
+def test_a_name_only_the_host_pass_compiles_comes_with_the_kernel(dataset: dict[str, Any]) -> None:
+    """`#if __CUDA_ARCH__ >= 800 __hmul #else fix_bf16_mul_fallback #endif`: the parse (sm_90) skips the
+    fallback, nvcc's host pass compiles it, so the unit needs the fallback too (was: undefined)."""
+    m = _meta(dataset, "bf16_scale_kernel")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+    assert "inline __nv_bfloat16 fix_bf16_mul_fallback(" in _unit(dataset, m, "default")

@@ -281,13 +281,16 @@ def test_tree_sitter_sees_c_linkage() -> None:
 def test_a_kernel_of_an_anonymous_namespace_is_found_and_compared(tmp_path: Path) -> None:
     """PyTorch ops define their kernels in `namespace ops { namespace { ... } }`; the unit keeps `ops` but not
     the anonymous namespace. The original's entry is found by its demangled name and the two compare
-    identical (the entry's `.visible` linkage aside); another kernel's entry is not taken for it."""
+    identical (the entry's `.visible` linkage and the namespace's component in its `__shared__` array's name
+    aside); the same kernel with other template arguments is not taken for it."""
     import subprocess
 
     from miner.verify.driver import _find_entry
 
     body = ("template <typename T> __global__ void scale_kernel(int n, const T* x, T* y) {\n"
-            "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] * T(2); }\n"
+            "  __shared__ T tile[32];  // named through the anonymous namespace in the original\n"
+            "  int i = blockIdx.x * blockDim.x + threadIdx.x; tile[threadIdx.x] = i < n ? x[i] : T(0);\n"
+            "  __syncthreads(); if (i < n) y[i] = tile[31 - threadIdx.x] * T(2); }\n"
             "template <typename T> __global__ void other_kernel(int n, const T* x, T* y) { if (n) y[0] = x[0]; }\n")
     sources = {"original": "namespace ops { namespace {\n" + body + "}\n"
                            "void launch(int n, const float* x, float* y) { scale_kernel<float><<<1, 32>>>(n, x, y);"
@@ -304,6 +307,8 @@ def test_a_kernel_of_an_anonymous_namespace_is_found_and_compared(tmp_path: Path
     assert ptx.find_entry(parsed["original"], entry) is None  # the mangled names differ
     found = _find_entry(parsed["original"], entry, "scale_kernel")
     assert found is not None and "_GLOBAL__N_" in found and "12scale_kernel" in found
-    assert ptx.listing(parsed["original"], found) == ptx.listing(parsed["unit"], entry)
+    # compared by their mangled names, the shared array's differ (namespace component, substitution index)
+    assert ptx.listing(parsed["original"], found) != ptx.listing(parsed["unit"], entry)
+    assert ptx.listing(parsed["original"], found, True) == ptx.listing(parsed["unit"], entry, True)
     # the same kernel with other template arguments is not taken for it
     assert _find_entry(parsed["original"], entry.replace("IfE", "IdE"), "scale_kernel") is None

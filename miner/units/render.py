@@ -46,22 +46,25 @@ def _shim_for(pieces: list[dict[str, Any]]) -> str:
     for p in pieces:
         if p["kind"] == "FUNCTION_DECL" and p["name"] in _SHIM_OVERLOADS:
             head = p["text"].split("{", 1)[0]
-            for t in ("Half", "BFloat16", "int64_t"):
+            for t in ("Half", "BFloat16", "int64_t", "uint8_t", "int8_t", "int16_t", "bool"):
                 if re.search(rf"\b{t}\s*\*", head):
                     name = re.escape(p["name"])
                     text = re.sub(rf"// km:{name}-{t}-begin\n.*?// km:{name}-{t}-end\n", "", text, flags=re.S)
     return text
 
 
-# Built-ins the shim overloads for an argument type CUDA lacks them for (ATen/cuda/Atomic.cuh's int64_t).
-_INT64_ARG = re.compile(r"^(?:long|long int|int64_t|std::int64_t|signed long)$")
+# Argument types the shim overloads atomics for where CUDA has none (ATen/cuda/Atomic.cuh: int64_t and the 8-
+# and 16-bit integers, bool).
+_INT64_ARG = re.compile(r"^(?:long|long int|int64_t|std::int64_t|signed long|(?:unsigned |signed )?char|u?int8_t"
+                        r"|short|short int|int16_t|bool)$")
 _ATOMIC_CALL = re.compile(r"\b(?:atomicAdd|gpuAtomicAdd|gpuAtomicMul)\s*\(")
 
 
 def _shim_types(args: list[str], kernel_text: str, pieces: list[dict[str, Any]]) -> bool:
     """Whether an instantiation needs the unit shim for its template arguments alone: a c10/at type, or
-    int64_t where the kernel or its helpers make a dependent atomic call (`atomicAdd(out, v)` with
-    out_scalar_t = int64_t resolves to ATen's overload; the parse saw only an overload set)."""
+    an integer type CUDA has no atomicAdd for (int64_t, 8/16-bit, bool) where the kernel or its helpers make
+    a dependent atomic call (`atomicAdd(out, v)` with out_t = int64_t resolves to ATen's overload; the
+    parse saw only an overload set)."""
     if any(re.search(r"\b(c10|at)::", a) for a in args):
         return True
     return any(_INT64_ARG.match(a.strip()) for a in args) and any(

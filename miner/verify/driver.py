@@ -320,7 +320,8 @@ def _judge(it: _Item, res: PtxResult, parsed: ptx_mod.Ptx, wrapped: PtxResult | 
                    error=f"the original's PTX has no .entry {entry} (not compiled in the mined configuration)")
         return rec
     it.compared = (src, found)
-    a, b = ptx_mod.listing(src, found), ptx_mod.listing(ptx_mod.parse(it.unit_res.ptx), entry)
+    plain = found != entry and "_GLOBAL__N_" in found  # matched through an anonymous namespace
+    a, b = ptx_mod.listing(src, found, plain), ptx_mod.listing(ptx_mod.parse(it.unit_res.ptx), entry, plain)
     rec["lines"] = len(b)
     if a == b:
         rec["status"] = "identical"
@@ -356,6 +357,8 @@ def _context_check(it: _Item, store: PtxStore, tool_id: str, flags: list[str], f
         out.update(status="unbuildable", error=_first_error(res.log))
         return out
     got = ptx_mod.find_entry(ptx_mod.parse(res.ptx), entry)
-    same = got is not None and ptx_mod.listing(ptx_mod.parse(res.ptx), got) == ptx_mod.listing(src, found)
+    plain = found != entry and "_GLOBAL__N_" in found
+    same = got is not None and (ptx_mod.listing(ptx_mod.parse(res.ptx), got, plain)
+                                == ptx_mod.listing(src, found, plain))
     out["status"] = "identical" if same else "differs"
     return out

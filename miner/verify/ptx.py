@@ -10,6 +10,10 @@ variables). The normalization removes only what depends on where the code sits, 
 - the per-file uniquifier of internal names (anonymous namespaces, `static` functions):
   `_ZN34_INTERNAL_65b35793_4_a_cu_d589cb60...` -> `_ZN<INTERNAL>...`;
 - the numbering of string constants (`$str$7` -> `$str$1` by order of first use in the listing);
+- with `plain_names` (the entry was matched through an anonymous namespace the unit does not keep), every
+  mangled name is compared demangled, `(anonymous namespace)::` left out: the namespace's component also
+  shifts the substitution indices after it (`..._PS2_E4tile` in the original, `..._PS1_E4tile` in the
+  unit for a kernel's function-scope `__shared__` array);
 - the linkage of the `.entry` itself (`.visible`, `.weak`): a kernel in an anonymous namespace (as PyTorch
   ops write them) has none in the original, and the unit, which does not keep that namespace, says
   `.visible`;
@@ -37,6 +41,8 @@ _COMPONENT = re.compile(r"_(?:INTERNAL|GLOBAL__N)_\w*_[0-9a-f]{8}")
 _NUMBERED = re.compile(r"\$str(?:\$\d+)?(?![\w$])|\b__unnamed_\d+\b")
 _SHARED_DECL = re.compile(r"^(?:\.extern\s+)?\.shared\b")
 _MOV = re.compile(r"^(?:mov|cvta\.global)\.u64\s+(%rd\d+),\s*([%\w$]+);")
+_MANGLED = re.compile(r"(?<![\w$])_Z[\w$]+")
+_DM_INTERNAL = re.compile(r"_INTERNAL_[0-9a-f]{8}_\w+?_[0-9a-f]{8}")
 _ENTRY_LINKAGE = re.compile(r"^(?:\.(?:visible|weak)\s+)+\.entry <ENTRY>")
 _PARAM_STORE = re.compile(r"^st\.param\.b(?:32|64)\s+\[param(\d+)\+0\],\s*(%?\w+);")
 
@@ -190,7 +196,20 @@ def _assert_positions(lines: list[str]) -> tuple[set[int], set[str]]:
     return line_idx, files
 
 
-def listing(ptx: Ptx, entry: str) -> list[str]:
+def _plain_names(lines: list[str]) -> list[str]:
+    """Mangled names demangled, anonymous namespaces and internal-name uniquifiers left out."""
+    from miner.builder.ptxas import demangle
+
+    names = sorted({t for s in lines for t in _MANGLED.findall(s)})
+    if not names:
+        return lines
+    dm = demangle(names)
+    plain = {n: "{" + _DM_INTERNAL.sub("<INTERNAL>", dm[n].replace("(anonymous namespace)::", "")) + "}"
+             for n in names}
+    return [_MANGLED.sub(lambda m: plain[m.group(0)], s) for s in lines]
+
+
+def listing(ptx: Ptx, entry: str, plain_names: bool = False) -> list[str]:
     """The entry, the functions it reaches and the globals they use, normalized (see the module doc)."""
     order, used = _reaching(ptx, entry)
     code: list[str] = []
@@ -230,8 +249,11 @@ def listing(ptx: Ptx, entry: str) -> list[str]:
     # `extern "C"` original names it `k`, a unit without the linkage `_Z1kPf`.
     own = re.compile(rf"(?<![\w$]){re.escape(entry)}(?=_param_\d|(?![\w$]))")
     out: list[str] = []
-    for s in code + data + sorted(set(shared)):
-        s = own.sub("<ENTRY>", s)
+    lines = [own.sub("<ENTRY>", s) for s in code + data]
+    shared = [own.sub("<ENTRY>", s) for s in set(shared)]
+    if plain_names:
+        lines, shared = _plain_names(lines), _plain_names(shared)
+    for s in lines + sorted(set(shared)):
         s = _ENTRY_LINKAGE.sub(".entry <ENTRY>", s)
         s = _LABEL.sub(lambda m: f"$L__{m.group(1)}_{m.group(2)}", s)
         s = _DEPOT.sub("__local_depot", s)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import clang.cindex as ci
 
+from miner.units.closure.arch_branches import host_pass_names
 from miner.units.closure.context import (
     _CLASS_KINDS,
     _IDENT,
@@ -39,18 +40,22 @@ _ARG_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPE
 
 
 def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_start: int,
-            arg_names: list[str] | tuple[str, ...] = (), extra: list[ci.Cursor] | tuple[ci.Cursor, ...] = ()
-            ) -> Closure:
+            arg_names: list[str] | tuple[str, ...] = (), extra: list[ci.Cursor] | tuple[ci.Cursor, ...] = (),
+            skip: set[tuple[str, int]] | frozenset[tuple[str, int]] = frozenset()) -> Closure:
     """The closure of one kernel; `arg_names` are the names in its instantiations' template arguments,
     whose types (declared at any namespace scope of the project) the unit needs as well; `extra` are further
-    roots (the lambdas a functor struct in those arguments is written from: what their bodies name)."""
+    roots (the lambdas a functor struct in those arguments is written from: what their bodies name); declarations
+    at `skip` (path, offset) are not followed (class member aliases such a struct declares itself)."""
     out = Closure()
     seen: set[tuple[str, int]] = {(kernel_path, kernel_start)}
+    hosts: set[tuple[str, int]] = set()
     for lam in extra:
-        # The function the lambda sits in is not the unit's: its captured locals resolve to it.
+        # The function (or class) the lambda sits in is not the unit's: its captured locals and the lambda's own
+        # parameters resolve to it, and nothing of its same-name set comes along for them.
         if lam.location.file is not None and (
                 host := ctx.piece_at(ctx.norm(lam.location.file.name), lam.extent.start.offset)) is not None:
-            seen.add((host[0].path, host[0].start))
+            hosts.add((host[0].path, host[0].start))
+    seen |= hosts
     with_members: set[tuple[str, int]] = set()
     pieces: list[Piece] = []
     shims: set[str] = set()
@@ -148,8 +153,10 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                     continue
                 d = r.get_definition() or r
                 dpath = ctx.norm(d.location.file.name) if d.location.file else rpath
+                if skip and (dpath, d.location.offset) in skip:
+                    continue
                 found = ctx.piece_at(dpath, d.location.offset)
-                if found is not None:
+                if found is not None and (found[0].path, found[0].start) not in hosts:
                     take(*found)
         bounds = _launch_bounds_names(cur) if cur.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) else []
         for name in bounds:
@@ -166,6 +173,12 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
             # The parse dropped invalid expressions (a name its stub lacked): their calls are missing
             # from the AST. Fall back to the names in the text, looked up in the scopes visible here.
             for name in dict.fromkeys(idents):
+                for i in range(len(scope), -1, -1):
+                    for gp, gc in ctx.by_name.get((scope[:i], name), [])[:1]:
+                        take(gp, gc)
+        if cur.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD):
+            # nvcc's host pass compiles the `#else` of `#if __CUDA_ARCH__ >= 800` the parse skipped.
+            for name in host_pass_names(ctx, cur):
                 for i in range(len(scope), -1, -1):
                     for gp, gc in ctx.by_name.get((scope[:i], name), [])[:1]:
                         take(gp, gc)

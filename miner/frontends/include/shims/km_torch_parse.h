@@ -429,6 +429,10 @@ __device__ double gpuAtomicAdd(double *, double);
 __device__ int gpuAtomicAdd(int *, int);
 /* ATen/cuda/Atomic.cuh: integer atomicAdd overloads CUDA lacks, and the atomic multiply. */
 __device__ void atomicAdd(int64_t *, int64_t);
+__device__ void atomicAdd(uint8_t *, uint8_t);
+__device__ void atomicAdd(int8_t *, int8_t);
+__device__ void atomicAdd(int16_t *, int16_t);
+__device__ void atomicAdd(bool *, bool);
 __device__ void gpuAtomicAdd(int64_t *, int64_t);
 __device__ float gpuAtomicMul(float *, float);
 __device__ double gpuAtomicMul(double *, double);

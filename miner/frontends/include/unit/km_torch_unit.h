@@ -395,11 +395,75 @@ template <typename T, typename IndexType, int Dims> struct IndexToOffset {
 };
 }}  // namespace cuda::detail
 namespace native {
+// ATen/native/cuda/KernelUtils.cuh, as written there for CUDA: with fast atomics a 16-bit value is added
+// as one half of an aligned 32-bit pair (the other half zero) where the pair lies inside the tensor.
 template <class T, class I>
-__device__ void fastAtomicAdd(T *tensor, I index, I numel, T value, bool fast) { atomicAdd(tensor + index, value); }
+__device__ __forceinline__ void fastSpecializedAtomicAdd(T *tensor, I index, const I numel, T value) {
+  atomicAdd(tensor + index, value);
+}
+#if !defined(__HIP__)
+template <class I>
+__device__ __forceinline__ void fastSpecializedAtomicAdd(c10::Half *tensor, I index, const I numel, c10::Half value) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 700)
+  atomicAdd(tensor + index, value);
+#else
+  __half *target_addr = reinterpret_cast<__half *>(tensor + index);
+  bool low_byte = (reinterpret_cast<uintptr_t>(target_addr) % sizeof(__half2) == 0);
+  if (low_byte && index < (numel - 1)) {
+    __half2 value2;
+    value2.x = static_cast<__half>(value);
+    value2.y = __int2half_rz(0);
+    atomicAdd(reinterpret_cast<__half2 *>(target_addr), value2);
+  } else if (!low_byte && index > 0) {
+    __half2 value2;
+    value2.x = __int2half_rz(0);
+    value2.y = static_cast<__half>(value);
+    atomicAdd(reinterpret_cast<__half2 *>(target_addr - 1), value2);
+  } else {
+    atomicAdd(reinterpret_cast<__half *>(tensor) + index, static_cast<__half>(value));
+  }
+#endif
+}
+#if __has_include(<cuda_bf16.h>)
+template <class I>
+__device__ __forceinline__ void fastSpecializedAtomicAdd(c10::BFloat16 *tensor, I index, const I numel,
+                                                         c10::BFloat16 value) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 800)
+  atomicAdd(tensor + index, value);
+#else
+  __nv_bfloat16 *target_addr = reinterpret_cast<__nv_bfloat16 *>(tensor + index);
+  bool low_byte = (reinterpret_cast<uintptr_t>(target_addr) % sizeof(__nv_bfloat162) == 0);
+  if (low_byte && index < (numel - 1)) {
+    __nv_bfloat162 value2;
+    value2.x = *reinterpret_cast<__nv_bfloat16 *>(&value);
+    value2.y = __int2bfloat16_rz(0);
+    atomicAdd(reinterpret_cast<__nv_bfloat162 *>(target_addr), value2);
+  } else if (!low_byte && index > 0) {
+    __nv_bfloat162 value2;
+    value2.x = __int2bfloat16_rz(0);
+    value2.y = *reinterpret_cast<__nv_bfloat16 *>(&value);
+    atomicAdd(reinterpret_cast<__nv_bfloat162 *>(target_addr - 1), value2);
+  } else {
+    atomicAdd(reinterpret_cast<__nv_bfloat16 *>(tensor) + index, *reinterpret_cast<__nv_bfloat16 *>(&value));
+  }
+#endif
+}
+#endif
+#endif
+template <class T, class I>
+__device__ __forceinline__ void fastAtomicAdd(T *tensor, I index, const I numel, T value, bool fast_atomics) {
+  if (fast_atomics) {
+    fastSpecializedAtomicAdd(tensor, index, numel, value);
+  } else {
+    atomicAdd(tensor + index, value);
+  }
+}
 }  // namespace native
 }  // namespace at
-namespace torch { using namespace at; }
+namespace c10 { struct intrusive_ptr_target {}; }
+// Parameter structs registered as torch classes derive from it; device code uses only their static
+// constants and nested enums (their at::Tensor members are left out of the unit).
+namespace torch { using namespace at; struct CustomClassHolder : c10::intrusive_ptr_target {}; }
 // THC/THCDeviceUtils.cuh's ceil-division, host and device: older ops size their tiles with it in device code.
 template <typename T> __host__ __device__ __forceinline__ T THCCeilDiv(T a, T b) { return (a + b - 1) / b; }
 // ATen/cuda/Atomic.cuh's int64_t overload (CUDA has only unsigned long long): the value's bits as they are.
@@ -409,6 +473,53 @@ __device__ inline void atomicAdd(int64_t *p, int64_t v) {
   atomicAdd(reinterpret_cast<unsigned long long *>(p), static_cast<unsigned long long>(v)); }
 #endif
 // km:atomicAdd-int64_t-end
+// ATen/cuda/Atomic.cuh's 8- and 16-bit integer adds: a compare-and-swap loop on the 32-bit word holding the
+// value (AtomicAddIntegerImpl<T, 1 / 2>, func `a + b`; bool's is `a || b`).
+template <class T, class F> __device__ inline void km_atomic_int_op(T *address, T val, F func) {
+  if constexpr (sizeof(T) == 1) {
+    size_t offset = (size_t)address & 3;
+    uint32_t *address_as_ui = (uint32_t *)((char *)address - offset);
+    uint32_t old = *address_as_ui, shift = offset * 8, old_byte, newval, assumed;
+    do {
+      assumed = old;
+      old_byte = (old >> shift) & 0xff;
+      newval = static_cast<uint8_t>(func(val, static_cast<T>(old_byte)));
+      newval = (old & ~(0x000000ff << shift)) | (newval << shift);
+      old = atomicCAS(address_as_ui, assumed, newval);
+    } while (assumed != old);
+  } else {
+    size_t offset = (size_t)address & 2;
+    uint32_t *address_as_ui = (uint32_t *)((char *)address - offset);
+    bool is_32_align = offset;
+    uint32_t old = *address_as_ui, old_bytes, newval, assumed;
+    do {
+      assumed = old;
+      old_bytes = is_32_align ? old >> 16 : old & 0xffff;
+      newval = static_cast<uint16_t>(func(val, static_cast<T>(old_bytes)));
+      newval = is_32_align ? (old & 0xffff) | (newval << 16) : (old & 0xffff0000) | newval;
+      old = atomicCAS(address_as_ui, assumed, newval);
+    } while (assumed != old);
+  }
+}
+#define KM_ATOMIC_ADD_INT(T)                                                                                    \
+  __device__ inline void gpuAtomicAdd(T *address, T val) {                                                      \
+    km_atomic_int_op(address, val, [](T a, T b) { return a + b; }); }                                          \
+  __device__ inline void atomicAdd(T *address, T val) { gpuAtomicAdd(address, val); }
+// km:atomicAdd-uint8_t-begin
+KM_ATOMIC_ADD_INT(uint8_t)
+// km:atomicAdd-uint8_t-end
+// km:atomicAdd-int8_t-begin
+KM_ATOMIC_ADD_INT(int8_t)
+// km:atomicAdd-int8_t-end
+// km:atomicAdd-int16_t-begin
+KM_ATOMIC_ADD_INT(int16_t)
+// km:atomicAdd-int16_t-end
+// km:atomicAdd-bool-begin
+__device__ inline void gpuAtomicAdd(bool *address, bool val) {
+  km_atomic_int_op(address, val, [](bool a, bool b) { return a || b; }); }
+__device__ inline void atomicAdd(bool *address, bool val) { gpuAtomicAdd(address, val); }
+// km:atomicAdd-bool-end
+#undef KM_ATOMIC_ADD_INT
 template <class T> __device__ inline T gpuAtomicAdd(T *p, T v) { return atomicAdd(p, v); }
 #if !defined(__HIP__)
 __device__ inline void gpuAtomicAdd(int64_t *p, int64_t v) {
