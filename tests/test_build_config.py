@@ -67,3 +67,13 @@ def test_a_toolkit_type_named_only_in_the_instantiation_brings_its_header(datase
     m = _meta(dataset, "copy_rows_kernel")
     assert build_statuses(m) == {"float": "ok", "half": "ok"}, build_statuses(m)
     assert "#include <cuda_fp16.h>" in _unit(dataset, m, "half")
+
+
+def test_a_torch_class_holding_tensors_keeps_only_what_device_code_can_use(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "poly_warp_kernel")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+    unit = _unit(dataset, m, "default")
+    # the struct stays (its constant and enum are used), its tensor member and the host constructor that
+    # reads it do not, nor the host helper only that constructor called
+    assert "struct WarpParams : public torch::CustomClassHolder" in unit and "at::Tensor coeffs" not in unit
+    assert "pad_coeffs" not in unit and "CustomClassHolder" in m["closure"]["shims"]

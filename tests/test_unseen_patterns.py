@@ -166,3 +166,11 @@ def test_a_lambda_written_at_the_launch_itself_becomes_a_functor_struct(dataset:
     m = _meta(dataset, "map_rows")
     assert _origins(m) == {"float_km_lambda_ops_28_64": "call_site"}, _origins(m)
     assert set(_built(m).values()) == {"ok"}, _built(m)
+
+
+def test_a_lambda_naming_its_class_member_alias_declares_the_alias_in_its_struct(dataset: dict[str, Any]) -> None:
+    (m,) = [x for x in dataset["metas"] if x["name"] == "set_scaled" and len(x["template_params"]) == 2]
+    assert _origins(m) == {"float_km_lambda_ops_49_63": "call_site"}, _origins(m)
+    assert set(_built(m).values()) == {"ok"}, _built(m)
+    unit = _unit(dataset, m, "float_km_lambda_ops_49_63")
+    assert "  using ROOT = float;\n" in unit and "template struct RootOpt" not in unit

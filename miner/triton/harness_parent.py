@@ -50,7 +50,7 @@ def _parent(cls: type) -> type:
 
 def _extra_inputs(forward: Callable[..., Any], x: Any, gen: Any) -> list[list[Any]]:
     """Candidates for the forward's other required arguments: class indices for a `target` (the loss
-    layers' usual meaning), then a tensor like the input; `key`/`value` are the input again."""
+    layers' usual meaning), then a tensor of the input's shape in [0, 1); `key`/`value` are the input again."""
     import torch
 
     names = [p.name for p in list(inspect.signature(forward).parameters.values())[2:]
@@ -60,7 +60,8 @@ def _extra_inputs(forward: Callable[..., Any], x: Any, gen: Any) -> list[list[An
     classes = x.shape[1] if x.ndim > 1 else x.shape[0]
     idx_shape = (x.shape[0], *x.shape[2:]) if x.ndim > 1 else ()
     indices = torch.randint(0, classes, idx_shape, device=x.device, generator=gen)
-    like = torch.randn(x.shape, device=x.device, generator=gen)
+    # in [0, 1): a probability for the losses that take one (KL divergence, BCE), any value for the others
+    like = torch.rand(x.shape, device=x.device, generator=gen)
     out = []
     for first in (indices, like):
         out.append([first if n == "target" else x.detach() if n in ("key", "value") else like for n in names])

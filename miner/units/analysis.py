@@ -76,7 +76,8 @@ def _analyse(live: LiveTU, out: TUAnalysis) -> None:
         names = arg_names.get(key, set()) | {n for args in out.explicit.get(k.name, []) for a in args
                                                for n in _IDENT.findall(a)}
         made = [f for n, f in launches.functors(ctx).items() if n in names]
-        cl = closure.compute(ctx, c, k.path, k.start_offset, sorted(names), [f.cursor for f in made])
+        cl = closure.compute(ctx, c, k.path, k.start_offset, sorted(names), [f.cursor for f in made],
+                             launches.redeclared(ctx) if made else frozenset())
         pieces = [PieceText(**p) for p in closure.render_pieces(ctx, cl, k.path, k.start_offset)]
         # Functor structs standing for lambdas in the template arguments: after the kernel and the closure.
         pieces += [PieceText("STRUCT_DECL", f.name, list(f.namespaces), f.text, f.path, f.line, after=True,

@@ -66,6 +66,9 @@ def writing_template(macros: dict[str, macro_text.MacroDef]) -> set[str]:
         names |= more
 
 
+_writing_template = writing_template  # the old name: branches written before it was public import it
+
+
 def _default(tp: dict[str, Any]) -> str:
     if tp.get("default"):
         return tp["default"]

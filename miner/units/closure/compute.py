@@ -40,18 +40,22 @@ _ARG_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPE
 
 
 def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_start: int,
-            arg_names: list[str] | tuple[str, ...] = (), extra: list[ci.Cursor] | tuple[ci.Cursor, ...] = ()
-            ) -> Closure:
+            arg_names: list[str] | tuple[str, ...] = (), extra: list[ci.Cursor] | tuple[ci.Cursor, ...] = (),
+            skip: set[tuple[str, int]] | frozenset[tuple[str, int]] = frozenset()) -> Closure:
     """The closure of one kernel; `arg_names` are the names in its instantiations' template arguments,
     whose types (declared at any namespace scope of the project) the unit needs as well; `extra` are further
-    roots (the lambdas a functor struct in those arguments is written from: what their bodies name)."""
+    roots (the lambdas a functor struct in those arguments is written from: what their bodies name); declarations
+    at `skip` (path, offset) are not followed (class member aliases such a struct declares itself)."""
     out = Closure()
     seen: set[tuple[str, int]] = {(kernel_path, kernel_start)}
+    hosts: set[tuple[str, int]] = set()
     for lam in extra:
-        # The function the lambda sits in is not the unit's: its captured locals resolve to it.
+        # The function (or class) the lambda sits in is not the unit's: its captured locals and the lambda's own
+        # parameters resolve to it, and nothing of its same-name set comes along for them.
         if lam.location.file is not None and (
                 host := ctx.piece_at(ctx.norm(lam.location.file.name), lam.extent.start.offset)) is not None:
-            seen.add((host[0].path, host[0].start))
+            hosts.add((host[0].path, host[0].start))
+    seen |= hosts
     with_members: set[tuple[str, int]] = set()
     pieces: list[Piece] = []
     shims: set[str] = set()
@@ -149,8 +153,10 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                     continue
                 d = r.get_definition() or r
                 dpath = ctx.norm(d.location.file.name) if d.location.file else rpath
+                if skip and (dpath, d.location.offset) in skip:
+                    continue
                 found = ctx.piece_at(dpath, d.location.offset)
-                if found is not None:
+                if found is not None and (found[0].path, found[0].start) not in hosts:
                     take(*found)
         bounds = _launch_bounds_names(cur) if cur.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) else []
         for name in bounds:

@@ -52,19 +52,52 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
         if m.kind in _CLASS_KINDS:
             out.update(_host_members_to_drop(ctx, m))
             continue
-        if m.kind not in _MEMBER_FUNCS or any(ch.kind in _DEVICE_ATTRS for ch in m.get_children()):
-            continue
         e = m.extent
         if e.start.file is None or e.end.file is None:
             continue
-        for c in m.walk_preorder():
-            if c.kind not in _REF_KINDS:
-                continue
-            lacks = _unit_lacks(ctx, c.referenced)
+        if m.kind == K.FIELD_DECL:
+            # A data member of a type no unit has (`at::Tensor weights;` in a parameter struct whose
+            # static constants and nested enums device code uses): device code cannot touch it either.
+            lacks = _lacks_in(ctx, m, through=False)
             if lacks:
                 out[(e.start.offset, e.end.offset)] = lacks
-                break
+            continue
+        if m.kind not in _MEMBER_FUNCS or any(ch.kind in _DEVICE_ATTRS for ch in m.get_children()):
+            continue
+        lacks = _lacks_in(ctx, m, through=True)
+        if lacks:
+            out[(e.start.offset, e.end.offset)] = lacks
     return out
+
+
+def _lacks_in(ctx: TUContext, decl: ci.Cursor, through: bool) -> str | None:
+    """What no unit carries that `decl`'s text names; with `through`, also what the repo declarations it
+    names carry in their own types (a field `at::Tensor poly;`, a host helper taking `const at::Tensor &`):
+    a host constructor reading such a field or calling such a helper is host-only torch code too."""
+    for c in decl.walk_preorder():
+        if c.kind not in _REF_KINDS or c is decl:
+            continue
+        lacks = _unit_lacks(ctx, c.referenced) or (_signature_lacks(ctx, c.referenced) if through else None)
+        if lacks:
+            return lacks
+    return None
+
+
+def _signature_lacks(ctx: TUContext, r: ci.Cursor | None) -> str | None:
+    """A repo field/variable whose type, or a host function whose parameters or result, no unit carries."""
+    if r is None or r.location.file is None or _shim_rel(ctx, ctx.norm(r.location.file.name)) is not None:
+        return None
+    if r.kind in (K.FIELD_DECL, K.VAR_DECL):
+        parts = [r]
+    elif r.kind == K.FUNCTION_DECL and not any(ch.kind in _DEVICE_ATTRS for ch in r.get_children()):
+        parts = [ch for ch in r.get_children() if ch.kind != K.COMPOUND_STMT]
+    else:
+        return None
+    for part in parts:
+        for c in part.walk_preorder():
+            if c.kind in _REF_KINDS and c is not r and (lacks := _unit_lacks(ctx, c.referenced)):
+                return lacks
+    return None
 
 
 def _unit_lacks(ctx: TUContext, r: ci.Cursor | None) -> str | None:

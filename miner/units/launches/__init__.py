@@ -27,11 +27,11 @@ The search is split by job (each module's docstring says more), roughly in the o
   walk        the walk over a translation unit and `find`, the entry point
 """
 
-from miner.units.launches.functors import functors
+from miner.units.launches.functors import functors, redeclared
 from miner.units.launches.record import MAX_HOST_INSTANTIATIONS, Launch
 from miner.units.launches.text import expand_macros, substitute
 from miner.units.launches.walk import find
 
 __all__ = [
-    "Launch", "MAX_HOST_INSTANTIATIONS", "expand_macros", "find", "functors", "substitute",
+    "Launch", "MAX_HOST_INSTANTIATIONS", "expand_macros", "find", "functors", "redeclared", "substitute",
 ]

@@ -29,6 +29,7 @@ from miner.units.launches.state import _add, _DepCall, _State
 from miner.units.launches.text import _src
 
 _FORWARD = re.compile(r"^\s*(?:::)?std\s*::\s*(?:forward\s*<\s*([^<>]+?)\s*>|move)\s*\(\s*(\w+)\s*\)\s*$")
+_CLASSES = {K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE, K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION}
 _ATTRS = {"__device__", "__host__", "__forceinline__", "__noinline__"}
 
 
@@ -47,6 +48,11 @@ class Functor:
 def functors(ctx: object) -> dict[str, Functor]:
     """The TU's functor structs by name (kept on the TU context: the closure step reads them)."""
     return ctx.__dict__.setdefault("_functors", {})
+
+
+def redeclared(ctx: object) -> set[tuple[str, int]]:
+    """Class member aliases the functor structs declare again: the closure does not take their class for them."""
+    return ctx.__dict__.setdefault("_functor_skip", set())
 
 
 def functor_arg(st: _State, lam: ci.Cursor, host_key: tuple[str, int] | None) -> str | None:
@@ -105,6 +111,20 @@ def _struct(st: _State, lam: ci.Cursor, name: str, host_key: tuple[str, int] | N
                 return None
             members.setdefault(c.spelling, t)
     body = text[brace:]
+    # Aliases of the enclosing class the lambda names (`using ROOT = float;` in the class whose method it sits
+    # in) mean nothing at namespace scope: the struct declares them again, as their type.
+    aliases: dict[str, str] = {}
+    for c in lam.walk_preorder():
+        d = c.referenced if c.kind == K.TYPE_REF else None
+        if d is None or d.kind not in (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL) or d.semantic_parent is None \
+                or d.semantic_parent.kind not in _CLASSES:
+            continue
+        under = d.underlying_typedef_type.get_canonical().spelling
+        if re.search(r"type-parameter|<dependent|lambda at", under):
+            return None
+        aliases.setdefault(d.spelling, under)
+        if d.location.file is not None:
+            redeclared(st.ctx).add((st.ctx.norm(d.location.file.name), d.location.offset))
     hparams = st.host_params.get(host_key, []) if host_key else []
     mentioned = text + " ".join(members.values())
     used, heads = [], []
@@ -119,7 +139,8 @@ def _struct(st: _State, lam: ci.Cursor, name: str, host_key: tuple[str, int] | N
             return None
         used.append(p.spelling)
     head = f"template <{', '.join(heads)}>\n" if heads else ""
-    fields = "".join(f"  {t} {n};\n" for n, t in members.items())
+    fields = "".join(f"  using {n} = {t};\n" for n, t in aliases.items())
+    fields += "".join(f"  {t} {n};\n" for n, t in members.items())
     sig = f"{' '.join(attrs)} auto operator()({params}){const}" + (f" -> {ret}" if ret else "")
     return f"{head}struct {name} {{\n{fields}  {sig} {body}\n}}", used
 

@@ -460,7 +460,10 @@ __device__ __forceinline__ void fastAtomicAdd(T *tensor, I index, const I numel,
 }
 }  // namespace native
 }  // namespace at
-namespace torch { using namespace at; }
+namespace c10 { struct intrusive_ptr_target {}; }
+// Parameter structs registered as torch classes derive from it; device code uses only their static
+// constants and nested enums (their at::Tensor members are left out of the unit).
+namespace torch { using namespace at; struct CustomClassHolder : c10::intrusive_ptr_target {}; }
 // THC/THCDeviceUtils.cuh's ceil-division, host and device: older ops size their tiles with it in device code.
 template <typename T> __host__ __device__ __forceinline__ T THCCeilDiv(T a, T b) { return (a + b - 1) / b; }
 // ATen/cuda/Atomic.cuh's int64_t overload (CUDA has only unsigned long long): the value's bits as they are.
