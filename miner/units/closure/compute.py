@@ -184,10 +184,13 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                         take(gp, gc)
         if cur.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD):
             # nvcc's host pass compiles the `#else` of `#if __CUDA_ARCH__ >= 800` the parse skipped.
+            # Looked up in the scopes visible here, else in any (a `using namespace` makes it visible, as
+            # for a dependent call's overload set).
             for name in host_pass_names(ctx, cur):
-                for i in range(len(scope), -1, -1):
-                    for gp, gc in ctx.by_name.get((scope[:i], name), [])[:1]:
-                        take(gp, gc)
+                found = next((lst[:1] for i in range(len(scope), -1, -1)
+                              if (lst := ctx.by_name.get((scope[:i], name), []))), None)
+                for gp, gc in found if found is not None else [g[0] for g in ctx.groups_named(name)]:
+                    take(gp, gc)
     files = {kernel_path} | {p.path for p in pieces}
     using_files, with_shim = set(files), bool(shims)
     out.macros = _macros(ctx, tokens, ctx.sort_key(kernel_path, kernel_start), vendored)
