@@ -48,6 +48,13 @@ def extract_and_build(tmp_path_factory: pytest.TempPathFactory, fixture: str) ->
     return {"proc": proc, "out": out, "metas": load_dataset(out)}
 
 
+def only_meta(dataset: dict[str, Any], name: str) -> dict[str, Any]:
+    """The one kernel of that name in an extract_and_build dataset (a second one is a test failure)."""
+    found = [m for m in dataset["metas"] if m["name"] == name]
+    assert len(found) == 1, [m["source"]["path"] for m in found]
+    return found[0]
+
+
 def build_statuses(meta: dict[str, Any]) -> dict[str, str]:
     """Instantiation id -> build status, with the error appended where there is one."""
     return {i["id"]: i["build"]["status"] + (": " + (i["build"].get("error") or "") if i["build"].get("error") else "")

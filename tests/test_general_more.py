@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import build_statuses, extract_and_build
+from tests.conftest import only_meta as _meta
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -19,12 +20,6 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return extract_and_build(tmp_path_factory, "general_more")
-
-
-def _meta(dataset: dict[str, Any], name: str) -> dict[str, Any]:
-    found = [m for m in dataset["metas"] if m["name"] == name]
-    assert len(found) == 1, [m["source"]["path"] for m in found]
-    return found[0]
 
 
 def _built(meta: dict[str, Any]) -> dict[str, str]:

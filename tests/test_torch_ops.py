@@ -13,6 +13,7 @@ import pytest
 
 from miner.validate.wrapper import launch_config
 from tests.conftest import build_statuses, extract_and_build
+from tests.conftest import only_meta as _meta
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -20,12 +21,6 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return extract_and_build(tmp_path_factory, "torch_ops")
-
-
-def _meta(dataset: dict[str, Any], name: str) -> dict[str, Any]:
-    found = [m for m in dataset["metas"] if m["name"] == name]
-    assert len(found) == 1, [m["source"]["path"] for m in found]
-    return found[0]
 
 
 def _origins(meta: dict[str, Any]) -> dict[str, str]:
