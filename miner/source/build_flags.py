@@ -138,10 +138,11 @@ _HIP_DEFINE = re.compile(r"HIP|ROCM|^__CUDA_NO_", re.I)
 
 def _nvcc_defines(text: str, skip: list[Span]) -> list[str]:
     """`-D` flags of the literal nvcc flag lists of a build script (`extra_compile_args={'nvcc': [...]}`,
-    `args['nvcc'] = [...]` or `+= [...]`), outside the `skip` spans: what the project's own build defines
-    for every .cu it compiles (`-DWITH_CUDA`, which kaolin-style headers put their CUDA types under).
-    A `-D` in a cxx list, a variable or an environment default is not one (it may serve another
-    compiler or another platform); nor is one that selects HIP."""
+    `args['nvcc'] = [...]` or `+= [...]`, or a module-level list variable given as the nvcc list), outside
+    the `skip` spans: what the project's own build defines for every .cu it compiles (`-DWITH_CUDA`, which
+    kaolin-style headers put their CUDA types under). A `-D` in a cxx list, a variable that is no nvcc
+    list or an environment default is not one (it may serve another compiler or another platform); nor is
+    one that selects HIP."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
@@ -161,12 +162,31 @@ def _nvcc_defines(text: str, skip: list[Span]) -> list[str]:
         at = (getattr(v, "lineno", 0), getattr(v, "col_offset", 0))
         if any(a <= at < b for a, b in skip):
             continue
-        for c in ast.walk(v):
+        for c in (c for w in [v, *_list_variable(tree, v)] for c in ast.walk(w)):
             if isinstance(c, ast.Constant) and isinstance(c.value, str):
                 for tok in c.value.split():
                     m = _NVCC_DEFINE.match(tok)
                     if m and not _HIP_DEFINE.search(m.group(1)) and tok not in out:
                         out.append(tok)
+    return out
+
+
+def _list_variable(tree: ast.AST, value: ast.AST) -> list[ast.AST]:
+    """The list literals a module-level name given as the nvcc list holds (`NVCC_FLAGS = [...]`, then
+    `NVCC_FLAGS += [...]`; `"nvcc": NVCC_FLAGS`): still the literal flags of every .cu the script builds.
+    Only literals are followed: a name bound to a call or an environment lookup says nothing we can read."""
+    if not isinstance(value, ast.Name):
+        return []
+    out: list[ast.AST] = []
+    for node in getattr(tree, "body", []):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == value.id for t in node.targets):
+            got = node.value
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == value.id:
+            got = node.value
+        else:
+            continue
+        if isinstance(got, ast.List | ast.Tuple):
+            out.append(got)
     return out
 
 

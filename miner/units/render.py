@@ -104,8 +104,19 @@ def concrete_type(type_text: str, mapping: dict[str, str], macros: dict[str, str
             break
         expanded = nxt
     if expanded != type_text and substitute(expanded, mapping) != expanded:
-        return substitute(expanded, mapping)
-    return substitute(type_text, mapping)
+        return substitute(_east_const(expanded, mapping), mapping)
+    return substitute(_east_const(type_text, mapping), mapping)
+
+
+def _east_const(type_text: str, mapping: dict[str, str]) -> str:
+    """`const T` written as `T const` where T's argument is a pointer or reference type: the qualifier
+    binds to T itself, so pasting `c10::Half *` into `const T` (a pointer to const) would name another
+    type than the kernel's (a const pointer), and the explicit instantiation matches no template."""
+    compound = [k for k, v in mapping.items() if re.search(r"[*&]\s*$|\(", v or "")]
+    for name in compound:
+        type_text = re.sub(rf"\b((?:const|volatile)(?:\s+(?:const|volatile))*)\s+{re.escape(name)}\b",
+                           lambda m, n=name: f"{n} {m.group(1)}", type_text)
+    return type_text
 
 
 def _base(type_text: str) -> str:

@@ -37,6 +37,7 @@ from miner.units.headers import STD_HEADERS
 
 _ARG_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
                    "CLASS_TEMPLATE", "TYPE_ALIAS_TEMPLATE_DECL"}
+_ARG_FUNCTION_KINDS = {"FUNCTION_DECL", "FUNCTION_TEMPLATE"}
 
 
 def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_start: int,
@@ -119,6 +120,12 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
             typed = [(gp, gc) for gp, gc in lst if gp.kind in _ARG_TYPE_KINDS]
             if typed:
                 take(*typed[0])
+            else:
+                # A device function given as a function-pointer argument (`k<float, act<float>>`): the
+                # kernel body names only the parameter, so nothing else brings the function along.
+                for gp, gc in lst:
+                    if gp.kind in _ARG_FUNCTION_KINDS and any(ch.kind in _DEVICE_ATTRS for ch in gc.get_children()):
+                        take(gp, gc)
     while work:
         cur, scope = work.pop()
         drop: dict[tuple[int, int], str] = {}
