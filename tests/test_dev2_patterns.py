@@ -47,3 +47,18 @@ def test_function_pointer_template_argument_through_a_launch_macro(dataset: dict
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
     unit = _unit(dataset, m, "float_fix_relu_act_float")
     assert "relu_act(const T& x)" in unit and "act_rows_kernel<float, fix::relu_act<float>>(" in unit
+
+
+def test_deduced_arguments_stop_at_defaulted_parameters_and_launcher_drops_top_level_const(
+        dataset: dict[str, Any]) -> None:
+    # `view_scale_kernel<<<...>>>(in, out, s)` in a host template: the argument type `View<float, 1, true,
+    # long, RawPtr>` against the parameter `View<T, 1, Inner>` binds Inner to `true`, not to `true, long, RawPtr`.
+    m = only_meta(dataset, "view_scale_kernel")
+    assert {i["id"]: i["args"] for i in m["instantiations"]} == {
+        "float_true": ["float", "true"], "double_false": ["double", "false"]}
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    # The kernel's `const View<...>` parameter: the launcher takes it without `const` (the class has only
+    # `View(View&)`), the explicit instantiation keeps the kernel's type.
+    unit = _unit(dataset, m, "float_true")
+    assert "  View<float, 1, true> km_in," in unit
+    assert "view_scale_kernel<float, true>(const View<float, 1, true>," in unit

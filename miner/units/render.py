@@ -108,6 +108,32 @@ def concrete_type(type_text: str, mapping: dict[str, str], macros: dict[str, str
     return substitute(_east_const(type_text, mapping), mapping)
 
 
+def _outside_angles(type_text: str) -> str:
+    """The type text with every `<...>` argument list emptied, so its own declarator shows."""
+    out, depth = "", 0
+    for ch in type_text:
+        depth += ch == "<"
+        if depth == 0:
+            out += ch
+        depth -= ch == ">" and depth > 0
+    return out
+
+
+def by_value_unqualified(type_text: str) -> str:
+    """A by-value parameter type without its top-level `const`, for the launcher's own parameter. The
+    launcher passes it on to the kernel, which copies it: from a `const` object that needs a `T(const T&)`
+    constructor, which a class with only `T(T&)` lacks (the original launch passes a non-const lvalue).
+    Top-level `const` is no part of the function's type, so the launcher's symbol is the same."""
+    outer = _outside_angles(type_text)
+    if re.search(r"[*&\[(]", outer) or not re.search(r"\bconst\b", outer):
+        return type_text
+    head = re.match(r"\s*const\s+", type_text)
+    if head:
+        return type_text[head.end():]
+    tail = re.search(r"\s+const\s*$", type_text)
+    return type_text[:tail.start()] if tail else type_text
+
+
 def _east_const(type_text: str, mapping: dict[str, str]) -> str:
     """`const T` written as `T const` where T's argument is a pointer or reference type: the qualifier
     binds to T itself, so pasting `c10::Half *` into `const T` (a pointer to const) would name another
@@ -171,6 +197,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             p["name"] = p["name"] or f"arg{i}"
             p["ctype"] = ctype_of(p["type"])
             p["base"] = _base(p["type"])
+            p["launcher_type"] = by_value_unqualified(p["type"])
         args_text = ", ".join(_typed_args(meta.get("template_params") or [], inst["args"], pieces))
         # A lambda's functor struct only where these arguments name it (another's body need not build here).
         own = [p for p in pieces if not p.get("functor") or re.search(rf"\b{re.escape(p['name'])}\b", args_text)]
