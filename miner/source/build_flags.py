@@ -131,7 +131,7 @@ def _other_extensions(text: str, rel: str) -> list[Span]:
     return other if mine else []
 
 
-_NVCC_DEFINE = re.compile(r"^-D([A-Za-z_]\w*)(=[\w.+-]*)?$")
+_NVCC_DEFINE = re.compile(r"^-D([A-Za-z_]\w*)(=[\w.+-]+)?$")
 # Defines that select the HIP build: the configuration mined is CUDA's (its HIP variant is parsed apart).
 _HIP_DEFINE = re.compile(r"HIP|ROCM|^__CUDA_NO_", re.I)
 
@@ -162,7 +162,10 @@ def _nvcc_defines(text: str, skip: list[Span]) -> list[str]:
         at = (getattr(v, "lineno", 0), getattr(v, "col_offset", 0))
         if any(a <= at < b for a, b in skip):
             continue
-        for c in (c for w in [v, *_list_variable(tree, v)] for c in ast.walk(w)):
+        nodes = [c for w in [v, *_list_variable(tree, v)] for c in ast.walk(w)]
+        # An f-string's literal parts are no flags of their own (`f"-DABI={abi}"` is not `-DABI=`).
+        formatted = {id(c) for j in nodes if isinstance(j, ast.JoinedStr) for c in ast.walk(j)}
+        for c in (c for c in nodes if id(c) not in formatted):
             if isinstance(c, ast.Constant) and isinstance(c.value, str):
                 for tok in c.value.split():
                     m = _NVCC_DEFINE.match(tok)
