@@ -128,10 +128,14 @@ def by_value_unqualified(type_text: str) -> str:
     if re.search(r"[*&\[(]", outer) or not re.search(r"\bconst\b", outer):
         return type_text
     head = re.match(r"\s*const\s+", type_text)
-    if head:
-        return type_text[head.end():]
     tail = re.search(r"\s+const\s*$", type_text)
-    return type_text[:tail.start()] if tail else type_text
+    bare = type_text[head.end():] if head else type_text[:tail.start()] if tail else type_text
+    # A scalar copies from const alike: its unit text (and build cache key) stays as it was.
+    return type_text if _SCALAR.fullmatch(bare.strip()) else bare
+
+
+_SCALAR = re.compile(r"(?:(?:unsigned|signed|long|short)\s+)*(?:char|short|int|long|float|double|bool|size_t"
+                     r"|u?int\d+_t|unsigned|__half|half|__nv_bfloat16)")
 
 
 def _east_const(type_text: str, mapping: dict[str, str]) -> str:
