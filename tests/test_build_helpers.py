@@ -4,6 +4,7 @@ outside the mined folder (miner.source.py_build), CMake's definitions, a Makefil
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -64,3 +65,27 @@ def test_each_builder_gives_only_its_own_sources_its_defines(dataset: dict[str, 
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
     assert "-DKM_TILE=32" in m["build_flags"]["nvcc"] and "-DKM_FROM_ENV" not in m["build_flags"]["nvcc"]
     assert "-DKM_TILE=32" not in _meta(dataset, "scale_kernel")["build_flags"]["nvcc"]
+
+
+CMAKE_MAKE = FIXTURES / "build_config" / "cmake_make"
+
+
+def test_cmake_definitions_and_makefile_nvcc_flags() -> None:
+    root = str(CMAKE_MAKE.resolve())
+    cm = build_flags.find(root + "/cm/cm_kernel.cu", root)
+    assert cm is not None and cm["nvcc"] == ["-DKM_CM_GPU", "-DKM_CM_TILE=8", "-DKM_CM_VEC=4"], cm
+    assert cm["defines"]["-DKM_CM_GPU"] == "cm/CMakeLists.txt"
+    mk = build_flags.find(root + "/mk/mk_kernel.cu", root)
+    assert mk is not None and mk["nvcc"] == ["-DKM_MK_BLOCK=128", "-DKM_MK_SCALE=2"], mk
+    assert mk["from"] == ["mk/Makefile"]
+
+
+@needs_nvcc
+def test_units_of_cmake_and_make_projects_build_with_their_defines(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_miner("extract", CMAKE_MAKE, "-o", out, "--build", "-j", "2",
+                     env={"XDG_CACHE_HOME": str(tmp_path / "cache")}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    metas = {"metas": load_dataset(out)}
+    for name in ("cm_kernel", "mk_kernel"):
+        assert set(build_statuses(_meta(metas, name)).values()) == {"ok"}, build_statuses(_meta(metas, name))

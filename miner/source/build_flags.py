@@ -215,8 +215,8 @@ def _from_cmake(text: str) -> list[str]:
     return out + _cmake_defines(code)
 
 
-_MAKE_NVCC_LINE = re.compile(r"^\s*(?:export\s+)?\w*(?:NVCC|CUDA|NV|CU)\w*FLAGS\s*[:+?]?=(.*)$|^\s+.*\bnvcc\b(.*)$",
-                             re.M)
+_MAKE_NVCC_LINE = re.compile(r"^\s*(?:export\s+)?\w*(?:NVCC|CUDA|NV|CU)\w*FLAGS\s*[:+?]?=(.*)$"
+                             r"|^\s+.*\b(?:nvcc|NVCC)\b(.*)$", re.M)
 
 
 def _from_make(text: str) -> list[str]:
