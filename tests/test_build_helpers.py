@@ -41,7 +41,7 @@ def test_a_builder_method_and_its_base_class_give_the_sources_they_name_their_de
     assert tile is not None
     assert [f for f in tile["nvcc"] if f.startswith(("-D", "-U")) and "__CUDA_NO_" not in f] == [
         "-DKM_TILE=32", "-DKM_WITH_GPU"], tile
-    assert tile["defines"] == {"-DKM_TILE=32": "ext/ops/tile_op.py:14", "-DKM_WITH_GPU": "ext/gpu_builder.py:23"}
+    assert tile["defines"] == {"-DKM_TILE=32": "ext/ops/tile_op.py:15", "-DKM_WITH_GPU": "ext/gpu_builder.py:23"}
     assert "-U__CUDA_NO_HALF_OPERATORS__" not in tile["nvcc"]  # the scale op's own flag
     # a source no builder names gets nothing from the builders
     assert py_build.source_flags(root, root + "/ext/csrc/kernels/none.cu") == ([], [])
@@ -73,7 +73,7 @@ CMAKE_MAKE = FIXTURES / "build_config" / "cmake_make"
 def test_cmake_definitions_and_makefile_nvcc_flags() -> None:
     root = str(CMAKE_MAKE.resolve())
     cm = build_flags.find(root + "/cm/cm_kernel.cu", root)
-    assert cm is not None and cm["nvcc"] == ["-DKM_CM_GPU", "-DKM_CM_TILE=8", "-DKM_CM_VEC=4"], cm
+    assert cm is not None and cm["nvcc"] == ["-DKM_CM_GPU", "-DKM_CM_VEC=4", "-DKM_CM_TILE=8", "-DKM_CM_CUDA"], cm
     assert cm["defines"]["-DKM_CM_GPU"] == "cm/CMakeLists.txt"
     mk = build_flags.find(root + "/mk/mk_kernel.cu", root)
     assert mk is not None and mk["nvcc"] == ["-DKM_MK_BLOCK=128", "-DKM_MK_SCALE=2"], mk

@@ -178,26 +178,73 @@ def _from_python(path: str, root: str, rel: str = "") -> tuple[list[str], dict[s
     return flags + [f for f in sunk if f.startswith("-D") and not f.startswith("-D__CUDA_NO_")], where
 
 
-_CMAKE_DEFS = re.compile(r"\b(add_definitions|add_compile_definitions|target_compile_definitions)\s*\(([^)]*)\)", re.I)
-_CMAKE_NVCC_VAR = re.compile(r"\b(?:set|list|string)\s*\(\s*(?:APPEND\s+)?(?:CUDA_NVCC_FLAGS|CMAKE_CUDA_FLAGS)\b"
-                             r"([^)]*)\)", re.I)
+_CMAKE_CMD = re.compile(r"\b(if|elseif|else|endif|add_definitions|add_compile_definitions|target_compile_definitions"
+                        r"|set|list|string)\s*\(([^)]*)\)", re.I)
+_CMAKE_NVCC_VAR = re.compile(r"^\s*(?:APPEND\s+)?(?:CUDA_NVCC_FLAGS|CMAKE_CUDA_FLAGS)\b(.*)$", re.I | re.S)
 _CMAKE_KEYWORDS = {"PRIVATE", "PUBLIC", "INTERFACE", "APPEND"}
 
 
+def platform_of(condition: str) -> str | None:
+    """"cuda" when a build condition holds in the CUDA build (`WITH_CUDA`, `NOT USE_ROCM`), "hip" when in
+    the HIP one, None when it says nothing of the platform (an option, a compiler, a version)."""
+    text = condition.lower()
+    neg = bool(re.match(r"\s*(not\b|!)", text))
+    side = "hip" if ("hip" in text or "rocm" in text) else "cuda" if ("cuda" in text or "nvcc" in text) else None
+    return ({"cuda": "hip", "hip": "cuda"}[side]) if side and neg else side
+
+
+class _Branches:
+    """The `if` blocks a build file's line lies in: a definition counts only in the CUDA branch of
+    platform tests (`if(WITH_CUDA)`, the `else()` of `if(USE_ROCM)`); under any other condition (an
+    option that defaults off, a compiler, MSVC) it is an option of the build, not what it always passes."""
+
+    def __init__(self) -> None:
+        self.stack: list[list[Any]] = []  # [platform of the if, in the else part, this branch is CUDA's]
+
+    def enter(self, cond: str) -> None:
+        side = platform_of(cond)
+        self.stack.append([side, False, side == "cuda"])
+
+    def other(self, cond: str | None) -> None:
+        if self.stack:
+            top = self.stack[-1]
+            top[1] = True
+            top[2] = (platform_of(cond) == "cuda") if cond is not None else top[0] == "hip"
+
+    def leave(self) -> None:
+        if self.stack:
+            self.stack.pop()
+
+    def cuda(self) -> bool:
+        return all(f[2] for f in self.stack)
+
+
 def _cmake_defines(code: str) -> list[str]:
-    """-D flags a CMake build gives its CUDA sources: `add_definitions(-DX)`, `add_compile_definitions(X)`,
-    `target_compile_definitions(t PRIVATE X=1)`, and `-DX` in `CUDA_NVCC_FLAGS` / `CMAKE_CUDA_FLAGS`.
+    """-D flags a CMake build gives its CUDA sources in every CUDA build: `add_definitions(-DX)`,
+    `add_compile_definitions(X)`, `target_compile_definitions(t PRIVATE X=1)`, and `-DX` in
+    `CUDA_NVCC_FLAGS` / `CMAKE_CUDA_FLAGS`, outside conditions other than the platform (_Branches).
     A value naming a variable or a generator expression (`${X}`, `$<...>`) is not known here."""
     raw: list[str] = []
-    for m in _CMAKE_DEFS.finditer(code):
-        words = m.group(2).replace('"', " ").split()
-        kind = m.group(1).lower()
-        if kind == "target_compile_definitions":
-            words = words[1:]
-        raw += [w if kind == "add_definitions" else "-D" + w.removeprefix("-D")
-                for w in words if w.upper() not in _CMAKE_KEYWORDS]
-    for m in _CMAKE_NVCC_VAR.finditer(code):
-        raw += m.group(1).replace('"', " ").split()
+    branches = _Branches()
+    for m in _CMAKE_CMD.finditer(code):
+        kind, args = m.group(1).lower(), m.group(2)
+        if kind == "if":
+            branches.enter(args)
+        elif kind in ("elseif", "else"):
+            branches.other(args if kind == "elseif" else None)
+        elif kind == "endif":
+            branches.leave()
+        elif not branches.cuda():
+            continue
+        elif kind in ("set", "list", "string"):
+            v = _CMAKE_NVCC_VAR.match(args)
+            raw += v.group(1).replace('"', " ").split() if v else []
+        else:
+            words = args.replace('"', " ").split()
+            if kind == "target_compile_definitions":
+                words = words[1:]
+            raw += [w if kind == "add_definitions" else "-D" + w.removeprefix("-D")
+                    for w in words if w.upper() not in _CMAKE_KEYWORDS]
     return [t for w in raw if "$" not in w for t in tokens(w)
             if t.startswith("-D") and not t.startswith("-D__CUDA_NO_")]
 
@@ -216,15 +263,30 @@ def _from_cmake(text: str) -> list[str]:
 
 
 _MAKE_NVCC_LINE = re.compile(r"^\s*(?:export\s+)?\w*(?:NVCC|CUDA|NV|CU)\w*FLAGS\s*[:+?]?=(.*)$"
-                             r"|^\s+.*\b(?:nvcc|NVCC)\b(.*)$", re.M)
+                             r"|^\s+.*\b(?:nvcc|NVCC)\b(.*)$")
+_MAKE_COND = re.compile(r"^\s*(ifeq|ifneq|ifdef|ifndef|else|endif)\b(.*)$")
 
 
 def _from_make(text: str) -> list[str]:
-    """Flags of a Makefile's nvcc variables (`NVCCFLAGS += -DX`, `CUDA_FLAGS := ...`) and nvcc recipe lines."""
-    code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+    """Flags of a Makefile's nvcc variables (`NVCCFLAGS += -DX`, `CUDA_FLAGS := ...`) and nvcc recipe lines,
+    outside conditions other than the platform (`ifeq ($(USE_CUDNN), 1)` adds an option)."""
     out: list[str] = []
-    for m in _MAKE_NVCC_LINE.finditer(code):
-        out += [t for w in (m.group(1) or m.group(2) or "").split() if "$" not in w for t in tokens(w)]
+    branches = _Branches()
+    for line in text.splitlines():
+        line = line.split("#", 1)[0]
+        c = _MAKE_COND.match(line)
+        if c:
+            kind, rest = c.group(1), c.group(2)
+            if kind.startswith("if"):
+                branches.enter(("not " if kind in ("ifneq", "ifndef") else "") + rest)
+            elif kind == "else":
+                branches.other(rest.strip() or None)
+            else:
+                branches.leave()
+            continue
+        m = _MAKE_NVCC_LINE.match(line)
+        if m and branches.cuda():
+            out += [t for w in (m.group(1) or m.group(2) or "").split() if "$" not in w for t in tokens(w)]
     return out
 
 

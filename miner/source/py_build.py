@@ -70,9 +70,27 @@ class Index:
         self.classes: dict[str, list[_Class]] = {}
         self.funcs: dict[str, list[tuple[str, ast.FunctionDef]]] = {}
         self.globals: dict[str, list[tuple[str, ast.AST]]] = {}
+        self.parents: dict[int, ast.AST] = {}
         for path, tree in files.items():
             for node in tree.body:
                 self._top(path, node)
+            for node in ast.walk(tree):
+                for child in ast.iter_child_nodes(node):
+                    self.parents[id(child)] = node
+
+    def unconditional(self, node: ast.AST) -> bool:
+        """Whether a statement runs in the CUDA build whatever the options: every `if` above it selects the
+        platform and it lies in the CUDA branch (`if torch.version.hip: ... else: <here>`). A flag added
+        under any other condition (a debug switch, a version test, an optional library, win32) is an
+        option of the build, not what it always passes."""
+        child, parent = node, self.parents.get(id(node))
+        while parent is not None:
+            if isinstance(parent, ast.If) and (child in parent.body or child in parent.orelse):
+                side = _platform(parent.test)
+                if side is None or (side == "cuda") != (child in parent.body):
+                    return False
+            child, parent = parent, self.parents.get(id(parent))
+        return True
 
     def _top(self, path: str, node: ast.stmt) -> None:
         if isinstance(node, ast.ClassDef):
@@ -105,6 +123,17 @@ class Index:
             out.append(c)
             todo += [(b, c.file) for b in c.bases]
         return out
+
+
+def _platform(test: ast.expr) -> str | None:
+    """"cuda" when a condition holds in the CUDA build (`if WITH_CUDA`, `if not torch.version.hip`), "hip"
+    when it holds in the HIP one, None when it says nothing of the platform."""
+    neg = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    text = ast.unparse(test.operand if neg and isinstance(test, ast.UnaryOp) else test).lower()
+    side = "hip" if ("hip" in text or "rocm" in text) else "cuda" if ("cuda" in text or "nvcc" in text) else None
+    if side is None or " is none" in text:
+        return None
+    return ({"cuda": "hip", "hip": "cuda"}[side]) if neg else side
 
 
 def _assigned_names(node: ast.AST) -> list[str]:
@@ -164,9 +193,17 @@ class _Eval:
         if isinstance(e, ast.Starred):
             return self.expr(e.value, fr, d)
         if isinstance(e, ast.BinOp):
-            return self.expr(e.left, fr, d) + self.expr(e.right, fr, d) if isinstance(e.op, ast.Add) else []
+            if not isinstance(e.op, ast.Add):
+                return []
+            if any(isinstance(x, ast.Constant | ast.JoinedStr) and not isinstance(getattr(x, "value", None), list)
+                   for x in (e.left, e.right)) and not isinstance(e.left, ast.List | ast.Tuple):
+                # string concatenation: a flag only where both parts are written (`"-DN=" + n` is not one)
+                both = [x.value for x in (e.left, e.right) if isinstance(x, ast.Constant) and isinstance(x.value, str)]
+                return [("".join(both), f"{fr.file}:{e.lineno}")] if len(both) == 2 else []
+            return self.expr(e.left, fr, d) + self.expr(e.right, fr, d)
         if isinstance(e, ast.IfExp):
-            return self.expr(e.body, fr, d) + self.expr(e.orelse, fr, d)
+            side = _platform(e.test)  # `a if cond else b`: the CUDA side of a platform test, else neither
+            return self.expr(e.body if side == "cuda" else e.orelse, fr, d) if side else []
         if isinstance(e, ast.BoolOp):
             return [f for x in e.values for f in self.expr(x, fr, d)]
         if isinstance(e, ast.ListComp | ast.GeneratorExp | ast.SetComp):
@@ -187,10 +224,10 @@ class _Eval:
             arg, caller = fr.params[name]
             return self.expr(arg, caller, d)
         if fr.func is not None:
-            local = [n for n in _own_nodes(fr.func) if name in _assigned_names(n)]
+            local = [n for n in _own_nodes(fr.func) if name in _assigned_names(n) and self.index.unconditional(n)]
             if local:
                 return [f for n in local for v in _values(n) for f in self.expr(v, fr, d)]
-        glob = self.index.globals.get(name, [])
+        glob = [(p, n) for p, n in self.index.globals.get(name, []) if self.index.unconditional(n)]
         mine = [(p, n) for p, n in glob if p == fr.file] or glob  # an import by name: any file's global
         return [f for p, n in mine for v in _values(n) for f in self.expr(v, _Frame(p), d)]
 
@@ -243,13 +280,17 @@ class _Eval:
         return out
 
     def returns(self, fn: ast.FunctionDef, fr: _Frame, d: int) -> list[Flag]:
-        return [f for n in _own_nodes(fn) if isinstance(n, ast.Return) for f in self.expr(n.value, fr, d)]
+        return [f for n in _own_nodes(fn) if isinstance(n, ast.Return) and self.index.unconditional(n)
+                for f in self.expr(n.value, fr, d)]
 
 
-def _sinks(node: ast.AST) -> list[ast.expr]:
-    """Expressions under `node` whose value is passed to nvcc."""
+def _sinks(node: ast.AST, index: Index) -> list[ast.expr]:
+    """Expressions under `node` whose value is passed to nvcc (`args['nvcc'] += [...]` under a
+    non-platform condition is an option, not one)."""
     out: list[ast.expr] = []
     for n in ast.walk(node):
+        if not isinstance(n, ast.Dict | ast.Assign | ast.AugAssign | ast.Call) or not _counts(n, index):
+            continue
         if isinstance(n, ast.Dict):
             out += [v for k, v in zip(n.keys, n.values, strict=True)
                     if isinstance(k, ast.Constant) and k.value == "nvcc"]
@@ -263,6 +304,22 @@ def _sinks(node: ast.AST) -> list[ast.expr]:
             if isinstance(f, ast.Attribute) and f.attr in ("append", "extend") and _is_nvcc_item(f.value):
                 out += n.args[-1:]
     return out
+
+
+def _counts(n: ast.AST, index: Index) -> bool:
+    """Whether the statement holding `n` runs in every CUDA build, or builds an extension."""
+    st: ast.AST | None = n
+    while st is not None and not isinstance(st, ast.stmt):
+        st = index.parents.get(id(st))
+    return st is None or index.unconditional(st) or _holds_extension_call(st)
+
+
+def _holds_extension_call(n: ast.AST) -> bool:
+    """A statement that builds the extension (`ext = CUDAExtension(..., extra_compile_args={...})`): its
+    own flags count whatever condition selects it (a build script builds each extension under one)."""
+    return any(isinstance(c, ast.Call) and (c.func.id if isinstance(c.func, ast.Name) else
+                                             c.func.attr if isinstance(c.func, ast.Attribute) else "")
+               in _EXTENSION_CALLS for c in ast.walk(n))
 
 
 def _is_nvcc_item(t: ast.AST) -> bool:
@@ -331,7 +388,7 @@ def script_flags(root: str, path: str, skip: list[tuple[tuple[int, int], tuple[i
         return []
     ev = _Eval(index)
     out: list[Flag] = []
-    for s in _sinks(tree):
+    for s in _sinks(tree, index):
         at = (getattr(s, "lineno", 0), getattr(s, "col_offset", 0))
         if not any(a <= at < b for a, b in skip):
             out += ev.expr(s, _frame_at(index, path, s))
@@ -390,7 +447,7 @@ def source_flags(root: str, source: str) -> tuple[list[Flag], list[str]]:
         if isinstance(node, ast.ClassDef):
             seen: set[str] = set()
             for c in index.mro(node.name, path):
-                for s in _sinks(c.node):
+                for s in _sinks(c.node, index):
                     flags += ev.expr(s, _frame_at(index, c.file, s, node.name))
                 for name, m in c.methods.items():  # the nearest override of each nvcc-flags method
                     if _NVCC_FUNC.match(name) and name not in seen:
@@ -398,7 +455,7 @@ def source_flags(root: str, source: str) -> tuple[list[Flag], list[str]]:
                         flags += ev.returns(m, _Frame(c.file, m, c.name, node.name), 0)
             scopes.append(f"{shown} ({node.name})")
         else:
-            for s in _sinks(node):
+            for s in _sinks(node, index):
                 flags += ev.expr(s, _frame_at(index, path, s))
             scopes.append(f"{shown}:{getattr(node, 'lineno', 0)}")
     return flags, scopes
