@@ -184,15 +184,6 @@ _CMAKE_NVCC_VAR = re.compile(r"^\s*(?:APPEND\s+)?(?:CUDA_NVCC_FLAGS|CMAKE_CUDA_F
 _CMAKE_KEYWORDS = {"PRIVATE", "PUBLIC", "INTERFACE", "APPEND"}
 
 
-def platform_of(condition: str) -> str | None:
-    """"cuda" when a build condition holds in the CUDA build (`WITH_CUDA`, `NOT USE_ROCM`), "hip" when in
-    the HIP one, None when it says nothing of the platform (an option, a compiler, a version)."""
-    text = condition.lower()
-    neg = bool(re.match(r"\s*(not\b|!)", text))
-    side = "hip" if ("hip" in text or "rocm" in text) else "cuda" if ("cuda" in text or "nvcc" in text) else None
-    return ({"cuda": "hip", "hip": "cuda"}[side]) if side and neg else side
-
-
 class _Branches:
     """The `if` blocks a build file's line lies in: a definition counts only in the CUDA branch of
     platform tests (`if(WITH_CUDA)`, the `else()` of `if(USE_ROCM)`); under any other condition (an
@@ -202,14 +193,14 @@ class _Branches:
         self.stack: list[list[Any]] = []  # [platform of the if, in the else part, this branch is CUDA's]
 
     def enter(self, cond: str) -> None:
-        side = platform_of(cond)
+        side = py_build.platform_of(cond)
         self.stack.append([side, False, side == "cuda"])
 
     def other(self, cond: str | None) -> None:
         if self.stack:
             top = self.stack[-1]
             top[1] = True
-            top[2] = (platform_of(cond) == "cuda") if cond is not None else top[0] == "hip"
+            top[2] = (py_build.platform_of(cond) == "cuda") if cond is not None else top[0] == "hip"
 
     def leave(self) -> None:
         if self.stack:

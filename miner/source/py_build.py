@@ -125,15 +125,24 @@ class Index:
         return out
 
 
-def _platform(test: ast.expr) -> str | None:
-    """"cuda" when a condition holds in the CUDA build (`if WITH_CUDA`, `if not torch.version.hip`), "hip"
-    when it holds in the HIP one, None when it says nothing of the platform."""
-    neg = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-    text = ast.unparse(test.operand if neg and isinstance(test, ast.UnaryOp) else test).lower()
-    side = "hip" if ("hip" in text or "rocm" in text) else "cuda" if ("cuda" in text or "nvcc" in text) else None
-    if side is None or " is none" in text:
+# A platform switch: `WITH_CUDA`, `USE_ROCM`, `CUDA_FOUND`, `torch.cuda`, `torch.version.hip`, `is_rocm`;
+# not an option that merely names CUDA (`GGML_CUDA_FORCE_MMQ`, a header named `CUDAGeneratorImpl.h`).
+_PLATFORM_WORD = re.compile(r"^(?:\w+_)?(cuda|hip|rocm)(?:_found|_home|_available|_enabled|_compiler)?$", re.I)
+
+
+def platform_of(condition: str) -> str | None:
+    """"cuda" when a build condition holds in the CUDA build (`WITH_CUDA`, `not torch.version.hip`), "hip"
+    when in the HIP one, None when it says nothing of the platform (an option, a compiler, a version)."""
+    neg = bool(re.match(r"\s*(not\b|NOT\b|!)", condition))
+    words = [m.group(1).lower() for w in re.findall(r"\w+", condition) if (m := _PLATFORM_WORD.match(w))]
+    if not words or re.search(r"\bis\s+None\b|\bNOT\s+DEFINED\b", condition):
         return None
+    side = "hip" if any(w in ("hip", "rocm") for w in words) else "cuda"
     return ({"cuda": "hip", "hip": "cuda"}[side]) if neg else side
+
+
+def _platform(test: ast.expr) -> str | None:
+    return platform_of(ast.unparse(test))
 
 
 def _assigned_names(node: ast.AST) -> list[str]:
