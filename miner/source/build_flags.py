@@ -361,7 +361,8 @@ def find(path: str, stop: str) -> dict[str, Any] | None:
         if scopes and not flags:
             flags = list(TORCH_NVCC_FLAGS)  # a builder class or extension call: a torch extension build
         flags += more
-        used += [s for s in scopes if s not in used]
+        # a scope in a build file already read above is not listed again (its flags were counted there)
+        used += [s for s in scopes if s not in used and re.split(r" \(|:\d+$", s)[0] not in used]
         for k, v in at.items():
             where.setdefault(k, v)
     if not used:
