@@ -3,12 +3,14 @@ into the form HIP code uses, in the translated unit.
 
 The mapping renames names one for one; what it leaves are constructs whose HIP form is not a name:
 
-- `__shfl*_sync(FULL, v, x[, w])` with a full 32-lane mask: HIP's `__shfl*(v, x, w)`, with CUDA's width 32
-  when none is given. On a 64-lane wavefront each 32-lane half then shuffles as one CUDA warp (HIP's
-  shuffles index within `width`-lane segments), which is what code that hard-codes 32 lanes expects. The
-  unit keeps its wave64 finding (portability.py): it builds, it is not called portable. A partial or computed
-  mask, or a unit that also uses `warpSize` (64 on CDNA: loop bounds from it would cross the segments), is
-  left alone and fails as wave64.
+- `__shfl*_sync(mask, v, x[, w])`: HIP's `__shfl*(v, x, w)`, with CUDA's width 32 when none is given, as
+  hipify-perl and ROCm ports write it. On a 64-lane wavefront each 32-lane half then shuffles as one CUDA
+  warp (HIP's shuffles index within `width`-lane segments), which is what code that hard-codes 32 lanes
+  expects. The mask only says which lanes take part: CUDA leaves reading a lane outside it undefined, HIP's
+  shuffle reads it all the same, so every result CUDA defines is kept. The unit keeps its wave64 finding
+  (portability.py): it builds, it is not called portable. A unit that also uses `warpSize` (64 on CDNA: a
+  warp index or loop bound from it would not match the 32-lane segments) is left alone and fails as wave64;
+  so does one whose lane masks are values (`__ballot_sync`, `__activemask`: 32 bits on CUDA, 64 on HIP).
 - `__syncwarp(...)`: a wavefront-scope fence around `__builtin_amdgcn_wave_barrier()` (a wavefront's lanes
   run together; the fences keep the memory order `__syncwarp` promises).
 - Cache-hinted loads and stores (`__ldcs`, `__ldcg`, `__stcs`, ...): a plain load / store, as HIP's own
@@ -187,13 +189,14 @@ def port(cuda_text: str, hip_text: str) -> tuple[str, list[Ported]]:
             if name in defined or not rw.live(m.start()) or parsed is None or len(parsed[0]) not in (3, 4):
                 continue
             args, end = parsed
-            if not _full_mask(args[0], macros) or any("//" in a or "/*" in a for a in args):
+            if any("//" in a or "/*" in a for a in args):
                 continue
             # One line per call; edit() puts the call's newlines after it.
             value, lane, width = (" ".join(a.split()) for a in (*args[1:], "32")[:3])
             hip = f"__shfl{m.group(1) or ''}"
+            mask = "full mask" if _full_mask(args[0], macros) else f"mask {' '.join(args[0].split())}"
             rw.edit(m.start(), end, f"{hip}({value}, {lane}, {width})",
-                    f"{name}(full mask, ...) -> {hip}(..., width {width}): each 32-lane half of a "
+                    f"{name}({mask}, ...) -> {hip}(..., width {width}): each 32-lane half of a "
                     "wavefront shuffles as a CUDA warp")
     for rx, name, new, what, helper in (
             (_SYNCWARP, "__syncwarp", "km_hip_syncwarp()", "__syncwarp -> wavefront fence and barrier", "syncwarp"),
