@@ -189,8 +189,8 @@ def port(cuda_text: str, hip_text: str) -> tuple[str, list[Ported]]:
             if name in defined or not rw.live(m.start()) or parsed is None or len(parsed[0]) not in (3, 4):
                 continue
             args, end = parsed
-            if any("//" in a or "/*" in a for a in args):
-                continue
+            if any("//" in a or "/*" in a or "\\" in a for a in args):
+                continue  # a comment or a macro's line continuation inside the call: joining lines would break it
             # One line per call; edit() puts the call's newlines after it.
             value, lane, width = (" ".join(a.split()) for a in (*args[1:], "32")[:3])
             hip = f"__shfl{m.group(1) or ''}"

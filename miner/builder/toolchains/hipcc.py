@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from miner.builder.toolchain import BuildOptions
 
 DEFAULT_HIP_ARCH = "gfx90a"
-TRANSLATION_FORMAT = "km-hipify-7"  # bump when translate(), hip_port or the portability scans change
+TRANSLATION_FORMAT = "km-hipify-8"  # bump when translate(), hip_port or the portability scans change
 _GFX = re.compile(r"gfx[0-9a-f]{3,4}(?::(?:xnack|sramecc)[+-])*")
 
 
