@@ -131,6 +131,18 @@ def find_entry(ptx: Ptx, name: str) -> str | None:
     return hits[0] if hits else None
 
 
+def param_list(ptx: Ptx, name: str) -> list[str]:
+    """The `.param` declarations of a function's head, its own name left out: the kernel's ABI (types, sizes,
+    alignments of its parameters), which does not depend on how a type was named in C++."""
+    head: list[str] = []
+    for line in ptx.functions.get(name, []):
+        if line.startswith("{"):
+            break
+        head.append(line.split("//", 1)[0])
+    text = " ".join(head).replace(name, "<ENTRY>")
+    return [re.sub(r"\s+", " ", m).strip() for m in re.findall(r"\.param\b[^,)]*", text)]
+
+
 def _clean(line: str) -> str | None:
     s = line.split("//", 1)[0].strip()
     if not s or re.match(r"\.(?:loc|file)\s", s):
