@@ -382,3 +382,26 @@ def test_a_parameter_type_that_is_an_alias_in_the_original(tmp_path: Path) -> No
     assert _find_entry(parsed["original"], wider, "vc_rows", parsed["wider"]) is None   # other parameters
     other = parsed["other"].entries[0]   # template arguments the original does not instantiate
     assert _find_entry(parsed["original"], other, "vc_rows", parsed["other"]) is None
+
+
+def test_inline_asm_braces_do_not_end_the_function(tmp_path: Path) -> None:
+    """cuda_fp16's `__hadd2` is inline PTX `{add.f16x2 ...;\\n}`: its `}` lands in column 0 inside the kernel's
+    body. The function runs to its own closing brace, so code after the asm is compared: a changed constant
+    there differs."""
+    listings = []
+    for k in ("3.0f", "5.0f"):
+        src = tmp_path / f"h{k[0]}.cu"
+        src.write_text("#include <cuda_fp16.h>\n__global__ void vc_h2(__half2* a, float* out) {\n"
+                       "  __half2 s = __hadd2(a[0], a[1]);\n"
+                       f"  out[threadIdx.x] = __low2float(s) * {k} + out[threadIdx.x + 1]; }}\n")
+        out = src.with_suffix(".ptx")
+        subprocess.run(["nvcc", "-ptx", "-arch=compute_90", str(src), "-o", str(out)], check=True, timeout=300)
+        text = out.read_text(encoding="utf-8")
+        assert "\n}\n\t// end inline asm" in text  # the column-0 brace inside the body
+        parsed = ptx.parse(text)
+        body = parsed.functions[parsed.entries[0]]
+        assert body[-1].startswith("}") and any("ret;" in ln for ln in body)
+        listings.append(ptx.listing(parsed, parsed.entries[0]))
+    assert listings[0] != listings[1]
+    changed = [ln for ln in ptx.first_difference(*listings) if ln[:1] in "+-"]
+    assert any("0f40400000" in ln for ln in changed) and any("0f40A00000" in ln for ln in changed), changed
