@@ -240,6 +240,8 @@ def test_project_flags_on_both_sides(cases: tuple[Path, Path]) -> None:
     gives them to the unit: without them one side does not compile."""
     meta = next(m for m in load_dataset(cases[1]) if m["name"] == "vc_clamp_half_max")
     assert meta["build_flags"]["nvcc"] == ["--expt-relaxed-constexpr"]
+    # samples/CMakeLists.txt says nothing of flags: the parent folder's build file gives them.
+    assert meta["build_flags"]["from"] == ["samples/CMakeLists.txt", "CMakeLists.txt"], meta["build_flags"]
     assert _fidelity(cases[1])["vc_clamp_half_max/default"]["status"] == "identical"
 
 

@@ -240,15 +240,21 @@ def find(path: str, stop: str) -> dict[str, Any] | None:
     real = os.path.realpath(path)
     d = os.path.dirname(real)
     stop = os.path.realpath(stop)
+    quiet: list[str] = []   # nearer build files that say nothing of nvcc flags
     while True:
         got = _folder_flags(d, os.path.relpath(real, d).replace(os.sep, "/"))
         if got is not None:
             flags, used = got
-            return {"nvcc": merge(list(flags)),
-                    "from": [os.path.relpath(os.path.join(d, u), stop) for u in used]}
+            files = [os.path.relpath(os.path.join(d, u), stop) for u in used]
+            # A CMakeLists.txt that only lists the sources (`add_library(x ${SOURCES})`, with
+            # `target_compile_options(x PRIVATE ${CUDA_NVCC_FLAGS})`) takes its flags from the parent
+            # folder's, which set the variable: the walk goes on up to a build file that gives some.
+            if flags:
+                return {"nvcc": merge(list(flags)), "from": quiet + files}
+            quiet += files
         parent = os.path.dirname(d)
         if d == stop or parent == d or not (d + os.sep).startswith(stop + os.sep):
-            return None
+            return {"nvcc": [], "from": quiet} if quiet else None
         d = parent
 
 
