@@ -167,7 +167,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     assert r.returncode == 0, r.stderr
     r = run_miner("verify", ds, "--cache-dir", base / "cache", "-j", "2", timeout=600)
     assert r.returncode == 0, (r.stdout, r.stderr)
-    assert "9/9 built instantiations verified: 9 identical" in r.stdout
+    assert "10/10 built instantiations verified: 10 identical" in r.stdout
     return src, ds
 
 
@@ -240,6 +240,8 @@ def test_project_flags_on_both_sides(cases: tuple[Path, Path]) -> None:
     gives them to the unit: without them one side does not compile."""
     meta = next(m for m in load_dataset(cases[1]) if m["name"] == "vc_clamp_half_max")
     assert meta["build_flags"]["nvcc"] == ["--expt-relaxed-constexpr"]
+    # samples/CMakeLists.txt says nothing of flags: the parent folder's build file gives them.
+    assert meta["build_flags"]["from"] == ["samples/CMakeLists.txt", "CMakeLists.txt"], meta["build_flags"]
     assert _fidelity(cases[1])["vc_clamp_half_max/default"]["status"] == "identical"
 
 
@@ -312,3 +314,96 @@ def test_a_kernel_of_an_anonymous_namespace_is_found_and_compared(tmp_path: Path
     assert ptx.listing(parsed["original"], found, True) == ptx.listing(parsed["unit"], entry, True)
     # the same kernel with other template arguments is not taken for it
     assert _find_entry(parsed["original"], entry.replace("IfE", "IdE"), "scale_kernel") is None
+
+
+def test_a_define_the_build_system_must_pass(cases: tuple[Path, Path]) -> None:
+    """vc_config.h stops at `#error` unless the build passes VC_WIDE_ACC; the parse ran without it, so the
+    unit has the `#if VC_WIDE_ACC` branch of 0. verify compiles the original with VC_WIDE_ACC=0 (the same
+    configuration) and records it."""
+    f = _fidelity(cases[1])["vc_sum_pairs/default"]
+    assert f["status"] == "identical" and f["assumed_defines"] == ["VC_WIDE_ACC=0"], f
+    assert "assumed_defines" not in _fidelity(cases[1])["vc_squares/default"]
+
+
+def test_a_demanded_define_tested_elsewhere_is_not_assumed(tmp_path: Path) -> None:
+    """Only a name that every `#ifdef`/`defined()` of the project tests in such a guard gets 0: where another
+    `#ifdef X` exists, X=0 would switch that branch on, which the mined configuration did not."""
+    from miner.verify.original import Original, guard_defines
+
+    hdr = tmp_path / "cfg.h"
+    tu = tmp_path / "a.cu"
+    tu.write_text('#include "cfg.h"\n__global__ void k() {}\n')
+    guard = "#pragma once\n#ifndef VC_X\n#error \"pass VC_X\"\n#endif\n"
+    log = f"{hdr}:3:2: error: #error \"pass VC_X\"\n"
+    orig = Original(root=tmp_path, tu=tu, rel="a.cu", defines=[], include_dirs=[], headers=[hdr])
+    hdr.write_text(guard + "#if VC_X\nint wide;\n#endif\n")
+    assert guard_defines(log, orig) == ["VC_X=0"]
+    hdr.write_text(guard + "#ifdef VC_X\nint wide;\n#endif\n")
+    assert guard_defines(log, orig) == []
+    hdr.write_text(guard)   # already a mined define: not assumed again
+    assert guard_defines(log, Original(root=tmp_path, tu=tu, rel="a.cu", defines=["VC_X=1"], include_dirs=[],
+                                       headers=[hdr])) == []
+    hdr.write_text("#pragma once\n#ifndef VC_X\n#else\n#error \"no\"\n#endif\n")   # the #else branch: no guard
+    assert guard_defines(f"{hdr}:4:2: error: #error \"no\"\n", orig) == []
+
+
+def test_a_parameter_type_that_is_an_alias_in_the_original(tmp_path: Path) -> None:
+    """The original's headers make a parameter type an alias of another class template (torch 2.13's
+    `at::GenericPackedTensorAccessor` is `torch::headeronly::detail::GenericPackedTensorAccessor<...>`), the
+    unit's shim a class of the same layout: the mangled names differ. The original's entry of the same kernel
+    and template arguments with the same PTX parameters is taken; one with other arguments, or whose
+    parameters differ, is not."""
+    from miner.verify.driver import _find_entry
+
+    kernel = ("template <int B> __global__ void vc_rows(at::Acc<float, 2> a, float* out) {\n"
+              "  out[threadIdx.x] = a.p[threadIdx.x * a.s[1]] * B; }\n")
+    sources = {
+        "original": "namespace lib { template <class I, typename T, int N> struct AccImpl { T* p; long s[N]; }; }\n"
+                    "namespace at { template <typename T, int N> using Acc = lib::AccImpl<int, T, N>; }\n" + kernel
+                    + "void run(at::Acc<float, 2> a, float* o) { vc_rows<64><<<1, 64>>>(a, o);"
+                      " vc_rows<128><<<1, 128>>>(a, o); }\n",
+        "unit": "namespace at { template <typename T, int N> struct Acc { T* p; long s[N]; }; }\n" + kernel
+                + "template __global__ void vc_rows<128>(at::Acc<float, 2>, float*);\n",
+        "wider": "namespace at { template <typename T, int N> struct Acc { T* p; long s[N + 1]; }; }\n" + kernel
+                 + "template __global__ void vc_rows<128>(at::Acc<float, 2>, float*);\n",
+        "other": "namespace at { template <typename T, int N> struct Acc { T* p; long s[N]; }; }\n" + kernel
+                 + "template __global__ void vc_rows<32>(at::Acc<float, 2>, float*);\n",
+    }
+    parsed = {}
+    for name, text in sources.items():
+        (tmp_path / f"{name}.cu").write_text(text)
+        subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-o", str(tmp_path / f"{name}.ptx"),
+                        str(tmp_path / f"{name}.cu")], check=True, capture_output=True, timeout=300)
+        parsed[name] = ptx.parse((tmp_path / f"{name}.ptx").read_text())
+    unit, wider = parsed["unit"].entries[0], parsed["wider"].entries[0]
+    assert ptx.find_entry(parsed["original"], unit) is None   # the mangled names differ
+    found = _find_entry(parsed["original"], unit, "vc_rows", parsed["unit"])
+    assert found is not None and "ILi128E" in found and "AccImpl" in found
+    assert ptx.listing(parsed["original"], found) == ptx.listing(parsed["unit"], unit)
+    assert _find_entry(parsed["original"], unit, "vc_rows") is None   # without the unit's PTX: no guess
+    assert _find_entry(parsed["original"], wider, "vc_rows", parsed["wider"]) is None   # other parameters
+    other = parsed["other"].entries[0]   # template arguments the original does not instantiate
+    assert _find_entry(parsed["original"], other, "vc_rows", parsed["other"]) is None
+
+
+def test_inline_asm_braces_do_not_end_the_function(tmp_path: Path) -> None:
+    """cuda_fp16's `__hadd2` is inline PTX `{add.f16x2 ...;\\n}`: its `}` lands in column 0 inside the kernel's
+    body. The function runs to its own closing brace, so code after the asm is compared: a changed constant
+    there differs."""
+    listings = []
+    for k in ("3.0f", "5.0f"):
+        src = tmp_path / f"h{k[0]}.cu"
+        src.write_text("#include <cuda_fp16.h>\n__global__ void vc_h2(__half2* a, float* out) {\n"
+                       "  __half2 s = __hadd2(a[0], a[1]);\n"
+                       f"  out[threadIdx.x] = __low2float(s) * {k} + out[threadIdx.x + 1]; }}\n")
+        out = src.with_suffix(".ptx")
+        subprocess.run(["nvcc", "-ptx", "-arch=compute_90", str(src), "-o", str(out)], check=True, timeout=300)
+        text = out.read_text(encoding="utf-8")
+        assert "\n}\n\t// end inline asm" in text  # the column-0 brace inside the body
+        parsed = ptx.parse(text)
+        body = parsed.functions[parsed.entries[0]]
+        assert body[-1].startswith("}") and any("ret;" in ln for ln in body)
+        listings.append(ptx.listing(parsed, parsed.entries[0]))
+    assert listings[0] != listings[1]
+    changed = [ln for ln in ptx.first_difference(*listings) if ln[:1] in "+-"]
+    assert any("0f40400000" in ln for ln in changed) and any("0f40A00000" in ln for ln in changed), changed

@@ -350,7 +350,11 @@ def find(path: str, stop: str) -> dict[str, Any] | None:
             flags += got[0]
             used += [os.path.relpath(os.path.join(d, u), stop) for u in got[1]]
             where.update(got[2])
-            break
+            # A CMakeLists.txt that only lists the sources (`add_library(x ${SOURCES})`, with
+            # `target_compile_options(x PRIVATE ${CUDA_NVCC_FLAGS})`) takes its flags from the parent
+            # folder's, which set the variable: the walk goes on up to a build file that gives some.
+            if got[0]:
+                break
         parent = os.path.dirname(d)
         if d == stop or parent == d or not (d + os.sep).startswith(stop + os.sep):
             break

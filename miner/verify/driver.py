@@ -79,22 +79,59 @@ class _Item:
 
 
 
-def _find_entry(ptx: ptx_mod.Ptx, entry: str, name: str) -> str | None:
+def _find_entry(ptx: ptx_mod.Ptx, entry: str, name: str, unit: ptx_mod.Ptx | None = None) -> str | None:
     """The original's entry for the unit's: the same mangled name (internal uniquifiers aside), else the one
     whose demangled name is the unit's but for `(anonymous namespace)::`. PyTorch ops put their kernels in
     an anonymous namespace, which the unit does not keep; the mangled names then differ in the namespace
-    component and in the substitution indices after it, so only the demangled names can be compared."""
+    component and in the substitution indices after it, so only the demangled names can be compared.
+    Else, given the unit's PTX, the one entry of the same kernel and template arguments whose parameters
+    are the unit's (`_signature_match`)."""
     found = ptx_mod.find_entry(ptx, entry)
     if found is not None:
         return found
     mark = f"{len(name)}{name}"
     cands = [e for e in ptx.entries if mark in e and "_GLOBAL__N_" in e]
-    if not cands:
+    if cands:
+        names = demangle([entry, *cands])
+        want = names[entry]
+        hits = [e for e in cands if names[e].replace("(anonymous namespace)::", "") == want]
+        if len(hits) == 1:
+            return hits[0]
+    return _signature_match(ptx, entry, name, unit) if unit is not None else None
+
+
+def _template_id(demangled: str) -> str:
+    """`void ns::k<1024u>(at::Foo<float, 3ul>, int)` -> `ns::k<1024u>`: the kernel's name and template
+    arguments, without the return type (templates only) and the function parameters."""
+    s = demangled.replace("(anonymous namespace)::", "")
+    s = s[5:] if s.startswith("void ") else s
+    depth = 0
+    for i, ch in enumerate(s):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth == 0:
+            return s[:i]
+    return s
+
+
+def _signature_match(ptx: ptx_mod.Ptx, entry: str, name: str, unit: ptx_mod.Ptx) -> str | None:
+    """The original's entry of the same kernel and template arguments (demangled) with the same PTX
+    parameter list, when exactly one has them. The mangled names differ where a parameter type is a class
+    in the unit and an alias template in the original's headers: torch 2.13's
+    `at::GenericPackedTensorAccessor<T, N, ...>` is `torch::headeronly::detail::GenericPackedTensorAccessor<
+    TensorAccessor<...>, IndexBoundsCheck<...>, T, N, ...>`, the unit's shim a plain class with the same
+    layout. The ABI (sizes and alignments of the parameters) is compared instead of the spelling."""
+    mark = f"{len(name)}{name}"
+    cands = [e for e in ptx.entries if mark in e or e == name]
+    if not cands or entry not in unit.functions:
         return None
     names = demangle([entry, *cands])
-    want = names[entry]
-    hits = [e for e in cands if names[e].replace("(anonymous namespace)::", "") == want]
+    want, params = _template_id(names[entry]), ptx_mod.param_list(unit, entry)
+    hits = [e for e in cands if _template_id(names[e]) == want and ptx_mod.param_list(ptx, e) == params]
     return hits[0] if len(hits) == 1 else None
+
 
 def _first_error(log: str) -> str:
     diags = parse_errors(log)
@@ -140,6 +177,10 @@ def _explicit(item: _Item) -> str | None:
     except OSError:
         unit_text = ""
     return orig_mod.explicit_instantiation(item.meta, item.meta["instantiations"][item.index], unit_text)
+
+
+def _unit_ptx(item: _Item) -> ptx_mod.Ptx:
+    return ptx_mod.parse(item.unit_res.ptx if item.unit_res and item.unit_res.ok else "")
 
 
 def _unit_entry(item: _Item) -> str | None:
@@ -193,10 +234,18 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
                                      text], [o.tu, *o.headers, orig_mod.TOOLKIT_COMPAT])
 
     def compile_original(o: Original, text: str | None) -> PtxResult:
-        flags = ["-x", "cu", *orig_mod.compile_flags(o, arch), *opts.extra_flags]
-        key = orig_key(o, flags, text or "")
         try:
-            return store.compile(key, None if text else o.tu, text, flags, o.tu.parent, opts.force)
+            for _ in range(3):
+                flags = ["-x", "cu", *orig_mod.compile_flags(o, arch), *opts.extra_flags]
+                key = orig_key(o, flags, text or "")
+                res = store.compile(key, None if text else o.tu, text, flags, o.tu.parent, opts.force)
+                # An `#error` that only demands a define the build system passes: compiled again with it as 0,
+                # the value the mined configuration (the name undefined) gave every `#if` (guard_defines).
+                more = [] if res.ok or text is not None else orig_mod.guard_defines(res.log, o)
+                if not more:
+                    return res
+                o.assumed_defines += more
+            return res
         finally:
             if text is None:
                 tick()
@@ -231,7 +280,7 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
                 continue
             for it in groups[k]:
                 entry = _unit_entry(it)
-                if entry and _find_entry(parsed[k], entry, it.meta["name"]) is None and _explicit(it):
+                if entry and _find_entry(parsed[k], entry, it.meta["name"], _unit_ptx(it)) is None and _explicit(it):
                     wrap_need.setdefault(k, []).append(it)
         wrap_futs = {}
         for k, its in wrap_need.items():
@@ -244,6 +293,8 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
     for k in chosen:
         for it in groups[k]:
             it.record = _judge(it, results[k], parsed[k], wrapped.get(k), arch)
+            if groups[k][0].orig.assumed_defines:
+                it.record["assumed_defines"] = list(groups[k][0].orig.assumed_defines)
     differs = [it for it in todo if it.record and it.record["status"] == "differs"]
     if differs:
         with ThreadPoolExecutor(max_workers=opts.jobs) as pool:
@@ -300,7 +351,8 @@ def _judge(it: _Item, res: PtxResult, parsed: ptx_mod.Ptx, wrapped: PtxResult | 
                    error=("timed out" if res.timed_out else _first_error(res.log)))
         return rec
     src = parsed
-    found = _find_entry(parsed, entry, it.meta["name"])
+    unit_ptx = _unit_ptx(it)
+    found = _find_entry(parsed, entry, it.meta["name"], unit_ptx)
     if found is None and wrapped is not None:
         rec["explicit_instantiation"] = True
         rec["cached"] = rec["cached"] and wrapped.cached
@@ -309,7 +361,7 @@ def _judge(it: _Item, res: PtxResult, parsed: ptx_mod.Ptx, wrapped: PtxResult | 
                        error="with the unit's explicit instantiation appended: " + _first_error(wrapped.log))
             return rec
         src = ptx_mod.parse(wrapped.ptx)
-        found = _find_entry(src, entry, it.meta["name"])
+        found = _find_entry(src, entry, it.meta["name"], unit_ptx)
     if found is None and it.meta["name"] in src.entries:
         # C linkage (`extern "C" __global__`): the original's entry is the plain name. The unit, whose kernel
         # text has no `extern "C"`, gets a mangled one; the code is compared, the two names are recorded.
@@ -321,7 +373,9 @@ def _judge(it: _Item, res: PtxResult, parsed: ptx_mod.Ptx, wrapped: PtxResult | 
         return rec
     it.compared = (src, found)
     plain = found != entry and "_GLOBAL__N_" in found  # matched through an anonymous namespace
-    a, b = ptx_mod.listing(src, found, plain), ptx_mod.listing(ptx_mod.parse(it.unit_res.ptx), entry, plain)
+    if found != entry and not plain and "original_entry" not in rec and ptx_mod.find_entry(src, entry) is None:
+        rec["original_entry"] = found   # matched by template arguments and parameters (_signature_match)
+    a, b = ptx_mod.listing(src, found, plain), ptx_mod.listing(unit_ptx, entry, plain)
     rec["lines"] = len(b)
     if a == b:
         rec["status"] = "identical"

@@ -54,6 +54,7 @@ class Original:
     headers: list[Path] = field(default_factory=list)   # project headers it reaches (its content)
     torch: bool = False
     project_flags: list[str] = field(default_factory=list)   # the project's nvcc flags (metadata build_flags)
+    assumed_defines: list[str] = field(default_factory=list)  # `X=0` for guards that only demand X (guard_defines)
 
     def group_key(self) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
         return str(self.tu), tuple(self.defines), tuple(map(str, self.include_dirs)), tuple(self.project_flags)
@@ -140,7 +141,7 @@ def compile_flags(orig: Original, arch_flag: str) -> list[str]:
     if orig.torch:
         dirs, nvcc_flags, _ = torch_setup()
         flags += nvcc_flags
-    flags += [f"-D{d}" for d in orig.defines]
+    flags += [f"-D{d}" for d in orig.defines + orig.assumed_defines]
     # After torch's: a torch extension's own nvcc flags follow COMMON_NVCC_FLAGS (and may -U them).
     flags += orig.project_flags
     # Mined dirs searched before the system's for "quoted" includes and after it for <angle> ones: the
@@ -152,6 +153,69 @@ def compile_flags(orig: Original, arch_flag: str) -> list[str]:
         flags += [f"-I{d}" for d in dirs]
     flags += [f"-I{d}" for d in library_include_dirs()]
     return flags
+
+
+_ERROR_AT = re.compile(r"^(.+?)(?::(\d+):\d+:|\((\d+)\):)\s*(?:fatal\s+)?error:?\s*#error", re.M)
+_GUARD = re.compile(r"^[ \t]*#[ \t]*(?:ifndef[ \t]+([A-Za-z_]\w*)|if[ \t]+!\s*defined\s*\(?\s*([A-Za-z_]\w*)\s*\)?)"
+                    r"[ \t]*(?://.*|/\*.*)?$")
+_COND = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b")
+
+
+def _enclosing_guard(path: Path, line_no: int) -> str | None:
+    """X when the `#error` at line `line_no` sits directly in the first branch of `#ifndef X` (or
+    `#if !defined(X)`)."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    stack: list[tuple[str | None, bool]] = []   # (guarded name, still in the first branch)
+    for line in lines[:line_no - 1]:
+        m = _COND.match(line)
+        if not m:
+            continue
+        kind = m.group(1)
+        if kind in ("if", "ifdef", "ifndef"):
+            g = _GUARD.match(line)
+            stack.append(((g.group(1) or g.group(2)) if g else None, True))
+        elif kind in ("elif", "else") and stack:
+            stack[-1] = (stack[-1][0], False)
+        elif kind == "endif" and stack:
+            stack.pop()
+    return stack[-1][0] if stack and stack[-1][1] else None
+
+
+def _only_demanded(name: str, files: list[Path]) -> bool:
+    """Whether every preprocessor test of `name` in these files is a guard whose branch is an `#error`: then
+    `-Dname=0` compiles what the mined configuration (name undefined) parsed, `#if name` being 0 both ways."""
+    test = re.compile(rf"#\s*ifn?def\s+{name}\b|defined\s*\(?\s*{name}\b")
+    for f in files:
+        try:
+            lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        for i, line in enumerate(lines):
+            if not test.search(line):
+                continue
+            nxt = next((ln.strip() for ln in lines[i + 1:] if ln.strip()), "")
+            if not (_GUARD.match(line) and re.match(r"#\s*error\b", nxt)):
+                return False
+    return True
+
+
+def guard_defines(log: str, orig: Original) -> list[str]:
+    """`X=0` for each `#error` the compile stopped at that sits under `#ifndef X` ("the build system must
+    define X"), where X is no mined define and the project tests X nowhere else with `defined`/`#ifdef`.
+    The parse ran with X undefined, where `#if X` is 0 as it is with X=0: the unit was mined in that
+    configuration, and the original compiled with X=0 is the same configuration, without the `#error`."""
+    defined = {d.split("=", 1)[0] for d in orig.defines + orig.assumed_defines}
+    out: list[str] = []
+    for m in _ERROR_AT.finditer(log):
+        path = Path(m.group(1).strip())
+        path = path if path.is_absolute() else orig.tu.parent / path
+        name = _enclosing_guard(path, int(m.group(2) or m.group(3)))
+        if name and name not in defined and f"{name}=0" not in out and _only_demanded(name, [orig.tu, *orig.headers]):
+            out.append(f"{name}=0")
+    return out
 
 
 def explicit_instantiation(meta: dict[str, Any], inst: dict[str, Any], unit_text: str = "") -> str | None:

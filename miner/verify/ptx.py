@@ -62,6 +62,19 @@ def _func_name(head: str) -> str | None:
     return n.group(1) if n else None
 
 
+def _body_end(lines: list[str], start: int) -> int:
+    """The index of the `}` that closes the body opened at `lines[start]`, by brace depth. Not the first line
+    that starts with `}`: inline PTX whose text ends in a newline before its closing brace (cuda_fp16's
+    `__hadd2` is `asm("{add.f16x2 %0,%1,%2;\\n}")`) puts a `}` in column 0 inside the body."""
+    depth = 0
+    for k in range(start, len(lines)):
+        code = lines[k].split("//", 1)[0]
+        depth += code.count("{") - code.count("}")
+        if depth <= 0:
+            return k
+    return len(lines) - 1
+
+
 def parse(text: str) -> Ptx:
     """Top-level functions (definitions only, not prototypes), entries and global declarations."""
     out = Ptx()
@@ -81,9 +94,7 @@ def parse(text: str) -> Ptx:
                 head += " " + lines[j].strip()
             name = _func_name(head)
             if j + 1 < len(lines) and lines[j + 1].startswith("{"):
-                k = j + 1
-                while k < len(lines) and not lines[k].startswith("}"):
-                    k += 1
+                k = _body_end(lines, j + 1)
                 if name:
                     out.functions[name] = lines[i:k + 1]
                     if ".entry" in head.split("(")[0]:
@@ -129,6 +140,18 @@ def find_entry(ptx: Ptx, name: str) -> str | None:
     want = strip_internal(name)
     hits = [e for e in ptx.entries if strip_internal(e) == want]
     return hits[0] if hits else None
+
+
+def param_list(ptx: Ptx, name: str) -> list[str]:
+    """The `.param` declarations of a function's head, its own name left out: the kernel's ABI (types, sizes,
+    alignments of its parameters), which does not depend on how a type was named in C++."""
+    head: list[str] = []
+    for line in ptx.functions.get(name, []):
+        if line.startswith("{"):
+            break
+        head.append(line.split("//", 1)[0])
+    text = " ".join(head).replace(name, "<ENTRY>")
+    return [re.sub(r"\s+", " ", m).strip() for m in re.findall(r"\.param\b[^,)]*", text)]
 
 
 def _clean(line: str) -> str | None:
