@@ -119,6 +119,7 @@ def test_faster_cursor_methods_match_the_bindings(parse_setup) -> None:
     plain, _fast, _inputs = parse_setup
     path = str((SPEED / "ops" / "speed_ops.cu").resolve())
     tu = ci.Index.create().parse(path, args=clang_frontend.clang_args(plain, path), options=0x201)
+    cindex_speed.hold_top_level(tu)  # the file table too, as a parse holds it
     orig = cindex_speed.ORIGINAL
     mine = [c for c in tu.cursor.get_children()
             if c.location.file is not None and c.location.file.name.startswith(str(SPEED.resolve()))]
@@ -132,6 +133,14 @@ def test_faster_cursor_methods_match_the_bindings(parse_setup) -> None:
             assert [x.hash for x in c.get_children()] == [x.hash for x in orig["get_children"](c)]
             if c.location.file is not None:
                 assert c.location.file.name == orig["file_name"].fget(c.location.file)
+            for loc, fresh in ((c.location, ci.conf.lib.clang_getCursorLocation(c)),
+                               (c.extent.start, orig["range_start"].fget(c.extent)),
+                               (c.extent.end, orig["range_end"].fget(c.extent))):
+                want = orig["loc_file"].fget(fresh)  # a new location: the bindings' own path
+                got = loc.file
+                assert (got is None) == (want is None) and (got is None or got.name == want.name)
+                assert loc.offset == orig["loc_offset"].fget(fresh)
+    cindex_speed.release(tu)
 
 
 def test_extract_of_the_fixture_uses_the_prefix_and_finds_every_launch(tmp_path: Path) -> None:
