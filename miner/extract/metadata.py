@@ -65,6 +65,8 @@ def _project_flags(files: list[SourceFile], graph: include_graph.IncludeGraph, p
             used.append("source")  # a requires clause, a concept, ... in the file or a header it includes
         if flags:
             out[f.path] = {"nvcc": flags, "from": used}
+            if found and found.get("defines"):
+                out[f.path]["defines"] = found["defines"]  # each project -D and the build file line that writes it
     return out
 
 

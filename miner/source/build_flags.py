@@ -36,6 +36,8 @@ import re
 import tokenize
 from typing import Any
 
+from miner.source import py_build
+
 # torch.utils.cpp_extension.COMMON_NVCC_FLAGS, which every CUDAExtension / load() build passes first.
 TORCH_NVCC_FLAGS = ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
                     "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr"]
@@ -132,52 +134,110 @@ def _other_extensions(text: str, rel: str) -> list[Span]:
 
 
 _NVCC_DEFINE = re.compile(r"^-D([A-Za-z_]\w*)(=[\w.+-]*)?$")
-# Defines that select the HIP build: the configuration mined is CUDA's (its HIP variant is parsed apart).
-_HIP_DEFINE = re.compile(r"HIP|ROCM|^__CUDA_NO_", re.I)
+# Defines that select another platform's build: the configuration mined is CUDA's (its HIP variant is
+# parsed apart; a CPU-only or other-accelerator branch of a build file is not what nvcc compiles).
+_OTHER_PLATFORM = re.compile(r"HIP|ROCM|^__CUDA_NO_|(?:^|_)(?:CPU_ONLY|NO_CUDA|WITHOUT_CUDA|DISABLE_CUDA|MLU|NPU"
+                             r"|MPS|MUSA|XPU|SYCL|METAL|OPENCL)(?:_|$)", re.I)
 
 
-def _nvcc_defines(text: str, skip: list[Span]) -> list[str]:
-    """`-D` flags of the literal nvcc flag lists of a build script (`extra_compile_args={'nvcc': [...]}`,
-    `args['nvcc'] = [...]` or `+= [...]`), outside the `skip` spans: what the project's own build defines
-    for every .cu it compiles (`-DWITH_CUDA`, which kaolin-style headers put their CUDA types under).
-    A `-D` in a cxx list, a variable or an environment default is not one (it may serve another
-    compiler or another platform); nor is one that selects HIP."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return []
-    lists: list[ast.AST] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Dict):
-            lists += [v for k, v in zip(node.keys, node.values, strict=True)
-                      if isinstance(k, ast.Constant) and k.value == "nvcc"]
-        elif isinstance(node, ast.Assign | ast.AugAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and t.slice.value == "nvcc"
-                   for t in targets):
-                lists.append(node.value)
-    out: list[str] = []
-    for v in lists:
-        at = (getattr(v, "lineno", 0), getattr(v, "col_offset", 0))
-        if any(a <= at < b for a, b in skip):
-            continue
-        for c in ast.walk(v):
-            if isinstance(c, ast.Constant) and isinstance(c.value, str):
-                for tok in c.value.split():
-                    m = _NVCC_DEFINE.match(tok)
-                    if m and not _HIP_DEFINE.search(m.group(1)) and tok not in out:
-                        out.append(tok)
+def tokens(value: str) -> list[str]:
+    """The white-listed flags of one string a build passes to nvcc (`"-DA -DB=1"` holds two)."""
+    out = [normal(m.group(1)) for m in _PY_FLAG.finditer(value)]
+    for tok in value.split():
+        m = _NVCC_DEFINE.match(tok)
+        if m and not _OTHER_PLATFORM.search(m.group(1)) and tok not in out:
+            out.append(tok)
     return out
 
 
-def _from_python(text: str, rel: str = "") -> list[str] | None:
+def _evaluated(flags: list[py_build.Flag], root: str) -> tuple[list[str], dict[str, str]]:
+    """White-listed flags of evaluated build strings, and where each -D is written (relative to root)."""
+    out: list[str] = []
+    where: dict[str, str] = {}
+    for value, at in flags:
+        for tok in tokens(value):
+            out.append(tok)
+            if tok.startswith("-D") and not tok.startswith("-D__CUDA_NO_"):
+                where.setdefault(tok, os.path.relpath(at, root))
+    return out, where
+
+
+def _from_python(path: str, root: str, rel: str = "") -> tuple[list[str], dict[str, str]] | None:
     """Flags of a Python build script that builds a torch extension (None: not one), for the file at
-    `rel` (relative to the script's folder)."""
+    `rel` (relative to the script's folder), and where its -D flags are written. The -D are those its
+    nvcc sinks pass (`{'nvcc': [...]}`, `args['nvcc'] += [...]`, `extra_cuda_cflags=`), evaluated through
+    the project's Python (miner.source.py_build): a method's return value, a base class's list. A `-D`
+    in a cxx list, a variable nothing passes to nvcc or an environment default is not one."""
+    text = _read(path)
     if not _PY_TORCH.search(text):
         return None
     skip = _other_extensions(text, rel) if rel else []
     code = _python_strings(text, skip)
-    return [*TORCH_NVCC_FLAGS, *(normal(m.group(1)) for m in _PY_FLAG.finditer(code)), *_nvcc_defines(text, skip)]
+    flags = [*TORCH_NVCC_FLAGS, *(normal(m.group(1)) for m in _PY_FLAG.finditer(code))]
+    sunk, where = _evaluated(py_build.script_flags(root, os.path.realpath(path), skip), root)
+    return flags + [f for f in sunk if f.startswith("-D") and not f.startswith("-D__CUDA_NO_")], where
+
+
+_CMAKE_CMD = re.compile(r"\b(if|elseif|else|endif|add_definitions|add_compile_definitions|target_compile_definitions"
+                        r"|set|list|string)\s*\(([^)]*)\)", re.I)
+_CMAKE_NVCC_VAR = re.compile(r"^\s*(?:APPEND\s+)?(?:CUDA_NVCC_FLAGS|CMAKE_CUDA_FLAGS)\b(.*)$", re.I | re.S)
+_CMAKE_KEYWORDS = {"PRIVATE", "PUBLIC", "INTERFACE", "APPEND"}
+
+
+class _Branches:
+    """The `if` blocks a build file's line lies in: a definition counts only in the CUDA branch of
+    platform tests (`if(WITH_CUDA)`, the `else()` of `if(USE_ROCM)`); under any other condition (an
+    option that defaults off, a compiler, MSVC) it is an option of the build, not what it always passes."""
+
+    def __init__(self) -> None:
+        self.stack: list[list[Any]] = []  # [platform of the if, in the else part, this branch is CUDA's]
+
+    def enter(self, cond: str) -> None:
+        side = py_build.platform_of(cond)
+        self.stack.append([side, False, side == "cuda"])
+
+    def other(self, cond: str | None) -> None:
+        if self.stack:
+            top = self.stack[-1]
+            top[1] = True
+            top[2] = (py_build.platform_of(cond) == "cuda") if cond is not None else top[0] == "hip"
+
+    def leave(self) -> None:
+        if self.stack:
+            self.stack.pop()
+
+    def cuda(self) -> bool:
+        return all(f[2] for f in self.stack)
+
+
+def _cmake_defines(code: str) -> list[str]:
+    """-D flags a CMake build gives its CUDA sources in every CUDA build: `add_definitions(-DX)`,
+    `add_compile_definitions(X)`, `target_compile_definitions(t PRIVATE X=1)`, and `-DX` in
+    `CUDA_NVCC_FLAGS` / `CMAKE_CUDA_FLAGS`, outside conditions other than the platform (_Branches).
+    A value naming a variable or a generator expression (`${X}`, `$<...>`) is not known here."""
+    raw: list[str] = []
+    branches = _Branches()
+    for m in _CMAKE_CMD.finditer(code):
+        kind, args = m.group(1).lower(), m.group(2)
+        if kind == "if":
+            branches.enter(args)
+        elif kind in ("elseif", "else"):
+            branches.other(args if kind == "elseif" else None)
+        elif kind == "endif":
+            branches.leave()
+        elif not branches.cuda():
+            continue
+        elif kind in ("set", "list", "string"):
+            v = _CMAKE_NVCC_VAR.match(args)
+            raw += v.group(1).replace('"', " ").split() if v else []
+        else:
+            words = args.replace('"', " ").split()
+            if kind == "target_compile_definitions":
+                words = words[1:]
+            raw += [w if kind == "add_definitions" else "-D" + w.removeprefix("-D")
+                    for w in words if w.upper() not in _CMAKE_KEYWORDS]
+    return [t for w in raw if "$" not in w for t in tokens(w)
+            if t.startswith("-D") and not t.startswith("-D__CUDA_NO_")]
 
 
 def _from_cmake(text: str) -> list[str]:
@@ -190,32 +250,70 @@ def _from_cmake(text: str) -> list[str]:
     if cuda or cxx:
         out.append(std_flag(max(cuda or cxx)))
     out += [normal(m.group(1)) for m in _PY_FLAG.finditer(code) if not m.group(1).lstrip("-").startswith("std")]
+    return out + _cmake_defines(code)
+
+
+_MAKE_NVCC_LINE = re.compile(r"^\s*(?:export\s+)?\w*(?:NVCC|CUDA|NV|CU)\w*FLAGS\s*[:+?]?=(.*)$"
+                             r"|^\s+.*\b(?:nvcc|NVCC)\b(.*)$")
+_MAKE_COND = re.compile(r"^\s*(ifeq|ifneq|ifdef|ifndef|else|endif)\b(.*)$")
+
+
+def _from_make(text: str) -> list[str]:
+    """Flags of a Makefile's nvcc variables (`NVCCFLAGS += -DX`, `CUDA_FLAGS := ...`) and nvcc recipe lines,
+    outside conditions other than the platform (`ifeq ($(USE_CUDNN), 1)` adds an option)."""
+    out: list[str] = []
+    branches = _Branches()
+    for line in text.splitlines():
+        line = line.split("#", 1)[0]
+        c = _MAKE_COND.match(line)
+        if c:
+            kind, rest = c.group(1), c.group(2)
+            if kind.startswith("if"):
+                branches.enter(("not " if kind in ("ifneq", "ifndef") else "") + rest)
+            elif kind == "else":
+                branches.other(rest.strip() or None)
+            else:
+                branches.leave()
+            continue
+        m = _MAKE_NVCC_LINE.match(line)
+        if m and branches.cuda():
+            out += [t for w in (m.group(1) or m.group(2) or "").split() if "$" not in w for t in tokens(w)]
     return out
 
 
 @functools.cache
-def _folder_flags(folder: str, rel: str = "") -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """(flags, build files read) of one folder for the source at `rel` below it, None when it holds no
-    build file."""
+def _folder_flags(folder: str, root: str, rel: str = "") -> tuple[tuple[str, ...], tuple[str, ...],
+                                                                   tuple[tuple[str, str], ...]] | None:
+    """(flags, build files read, where each -D is written) of one folder for the source at `rel` below
+    it, None when it holds no build file."""
     try:
         names = sorted(os.listdir(folder))
     except OSError:
         return None
     flags: list[str] = []
     used: list[str] = []
+    where: dict[str, str] = {}
     for name in names:
         path = os.path.join(folder, name)
         if name == "CMakeLists.txt" or name.endswith(".cmake"):
             got: list[str] | None = _from_cmake(_read(path))
+        elif name in ("Makefile", "makefile", "GNUmakefile") or name.endswith(".mk"):
+            got = _from_make(_read(path)) or None  # a Makefile that gives nvcc nothing is no CUDA build file
         elif _BUILD_PY.match(name):
-            got = _from_python(_read(path), rel)
+            py = _from_python(path, root, rel)
+            got = py[0] if py else None
+            for k, v in (py[1] if py else {}).items():
+                where.setdefault(k, v)
         else:
             continue
         if got is None:
             continue
         used.append(name)
         flags += got
-    return (tuple(flags), tuple(used)) if used else None
+        for f in got:
+            if f.startswith("-D") and not f.startswith("-D__CUDA_NO_"):
+                where.setdefault(f, os.path.relpath(path, root))
+    return (tuple(flags), tuple(used), tuple(where.items())) if used else None
 
 
 def merge(flags: list[str]) -> list[str]:
@@ -235,21 +333,45 @@ def merge(flags: list[str]) -> list[str]:
 
 
 def find(path: str, stop: str) -> dict[str, Any] | None:
-    """`{"nvcc": [...], "from": [build files relative to stop]}` for the sources at `path`, None when no
-    build file above it (up to `stop`) says anything."""
+    """`{"nvcc": [...], "from": [build files relative to stop], "defines": {-D: where written}}` for the
+    sources at `path` (no "defines" when there are none): the build files of the nearest folder above it
+    that has any, then what the project's Python build code gives it wherever that code lies
+    (miner.source.py_build: a builder class or an extension call that names the file). None when nothing
+    says anything."""
     real = os.path.realpath(path)
-    d = os.path.dirname(real)
     stop = os.path.realpath(stop)
+    flags: list[str] = []
+    used: list[str] = []
+    where: dict[str, str] = {}
+    d = os.path.dirname(real)
     while True:
-        got = _folder_flags(d, os.path.relpath(real, d).replace(os.sep, "/"))
+        got = _folder_flags(d, stop, os.path.relpath(real, d).replace(os.sep, "/"))
         if got is not None:
-            flags, used = got
-            return {"nvcc": merge(list(flags)),
-                    "from": [os.path.relpath(os.path.join(d, u), stop) for u in used]}
+            flags += got[0]
+            used += [os.path.relpath(os.path.join(d, u), stop) for u in got[1]]
+            where.update(got[2])
+            break
         parent = os.path.dirname(d)
         if d == stop or parent == d or not (d + os.sep).startswith(stop + os.sep):
-            return None
+            break
         d = parent
+    if real.startswith(stop + os.sep):
+        evaluated, scopes = py_build.source_flags(stop, real)
+        more, at = _evaluated(evaluated, stop)
+        if scopes and not flags:
+            flags = list(TORCH_NVCC_FLAGS)  # a builder class or extension call: a torch extension build
+        flags += more
+        # a scope in a build file already read above is not listed again (its flags were counted there)
+        used += [s for s in scopes if s not in used and re.split(r" \(|:\d+$", s)[0] not in used]
+        for k, v in at.items():
+            where.setdefault(k, v)
+    if not used:
+        return None
+    out: dict[str, Any] = {"nvcc": merge(flags), "from": used}
+    kept = {k: v for k, v in where.items() if k in out["nvcc"]}
+    if kept:
+        out["defines"] = kept
+    return out
 
 
 _CXX20 = re.compile(r"(?:>|\))\s*requires\s*[(\w:]|\bconcept\s+\w+\s*=|\bconsteval\b|\bconstinit\b|<=>"

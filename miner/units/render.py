@@ -104,8 +104,49 @@ def concrete_type(type_text: str, mapping: dict[str, str], macros: dict[str, str
             break
         expanded = nxt
     if expanded != type_text and substitute(expanded, mapping) != expanded:
-        return substitute(expanded, mapping)
-    return substitute(type_text, mapping)
+        return substitute(_east_const(expanded, mapping), mapping)
+    return substitute(_east_const(type_text, mapping), mapping)
+
+
+def _outside_angles(type_text: str) -> str:
+    """The type text with every `<...>` argument list emptied, so its own declarator shows."""
+    out, depth = "", 0
+    for ch in type_text:
+        depth += ch == "<"
+        if depth == 0:
+            out += ch
+        depth -= ch == ">" and depth > 0
+    return out
+
+
+def by_value_unqualified(type_text: str) -> str:
+    """A by-value parameter type without its top-level `const`, for the launcher's own parameter. The
+    launcher passes it on to the kernel, which copies it: from a `const` object that needs a `T(const T&)`
+    constructor, which a class with only `T(T&)` lacks (the original launch passes a non-const lvalue).
+    Top-level `const` is no part of the function's type, so the launcher's symbol is the same."""
+    outer = _outside_angles(type_text)
+    if re.search(r"[*&\[(]", outer) or not re.search(r"\bconst\b", outer):
+        return type_text
+    head = re.match(r"\s*const\s+", type_text)
+    tail = re.search(r"\s+const\s*$", type_text)
+    bare = type_text[head.end():] if head else type_text[:tail.start()] if tail else type_text
+    # A scalar copies from const alike: its unit text (and build cache key) stays as it was.
+    return type_text if _SCALAR.fullmatch(bare.strip()) else bare
+
+
+_SCALAR = re.compile(r"(?:(?:unsigned|signed|long|short)\s+)*(?:char|short|int|long|float|double|bool|size_t"
+                     r"|u?int\d+_t|unsigned|__half|half|__nv_bfloat16)")
+
+
+def _east_const(type_text: str, mapping: dict[str, str]) -> str:
+    """`const T` written as `T const` where T's argument is a pointer or reference type: the qualifier
+    binds to T itself, so pasting `c10::Half *` into `const T` (a pointer to const) would name another
+    type than the kernel's (a const pointer), and the explicit instantiation matches no template."""
+    compound = [k for k, v in mapping.items() if re.search(r"[*&]\s*$|\(", v or "")]
+    for name in compound:
+        type_text = re.sub(rf"\b((?:const|volatile)(?:\s+(?:const|volatile))*)\s+{re.escape(name)}\b",
+                           lambda m, n=name: f"{n} {m.group(1)}", type_text)
+    return type_text
 
 
 def _base(type_text: str) -> str:
@@ -160,6 +201,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             p["name"] = p["name"] or f"arg{i}"
             p["ctype"] = ctype_of(p["type"])
             p["base"] = _base(p["type"])
+            p["launcher_type"] = by_value_unqualified(p["type"])
         args_text = ", ".join(_typed_args(meta.get("template_params") or [], inst["args"], pieces))
         # A lambda's functor struct only where these arguments name it (another's body need not build here).
         own = [p for p in pieces if not p.get("functor") or re.search(rf"\b{re.escape(p['name'])}\b", args_text)]

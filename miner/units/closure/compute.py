@@ -37,6 +37,7 @@ from miner.units.headers import STD_HEADERS
 
 _ARG_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
                    "CLASS_TEMPLATE", "TYPE_ALIAS_TEMPLATE_DECL"}
+_ARG_FUNCTION_KINDS = {"FUNCTION_DECL", "FUNCTION_TEMPLATE"}
 
 
 def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_start: int,
@@ -119,6 +120,12 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
             typed = [(gp, gc) for gp, gc in lst if gp.kind in _ARG_TYPE_KINDS]
             if typed:
                 take(*typed[0])
+            else:
+                # A device function given as a function-pointer argument (`k<float, act<float>>`): the
+                # kernel body names only the parameter, so nothing else brings the function along.
+                for gp, gc in lst:
+                    if gp.kind in _ARG_FUNCTION_KINDS and any(ch.kind in _DEVICE_ATTRS for ch in gc.get_children()):
+                        take(gp, gc)
     while work:
         cur, scope = work.pop()
         drop: dict[tuple[int, int], str] = {}
@@ -312,6 +319,12 @@ def _usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tupl
                 continue
             refs = [ch.referenced for ch in c.get_children() if ch.referenced is not None]
             target = refs[-1] if refs else None
+            if target is not None and target.kind == K.OVERLOADED_DECL_REF:
+                # `using ns::CastF;` of a class template with explicit specializations (or of an overload
+                # set) names a set: the declaration it stands for is the first one of the set found in
+                # the unit (was: the set's own location, the using itself, never in the unit).
+                decls = [d for d in _overloaded(target) or _overloaded(c) if d.location.file is not None]
+                target = next((d for d in decls if _piece_in(ctx, d, in_unit)), decls[0] if decls else None)
             if target is None or target.location.file is None:
                 continue
             tpath = ctx.norm(target.location.file.name)
@@ -337,6 +350,15 @@ def _usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tupl
                 seen.add((p.path, p.start))
                 out.append(p)
     return out
+
+
+def _piece_in(ctx: TUContext, decl: ci.Cursor, in_unit: set[tuple[str, int]]) -> bool:
+    """Whether the definition of `decl` (else `decl`) is a piece the unit holds."""
+    d = decl.get_definition() or decl
+    if d.location.file is None:
+        return False
+    found = ctx.piece_at(ctx.norm(d.location.file.name), d.location.offset)
+    return found is not None and (found[0].path, found[0].start) in in_unit
 
 
 def _header_family(header: str) -> str:

@@ -118,18 +118,26 @@ def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str],
         holes = [n for n in tps if n.isidentifier() and re.search(rf"\b{re.escape(n)}\b", pat)]
         if not holes:
             continue
-        rx, used = "", set()
-        for piece in re.split(r"\b(" + "|".join(re.escape(n) for n in holes) + r")\b", pat):
+        rx, used, last = "", set(), set()
+        pieces = re.split(r"\b(" + "|".join(re.escape(n) for n in holes) + r")\b", pat)
+        for k, piece in enumerate(pieces):
             if piece in holes:
                 rx += f"(?P={piece})" if piece in used else f"(?P<{piece}>.+?)"
                 used.add(piece)
+                if k + 1 < len(pieces) and pieces[k + 1].lstrip().startswith(">"):
+                    last.add(piece)
             else:
                 rx += re.escape(piece)
         m = re.fullmatch(rx, act)
         if not m:
             continue
         for n in holes:
-            if bound.setdefault(n, m.group(n).strip()) != m.group(n).strip():
+            got = split_top(m.group(n).strip())
+            if len(got) > 1 and n not in last:
+                return None
+            # The last written argument of `Tensor<T, 2, Inner>` against the argument's full type
+            # `Tensor<float, 2, true, long, Traits>`: what follows it are the template's defaults.
+            if bound.setdefault(n, got[0]) != got[0]:
                 return None  # two arguments disagree: leave it to a better source
     out = []
     for n in tps:  # trailing parameters may have defaults (filled by instantiations.plan)

@@ -34,7 +34,8 @@ def _src(ctx: TUContext, c: ci.Cursor) -> str:
 
 def _angle_args(text: str, start: int) -> tuple[list[str], int] | None:
     """Top-level arguments of the `<...>` opening at `start`, and the offset after its `>`. Inside
-    parentheses `<` and `>` compare (`!!(W > 8)`); outside they nest template argument lists."""
+    parentheses `<` and `>` compare (`!!(W > 8)`); outside they nest template argument lists, and a `>>`
+    closes two of them (C++11: `k<float, act<float>>`; a shift there must be parenthesized)."""
     angle, paren = 0, 0
     args, cur = [], ""
     for i in range(start, len(text)):
@@ -47,7 +48,7 @@ def _angle_args(text: str, start: int) -> tuple[list[str], int] | None:
             angle += 1
             if angle == 1:
                 continue
-        elif paren == 0 and ch == ">" and text[i + 1:i + 2] != ">" and text[i - 1:i] != ">":
+        elif paren == 0 and ch == ">" and angle >= 1 and text[i + 1:i + 2] != "=" and text[i - 1:i] != "-":
             angle -= 1
             if angle == 0:
                 args.append(cur.strip())

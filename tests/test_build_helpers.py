@@ -1,0 +1,91 @@
+"""The project's nvcc -D flags where its build writes them: a builder class's method in a Python file
+outside the mined folder (miner.source.py_build), CMake's definitions, a Makefile's nvcc flags."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from miner.source import build_flags, py_build
+from tests.conftest import FIXTURES, build_statuses, load_dataset, run_miner
+from tests.conftest import only_meta as _meta
+
+BUILDER = FIXTURES / "build_config" / "builder_class"
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """`extract ext/csrc --project ROOT --build`: the mined folder holds no build file at all."""
+    src = tmp_path_factory.mktemp("builder-src") / "builder_class"
+    shutil.copytree(BUILDER, src)
+    out = tmp_path_factory.mktemp("builder-out")
+    cache = tmp_path_factory.mktemp("builder-cache")
+    proc = run_miner("extract", src / "ext" / "csrc", "-o", out, "--project", src, "--build", "-j", "2",
+                     env={"XDG_CACHE_HOME": str(cache)}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return {"proc": proc, "out": out, "metas": load_dataset(out)}
+
+
+def test_a_builder_method_and_its_base_class_give_the_sources_they_name_their_defines() -> None:
+    root = str(BUILDER.resolve())
+    scale, scopes = py_build.source_flags(root, root + "/ext/csrc/kernels/scale.cu")
+    got = {v for v, _ in scale}
+    assert {"-DKM_WITH_GPU", "-U__CUDA_NO_HALF_OPERATORS__", "-O3"} <= got, got
+    assert not {"-DKM_CXX_ONLY", "-DKM_TILE=32", "-DKM_FROM_ENV"} & got, got
+    assert scopes == ["ext/ops/scale_op.py (ScaleOp)"]
+    tile = build_flags.find(root + "/ext/csrc/kernels/tile.cu", root)
+    assert tile is not None
+    assert [f for f in tile["nvcc"] if f.startswith(("-D", "-U")) and "__CUDA_NO_" not in f] == [
+        "-DKM_TILE=32", "-DKM_WITH_GPU"], tile
+    assert tile["defines"] == {"-DKM_TILE=32": "ext/ops/tile_op.py:15", "-DKM_WITH_GPU": "ext/gpu_builder.py:23"}
+    assert "-U__CUDA_NO_HALF_OPERATORS__" not in tile["nvcc"]  # the scale op's own flag
+    # a source no builder names gets nothing from the builders
+    assert py_build.source_flags(root, root + "/ext/csrc/kernels/none.cu") == ([], [])
+
+
+@needs_nvcc
+def test_the_define_a_base_class_method_returns_makes_the_functor_host_device(dataset: dict[str, Any]) -> None:
+    """KM_HD is `__host__ __device__` only under KM_WITH_GPU, which the builder's base class returns from
+    `nvcc_flags()` in a file outside the mined folder (was: calling a __host__ function from a __global__
+    function)."""
+    m = _meta(dataset, "scale_kernel")
+    assert build_statuses(m) == {"float": "ok"}, build_statuses(m)
+    assert m["build_flags"]["defines"] == {"-DKM_WITH_GPU": "ext/gpu_builder.py:23"}, m["build_flags"]
+    assert "ext/ops/scale_op.py (ScaleOp)" in m["build_flags"]["from"], m["build_flags"]
+    assert "-U__CUDA_NO_HALF_OPERATORS__" in m["build_flags"]["nvcc"]
+
+
+@needs_nvcc
+def test_each_builder_gives_only_its_own_sources_its_defines(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "tile_sum_kernel")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+    assert "-DKM_TILE=32" in m["build_flags"]["nvcc"] and "-DKM_FROM_ENV" not in m["build_flags"]["nvcc"]
+    assert "-DKM_TILE=32" not in _meta(dataset, "scale_kernel")["build_flags"]["nvcc"]
+
+
+CMAKE_MAKE = FIXTURES / "build_config" / "cmake_make"
+
+
+def test_cmake_definitions_and_makefile_nvcc_flags() -> None:
+    root = str(CMAKE_MAKE.resolve())
+    cm = build_flags.find(root + "/cm/cm_kernel.cu", root)
+    assert cm is not None and cm["nvcc"] == ["-DKM_CM_GPU", "-DKM_CM_VEC=4", "-DKM_CM_TILE=8", "-DKM_CM_CUDA"], cm
+    assert cm["defines"]["-DKM_CM_GPU"] == "cm/CMakeLists.txt"
+    mk = build_flags.find(root + "/mk/mk_kernel.cu", root)
+    assert mk is not None and mk["nvcc"] == ["-DKM_MK_BLOCK=128", "-DKM_MK_SCALE=2"], mk
+    assert mk["from"] == ["mk/Makefile"]
+
+
+@needs_nvcc
+def test_units_of_cmake_and_make_projects_build_with_their_defines(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_miner("extract", CMAKE_MAKE, "-o", out, "--build", "-j", "2",
+                     env={"XDG_CACHE_HOME": str(tmp_path / "cache")}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    metas = {"metas": load_dataset(out)}
+    for name in ("cm_kernel", "mk_kernel"):
+        assert set(build_statuses(_meta(metas, name)).values()) == {"ok"}, build_statuses(_meta(metas, name))
