@@ -119,6 +119,7 @@ def test_faster_cursor_methods_match_the_bindings(parse_setup) -> None:
     plain, _fast, _inputs = parse_setup
     path = str((SPEED / "ops" / "speed_ops.cu").resolve())
     tu = ci.Index.create().parse(path, args=clang_frontend.clang_args(plain, path), options=0x201)
+    cindex_speed.hold_top_level(tu)  # the file table too, as a parse holds it
     orig = cindex_speed.ORIGINAL
     mine = [c for c in tu.cursor.get_children()
             if c.location.file is not None and c.location.file.name.startswith(str(SPEED.resolve()))]
@@ -132,6 +133,14 @@ def test_faster_cursor_methods_match_the_bindings(parse_setup) -> None:
             assert [x.hash for x in c.get_children()] == [x.hash for x in orig["get_children"](c)]
             if c.location.file is not None:
                 assert c.location.file.name == orig["file_name"].fget(c.location.file)
+            for loc, fresh in ((c.location, ci.conf.lib.clang_getCursorLocation(c)),
+                               (c.extent.start, orig["range_start"].fget(c.extent)),
+                               (c.extent.end, orig["range_end"].fget(c.extent))):
+                want = orig["loc_file"].fget(fresh)  # a new location: the bindings' own path
+                got = loc.file
+                assert (got is None) == (want is None) and (got is None or got.name == want.name)
+                assert loc.offset == orig["loc_offset"].fget(fresh)
+    cindex_speed.release(tu)
 
 
 def test_extract_of_the_fixture_uses_the_prefix_and_finds_every_launch(tmp_path: Path) -> None:
@@ -153,3 +162,57 @@ def test_extract_of_the_fixture_uses_the_prefix_and_finds_every_launch(tmp_path:
     scale = metas["km_speed::scale_kernel"]
     assert [i["template_args"] for i in scale["instantiations"]] == [{"T": "float"}, {"T": "double"}]
     assert any(f.endswith("Scaler::apply") for f in scale["closure"]["functions"]), scale["closure"]
+
+
+INSTANTIATE = FIXTURES / "speed_instantiate"
+
+
+def _instantiate_setup():
+    from miner.frontends import clang_frontend
+    from miner.frontends.config import ParseConfig
+
+    if not clang_frontend.AVAILABLE:
+        pytest.skip("libclang not installed")
+    inputs = {str(p.resolve()) for p in INSTANTIATE.iterdir() if p.suffix in (".cu", ".cuh")}
+    return ParseConfig(include_dirs=[str(INSTANTIATE.resolve())]), inputs, str((INSTANTIATE / "tile_ops.cu").resolve())
+
+
+def test_incomplete_parse_equals_the_complete_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the end-of-TU instantiations (CXTranslationUnit_Incomplete) the kernels, closures, launches
+    and explicit instantiations are those of a parse that instantiates every specialization used."""
+    from miner.frontends import clang_frontend
+    from miner.units.analysis import analyse
+
+    config, inputs, path = _instantiate_setup()
+    assert clang_frontend._OPTIONS & clang_frontend.INCOMPLETE
+    fast = clang_frontend.parse(path, config, inputs, analyse=analyse)
+    monkeypatch.setattr(clang_frontend, "_OPTIONS", clang_frontend._OPTIONS & ~clang_frontend.INCOMPLETE)
+    full = clang_frontend.parse(path, config, inputs, analyse=analyse)
+    assert not fast.error and not fast.unit_error
+    assert _summary(fast) == _summary(full)
+    assert {k.qualified_name for k in fast.kernels} == {"km_tile::tile_kernel", "km_tile::scale_kernel"}
+    launched = {lc["kernel"][1] if isinstance(lc["kernel"], list) else lc["kernel"] for lc in fast.analysis["launches"]}
+    assert len(launched) == 2, fast.analysis["launches"]
+    assert fast.analysis["explicit"], fast.analysis
+
+
+def test_incomplete_parse_instantiates_no_function_body() -> None:
+    """What the option saves: the complete parse instantiates every kernel specialization the host table
+    names (an index that excludes precompiled declarations lists them at the top level); this one only
+    the explicit instantiation."""
+    import clang.cindex as ci
+
+    from miner.frontends import cindex_speed, clang_frontend
+
+    config, _inputs, path = _instantiate_setup()
+    args = clang_frontend.clang_args(config, path)
+
+    def instantiated(options: int) -> list[str]:
+        tu = ci.Index.create(excludeDecls=True).parse(path, args=args, options=options)
+        return [c.displayname for c in tu.cursor.get_children() if cindex_speed._instantiated(c)]
+
+    complete = instantiated(clang_frontend.KEEP_GOING)
+    assert sum(n.startswith("tile_kernel") for n in complete) == 20, complete  # the table's 10, float and double
+    # Only the explicit instantiation's definition, made where it is written.
+    explicit = ["scale_all<>(int *, int, int, cudaStream_t)"]
+    assert instantiated(clang_frontend.KEEP_GOING | clang_frontend.INCOMPLETE) == explicit

@@ -31,6 +31,7 @@ _TOP = "_km_top_level"  # attribute of a TranslationUnit: its top-level cursors 
 # thousands of times, a C call and a string copy each). Handles are only unique within one TU, so the
 # table lives from `hold_top_level` to `release`.
 _FILE_NAMES: dict[int, str] | None = None
+_FILES: dict[int, Any] | None = None  # file handle -> its File object, with the same lifetime
 
 
 def install() -> None:
@@ -93,9 +94,66 @@ def install() -> None:
             name = names[key] = lib.clang_getFileName(self)
         return name
 
+    # Locations: the bindings make four ctypes buffers and a File object on every first access of a
+    # location; the walks ask a location's file or offset about a million times per MMCV run. These
+    # fill buffers made once, hand out one File per handle while a parse is held, and an offset alone
+    # is asked for alone (libclang accepts null out-parameters) without filling the location's cache.
+    get_location = lib.clang_getInstantiationLocation
+    file_cls = ci.File
+    out_file, out_line, out_column, out_offset = ci.c_object_p(), ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
+    refs = tuple(ctypes.byref(x) for x in (out_file, out_line, out_column, out_offset))
+    offset_ref = refs[3]
+
+    def loc_file(self: Any) -> Any:
+        data = self._data
+        if data is not None:
+            return data[0]
+        # All four parts are kept, as the bindings do: a location handed to a callback (an include's)
+        # is read once there and must not be read again after the callback's memory is gone.
+        get_location(self, *refs)
+        f = None
+        if out_file:
+            files = _FILES
+            key = ctypes.cast(out_file, ctypes.c_void_p).value
+            f = files.get(key) if files is not None else None
+            if f is None:
+                f = file_cls(ctypes.cast(key, ci.c_object_p))  # a File owns a copy of the handle
+                if files is not None:
+                    files[key] = f
+        self._data = (f, out_line.value, out_column.value, out_offset.value)
+        return f
+
+    def loc_offset(self: Any) -> int:
+        data = self._data
+        if data is not None:
+            return data[3]
+        get_location(self, None, None, None, offset_ref)
+        return out_offset.value
+
+    def range_start(self: Any) -> Any:
+        # A range's ends were a new location (and a C call) per access: `_src` asks each several times.
+        d = self.__dict__
+        loc = d.get("_km_start")
+        if loc is None:
+            loc = d["_km_start"] = lib.clang_getRangeStart(self)
+        return loc
+
+    def range_end(self: Any) -> Any:
+        d = self.__dict__
+        loc = d.get("_km_end")
+        if loc is None:
+            loc = d["_km_end"] = lib.clang_getRangeEnd(self)
+        return loc
+
     ORIGINAL.update(get_children=ci.Cursor.get_children, walk_preorder=ci.Cursor.walk_preorder,
-                    kind=ci.Cursor.kind, file_name=ci.File.name)
+                    kind=ci.Cursor.kind, file_name=ci.File.name, loc_file=ci.SourceLocation.file,
+                    loc_offset=ci.SourceLocation.offset, range_start=ci.SourceRange.start,
+                    range_end=ci.SourceRange.end)
     ci.File.name = property(file_name)
+    ci.SourceLocation.file = property(loc_file)
+    ci.SourceLocation.offset = property(loc_offset)
+    ci.SourceRange.start = property(range_start)
+    ci.SourceRange.end = property(range_end)
     ci.Cursor.get_children = get_children
     ci.Cursor.walk_preorder = walk_preorder
     ci.Cursor.kind = property(kind)
@@ -125,8 +183,8 @@ def _instantiated(c: Any) -> bool:
 def hold_top_level(tu: Any, local_only: bool = False) -> None:
     """List `tu`'s top-level cursors once; every walk of `tu.cursor` gets that list until `release`.
     `local_only`: `tu` comes from an index that excludes the precompiled prefix's declarations."""
-    global _FILE_NAMES
-    _FILE_NAMES = {}
+    global _FILE_NAMES, _FILES
+    _FILE_NAMES, _FILES = {}, {}
     tu.__dict__.pop(_TOP, None)
     top = list(tu.cursor.get_children())
     if local_only:
@@ -136,6 +194,6 @@ def hold_top_level(tu: Any, local_only: bool = False) -> None:
 
 def release(tu: Any) -> None:
     """Drop the held list: it holds cursors that hold the TU (a cycle would keep its memory until a GC)."""
-    global _FILE_NAMES
-    _FILE_NAMES = None
+    global _FILE_NAMES, _FILES
+    _FILE_NAMES = _FILES = None
     tu.__dict__.pop(_TOP, None)
