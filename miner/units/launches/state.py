@@ -50,6 +50,10 @@ class _State:
     # kernel to a function, matched to them after the walk (miner.units.launches.helpers).
     helpers: dict[str, list[Any]] = field(default_factory=dict)
     helper_calls: list[Any] = field(default_factory=list)
+    # A host key inside a class template (one of its methods: the class's key; a member function template: its
+    # own key) -> the class template's cursor and key (miner.units.launches.class_scope).
+    classes: dict[tuple[str, int], ci.Cursor] = field(default_factory=dict)
+    class_keys: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
 
 
 def _add(table: dict[tuple[str, int], list[list[str]]], key: tuple[str, int], args: list[str]) -> bool:
