@@ -31,3 +31,26 @@ def test_names_used_only_in_noexcept_and_alignas_of_an_inlined_library_come_alon
     body = body[body.index("// km:body-begin"):]
     # the library was inlined (it includes a project header), with what only unvisited argument lists name
     assert "struct nothrow" in body and "kSlotAlign = 16" in body and "using std::swap;" in body
+
+
+def test_arguments_named_by_a_class_templates_member_aliases_take_each_class_instantiation(
+        dataset: dict[str, Any]) -> None:
+    # `fill_slots<coordinate_type, size_type, index_type, map_type>` in a method of `Table<int, pool_alloc>`
+    # (explicitly instantiated, a template template argument): `size_type` comes through a base class and
+    # `map_type` names a thrust type the parse does not have; the compiler reads what it can, the rest is
+    # written out from the member aliases.
+    m = only_meta(dataset, "fill_slots")
+    (inst,) = m["instantiations"]
+    assert inst["origin"] == "host_template", inst
+    assert inst["args"][:3] == ["int", "unsigned int", "unsigned int"], inst["args"]
+    assert "open_map<thrust::pair<int, unsigned int>, tbl::pool_alloc<thrust::pair<int, unsigned int>>>" in \
+        inst["args"][3].replace("tbl::open_map", "open_map"), inst["args"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_member_templates_launch_takes_the_class_and_its_own_instantiations(dataset: dict[str, Any]) -> None:
+    # out of line as `template <typename C, template <typename T> class A> template <bool remap>`
+    m = only_meta(dataset, "insert_slots")
+    assert [(i["origin"], i["args"][0], i["args"][2]) for i in m["instantiations"]] == [
+        ("host_template", "unsigned int", "true")], m["instantiations"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

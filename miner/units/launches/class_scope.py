@@ -58,11 +58,13 @@ class Prober:
         names = {n for t in texts for n in _IDENT.findall(t)}
         if key not in self.scope_names:
             self.scope_names[key] = _member_names(cls) | set(_member_texts(st.ctx, cls))
-        if not names & self.scope_names[key]:
-            return  # nothing a text substitution of the class's parameters leaves open
         member = host if host != key else None
         own = [p.spelling for p in _tparams(cls)]
         params, member_params = scope or (own, [])
+        # Probed: a text naming the class's members, which a text substitution of the class's parameters leaves
+        # open, or (in a member template, whose own instantiations say nothing of the class's) its parameters.
+        if not names & self.scope_names[key] and not (member is not None and names & set(params)):
+            return
         used_member = [p for p in member_params if p in names]
         member_insts = self.insts.get(member, []) if used_member and member is not None else [[]]
         made: list[tuple[str, str, list[str]]] = []
@@ -74,8 +76,9 @@ class Prober:
             if ck not in self.classes:
                 self.classes[ck] = f"__km_members_{len(self.classes)}"
                 self.members[self.classes[ck]] = (cls, dict(zip(own, class_args, strict=True)))
-                self.lines.append(_probe_text(self.classes[ck], cls, class_args,
-                                              [(f"m_{n}", "type", n) for n in _member_types(cls)]))
+                self.lines.append(_probe_text(self.classes[ck], cls, class_args, [
+                    ("km_self", "type", f"{cls.spelling}<{', '.join(class_args)}>"),
+                    *[(f"m_{n}", "type", n) for n in _member_types(cls)]]))
             mapping = {**dict(zip(params, class_args, strict=True)),
                        **dict(zip(member_params, member_args, strict=False))}
             filled = [substitute(t, mapping) for t in texts]
@@ -98,7 +101,14 @@ class Prober:
         expanded: dict[str, dict[str, str]] = {}
         for owner, made in self.jobs:
             got: list[list[str]] = []
+            selves: set[str] = set()
             for name, mname, filled in made:
+                # One class instantiation spelled two ways (`Map<int, pool>` from a line of text, `Map<int,
+                # ns::pool>` from the AST) is probed once.
+                self_type = found.get(mname, {}).get("km_self")
+                if self_type is not None and (self_type, tuple(filled)) in selves:
+                    continue
+                selves.add((self_type or mname, tuple(filled)))
                 vals = found.get(name, {})
                 if mname not in expanded:
                     cls, params = self.members[mname]

@@ -18,6 +18,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.common import split_top
+from miner.units.launches.class_scope import scope_params
 from miner.units.launches.record import _FUNCS, _IDENT, K, Launch
 from miner.units.launches.state import _State
 from miner.units.launches.tables import _host_of
@@ -153,5 +154,7 @@ def _add(st: _State, fn: ci.Cursor, path: str, kkey: tuple[str, int], offset: in
                                 "stream": parts[3] or "0"},
                         args=args, template_args=[substitute(t, combo) for t in targs] if combo else None,
                         template_args_text=targs, in_lambda=bool(combo), host_template=host_key)
+        if host_key in st.classes:  # the class's and the member template's parameters as named here
+            launch._scope = scope_params(fn, st.classes[host_key])  # type: ignore[attr-defined]
         _values(st.ctx, launch, fn, call)
         st.launches.append(launch)

@@ -124,7 +124,13 @@ def _host_of(st: _State, path: str, fn: ci.Cursor) -> tuple[str, int] | None:
     the class template (or partial specialization) whose method it is, in-class or out-of-line."""
     parent = fn.semantic_parent
     if fn.kind == K.FUNCTION_TEMPLATE:
-        st.host_params[(path, fn.location.offset)] = _tparams(fn)
+        own = _tparams(fn)
+        if parent is not None and parent.kind in _CLASS_TEMPLATES and fn.lexical_parent != parent:
+            # Out of line, a member template lists its own parameters, then its class's as written there
+            # (`template <typename C> template <bool r> void W<C>::f()` gives `r, C`): its own instantiations
+            # (`template void W<int>::f<true>();`) bind the first ones only.
+            own = own[:max(len(own) - len(_tparams(parent)), 0)]
+        st.host_params[(path, fn.location.offset)] = own
         st.host_names.setdefault(fn.spelling, set()).add((path, fn.location.offset))
         st.host_cursors[(path, fn.location.offset)] = fn
         if parent is not None and parent.kind == K.CLASS_TEMPLATE and (ck := _key(st.ctx, parent)) is not None:
