@@ -29,8 +29,9 @@ from miner.units import macro_text
 from miner.units.records import Launch
 
 # `template [attributes, macros such as GLOBAL, __launch_bounds__(256)] void [ns::]k<args>(`
-_EXPLICIT = re.compile(r"\btemplate\s+(?:[A-Za-z_]\w*(?:\s*\((?:[^;{()]|\([^;{()]*\))*\))?\s+)*?"
-                       r"(?:[\w:]+::)?(\w+)\s*<([^;{]*?)>\s*\(", re.S)
+# (the words before the name may be qualified, `template at::Tensor f<float>(...)`, and end in `*`/`&`)
+_EXPLICIT = re.compile(r"\btemplate\s+(?:[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*(?:\s*\((?:[^;{()]|\([^;{()]*\))*\))?"
+                       r"(?:\s*[*&]+\s*|\s+))*?(?:[\w:]+::)?(\w+)\s*<([^;{]*?)>\s*\(", re.S)
 DEFAULT_TYPE = "float"  # a type parameter with no instantiation anywhere becomes float (marked inferred)
 MAX_INSTANTIATIONS = 16  # units per kernel: a kernel chosen from a table of 100 variants keeps 16
 ORIGINS = ("explicit", "dispatch", "call_site", "host_template", "reference", "inferred")
