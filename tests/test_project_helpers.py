@@ -54,3 +54,13 @@ def test_a_member_templates_launch_takes_the_class_and_its_own_instantiations(da
     assert [(i["origin"], i["args"][0], i["args"][2]) for i in m["instantiations"]] == [
         ("host_template", "unsigned int", "true")], m["instantiations"]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_an_explicit_instantiation_with_a_qualified_return_type_fixes_the_host_template(
+        dataset: dict[str, Any]) -> None:
+    # `template ops::status launch_scale<float, holder>(...);`: a template template argument, and the index type
+    # a member alias of it
+    m = only_meta(dataset, "scale_values")
+    assert [(i["origin"], i["args"]) for i in m["instantiations"]] == [
+        ("host_template", ["float", "typename holder<float>::index_type"])], m["instantiations"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
