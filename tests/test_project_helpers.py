@@ -64,3 +64,15 @@ def test_an_explicit_instantiation_with_a_qualified_return_type_fixes_the_host_t
     assert [(i["origin"], i["args"]) for i in m["instantiations"]] == [
         ("host_template", ["float", "typename holder<float>::index_type"])], m["instantiations"]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_dispatch_lambdas_call_of_the_launching_host_template_takes_each_dispatched_type(
+        dataset: dict[str, Any]) -> None:
+    # `gather_gpu<scalar_t, default_types::index_type, Alloc<char>>(...)`: `>>` closes two lists, the index type
+    # is a member typedef reached through an alias (not `type_wrapper<...>::unsigned int`), and the statement is
+    # kept by the parse now that `getCurrentCUDAStream().stream()` is valid there.
+    m = only_meta(dataset, "gather_rows")
+    assert sorted((i["origin"], tuple(i["args"])) for i in m["instantiations"]) == [
+        ("host_template", ("double", "unsigned int")), ("host_template", ("float", "unsigned int"))], \
+        m["instantiations"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

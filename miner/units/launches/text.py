@@ -47,7 +47,8 @@ def _angle_args(text: str, start: int) -> tuple[list[str], int] | None:
             angle += 1
             if angle == 1:
                 continue
-        elif paren == 0 and ch == ">" and text[i + 1:i + 2] != ">" and text[i - 1:i] != ">":
+        elif paren == 0 and ch == ">" and (angle >= 1 or (text[i + 1:i + 2] != ">" and text[i - 1:i] != ">")):
+            # Inside an argument list `>>` closes two lists (`Alloc<char>>`, C++11); a shift needs parentheses.
             angle -= 1
             if angle == 0:
                 args.append(cur.strip())
@@ -77,6 +78,21 @@ def substitute(text: str, mapping: dict[str, str]) -> str:
         return text
     pat = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True)) + r")\b")
     return pat.sub(lambda m: mapping[m.group(1)], text)
+
+
+def substitute_aliases(text: str, alias: dict[str, str]) -> str:
+    """`substitute` for the aliases a reference names (`_aliases`: each name's resolved type): a qualified name
+    whose last part is one (`default_types::index_type`, a member typedef of an alias) is replaced whole, its
+    qualifiers with it, so the qualifier's own alias does not leave `ns::wrapper<...>::unsigned int`."""
+    if not alias:
+        return text
+
+    def one(m: re.Match[str]) -> str:
+        parts = [p.strip() for p in m.group(0).split("::")]
+        if len(parts) > 1 and alias.get(parts[-1]):
+            return alias[parts[-1]]
+        return substitute(m.group(0), alias) if len(parts) == 1 else m.group(0)
+    return re.sub(r"(?<![\w:])(?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*", one, text)
 
 
 def _macro_params(body: str) -> tuple[list[str], str] | None:

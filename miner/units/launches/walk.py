@@ -15,7 +15,7 @@ from miner.units.launches.functors import deduced_call
 from miner.units.launches.helpers import finish_helpers, note_call
 from miner.units.launches.host_chain import _class_use, _host_call, _lambda_lists, _propagate
 from miner.units.launches.record import _API, _TYPED_USES, K, Launch
-from miner.units.launches.recovered import recover_dropped
+from miner.units.launches.recovered import recover_dropped, recover_dropped_calls
 from miner.units.launches.sites import _api_launch, _chevron
 from miner.units.launches.state import _State
 from miner.units.launches.tables import (
@@ -42,6 +42,7 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
             # (A host function one macro wrote with a kernel shares the kernel's location.)
             _walk(st, d, path, d)
     recover_dropped(st, defs)
+    recover_dropped_calls(st, defs)
     finish_helpers(st)
     _explicit_host_instantiations(st)
     insts = _propagate(st)
