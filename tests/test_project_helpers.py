@@ -76,3 +76,11 @@ def test_a_dispatch_lambdas_call_of_the_launching_host_template_takes_each_dispa
         ("host_template", ("double", "unsigned int")), ("host_template", ("float", "unsigned int"))], \
         m["instantiations"]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_host_template_call_clang_dropped_is_read_back_once_per_dispatched_type(dataset: dict[str, Any]) -> None:
+    # the statement names SCATTER_BLOCK, which only the real build defines: no call in the AST
+    m = only_meta(dataset, "scatter_rows")
+    assert sorted((i["origin"], i["args"][0]) for i in m["instantiations"]) == [
+        ("host_template", "double"), ("host_template", "float")], m["instantiations"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

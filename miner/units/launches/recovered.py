@@ -162,7 +162,8 @@ def recover_dropped_calls(st: _State, defs: list[tuple[str, ci.Cursor]]) -> None
             got = _angle_args(text, m.end() - 1)
             if got is None or not text[got[1]:].lstrip().startswith("("):
                 continue
-            stmt = max(text.rfind(";", 0, m.start()), text.rfind("}", 0, m.start()), text.rfind("{", 0, m.start())) + 1
+            # (an error inside a dispatch macro's argument is reported where the macro is invoked)
+            stmt = max(text.rfind(";", 0, m.start()), text.rfind("}", 0, m.start())) + 1
             close = text.find(";", got[1])
             if not any(e.start.offset + stmt <= o < e.start.offset + (close if close > 0 else len(text)) for o in errs):
                 continue  # clang kept this call: the walk saw it
