@@ -84,3 +84,12 @@ def test_a_host_template_call_clang_dropped_is_read_back_once_per_dispatched_typ
     assert sorted((i["origin"], i["args"][0]) for i in m["instantiations"]) == [
         ("host_template", "double"), ("host_template", "float")], m["instantiations"]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_launch_whose_overload_set_holds_the_kernels_forward_declaration_is_the_kernels(
+        dataset: dict[str, Any]) -> None:
+    # `count_rows<Dtype><<<...>>>(map, out, n)` in a host template, the kernel declared above and defined below
+    m = only_meta(dataset, "count_rows")
+    assert [(i["origin"], i["args"]) for i in m["instantiations"]] == [("host_template", ["float", "uint32_t"])], \
+        m["instantiations"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

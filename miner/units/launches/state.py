@@ -86,6 +86,12 @@ def _kernel_key(st: _State, t: ci.Cursor) -> tuple[str, int] | None:
     if key in st.kernels:
         return key
     key = _key(st.ctx, _primary(t))
+    if key in st.kernels:
+        return key
+    # A dependent call's overload set holds the declaration lookup found (`template <class T> __global__ void
+    # k(T*);` in the project's header): the kernel is its definition, later in the TU.
+    d = t.get_definition()
+    key = _key(st.ctx, d) if d is not None and d != t else None
     return key if key in st.kernels else None
 
 
