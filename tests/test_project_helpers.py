@@ -96,3 +96,9 @@ def test_a_launch_whose_overload_set_holds_the_kernels_forward_declaration_is_th
     assert [(i["origin"], i["args"]) for i in m["instantiations"]] == [("host_template", ["float", "uint32_t"])], \
         m["instantiations"]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_an_explicit_instantiation_with_a_templated_return_type_and_a_comment(dataset: dict[str, Any]) -> None:
+    m = only_meta(dataset, "halve_values")
+    assert [(i["origin"], i["args"]) for i in m["instantiations"]] == [("host_template", ["double"])], \
+        m["instantiations"]

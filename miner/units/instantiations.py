@@ -49,6 +49,8 @@ def explicit_in(text: str, macros: dict[str, macro_text.MacroDef] | None = None,
     macros write (`INSTANTIATE(float)` with `#define INSTANTIATE(T) template GLOBAL void k<T>(T *);`)."""
     if macros:
         text = macro_text.expand(text, macros, writing_template(macros))
+    if "//" in text or "/*" in text:  # a comment inside the line (`template R // why\n f<int>(...);`)
+        text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", text, flags=re.S)
     out: dict[str, list[list[str]]] = {}
     for m in _EXPLICIT_MEMBER.finditer(text) if members else ():  # by class name
         name, args = m.group(1), m.group(2)
@@ -62,6 +64,10 @@ def explicit_in(text: str, macros: dict[str, macro_text.MacroDef] | None = None,
     for m in _EXPLICIT.finditer(text):
         name, args = m.group(1), m.group(2)
         member = _member_of_class(args)
+        if member is not None and member[0] is None and member[2] is not None and member[3] is not None:
+            # `template std::vector<at::Tensor> f<int>(...)`: the match began at the return type's list
+            name, args = member[2], member[3]
+            member = None
         if member is not None and (member[0] is None or member[1] is None):
             continue
         if member is not None:
