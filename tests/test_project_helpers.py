@@ -37,13 +37,13 @@ def test_arguments_named_by_a_class_templates_member_aliases_take_each_class_ins
         dataset: dict[str, Any]) -> None:
     # `fill_slots<coordinate_type, size_type, index_type, map_type>` in a method of `Table<int, pool_alloc>`
     # (explicitly instantiated, a template template argument): `size_type` comes through a base class and
-    # `map_type` names a thrust type the parse does not have; the compiler reads what it can, the rest is
+    # `map_type` names a CUB type the parse does not have; the compiler reads what it can, the rest is
     # written out from the member aliases.
     m = only_meta(dataset, "fill_slots")
     (inst,) = m["instantiations"]
     assert inst["origin"] == "host_template", inst
     assert inst["args"][:3] == ["int", "unsigned int", "unsigned int"], inst["args"]
-    assert "open_map<thrust::pair<int, unsigned int>, tbl::pool_alloc<thrust::pair<int, unsigned int>>>" in \
+    assert "open_map<cub::KeyValuePair<int, unsigned int>, tbl::pool_alloc<cub::KeyValuePair<int, unsigned int>>>" in \
         inst["args"][3].replace("tbl::open_map", "open_map"), inst["args"]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
     # the allocator's host-only `allocate`, whose library the parse lacks, is left out of the unit
@@ -102,3 +102,9 @@ def test_an_explicit_instantiation_with_a_templated_return_type_and_a_comment(da
     m = only_meta(dataset, "halve_values")
     assert [(i["origin"], i["args"]) for i in m["instantiations"]] == [("host_template", ["double"])], \
         m["instantiations"]
+
+
+def test_a_class_template_written_with_thrust_pair_comes_with_the_kernel(dataset: dict[str, Any]) -> None:
+    m = only_meta(dataset, "read_table")
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    assert "struct pair_table" in _unit(dataset, m, m["instantiations"][0]["id"])
