@@ -78,6 +78,10 @@ class LiveTU:
     # Generated instance files of this TU's group (same folder, includes and flags; only explicit
     # instantiations of their own): not parsed, their lines read by the analysis as this TU's own.
     instances: list[str] = field(default_factory=list)
+    # Parses the main file again with text appended (`probe(text)`), same arguments: what only the compiler
+    # knows (a class template's member alias in one instantiation) asked through declarations of our own.
+    # None in a TU parsed without it; a parse that fails gives None.
+    probe: Callable[[str], Any] | None = None
 
 
 # An analysis: called with the live TU, returns a record with `to_dict()` and `error` (None, or why it
@@ -243,8 +247,21 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
         result.error = f"libclang could not parse the file: {exc}"
         return result
     cindex_speed.hold_top_level(tu, local_only)
+
+    def probe(text: str) -> ci.TranslationUnit | None:
+        base = dict(unsaved).get(path)
+        if base is None:
+            try:
+                base = open(path, encoding="utf-8", errors="replace").read()  # noqa: SIM115
+            except OSError:
+                return None
+        files = [(f, t) for f, t in unsaved if f != path] + [(path, f"{base}\n{text}\n")]
+        try:
+            return index.parse(path, args=args, options=_OPTIONS, unsaved_files=files)
+        except ci.TranslationUnitLoadError:
+            return None
     try:
-        return _walk(tu, path, config, inputs, analyse, result, list(instances))
+        return _walk(tu, path, config, inputs, analyse, result, list(instances), probe)
     finally:
         cindex_speed.release(tu)
 
@@ -263,7 +280,7 @@ def _local_index() -> ci.Index:
 
 
 def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[str], analyse: Analysis | None,
-          result: ParseResult, instances: list[str]) -> ParseResult:
+          result: ParseResult, instances: list[str], probe: Callable[[str], Any] | None = None) -> ParseResult:
     with_units = analyse is not None
     sources = _Sources()
     diag_cache: dict[str, dict] = {}
@@ -301,7 +318,7 @@ def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[st
         try:
             live = LiveTU(tu, result.kernels, cursors,
                           {(norm(c.location.file.name), c.location.offset): _declared(c, norm) for c in declared},
-                          inputs | config.context, norm, sources.get, instances)
+                          inputs | config.context, norm, sources.get, instances, probe)
             found = analyse(live)
             result.analysis, result.unit_error = found.to_dict(), found.error
         except Exception as exc:  # noqa: BLE001 - one TU's closure failing must not stop the run

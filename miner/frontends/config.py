@@ -172,6 +172,23 @@ def _cccl_versions() -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+# thrust's vocabulary types, declared once whichever stand-in comes first: a project type written with
+# `thrust::pair<Key, Element>` (a hash table's default allocator argument) was invalid in the parse, and with it
+# the whole class template, which no closure could then take.
+_THRUST_VOCABULARY = """#ifndef KM_THRUST_VOCABULARY
+#define KM_THRUST_VOCABULARY
+namespace thrust {
+template <class T1, class T2> struct pair {
+  typedef T1 first_type; typedef T2 second_type; T1 first; T2 second;
+  __host__ __device__ pair(); __host__ __device__ pair(const T1 &, const T2 &);
+  template <class U1, class U2> __host__ __device__ pair(const pair<U1, U2> &);
+};
+template <class T1, class T2> __host__ __device__ pair<T1, T2> make_pair(T1, T2);
+template <class... Ts> struct tuple { __host__ __device__ tuple(); __host__ __device__ tuple(const Ts &...); };
+template <class... Ts> __host__ __device__ tuple<Ts...> make_tuple(Ts...);
+}  // namespace thrust
+#endif
+"""
 _CCCL_STAND_IN = "/* kernel-miner parse stand-in: a CUDA core library header (CCCL), not parsed; units include " \
                  "the real one. */\n#pragma once\nnamespace cub {}\nnamespace thrust {}\nnamespace cuda { " \
-                 "namespace std {} }\n"
+                 "namespace std {} }\n" + _THRUST_VOCABULARY

@@ -36,6 +36,7 @@ def _analyse(live: LiveTU, out: TUAnalysis) -> None:
     tu, kernels, norm = live.tu, live.kernels, live.norm
     ctx = closure.TUContext(tu, live.inputs, norm, live.read)
     ctx.instances = list(live.instances)
+    ctx.probe = getattr(live, "probe", None)
     by_name = {(k.path, k.name_offset): k for k in kernels}
     # Every redeclaration is its own key: a reference resolves to whichever one lookup found.
     stand_ins = {key: d for key, d in live.declared.items() if key not in by_name}

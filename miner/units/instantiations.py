@@ -29,15 +29,18 @@ from miner.units import macro_text
 from miner.units.records import Launch
 
 # `template [attributes, macros such as GLOBAL, __launch_bounds__(256)] void [ns::]k<args>(`
-_EXPLICIT = re.compile(r"\btemplate\s+(?:[A-Za-z_]\w*(?:\s*\((?:[^;{()]|\([^;{()]*\))*\))?\s+)*?"
-                       r"(?:[\w:]+::)?(\w+)\s*<([^;{]*?)>\s*\(", re.S)
+# (the words before the name may be qualified, `template at::Tensor f<float>(...)`, and end in `*`/`&`)
+_EXPLICIT = re.compile(r"\btemplate\s+(?:[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*(?:\s*\((?:[^;{()]|\([^;{()]*\))*\))?"
+                       r"(?:\s*[*&]+\s*|\s+))*?(?:[\w:]+::)?(\w+)\s*<([^;{]*?)>\s*\(", re.S)
 DEFAULT_TYPE = "float"  # a type parameter with no instantiation anywhere becomes float (marked inferred)
 MAX_INSTANTIATIONS = 16  # units per kernel: a kernel chosen from a table of 100 variants keeps 16
 ORIGINS = ("explicit", "dispatch", "call_site", "host_template", "reference", "inferred")
 
 
 # `template void Layer<float>::Forward_gpu(...)`: an explicit instantiation of a class template's member.
-_EXPLICIT_MEMBER = re.compile(r"\btemplate\s+(?!<)[^;{}()]*?\b(\w+)\s*<([^;{}()]*?)>\s*::\s*~?\w+\s*\(", re.S)
+# (a member template's own arguments may follow: `template void Map<int, pool>::insert<true>(...)`)
+_EXPLICIT_MEMBER = re.compile(r"\btemplate\s+(?!<)[^;{}()]*?\b(\w+)\s*<([^;{}()]*?)>\s*::\s*~?\w+\s*"
+                              r"(?:<[^;{}()]*>\s*)?\(", re.S)
 
 
 def explicit_in(text: str, macros: dict[str, macro_text.MacroDef] | None = None,
@@ -46,14 +49,58 @@ def explicit_in(text: str, macros: dict[str, macro_text.MacroDef] | None = None,
     macros write (`INSTANTIATE(float)` with `#define INSTANTIATE(T) template GLOBAL void k<T>(T *);`)."""
     if macros:
         text = macro_text.expand(text, macros, writing_template(macros))
+    if "//" in text or "/*" in text:  # a comment inside the line (`template R // why\n f<int>(...);`)
+        text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", text, flags=re.S)
     out: dict[str, list[list[str]]] = {}
     for m in _EXPLICIT_MEMBER.finditer(text) if members else ():  # by class name
-        args = split_top(m.group(2))
-        if args not in out.setdefault(m.group(1), []):
-            out[m.group(1)].append(args)
+        name, args = m.group(1), m.group(2)
+        member = _member_of_class(args)
+        if member is not None and member[2] is not None and member[3] is not None:
+            name, args = member[2], member[3]  # the class after a templated return type
+        elif member is not None:
+            continue
+        if split_top(args) not in out.setdefault(name, []):
+            out[name].append(split_top(args))
     for m in _EXPLICIT.finditer(text):
-        out.setdefault(m.group(1), []).append(split_top(m.group(2)))
+        name, args = m.group(1), m.group(2)
+        member = _member_of_class(args)
+        if member is not None and member[0] is None and member[2] is not None and member[3] is not None:
+            # `template std::vector<at::Tensor> f<int>(...)`: the match began at the return type's list
+            name, args = member[2], member[3]
+            member = None
+        if member is not None and (member[0] is None or member[1] is None):
+            continue
+        if member is not None:
+            # `Map<int, pool>::insert<true>`: the member template `insert<true>` (its class: above)
+            name, args = member[0], member[1]
+        out.setdefault(name, []).append(split_top(args))
     return out
+
+
+def _member_of_class(args: str) -> tuple[str | None, str | None, str | None, str | None] | None:
+    """What a lazy match read as one argument list, when it holds a member template of a class:
+    `int, pool>::insert<true` -> (`insert`, `true`, None, None); `a<b>, c> Map<d, e::f>::insert<true` (after a
+    return type `std::pair<a<b>, c>`) -> (`insert`, `true`, `Map`, `d, e::f`)."""
+    depth = 0
+    for i, ch in enumerate(args):
+        depth += (ch == "<") - (ch == ">")
+        if depth < 0:
+            rest = args[i + 1:]
+            m = re.match(r"\s*::\s*(\w+)\s*<(.*)$", rest, re.S)
+            if m:
+                return m.group(1), m.group(2), None, None
+            c = re.match(r"\s*(?:[\w:]+::)?(\w+)\s*<", rest)
+            if not c:
+                return None
+            d, j = 1, c.end()
+            while j < len(rest) and d:
+                d += (rest[j] == "<") - (rest[j] == ">")
+                j += 1
+            if d:  # `a<b>, c> Map<d, e::f` (the class's own list, where the match stopped): the class only
+                return None, None, c.group(1), rest[c.end():]
+            m = re.match(r"\s*::\s*(\w+)\s*<(.*)$", rest[j:], re.S)
+            return (m.group(1), m.group(2), c.group(1), rest[c.end():j - 1]) if m else None
+    return None
 
 
 def writing_template(macros: dict[str, macro_text.MacroDef]) -> set[str]:

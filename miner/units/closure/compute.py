@@ -32,6 +32,7 @@ from miner.units.closure.shims import (
 )
 from miner.units.closure.siblings import specialized_template, written_with
 from miner.units.closure.text import _cut, _includes, _unresolved
+from miner.units.closure.unvisited import candidate_scopes, qualified_names
 from miner.units.closure.vendored import Library, Vendored
 from miner.units.headers import STD_HEADERS
 
@@ -171,13 +172,14 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 found = ctx.piece_at(dpath, d.location.offset)
                 if found is not None and (found[0].path, found[0].start) not in hosts:
                     take(*found)
-        bounds = _launch_bounds_names(cur) if cur.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) else []
-        for name in bounds:
-            # `__launch_bounds__(kThreads)`: libclang exposes no cursor for CUDA's launch bounds, so the
-            # constants it names are looked up in the scopes visible from the function.
-            # An anonymous namespace's names are visible from its enclosing one.
-            for ns in [s for i in range(len(scope), -1, -1) for s in (scope[:i], scope[:i] + ("",))]:
-                if found_here := ctx.by_name.get((ns, name), [])[:1]:
+        for quals, name, is_global in _unvisited(ctx, cur, drop):
+            # `noexcept(detail::sw::nothrow<T>::value)`, `__launch_bounds__(kThreads)`, `alignas(kAlign)`:
+            # libclang exposes no cursor for these argument lists (closure.unvisited), so the names they
+            # write are looked up in the scopes visible from the declaration; a qualifier that is no
+            # namespace (`Outer::kSize`) brings the class that owns the name.
+            for ns, nm in [(s, name) for s in candidate_scopes(scope, quals, is_global)] + [
+                    (s, quals[0]) for s in candidate_scopes(scope, (), is_global) if quals]:
+                if found_here := ctx.by_name.get((ns, nm), [])[:1]:
                     take(*found_here[0])
                     break
         if ctx.has_errors(cur) or _is_variable_template(cur):
@@ -221,25 +223,18 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     return out
 
 
-def _launch_bounds_names(cur: ci.Cursor) -> list[str]:
-    """Identifiers inside `__launch_bounds__(...)` in a function's head (before its body)."""
-    toks = []
-    for t in cur.get_tokens():
-        if t.spelling == "{":
-            break
-        toks.append(t.spelling)
-    out: list[str] = []
-    for i, s in enumerate(toks):
-        if s != "__launch_bounds__" or i + 1 >= len(toks) or toks[i + 1] != "(":
-            continue
-        depth = 0
-        for s2 in toks[i + 1:]:
-            depth += (s2 == "(") - (s2 == ")")
-            if depth == 0:
-                break
-            if _IDENT.fullmatch(s2):
-                out.append(s2)
-    return out
+def _unvisited(ctx: TUContext, cur: ci.Cursor,
+               drop: dict[tuple[int, int], str]) -> list[tuple[tuple[str, ...], str, bool]]:
+    """The names of a cursor's text inside argument lists libclang does not visit (closure.unvisited)."""
+    e = cur.extent
+    if e.start.file is None:
+        return []
+    data = ctx.read(ctx.norm(e.start.file.name))
+    if b"(" not in data[e.start.offset:e.end.offset]:
+        return []
+    text = _cut(data, e.start.offset, e.end.offset, [(s, t) for s, t in drop]).decode("utf-8", "replace")
+    return qualified_names(_STRING_OR_COMMENT.sub(" ", text))
+
 
 def _overloaded(c: ci.Cursor) -> list[ci.Cursor]:
     lib = ci.conf.lib

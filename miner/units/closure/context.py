@@ -7,6 +7,7 @@ import bisect
 import ctypes
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +73,8 @@ class TUContext:
 
     def __init__(self, tu: ci.TranslationUnit, inputs: set[str], norm, read) -> None:
         self.tu, self.inputs, self.norm, self.read = tu, inputs, norm, read
+        # Parses the main file again with declarations of our own appended (LiveTU.probe), or None.
+        self.probe: Callable[[str], Any] | None = None
         self.stub = os.path.realpath(str(stub_dir()))
         self.shims = os.path.join(self.stub, "shims") + os.sep
         self.files: dict[str, ci.File] = {}

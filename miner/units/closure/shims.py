@@ -65,6 +65,10 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
         if m.kind not in _MEMBER_FUNCS or any(ch.kind in _DEVICE_ATTRS for ch in m.get_children()):
             continue
         lacks = _lacks_in(ctx, m, through=True)
+        if not lacks and ctx.has_errors(m):
+            # (`c10::cuda::CUDACachingAllocator::raw_alloc(n)` in an allocator's host `allocate`: a name the parse
+            # does not have, so no cursor says what it is; a unit, compiled without it, cannot hold it either)
+            lacks = "a host-only member whose text names what the parse could not resolve"
         if lacks:
             out[(e.start.offset, e.end.offset)] = lacks
     return out

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import ctypes
 import re
+from typing import Any
 
 import clang.cindex as ci
 
+from miner.frontends.common import split_top
 from miner.units.closure import TUContext
 from miner.units.launches.record import _CLASS_TEMPLATES, _DEFAULT_TYPE, _FUNCS, _IDENT, _NUM, _TPARAMS, K
 from miner.units.launches.text import _src, substitute
@@ -21,11 +23,22 @@ def _template_args(ref: ci.Cursor) -> list[str] | None:
     # libclang gives integral arguments no type: the template's parameter says bool or unsigned.
     ptypes = [p.type.get_canonical().spelling if p.kind == K.TEMPLATE_NON_TYPE_PARAMETER else ""
               for p in _tparams(_primary(ref))]
+    written: list[str] | None = None
     for i in range(n):
         try:
             kind = ref.get_template_argument_kind(i)
-        except ValueError:  # kinds newer than the Python bindings know (packs, ...)
-            return None
+        except ValueError:  # kinds newer than the Python bindings know (packs, templates, ...)
+            if _raw_argument_kind(ref, i) != _TEMPLATE_KIND or ref.kind not in (
+                    K.STRUCT_DECL, K.CLASS_DECL):
+                return None
+            # A template template argument (`template class Map<int, detail::pool_allocator>;`): libclang
+            # names it nowhere but in the specialization's type, which spells it qualified.
+            if written is None:
+                written = _type_args(ref.type.get_canonical().spelling)
+            if written is None or i >= len(written):
+                return None
+            out.append(written[i])
+            continue
         if kind == ci.TemplateArgumentKind.INTEGRAL:
             t = ptypes[i] if i < len(ptypes) else ""
             if t == "bool":
@@ -39,6 +52,27 @@ def _template_args(ref: ci.Cursor) -> list[str] | None:
         else:
             return None
     return out
+
+
+_TEMPLATE_KIND = 5  # CXTemplateArgumentKind_Template
+_RAW_KIND: list[Any] = []
+
+
+def _raw_argument_kind(ref: ci.Cursor, i: int) -> int:
+    """The argument kind as libclang's number (the bindings' own wrapper raises on kinds it does not know)."""
+    if not _RAW_KIND:
+        fn = ci.conf.lib["clang_Cursor_getTemplateArgumentKind"]  # a fresh pointer, without the bindings' errcheck
+        fn.argtypes, fn.restype = [ci.Cursor, ctypes.c_uint], ctypes.c_int
+        _RAW_KIND.append(fn)
+    return int(_RAW_KIND[0](ref, i))
+
+
+def _type_args(spelling: str) -> list[str] | None:
+    """The top-level template arguments of a type's spelling (`ns::W<int, ns::pool>` -> [`int`, `ns::pool`])."""
+    start = spelling.find("<")
+    if start < 0 or not spelling.rstrip().endswith(">"):
+        return None
+    return [a.strip() for a in split_top(spelling[start + 1:spelling.rstrip().rfind(">")])]
 
 
 def _overloaded(c: ci.Cursor) -> list[ci.Cursor]:

@@ -11,7 +11,7 @@ from miner.units.launches.cursors import _aliases, _key, _primary, _targets, _te
 from miner.units.launches.record import _FUNCS, _MAX_DEPTH, K
 from miner.units.launches.state import _add, _DepCall, _State, _written_args
 from miner.units.launches.tables import _match_partial
-from miner.units.launches.text import _angle_args, _src, substitute
+from miner.units.launches.text import _angle_args, _src, substitute, substitute_aliases
 
 
 def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.Cursor | None,
@@ -42,7 +42,7 @@ def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.C
             if texts:
                 params = [p.spelling for p in st.host_params.get(host_key, [])]
                 alias = {k: v for k, v in _aliases(ctx, callee, st.lists).items() if v}
-                st.dep_calls.append(_DepCall(host_key, params, key, [substitute(x, alias) for x in texts[0]]))
+                st.dep_calls.append(_DepCall(host_key, params, key, [substitute_aliases(x, alias) for x in texts[0]]))
         break
 
 
@@ -66,7 +66,7 @@ def _class_use(st: _State, ref: ci.Cursor, host_key: tuple[str, int] | None) -> 
     if not got or not got[0] or not any(re.search(rf"\b{re.escape(p)}\b", a) for a in got[0] for p in params):
         return
     alias = {k: v for k, v in _aliases(ctx, ref, st.lists).items() if v}
-    dc = _DepCall(host_key, params, key, [substitute(a, alias) for a in got[0]])
+    dc = _DepCall(host_key, params, key, [substitute_aliases(a, alias) for a in got[0]])
     if dc not in st.dep_calls:
         st.dep_calls.append(dc)
 

@@ -18,8 +18,10 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.common import split_top
+from miner.units.launches.class_scope import scope_params
 from miner.units.launches.record import _FUNCS, _IDENT, K, Launch
-from miner.units.launches.state import _State
+from miner.units.launches.state import _add as _add_inst
+from miner.units.launches.state import _DepCall, _State
 from miner.units.launches.tables import _host_of
 from miner.units.launches.text import _angle_args, substitute
 from miner.units.launches.values import _values
@@ -137,6 +139,55 @@ def recover_dropped(st: _State, defs: list[tuple[str, ci.Cursor]]) -> None:
                  raw.count(b"\n", 0, m.start()) + e.start.line, targs, cfg, args)
 
 
+def recover_dropped_calls(st: _State, defs: list[tuple[str, ci.Cursor]]) -> None:
+    """Calls of host function templates with written arguments (`run<scalar_t, Alloc<char>>(...)` in a dispatch
+    lambda) in statements clang dropped: a dependent call (or a concrete instantiation) as the walk records it,
+    one per type the dispatch binds, so the templates they reach are instantiated."""
+    names = {n for n, keys in st.host_names.items() if any(k not in st.kernels for k in keys)}
+    errors = _error_offsets(st) if names else {}
+    if not errors:
+        return
+    rx = re.compile(r"(?<![\w.>])(?:\w+::)*(" + "|".join(map(re.escape, sorted(names))) + r")\s*<(?!<)")
+    for path, fn in defs:
+        e = fn.extent
+        if fn.kind not in _FUNCS or e.start.file is None or st.ctx.norm(e.start.file.name) != path:
+            continue
+        errs = [o for o in errors.get(path, []) if e.start.offset <= o < e.end.offset]
+        if not errs:
+            continue
+        raw = st.ctx.read(path)[e.start.offset:e.end.offset]
+        text = _COMMENT_OR_STRING.sub(_blank, raw).decode("utf-8", "replace")
+        host_key = None
+        for m in rx.finditer(text):
+            got = _angle_args(text, m.end() - 1)
+            if got is None or not text[got[1]:].lstrip().startswith("("):
+                continue
+            # (an error inside a dispatch macro's argument is reported where the macro is invoked)
+            stmt = max(text.rfind(";", 0, m.start()), text.rfind("}", 0, m.start())) + 1
+            close = text.find(";", got[1])
+            if not any(e.start.offset + stmt <= o < e.start.offset + (close if close > 0 else len(text)) for o in errs):
+                continue  # clang kept this call: the walk saw it
+            host_key = host_key or _host_of(st, path, fn)
+            targs = got[0]
+            idents = {n for t in targs for n in _IDENT.findall(t)}
+            bound = _bindings(fn, path, e.start.offset + m.start(), idents) if idents else {}
+            combos = [dict(zip(bound, vals, strict=True)) for vals in itertools.product(*bound.values())]
+            params = [p.spelling for p in st.host_params.get(host_key, [])] if host_key is not None else []
+            for combo in (combos or [{}])[:_MAX_COMBOS]:
+                args = [substitute(t, combo) for t in targs]
+                for key in st.host_names[m.group(1)]:
+                    if key in st.kernels or len(args) > len(st.host_params.get(key, [])):
+                        continue
+                    if params and any(re.search(rf"\b{re.escape(p)}\b", a) for a in args for p in params):
+                        dc = _DepCall(host_key, params, key, args)  # type: ignore[arg-type]
+                        if host_key in st.classes:
+                            dc._scope = scope_params(fn, st.classes[host_key])  # type: ignore[attr-defined]
+                        if dc not in st.dep_calls:
+                            st.dep_calls.append(dc)
+                    elif not idents - set(combo) or host_key is None:
+                        _add_inst(st.concrete, key, [st.resolver(a, set()) for a in args])
+
+
 def _add(st: _State, fn: ci.Cursor, path: str, kkey: tuple[str, int], offset: int, line: int,
          targs: list[str], cfg: list[str], args: list[str]) -> None:
     names = {n for t in targs for n in _IDENT.findall(t)}
@@ -153,5 +204,7 @@ def _add(st: _State, fn: ci.Cursor, path: str, kkey: tuple[str, int], offset: in
                                 "stream": parts[3] or "0"},
                         args=args, template_args=[substitute(t, combo) for t in targs] if combo else None,
                         template_args_text=targs, in_lambda=bool(combo), host_template=host_key)
+        if host_key in st.classes:  # the class's and the member template's parameters as named here
+            launch._scope = scope_params(fn, st.classes[host_key])  # type: ignore[attr-defined]
         _values(st.ctx, launch, fn, call)
         st.launches.append(launch)

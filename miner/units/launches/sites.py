@@ -92,6 +92,10 @@ _CV = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict)\b|&")
 def _type_text(t: ci.Type, host: list[str]) -> str:
     """A type as text: canonical, with a host template's parameters by name (`type-parameter-0-1` -> Tg)."""
     text = t.get_canonical().spelling
+    if re.search(r",\s*>|<\s*,|,\s*,", text):
+        # libclang spells a template template parameter used as an argument as nothing
+        # (`typename Map<T, >::index_type`): the type as written (`index_type *`) is the better text.
+        text = t.spelling
 
     def name(m: re.Match[str]) -> str:
         depth, index = int(m.group(1)), int(m.group(2))

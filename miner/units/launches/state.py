@@ -50,6 +50,10 @@ class _State:
     # kernel to a function, matched to them after the walk (miner.units.launches.helpers).
     helpers: dict[str, list[Any]] = field(default_factory=dict)
     helper_calls: list[Any] = field(default_factory=list)
+    # A host key inside a class template (one of its methods: the class's key; a member function template: its
+    # own key) -> the class template's cursor and key (miner.units.launches.class_scope).
+    classes: dict[tuple[str, int], ci.Cursor] = field(default_factory=dict)
+    class_keys: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
 
 
 def _add(table: dict[tuple[str, int], list[list[str]]], key: tuple[str, int], args: list[str]) -> bool:
@@ -82,6 +86,12 @@ def _kernel_key(st: _State, t: ci.Cursor) -> tuple[str, int] | None:
     if key in st.kernels:
         return key
     key = _key(st.ctx, _primary(t))
+    if key in st.kernels:
+        return key
+    # A dependent call's overload set holds the declaration lookup found (`template <class T> __global__ void
+    # k(T*);` in the project's header): the kernel is its definition, later in the TU.
+    d = t.get_definition()
+    key = _key(st.ctx, d) if d is not None and d != t else None
     return key if key in st.kernels else None
 
 

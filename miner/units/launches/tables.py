@@ -122,15 +122,25 @@ def _match_partial(pattern: list[str], params: list[str], args: list[str]) -> li
 def _host_of(st: _State, path: str, fn: ci.Cursor) -> tuple[str, int] | None:
     """The host template a definition's dependent names come from: itself (a function template), or
     the class template (or partial specialization) whose method it is, in-class or out-of-line."""
+    parent = fn.semantic_parent
     if fn.kind == K.FUNCTION_TEMPLATE:
-        st.host_params[(path, fn.location.offset)] = _tparams(fn)
+        own = _tparams(fn)
+        if parent is not None and parent.kind in _CLASS_TEMPLATES and fn.lexical_parent != parent:
+            # Out of line, a member template lists its own parameters, then its class's as written there
+            # (`template <typename C> template <bool r> void W<C>::f()` gives `r, C`): its own instantiations
+            # (`template void W<int>::f<true>();`) bind the first ones only.
+            own = own[:max(len(own) - len(_tparams(parent)), 0)]
+        st.host_params[(path, fn.location.offset)] = own
         st.host_names.setdefault(fn.spelling, set()).add((path, fn.location.offset))
         st.host_cursors[(path, fn.location.offset)] = fn
+        if parent is not None and parent.kind == K.CLASS_TEMPLATE and (ck := _key(st.ctx, parent)) is not None:
+            st.classes[(path, fn.location.offset)], st.class_keys[(path, fn.location.offset)] = parent, ck
         return path, fn.location.offset
-    parent = fn.semantic_parent
     if fn.kind in _FUNCS and parent is not None and parent.kind in _CLASS_TEMPLATES:
         key = _key(st.ctx, parent)
         if key is not None:
+            if parent.kind == K.CLASS_TEMPLATE:
+                st.classes[key], st.class_keys[key] = parent, key
             # Out of line, the definition names the parameters itself (possibly differently).
             st.host_params.setdefault(key, _tparams(fn) or _tparams(parent))
             if parent.kind == K.CLASS_TEMPLATE:

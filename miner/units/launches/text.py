@@ -80,6 +80,21 @@ def substitute(text: str, mapping: dict[str, str]) -> str:
     return pat.sub(lambda m: mapping[m.group(1)], text)
 
 
+def substitute_aliases(text: str, alias: dict[str, str]) -> str:
+    """`substitute` for the aliases a reference names (`_aliases`: each name's resolved type): a qualified name
+    whose last part is one (`default_types::index_type`, a member typedef of an alias) is replaced whole, its
+    qualifiers with it, so the qualifier's own alias does not leave `ns::wrapper<...>::unsigned int`."""
+    if not alias:
+        return text
+
+    def one(m: re.Match[str]) -> str:
+        parts = [p.strip() for p in m.group(0).split("::")]
+        if len(parts) > 1 and alias.get(parts[-1]):
+            return alias[parts[-1]]
+        return substitute(m.group(0), alias) if len(parts) == 1 else m.group(0)
+    return re.sub(r"(?<![\w:])(?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*", one, text)
+
+
 def _macro_params(body: str) -> tuple[list[str], str] | None:
     """A function-like macro's parameters and replacement text (its body starts with `(`)."""
     if not body.startswith("("):

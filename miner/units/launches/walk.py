@@ -8,13 +8,14 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.units.closure import TUContext
+from miner.units.launches import class_scope
 from miner.units.launches.cursors import _Resolver
 from miner.units.launches.finish import _finish
 from miner.units.launches.functors import deduced_call
 from miner.units.launches.helpers import finish_helpers, note_call
 from miner.units.launches.host_chain import _class_use, _host_call, _lambda_lists, _propagate
 from miner.units.launches.record import _API, _TYPED_USES, K, Launch
-from miner.units.launches.recovered import recover_dropped
+from miner.units.launches.recovered import recover_dropped, recover_dropped_calls
 from miner.units.launches.sites import _api_launch, _chevron
 from miner.units.launches.state import _State
 from miner.units.launches.tables import (
@@ -41,11 +42,19 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
             # (A host function one macro wrote with a kernel shares the kernel's location.)
             _walk(st, d, path, d)
     recover_dropped(st, defs)
+    recover_dropped_calls(st, defs)
     finish_helpers(st)
     _explicit_host_instantiations(st)
     insts = _propagate(st)
+    # Arguments written in a class template's scope (its member aliases) read by the compiler, per known
+    # instantiation of the class; dependent calls' answers feed the propagation again.
+    prober = class_scope.resolve(st, insts, {id(rec): dict(getattr(rec, "_aliases", {}))
+                                             for rec in st.launches + st.refs})
+    if any(id(dc) in prober.results for dc in st.dep_calls):
+        insts = _propagate(st)
     for rec in st.launches + st.refs:
         _finish(st, rec, insts)
+    class_scope.apply(st, prober)
     return _merge(st.launches) + _merge(st.refs), insts
 
 
@@ -75,6 +84,17 @@ def _merge(records: list[Launch]) -> list[Launch]:
 
 def _walk(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None) -> None:
     host_key = _host_of(st, path, fn) if fn is not None else None
+    first = (len(st.launches), len(st.refs), len(st.dep_calls))
+    _walk_body(st, root, path, fn, host_key)
+    if fn is not None and host_key in st.classes:
+        # The class's parameters as this definition names them (out of line, possibly differently) and the
+        # member template's own, for class_scope.
+        scope = class_scope.scope_params(fn, st.classes[host_key])
+        for rec in st.launches[first[0]:] + st.refs[first[1]:] + st.dep_calls[first[2]:]:
+            rec._scope = scope  # type: ignore[attr-defined]
+
+
+def _walk_body(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None, host_key: tuple[str, int] | None) -> None:
     stack: list[tuple[ci.Cursor, bool]] = [(root, False)]
     while stack:
         c, in_lambda = stack.pop()

@@ -344,9 +344,19 @@ struct Slice { Slice(optional<long> = {}, optional<long> = {}, optional<long> = 
 struct TensorIndex { template <class T> TensorIndex(T); TensorIndex(std::initializer_list<TensorIndex>); };
 }  // namespace indexing
 namespace cuda {
-cudaStream_t getCurrentCUDAStream(int device = -1);
-cudaStream_t getDefaultCUDAStream(int device = -1);
-cudaStream_t getStreamFromPool(bool = false, int device = -1);
+/* c10::cuda::CUDAStream: converts to cudaStream_t, and `getCurrentCUDAStream().stream()` is a cudaStream_t too
+ * (a plain cudaStream_t here made that declaration invalid, and every statement naming its variable, a
+ * dispatch's call of the host template that launches, was dropped from the parse). */
+struct CUDAStream {
+  operator cudaStream_t() const;
+  cudaStream_t stream() const;
+  DeviceIndex device_index() const;
+  long id() const;
+  void synchronize() const;
+};
+CUDAStream getCurrentCUDAStream(int device = -1);
+CUDAStream getDefaultCUDAStream(int device = -1);
+CUDAStream getStreamFromPool(bool = false, int device = -1);
 cudaDeviceProp *getCurrentDeviceProperties();
 cudaDeviceProp *getDeviceProperties(int);
 int current_device();
@@ -354,7 +364,7 @@ int device_count();
 struct CUDAGuard { explicit CUDAGuard(Device); explicit CUDAGuard(DeviceIndex); explicit CUDAGuard(int); };
 struct OptionalCUDAGuard { OptionalCUDAGuard(); explicit OptionalCUDAGuard(optional<Device>);
   explicit OptionalCUDAGuard(Device); explicit OptionalCUDAGuard(int); };
-struct CUDAStreamGuard { explicit CUDAStreamGuard(cudaStream_t); };
+struct CUDAStreamGuard { explicit CUDAStreamGuard(cudaStream_t); explicit CUDAStreamGuard(CUDAStream); };
 template <class T> __host__ __device__ T ATenCeilDiv(T a, T b) { return (a + b - 1) / b; }
 }  // namespace cuda
 struct DeviceGuard { explicit DeviceGuard(Device); };
@@ -382,8 +392,10 @@ namespace cuda {
 using at::cuda::CUDAGuard;
 using at::cuda::OptionalCUDAGuard;
 using at::cuda::CUDAStreamGuard;
-cudaStream_t getCurrentCUDAStream(int device = -1);
-cudaStream_t getDefaultCUDAStream(int device = -1);
+using at::cuda::CUDAStream;
+using at::cuda::getCurrentCUDAStream;
+using at::cuda::getDefaultCUDAStream;
+using at::cuda::getStreamFromPool;
 }  // namespace cuda
 }  // namespace c10
 

@@ -1,0 +1,63 @@
+"""Names a declaration's text writes where libclang's cursor walk does not go.
+
+libclang 18 visits `decltype(...)`, `sizeof(...)`, default template arguments and `enable_if` conditions, but
+exposes no cursor for the expression of an exception specification (`void swap(P& o) noexcept(
+detail::sw::nothrow<T>::value)`), an alignment (`alignas(kAlign)`, `__align__(N)`), a conditional
+`explicit(...)`, CUDA's `__launch_bounds__(kThreads)` or an `__attribute__((...))`. A name used only there is
+reached by no reference, so a closure built from the cursor walk drops it, and the unit fails where the
+original compiled ("namespace ... has no member"). The closure reads these argument lists from the text and
+looks each (qualified) name up in the namespaces visible from the declaration.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Keywords/attributes whose parenthesized argument libclang does not expose as child cursors.
+_OPENERS = re.compile(r"\b(?:noexcept|alignas|explicit|__launch_bounds__|__align__|__attribute__|__declspec)\s*\(")
+# A possibly qualified name: `::a::b::c`, `a :: b`; template arguments end it (`nothrow<T>::value`).
+_CHAIN = re.compile(r"(::\s*)?([A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*)")
+_KEYWORDS = frozenset({"noexcept", "alignas", "explicit", "sizeof", "alignof", "decltype", "typename", "template",
+                       "true", "false", "nullptr", "const", "volatile", "static_cast", "reinterpret_cast",
+                       "const_cast", "dynamic_cast", "this", "operator", "__attribute__", "__declspec"})
+
+
+def argument_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the text inside each unvisited argument list, outermost only (`noexcept(noexcept(x))`
+    is one span)."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    while (m := _OPENERS.search(text, pos)) is not None:
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += (text[i] == "(") - (text[i] == ")")
+            i += 1
+        spans.append((m.end(), i - 1 if depth == 0 else i))
+        pos = i
+    return spans
+
+
+def qualified_names(text: str) -> list[tuple[tuple[str, ...], str, bool]]:
+    """(qualifiers, name, global) of each name written inside the unvisited argument lists of `text` (comments
+    and strings already blanked). A name after `>::` or `)::` (`nothrow<T>::value`) is a member of what precedes
+    it, reached with that, and left out; so are keywords."""
+    out: list[tuple[tuple[str, ...], str, bool]] = []
+    for start, end in argument_spans(text):
+        for m in _CHAIN.finditer(text, start, end):
+            before = text[start:m.start()].rstrip()
+            if m.group(1) and before.endswith((">", ")", "]")):
+                continue  # `X<T>::value`: a member of X<T>
+            if before.endswith((".", "->")):
+                continue  # `o.first`: a member access
+            parts = tuple(p.strip() for p in m.group(2).split("::"))
+            if parts[-1] in _KEYWORDS or parts[0] in _KEYWORDS:
+                continue
+            out.append((parts[:-1], parts[-1], bool(m.group(1))))
+    return list(dict.fromkeys(out))
+
+
+def candidate_scopes(scope: tuple[str, ...], quals: tuple[str, ...], is_global: bool) -> list[tuple[str, ...]]:
+    """The namespaces a (qualified) name written in `scope` may live in, innermost first; an anonymous
+    namespace's names are visible from its enclosing one."""
+    heads = [()] if is_global else [scope[:i] for i in range(len(scope), -1, -1)]
+    return [s for h in heads for s in (h + quals, h + ("",) + quals)]
