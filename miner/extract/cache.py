@@ -23,6 +23,7 @@ from miner.dataset import atomic
 from miner.frontends import treesitter_frontend
 from miner.frontends.model import Kernel
 from miner.frontends.parse_cache import ParseCache
+from miner.units import weak_args
 from miner.units.mentions import Mentions
 from miner.units.records import Analyses
 
@@ -53,7 +54,12 @@ def _key(cache: ParseCache, meta: dict[str, Any], k: Kernel, text: bytes, data: 
         parts += [closure.to_dict() if closure is not None else None, [lc.to_dict() for lc in launches],
                   data.explicit.get(k.name, [])]
         if not launches and mentions is not None:  # launch_missing names where else the kernel is written
-            parts.append(mentions.uses(k.name, (k.path, k.start_offset, k.end_offset)))
+            uses = mentions.uses(k.name, (k.path, k.start_offset, k.end_offset))
+            parts.append(uses)
+            # (whether those are launches of another kernel of the name: launch_missing's other_definition)
+            parts.append(weak_args.other_definition(uses, weak_args.launch_sites(data, key)) if uses else False)
+        elif mentions is not None:  # args_missing: whether the launching host templates are named anywhere
+            parts.append(weak_args.launcher_uses(launches, mentions))
     return cache.entry_key(KIND, *parts)
 
 

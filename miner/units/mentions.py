@@ -55,8 +55,9 @@ class Mentions:
 
 
 def launch_missing(name: str, uses: list[tuple[str, int]], references: int, frontend: str,
-                   rel: Callable[[str], str]) -> dict[str, Any]:
-    """The `launch_missing` block of a kernel without a recorded launch; `rel` maps a path for display."""
+                   rel: Callable[[str], str], other_launch: bool = False) -> dict[str, Any]:
+    """The `launch_missing` block of a kernel without a recorded launch; `rel` maps a path for display.
+    `other_launch`: every use is a launch the AST resolved to another kernel of the same name."""
     where = [f"{rel(p)}:{line}" for p, line in uses[:5]]
     if frontend != "clang":
         return {"reason": "no_ast", "detail": f"{name} was found by the {frontend} frontend only (an inactive "
@@ -64,6 +65,9 @@ def launch_missing(name: str, uses: list[tuple[str, int]], references: int, fron
     if not uses:
         return {"reason": "not_referenced", "detail": f"{name} is named nowhere in the mined sources and the "
                 "project files used as context besides its definition: nothing there launches it", "mentions": []}
+    if other_launch and not references:
+        return {"reason": "other_definition", "detail": f"{name} is named only at launches of another kernel of "
+                f"that name (an overload, or a same-name kernel elsewhere): {', '.join(where)}", "mentions": where}
     if references:
         return {"reason": "referenced_only", "detail": f"{name} is named (function pointer, kernel table) "
                 "but launched through it where the launch names no kernel", "mentions": where}

@@ -1,0 +1,75 @@
+"""`extract --build` on tests/fixtures/weak: template kernels whose real arguments the miner used to miss
+(tag dispatch through a generic lambda held in a variable), and template kernels the sources never instantiate,
+which carry a stated reason (`args_missing`) instead of passing as the miner's miss. Real libclang, real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "weak")
+
+
+def _meta(dataset: dict[str, Any], name: str, templated: bool = True) -> dict[str, Any]:
+    found = [m for m in dataset["metas"] if m["name"] == name and bool(m["template_params"]) == templated]
+    assert len(found) == 1, [m["source"]["path"] for m in found]
+    return found[0]
+
+
+def _origins(meta: dict[str, Any]) -> dict[str, str]:
+    return {i["id"]: i["origin"] for i in meta["instantiations"]}
+
+
+def test_generic_lambda_called_with_integral_constant_tags(dataset: dict[str, Any]) -> None:
+    """`auto launch = [&](auto tag) { constexpr int R = decltype(tag)::value; k<T, R><<<...>>>(); }` called as
+    `launch(std::integral_constant<int, N>{})` in a switch: one instantiation per tag, T from the host template's
+    explicit instantiations."""
+    m = _meta(dataset, "rows_kernel")
+    assert _origins(m) == {f"{t}_{r}": "host_template" for t in ("float", "half") for r in (1, 2, 4)}, _origins(m)
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    assert "args_missing" not in m
+
+
+def test_bool_tags_read_through_member_value(dataset: dict[str, Any]) -> None:
+    """`flag(std::true_type{})` / `flag(std::false_type{})` with the kernel argument written `on.value`."""
+    m = _meta(dataset, "flag_kernel")
+    assert _origins(m) == {f"{t}_{b}": "host_template" for t in ("float", "half") for b in ("true", "false")}
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_dead_template_kernels_state_why_their_arguments_are_defaults(dataset: dict[str, Any]) -> None:
+    m = _meta(dataset, "unused_scale")
+    assert _origins(m) == {"float": "inferred"}
+    assert m["launch_missing"]["reason"] == "not_referenced"
+    assert m["args_missing"]["reason"] == "not_instantiated", m.get("args_missing")
+    # A template overload named only at a launch the AST resolved to the non-template kernel of that name.
+    twin = _meta(dataset, "twin_copy")
+    assert twin["launch_missing"]["reason"] == "other_definition", twin["launch_missing"]
+    assert twin["args_missing"]["reason"] == "not_instantiated"
+    plain = _meta(dataset, "twin_copy", templated=False)
+    assert plain["launches"] and "args_missing" not in plain
+
+
+def test_launcher_template_nothing_calls(dataset: dict[str, Any]) -> None:
+    """Launched only in `fill_async<T>`, which nothing calls or instantiates: a stated reason; the launch is kept."""
+    m = _meta(dataset, "fill_value")
+    assert m["launches"] and _origins(m) == {"float": "inferred"}
+    assert m["args_missing"]["reason"] == "launcher_not_instantiated", m.get("args_missing")
+    assert "fill_async" in m["args_missing"]["detail"]
+
+
+def test_launcher_named_elsewhere_is_no_stated_reason(dataset: dict[str, Any]) -> None:
+    """`relay<T>` calls `fill_relay<T>` but nothing calls `relay`: the miner finds no arguments, yet the sources
+    name the launcher, so no reason is claimed (it stays counted as a miss)."""
+    m = _meta(dataset, "relay_kernel")
+    assert _origins(m) == {"float": "inferred"}
+    assert "args_missing" not in m
