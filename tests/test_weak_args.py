@@ -73,3 +73,23 @@ def test_launcher_named_elsewhere_is_no_stated_reason(dataset: dict[str, Any]) -
     m = _meta(dataset, "relay_kernel")
     assert _origins(m) == {"float": "inferred"}
     assert "args_missing" not in m
+
+
+def test_function_pointer_template_argument_in_a_project_dispatch(dataset: dict[str, Any]) -> None:
+    """`apply_op_kernel<scalar_t, square_op<scalar_t>>` (a `scalar_t (*OP)(const scalar_t&)` parameter, closed by
+    `>>`) in each case of a project's dtype switch: libclang spells no declaration argument, so that position is
+    read as written with the case's `scalar_t` put in; the device function comes with the closure."""
+    m = _meta(dataset, "apply_op_kernel")
+    assert _origins(m) == {"float_square_op_float": "call_site", "double_square_op_double": "call_site"}, _origins(m)
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    assert "square_op" in m["closure"]["functions"]
+
+
+def test_launch_macro_redefined_after_undef(dataset: dict[str, Any]) -> None:
+    """`#define _(VEC) k<InT, OutT, VEC><<<...>>>` in a host template, `#undef _`, then `#define _(A, B)
+    apply_cast<A, B>(...)` at its callers: each invocation expands with the definition in force there."""
+    m = _meta(dataset, "cast_vec_kernel")
+    assert {tuple(i["args"]) for i in m["instantiations"]} == {
+        (a, b, v) for a, b in (("float", "unsigned char"), ("unsigned char", "float")) for v in ("1", "4")}
+    assert {i["origin"] for i in m["instantiations"]} == {"host_template"}
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -9,13 +9,13 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.common import split_top
-from miner.units.launches.cursors import _primary, _template_args, _tparams
+from miner.units.launches.cursors import _aliases, _primary, _template_args, _tparams
 from miner.units.launches.dataflow import _targets_of_launch
 from miner.units.launches.functors import lambda_overrides
 from miner.units.launches.helpers import note_helper
 from miner.units.launches.record import _API, K, Launch
 from miner.units.launches.state import _kernel_key, _kernel_refs, _record_aliases, _State, _written_args
-from miner.units.launches.text import _macro_launch, _src
+from miner.units.launches.text import _macro_launch, _src, substitute
 from miner.units.launches.values import _values
 
 
@@ -36,7 +36,9 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
         parts: list[str | None] = list(split_top(cfg_text))
         args_text = [_src(ctx, a) for a in children if a is not callee and a is not cfg]
     else:  # inside a launch macro: the configuration comes from its expansion
-        parts, args_text, kind = _macro_launch(ctx, cfg_text)
+        loc = cfg.extent.start
+        parts, args_text, kind = _macro_launch(ctx, cfg_text, (ctx.norm(loc.file.name), loc.offset)
+                                               if loc.file is not None else None)
     parts = parts + [None] * 4
     if not found:
         # `kernel<<<...>>>(n, args...)` with `kernel` a parameter: a launch helper, whose callers are the launches.
@@ -51,6 +53,10 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
             concrete = _template_args(t) if t.kind == K.FUNCTION_DECL else None
             if concrete is None and ref is not None and _kernel_key(st, ref) == kkey:
                 concrete = _template_args(ref)
+            if concrete is None and written and r is not None:
+                # A function (pointer) argument (`k<scalar_t, op<scalar_t>>`), which libclang cannot spell:
+                # that position as written, with this launch's own aliases put in (one dispatch case each).
+                concrete = _with_declarations(st, t if t.kind == K.FUNCTION_DECL else ref, written[0], r)
             if concrete and any("(lambda at " in a for a in concrete):
                 # A lambda's closure type: deduced again with its functor struct (launches.functors) instead.
                 kargs = [a for a in children if a is not callee and a is not cfg]
@@ -84,6 +90,49 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
             _record_aliases(st, launch, r)
         _values(ctx, launch, fn, call)
         st.launches.append(launch)
+
+
+def _with_declarations(st: _State, spec: ci.Cursor | None, written: list[str], r: ci.Cursor) -> list[str] | None:
+    """Template arguments of a specialization some of whose arguments are declarations (functions): types and
+    integers from the AST, declarations from the written text with the launch's non-dependent aliases put in;
+    None where anything stays dependent or the two lists do not line up."""
+    if spec is None or _kernel_key(st, spec) is None:
+        return None
+    n = spec.get_num_template_arguments()
+    if n <= 0 or n != len(written):
+        return None
+    alias = _aliases(st.ctx, r, st.lists)
+    if any(not v for k, v in alias.items() if re.search(rf"\b{re.escape(k)}\b", " ".join(written))):
+        return None
+    out: list[str] = []
+    for i in range(n):
+        try:
+            kind = spec.get_template_argument_kind(i)
+        except ValueError:
+            return None
+        if kind == ci.TemplateArgumentKind.DECLARATION:
+            out.append(substitute(written[i], {k: v for k, v in alias.items() if v}))
+        elif kind in (ci.TemplateArgumentKind.TYPE, ci.TemplateArgumentKind.INTEGRAL):
+            one = _template_args_at(spec, i)
+            if one is None:
+                return None
+            out.append(one)
+        else:
+            return None
+    return out
+
+
+def _template_args_at(spec: ci.Cursor, i: int) -> str | None:
+    if spec.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE:
+        return spec.get_template_argument_type(i).get_canonical().spelling
+    ptypes = [p.type.get_canonical().spelling if p.kind == K.TEMPLATE_NON_TYPE_PARAMETER else ""
+              for p in _tparams(_primary(spec))]
+    t = ptypes[i] if i < len(ptypes) else ""
+    if t == "bool":
+        return "true" if spec.get_template_argument_unsigned_value(i) else "false"
+    if t.startswith("unsigned"):
+        return str(spec.get_template_argument_unsigned_value(i))
+    return str(spec.get_template_argument_value(i))
 
 
 _CV = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict)\b|&")
