@@ -93,3 +93,14 @@ def test_launch_macro_redefined_after_undef(dataset: dict[str, Any]) -> None:
         (a, b, v) for a, b in (("float", "unsigned char"), ("unsigned char", "float")) for v in ("1", "4")}
     assert {i["origin"] for i in m["instantiations"]} == {"host_template"}
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_dependent_launch_reaches_only_the_overloads_it_can_call(dataset: dict[str, Any]) -> None:
+    """`step_kernel<T, 2><<<...>>>(x, n)` in a host template: of the two template overloads, the one taking one
+    template argument and three parameters cannot be called; it gets no launch, and is dead code."""
+    metas = [m for m in dataset["metas"] if m["name"] == "step_kernel"]
+    by_params = {len(m["template_params"]): m for m in metas}
+    assert _origins(by_params[2]) == {"float_2": "host_template"}, _origins(by_params[2])
+    dead = by_params[1]
+    assert not dead["launches"] and dead["launch_missing"]["reason"] == "other_definition", dead["launch_missing"]
+    assert dead["args_missing"]["reason"] == "not_instantiated"

@@ -75,9 +75,18 @@ def write_kernel(cache: ParseCache | None, out_dir: Path, meta: dict[str, Any], 
     kdir = out_dir / meta["id"]
     key = _key(cache, meta, k, text, data, root, units, mentions) if cache is not None else ""
     hit = cache.load_entry(key, KIND) if cache is not None else None
+    if isinstance(hit, dict) and "vendored" not in hit and (hit["meta"].get("closure") or {}).get("vendored"):
+        hit = None  # an entry from before the libraries were recorded with it: written afresh, which copies them
     if isinstance(hit, dict):
         for rel, body in hit["files"].items():
             atomic.write_bytes_if_changed(kdir / rel, body)
+        if hit.get("vendored"):
+            # The dataset's copy of each vendored library the units #include (`../vendor/json-<hash>`): a new
+            # output folder served from the cache needs it as much as one written afresh.
+            from miner.units import vendor_copy
+
+            for include_dir, parts in hit["vendored"]:
+                vendor_copy.carry(str(out_dir), include_dir, list(parts))
         return hit["meta"]
     if units:
         from miner.units import assemble  # only on a miss: it brings jinja2 and the templates
@@ -91,7 +100,9 @@ def write_kernel(cache: ParseCache | None, out_dir: Path, meta: dict[str, Any], 
             files.update({rel: (kdir / rel).read_bytes() for rel in _unit_files(meta)})
         except OSError:
             return meta
-        cache.store_entry(key, {"meta": meta, "files": files})
+        unit = data.closures.get((k.path, k.start_offset)) if units else None
+        vendored = [(e["include_dir"], list(e["parts"])) for e in (unit.vendored if unit is not None else [])]
+        cache.store_entry(key, {"meta": meta, "files": files, "vendored": vendored})
     return meta
 
 

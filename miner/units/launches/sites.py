@@ -40,6 +40,8 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
         parts, args_text, kind = _macro_launch(ctx, cfg_text, (ctx.norm(loc.file.name), loc.offset)
                                                if loc.file is not None else None)
     parts = parts + [None] * 4
+    if len(found) > 1:
+        found = _fitting(st, found, len([a for a in children if a is not callee and a is not cfg]))
     if not found:
         # `kernel<<<...>>>(n, args...)` with `kernel` a parameter: a launch helper, whose callers are the launches.
         if kind == "<<<>>>" and fn is not None:
@@ -133,6 +135,32 @@ def _template_args_at(spec: ci.Cursor, i: int) -> str | None:
     if t.startswith("unsigned"):
         return str(spec.get_template_argument_unsigned_value(i))
     return str(spec.get_template_argument_value(i))
+
+
+def _is_pack(c: ci.Cursor) -> bool:
+    return any(t.spelling == "..." for t in c.get_tokens())
+
+
+def _fitting(st: _State, found: list[tuple[ci.Cursor | None, ci.Cursor, bool]], nargs: int
+             ) -> list[tuple[ci.Cursor | None, ci.Cursor, bool]]:
+    """Of several same-name kernels a dependent launch may reach (an overload set), those it can call: no more
+    written template arguments than template parameters, and as many call arguments as parameters (packs and
+    defaults aside). `k<T, 4><<<...>>>(a, b)` is no launch of `template <int N> k(float*)`; if none fits, all."""
+    out = []
+    for r, t, own in found:
+        prim = _primary(t)
+        tps = _tparams(prim)
+        parms = [c for c in prim.get_children() if c.kind == K.PARM_DECL]
+        key = _kernel_key(st, t)
+        written = _written_args(st, r, st.kernels[key].name) if own and r is not None and key in st.kernels else []
+        if written and written[0] and not any(_is_pack(p) for p in tps) and len(written[0]) > len(tps):
+            continue
+        if not any(_is_pack(p) for p in parms) and (
+                nargs > len(parms) or nargs < len([p for p in parms if not any(
+                    tok.spelling == "=" for tok in p.get_tokens())])):
+            continue
+        out.append((r, t, own))
+    return out or found
 
 
 _CV = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict)\b|&")
