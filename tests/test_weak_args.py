@@ -5,6 +5,7 @@ which carry a stated reason (`args_missing`) instead of passing as the miner's m
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -104,3 +105,23 @@ def test_dependent_launch_reaches_only_the_overloads_it_can_call(dataset: dict[s
     dead = by_params[1]
     assert not dead["launches"] and dead["launch_missing"]["reason"] == "other_definition", dead["launch_missing"]
     assert dead["args_missing"]["reason"] == "not_instantiated"
+
+
+def test_variadic_kernel_takes_the_pack_and_functor_of_each_caller(dataset: dict[str, Any]) -> None:
+    """`apply_chunks_kernel<<<...>>>(chunk, c, op, args...)` in `apply_chunks<int depth, T, ArgTypes...>`, called
+    as `apply_chunks<2>(..., AxpyOp<elem_t>(), a, b)` in a dtype switch of one .cu and `apply_chunks<1>(...,
+    ScaleOp<float>(), s)` in another: the pack is deduced through the host template (its elements read from the
+    specialization's parameter types), `Chunks<depth>` keeps the host's parameter, the pack parameter becomes one
+    parameter per element, and each functor class comes from the closure of the translation unit defining it."""
+    m = _meta(dataset, "apply_chunks_kernel")
+    assert {tuple(i["args"]) for i in m["instantiations"]} == {
+        ("Chunks<2>", "AxpyOp<float>", "float, float"), ("Chunks<2>", "AxpyOp<double>", "float, float"),
+        ("Chunks<1>", "ScaleOp<float>", "float")}
+    assert {i["origin"] for i in m["instantiations"]} == {"host_template"}
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    scale = next(i for i in m["instantiations"] if "ScaleOp" in i["args"][1])
+    assert [p["name"] for p in scale["launcher"]["params"]] == ["chunk", "chunks", "op", "args_0"]
+    unit = (Path(dataset["out"]) / m["id"] / "units" / scale["id"] / "unit.cu").read_text(encoding="utf-8")
+    axpy = next(i for i in m["instantiations"] if i["args"][1] == "AxpyOp<float>")
+    unit_axpy = (Path(dataset["out"]) / m["id"] / "units" / axpy["id"] / "unit.cu").read_text(encoding="utf-8")
+    assert "struct ScaleOp" in unit and "struct ScaleOp" not in unit_axpy

@@ -25,7 +25,11 @@ def _template_args(ref: ci.Cursor) -> list[str] | None:
         try:
             kind = ref.get_template_argument_kind(i)
         except ValueError:  # kinds newer than the Python bindings know (packs, ...)
-            return None
+            pack = _pack_elements(ref) if i == n - 1 else None
+            if pack is None:
+                return None
+            out.append(pack)
+            break
         if kind == ci.TemplateArgumentKind.INTEGRAL:
             t = ptypes[i] if i < len(ptypes) else ""
             if t == "bool":
@@ -39,6 +43,27 @@ def _template_args(ref: ci.Cursor) -> list[str] | None:
         else:
             return None
     return out
+
+
+def _pack_elements(spec: ci.Cursor) -> str | None:
+    """A function template specialization's trailing type pack (`template <int D, class T, class... Ts> void
+    f(T op, Ts... args)` called as `f<2>(op, a, b)`), as its element types joined by `, `: read from the
+    specialization's parameter types, where the pack's function parameter stands. None for anything else."""
+    prim = _primary(spec)
+    tps = _tparams(prim)
+    if not tps or tps[-1].kind != K.TEMPLATE_TYPE_PARAMETER or not any(
+            t.spelling == "..." for t in tps[-1].get_tokens()):
+        return None
+    parms = [c for c in prim.get_children() if c.kind == K.PARM_DECL]
+    packed = [j for j, p in enumerate(parms) if p.type.spelling.replace(" ", "") in (
+        f"{tps[-1].spelling}...", f"{tps[-1].spelling}&&...", f"const{tps[-1].spelling}&...")]
+    if len(packed) != 1 or spec.type.kind != ci.TypeKind.FUNCTIONPROTO:
+        return None
+    types = list(spec.type.argument_types())
+    j, after = packed[0], len(parms) - packed[0] - 1
+    elems = types[j:len(types) - after]
+    strip = re.compile(r"^const\s+|\s*&+$")
+    return ", ".join(strip.sub("", t.get_canonical().spelling) for t in elems)
 
 
 def _overloaded(c: ci.Cursor) -> list[ci.Cursor]:

@@ -176,6 +176,23 @@ def _type_text(t: ci.Type, host: list[str]) -> str:
     return re.sub(r"type-parameter-(\d+)-(\d+)", name, text)
 
 
+def _arg_type(arg: ci.Cursor, host: list[str]) -> str:
+    """An argument's type as text for deduction. A dependent specialization's canonical spelling names the
+    class template's own parameters (`Chunks<N>` for `Chunks<depth>`): then its written spelling, which names
+    the host's. A pack expansion of a host parameter pack (`args...`) is that parameter's type (`Ts...`)."""
+    if arg.kind == K.PACK_EXPANSION_EXPR or arg.type.spelling == "<dependent type>":
+        ref = next((c.referenced for c in arg.walk_preorder() if c.kind == K.DECL_REF_EXPR), None)
+        if ref is not None and ref.kind == K.PARM_DECL and ref.type.spelling.endswith("..."):
+            return " ".join(_CV.sub(" ", ref.type.spelling).split())
+    canon = " ".join(_CV.sub(" ", _type_text(arg.type, host)).split())
+    written = " ".join(_CV.sub(" ", arg.type.spelling).split())
+    words = set(re.findall(r"[A-Za-z_]\w*", written))
+    if canon != written and words & set(host) and not set(re.findall(r"[A-Za-z_]\w*", canon)) & set(host) \
+            and "type-parameter" not in canon:
+        return written
+    return canon
+
+
 def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str],
             overrides: dict[int, str] | None = None) -> list[str] | None:
     """Template arguments a launch without `<...>` deduces from its arguments' types: the kernel's
@@ -189,9 +206,12 @@ def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str],
     bound: dict[str, str] = {}
     for i, (parm, arg) in enumerate(zip(parms, args, strict=False)):
         pat = " ".join(_CV.sub(" ", parm.type.spelling).split())
-        act = (overrides or {}).get(i) or " ".join(_CV.sub(" ", _type_text(arg.type, host)).split())
+        act = (overrides or {}).get(i) or _arg_type(arg, host)
         if not pat or not act or "type-parameter" in act:
             continue
+        if pat.endswith("...") and act.endswith("..."):
+            # A pack passed on whole (`ArgTypes... args` given `args...` of the host's `Ts... args`).
+            pat, act = pat[:-3].strip(), act[:-3].strip()
         holes = [n for n in tps if n.isidentifier() and re.search(rf"\b{re.escape(n)}\b", pat)]
         if not holes:
             continue
