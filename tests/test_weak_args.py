@@ -125,3 +125,12 @@ def test_variadic_kernel_takes_the_pack_and_functor_of_each_caller(dataset: dict
     axpy = next(i for i in m["instantiations"] if i["args"][1] == "AxpyOp<float>")
     unit_axpy = (Path(dataset["out"]) / m["id"] / "units" / axpy["id"] / "unit.cu").read_text(encoding="utf-8")
     assert "struct ScaleOp" in unit and "struct ScaleOp" not in unit_axpy
+
+
+def test_written_leading_arguments_and_a_deduced_functor(dataset: dict[str, Any]) -> None:
+    """`fill_kernel<T, RNG, PER_THREAD><<<...>>>(n, rng, out, transform)`: the three written arguments stay and
+    the fourth, not deducible from the others, comes from `transform` (the callers' `__device__` lambda)."""
+    m = _meta(dataset, "fill_kernel")
+    assert [(i["args"][:3], i["origin"]) for i in m["instantiations"]] == [(["float", "lcg", "4"], "host_template")]
+    assert m["instantiations"][0]["args"][3].startswith("km_lambda_rand_fill_")
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

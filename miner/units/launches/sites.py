@@ -80,7 +80,7 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
                 # `transform_kernel<T><<<...>>>(n, in, out, f)`: the trailing parameters are deduced from the arguments.
                 host = [p.spelling for p in st.host_params.get(host_key, [])] if host_key else []
                 kargs = [a for a in children if a is not callee and a is not cfg]
-                deduced = _deduce(t, kargs, host, lambda_overrides(st, kargs, host_key))
+                deduced = _deduce(t, kargs, host, lambda_overrides(st, kargs, host_key), given=written[0])
                 if deduced and len(deduced) > len(written[0]):
                     written = [written[0] + deduced[len(written[0]):]]
         launch = Launch(kernel=kkey, launcher=fn.spelling, path=path, line=call.location.line, kind=kind,
@@ -194,16 +194,18 @@ def _arg_type(arg: ci.Cursor, host: list[str]) -> str:
 
 
 def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str],
-            overrides: dict[int, str] | None = None) -> list[str] | None:
+            overrides: dict[int, str] | None = None, given: list[str] | None = None) -> list[str] | None:
     """Template arguments a launch without `<...>` deduces from its arguments' types: the kernel's
     parameter types with its template parameters as holes, matched against the argument types
     (`adamw_kernel3<<<...>>>(params, grads)` inside `adamw_update<Tp, Tg>` gives <Tp, Tg>). `overrides`
-    give the type of an argument by position where the AST has none to spell (a lambda's functor struct)."""
+    give the type of an argument by position where the AST has none to spell (a lambda's functor struct);
+    `given` the leading arguments written at the launch (`k<T, RNG, 4><<<...>>>(n, rng, out, f)` deduces F only)."""
     tps = [p.spelling for p in _tparams(kernel)]
     parms = [c for c in kernel.get_children() if c.kind == K.PARM_DECL]
     if not tps or not parms:
         return None
-    bound: dict[str, str] = {}
+    fixed = dict(zip(tps, given or [], strict=False))
+    bound: dict[str, str] = dict(fixed)
     for i, (parm, arg) in enumerate(zip(parms, args, strict=False)):
         pat = " ".join(_CV.sub(" ", parm.type.spelling).split())
         act = (overrides or {}).get(i) or _arg_type(arg, host)
@@ -226,7 +228,7 @@ def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str],
         if not m:
             continue
         for n in holes:
-            if bound.setdefault(n, m.group(n).strip()) != m.group(n).strip():
+            if n not in fixed and bound.setdefault(n, m.group(n).strip()) != m.group(n).strip():
                 return None  # two arguments disagree: leave it to a better source
     out = []
     for n in tps:  # trailing parameters may have defaults (filled by instantiations.plan)
