@@ -31,6 +31,9 @@ from miner.units.records import Launch
 # `template [attributes, macros such as GLOBAL, __launch_bounds__(256)] void [ns::]k<args>(`
 _EXPLICIT = re.compile(r"\btemplate\s+(?:[A-Za-z_]\w*(?:\s*\((?:[^;{()]|\([^;{()]*\))*\))?\s+)*?"
                        r"(?:[\w:]+::)?(\w+)\s*<([^;{]*?)>\s*\(", re.S)
+# A type parameter named like an index (`index_t`, `Idx`, `I`, `IntT`, `scalar_int_t`) defaults to int; a name
+# merely holding the letters (`InT`, an input type) does not.
+INDEX_LIKE = re.compile(r"(?i:index|idx)|^I$|int|INT|Int(?:eger|(?![a-z]))")
 DEFAULT_TYPE = "float"  # a type parameter with no instantiation anywhere becomes float (marked inferred)
 MAX_INSTANTIATIONS = 16  # units per kernel: a kernel chosen from a table of 100 variants keeps 16
 ORIGINS = ("explicit", "dispatch", "call_site", "host_template", "reference", "inferred")
@@ -74,7 +77,7 @@ def _default(tp: dict[str, Any]) -> str:
         return tp["default"]
     if tp["kind"] == "type":
         # Index-like type parameters are used as integers (array subscripts, shifts).
-        return "int" if re.search(r"(?i)index|idx|^I$|int", tp["name"]) else DEFAULT_TYPE
+        return "int" if re.search(INDEX_LIKE, tp["name"]) else DEFAULT_TYPE
     t = (tp.get("type") or "").strip()
     if t == "bool":
         return "false"

@@ -99,9 +99,12 @@ def _tparams(fn: ci.Cursor) -> list[ci.Cursor]:
     return [ch for ch in fn.get_children() if ch.kind in _TPARAMS]
 
 
+_INDEX_LIKE = re.compile(r"(?i:index|idx)|^I$|int|INT|Int(?:eger|(?![a-z]))")  # as instantiations.INDEX_LIKE
+
+
 def _default_for(p: ci.Cursor) -> str:
     if p.kind == K.TEMPLATE_TYPE_PARAMETER:
-        return "int" if re.search(r"(?i)index|idx|^I$|int", p.spelling) else _DEFAULT_TYPE
+        return "int" if re.search(_INDEX_LIKE, p.spelling) else _DEFAULT_TYPE
     t = p.type.get_canonical().spelling
     return "false" if t == "bool" else "128"
 
