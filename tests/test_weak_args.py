@@ -134,3 +134,11 @@ def test_written_leading_arguments_and_a_deduced_functor(dataset: dict[str, Any]
     assert [(i["args"][:3], i["origin"]) for i in m["instantiations"]] == [(["float", "lcg", "4"], "host_template")]
     assert m["instantiations"][0]["args"][3].startswith("km_lambda_rand_fill_")
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_name_written_only_where_the_kernel_cannot_be_seen_is_no_use(dataset: dict[str, Any]) -> None:
+    """`squeeze(s)` in a file whose includes never reach the kernel's file calls a host function of that name:
+    the kernel is named nowhere that could launch it."""
+    m = _meta(dataset, "squeeze")
+    assert m["launch_missing"]["reason"] == "not_referenced", m["launch_missing"]
+    assert m["args_missing"]["reason"] == "not_instantiated"

@@ -24,9 +24,27 @@ def _blank(m: re.Match[bytes]) -> bytes:
 class Mentions:
     """Occurrences of a name across the files of one extraction, comments and strings left out."""
 
-    def __init__(self, files: Iterable[tuple[str, bytes]]) -> None:
+    def __init__(self, files: Iterable[tuple[str, bytes]], includes: dict[str, set[str]] | None = None) -> None:
         self._raw = dict(files)
         self._clean: dict[str, bytes] = {}
+        # file -> project files it #includes (the include graph's edges): a file that cannot reach the
+        # definition's file does not name that kernel, whatever it calls by that name (`Catch::trim` in a
+        # vendored test header). Files outside the graph are taken to reach everything.
+        self._includes = includes
+        self._reach: dict[str, set[str]] = {}
+
+    def _sees(self, path: str, target: str) -> bool:
+        if self._includes is None or path not in self._includes or path == target:
+            return True
+        if path not in self._reach:
+            seen, stack = {path}, [path]
+            while stack:
+                for nxt in self._includes.get(stack.pop(), ()):
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        stack.append(nxt)
+            self._reach[path] = seen
+        return target in self._reach[path]
 
     def _text(self, path: str) -> bytes:
         if path not in self._clean:
@@ -40,9 +58,10 @@ class Mentions:
         dpath, dstart, dend = definition
         out: list[tuple[str, int]] = []
         for path in self._raw:
-            text = self._text(path)
-            if name.encode() not in text:
+            text = self._raw[path]
+            if name.encode() not in text or not self._sees(path, dpath):
                 continue
+            text = self._text(path)
             for m in pat.finditer(text):
                 if path == dpath and dstart <= m.start() < dend:
                     continue
