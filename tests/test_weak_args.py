@@ -142,3 +142,13 @@ def test_a_name_written_only_where_the_kernel_cannot_be_seen_is_no_use(dataset: 
     m = _meta(dataset, "squeeze")
     assert m["launch_missing"]["reason"] == "not_referenced", m["launch_missing"]
     assert m["args_missing"]["reason"] == "not_instantiated"
+
+
+def test_overload_named_only_in_a_launch_macro_of_the_other(dataset: dict[str, Any]) -> None:
+    """`#define LAUNCH_MACRO_STEP(N) macro_step_kernel<T, N><<<...>>>(x, n)`: the one-parameter overload is named
+    only in that body, and every invocation of the macro is a launch of the other overload."""
+    metas = {len(m["template_params"]): m for m in dataset["metas"] if m["name"] == "macro_step_kernel"}
+    assert {i["id"] for i in metas[2]["instantiations"]} == {"float_1", "float_2"}
+    dead = metas[1]
+    assert not dead["launches"] and dead["launch_missing"]["reason"] == "other_definition", dead["launch_missing"]
+    assert dead["args_missing"]["reason"] == "not_instantiated"

@@ -57,7 +57,8 @@ def _key(cache: ParseCache, meta: dict[str, Any], k: Kernel, text: bytes, data: 
             uses = mentions.uses(k.name, (k.path, k.start_offset, k.end_offset))
             parts.append(uses)
             # (whether those are launches of another kernel of the name: launch_missing's other_definition)
-            parts.append(weak_args.other_definition(uses, weak_args.launch_sites(data, key)) if uses else False)
+            sites = weak_args.launch_sites(data, key) if uses else set()
+            parts.append(weak_args.other_definition(uses, sites, mentions))
         elif mentions is not None:  # args_missing: whether the launching host templates are named anywhere
             parts.append(weak_args.launcher_uses(launches, mentions))
     return cache.entry_key(KIND, *parts)

@@ -56,7 +56,7 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
     meta["references"] = [_launch_json(lc, root, meta["params"]) for lc in records if lc.kind == "reference"]
     if not launches and mentions is not None:
         uses = mentions.uses(k.name, (k.path, k.start_offset, k.end_offset))
-        other = weak_args.other_definition(uses, weak_args.launch_sites(data, key)) if uses else False
+        other = weak_args.other_definition(uses, weak_args.launch_sites(data, key), mentions) if uses else False
         meta["launch_missing"] = launch_missing(k.name, uses, len(meta["references"]), k.frontend,
                                                 lambda p: _rel(p, root), other)
     # Template arguments that are only defaults: why, where the sources hold none (else the miner's miss).

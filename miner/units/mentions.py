@@ -73,6 +73,33 @@ class Mentions:
         return out
 
 
+    def macro_at(self, path: str, line: int) -> tuple[str, int, int] | None:
+        """(name, start, end offsets) of the `#define` whose body holds that line, if one does."""
+        raw = self._raw.get(path)
+        if raw is None:
+            return None
+        starts = [0, *(m.end() for m in re.finditer(rb"\n", raw))]
+        i = line - 1
+        if i >= len(starts):
+            return None
+        while i > 0 and raw[starts[i - 1]:starts[i]].rstrip(b"\r\n").endswith(b"\\"):
+            i -= 1
+        m = _DEFINE.match(raw, starts[i])
+        if m is None:
+            return None
+        end = starts[i]
+        while True:
+            nl = raw.find(b"\n", end)
+            if nl < 0 or not raw[end:nl].rstrip(b"\r").endswith(b"\\"):
+                end = len(raw) if nl < 0 else nl
+                break
+            end = nl + 1
+        return (m.group(1).decode(), starts[i], end) if starts[line - 1] < end else None
+
+
+_DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)")
+
+
 def launch_missing(name: str, uses: list[tuple[str, int]], references: int, frontend: str,
                    rel: Callable[[str], str], other_launch: bool = False) -> dict[str, Any]:
     """The `launch_missing` block of a kernel without a recorded launch; `rel` maps a path for display.

@@ -30,9 +30,23 @@ def launch_sites(data: Analyses, but: tuple[str, int]) -> set[tuple[str, int]]:
             for lc in recs if lc.kind != "reference"}
 
 
-def other_definition(uses: list[tuple[str, int]], sites: set[tuple[str, int]]) -> bool:
-    """Every place the name is written is a launch resolved to another kernel."""
-    return bool(uses) and all(u in sites for u in uses)
+def other_definition(uses: list[tuple[str, int]], sites: set[tuple[str, int]],
+                     mentions: Mentions | None = None) -> bool:
+    """Every place the name is written is a launch resolved to another kernel: at the launch itself, or in the
+    body of a launch macro (`#define LAUNCH(N) k<T, N><<<...>>>(...)`) every invocation of which is one."""
+    if not uses:
+        return False
+    for path, line in uses:
+        if (path, line) in sites:
+            continue
+        macro = mentions.macro_at(path, line) if mentions is not None else None
+        if macro is None:
+            return False
+        name, start, end = macro
+        inv = mentions.uses(name, (path, start, end))  # type: ignore[union-attr]
+        if not inv or not all(u in sites for u in inv):
+            return False
+    return True
 
 
 def launcher_uses(records: Iterable[Launch], mentions: Mentions) -> dict[str, int] | None:
