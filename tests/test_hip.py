@@ -67,13 +67,14 @@ def test_hip_units_build_with_findings_and_classes(hip_built: tuple[Path, Path, 
                               text=True, check=True).stdout
         assert ok["symbol"] in syms and ok["symbol"] == metas["scale_kernel"]["instantiations"][0]["launcher"]["symbol"]
 
+    # The full-mask shuffle is HIP's __shfl_down at width 32 (hip_port.py): it builds, with its wave64 findings.
     warp = metas["warp_sum_kernel"]["instantiations"][0]["build_hip"]
-    assert warp["status"] == "failed" and warp["error_class"] == "wave64"
+    assert warp["status"] == "ok" and warp["portable"] is False, warp
     whats = " | ".join(f["what"] for f in warp["portability"])
     assert {f["kind"] for f in warp["portability"]} == {"wave64"}
     assert "__shfl_down_sync with 32-bit mask FULL_MASK" in whats and "WARP_SIZE 32" in whats
     assert "offset 16" in whats
-    assert (kdir.parent / metas["warp_sum_kernel"]["id"] / warp["log"]).is_file()
+    assert [p["what"].split(" ->")[0] for p in warp["ported"]] == ["__shfl_down_sync(full mask, ...)"]
 
     ptx = metas["ptx_add_kernel"]["instantiations"][0]["build_hip"]
     assert ptx["status"] == "failed" and ptx["error_class"] == "inline_ptx"
@@ -91,7 +92,7 @@ def test_hip_rebuild_is_cached(hip_built: tuple[Path, Path, Any]) -> None:
 def test_hazard_that_builds_is_not_plain_ok(hip_built: tuple[Path, Path, Any]) -> None:
     """A unit that compiles for gfx90a but hard-codes a 32-lane warp says so."""
     out, _cache, r = hip_built
-    assert "2/4 units built, 1 of them with portability findings" in r.stdout
+    assert "3/4 units built, 2 of them with portability findings" in r.stdout
     m = _by_name(out)["lane_kernel"]
     b = m["instantiations"][0]["build_hip"]
     assert b["status"] == "ok" and b["portable"] is False

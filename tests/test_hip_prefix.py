@@ -112,22 +112,24 @@ def _by_name(out: Path) -> dict[str, dict[str, Any]]:
 @needs_prefix
 def test_prefix_builds_what_older_hip_cannot(tmp_path: Path) -> None:
     """bf16 and a cooperative-groups sub-header build with the prefix's HIP for gfx90a and gfx942;
-    cg::reduce, which HIP lacks, fails as unmapped_api; the versions and the prefix are recorded."""
+    cg::reduce, which HIP lacks, builds in its HIP form (hip_port.py); the versions and the prefix are
+    recorded."""
     out = tmp_path / "out"
     assert run_miner("extract", NEWER, "-o", out, "-q", "-j", "1").returncode == 0
     r = run_miner("build", out, "--toolchain", "hip", "--arch", "gfx90a,gfx942", "--hip-path", PREFIX,
                   "-j", "2", "--cache-dir", tmp_path / "cache", timeout=900)
-    assert r.returncode == 1, r.stderr
-    assert "2/3 units built" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0, r.stderr
+    assert "3/3 units built" in r.stdout, r.stdout + r.stderr
     metas = _by_name(out)
     for name in ("bf16_scale_kernel", "block_copy_kernel"):
         b = metas[name]["instantiations"][0]["build_hip"]
         assert b["status"] == "ok" and b["resources"]["vgprs"] > 0 and b["arch"] == "gfx90a,gfx942", b
         assert b["hip_version"] == metas[name]["build_hip"]["hipcc"] and not b["hip_version"].startswith("5.2")
         assert metas[name]["build_hip"]["rocm_path"] == PREFIX and b["clang"] != "unknown"
-    bad = metas["tile_sum_kernel"]["instantiations"][0]["build_hip"]
-    assert bad["status"] == "failed" and bad["error_class"] == "unmapped_api"
-    assert "in namespace 'cooperative_groups'" in bad["error"]
+    tile = metas["tile_sum_kernel"]["instantiations"][0]["build_hip"]
+    assert tile["status"] == "ok" and tile["resources"]["vgprs"] > 0, tile
+    assert {p["what"].split(" ->")[0] for p in tile["ported"]} == {"cooperative_groups::reduce",
+                                                                    "cooperative_groups::plus"}
     # The environment came from the prefix: KM_HIP_PATH does the same as --hip-path (all cached now).
     r = run_miner("build", out, "--toolchain", "hip", "--arch", "gfx90a,gfx942", "-j", "2",
                   "--cache-dir", tmp_path / "cache", env={"KM_HIP_PATH": PREFIX})
@@ -222,8 +224,9 @@ def test_headers_nvcc_brings_are_named_in_the_hip_unit(tmp_path: Path) -> None:
 @pytest.mark.skipif(hip_implied.nvcc() is None, reason="no nvcc to ask which headers it brings")
 def test_implied_header_builds_and_api_gaps_are_classed(tmp_path: Path) -> None:
     """bf16 used with only <cooperative_groups.h> included builds as HIP when this nvcc's
-    <cooperative_groups.h> brings cuda_bf16.h (CUDA 13's does); atomicAdd on a bf16 pair and __ldcs on
-    float, which HIP lacks, fail as unmapped_api at the CUDA unit's line of the call."""
+    <cooperative_groups.h> brings cuda_bf16.h (CUDA 13's does); atomicAdd on a bf16 pair, which HIP lacks,
+    fails as unmapped_api at the CUDA unit's line of the call; __ldcs on float (HIP has it for __half only)
+    builds as a plain load (hip_port.py)."""
     out = tmp_path / "out"
     assert run_miner("extract", IMPLIED, "-o", out, "-q", "-j", "1").returncode == 0
     r = run_miner("build", out, "--toolchain", "hip", "--hip-path", PREFIX, "-j", "2", "--cache-dir",
@@ -242,10 +245,11 @@ def test_implied_header_builds_and_api_gaps_are_classed(tmp_path: Path) -> None:
     elif brings_bf16:
         assert "#include <hip/hip_bf16.h>  // kernel-miner: nvcc brings it with <cooperative_groups.h>" in hip_text
         assert b["status"] == "ok", r.stderr
-    for name, call in (("implied_bf16_pair_add_kernel", "atomicAdd("), ("implied_streaming_scale_kernel", "__ldcs(")):
-        m = metas[name]
-        b = m["instantiations"][0]["build_hip"]
-        assert b["status"] == "failed" and b["error_class"] == "unmapped_api", b
-        cuda_lines = (out / m["id"] / m["instantiations"][0]["unit"]).read_text(encoding="utf-8").splitlines()
-        line = next(n for n, text in enumerate(cuda_lines, 1) if call in text and "__global__" not in text)
-        assert f"unit.hip:{line}:" in b["error"], (line, b["error"])
+    m = metas["implied_bf16_pair_add_kernel"]
+    b = m["instantiations"][0]["build_hip"]
+    assert b["status"] == "failed" and b["error_class"] == "unmapped_api", b
+    cuda_lines = (out / m["id"] / m["instantiations"][0]["unit"]).read_text(encoding="utf-8").splitlines()
+    line = next(n for n, text in enumerate(cuda_lines, 1) if "atomicAdd(" in text and "__global__" not in text)
+    assert f"unit.hip:{line}:" in b["error"], (line, b["error"])
+    b = metas["implied_streaming_scale_kernel"]["instantiations"][0]["build_hip"]
+    assert b["status"] == "ok" and [p["what"] for p in b["ported"]] == ["__ldcs: cache-hinted load -> plain load"], b

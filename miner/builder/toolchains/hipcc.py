@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from miner.builder import hip_translate, portability
+from miner.builder import hip_port, hip_translate, portability
 from miner.builder.hip_implied import Implied, identity
 from miner.builder.hip_resources import parse_remarks
 from miner.builder.toolchain import find_executable
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from miner.builder.toolchain import BuildOptions
 
 DEFAULT_HIP_ARCH = "gfx90a"
-TRANSLATION_FORMAT = "km-hipify-4"  # bump when translate() or the portability scans change
+TRANSLATION_FORMAT = "km-hipify-8"  # bump when translate(), hip_port or the portability scans change
 _GFX = re.compile(r"gfx[0-9a-f]{3,4}(?::(?:xnack|sramecc)[+-])*")
 
 
@@ -48,6 +48,7 @@ class Hipcc(Toolchain):
         super().__init__(path)
         self.first_arch = DEFAULT_HIP_ARCH
         self.findings: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        self.ported: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self.prefix: rocm_prefix.RocmPrefix | None = None
         self.versions: dict[str, Any] = {}
         self.implied: Implied | None = None
@@ -149,9 +150,10 @@ class Hipcc(Toolchain):
     def parse_resources(self, log: str) -> dict[str, dict[str, Any]]:
         return parse_remarks(log, self.first_arch)
 
-    def _translated(self, cuda_text: str, cache_root: Path | None) -> tuple[str, list[dict[str, Any]]]:
-        """The HIP text and findings of a CUDA unit, kept in the build cache by content: a warm rebuild
-        reads them instead of running the mapping and the scans again."""
+    def _translated(self, cuda_text: str, cache_root: Path | None
+                    ) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
+        """The HIP text, findings and ported constructs (hip_port.py) of a CUDA unit, kept in the build cache
+        by content: a warm rebuild reads them instead of running the mapping and the scans again."""
         # The headers nvcc brings with the unit's includes (hip_implied.py) depend on that nvcc too.
         tag = f"{TRANSLATION_FORMAT}\0{hip_translate.hipify_version()}\0{identity()}\0"
         key = hashlib.sha256((tag + cuda_text).encode()).hexdigest()
@@ -159,7 +161,7 @@ class Hipcc(Toolchain):
         if path is not None:
             try:
                 rec = json.loads(path.read_text(encoding="utf-8"))
-                return rec["hip"], rec["findings"]
+                return rec["hip"], rec["findings"], rec["ported"]
             except (OSError, ValueError, KeyError):
                 pass
         hip_text = hip_translate.translate(cuda_text)
@@ -167,16 +169,20 @@ class Hipcc(Toolchain):
         if self.implied is None or self.implied.cache_root != cache_root:
             self.implied = Implied(cache_root)
         hip_text = self.implied.add(cuda_text, hip_text, hip_translate.mapping())
+        # Findings are the CUDA constructs' (a ported full-mask shuffle keeps its wave64 finding); the port
+        # comes last, since the implied headers need the mapping's line-for-line text.
+        hip_text, ported = hip_port.port(cuda_text, hip_text)
+        rows = [p.record() for p in ported]
         if path is not None:
-            atomic.write_json(path, {"hip": hip_text, "findings": findings})
-        return hip_text, findings
+            atomic.write_json(path, {"hip": hip_text, "findings": findings, "ported": rows})
+        return hip_text, findings, rows
 
     def prepare(self, units: list[Unit], cache_root: Path | None = None) -> list[Unit]:
         """Translate every CUDA unit into unit.hip beside it (rewritten only when its text changes) and
         note its portability findings."""
         out: list[Unit] = []
         for u in units:
-            hip_text, findings = self._translated(u.text, cache_root)
+            hip_text, findings, ported = self._translated(u.text, cache_root)
             rel = str(Path(u.rel).with_suffix(".hip"))
             dst = u.kernel_dir / rel
             try:
@@ -186,6 +192,7 @@ class Hipcc(Toolchain):
             if not same:
                 atomic.write_text(dst, hip_text)
             self.findings[(u.kernel_id, u.index)] = findings
+            self.ported[(u.kernel_id, u.index)] = ported
             h = Unit(u.kernel_id, u.index, u.inst_id, u.kernel_dir, rel, u.symbol, u.kernel_name, text=hip_text,
                      flags=list(u.flags), compile_flags=list(u.compile_flags), vendored=list(u.vendored))
             split_unit(h)
@@ -195,7 +202,8 @@ class Hipcc(Toolchain):
     def record_extra(self, u: Unit, rec: dict[str, Any], log: str) -> dict[str, Any]:
         found = self.findings.get((u.kernel_id, u.index), [])
         extra: dict[str, Any] = {"unit": u.rel, "hip_version": self.versions.get("hip_version"),
-                                 "clang": self.versions.get("clang"), "portability": found}
+                                 "clang": self.versions.get("clang"), "portability": found,
+                                 "ported": self.ported.get((u.kernel_id, u.index), [])}
         if rec["status"] == "ok":
             extra["portable"] = not found
         elif rec["status"] == "failed":
