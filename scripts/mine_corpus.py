@@ -12,7 +12,9 @@ is mined into OUT/<checkout-dir> in its own child process (`--no-run` only re-re
 HIP-native variants (`variant.toolchain == "hip"`) are left out of every figure (their build is hipcc's) and
 counted in the JSON as `hip_variants`. Per repository and overall it prints: kernels found, kernels with a
 compiling unit, instantiations whose unit builds, kernels with a recorded launch, template kernels left with
-only inferred/none arguments; then the most common failure classes (first compiler error lines, names masked).
+only inferred/none arguments, and of those the ones with no stated reason (metadata `args_missing` says where
+the sources hold no concrete arguments at all; the rest are the miner's misses); then the most common failure
+classes (first compiler error lines, names masked).
 """
 
 from __future__ import annotations
@@ -123,6 +125,14 @@ def tally(metas: list[dict[str, Any]]) -> Tally:
             row["templates"] += 1
             if all(i.get("origin") in WEAK_ORIGINS for i in insts):
                 row["weak_args"] += 1
+                # A stated reason (metadata args_missing): the sources hold no concrete arguments at all.
+                why = (m.get("args_missing") or {}).get("reason")
+                if why:
+                    row[f"weak_stated:{why}"] += 1
+                    if len(examples[f"weak_stated:{why}"]) < 3:
+                        examples[f"weak_stated:{why}"].append(str(m.get("name")))
+                else:
+                    row["weak_silent"] += 1
         for i in insts:
             b = i.get("build") or {}
             if b.get("status") == "failed":
@@ -156,7 +166,7 @@ def main() -> int:
     all_examples: dict[str, list[str]] = collections.defaultdict(list)
     report: dict[str, Any] = {"repos": {}}
     hdr = (f"{'repo':28s} {'kernels':>7s} {'compiling unit':>16s} {'insts built':>17s} {'launched':>15s} "
-           f"{'tmpl weak args':>15s} {'time':>6s}")
+           f"{'tmpl weak args':>15s} {'weak, no reason':>15s} {'time':>6s}")
     rows = []
     for repo in repos:
         ds = args.out / repo.checkout
@@ -168,7 +178,8 @@ def main() -> int:
             all_examples[k].extend(v[: 3 - len(all_examples[k])])
         line = (f"{repo.checkout:28s} {row['kernels']:7d} {pct(row['compiling'], row['kernels']):>16s} "
                 f"{pct(row['insts_ok'], row['insts']):>17s} {pct(row['launched'], row['kernels']):>15s} "
-                f"{pct(row['weak_args'], row['templates']):>15s} {wall:6.0f}" + (f"  ({problem})" if problem else ""))
+                f"{pct(row['weak_args'], row['templates']):>15s} {pct(row['weak_silent'], row['templates']):>15s} "
+                f"{wall:6.0f}" + (f"  ({problem})" if problem else ""))
         rows.append(line)
         print(line, file=sys.stderr, flush=True)
         report["repos"][repo.ident] = dict(row, seconds=round(wall, 1), subdir=repo.subdir)
@@ -177,12 +188,17 @@ def main() -> int:
         print(line)
     print(f"{'overall':28s} {total['kernels']:7d} {pct(total['compiling'], total['kernels']):>16s} "
           f"{pct(total['insts_ok'], total['insts']):>17s} {pct(total['launched'], total['kernels']):>15s} "
-          f"{pct(total['weak_args'], total['templates']):>15s}")
+          f"{pct(total['weak_args'], total['templates']):>15s} {pct(total['weak_silent'], total['templates']):>15s}")
     no_launch = {k.split(":", 1)[1]: n for k, n in total.items() if k.startswith("no_launch:")}
     if no_launch:
         print("\nkernels without a launch, by stated reason (metadata launch_missing):")
         for why, n in sorted(no_launch.items(), key=lambda t: -t[1]):
             print(f"{n:5d}  {why}   e.g. {', '.join(all_examples['no_launch:' + why])}")
+    stated = {k.split(":", 1)[1]: n for k, n in total.items() if k.startswith("weak_stated:")}
+    if stated:
+        print("\ntemplate kernels with only inferred arguments, by stated reason (metadata args_missing):")
+        for why, n in sorted(stated.items(), key=lambda t: -t[1]):
+            print(f"{n:5d}  {why}   e.g. {', '.join(all_examples['weak_stated:' + why])}")
     print("\nfailure classes (failed instantiations, first error line):")
     for cls, n in all_classes.most_common(args.failures):
         print(f"{n:5d}  {cls}   e.g. {', '.join(all_examples[cls])}")

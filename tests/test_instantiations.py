@@ -118,3 +118,9 @@ def test_dispatch_arguments_are_dispatch_instantiations() -> None:
     launches = [launch(dispatch_args=[["float", "64"], ["float", "32"]])]
     got = {tuple(i["args"]): i["origin"] for i in plan(meta, launches, [])}
     assert got == {("float", "64"): "dispatch", ("float", "32"): "dispatch"}
+
+
+def test_a_type_parameter_spelling_in_and_t_is_no_index() -> None:
+    """`InT` (an input type) holds the letters of `int` but is no index: it defaults to float like `OutT`."""
+    m = meta(tp("InT"), tp("OutT"), tp("IntT"))
+    assert [i["args"] for i in plan(m, [], [])] == [["float", "float", "int"]]

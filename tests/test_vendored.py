@@ -25,7 +25,8 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     cache = tmp_path_factory.mktemp("vendored-cache")
     proc = run_miner("extract", src, "-o", out, "--build", "-j", "2", env={"XDG_CACHE_HOME": str(cache)},
                      timeout=600)
-    return {"proc": proc, "src": src, "out": out, "metas": {m["name"]: m for m in load_dataset(out)}}
+    return {"proc": proc, "src": src, "out": out, "cache": cache,
+            "metas": {m["name"]: m for m in load_dataset(out)}}
 
 
 def _unit(dataset: dict[str, Any], name: str, inst: str) -> str:
@@ -81,6 +82,20 @@ def test_verify_compiles_units_with_the_carried_library_and_finds_them_identical
     proc = run_miner("verify", dataset["out"], "-j", "2", "--cache-dir", tmp_path / "vcache", timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "4/4 built instantiations verified: 4 identical" in proc.stdout, proc.stdout
+
+
+def test_a_second_dataset_served_from_the_extract_cache_carries_the_libraries(dataset: dict[str, Any],
+                                                                               tmp_path: Path) -> None:
+    """Kernel folders taken from the extract cache into a new output folder: the vendored libraries their units
+    include are copied there too (they were only copied when a kernel was written afresh)."""
+    out = tmp_path / "again"
+    proc = run_miner("extract", dataset["src"], "-o", out, "--build", "-j", "2",
+                     env={"XDG_CACHE_HOME": str(dataset["cache"])}, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name.split("-")[0] for p in (out / "vendor").iterdir()) == sorted(
+        p.name.split("-")[0] for p in (Path(dataset["out"]) / "vendor").iterdir())
+    for meta in load_dataset(out):
+        assert {i["build"]["status"] for i in meta["instantiations"]} == {"ok"}, meta["name"]
 
 
 def test_dataset_builds_without_the_checkout(dataset: dict[str, Any], tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from miner.dataset import atomic
 from miner.frontends import treesitter_frontend
 from miner.frontends.model import Kernel
 from miner.frontends.parse_cache import ParseCache
+from miner.units import weak_args
 from miner.units.mentions import Mentions
 from miner.units.records import Analyses
 
@@ -53,7 +54,13 @@ def _key(cache: ParseCache, meta: dict[str, Any], k: Kernel, text: bytes, data: 
         parts += [closure.to_dict() if closure is not None else None, [lc.to_dict() for lc in launches],
                   data.explicit.get(k.name, [])]
         if not launches and mentions is not None:  # launch_missing names where else the kernel is written
-            parts.append(mentions.uses(k.name, (k.path, k.start_offset, k.end_offset)))
+            uses = mentions.uses(k.name, (k.path, k.start_offset, k.end_offset))
+            parts.append(uses)
+            # (whether those are launches of another kernel of the name: launch_missing's other_definition)
+            sites = weak_args.launch_sites(data, key) if uses else set()
+            parts.append(weak_args.other_definition(uses, sites, mentions))
+        elif mentions is not None:  # args_missing: whether the launching host templates are named anywhere
+            parts.append(weak_args.launcher_uses(launches, mentions))
     return cache.entry_key(KIND, *parts)
 
 
@@ -69,9 +76,18 @@ def write_kernel(cache: ParseCache | None, out_dir: Path, meta: dict[str, Any], 
     kdir = out_dir / meta["id"]
     key = _key(cache, meta, k, text, data, root, units, mentions) if cache is not None else ""
     hit = cache.load_entry(key, KIND) if cache is not None else None
+    if isinstance(hit, dict) and "vendored" not in hit and (hit["meta"].get("closure") or {}).get("vendored"):
+        hit = None  # an entry from before the libraries were recorded with it: written afresh, which copies them
     if isinstance(hit, dict):
         for rel, body in hit["files"].items():
             atomic.write_bytes_if_changed(kdir / rel, body)
+        if hit.get("vendored"):
+            # The dataset's copy of each vendored library the units #include (`../vendor/json-<hash>`): a new
+            # output folder served from the cache needs it as much as one written afresh.
+            from miner.units import vendor_copy
+
+            for include_dir, parts in hit["vendored"]:
+                vendor_copy.carry(str(out_dir), include_dir, list(parts))
         return hit["meta"]
     if units:
         from miner.units import assemble  # only on a miss: it brings jinja2 and the templates
@@ -85,7 +101,9 @@ def write_kernel(cache: ParseCache | None, out_dir: Path, meta: dict[str, Any], 
             files.update({rel: (kdir / rel).read_bytes() for rel in _unit_files(meta)})
         except OSError:
             return meta
-        cache.store_entry(key, {"meta": meta, "files": files})
+        unit = data.closures.get((k.path, k.start_offset)) if units else None
+        vendored = [(e["include_dir"], list(e["parts"])) for e in (unit.vendored if unit is not None else [])]
+        cache.store_entry(key, {"meta": meta, "files": files, "vendored": vendored})
     return meta
 
 

@@ -161,7 +161,8 @@ def _write(run: CudaRun) -> None:
                             f"cache ({cache.folder})")
     variant_of = {id(v.of): v for v in run.hip_variants}
     data = {f.path: f.data for f in run.files}
-    mentions = Mentions([*data.items(), *((f.path, f.data) for f in run.extra)])
+    mentions = Mentions([*data.items(), *((f.path, f.data) for f in run.extra)],
+                        run.graph.edges if run.graph is not None else None)
     ordinals: dict[tuple[str, str], int] = defaultdict(int)
     metas: list[dict[str, Any]] = []
     replaced: set[tuple[str | None, str]] = set()

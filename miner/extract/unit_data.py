@@ -27,7 +27,9 @@ class UnitData:
 
     def add_analysis(self, found: TUAnalysis) -> None:
         for key, unit in found.closures.items():
-            self.closures.setdefault(key, unit)
+            have = self.closures.setdefault(key, unit)
+            if have is not unit:
+                _take_argument_types(have, unit, [lc for lc in found.launches if lc.kernel == key])
         for launch in found.launches:
             self._add_launch(launch.kernel, launch)
         self.declared.extend(found.declared_launches)
@@ -58,6 +60,30 @@ class UnitData:
             exact = [k for k in same if [_type_key(p.type) for p in k.params] == [_type_key(t) for t in decl.params]]
             for k in exact or (same if len(same) == 1 else []):
                 self._add_launch((k.path, k.start_offset), replace(launch, kernel=(k.path, k.start_offset)))
+
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def _take_argument_types(have: ClosureRecord, other: ClosureRecord, launches: list[Launch]) -> None:
+    """A kernel's closure is taken in the first translation unit that reaches it; another TU's launches may
+    name in their template arguments a type only that TU defines (`apply<2>(..., AxpyOp<float>(), a)` in its
+    own .cu, giving `k<Chunks<2>, AxpyOp<float>, float>`). Its closure has the type and what the type needs:
+    what the first closure lacks of it is added, emitted only in the units whose arguments name such a type."""
+    named = {n for lc in launches for args in [lc.template_args or [], lc.resolved_text or [],
+                                               *lc.host_template_args, *lc.dispatch_args]
+             for a in args for n in _IDENT.findall(a)}
+    present = {p.name for p in have.pieces}
+    lacking = sorted(n for n in named if n not in present and any(p.name == n and not p.functor
+                                                                  for p in other.pieces))
+    if not lacking:
+        return
+    known = {(p.kind, p.name, tuple(p.namespaces)) for p in have.pieces}
+    extra = [replace(p, needs=lacking) for p in other.pieces
+             if not p.functor and (p.kind, p.name, tuple(p.namespaces)) not in known]
+    # Each after what it may need of the first closure: those before the kernel, then those after it.
+    have.pieces = [*[p for p in have.pieces if not p.after], *[p for p in extra if not p.after],
+                   *[p for p in have.pieces if p.after], *[p for p in extra if p.after]]
 
 
 def analysis_of(res: clang_frontend.ParseResult) -> TUAnalysis:

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from miner.frontends.model import Kernel
-from miner.units import instantiations, render, vendor_copy
+from miner.units import instantiations, render, vendor_copy, weak_args
 from miner.units.mentions import Mentions, launch_missing
 from miner.units.records import Analyses, ClosureRecord, Launch, PieceText
 
@@ -56,8 +56,13 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
     meta["references"] = [_launch_json(lc, root, meta["params"]) for lc in records if lc.kind == "reference"]
     if not launches and mentions is not None:
         uses = mentions.uses(k.name, (k.path, k.start_offset, k.end_offset))
+        other = weak_args.other_definition(uses, weak_args.launch_sites(data, key), mentions) if uses else False
         meta["launch_missing"] = launch_missing(k.name, uses, len(meta["references"]), k.frontend,
-                                                lambda p: _rel(p, root))
+                                                lambda p: _rel(p, root), other)
+    # Template arguments that are only defaults: why, where the sources hold none (else the miner's miss).
+    why = weak_args.reason(meta, insts, records, weak_args.launcher_uses(records, mentions) if mentions else None)
+    if why is not None:
+        meta["args_missing"] = why
     # Functor structs made where the launch was seen, when the kernel's closure was taken in another TU.
     have = {p.name for p in unit.pieces if p.functor}
     more = {f["name"]: PieceText(**f) for lc in records for f in lc.functors if f["name"] not in have}

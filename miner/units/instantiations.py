@@ -32,6 +32,9 @@ from miner.units.records import Launch
 # (the words before the name may be qualified, `template at::Tensor f<float>(...)`, and end in `*`/`&`)
 _EXPLICIT = re.compile(r"\btemplate\s+(?:[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*(?:\s*\((?:[^;{()]|\([^;{()]*\))*\))?"
                        r"(?:\s*[*&]+\s*|\s+))*?(?:[\w:]+::)?(\w+)\s*<([^;{]*?)>\s*\(", re.S)
+# A type parameter named like an index (`index_t`, `Idx`, `I`, `IntT`, `scalar_int_t`) defaults to int; a name
+# merely holding the letters (`InT`, an input type) does not.
+INDEX_LIKE = re.compile(r"(?i:index|idx)|^I$|int|INT|Int(?:eger|(?![a-z]))")
 DEFAULT_TYPE = "float"  # a type parameter with no instantiation anywhere becomes float (marked inferred)
 MAX_INSTANTIATIONS = 16  # units per kernel: a kernel chosen from a table of 100 variants keeps 16
 ORIGINS = ("explicit", "dispatch", "call_site", "host_template", "reference", "inferred")
@@ -121,7 +124,7 @@ def _default(tp: dict[str, Any]) -> str:
         return tp["default"]
     if tp["kind"] == "type":
         # Index-like type parameters are used as integers (array subscripts, shifts).
-        return "int" if re.search(r"(?i)index|idx|^I$|int", tp["name"]) else DEFAULT_TYPE
+        return "int" if re.search(INDEX_LIKE, tp["name"]) else DEFAULT_TYPE
     t = (tp.get("type") or "").strip()
     if t == "bool":
         return "false"

@@ -24,9 +24,27 @@ def _blank(m: re.Match[bytes]) -> bytes:
 class Mentions:
     """Occurrences of a name across the files of one extraction, comments and strings left out."""
 
-    def __init__(self, files: Iterable[tuple[str, bytes]]) -> None:
+    def __init__(self, files: Iterable[tuple[str, bytes]], includes: dict[str, set[str]] | None = None) -> None:
         self._raw = dict(files)
         self._clean: dict[str, bytes] = {}
+        # file -> project files it #includes (the include graph's edges): a file that cannot reach the
+        # definition's file does not name that kernel, whatever it calls by that name (`Catch::trim` in a
+        # vendored test header). Files outside the graph are taken to reach everything.
+        self._includes = includes
+        self._reach: dict[str, set[str]] = {}
+
+    def _sees(self, path: str, target: str) -> bool:
+        if self._includes is None or path not in self._includes or path == target:
+            return True
+        if path not in self._reach:
+            seen, stack = {path}, [path]
+            while stack:
+                for nxt in self._includes.get(stack.pop(), ()):
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        stack.append(nxt)
+            self._reach[path] = seen
+        return target in self._reach[path]
 
     def _text(self, path: str) -> bytes:
         if path not in self._clean:
@@ -40,9 +58,10 @@ class Mentions:
         dpath, dstart, dend = definition
         out: list[tuple[str, int]] = []
         for path in self._raw:
-            text = self._text(path)
-            if name.encode() not in text:
+            text = self._raw[path]
+            if name.encode() not in text or not self._sees(path, dpath):
                 continue
+            text = self._text(path)
             for m in pat.finditer(text):
                 if path == dpath and dstart <= m.start() < dend:
                     continue
@@ -54,9 +73,37 @@ class Mentions:
         return out
 
 
+    def macro_at(self, path: str, line: int) -> tuple[str, int, int] | None:
+        """(name, start, end offsets) of the `#define` whose body holds that line, if one does."""
+        raw = self._raw.get(path)
+        if raw is None:
+            return None
+        starts = [0, *(m.end() for m in re.finditer(rb"\n", raw))]
+        i = line - 1
+        if i >= len(starts):
+            return None
+        while i > 0 and raw[starts[i - 1]:starts[i]].rstrip(b"\r\n").endswith(b"\\"):
+            i -= 1
+        m = _DEFINE.match(raw, starts[i])
+        if m is None:
+            return None
+        end = starts[i]
+        while True:
+            nl = raw.find(b"\n", end)
+            if nl < 0 or not raw[end:nl].rstrip(b"\r").endswith(b"\\"):
+                end = len(raw) if nl < 0 else nl
+                break
+            end = nl + 1
+        return (m.group(1).decode(), starts[i], end) if starts[line - 1] < end else None
+
+
+_DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)")
+
+
 def launch_missing(name: str, uses: list[tuple[str, int]], references: int, frontend: str,
-                   rel: Callable[[str], str]) -> dict[str, Any]:
-    """The `launch_missing` block of a kernel without a recorded launch; `rel` maps a path for display."""
+                   rel: Callable[[str], str], other_launch: bool = False) -> dict[str, Any]:
+    """The `launch_missing` block of a kernel without a recorded launch; `rel` maps a path for display.
+    `other_launch`: every use is a launch the AST resolved to another kernel of the same name."""
     where = [f"{rel(p)}:{line}" for p, line in uses[:5]]
     if frontend != "clang":
         return {"reason": "no_ast", "detail": f"{name} was found by the {frontend} frontend only (an inactive "
@@ -64,6 +111,9 @@ def launch_missing(name: str, uses: list[tuple[str, int]], references: int, fron
     if not uses:
         return {"reason": "not_referenced", "detail": f"{name} is named nowhere in the mined sources and the "
                 "project files used as context besides its definition: nothing there launches it", "mentions": []}
+    if other_launch and not references:
+        return {"reason": "other_definition", "detail": f"{name} is named only at launches of another kernel of "
+                f"that name (an overload, or a same-name kernel elsewhere): {', '.join(where)}", "mentions": where}
     if references:
         return {"reason": "referenced_only", "detail": f"{name} is named (function pointer, kernel table) "
                 "but launched through it where the launch names no kernel", "mentions": where}

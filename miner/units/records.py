@@ -29,6 +29,9 @@ class PieceText:
     after: bool = False  # after the kernel in the source (its own specializations): emitted after it
     c_linkage: bool = False  # declared inside `extern "C"`, which its text does not hold: the unit wraps it
     functor: bool = False  # a struct standing for a lambda (launches.functors): only in the units naming it
+    # Taken from another translation unit's closure for the types these name in its launches' template
+    # arguments (a functor class defined in that .cu): only in the units whose arguments name one of them.
+    needs: list[str] = field(default_factory=list)
 
 
 @dataclass

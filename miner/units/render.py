@@ -14,7 +14,7 @@ from miner.frontends.config import stub_dir
 from miner.resources import template_env
 from miner.source import build_flags
 from miner.units.closure.text import HEADER_OF
-from miner.units.instantiations import INTEGRAL_TYPE, inst_id, substitute
+from miner.units.instantiations import INTEGRAL_TYPE, inst_id, split_top, substitute
 from miner.units.records import ClosureRecord, Launch
 
 _CTYPES = [
@@ -149,6 +149,26 @@ def _east_const(type_text: str, mapping: dict[str, str]) -> str:
     return type_text
 
 
+# A function parameter pack (`ArgTypes... args`, `const Ts&... xs`): its type as the parameter spells it.
+_PACK_PARAM = re.compile(r"((?:const\s+)?)([A-Za-z_]\w*)\s*(&&|&)?\s*\.\.\.")
+
+
+def _params(decl: list[dict[str, Any]], mapping: dict[str, str], macros: dict[str, str]) -> list[dict[str, Any]]:
+    """The kernel's parameters with the instantiation's arguments put in; a parameter pack becomes one parameter
+    per element of its template argument (recorded as the elements joined by `, `): `args_0`, `args_1`, ..."""
+    out: list[dict[str, Any]] = []
+    for p in decl:
+        m = _PACK_PARAM.fullmatch(p["type"].strip())
+        if m and m.group(2) in mapping:
+            elems = split_top(mapping[m.group(2)]) if mapping[m.group(2)].strip() else []
+            for j, e in enumerate(elems):
+                t = f"{m.group(1)}{e.strip()}{m.group(3) or ''}"
+                out.append({"name": f"{p['name'] or 'args'}_{j}", "type": t, "pointer": t.rstrip().endswith("*")})
+            continue
+        out.append({"name": p["name"], "type": concrete_type(p["type"], mapping, macros), "pointer": p["pointer"]})
+    return out
+
+
 def _base(type_text: str) -> str:
     t = re.sub(r"\b(const|volatile|__restrict__|__restrict|restrict)\b", "", type_text)
     t = t.replace("*", "").strip()
@@ -195,8 +215,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             iid += "_"
         used_ids.add(iid)
         mapping = inst["template_args"]
-        params = [{"name": p["name"], "type": concrete_type(p["type"], mapping, macros), "pointer": p["pointer"]}
-                  for p in meta["params"]]
+        params = _params(meta["params"], mapping, macros)
         for i, p in enumerate(params):
             p["name"] = p["name"] or f"arg{i}"
             p["ctype"] = ctype_of(p["type"])
@@ -204,7 +223,10 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             p["launcher_type"] = by_value_unqualified(p["type"])
         args_text = ", ".join(_typed_args(meta.get("template_params") or [], inst["args"], pieces))
         # A lambda's functor struct only where these arguments name it (another's body need not build here).
-        own = [p for p in pieces if not p.get("functor") or re.search(rf"\b{re.escape(p['name'])}\b", args_text)]
+        # Pieces another translation unit's closure brought for its argument types: only where those are named.
+        named = set(re.findall(r"[A-Za-z_]\w*", args_text))
+        own = [p for p in pieces if (not p.get("functor") or re.search(rf"\b{re.escape(p['name'])}\b", args_text))
+               and (not p.get("needs") or named & set(p["needs"]))]
         symbol = "km_launch_" + hashlib.sha256(f"{meta['id']}/{iid}".encode()).hexdigest()[:16]
         explicit = bool(inst["args"]) and not meta["is_specialization"]
         # The launcher sits in the kernel's namespaces: the name alone finds the kernel (a `::`-qualified one

@@ -119,6 +119,10 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     for name in arg_names:
         for lst in ctx.groups_named(name):
             typed = [(gp, gc) for gp, gc in lst if gp.kind in _ARG_TYPE_KINDS]
+            # A device function given as a template argument (`k<float, square_op<float>>`, a function
+            # pointer parameter): its definition, when no type of that name is.
+            typed = typed or [(gp, gc) for gp, gc in lst if gp.kind in ("FUNCTION_TEMPLATE", "FUNCTION_DECL")
+                              and any(ch.kind in _DEVICE_ATTRS for ch in gc.get_children())]
             if typed:
                 take(*typed[0])
             else:

@@ -237,6 +237,18 @@ class TUContext:
         definition sits in an inactive #if branch (then the name is no macro here)."""
         return [m for m in self.macros.get(name, ()) if m.active]
 
+    def def_at(self, name: str, at: tuple[str, int] | None = None) -> Macro | None:
+        """The #define of `name` in force at `at` (path, offset): the last active one above it in that file,
+        for a short name defined, #undef'd and defined again (`#define _(V) ...` per function); else the last."""
+        defs = self.active_defs(name)
+        if not defs:
+            return None
+        if at is not None:
+            above = [m for m in defs if m.path == at[0] and m.start < at[1]]
+            if above:
+                return above[-1]
+        return defs[-1]
+
     def piece_at(self, path: str, offset: int) -> tuple[Piece, ci.Cursor] | None:
         lst = self.pieces.get(path)
         if not lst:

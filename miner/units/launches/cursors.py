@@ -28,17 +28,20 @@ def _template_args(ref: ci.Cursor) -> list[str] | None:
         try:
             kind = ref.get_template_argument_kind(i)
         except ValueError:  # kinds newer than the Python bindings know (packs, templates, ...)
-            if _raw_argument_kind(ref, i) != _TEMPLATE_KIND or ref.kind not in (
-                    K.STRUCT_DECL, K.CLASS_DECL):
+            if _raw_argument_kind(ref, i) == _TEMPLATE_KIND and ref.kind in (K.STRUCT_DECL, K.CLASS_DECL):
+                # A template template argument (`template class Map<int, detail::pool_allocator>;`): libclang
+                # names it nowhere but in the specialization's type, which spells it qualified.
+                if written is None:
+                    written = _type_args(ref.type.get_canonical().spelling)
+                if written is None or i >= len(written):
+                    return None
+                out.append(written[i])
+                continue
+            pack = _pack_elements(ref) if i == n - 1 else None
+            if pack is None:
                 return None
-            # A template template argument (`template class Map<int, detail::pool_allocator>;`): libclang
-            # names it nowhere but in the specialization's type, which spells it qualified.
-            if written is None:
-                written = _type_args(ref.type.get_canonical().spelling)
-            if written is None or i >= len(written):
-                return None
-            out.append(written[i])
-            continue
+            out.append(pack)
+            break
         if kind == ci.TemplateArgumentKind.INTEGRAL:
             t = ptypes[i] if i < len(ptypes) else ""
             if t == "bool":
@@ -75,6 +78,27 @@ def _type_args(spelling: str) -> list[str] | None:
     return [a.strip() for a in split_top(spelling[start + 1:spelling.rstrip().rfind(">")])]
 
 
+def _pack_elements(spec: ci.Cursor) -> str | None:
+    """A function template specialization's trailing type pack (`template <int D, class T, class... Ts> void
+    f(T op, Ts... args)` called as `f<2>(op, a, b)`), as its element types joined by `, `: read from the
+    specialization's parameter types, where the pack's function parameter stands. None for anything else."""
+    prim = _primary(spec)
+    tps = _tparams(prim)
+    if not tps or tps[-1].kind != K.TEMPLATE_TYPE_PARAMETER or not any(
+            t.spelling == "..." for t in tps[-1].get_tokens()):
+        return None
+    parms = [c for c in prim.get_children() if c.kind == K.PARM_DECL]
+    packed = [j for j, p in enumerate(parms) if p.type.spelling.replace(" ", "") in (
+        f"{tps[-1].spelling}...", f"{tps[-1].spelling}&&...", f"const{tps[-1].spelling}&...")]
+    if len(packed) != 1 or spec.type.kind != ci.TypeKind.FUNCTIONPROTO:
+        return None
+    types = list(spec.type.argument_types())
+    j, after = packed[0], len(parms) - packed[0] - 1
+    elems = types[j:len(types) - after]
+    strip = re.compile(r"^const\s+|\s*&+$")
+    return ", ".join(strip.sub("", t.get_canonical().spelling) for t in elems)
+
+
 def _overloaded(c: ci.Cursor) -> list[ci.Cursor]:
     lib = ci.conf.lib
     return [lib.clang_getOverloadedDecl(c, i) for i in range(lib.clang_getNumOverloadedDecls(c))]
@@ -108,9 +132,12 @@ def _tparams(fn: ci.Cursor) -> list[ci.Cursor]:
     return [ch for ch in fn.get_children() if ch.kind in _TPARAMS]
 
 
+_INDEX_LIKE = re.compile(r"(?i:index|idx)|^I$|int|INT|Int(?:eger|(?![a-z]))")  # as instantiations.INDEX_LIKE
+
+
 def _default_for(p: ci.Cursor) -> str:
     if p.kind == K.TEMPLATE_TYPE_PARAMETER:
-        return "int" if re.search(r"(?i)index|idx|^I$|int", p.spelling) else _DEFAULT_TYPE
+        return "int" if re.search(_INDEX_LIKE, p.spelling) else _DEFAULT_TYPE
     t = p.type.get_canonical().spelling
     return "false" if t == "bool" else "128"
 

@@ -9,6 +9,7 @@ from miner.frontends.common import split_top
 from miner.units.launches.cursors import _default_for
 from miner.units.launches.record import _IDENT, Launch
 from miner.units.launches.state import _State
+from miner.units.launches.tags import read_tags
 from miner.units.launches.text import substitute, substitute_aliases
 
 _MAX_LIST_VARIANTS = 64
@@ -163,8 +164,8 @@ def _finish(st: _State, rec: Launch, insts: dict[tuple[str, int], list[list[str]
 def _finish_one(st: _State, rec: Launch, insts: dict[tuple[str, int], list[list[str]]], alias: dict[str, str],
                 variant: dict[str, str]) -> None:
     names = set(rec.host_params)
-    texts = [substitute(substitute_aliases(t, {k: v for k, v in alias.items() if v and k not in names}), variant)
-             for t in rec.template_args_text]
+    texts = [substitute(read_tags(substitute_aliases(t, {k: v for k, v in alias.items() if v and k not in names}),
+                                  set(variant)), variant) for t in rec.template_args_text]
     if not texts:
         return
     rec.resolved_text = [st.resolver(t, names) for t in texts]

@@ -9,13 +9,13 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.common import split_top
-from miner.units.launches.cursors import _primary, _template_args, _tparams
+from miner.units.launches.cursors import _aliases, _primary, _template_args, _tparams
 from miner.units.launches.dataflow import _targets_of_launch
 from miner.units.launches.functors import lambda_overrides
 from miner.units.launches.helpers import note_helper
 from miner.units.launches.record import _API, K, Launch
 from miner.units.launches.state import _kernel_key, _kernel_refs, _record_aliases, _State, _written_args
-from miner.units.launches.text import _macro_launch, _src
+from miner.units.launches.text import _macro_launch, _src, substitute
 from miner.units.launches.values import _values
 
 
@@ -36,8 +36,12 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
         parts: list[str | None] = list(split_top(cfg_text))
         args_text = [_src(ctx, a) for a in children if a is not callee and a is not cfg]
     else:  # inside a launch macro: the configuration comes from its expansion
-        parts, args_text, kind = _macro_launch(ctx, cfg_text)
+        loc = cfg.extent.start
+        parts, args_text, kind = _macro_launch(ctx, cfg_text, (ctx.norm(loc.file.name), loc.offset)
+                                               if loc.file is not None else None)
     parts = parts + [None] * 4
+    if len(found) > 1:
+        found = _fitting(st, found, len([a for a in children if a is not callee and a is not cfg]))
     if not found:
         # `kernel<<<...>>>(n, args...)` with `kernel` a parameter: a launch helper, whose callers are the launches.
         if kind == "<<<>>>" and fn is not None:
@@ -51,6 +55,10 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
             concrete = _template_args(t) if t.kind == K.FUNCTION_DECL else None
             if concrete is None and ref is not None and _kernel_key(st, ref) == kkey:
                 concrete = _template_args(ref)
+            if concrete is None and written and r is not None:
+                # A function (pointer) argument (`k<scalar_t, op<scalar_t>>`), which libclang cannot spell:
+                # that position as written, with this launch's own aliases put in (one dispatch case each).
+                concrete = _with_declarations(st, t if t.kind == K.FUNCTION_DECL else ref, written[0], r)
             if concrete and any("(lambda at " in a for a in concrete):
                 # A lambda's closure type: deduced again with its functor struct (launches.functors) instead.
                 kargs = [a for a in children if a is not callee and a is not cfg]
@@ -72,7 +80,7 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
                 # `transform_kernel<T><<<...>>>(n, in, out, f)`: the trailing parameters are deduced from the arguments.
                 host = [p.spelling for p in st.host_params.get(host_key, [])] if host_key else []
                 kargs = [a for a in children if a is not callee and a is not cfg]
-                deduced = _deduce(t, kargs, host, lambda_overrides(st, kargs, host_key))
+                deduced = _deduce(t, kargs, host, lambda_overrides(st, kargs, host_key), given=written[0])
                 if deduced and len(deduced) > len(written[0]):
                     written = [written[0] + deduced[len(written[0]):]]
         launch = Launch(kernel=kkey, launcher=fn.spelling, path=path, line=call.location.line, kind=kind,
@@ -84,6 +92,75 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
             _record_aliases(st, launch, r)
         _values(ctx, launch, fn, call)
         st.launches.append(launch)
+
+
+def _with_declarations(st: _State, spec: ci.Cursor | None, written: list[str], r: ci.Cursor) -> list[str] | None:
+    """Template arguments of a specialization some of whose arguments are declarations (functions): types and
+    integers from the AST, declarations from the written text with the launch's non-dependent aliases put in;
+    None where anything stays dependent or the two lists do not line up."""
+    if spec is None or _kernel_key(st, spec) is None:
+        return None
+    n = spec.get_num_template_arguments()
+    if n <= 0 or n != len(written):
+        return None
+    alias = _aliases(st.ctx, r, st.lists)
+    if any(not v for k, v in alias.items() if re.search(rf"\b{re.escape(k)}\b", " ".join(written))):
+        return None
+    out: list[str] = []
+    for i in range(n):
+        try:
+            kind = spec.get_template_argument_kind(i)
+        except ValueError:
+            return None
+        if kind == ci.TemplateArgumentKind.DECLARATION:
+            out.append(substitute(written[i], {k: v for k, v in alias.items() if v}))
+        elif kind in (ci.TemplateArgumentKind.TYPE, ci.TemplateArgumentKind.INTEGRAL):
+            one = _template_args_at(spec, i)
+            if one is None:
+                return None
+            out.append(one)
+        else:
+            return None
+    return out
+
+
+def _template_args_at(spec: ci.Cursor, i: int) -> str | None:
+    if spec.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE:
+        return spec.get_template_argument_type(i).get_canonical().spelling
+    ptypes = [p.type.get_canonical().spelling if p.kind == K.TEMPLATE_NON_TYPE_PARAMETER else ""
+              for p in _tparams(_primary(spec))]
+    t = ptypes[i] if i < len(ptypes) else ""
+    if t == "bool":
+        return "true" if spec.get_template_argument_unsigned_value(i) else "false"
+    if t.startswith("unsigned"):
+        return str(spec.get_template_argument_unsigned_value(i))
+    return str(spec.get_template_argument_value(i))
+
+
+def _is_pack(c: ci.Cursor) -> bool:
+    return any(t.spelling == "..." for t in c.get_tokens())
+
+
+def _fitting(st: _State, found: list[tuple[ci.Cursor | None, ci.Cursor, bool]], nargs: int
+             ) -> list[tuple[ci.Cursor | None, ci.Cursor, bool]]:
+    """Of several same-name kernels a dependent launch may reach (an overload set), those it can call: no more
+    written template arguments than template parameters, and as many call arguments as parameters (packs and
+    defaults aside). `k<T, 4><<<...>>>(a, b)` is no launch of `template <int N> k(float*)`; if none fits, all."""
+    out = []
+    for r, t, own in found:
+        prim = _primary(t)
+        tps = _tparams(prim)
+        parms = [c for c in prim.get_children() if c.kind == K.PARM_DECL]
+        key = _kernel_key(st, t)
+        written = _written_args(st, r, st.kernels[key].name) if own and r is not None and key in st.kernels else []
+        if written and written[0] and not any(_is_pack(p) for p in tps) and len(written[0]) > len(tps):
+            continue
+        if not any(_is_pack(p) for p in parms) and (
+                nargs > len(parms) or nargs < len([p for p in parms if not any(
+                    tok.spelling == "=" for tok in p.get_tokens())])):
+            continue
+        out.append((r, t, own))
+    return out or found
 
 
 _CV = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict)\b|&")
@@ -103,22 +180,44 @@ def _type_text(t: ci.Type, host: list[str]) -> str:
     return re.sub(r"type-parameter-(\d+)-(\d+)", name, text)
 
 
+def _arg_type(arg: ci.Cursor, host: list[str]) -> str:
+    """An argument's type as text for deduction. A dependent specialization's canonical spelling names the
+    class template's own parameters (`Chunks<N>` for `Chunks<depth>`): then its written spelling, which names
+    the host's. A pack expansion of a host parameter pack (`args...`) is that parameter's type (`Ts...`)."""
+    if arg.kind == K.PACK_EXPANSION_EXPR or arg.type.spelling == "<dependent type>":
+        ref = next((c.referenced for c in arg.walk_preorder() if c.kind == K.DECL_REF_EXPR), None)
+        if ref is not None and ref.kind == K.PARM_DECL and ref.type.spelling.endswith("..."):
+            return " ".join(_CV.sub(" ", ref.type.spelling).split())
+    canon = " ".join(_CV.sub(" ", _type_text(arg.type, host)).split())
+    written = " ".join(_CV.sub(" ", arg.type.spelling).split())
+    words = set(re.findall(r"[A-Za-z_]\w*", written))
+    if canon != written and words & set(host) and not set(re.findall(r"[A-Za-z_]\w*", canon)) & set(host) \
+            and "type-parameter" not in canon:
+        return written
+    return canon
+
+
 def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str],
-            overrides: dict[int, str] | None = None) -> list[str] | None:
+            overrides: dict[int, str] | None = None, given: list[str] | None = None) -> list[str] | None:
     """Template arguments a launch without `<...>` deduces from its arguments' types: the kernel's
     parameter types with its template parameters as holes, matched against the argument types
     (`adamw_kernel3<<<...>>>(params, grads)` inside `adamw_update<Tp, Tg>` gives <Tp, Tg>). `overrides`
-    give the type of an argument by position where the AST has none to spell (a lambda's functor struct)."""
+    give the type of an argument by position where the AST has none to spell (a lambda's functor struct);
+    `given` the leading arguments written at the launch (`k<T, RNG, 4><<<...>>>(n, rng, out, f)` deduces F only)."""
     tps = [p.spelling for p in _tparams(kernel)]
     parms = [c for c in kernel.get_children() if c.kind == K.PARM_DECL]
     if not tps or not parms:
         return None
-    bound: dict[str, str] = {}
+    fixed = dict(zip(tps, given or [], strict=False))
+    bound: dict[str, str] = dict(fixed)
     for i, (parm, arg) in enumerate(zip(parms, args, strict=False)):
         pat = " ".join(_CV.sub(" ", parm.type.spelling).split())
-        act = (overrides or {}).get(i) or " ".join(_CV.sub(" ", _type_text(arg.type, host)).split())
+        act = (overrides or {}).get(i) or _arg_type(arg, host)
         if not pat or not act or "type-parameter" in act:
             continue
+        if pat.endswith("...") and act.endswith("..."):
+            # A pack passed on whole (`ArgTypes... args` given `args...` of the host's `Ts... args`).
+            pat, act = pat[:-3].strip(), act[:-3].strip()
         holes = [n for n in tps if n.isidentifier() and re.search(rf"\b{re.escape(n)}\b", pat)]
         if not holes:
             continue
@@ -141,7 +240,7 @@ def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str],
                 return None
             # The last written argument of `Tensor<T, 2, Inner>` against the argument's full type
             # `Tensor<float, 2, true, long, Traits>`: what follows it are the template's defaults.
-            if bound.setdefault(n, got[0]) != got[0]:
+            if n not in fixed and bound.setdefault(n, got[0]) != got[0]:
                 return None  # two arguments disagree: leave it to a better source
     out = []
     for n in tps:  # trailing parameters may have defaults (filled by instantiations.plan)

@@ -103,7 +103,9 @@ def _written_args(st: _State, ref: ci.Cursor, name: str) -> list[list[str]]:
         m = re.match(rf"(?:[\w:]*::)?{re.escape(name)}\s*<(?!<)", stripped)
         got = _angle_args(stripped, m.end() - 1) if m else None
         return [got[0]] if got else []
-    return _named_args(expand_macros(st.ctx, text), name)
+    loc = ref.extent.start
+    at = (st.ctx.norm(loc.file.name), loc.offset) if loc.file is not None else None
+    return _named_args(expand_macros(st.ctx, text, at=at), name)
 
 
 def _record_aliases(st: _State, rec: Launch, ref: ci.Cursor) -> None:

@@ -34,11 +34,12 @@ def _src(ctx: TUContext, c: ci.Cursor) -> str:
 
 def _angle_args(text: str, start: int) -> tuple[list[str], int] | None:
     """Top-level arguments of the `<...>` opening at `start`, and the offset after its `>`. Inside
-    parentheses `<` and `>` compare (`!!(W > 8)`); outside they nest template argument lists, and a `>>`
-    closes two of them (C++11: `k<float, act<float>>`; a shift there must be parenthesized)."""
+    parentheses `<` and `>` compare (`!!(W > 8)`); outside they nest template argument lists. A run of `>`
+    closes as many nested lists as are open (`k<T, op<T>>`, C++11), but inside one list alone `>>` shifts."""
     angle, paren = 0, 0
     args, cur = [], ""
-    for i in range(start, len(text)):
+    i = start
+    while i < len(text):
         ch = text[i]
         if ch in "([{":
             paren += 1
@@ -47,17 +48,26 @@ def _angle_args(text: str, start: int) -> tuple[list[str], int] | None:
         elif paren == 0 and ch == "<" and text[i + 1:i + 2] != "<" and text[i - 1:i] != "<":
             angle += 1
             if angle == 1:
+                i += 1
                 continue
-        elif paren == 0 and ch == ">" and angle >= 1 and text[i + 1:i + 2] != "=" and text[i - 1:i] != "-":
-            angle -= 1
-            if angle == 0:
-                args.append(cur.strip())
-                return [a for a in args if a] if any(args) else [], i + 1
+        elif paren == 0 and angle >= 1 and ch == ">" and text[i - 1:i] not in (">", "-") and text[i + 1:i + 2] != "=":
+            run = len(text[i:]) - len(text[i:].lstrip(">"))
+            if run == 1 or angle >= 2:
+                closes = min(run, angle)
+                angle -= closes
+                if angle == 0:
+                    cur += ">" * (closes - 1)
+                    args.append(cur.strip())
+                    return [a for a in args if a] if any(args) else [], i + closes
+                cur += ">" * closes
+                i += closes
+                continue
         if ch == "," and angle == 1 and paren == 0:
             args.append(cur.strip())
             cur = ""
         elif angle >= 1:
             cur += ch
+        i += 1
     return None
 
 
@@ -121,17 +131,17 @@ def _invocation(text: str) -> tuple[str, list[str]] | None:
     return None
 
 
-def expand_macros(ctx: TUContext, text: str, depth: int = 4) -> str:
+def expand_macros(ctx: TUContext, text: str, depth: int = 4, at: tuple[str, int] | None = None) -> str:
     """One source text with the repo's function-like macro invocations in it expanded (textually,
-    `depth` levels): the kernel named inside `CASE(48, 1, ...)` gets the invocation's arguments."""
+    `depth` levels): the kernel named inside `CASE(48, 1, ...)` gets the invocation's arguments. `at`
+    (path, offset of the text) picks, of a macro defined more than once, the definition in force there."""
     text = _COMMENT.sub(" ", text)
     for _ in range(depth):
         changed = False
         out, pos = "", 0
         for m in _IDENT.finditer(text):
-            if m.start() < pos or not (defs := ctx.active_defs(m.group(0))):
+            if m.start() < pos or (macro := ctx.def_at(m.group(0), at)) is None:
                 continue
-            macro = defs[-1]
             mp = _macro_params(macro.body)
             if mp is None:
                 continue
@@ -168,7 +178,8 @@ def _invocation_length(text: str) -> int:
     return len(text)
 
 
-def _macro_launch(ctx: TUContext, text: str) -> tuple[list[str | None], list[str] | None, str]:
+def _macro_launch(ctx: TUContext, text: str, at: tuple[str, int] | None = None
+                  ) -> tuple[list[str | None], list[str] | None, str]:
     """Configuration and arguments of a launch written through a macro (`hipLaunchKernelGGL(k, g, b,
     smem, stream, args...)`, a repo's `LAUNCH_1D(k, n, stream, ...)`)."""
     inv = _invocation(_COMMENT.sub(" ", text))
@@ -177,7 +188,7 @@ def _macro_launch(ctx: TUContext, text: str) -> tuple[list[str | None], list[str
     name, args = inv
     if name in _MACRO_LAUNCHES:
         return [*(a or None for a in args[1:5])], args[5:], name
-    expanded = expand_macros(ctx, text)
+    expanded = expand_macros(ctx, text, at=at)
     m = re.search(r"<<<(.*?)>>>\s*\(", expanded, re.S)
     if not m:
         return [text], None, "<<<>>>"
@@ -203,9 +214,10 @@ def macro_argument_lists(ctx: TUContext, ref: ci.Cursor, name: str, written: lis
     text = _COMMENT.sub(" ", head[:_invocation_length(head)])
     wanted = set(_IDENT.findall(" ".join(written)))
     out: dict[str, list[str]] = {}
+    at = (ctx.norm(loc.file.name), loc.offset)
     for macro_name in dict.fromkeys(_IDENT.findall(text)):
-        defs = ctx.active_defs(macro_name)
-        mp = _macro_params(defs[-1].body) if defs else None
+        macro = ctx.def_at(macro_name, at)
+        mp = _macro_params(macro.body) if macro is not None else None
         if mp is None or not re.search(rf"(?<![\w.]){re.escape(name)}\s*<", mp[1]):
             continue
         params = [(i, p) for i, p in enumerate(mp[0]) if p in wanted]

@@ -25,6 +25,7 @@ from miner.units.launches.tables import (
     _host_of,
     _reference,
 )
+from miner.units.launches.tags import tag_lambda
 from miner.units.launches.values import _taken_branches
 
 
@@ -99,6 +100,8 @@ def _walk_body(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None, hos
     while stack:
         c, in_lambda = stack.pop()
         kind = c.kind
+        if kind == K.VAR_DECL and fn is not None:
+            tag_lambda(st, c, fn)  # before the lambda's body is walked: its launches read the tag values
         if kind == K.CALL_EXPR:
             children = list(c.get_children())
             cfg = next((x for x in children if x.kind == K.CALL_EXPR

@@ -1,0 +1,82 @@
+"""Why a template kernel's arguments are only defaults (`inferred`): a stated reason where the mined sources
+hold no concrete arguments at all, so such a kernel is told apart from one whose real arguments the miner missed.
+
+Two cases are stated, each checked against the sources rather than assumed:
+
+- `not_instantiated`: nothing launches, references or explicitly instantiates the kernel. Its name is written
+  nowhere besides its definition (`launch_missing: not_referenced`), or only at launches the AST resolved to
+  another kernel of that name, an overload or a same-name kernel of another file (`other_definition`).
+- `launcher_not_instantiated`: every launch sits in a host function template whose instantiations are unknown,
+  and no such template is named anywhere besides its own definition (nothing calls or instantiates it).
+
+Anything else (a launch whose arguments the miner could not follow, a name written where no launch was
+resolved) carries no reason: that is the miner's miss, counted as such (`scripts/mine_corpus.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from miner.units.mentions import Mentions
+from miner.units.records import Analyses, Launch
+
+WEAK = ("inferred", "none")
+
+
+def launch_sites(data: Analyses, but: tuple[str, int]) -> set[tuple[str, int]]:
+    """(path, line) of every recorded launch of a kernel other than `but`."""
+    return {(lc.path, lc.line) for key, recs in data.launches.items() if key != but
+            for lc in recs if lc.kind != "reference"}
+
+
+def other_definition(uses: list[tuple[str, int]], sites: set[tuple[str, int]],
+                     mentions: Mentions | None = None) -> bool:
+    """Every place the name is written is a launch resolved to another kernel: at the launch itself, or in the
+    body of a launch macro (`#define LAUNCH(N) k<T, N><<<...>>>(...)`) every invocation of which is one."""
+    if not uses:
+        return False
+    for path, line in uses:
+        if (path, line) in sites:
+            continue
+        macro = mentions.macro_at(path, line) if mentions is not None else None
+        if macro is None:
+            return False
+        name, start, end = macro
+        inv = mentions.uses(name, (path, start, end))  # type: ignore[union-attr]
+        if not inv or not all(u in sites for u in inv):
+            return False
+    return True
+
+
+def launcher_uses(records: Iterable[Launch], mentions: Mentions) -> dict[str, int] | None:
+    """How often each enclosing host template of the launches is named besides its own name at its definition,
+    when every launch took its host template's defaults (else None: the launches had real arguments)."""
+    launches = [lc for lc in records if lc.kind != "reference"]
+    if not launches or not all(lc.host_defaulted and lc.host_template for lc in launches):
+        return None
+    out: dict[str, int] = {}
+    for lc in launches:
+        path, offset = lc.host_template  # type: ignore[misc]
+        out[f"{lc.launcher}@{path}:{offset}"] = len(mentions.uses(lc.launcher, (path, offset, offset + 1)))
+    return out
+
+
+def reason(meta: dict[str, Any], insts: list[dict[str, Any]], records: list[Launch],
+           launchers: dict[str, int] | None) -> dict[str, Any] | None:
+    """The `args_missing` block of a template kernel left with only inferred arguments, or None."""
+    if not meta.get("template_params") or meta.get("is_specialization") or \
+            not all(i.get("origin") in WEAK for i in insts):
+        return None
+    name = meta["name"]
+    missing = (meta.get("launch_missing") or {}).get("reason")
+    if not records and missing in ("not_referenced", "other_definition"):
+        return {"reason": "not_instantiated",
+                "detail": f"nothing in the mined sources launches, references or explicitly instantiates {name} "
+                          "(launch_missing: " + missing + "): no concrete template arguments exist there"}
+    if launchers and not any(launchers.values()):
+        names = sorted({k.split("@", 1)[0] for k in launchers})
+        return {"reason": "launcher_not_instantiated",
+                "detail": f"{name} is launched only in host template(s) {', '.join(names)}, which nothing in the "
+                          "mined sources calls or instantiates: no concrete template arguments exist there"}
+    return None
