@@ -216,3 +216,20 @@ def test_incomplete_parse_instantiates_no_function_body() -> None:
     # Only the explicit instantiation's definition, made where it is written.
     explicit = ["scale_all<>(int *, int, int, cudaStream_t)"]
     assert instantiated(clang_frontend.KEEP_GOING | clang_frontend.INCOMPLETE) == explicit
+
+
+def test_forward_declared_template_kernel_is_launched_in_an_incomplete_parse(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel declared, launched with deduced arguments, then defined: the launch resolves to the
+    uninstantiated specialization, whose primary template's definition is the kernel (both parses agree)."""
+    from miner.frontends import clang_frontend
+    from miner.units.analysis import analyse
+
+    config, inputs, _ = _instantiate_setup()
+    path = str((INSTANTIATE / "forward_declared.cu").resolve())
+    fast = clang_frontend.parse(path, config, inputs, analyse=analyse)
+    monkeypatch.setattr(clang_frontend, "_OPTIONS", clang_frontend._OPTIONS & ~clang_frontend.INCOMPLETE)
+    full = clang_frontend.parse(path, config, inputs, analyse=analyse)
+    assert _summary(fast) == _summary(full)
+    launched = fast.analysis["launches"]
+    assert len(launched) == 1 and launched[0]["template_args"] == ["float"], launched

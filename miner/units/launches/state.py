@@ -90,9 +90,13 @@ def _kernel_key(st: _State, t: ci.Cursor) -> tuple[str, int] | None:
         return key
     # A dependent call's overload set holds the declaration lookup found (`template <class T> __global__ void
     # k(T*);` in the project's header): the kernel is its definition, later in the TU.
-    d = t.get_definition()
-    key = _key(st.ctx, d) if d is not None and d != t else None
-    return key if key in st.kernels else None
+    # A specialization the parse did not instantiate (incomplete TUs skip that) has no definition of its own:
+    # its primary template's is the kernel.
+    for d in (t.get_definition(), _primary(t).get_definition()):
+        key = _key(st.ctx, d) if d is not None and d != t else None
+        if key in st.kernels:
+            return key
+    return None
 
 
 def _written_args(st: _State, ref: ci.Cursor, name: str) -> list[list[str]]:
