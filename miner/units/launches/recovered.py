@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -114,17 +115,8 @@ def recover_dropped(st: _State, defs: list[tuple[str, ci.Cursor]]) -> None:
     if not errors:
         return
     rx = re.compile(r"(?<![\w.])(?:\w+::)*(" + "|".join(map(re.escape, sorted(missing))) + r")\b")
-    for path, fn in defs:
-        if fn.kind not in _FUNCS:
-            continue
+    for path, fn, errs, raw, text in _bodies_with_errors(st, defs, errors):
         e = fn.extent
-        if e.start.file is None or st.ctx.norm(e.start.file.name) != path:
-            continue
-        errs = [o for o in errors.get(path, []) if e.start.offset <= o < e.end.offset]
-        if not errs:
-            continue
-        raw = st.ctx.read(path)[e.start.offset:e.end.offset]
-        text = _COMMENT_OR_STRING.sub(_blank, raw).decode("utf-8", "replace")
         for m in rx.finditer(text):
             site = _site(text, m.end())
             if site is None:
@@ -148,15 +140,8 @@ def recover_dropped_calls(st: _State, defs: list[tuple[str, ci.Cursor]]) -> None
     if not errors:
         return
     rx = re.compile(r"(?<![\w.>])(?:\w+::)*(" + "|".join(map(re.escape, sorted(names))) + r")\s*<(?!<)")
-    for path, fn in defs:
+    for path, fn, errs, _raw, text in _bodies_with_errors(st, defs, errors):
         e = fn.extent
-        if fn.kind not in _FUNCS or e.start.file is None or st.ctx.norm(e.start.file.name) != path:
-            continue
-        errs = [o for o in errors.get(path, []) if e.start.offset <= o < e.end.offset]
-        if not errs:
-            continue
-        raw = st.ctx.read(path)[e.start.offset:e.end.offset]
-        text = _COMMENT_OR_STRING.sub(_blank, raw).decode("utf-8", "replace")
         host_key = None
         for m in rx.finditer(text):
             got = _angle_args(text, m.end() - 1)
@@ -208,3 +193,17 @@ def _add(st: _State, fn: ci.Cursor, path: str, kkey: tuple[str, int], offset: in
             launch._scope = scope_params(fn, st.classes[host_key])  # type: ignore[attr-defined]
         _values(st.ctx, launch, fn, call)
         st.launches.append(launch)
+
+
+def _bodies_with_errors(st: _State, defs: list[tuple[str, ci.Cursor]], errors: dict[str, list[int]]
+                        ) -> Iterator[tuple[str, ci.Cursor, list[int], bytes, str]]:
+    """Functions defined in their own file whose body holds a parse error: the error offsets, the raw body and
+    the body with comments and strings blanked (offsets kept)."""
+    for path, fn in defs:
+        e = fn.extent
+        if fn.kind not in _FUNCS or e.start.file is None or st.ctx.norm(e.start.file.name) != path:
+            continue
+        errs = [o for o in errors.get(path, []) if e.start.offset <= o < e.end.offset]
+        if errs:
+            raw = st.ctx.read(path)[e.start.offset:e.end.offset]
+            yield path, fn, errs, raw, _COMMENT_OR_STRING.sub(_blank, raw).decode("utf-8", "replace")
