@@ -108,3 +108,13 @@ def test_a_class_template_written_with_thrust_pair_comes_with_the_kernel(dataset
     m = only_meta(dataset, "read_table")
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
     assert "struct pair_table" in _unit(dataset, m, m["instantiations"][0]["id"])
+
+
+def test_a_member_constant_the_compiler_evaluates_is_its_value_not_its_written_expression(
+        dataset: dict[str, Any]) -> None:
+    # `level_sum<T, N_PER_LEVEL, N_PER_THREAD>` with `N_PER_THREAD = std::min(2u, N_PER_LEVEL)` in
+    # `Levels<float, 1>` and `Levels<float, 4>`: the values 1 and 2, never `std::min(2u, 1)`.
+    m = only_meta(dataset, "level_sum")
+    got = sorted(tuple(i["args"]) for i in m["instantiations"])
+    assert got == [("float", "1", "1"), ("float", "4", "2")], m["instantiations"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -41,7 +41,7 @@ class Prober:
     def __init__(self, st: _State, insts: dict[tuple[str, int], list[list[str]]]) -> None:
         self.st, self.insts = st, insts
         self.lines: list[str] = []
-        self.jobs: list[tuple[Any, list[tuple[str, str, list[str]]]]] = []
+        self.jobs: list[tuple[Any, list[tuple[str, str, list[str], list[str]]]]] = []
         self.classes: dict[tuple[str, ...], str] = {}  # (class key, args) -> its member probe's name
         self.members: dict[str, tuple[ci.Cursor, dict[str, str]]] = {}  # member probe -> class, its parameters
         self.results: dict[int, list[list[str]]] = {}
@@ -67,7 +67,7 @@ class Prober:
             return
         used_member = [p for p in member_params if p in names]
         member_insts = self.insts.get(member, []) if used_member and member is not None else [[]]
-        made: list[tuple[str, str, list[str]]] = []
+        made: list[tuple[str, str, list[str], list[str]]] = []
         for class_args, member_args in itertools.islice(itertools.product(self.insts[key], member_insts),
                                                         _MAX_PER_LAUNCH):
             if len(self.lines) >= _MAX_PROBES or len(params) != len(class_args) or len(own) != len(class_args):
@@ -85,7 +85,7 @@ class Prober:
             name = f"__km_probe_{len(self.lines)}"
             self.lines.append(_probe_text(name, cls, class_args, [
                 (f"a{i}", kinds[i] if i < len(kinds) else "type", t) for i, t in enumerate(filled)]))
-            made.append((name, self.classes[ck], filled))
+            made.append((name, self.classes[ck], filled, kinds))
         if made:
             self.jobs.append((owner, made))
 
@@ -102,7 +102,7 @@ class Prober:
         for owner, made in self.jobs:
             got: list[list[str]] = []
             selves: set[str] = set()
-            for name, mname, filled in made:
+            for name, mname, filled, kinds in made:
                 # One class instantiation spelled two ways (`Map<int, pool>` from a line of text, `Map<int,
                 # ns::pool>` from the AST) is probed once.
                 self_type = found.get(mname, {}).get("km_self")
@@ -117,6 +117,12 @@ class Prober:
                 # (a member the parse could not type reads back as its own name: not the compiler's answer)
                 args = [v if (v := vals.get(f"a{i}")) and not any(n in known for n in _free_names(v))
                         else _expand(t, known) for i, t in enumerate(filled)]
+                # A value the compiler did not evaluate stays unread: its written expression with the class's
+                # parameters put in (`std::min(2u, N)` -> `std::min(2u, 1)`) need not be a constant of the
+                # parameter's type, and the launch keeps what the other sources give.
+                if any(k == "value" and not vals.get(f"a{i}") and not _LITERAL.fullmatch(args[i])
+                       for i, k in enumerate(kinds[:len(args)])):
+                    continue
                 if all(args) and not any(n in known for a in args for n in _free_names(a)) and args not in got:
                     got.append(args)
             if got:
@@ -159,6 +165,7 @@ def apply(st: _State, prober: Prober) -> None:
             rec.resolved_text = None
 
 
+_LITERAL = re.compile(r"-?\d+[uUlL]*|true|false")
 _KINDS = {K.TEMPLATE_TYPE_PARAMETER: "type", K.TEMPLATE_NON_TYPE_PARAMETER: "value",
           K.TEMPLATE_TEMPLATE_PARAMETER: "template"}
 
