@@ -280,12 +280,22 @@ def test_tree_sitter_sees_c_linkage() -> None:
                    "vc_cpp": False, "vc_plain": False}
 
 
+def _ptx_of(tmp_path: Path, sources: dict[str, str]) -> dict[str, ptx.Ptx]:
+    """Each source compiled with the real nvcc to PTX and parsed, by name."""
+    parsed = {}
+    for name, text in sources.items():
+        (tmp_path / f"{name}.cu").write_text(text)
+        subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-o", str(tmp_path / f"{name}.ptx"),
+                        str(tmp_path / f"{name}.cu")], check=True, capture_output=True, timeout=300)
+        parsed[name] = ptx.parse((tmp_path / f"{name}.ptx").read_text())
+    return parsed
+
+
 def test_a_kernel_of_an_anonymous_namespace_is_found_and_compared(tmp_path: Path) -> None:
     """PyTorch ops define their kernels in `namespace ops { namespace { ... } }`; the unit keeps `ops` but not
     the anonymous namespace. The original's entry is found by its demangled name and the two compare
     identical (the entry's `.visible` linkage and the namespace's component in its `__shared__` array's name
     aside); the same kernel with other template arguments is not taken for it."""
-    import subprocess
 
     from miner.verify.driver import _find_entry
 
@@ -299,12 +309,7 @@ def test_a_kernel_of_an_anonymous_namespace_is_found_and_compared(tmp_path: Path
                            " other_kernel<float><<<1, 1>>>(n, x, y); }\n}\n",
                "unit": "namespace ops {\n" + body + "template __global__ void scale_kernel<float>(int, const float*, "
                        "float*);\n}\n"}
-    parsed = {}
-    for name, text in sources.items():
-        (tmp_path / f"{name}.cu").write_text(text)
-        subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-o", str(tmp_path / f"{name}.ptx"),
-                        str(tmp_path / f"{name}.cu")], check=True, capture_output=True, timeout=300)
-        parsed[name] = ptx.parse((tmp_path / f"{name}.ptx").read_text())
+    parsed = _ptx_of(tmp_path, sources)
     entry = next(e for e in parsed["unit"].entries if "12scale_kernel" in e)
     assert ptx.find_entry(parsed["original"], entry) is None  # the mangled names differ
     found = _find_entry(parsed["original"], entry, "scale_kernel")
@@ -369,12 +374,7 @@ def test_a_parameter_type_that_is_an_alias_in_the_original(tmp_path: Path) -> No
         "other": "namespace at { template <typename T, int N> struct Acc { T* p; long s[N]; }; }\n" + kernel
                  + "template __global__ void vc_rows<32>(at::Acc<float, 2>, float*);\n",
     }
-    parsed = {}
-    for name, text in sources.items():
-        (tmp_path / f"{name}.cu").write_text(text)
-        subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-o", str(tmp_path / f"{name}.ptx"),
-                        str(tmp_path / f"{name}.cu")], check=True, capture_output=True, timeout=300)
-        parsed[name] = ptx.parse((tmp_path / f"{name}.ptx").read_text())
+    parsed = _ptx_of(tmp_path, sources)
     unit, wider = parsed["unit"].entries[0], parsed["wider"].entries[0]
     assert ptx.find_entry(parsed["original"], unit) is None   # the mangled names differ
     found = _find_entry(parsed["original"], unit, "vc_rows", parsed["unit"])
