@@ -233,3 +233,40 @@ def test_forward_declared_template_kernel_is_launched_in_an_incomplete_parse(
     assert _summary(fast) == _summary(full)
     launched = fast.analysis["launches"]
     assert len(launched) == 1 and launched[0]["template_args"] == ["float"], launched
+
+
+def test_launches_through_variables_index_each_function_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/fixtures/speed_dispatch: 24 launches through a local `auto kern = k<T, B>` that nested dispatch
+    macros expand, and a function pointer assigned in branches. Each launch's kernel is found through the
+    variable, and the launching function's assignments are indexed once, not walked again per launch (a
+    host function with thousands of such launches did not finish in an hour)."""
+    from miner.frontends import clang_frontend
+    from miner.frontends.config import ParseConfig
+    from miner.units.analysis import analyse
+    from miner.units.launches import dataflow
+
+    if not clang_frontend.AVAILABLE:
+        pytest.skip("libclang not installed")
+    calls = [0]
+    original = dataflow._assignment
+
+    def counted(c):
+        calls[0] += 1
+        return original(c)
+
+    monkeypatch.setattr(dataflow, "_assignment", counted)
+    path = str((FIXTURES / "speed_dispatch" / "dispatch.cu").resolve())
+    res = clang_frontend.parse(path, ParseConfig(), {path}, analyse=analyse)
+    assert not res.error and not res.unit_error
+    offsets = {k.name: k.start_offset for k in res.kernels}
+    chevrons = [lc for lc in res.analysis["launches"] if lc["kind"] == "<<<>>>"]
+    scaled = sorted(tuple(lc["template_args"]) for lc in chevrons if lc["kernel"][1] == offsets["scale_rows"])
+    assert scaled == sorted((t, b) for t in ("float", "double", "int") for b in ("true", "false"))
+    assert {lc["kernel"][1] for lc in chevrons if lc["line"] == 68} == {offsets["add_one"], offsets["sub_one"]}
+    # One walk of each launching function (and of the bodies the member-store search reads), where the walk
+    # per launch cost 24 times the dispatching function's cursors.
+    idx = clang_frontend.ci.Index.create()
+    tu = idx.parse(path, args=clang_frontend.clang_args(ParseConfig(), path), options=0x200)
+    size = sum(1 for c in tu.cursor.get_children() if c.spelling in ("launch_all", "launch_picked")
+               for _ in c.walk_preorder())
+    assert 0 < calls[0] <= 2 * size

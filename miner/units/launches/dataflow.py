@@ -25,11 +25,7 @@ def _through_variables(st: _State, fn: ci.Cursor, expr: ci.Cursor) -> list[tuple
         v = d.referenced if d.kind == K.DECL_REF_EXPR else None
         if v is None or v.kind not in (K.VAR_DECL, K.PARM_DECL):
             continue
-        sources = [v.get_definition() or v]
-        for a in fn.walk_preorder():  # assignments to the variable in this function
-            kids = _assignment(a)
-            if kids and any(k.kind == K.DECL_REF_EXPR and k.referenced == v for k in kids[0].walk_preorder()):
-                sources.append(kids[1])
+        sources = [v.get_definition() or v, *_assigned(st, fn, v)]  # and assignments to it in this function
         for src in sources:
             out += [(r, t, {}) for r, t in _kernel_refs(st, src)]
             for call in src.walk_preorder():
@@ -52,6 +48,30 @@ def _through_variables(st: _State, fn: ci.Cursor, expr: ci.Cursor) -> list[tuple
         if out:
             break
     return out
+
+
+def _assigned(st: _State, fn: ci.Cursor, v: ci.Cursor) -> list[ci.Cursor]:
+    """Right-hand sides of the assignments in `fn` whose left-hand side names `v`, in source order.
+    The function's assignments are indexed once per function: walking the whole function again for every
+    launch through a variable was quadratic, and a host function that nested dispatch macros expand into
+    thousands of launches (each `kernel<<<...>>>` with `kernel` a local) did not finish in an hour."""
+    index = st.assignments.get(fn.hash)
+    if index is None or index[0] != fn:
+        by_var: dict[int, list[tuple[ci.Cursor, ci.Cursor]]] = {}
+        for a in fn.walk_preorder():
+            kids = _assignment(a)
+            if not kids:
+                continue
+            named: list[ci.Cursor] = []
+            for k in kids[0].walk_preorder():
+                r = k.referenced if k.kind == K.DECL_REF_EXPR else None
+                if r is not None and not any(r == x for x in named):
+                    named.append(r)
+            for r in named:
+                by_var.setdefault(r.hash, []).append((r, kids[1]))
+        index = (fn, by_var)
+        st.assignments[fn.hash] = index
+    return [rhs for r, rhs in index[1].get(v.hash, ()) if r == v]
 
 
 _BINOP: Any = None

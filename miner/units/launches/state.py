@@ -40,6 +40,9 @@ class _State:
     names: set[str] = field(default_factory=set)  # kernel names: a cheap test before resolving a reference
     bodies: dict[tuple[str, int], tuple[list[tuple[ci.Cursor, ci.Cursor]], dict[int, str]]] = field(
         default_factory=dict)  # a function's kernel references and the fields they are stored into
+    # A function's assignments by the variable their left-hand side names (miner.units.launches.dataflow).
+    assignments: dict[int, tuple[ci.Cursor, dict[int, list[tuple[ci.Cursor, ci.Cursor]]]]] = field(
+        default_factory=dict)
     # Generic lambda parameters (by declaration) dispatched over a list of values, and those values.
     lists: dict[tuple[str, int], list[str]] = field(default_factory=dict)
     scanned: set[int] = field(default_factory=set)  # scopes searched for explicit class instantiations
