@@ -172,12 +172,14 @@ def deduced_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], host_ke
     or inside a host template: the callee's instantiation, concrete or in the caller's parameters."""
     from miner.units.launches.sites import _deduce, _type_text  # (sites imports the walk's helpers)
 
-    if not children or re.search(r">\s*$", _src(st.ctx, children[0])):
-        return  # arguments written (`f<T>(...)`): the written-argument reader has them
+    if not children:
+        return
     args = children[1:]
     lambdas = {i: a for i, a in enumerate(args) for a in [_lambda_of(a)] if a is not None}
     if not lambdas and host_key is None:
-        return
+        return  # (tested before the callee's text, which costs more: most calls stop here)
+    if re.search(r">\s*$", _src(st.ctx, children[0])):
+        return  # arguments written (`f<T>(...)`): the written-argument reader has them
     host = [p.spelling for p in st.host_params.get(host_key, [])] if host_key else []
     overrides: dict[int, str] = {}
     for i, lam in lambdas.items():

@@ -76,9 +76,11 @@ def note_call(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: l
     if not name:
         return
     args = list(call.get_arguments()) or children[1:]
+    found = [(i, refs) for i, a in enumerate(args) if len(refs := _kernel_refs(st, a)) == 1]
+    if not found:
+        return  # no argument names one kernel: the arguments' texts are not needed (most calls)
     texts = [_src(st.ctx, a) for a in args]
-    for i, a in enumerate(args):
-        refs = _kernel_refs(st, a)
+    for i, refs in found:
         m = _PLAIN_REF.match(_COMMENT.sub(" ", texts[i]))
         if len(refs) == 1 and m and m.group(1) == refs[0][1].spelling:
             ref, target = refs[0]

@@ -74,6 +74,11 @@ def _kernel_refs(st: _State, c: ci.Cursor) -> list[tuple[ci.Cursor, ci.Cursor]]:
     for d in c.walk_preorder():
         if d.kind not in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF):
             continue
+        # A reference names what it refers to: one whose name is no kernel's cannot resolve to a kernel (a
+        # cheap test before resolving it; an unnamed one is resolved, as the walk does).
+        name = d.spelling
+        if name and name not in st.names:
+            continue
         for t in _targets(st.ctx, d):
             key = _kernel_key(st, t)
             # A DECL_REF_EXPR and its OVERLOADED_DECL_REF child name the same kernel at the same place.
