@@ -85,7 +85,9 @@ def _includes(data: bytes) -> list[str]:
 
 
 def _project_files(roots: set[str], skip: set[str]) -> dict[str, list[str]]:
-    """basename -> real paths of the source files under the project roots (inputs excluded)."""
+    """basename -> real paths of the files under the project roots (inputs excluded). Files of any suffix:
+    an `#include` names a header whatever its suffix (`cuda_utils.hu`, a `define.c` of host constants), and
+    only names an include asks for are looked up; the size limit counts the source files alone."""
     by_name: dict[str, list[str]] = defaultdict(list)
     count = 0
     for root in sorted(roots):
@@ -93,17 +95,16 @@ def _project_files(roots: set[str], skip: set[str]) -> dict[str, list[str]]:
             dirs[:] = sorted(x for x in dirs if x not in _SKIP_DIRS and not x.startswith("."))
             real_d = None
             for n in names:
-                if os.path.splitext(n)[1].lower() not in SOURCE_SUFFIXES:
-                    continue
+                source = os.path.splitext(n)[1].lower() in SOURCE_SUFFIXES
                 # The folder's real path once, and realpath per file only for links: a realpath per file
                 # (an lstat per path component) was a fifth of a cached MMCV rerun.
                 real_d = real_d or os.path.realpath(d)
                 p = os.path.join(real_d, n)
-                if os.path.islink(p):
+                if source and os.path.islink(p):
                     p = os.path.realpath(p)
                 if p not in skip:
                     by_name[n].append(p)
-                count += 1
+                count += source
                 if count > MAX_PROJECT_FILES:
                     return by_name
     return by_name

@@ -9,12 +9,12 @@ import re
 # Toolkit and standard headers a unit may keep; torch/framework headers never enter a unit.
 STD_HEADERS = frozenset("""
     algorithm any array atomic bit bitset cassert cctype cerrno cfenv cfloat charconv chrono cinttypes climits
-    cmath complex concepts cstddef cstdint cstdio cstdlib cstring ctime cwchar deque exception functional
-    initializer_list iomanip ios iosfwd iostream istream iterator limits list map memory mutex new numeric
+    cmath complex concepts csignal cstdarg cstddef cstdint cstdio cstdlib cstring ctime cwchar deque exception
+    functional initializer_list iomanip ios iosfwd iostream istream iterator limits list map memory mutex new numeric
     optional ostream queue random ratio set span sstream stack stdexcept string string_view system_error thread
     tuple type_traits typeinfo unordered_map unordered_set utility valarray variant vector
-    assert.h ctype.h errno.h float.h inttypes.h limits.h math.h stdbool.h stddef.h stdint.h stdio.h stdlib.h
-    string.h time.h
+    assert.h ctype.h errno.h float.h inttypes.h limits.h math.h signal.h stdarg.h stdbool.h stddef.h stdint.h
+    stdio.h stdlib.h string.h time.h
 """.split())
 # Headers that ship with the CUDA toolkit's compiler and runtime (not cuBLAS, cuDNN, cuRAND, NCCL, ...).
 TOOLKIT_HEADER = re.compile(

@@ -25,6 +25,7 @@ HEADER_OF = {
     **dict.fromkeys(("int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
                      "intptr_t", "uintptr_t"), "cstdint"),
     "assert": "cassert", "printf": "cstdio", "memcpy": "cstring", "memset": "cstring",
+    "va_list": "cstdarg", "va_start": "cstdarg",
     "vector": "vector", "string": "string", "stringstream": "sstream", "cout": "iostream", "cerr": "iostream",
     "numeric_limits": "limits", "initializer_list": "initializer_list",
     "is_same": "type_traits", "enable_if": "type_traits", "conditional": "type_traits",

@@ -1,0 +1,36 @@
+"""`extract --build` on tests/fixtures/dev3: patterns found on the third development set (issue 14,
+scripts/corpus_repos_dev3.txt), each reproduced by a kernel of our own and judged by the real libclang
+parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "dev3")
+
+
+def _unit(dataset: dict[str, Any], meta: dict[str, Any], inst: str) -> str:
+    return (Path(dataset["out"]) / meta["id"] / "units" / inst / "unit.cu").read_text(encoding="utf-8")
+
+
+def test_headers_of_any_suffix_are_project_code(dataset: dict[str, Any]) -> None:
+    # `#include <fx/fx_utils.hu>` and `#include "fx_consts.c"`: suffixes no header list names, still the
+    # project's headers, so their macros, typedef and classes (and fx_utils.hu's <cstdarg>) reach the unit.
+    m = only_meta(dataset, "fx_sum_kernel")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+    unit = _unit(dataset, m, "default")
+    for text in ("#define FX_CHECK(ans)", "typedef unsigned long long fx_acc_t;", "class FxRank {",
+                 "#define FX_SCALE 3ull", "#include <cstdarg>"):
+        assert text in unit, text
+    assert m["launches"][0]["values"]["block"] == 128
