@@ -34,3 +34,15 @@ def test_headers_of_any_suffix_are_project_code(dataset: dict[str, Any]) -> None
                  "#define FX_SCALE 3ull", "#include <cstdarg>"):
         assert text in unit, text
     assert m["launches"][0]["values"]["block"] == 128
+
+
+def test_member_template_chain_defined_out_of_line(dataset: dict[str, Any]) -> None:
+    # `Launch` calls `LaunchInner<double, 1024>` (a member template: libclang gives a method's specialization
+    # no template arguments), which calls `LaunchInner0<HIST_T, N, uint8_t>`, ... down to the launch; each
+    # member template is declared in the class and defined out of line, and both places are one host template.
+    m = only_meta(dataset, "hist_rows_kernel")
+    assert {i["origin"] for i in m["instantiations"]} == {"host_template"}, m["instantiations"]
+    assert {tuple(i["args"]) for i in m["instantiations"]} == {
+        (b, p, h, n) for b in ("unsigned char", "unsigned short") for p in ("unsigned short", "unsigned int")
+        for h, n in (("double", "1024"), ("float", "2048"))}
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
