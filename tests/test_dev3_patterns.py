@@ -46,3 +46,12 @@ def test_member_template_chain_defined_out_of_line(dataset: dict[str, Any]) -> N
         (b, p, h, n) for b in ("unsigned char", "unsigned short") for p in ("unsigned short", "unsigned int")
         for h, n in (("double", "1024"), ("float", "2048"))}
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_friend_named_with_a_qualifier_is_declared_first(dataset: dict[str, Any]) -> None:
+    # `template <...> friend struct detail::caster;` in the class the kernel uses: the unit declares
+    # `detail::caster` before the class, as the header does.
+    m = only_meta(dataset, "scale16_kernel")
+    assert build_statuses(m) == {"hq_half16": "ok"}, build_statuses(m)
+    unit = _unit(dataset, m, "hq_half16")
+    assert unit.index("template <typename T, typename U, int R> struct caster;") < unit.index("class half16 {")

@@ -39,6 +39,7 @@ from miner.units.headers import STD_HEADERS
 _ARG_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
                    "CLASS_TEMPLATE", "TYPE_ALIAS_TEMPLATE_DECL"}
 _ARG_FUNCTION_KINDS = {"FUNCTION_DECL", "FUNCTION_TEMPLATE"}
+_FRIEND_KINDS = {K.CLASS_TEMPLATE, K.CLASS_DECL, K.STRUCT_DECL, K.FUNCTION_TEMPLATE, K.FUNCTION_DECL}
 
 
 def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_start: int,
@@ -145,6 +146,14 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
         for c in _walk(cur, drop):
             if c.kind == K.NAMESPACE_REF and c.referenced is not None and c.referenced.kind == K.NAMESPACE_ALIAS:
                 refs = [c.referenced]  # `my_cub::BlockLoad`: the alias `namespace my_cub = cub;` comes along
+            elif c.kind == K.FRIEND_DECL:
+                # `template <typename, typename, int> friend struct detail::caster;`: a friend named with a
+                # qualifier must be declared before the class, so its first declaration comes along (an
+                # unqualified friend declares itself in the enclosing namespace and needs nothing).
+                refs = [ch.canonical for ch in c.get_children()
+                        if ch.kind in _FRIEND_KINDS and ch.semantic_parent is not None
+                        and cur.semantic_parent is not None and ch.semantic_parent != cur.semantic_parent
+                        and ch.canonical.location.file is not None]
             elif c.kind not in _REF_KINDS:
                 continue
             elif c.kind == K.OVERLOADED_DECL_REF:
