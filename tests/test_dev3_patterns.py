@@ -55,3 +55,13 @@ def test_friend_named_with_a_qualifier_is_declared_first(dataset: dict[str, Any]
     assert build_statuses(m) == {"hq_half16": "ok"}, build_statuses(m)
     unit = _unit(dataset, m, "hq_half16")
     assert unit.index("template <typename T, typename U, int R> struct caster;") < unit.index("class half16 {")
+
+
+def test_latin1_sources_and_a_project_header_named_like_the_toolkit(dataset: dict[str, Any]) -> None:
+    # Latin-1 comments (not UTF-8) in the kernel file and its helper; the helper is `<cuda_kit_helper.h>`,
+    # found through the build's -I: the project's header (inlined), not a toolkit one (kept as an include).
+    m = only_meta(dataset, "kit_hash_64")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+    unit = _unit(dataset, m, "default")
+    assert "cuda_kit_helper.h" not in unit.split("// km:includes-end")[0]
+    assert "uint32_t kit_swab32(uint32_t x)" in unit and "uint64_t KIT_ROTL64(" in unit

@@ -22,6 +22,7 @@ from collections import defaultdict
 from miner.source.discover import _SKIP_DIRS as _DISCOVER_SKIP_DIRS
 from miner.source.discover import SOURCE_SUFFIXES, SourceFile, _check_text
 from miner.source.include_graph import INCLUDE, TU_SUFFIXES, include_tail, resolve
+from miner.units.headers import STD_HEADERS, is_toolkit_header
 
 _SKIP_DIRS = _DISCOVER_SKIP_DIRS | {"build", "dist"}
 _SYSTEM_DIR = re.compile(r"^(torch|ATen|c10|caffe2|pybind11|cuda|cub|thrust|cooperative_groups|nv|crt|hip|rocm|"
@@ -74,14 +75,22 @@ def project_root(path: str) -> str:
 
 
 def _includes(data: bytes) -> list[str]:
-    """Quoted includes, and `<dir/file>` ones a project may own (`<utils/helper.h>`); `<vector>`,
-    `<cuda_fp16.h>` and framework headers (`torch/...`, `cub/...`) are the toolchain's."""
+    """Quoted includes, and `<dir/file>` or `<file.h>` ones a project may own (`<utils/helper.h>`, a
+    `<cuda_helper.h>` of its own); `<vector>`, `<cuda_fp16.h>` and framework headers (`torch/...`, `cub/...`)
+    are the toolchain's."""
     out = []
     for m in INCLUDE.finditer(data):
         name = m.group(2).decode("utf-8", "replace").strip()
-        if not _SYSTEM_DIR.match(name) and (m.group(1) == b'"' or "/" in name):
+        if not _SYSTEM_DIR.match(name) and (m.group(1) == b'"' or "/" in name or _maybe_project(name)):
             out.append(name)
     return out
+
+
+def _maybe_project(name: str) -> bool:
+    """`<file.h>` that no system folder holds and that is no standard or CUDA toolkit header: the project's
+    own, found by a `-I` its build passes (a `<cuda_helper.h>` beside the sources)."""
+    return (bool(os.path.splitext(name)[1]) and name not in STD_HEADERS and not is_toolkit_header(name)
+            and not any(os.path.exists(os.path.join(d, name)) for d in ("/usr/include", "/usr/local/include")))
 
 
 def _project_files(roots: set[str], skip: set[str]) -> dict[str, list[str]]:

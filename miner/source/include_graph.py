@@ -8,7 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from miner.source.discover import SourceFile
-from miner.units.headers import STD_HEADERS, TOOLKIT_HEADER
+from miner.units.headers import STD_HEADERS, is_toolkit_header
 
 INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 TU_SUFFIXES = {".cu", ".hip", ".cpp", ".cc", ".cxx"}
@@ -94,7 +94,7 @@ def _system_header(name: str) -> bool:
     """A standard, POSIX or CUDA toolkit header name (`math.h`, `vector`, `cuda_fp16.h`): never matched
     to a project file by its tail. A repo's own `include/math.h` found for `#include <math.h>` became an
     -I dir that shadowed the C library's math.h in every translation unit."""
-    return name in STD_HEADERS or name in _SYSTEM_C or TOOLKIT_HEADER.match(name) is not None
+    return name in STD_HEADERS or name in _SYSTEM_C or is_toolkit_header(name)
 
 
 def parse_roots(files: list[SourceFile], graph: IncludeGraph, context: list[SourceFile] = (),

@@ -21,6 +21,20 @@ TOOLKIT_HEADER = re.compile(
     r"^(cuda\.h|cuda_\w+\.h|device_(functions|launch_parameters|types|atomic_functions)\.h"
     r"|vector_(types|functions)\.h|math_constants\.h|mma\.h|sm_\d+_intrinsics\.h|driver_types\.h"
     r"|cooperative_groups(/.*)?(\.h)?|cub/.*|cuda/.*|thrust/.*|nv/.*)$")
+# The toolkit's own `cuda_*.h` headers (CUDA 11-13): a project header sharing the prefix (`<cuda_helper.h>`)
+# is the project's, inlined by the closure, never kept as an include the toolkit would have to find.
+_TOOLKIT_CUDA_PREFIXED = re.compile(
+    r"^cuda_(runtime|runtime_api|device_runtime_api|fp16|bf16|fp8|fp6|fp4|profiler_api|occupancy|stdint"
+    r"|texture_types|surface_types|gl_interop|egl_interop|vdpau_interop|d3d\d+_interop|awbarrier\w*|pipeline\w*)"
+    r"\.h(pp)?$")
+
+
+def is_toolkit_header(name: str) -> bool:
+    """Whether `#include <name>` names a header of the CUDA toolkit's compiler and runtime."""
+    return bool(TOOLKIT_HEADER.match(name)) and (not name.startswith("cuda_")
+                                                 or bool(_TOOLKIT_CUDA_PREFIXED.match(name)))
+
+
 # Device-side headers of CUDA libraries that kernels call into (cuRAND's generators): a unit includes one when
 # its closure names a declaration of our parse shim of it (curandState_t); the build finds it in the toolkit
 # or in an installed nvidia-* wheel (miner.cuda_libs).

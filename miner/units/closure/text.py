@@ -13,7 +13,7 @@ from miner.source.include_graph import INCLUDE
 from miner.units.closure.context import Closure, Macro, Piece, TUContext
 from miner.units.headers import FRAMEWORK as _FRAMEWORK
 from miner.units.headers import STD_HEADERS as _STD_HEADERS
-from miner.units.headers import TOOLKIT_HEADER as _TOOLKIT_HEADER
+from miner.units.headers import is_toolkit_header
 
 # Names a kernel may take from a C/C++ or toolkit header that its repo only reached through a framework
 # header (FLT_MAX through torch, std::vector through a helper): the header a unit must include for each.
@@ -78,7 +78,7 @@ def _includes(ctx: TUContext, files: set[str], tokens: list[str],
             # A library header (curand_kernel.h) is not kept for being included: only when the closure names
             # something it declares (`needed`), so a kernel of the same file that draws no random numbers
             # does not depend on a header the toolkit may lack.
-            kept = name in _STD_HEADERS or _TOOLKIT_HEADER.match(name)
+            kept = name in _STD_HEADERS or is_toolkit_header(name)
             if m.group(1) != b"<" or _FRAMEWORK.search(name) or not kept:
                 continue
             if name not in out:
