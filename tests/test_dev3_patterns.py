@@ -75,3 +75,12 @@ def test_cmake_definition_valued_by_a_cache_variable(tmp_path_factory: pytest.Te
     assert "-DFX_REAL_SIZE=64" in m["build_flags"]["nvcc"], m["build_flags"]
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
     assert "typedef double3 Real3;" in _unit(ds, m, "default")
+
+
+def test_kernel_file_included_by_the_program(dataset: dict[str, Any]) -> None:
+    # main.cu includes common.h, then find_kernel.cu: the kernel file is part of main.cu's translation unit
+    # (parsed alone it lacks bnode), and main's launch is its launch.
+    m = only_meta(dataset, "bnode_find_kernel")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+    assert "typedef struct bnode {" in _unit(dataset, m, "default")
+    assert [(launch["path"], launch["values"]["block"]) for launch in m["launches"]] == [("included_cu/main.cu", 256)]
