@@ -84,3 +84,12 @@ def test_kernel_file_included_by_the_program(dataset: dict[str, Any]) -> None:
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
     assert "typedef struct bnode {" in _unit(dataset, m, "default")
     assert [(launch["path"], launch["values"]["block"]) for launch in m["launches"]] == [("included_cu/main.cu", 256)]
+
+
+def test_same_named_include_taken_beside_its_includer(dataset: dict[str, Any]) -> None:
+    # Two programs each include their own "define.c" (`#define real_t float` / `double`): each kernel's unit
+    # has its own program's, not the first file of that name in the tree.
+    for name, typ in (("alpha_axpy_kernel", "float"), ("beta_axpy_kernel", "double")):
+        m = only_meta(dataset, name)
+        assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+        assert f"#define real_t {typ}" in _unit(dataset, m, "default")
