@@ -67,14 +67,18 @@ def test_latin1_sources_and_a_project_header_named_like_the_toolkit(dataset: dic
     assert "uint32_t kit_swab32(uint32_t x)" in unit and "uint64_t KIT_ROTL64(" in unit
 
 
-def test_cmake_definition_valued_by_a_cache_variable(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_cmake_definitions_cache_variable_and_hip_on_nvcc(tmp_path_factory: pytest.TempPathFactory) -> None:
     # `target_compile_definitions(t PUBLIC FX_REAL_SIZE=${FX_REAL_SIZE})` with `set(FX_REAL_SIZE "64" CACHE ...)`
     # in the top CMakeLists.txt: the build defines FX_REAL_SIZE=64, so `Real3` is double3 (not an #error).
     ds = extract_and_build(tmp_path_factory, "dev3_cmake")
     m = only_meta(ds, "fx_step_kernel")
     assert "-DFX_REAL_SIZE=64" in m["build_flags"]["nvcc"], m["build_flags"]
+    # `if (ENABLE_HIP)` around `target_compile_definitions(... ENABLE_HIP)` in a build that also compiles its
+    # HIP code with nvcc (`elseif(HIP_PLATFORM STREQUAL "nvcc")`): the switch is the NVIDIA GPU build's too.
+    assert "-DENABLE_HIP" in m["build_flags"]["nvcc"], m["build_flags"]
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
-    assert "typedef double3 Real3;" in _unit(ds, m, "default")
+    unit = _unit(ds, m, "default")
+    assert "typedef double3 Real3;" in unit and "#define FX_HD __host__ __device__" in unit
 
 
 def test_kernel_file_included_by_the_program(dataset: dict[str, Any]) -> None:
