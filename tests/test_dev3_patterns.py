@@ -97,3 +97,13 @@ def test_same_named_include_taken_beside_its_includer(dataset: dict[str, Any]) -
         m = only_meta(dataset, name)
         assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
         assert f"#define real_t {typ}" in _unit(dataset, m, "default")
+
+
+def test_launch_arguments_qualified_from_the_launch_scope(dataset: dict[str, Any]) -> None:
+    # `at::native::k<cuda::device_type<T>, cuda::index_t>` written in `proj::ops`, where `cuda::` is
+    # `proj::cuda`: the explicit instantiation, written in `at::native`, spells `proj::cuda::`.
+    m = only_meta(dataset, "row_scale_kernel")
+    assert {i["id"]: i["args"] for i in m["instantiations"]} == {
+        "proj_cuda_device_type_float_unsigned_int": ["proj::cuda::device_type<float>", "unsigned int"],
+        "proj_cuda_device_type_short_unsigned_int": ["proj::cuda::device_type<short>", "unsigned int"]}
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
