@@ -107,3 +107,12 @@ def test_launch_arguments_qualified_from_the_launch_scope(dataset: dict[str, Any
         "proj_cuda_device_type_float_unsigned_int": ["proj::cuda::device_type<float>", "unsigned int"],
         "proj_cuda_device_type_short_unsigned_int": ["proj::cuda::device_type<short>", "unsigned int"]}
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_hip_include_under_a_hip_guard_leaves_a_cuda_file(dataset: dict[str, Any]) -> None:
+    # `#ifdef FX_USE_HIP #include <hip/hip_runtime.h> ... #else #include <cuda_runtime.h>`: in the CUDA build
+    # the file is CUDA, so its kernel is mined (and built) as CUDA, not only as a HIP-native variant.
+    found = [m for m in dataset["metas"] if m["name"] == "fill_rows_kernel"]
+    cuda = [m for m in found if (m.get("variant") or {}).get("toolchain") != "hip"]
+    assert len(cuda) == 1, [m.get("variant") for m in found]
+    assert build_statuses(cuda[0]) == {"float": "ok", "int": "ok"}, build_statuses(cuda[0])
