@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 
 import clang.cindex as ci
@@ -20,6 +21,7 @@ from miner.units.closure.context import (
     _class_key,
     _is_variable_template,
 )
+from miner.units.closure.host_bodies import host_bodies_to_drop
 from miner.units.closure.shims import (
     _DEVICE_ATTRS,
     _enclosing_namespaces,
@@ -136,6 +138,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
         drop: dict[tuple[int, int], str] = {}
         if cur.kind in _CLASS_KINDS:
             drop = _host_members_to_drop(ctx, cur)
+            drop.update(host_bodies_to_drop(ctx, cur, drop))
             if drop:
                 found = ctx.piece_at(ctx.norm(cur.extent.start.file.name), cur.extent.start.offset)
                 if found is not None:
@@ -284,15 +287,21 @@ def _identifiers(ctx: TUContext, cur: ci.Cursor, drop: dict[tuple[int, int], str
 
 
 def _walk(cur: ci.Cursor, drop: dict[tuple[int, int], str]):
-    """cur.walk_preorder() without the subtrees of dropped members."""
+    """cur.walk_preorder() without the subtrees inside dropped ranges (members, or a member's body and its
+    constructor initializers: cursors of their own that only lie inside the range)."""
     if not drop:
         yield from cur.walk_preorder()
         return
+    ranges = sorted(drop)
+    starts = [s for s, _e in ranges]
+    home = cur.extent.start.file.name if cur.extent.start.file is not None else None
     stack = [cur]
     while stack:
         c = stack.pop()
         e = c.extent
-        if c is not cur and (e.start.offset, e.end.offset) in drop:
+        i = bisect.bisect_right(starts, e.start.offset) - 1
+        if (c is not cur and i >= 0 and e.end.offset <= ranges[i][1] and e.start.file is not None
+                and e.start.file.name == home):
             continue
         yield c
         stack.extend(reversed(list(c.get_children())))
