@@ -37,6 +37,8 @@ def test_a_kernel_using_a_maps_device_members_carries_its_host_api_as_declaratio
     assert "class slot_map" in body and "__device__ Value find(Key k) const {" in body
     # the host API stays declared (the class's interface and layout are the source's), without its bodies
     assert "static auto create(" in body and "void destroy(cudaStream_t stream) ;" in body
+    # a constructor template's member initializers go with its body
+    assert "slot_map(slot_map<Key, OtherValue> const &other, Value fill)\n      ;" in body, body
     assert "HM_TRACE" not in body and "nvtx3" not in body and "check_cuda" not in body, body
     # nor what only those bodies named: the map's own init kernel, the project's host helpers
     assert "init_slots" not in body and "to_host" not in body

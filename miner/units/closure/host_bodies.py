@@ -77,10 +77,11 @@ def _candidates(cls: ci.Cursor, text: str, dropped: dict[tuple[int, int], str],
         body = next((ch for ch in m.get_children() if ch.kind == K.COMPOUND_STMT), None)
         if body is None or _kept_always(m, cls, text[e.start.offset:body.extent.start.offset]):
             continue
-        start = body.extent.start.offset
-        ctor = m.kind == K.CONSTRUCTOR or (m.kind == K.FUNCTION_TEMPLATE and m.spelling == cls.spelling)
-        if ctor:
-            start = _initializers_start(text, m.location.offset, start)
+        # (a constructor template's spelling may carry the class's arguments: `pair<T1, T2>`)
+        ctor = m.kind == K.CONSTRUCTOR or (m.kind == K.FUNCTION_TEMPLATE
+                                           and m.spelling.split("<", 1)[0] == cls.spelling.split("<", 1)[0])
+        # Member initializers are cut with the body; no other function has a `:` there.
+        start = _initializers_start(text, m.location.offset, body.extent.start.offset)
         # A constructor is never called by its name: only a special one (kept above) can be reached.
         out[ext] = ("" if ctor else m.spelling, (start, body.extent.end.offset))
 
