@@ -54,3 +54,19 @@ def test_the_maps_own_kernel_launched_by_its_host_constructor_is_still_mined(dat
     m = only_meta(dataset, "init_slots")
     assert [i["args"] for i in m["instantiations"]] == [["int", "int"]], m["instantiations"]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_vendored_copy_of_a_toolkit_header_gives_way_to_the_toolkits_own(dataset: dict[str, Any]) -> None:
+    # `traced_scale` traces its host side through the project macro, which expands to the vendored copy's
+    # NVTX3_FUNC_RANGE_IN: the unit includes <nvtx3/nvtx3.hpp> instead of inlining the copy, whose names the
+    # toolkit's copy (included by thrust) would declare a second time
+    m = only_meta(dataset, "scale_values")
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    (inst,) = m["instantiations"]
+    text = (Path(dataset["out"]) / m["id"] / "units" / inst["id"] / "unit.cu").read_text(encoding="utf-8")
+    assert "#include <nvtx3/nvtx3.hpp>" in text
+    body = text[text.index("// km:body-begin"):]
+    assert "struct rgb" not in body and "scoped_range_in" not in body, body
+    # the host pass expands the project macro: the domain type its body names comes along (was: "namespace hm
+    # has no member trace_domain")
+    assert "struct trace_domain" in body and "#define HM_TRACE()" in body

@@ -34,6 +34,7 @@ from miner.units.closure.shims import (
 )
 from miner.units.closure.siblings import specialized_template, written_with
 from miner.units.closure.text import _cut, _includes, _unresolved
+from miner.units.closure.toolkit_copies import ToolkitCopies
 from miner.units.closure.unvisited import candidate_scopes, qualified_names
 from miner.units.closure.vendored import Library, Vendored
 from miner.units.headers import STD_HEADERS
@@ -78,7 +79,14 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     own_rest = own.without(own_part) if own is not None and own_part is not None else None
     used: dict[str, Library] = {}  # vendored libraries the unit #includes instead of inlining
 
+    copies = ToolkitCopies.of(ctx)
+    # (a kernel inside a bundled copy of a toolkit library is mined with its own copy's declarations)
+    in_copy = copies.header_of(kernel_path) is not None
+
     def vendored(path: str) -> bool:
+        if not in_copy and (h := copies.header_of(path)) is not None:
+            headers.setdefault(h)  # the toolkit's own header, not the project's copy (closure.toolkit_copies)
+            return True
         lib = vend.library_of(path)
         if lib is not None and lib is own:
             lib = None if lib.part_of(path) == own_part else own_rest
