@@ -50,6 +50,16 @@ def test_a_host_member_the_host_side_of_a_kept_member_calls_keeps_its_body(datas
     assert "std::size_t host_size_hint() const { return capacity_ / 2; }" in body
 
 
+def test_restrict_on_a_class_type_parameter_is_not_written_into_the_instantiation(dataset: dict[str, Any]) -> None:
+    # `map_type const __restrict__ map`: nvcc drops the qualifier when it substitutes a class; written out in the
+    # explicit instantiation and the launcher it was `"restrict" is not allowed`
+    m = only_meta(dataset, "lookup_keys")
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    body = _body(dataset, m)
+    assert "lookup_keys<slot_map<int, int>>(slot_map<int, int> const, int const *__restrict__, int, int *);" in body
+    assert "slot_map<int, int> km_map," in body and "const __restrict__" not in body
+
+
 def test_the_maps_own_kernel_launched_by_its_host_constructor_is_still_mined(dataset: dict[str, Any]) -> None:
     m = only_meta(dataset, "init_slots")
     assert [i["args"] for i in m["instantiations"]] == [["int", "int"]], m["instantiations"]
