@@ -80,3 +80,11 @@ def test_a_vendored_copy_of_a_toolkit_header_gives_way_to_the_toolkits_own(datas
     # the host pass expands the project macro: the domain type its body names comes along (was: "namespace hm
     # has no member trace_domain")
     assert "struct trace_domain" in body and "#define HM_TRACE()" in body
+
+
+def test_a_type_parameter_read_as_a_subscript_is_guessed_as_an_integer(dataset: dict[str, Any]) -> None:
+    m = only_meta(dataset, "gather_sorted")
+    assert [(i["origin"], i["args"]) for i in m["instantiations"]] == [("inferred", ["float", "int"])], \
+        m["instantiations"]
+    # was `<float, float>`: "expression must have integral or unscoped enum type"
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
