@@ -119,6 +119,11 @@ def writing_template(macros: dict[str, macro_text.MacroDef]) -> set[str]:
 _writing_template = writing_template  # the old name: branches written before it was public import it
 
 
+# `typename base_type::index_type`: a member alias of an unqualified (class-scope) name, not `typename
+# holder<float>::index_type`, which names a namespace-scope template and builds.
+_UNRESOLVED_ARG = re.compile(r"<dependent type>|\btypename\s+(?!std::)[A-Za-z_]\w*::[A-Za-z_]\w*\s*$")
+
+
 def _default(tp: dict[str, Any], subscripts: frozenset[str] = frozenset()) -> str:
     if tp.get("default"):
         return tp["default"]
@@ -327,6 +332,16 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
     # A guess only stands in for nothing: known instantiations push out inferred ones.
     if any(o != "inferred" for o in best.values()):
         best = {a: o for a, o in best.items() if o != "inferred"}
+    # Arguments still written in a template's own scope (`typename base_type::index_type`, a `<dependent type>`
+    # libclang could not spell) name nothing at namespace scope, so their unit cannot build: where the same
+    # kernel has instantiations with concrete arguments, they are listed as not rendered instead.
+    stuck = [a for a in best if any(_UNRESOLVED_ARG.search(x) for x in a)]
+    if stuck and len(stuck) < len(best):
+        for a in stuck:
+            if omitted is not None:
+                omitted.append({"args": list(a), "template_args": dict(zip(names, a, strict=False)),
+                                "origin": best[a], "why": "unresolved"})
+            del best[a]
     if not best:
         head = []
         subs = subscript_types(meta, kernel_text) if kernel_text else frozenset()
