@@ -88,3 +88,10 @@ def test_a_type_parameter_read_as_a_subscript_is_guessed_as_an_integer(dataset: 
         m["instantiations"]
     # was `<float, float>`: "expression must have integral or unscoped enum type"
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_project_header_named_like_a_toolkit_header_is_no_copy_of_it(dataset: dict[str, Any]) -> None:
+    m = only_meta(dataset, "triple_values")
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    body = _body(dataset, m)
+    assert "struct times_three" in body, body

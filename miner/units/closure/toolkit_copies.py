@@ -8,8 +8,9 @@ header instead (its macros come from there too).
 
 A project file is a copy of toolkit header R (a path under one of nvcc's include dirs) when
   - its path ends with R and R has a folder (`.../cub/block/block_reduce.cuh` is `cub/block/block_reduce.cuh`), or
-  - it includes a toolkit header `<D/...>` and the toolkit ships `D/<its file name>` (`nvtx3.hpp`, which
-    includes `<nvtx3/nvToolsExt.h>`, is the toolkit's `nvtx3/nvtx3.hpp`).
+  - it includes a toolkit header `<D/...>`, the toolkit ships `D/<its file name>` and it opens `namespace D`
+    (`nvtx3.hpp`, which includes `<nvtx3/nvToolsExt.h>` and declares `namespace nvtx3 {...}`, is the toolkit's
+    `nvtx3/nvtx3.hpp`; a project `functional.h` that includes `<thrust/functional.h>` is not a copy).
 Without nvcc (an extraction on a machine without the toolkit) no file is taken for a copy. Documented in
 docs/units.md ("Host-only member bodies", vendored toolkit headers).
 """
@@ -69,10 +70,13 @@ class ToolkitCopies:
             if _in_toolkit(rel):
                 return rel
         name = parts[-1]
-        for m in _DIRECTIVE.finditer(self.ctx.read(path)):
+        data = self.ctx.read(path)
+        for m in _DIRECTIVE.finditer(data):
             spelled = m.group(1).decode("utf-8", "replace").strip()
-            if "/" in spelled and _in_toolkit(spelled):
-                rel = f"{spelled.split('/', 1)[0]}/{name}"
-                if _in_toolkit(rel):
-                    return rel
+            folder = spelled.split("/", 1)[0]
+            # A copy declares its names in the toolkit header's own namespace (`namespace nvtx3 {`): a project
+            # `functional.h` that includes <thrust/functional.h> to build on it is no copy of it.
+            if "/" in spelled and _in_toolkit(spelled) and _in_toolkit(f"{folder}/{name}") and re.search(
+                    rb"\bnamespace\s+" + re.escape(folder.encode()) + rb"\s*\{", data):
+                return f"{folder}/{name}"
         return None
