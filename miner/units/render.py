@@ -194,6 +194,17 @@ def _typed_args(tparams: list[dict[str, Any]], args: list[str], pieces: list[dic
     return out
 
 
+def _namespace_context(meta: dict[str, Any]) -> dict[str, Any]:
+    """Where the unit puts the kernel (`namespaces`: its chain, an anonymous namespace as "" where a named one
+    is nested in it, metadata `namespaces`), the launcher (`launcher_namespaces`: the chain before its first
+    anonymous namespace, since a C-linkage function inside one would have internal linkage, with
+    `launcher_using` naming the rest) and the host wrapper's using-directives (`named_namespaces`)."""
+    chain = list(meta.get("namespaces") or meta["qualified_name"].split("::")[:-1])
+    cut = chain.index("") if "" in chain else len(chain)
+    return {"namespaces": chain, "launcher_namespaces": chain[:cut],
+            "launcher_using": "::".join(n for n in chain[cut:] if n), "named_namespaces": [n for n in chain if n]}
+
+
 def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRecord,
            insts: list[dict[str, Any]], launch: Launch | None) -> list[dict[str, Any]]:
     """Write units/<inst>/unit.cu and host_wrapper.cu; return the metadata `instantiations`."""
@@ -248,7 +259,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             "defines": [d.split("=", 1) if "=" in d else [d, "1"] for d in meta["parse_context"]["defines"]
                         if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")],
             "shim_text": _shim_for(pieces) if unit.shims or _shim_types(inst["args"], kernel_text, pieces) else "",
-            "pieces": own, "namespaces": meta["qualified_name"].split("::")[:-1],
+            "pieces": own, **_namespace_context(meta),
             "kernel_text": kernel_text, "callee": callee,
             "macro_names": list(dict.fromkeys(p.name for p in unit.pieces if p.kind == "MACRO")),
             # Names the unit defines with C linkage: one symbol per program, whatever the namespace, so a

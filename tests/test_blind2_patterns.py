@@ -1,0 +1,41 @@
+"""`extract --build` on tests/fixtures/blind2: patterns found on the second blind set (issue 14,
+scripts/corpus_repos_blind2.txt, a development set from session 8), each reproduced by kernels of our own and
+judged by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind2")
+
+
+def _unit(dataset: dict[str, Any], meta: dict[str, Any], inst: str) -> str:
+    return (Path(dataset["out"]) / meta["id"] / "units" / inst / "unit.cu").read_text(encoding="utf-8")
+
+
+def test_a_kernel_in_a_named_namespace_inside_an_anonymous_one_keeps_that_chain(dataset: dict[str, Any]) -> None:
+    """`namespace { namespace dev { __global__ void k(PackedBuffers b) } }`: the unit reopens the anonymous
+    namespace around the kernel (else `dev::k` cannot see `(anonymous)::dev::PackedBuffers`); the C-linkage
+    launcher stays outside it and names the rest with a using-directive."""
+    for name in ("scale_kernel", "fill_kernel"):
+        m = only_meta(dataset, name)
+        assert m["qualified_name"] == f"dev::{name}" and m["namespaces"] == ["", "dev"], m.get("namespaces")
+        assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    m = only_meta(dataset, "add_pair_kernel")
+    assert m["namespaces"] == ["outer", "", "inner"] and build_statuses(m) == {"default": "ok"}, build_statuses(m)
+    unit = _unit(dataset, m, "default")
+    assert "namespace outer {\nnamespace  {\nnamespace inner {\n// the kernel" in unit
+    assert "namespace outer {\n// outside the kernel's anonymous namespace" in unit and "using namespace inner;" in unit
+    fill = only_meta(dataset, "fill_kernel")
+    assert "namespace  {\nnamespace dev {\ntemplate __global__ void fill_kernel<int>(" in _unit(dataset, fill, "int")
