@@ -39,3 +39,12 @@ def test_a_kernel_in_a_named_namespace_inside_an_anonymous_one_keeps_that_chain(
     assert "namespace outer {\n// outside the kernel's anonymous namespace" in unit and "using namespace inner;" in unit
     fill = only_meta(dataset, "fill_kernel")
     assert "namespace  {\nnamespace dev {\ntemplate __global__ void fill_kernel<int>(" in _unit(dataset, fill, "int")
+
+
+def test_a_macro_a_template_names_before_its_define_is_defined_before_that_template(dataset: dict[str, Any]) -> None:
+    """`lane_sum` (a helper header included first) names FULL_LANES, which a later header #defines: the unit
+    defines the macro before the template, else nvcc stops with `identifier "FULL_LANES" is undefined`."""
+    m = only_meta(dataset, "lane_sum_kernel")
+    assert build_statuses(m) == {"128_float": "ok"}, build_statuses(m)
+    unit = _unit(dataset, m, "128_float")
+    assert unit.index("#define FULL_LANES") < unit.index("__inline__ __device__ T lane_sum(T v)")
