@@ -48,3 +48,17 @@ def test_a_macro_a_template_names_before_its_define_is_defined_before_that_templ
     assert build_statuses(m) == {"128_float": "ok"}, build_statuses(m)
     unit = _unit(dataset, m, "128_float")
     assert unit.index("#define FULL_LANES") < unit.index("__inline__ __device__ T lane_sum(T v)")
+
+
+def test_a_device_lambda_held_in_a_variable_or_written_by_a_macro_becomes_a_functor_struct(
+        dataset: dict[str, Any]) -> None:
+    """`auto f = [=] __device__ (...) {...}; ApplyDevice(s, n, f);` (the host template takes `FunT &`), and the
+    same written inside a project macro's expansion (`APPLY(c, n, name, (int32_t i)->void {...})`, whose lambda
+    has no text of its own: the invocation is expanded and its one `__device__` lambda taken)."""
+    m = only_meta(dataset, "apply_kernel")
+    assert build_statuses(m) == {"km_lambda_scale_ops_4_5": "ok", "km_lambda_scale_ops_8_25": "ok"}, build_statuses(m)
+    assert {i["origin"] for i in m["instantiations"]} == {"host_template"}
+    unit = _unit(dataset, m, "km_lambda_scale_ops_4_5")
+    assert "struct km_lambda_scale_ops_4_5 {\n  int32_t * data;\n" in unit
+    assert "__device__ auto operator()(int32_t i) const -> void { data[i] += 1; }" in unit
+    assert "float factor;" in _unit(dataset, m, "km_lambda_scale_ops_8_25")
