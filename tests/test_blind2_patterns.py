@@ -62,3 +62,13 @@ def test_a_device_lambda_held_in_a_variable_or_written_by_a_macro_becomes_a_func
     assert "struct km_lambda_scale_ops_4_5 {\n  int32_t * data;\n" in unit
     assert "__device__ auto operator()(int32_t i) const -> void { data[i] += 1; }" in unit
     assert "float factor;" in _unit(dataset, m, "km_lambda_scale_ops_8_25")
+
+
+def test_a_kernel_launched_only_from_generated_sources_says_so(dataset: dict[str, Any]) -> None:
+    """window_kernel.cu includes window_forward.cu, which gen_launchers.py writes at build time: the kernel is
+    named nowhere in the tree, and the reason names the missing file and its writer (not `not_referenced`)."""
+    m = only_meta(dataset, "window_sum_kernel")
+    assert m["launch_missing"]["reason"] == "generated_source", m["launch_missing"]
+    assert "window_forward.cu" in m["launch_missing"]["detail"]
+    assert m["launch_missing"]["mentions"] == ["generated_launch/gen_launchers.py"], m["launch_missing"]
+    assert m["args_missing"]["reason"] == "generated_launcher", m.get("args_missing")
