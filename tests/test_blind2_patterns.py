@@ -72,3 +72,10 @@ def test_a_kernel_launched_only_from_generated_sources_says_so(dataset: dict[str
     assert "window_forward.cu" in m["launch_missing"]["detail"]
     assert m["launch_missing"]["mentions"] == ["generated_launch/gen_launchers.py"], m["launch_missing"]
     assert m["args_missing"]["reason"] == "generated_launcher", m.get("args_missing")
+
+
+def test_a_row_of_a_packed_accessor_gives_its_pointer_and_stride(dataset: dict[str, Any]) -> None:
+    """`a[i].data()` and `a[i].stride(0)` on a row (`at::TensorAccessor`) of a `PackedTensorAccessor32`: the unit
+    shim's accessor has ATen's `data()` and `stride()` (was: class has no member "data")."""
+    m = only_meta(dataset, "row_dot_kernel")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
