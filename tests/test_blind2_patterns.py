@@ -79,3 +79,13 @@ def test_a_row_of_a_packed_accessor_gives_its_pointer_and_stride(dataset: dict[s
     shim's accessor has ATen's `data()` and `stride()` (was: class has no member "data")."""
     m = only_meta(dataset, "row_dot_kernel")
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+
+
+def test_verify_reopens_the_anonymous_namespace_around_the_explicit_instantiation() -> None:
+    """verify's wrapper includes the original TU and instantiates there: in the same anonymous namespace."""
+    from miner.verify.original import explicit_instantiation
+
+    meta = {"qualified_name": "dev::fill_kernel", "namespaces": ["", "dev"], "is_specialization": False}
+    inst = {"args": ["int"], "launcher": {"params": [{"type": "PackedBuffers"}, {"type": "int"}]}}
+    assert explicit_instantiation(meta, inst) == \
+        "namespace  { namespace dev { template __global__ void fill_kernel<int>(PackedBuffers, int); } }"
