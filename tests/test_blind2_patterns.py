@@ -56,12 +56,17 @@ def test_a_device_lambda_held_in_a_variable_or_written_by_a_macro_becomes_a_func
     same written inside a project macro's expansion (`APPLY(c, n, name, (int32_t i)->void {...})`, whose lambda
     has no text of its own: the invocation is expanded and its one `__device__` lambda taken)."""
     m = only_meta(dataset, "apply_kernel")
-    assert build_statuses(m) == {"km_lambda_scale_ops_4_5": "ok", "km_lambda_scale_ops_8_25": "ok"}, build_statuses(m)
+    assert build_statuses(m) == {"km_lambda_scale_ops_4_5": "ok", "km_lambda_scale_ops_8_25": "ok",
+                                 "km_lambda_scale_ops_21_9_float": "ok"}, build_statuses(m)
     assert {i["origin"] for i in m["instantiations"]} == {"host_template"}
     unit = _unit(dataset, m, "km_lambda_scale_ops_4_5")
     assert "struct km_lambda_scale_ops_4_5 {\n  int32_t * data;\n" in unit
     assert "__device__ auto operator()(int32_t i) const -> void { data[i] += 1; }" in unit
     assert "float factor;" in _unit(dataset, m, "km_lambda_scale_ops_8_25")
+    # In a class template's method, the macro's lambda captures a `T *` that libclang does not list as a
+    # capture: read from the body, the member is `T * d` of a struct templated over T.
+    assert "template <typename T>\nstruct km_lambda_scale_ops_21_9 {\n  T * d;" in \
+        _unit(dataset, m, "km_lambda_scale_ops_21_9_float")
 
 
 def test_a_kernel_launched_only_from_generated_sources_says_so(dataset: dict[str, Any]) -> None:

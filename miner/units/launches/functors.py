@@ -115,6 +115,11 @@ def _struct(st: _State, lam: ci.Cursor, name: str, host_key: tuple[str, int] | N
             if not t or re.search(r"lambda at|<dependent|\bauto\b|type-parameter", t):
                 return None
             members.setdefault(c.spelling, t)
+    found = _body_captures(lam)
+    if found is None:
+        return None
+    for n, t in found.items():
+        members.setdefault(n, t)
     body = text[brace:]
     # Aliases of the enclosing class the lambda names (`using ROOT = float;` in the class whose method it sits
     # in) mean nothing at namespace scope: the struct declares them again, as their type.
@@ -148,6 +153,30 @@ def _struct(st: _State, lam: ci.Cursor, name: str, host_key: tuple[str, int] | N
     fields += "".join(f"  {t} {n};\n" for n, t in members.items())
     sig = f"{' '.join(attrs)} auto operator()({params}){const}" + (f" -> {ret}" if ret else "")
     return f"{head}struct {name} {{\n{fields}  {sig} {body}\n}}", used
+
+
+def _body_captures(lam: ci.Cursor) -> dict[str, str] | None:
+    """Locals of the enclosing function the lambda's body names (its captures, by copy): libclang lists
+    implicit captures as children only sometimes (not for a lambda a macro writes inside a method), so the body
+    is read too. A type written over the enclosing host template's parameters (`T *d`) is kept as written (the
+    struct becomes a template over them); None where the parse leaves it unspellable (dependent, a closure)."""
+    body = next((c for c in lam.get_children() if c.kind == K.COMPOUND_STMT), None)
+    if body is None:
+        return {}
+    own = {(c.location.file.name if c.location.file else "", c.location.offset)
+           for c in lam.walk_preorder() if c.kind in (K.PARM_DECL, K.VAR_DECL)}
+    out: dict[str, str] = {}
+    for c in body.walk_preorder():
+        d = c.referenced if c.kind == K.DECL_REF_EXPR else None
+        if d is None or d.kind not in (K.VAR_DECL, K.PARM_DECL) or not d.spelling \
+                or (d.location.file.name if d.location.file else "", d.location.offset) in own \
+                or d.semantic_parent is None or d.semantic_parent.kind not in _LOCAL_SCOPES:
+            continue
+        t = re.sub(r"^const\s+|\s*&+$", "", d.type.spelling.strip())
+        if not t or re.search(r"lambda at|<dependent|\bauto\b|type-parameter", t):
+            return None
+        out.setdefault(d.spelling, t)
+    return out
 
 
 _INVOCATION = re.compile(r"([A-Za-z_]\w*)\s*\(")
