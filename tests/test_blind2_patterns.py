@@ -94,3 +94,12 @@ def test_verify_reopens_the_anonymous_namespace_around_the_explicit_instantiatio
     inst = {"args": ["int"], "launcher": {"params": [{"type": "PackedBuffers"}, {"type": "int"}]}}
     assert explicit_instantiation(meta, inst) == \
         "namespace  { namespace dev { template __global__ void fill_kernel<int>(PackedBuffers, int); } }"
+
+
+def test_a_type_argument_written_inside_a_namespace_is_qualified_for_a_global_kernel(dataset: dict[str, Any]) -> None:
+    """`add_uniform_kernel<T, OpAdd<T>>` launched inside `namespace proj`, the kernel at global scope: the unit
+    instantiates `proj::OpAdd<float>` (was: identifier "OpAdd" is undefined)."""
+    m = only_meta(dataset, "add_uniform_kernel")
+    assert build_statuses(m) == {"float_OpAdd_float": "ok"}, build_statuses(m)
+    assert "template __global__ void add_uniform_kernel<float, proj::OpAdd<float>>(" in \
+        _unit(dataset, m, "float_OpAdd_float")

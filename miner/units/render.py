@@ -175,10 +175,39 @@ def _base(type_text: str) -> str:
     return "char" if t in ("void", "") else re.sub(r"\s+", " ", t)
 
 
-def _typed_args(tparams: list[dict[str, Any]], args: list[str], pieces: list[dict[str, Any]] = ()) -> list[str]:
+_TYPE_PIECES = ("STRUCT_DECL", "CLASS_DECL", "CLASS_TEMPLATE", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL",
+                "TYPE_ALIAS_DECL", "TYPE_ALIAS_TEMPLATE_DECL")
+
+
+def _qualified_types(arg: str, pieces: list[dict[str, Any]], kernel_ns: list[str]) -> str:
+    """`arg` with each unqualified name of a unit type that the kernel's scope cannot see qualified by its
+    namespaces: a kernel at global scope launched from inside `namespace k2 {` with `OperatorAdd<T>` (which
+    that launch found as `k2::OperatorAdd`) is instantiated as `k2::OperatorAdd<float>`. Only names one
+    piece declares; an anonymous namespace in the chain cannot be written, and is left alone."""
+    where: dict[str, list[list[str]]] = {}
+    for p in pieces:
+        if p["kind"] in _TYPE_PIECES and not p.get("functor"):
+            where.setdefault(p["name"], []).append(list(p["namespaces"]))
+    named = [n for n in kernel_ns if n]
+
+    def fix(m: re.Match[str]) -> str:
+        chains = where.get(m.group(2))
+        if not chains or len({tuple(c) for c in chains}) != 1:
+            return m.group(0)
+        ns = chains[0]
+        if not ns or "" in ns or named[:len(ns)] == ns:
+            return m.group(0)
+        return m.group(1) + "::".join(ns) + "::" + m.group(2)
+
+    return re.sub(r"((?:^|[^\w:]))([A-Za-z_]\w*)(?=\s*(?:<|,|>|\*|&|$|\s))", fix, arg)
+
+
+def _typed_args(tparams: list[dict[str, Any]], args: list[str], pieces: list[dict[str, Any]] = (),
+                kernel_ns: list[str] = ()) -> list[str]:
     """Template arguments as the explicit instantiation writes them: an integer given to a parameter of
     enum type (`ReductionType REDUCE`, recorded as its value 2) is cast to that type, qualified by the
-    namespaces of the unit's enum of that name, so it names the enum from any scope."""
+    namespaces of the unit's enum of that name, so it names the enum from any scope; a type argument names
+    unit types the kernel's scope cannot see with their namespaces (_qualified_types)."""
     names = {tp["name"] for tp in tparams}
     # Qualified from the kernel's outermost namespace, not from `::`: a build batch wraps the unit in one more.
     enums = {p["name"]: "".join(f"{n}::" for n in p["namespaces"] if n) + p["name"]
@@ -190,6 +219,8 @@ def _typed_args(tparams: list[dict[str, Any]], args: list[str], pieces: list[dic
         if (tp.get("kind") == "value" and t and re.fullmatch(r"-?\d+", a.strip())
                 and not INTEGRAL_TYPE.fullmatch(t) and not set(re.findall(r"\w+", t)) & names):
             a = f"static_cast<{enums.get(t, t)}>({a.strip()})"
+        elif tp.get("kind") == "type" and pieces:
+            a = _qualified_types(a, list(pieces), list(kernel_ns))
         out.append(a)
     return out
 
@@ -232,7 +263,8 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             p["ctype"] = ctype_of(p["type"])
             p["base"] = _base(p["type"])
             p["launcher_type"] = by_value_unqualified(p["type"])
-        args_text = ", ".join(_typed_args(meta.get("template_params") or [], inst["args"], pieces))
+        args_text = ", ".join(_typed_args(meta.get("template_params") or [], inst["args"], pieces,
+                                          _namespace_context(meta)["namespaces"]))
         # A lambda's functor struct only where these arguments name it (another's body need not build here).
         # Pieces another translation unit's closure brought for its argument types: only where those are named.
         named = set(re.findall(r"[A-Za-z_]\w*", args_text))
