@@ -103,3 +103,12 @@ def test_a_type_argument_written_inside_a_namespace_is_qualified_for_a_global_ke
     assert build_statuses(m) == {"float_OpAdd_float": "ok"}, build_statuses(m)
     assert "template __global__ void add_uniform_kernel<float, proj::OpAdd<float>>(" in \
         _unit(dataset, m, "float_OpAdd_float")
+
+
+def test_the_host_branch_of_a_class_members_cuda_arch_test_brings_its_names(dataset: dict[str, Any]) -> None:
+    """`~FatalLogger()` is `__host__ __device__`; its `#else` of `#if defined(__CUDA_ARCH__)` (compiled by
+    nvcc's host pass, skipped by the parse) calls `StackTraceText()`, only declared in the header, and
+    `AbortOnFatal()`: both come with the class (was: identifier "StackTraceText" is undefined)."""
+    m = only_meta(dataset, "clamp_kernel")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+    assert {"StackTraceText", "AbortOnFatal"} <= set(m["closure"]["functions"]), m["closure"]["functions"]
