@@ -112,3 +112,10 @@ def test_the_host_branch_of_a_class_members_cuda_arch_test_brings_its_names(data
     m = only_meta(dataset, "clamp_kernel")
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
     assert {"StackTraceText", "AbortOnFatal"} <= set(m["closure"]["functions"]), m["closure"]["functions"]
+
+
+def test_a_launcher_named_only_by_its_forwarding_overload_is_not_instantiated(dataset: dict[str, Any]) -> None:
+    """`FillWith(CtxT c, ...)` only calls `FillWith(cudaStream_t, ...)`, which launches; nothing else names
+    either: the stated reason is `launcher_not_instantiated` (was: weak arguments without a reason)."""
+    m = only_meta(dataset, "fill_with_kernel")
+    assert (m.get("args_missing") or {}).get("reason") == "launcher_not_instantiated", m.get("args_missing")

@@ -73,6 +73,36 @@ class Mentions:
         return out
 
 
+    def in_definition_of(self, name: str, path: str, line: int) -> bool:
+        """Whether `line` of `path` is the head of, or lies in the body of, a function named `name` defined in
+        that file (an overload that forwards to another: `void SetData(Ctx c, ...) { SetData(c->stream(), ...); }`)."""
+        raw = self._raw.get(path)
+        if raw is None or name.encode() not in raw:
+            return False
+        text = self._text(path)
+        starts = [0, *(m.end() for m in re.finditer(rb"\n", text))]
+        if line - 1 >= len(starts):
+            return False
+        at = starts[line - 1]
+        nxt = starts[line] if line < len(starts) else len(text)
+        for m in re.finditer(rb"(?<![\w.>:])" + re.escape(name.encode()) + rb"\s*\(", text):
+            if m.start() >= nxt:
+                break
+            close = _matching(text, m.end() - 1, b"(", b")")
+            if close < 0:
+                continue
+            # `) const noexcept -> T {`: the body's brace after the declarator, no `;` between
+            tail = re.match(rb"[\s\w:<>,*&\->]*?\{", text[close + 1:close + 400])
+            if tail is None:
+                continue
+            brace = close + tail.end()
+            if at <= m.start():
+                return True  # the name of such a definition (its own or another overload's), not a use
+            end = _matching(text, brace, b"{", b"}")
+            if brace < at < end:
+                return True
+        return False
+
     def macro_at(self, path: str, line: int) -> tuple[str, int, int] | None:
         """(name, start, end offsets) of the `#define` whose body holds that line, if one does."""
         raw = self._raw.get(path)
@@ -98,6 +128,20 @@ class Mentions:
 
 
 _DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)")
+
+
+def _matching(text: bytes, start: int, open_: bytes, close: bytes) -> int:
+    """Offset of the bracket closing the one at `start`, or -1."""
+    depth = 0
+    for i in range(start, len(text)):
+        ch = text[i:i + 1]
+        if ch == open_:
+            depth += 1
+        elif ch == close:
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
 
 
 def launch_missing(name: str, uses: list[tuple[str, int]], references: int, frontend: str,
