@@ -119,3 +119,17 @@ def test_a_launcher_named_only_by_its_forwarding_overload_is_not_instantiated(da
     either: the stated reason is `launcher_not_instantiated` (was: weak arguments without a reason)."""
     m = only_meta(dataset, "fill_with_kernel")
     assert (m.get("args_missing") or {}).get("reason") == "launcher_not_instantiated", m.get("args_missing")
+
+
+def test_a_qualified_call_inside_a_same_name_member_is_a_real_use() -> None:
+    """A dispatcher's own `run` calling `Kernel::run(...)` (pytorch3d-style functor dispatch) enters the
+    launcher: that mention counts; the heads of `run` definitions and unqualified forwarding calls do not."""
+    from miner.units.mentions import Mentions
+
+    text = (b"template <class K> struct D { static void run(int x) { K::run(x); } };\n"
+            b"struct F { template <class T> static void run(T x) { k<T><<<1, 1>>>(x); } };\n"
+            b"template <class T> void fwd(T x);\n"
+            b"template <class T> void fwd(T *p) { fwd(*p); }\n")
+    m = Mentions([("/x.cu", text)])
+    assert [m.in_definition_of("run", "/x.cu", line) for line in (1, 2)] == [False, True]
+    assert m.in_definition_of("fwd", "/x.cu", 4) is True

@@ -74,8 +74,10 @@ class Mentions:
 
 
     def in_definition_of(self, name: str, path: str, line: int) -> bool:
-        """Whether `line` of `path` is the head of, or lies in the body of, a function named `name` defined in
-        that file (an overload that forwards to another: `void SetData(Ctx c, ...) { SetData(c->stream(), ...); }`)."""
+        """Whether the mention of `name` on `line` of `path` is the head of a function of that name defined in
+        that file, or an unqualified call inside the body of one (an overload that forwards to another:
+        `void SetData(Ctx c, ...) { SetData(c->stream(), ...); }`). A qualified call (`Kernel::run(...)` in a
+        dispatcher's own `run`) is a call of another class's member: not such a use."""
         raw = self._raw.get(path)
         if raw is None or name.encode() not in raw:
             return False
@@ -85,23 +87,27 @@ class Mentions:
             return False
         at = starts[line - 1]
         nxt = starts[line] if line < len(starts) else len(text)
-        for m in re.finditer(rb"(?<![\w.>:])" + re.escape(name.encode()) + rb"\s*\(", text):
-            if m.start() >= nxt:
-                break
+        pat = re.compile(rb"(?<![\w.>:])" + re.escape(name.encode()) + rb"\s*\(")
+        heads: list[tuple[int, int, int]] = []  # (name offset, body start, body end) of each definition
+        for m in pat.finditer(text, 0, nxt):
             close = _matching(text, m.end() - 1, b"(", b")")
-            if close < 0:
-                continue
             # `) const noexcept -> T {`: the body's brace after the declarator, no `;` between
-            tail = re.match(rb"[\s\w:<>,*&\->]*?\{", text[close + 1:close + 400])
-            if tail is None:
-                continue
-            brace = close + tail.end()
-            if at <= m.start():
-                return True  # the name of such a definition (its own or another overload's), not a use
-            end = _matching(text, brace, b"{", b"}")
-            if brace < at < end:
-                return True
-        return False
+            tail = re.match(rb"[\s\w:<>,*&\->]*?\{", text[close + 1:close + 400]) if close >= 0 else None
+            if tail is not None:
+                brace = close + tail.end()
+                heads.append((m.start(), brace, _matching(text, brace, b"{", b"}")))
+        qualified = re.compile(rb"(?:::|\.|->)\s*(?:template\s+)?" + re.escape(name.encode()) + rb"(?!\w)")
+        if qualified.search(text, at, nxt):
+            return False  # a member of another class or object named here: a real use
+        calls = [m.start() for m in pat.finditer(text, at, nxt)]
+        if not calls:
+            return False
+        for pos in calls:
+            if any(h == pos for h, _b, _e in heads):
+                continue  # a definition's own name
+            if not any(b < pos < e for _h, b, e in heads):
+                return False  # an unqualified call outside every same-name definition: a real use
+        return True
 
     def macro_at(self, path: str, line: int) -> tuple[str, int, int] | None:
         """(name, start, end offsets) of the `#define` whose body holds that line, if one does."""
