@@ -99,7 +99,7 @@ def test_directory_definitions_of_parent_cmakelists_are_inherited() -> None:
     (CMake's directory definitions are inherited); a target's definitions are not."""
     root = str(CMAKE_NESTED.resolve())
     got = build_flags.find(root + "/src/nest_kernel.cu", root)
-    assert got is not None and got["nvcc"] == ["-DKM_NEST_TILE=4", "-DKM_NEST_WITH_CUDA"], got
+    assert got is not None and got["nvcc"] == ["-DKM_NEST_TILE=4", "--extended-lambda", "-DKM_NEST_WITH_CUDA"], got
     assert got["defines"]["-DKM_NEST_WITH_CUDA"] == "CMakeLists.txt" and "CMakeLists.txt" in got["from"], got
 
 

@@ -322,7 +322,8 @@ def _inherited_cmake_defines(folder: str, stop: str) -> list[tuple[str, str]]:
     """(-D, where) that the CMakeLists.txt of the folders above `folder` (up to `stop`) give their directory
     with `add_definitions`/`add_compile_definitions`: CMake's directory definitions are inherited by every
     subdirectory (`if(K2_WITH_CUDA) add_definitions(-DK2_WITH_CUDA) endif()` in the root reaches
-    `k2/csrc`, whose own CMakeLists.txt gives flags of its own). Target definitions are not inherited."""
+    `k2/csrc`, whose own CMakeLists.txt gives flags of its own), and so are the white-listed nvcc flags its
+    variables set (`--extended-lambda` in CMAKE_CUDA_FLAGS). Target definitions are not inherited."""
     out: list[tuple[str, str]] = []
     d = folder
     while d != stop and (d + os.sep).startswith(stop + os.sep):
@@ -330,7 +331,10 @@ def _inherited_cmake_defines(folder: str, stop: str) -> list[tuple[str, str]]:
         path = os.path.join(d, "CMakeLists.txt")
         if os.path.isfile(path):
             code = "\n".join(line.split("#", 1)[0] for line in _read(path).splitlines())
-            out += [(f, os.path.relpath(path, stop)) for f in _cmake_defines(code, directory_only=True)]
+            # CMAKE_CUDA_FLAGS is a variable: a subdirectory inherits it too (`--expt-extended-lambda`).
+            flags = [normal(m.group(1)) for m in _PY_FLAG.finditer(code)
+                     if not m.group(1).lstrip("-").startswith("std")]
+            out += [(f, os.path.relpath(path, stop)) for f in [*flags, *_cmake_defines(code, directory_only=True)]]
     return out
 
 
@@ -376,7 +380,8 @@ def find(path: str, stop: str) -> dict[str, Any] | None:
                     more = _inherited_cmake_defines(d, stop)
                     flags += [f for f, _ in more]
                     for f, w in more:
-                        where.setdefault(f, w)
+                        if f.startswith("-D"):
+                            where.setdefault(f, w)
                         used += [w] if w not in used else []
                 break
         parent = os.path.dirname(d)
