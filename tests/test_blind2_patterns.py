@@ -57,7 +57,8 @@ def test_a_device_lambda_held_in_a_variable_or_written_by_a_macro_becomes_a_func
     has no text of its own: the invocation is expanded and its one `__device__` lambda taken)."""
     m = only_meta(dataset, "apply_kernel")
     assert build_statuses(m) == {"km_lambda_scale_ops_4_5": "ok", "km_lambda_scale_ops_8_25": "ok",
-                                 "km_lambda_scale_ops_21_9_float": "ok"}, build_statuses(m)
+                                 "km_lambda_scale_ops_21_9_float": "ok", "km_lambda_scale_ops_38_5_int": "ok"}, \
+        build_statuses(m)
     assert {i["origin"] for i in m["instantiations"]} == {"host_template"}
     unit = _unit(dataset, m, "km_lambda_scale_ops_4_5")
     assert "struct km_lambda_scale_ops_4_5 {\n  int32_t * data;\n" in unit
@@ -67,6 +68,9 @@ def test_a_device_lambda_held_in_a_variable_or_written_by_a_macro_becomes_a_func
     # capture: read from the body, the member is `T * d` of a struct templated over T.
     assert "template <typename T>\nstruct km_lambda_scale_ops_21_9 {\n  T * d;" in \
         _unit(dataset, m, "km_lambda_scale_ops_21_9_float")
+    # A method a macro writes, whose lambda another macro writes: the method's parameter `out` and local `src`
+    # share the lambda parameter's location (the invocation's); told apart by cursor, they are members.
+    assert "  float * out;\n  T * src;\n" in _unit(dataset, m, "km_lambda_scale_ops_38_5_int")
 
 
 def test_a_kernel_launched_only_from_generated_sources_says_so(dataset: dict[str, Any]) -> None:

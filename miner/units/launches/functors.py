@@ -163,13 +163,13 @@ def _body_captures(lam: ci.Cursor) -> dict[str, str] | None:
     body = next((c for c in lam.get_children() if c.kind == K.COMPOUND_STMT), None)
     if body is None:
         return {}
-    own = {(c.location.file.name if c.location.file else "", c.location.offset)
-           for c in lam.walk_preorder() if c.kind in (K.PARM_DECL, K.VAR_DECL)}
+    # By cursor, not by location: in a macro's expansion every declaration has the invocation's location.
+    own = {c.hash for c in lam.walk_preorder() if c.kind in (K.PARM_DECL, K.VAR_DECL)}
     out: dict[str, str] = {}
     for c in body.walk_preorder():
         d = c.referenced if c.kind == K.DECL_REF_EXPR else None
         if d is None or d.kind not in (K.VAR_DECL, K.PARM_DECL) or not d.spelling \
-                or (d.location.file.name if d.location.file else "", d.location.offset) in own \
+                or d.hash in own or (d.get_definition() or d).hash in own \
                 or d.semantic_parent is None or d.semantic_parent.kind not in _LOCAL_SCOPES:
             continue
         t = re.sub(r"^const\s+|\s*&+$", "", d.type.spelling.strip())
