@@ -74,10 +74,12 @@ class Mentions:
 
 
     def in_definition_of(self, name: str, path: str, line: int) -> bool:
-        """Whether the mention of `name` on `line` of `path` is the head of a function of that name defined in
-        that file, or an unqualified call inside the body of one (an overload that forwards to another:
-        `void SetData(Ctx c, ...) { SetData(c->stream(), ...); }`). A qualified call (`Kernel::run(...)` in a
-        dispatcher's own `run`) is a call of another class's member: not such a use."""
+        """Whether the mention of `name` on `line` of `path` is the head of a function of that name defined at
+        namespace scope in that file, or an unqualified call inside the body of one (an overload that
+        forwards to another: `void SetData(Ctx c, ...) { SetData(c->stream(), ...); }`). A qualified call
+        (`Kernel::run(...)` in a dispatcher's own `run`) calls another class's member: a real use; so is a
+        member function's head (`static void run(...)` of the functors such a dispatcher calls, from a header
+        the include reach may not count)."""
         raw = self._raw.get(path)
         if raw is None or name.encode() not in raw:
             return False
@@ -93,7 +95,7 @@ class Mentions:
             close = _matching(text, m.end() - 1, b"(", b")")
             # `) const noexcept -> T {`: the body's brace after the declarator, no `;` between
             tail = re.match(rb"[\s\w:<>,*&\->]*?\{", text[close + 1:close + 400]) if close >= 0 else None
-            if tail is not None:
+            if tail is not None and _namespace_scope(text, m.start()):
                 brace = close + tail.end()
                 heads.append((m.start(), brace, _matching(text, brace, b"{", b"}")))
         qualified = re.compile(rb"(?:::|\.|->)\s*(?:template\s+)?" + re.escape(name.encode()) + rb"(?!\w)")
@@ -134,6 +136,20 @@ class Mentions:
 
 
 _DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)")
+
+
+_SCOPE_OPENER = re.compile(rb"(?:\bnamespace\b[\w\s:]*|\bextern\s*\"C\+*\"\s*)$")
+
+
+def _namespace_scope(text: bytes, pos: int) -> bool:
+    """Whether `pos` lies at namespace scope: every brace open there opens a namespace or `extern "C"`."""
+    stack: list[bool] = []
+    for m in re.finditer(rb"[{}]", text[:pos]):
+        if m.group(0) == b"{":
+            stack.append(bool(_SCOPE_OPENER.search(text[max(0, m.start() - 200):m.start()].rstrip())))
+        elif stack:
+            stack.pop()
+    return all(stack)
 
 
 def _matching(text: bytes, start: int, open_: bytes, close: bytes) -> int:
