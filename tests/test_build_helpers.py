@@ -89,3 +89,25 @@ def test_units_of_cmake_and_make_projects_build_with_their_defines(tmp_path: Pat
     metas = {"metas": load_dataset(out)}
     for name in ("cm_kernel", "mk_kernel"):
         assert set(build_statuses(_meta(metas, name)).values()) == {"ok"}, build_statuses(_meta(metas, name))
+
+
+CMAKE_NESTED = FIXTURES / "build_config" / "cmake_nested"
+
+
+def test_directory_definitions_of_parent_cmakelists_are_inherited() -> None:
+    """`add_definitions` in the root CMakeLists.txt reaches `src/`, whose own CMakeLists.txt gives flags too
+    (CMake's directory definitions are inherited); a target's definitions are not."""
+    root = str(CMAKE_NESTED.resolve())
+    got = build_flags.find(root + "/src/nest_kernel.cu", root)
+    assert got is not None and got["nvcc"] == ["-DKM_NEST_TILE=4", "--extended-lambda", "-DKM_NEST_WITH_CUDA"], got
+    assert got["defines"]["-DKM_NEST_WITH_CUDA"] == "CMakeLists.txt" and "CMakeLists.txt" in got["from"], got
+
+
+@needs_nvcc
+def test_a_kernel_under_an_inherited_cmake_define_is_found_and_builds(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_miner("extract", CMAKE_NESTED, "-o", out, "--build", "-j", "2",
+                     env={"XDG_CACHE_HOME": str(tmp_path / "cache")}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    m = _meta({"metas": load_dataset(out)}, "nest_kernel")
+    assert m["frontend"] == "clang" and build_statuses(m) == {"default": "ok"}, (m["frontend"], build_statuses(m))

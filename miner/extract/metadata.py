@@ -83,6 +83,15 @@ def _file_defines(config: ParseConfig, tu: str | None) -> list[str]:
     return out
 
 
+def _reopened_namespaces(chain: list[str]) -> list[str]:
+    """The kernel's namespace chain up to its last named one where an anonymous namespace comes before that
+    (`namespace { namespace device {`), else []: anonymous namespaces at the end of the chain need no
+    reopening (what they declare is visible from the named namespace around them)."""
+    while chain and not chain[-1]:
+        chain = chain[:-1]
+    return list(chain) if "" in chain else []
+
+
 def _metadata(k: Kernel, text: bytes, origin: Origin, kid: str, tu: str | None,
               config: ParseConfig) -> dict[str, Any]:
     return {
@@ -105,6 +114,9 @@ def _metadata(k: Kernel, text: bytes, origin: Origin, kid: str, tu: str | None,
         "attributes": [vars(a) for a in k.attributes],
         "is_specialization": k.is_specialization,
         **({"linkage": "C"} if k.c_linkage else {}),
+        # Only where a named namespace is nested in an anonymous one (`namespace { namespace device {`): the
+        # unit must reopen that chain for the kernel to see its neighbours; qualified_name has the named ones.
+        **({"namespaces": ns} if (ns := _reopened_namespaces(k.namespaces)) else {}),
         "frontend": k.frontend,
         "diagnostics": k.diagnostics or {"count": 0, "errors": 0, "messages": []},
         "parse_context": {

@@ -130,6 +130,17 @@ def _qualified_name(c: ci.Cursor) -> str:
     return "::".join(reversed(parts))
 
 
+def _namespaces(c: ci.Cursor) -> list[str]:
+    """The namespaces around `c`, outermost first, "" for an anonymous one."""
+    out: list[str] = []
+    p = c.semantic_parent
+    while p is not None and p.kind != K.TRANSLATION_UNIT:
+        if p.kind == K.NAMESPACE:
+            out.append(p.spelling)
+        p = p.semantic_parent
+    return out[::-1]
+
+
 class _Normalizer:
     """clang spells a file as it was reached (`dir/../x.h`); inputs are keyed by real path."""
 
@@ -191,6 +202,7 @@ def _kernel(c: ci.Cursor, data: bytes, path: str, clang_name: str, diags: dict) 
         # A C-linkage function's mangled name is its own name (a C++ kernel's is `_Z...`, its host stub's
         # too): this also sees the linkage a definition inherits from an earlier `extern "C"` declaration.
         c_linkage=c.mangled_name == c.spelling,
+        namespaces=_namespaces(c),
     )
 
 

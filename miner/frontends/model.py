@@ -52,6 +52,10 @@ class Kernel:
     # `extern "C"` (alone, in a block, or from an earlier declaration): the symbol is the plain name, which
     # the unit must keep for its .entry to be the original's (code that loads kernels by name).
     c_linkage: bool = False
+    # The enclosing namespaces, outermost first, "" for an anonymous one (qualified_name leaves those out, and
+    # so keeps kernel ids stable): a unit reopens the same chain, or its kernel cannot see what the anonymous
+    # namespace declares beside it.
+    namespaces: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -138,6 +138,18 @@ def _qualified(fn: tree_sitter.Node, name: str) -> str:
     return "::".join(reversed(parts))
 
 
+def _namespaces(fn: tree_sitter.Node) -> list[str]:
+    """The namespaces around `fn`, outermost first, "" for an anonymous one (`a::b` as one entry)."""
+    out: list[str] = []
+    p = fn.parent
+    while p is not None:
+        if p.type == "namespace_definition":
+            nm = p.child_by_field_name("name")
+            out.append(_text(nm) if nm is not None else "")
+        p = p.parent
+    return out[::-1]
+
+
 def parse_bytes(data: bytes, path: str) -> tuple[list[Kernel], int]:
     """Kernels in one file's bytes, and the number of syntax-error nodes seen."""
     tree = _parser().parse(data)
@@ -186,6 +198,7 @@ def _kernel(fn: tree_sitter.Node, data: bytes, path: str) -> Kernel:
         is_specialization=is_spec,
         frontend="treesitter",
         c_linkage=_c_linkage(fn),
+        namespaces=_namespaces(fn),
     )
 
 

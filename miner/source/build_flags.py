@@ -238,7 +238,7 @@ def cmake_cache_defaults(root: str) -> dict[str, str]:
     return {m.group(1): m.group(2) for m in _CMAKE_CACHE_SET.finditer(code)}
 
 
-def _cmake_defines(code: str, variables: dict[str, str] | None = None) -> list[str]:
+def _cmake_defines(code: str, variables: dict[str, str] | None = None, directory_only: bool = False) -> list[str]:
     """-D flags a CMake build gives its CUDA sources in every CUDA build: `add_definitions(-DX)`,
     `add_compile_definitions(X)`, `target_compile_definitions(t PRIVATE X=1)`, and `-DX` in
     `CUDA_NVCC_FLAGS` / `CMAKE_CUDA_FLAGS`, outside conditions other than the platform (_Branches).
@@ -257,6 +257,8 @@ def _cmake_defines(code: str, variables: dict[str, str] | None = None) -> list[s
         elif kind == "endif":
             branches.leave()
         elif not branches.cuda():
+            continue
+        elif directory_only and kind not in ("add_definitions", "add_compile_definitions"):
             continue
         elif kind in ("set", "list", "string"):
             v = _CMAKE_NVCC_VAR.match(args)
@@ -348,6 +350,27 @@ def _folder_flags(folder: str, root: str, rel: str = "") -> tuple[tuple[str, ...
     return (tuple(flags), tuple(used), tuple(where.items())) if used else None
 
 
+def _inherited_cmake_defines(folder: str, stop: str) -> list[tuple[str, str]]:
+    """(-D, where) that the CMakeLists.txt of the folders above `folder` (up to `stop`) give their directory
+    with `add_definitions`/`add_compile_definitions`: CMake's directory definitions are inherited by every
+    subdirectory (`if(K2_WITH_CUDA) add_definitions(-DK2_WITH_CUDA) endif()` in the root reaches
+    `k2/csrc`, whose own CMakeLists.txt gives flags of its own), and so are the white-listed nvcc flags its
+    variables set (`--extended-lambda` in CMAKE_CUDA_FLAGS). Target definitions are not inherited."""
+    out: list[tuple[str, str]] = []
+    d = folder
+    while d != stop and (d + os.sep).startswith(stop + os.sep):
+        d = os.path.dirname(d)
+        path = os.path.join(d, "CMakeLists.txt")
+        if os.path.isfile(path):
+            code = "\n".join(line.split("#", 1)[0] for line in _read(path).splitlines())
+            # CMAKE_CUDA_FLAGS is a variable: a subdirectory inherits it too (`--expt-extended-lambda`).
+            flags = [normal(m.group(1)) for m in _PY_FLAG.finditer(code)
+                     if not m.group(1).lstrip("-").startswith("std")]
+            defines = _cmake_defines(code, cmake_cache_defaults(stop), directory_only=True)
+            out += [(f, os.path.relpath(path, stop)) for f in [*flags, *defines]]
+    return out
+
+
 def merge(flags: list[str]) -> list[str]:
     """One `-std` (the newest), each other flag once, a `-U` cancelling an earlier `-D` of that name
     (torch-ngp undoes torch's `__CUDA_NO_HALF_OPERATORS__`) as nvcc would."""
@@ -386,6 +409,13 @@ def find(path: str, stop: str) -> dict[str, Any] | None:
             # `target_compile_options(x PRIVATE ${CUDA_NVCC_FLAGS})`) takes its flags from the parent
             # folder's, which set the variable: the walk goes on up to a build file that gives some.
             if got[0]:
+                if "CMakeLists.txt" in got[1]:
+                    more = _inherited_cmake_defines(d, stop)
+                    flags += [f for f, _ in more]
+                    for f, w in more:
+                        if f.startswith("-D"):
+                            where.setdefault(f, w)
+                        used += [w] if w not in used else []
                 break
         parent = os.path.dirname(d)
         if d == stop or parent == d or not (d + os.sep).startswith(stop + os.sep):

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from miner.frontends.model import Kernel
-from miner.units import instantiations, render, vendor_copy, weak_args
+from miner.units import generated, instantiations, render, vendor_copy, weak_args
 from miner.units.mentions import Mentions, launch_missing
 from miner.units.records import Analyses, ClosureRecord, Launch, PieceText
 
@@ -60,6 +60,8 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
         other = weak_args.other_definition(uses, weak_args.launch_sites(data, key), mentions) if uses else False
         meta["launch_missing"] = launch_missing(k.name, uses, len(meta["references"]), k.frontend,
                                                 lambda p: _rel(p, root), other)
+        if not uses and k.frontend == "clang" and (found := generated.writers(meta, root)):
+            meta["launch_missing"] = generated.launch_missing(k.name, found)
     # Template arguments that are only defaults: why, where the sources hold none (else the miner's miss).
     why = weak_args.reason(meta, insts, records, weak_args.launcher_uses(records, mentions) if mentions else None)
     if why is not None:

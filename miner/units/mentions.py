@@ -73,6 +73,44 @@ class Mentions:
         return out
 
 
+    def in_definition_of(self, name: str, path: str, line: int) -> bool:
+        """Whether the mention of `name` on `line` of `path` is the head of a function of that name defined at
+        namespace scope in that file, or an unqualified call inside the body of one (an overload that
+        forwards to another: `void SetData(Ctx c, ...) { SetData(c->stream(), ...); }`). A qualified call
+        (`Kernel::run(...)` in a dispatcher's own `run`) calls another class's member: a real use; so is a
+        member function's head (`static void run(...)` of the functors such a dispatcher calls, from a header
+        the include reach may not count)."""
+        raw = self._raw.get(path)
+        if raw is None or name.encode() not in raw:
+            return False
+        text = self._text(path)
+        starts = [0, *(m.end() for m in re.finditer(rb"\n", text))]
+        if line - 1 >= len(starts):
+            return False
+        at = starts[line - 1]
+        nxt = starts[line] if line < len(starts) else len(text)
+        pat = re.compile(rb"(?<![\w.>:])" + re.escape(name.encode()) + rb"\s*\(")
+        heads: list[tuple[int, int, int]] = []  # (name offset, body start, body end) of each definition
+        for m in pat.finditer(text, 0, nxt):
+            close = _matching(text, m.end() - 1, b"(", b")")
+            # `) const noexcept -> T {`: the body's brace after the declarator, no `;` between
+            tail = re.match(rb"[\s\w:<>,*&\->]*?\{", text[close + 1:close + 400]) if close >= 0 else None
+            if tail is not None and _namespace_scope(text, m.start()):
+                brace = close + tail.end()
+                heads.append((m.start(), brace, _matching(text, brace, b"{", b"}")))
+        qualified = re.compile(rb"(?:::|\.|->)\s*(?:template\s+)?" + re.escape(name.encode()) + rb"(?!\w)")
+        if qualified.search(text, at, nxt):
+            return False  # a member of another class or object named here: a real use
+        calls = [m.start() for m in pat.finditer(text, at, nxt)]
+        if not calls:
+            return False
+        for pos in calls:
+            if any(h == pos for h, _b, _e in heads):
+                continue  # a definition's own name
+            if not any(b < pos < e for _h, b, e in heads):
+                return False  # an unqualified call outside every same-name definition: a real use
+        return True
+
     def macro_at(self, path: str, line: int) -> tuple[str, int, int] | None:
         """(name, start, end offsets) of the `#define` whose body holds that line, if one does."""
         raw = self._raw.get(path)
@@ -98,6 +136,34 @@ class Mentions:
 
 
 _DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)")
+
+
+_SCOPE_OPENER = re.compile(rb"(?:\bnamespace\b[\w\s:]*|\bextern\s*\"C\+*\"\s*)$")
+
+
+def _namespace_scope(text: bytes, pos: int) -> bool:
+    """Whether `pos` lies at namespace scope: every brace open there opens a namespace or `extern "C"`."""
+    stack: list[bool] = []
+    for m in re.finditer(rb"[{}]", text[:pos]):
+        if m.group(0) == b"{":
+            stack.append(bool(_SCOPE_OPENER.search(text[max(0, m.start() - 200):m.start()].rstrip())))
+        elif stack:
+            stack.pop()
+    return all(stack)
+
+
+def _matching(text: bytes, start: int, open_: bytes, close: bytes) -> int:
+    """Offset of the bracket closing the one at `start`, or -1."""
+    depth = 0
+    for i in range(start, len(text)):
+        ch = text[i:i + 1]
+        if ch == open_:
+            depth += 1
+        elif ch == close:
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
 
 
 def launch_missing(name: str, uses: list[tuple[str, int]], references: int, frontend: str,

@@ -196,10 +196,39 @@ def _base(type_text: str) -> str:
     return "char" if t in ("void", "") else re.sub(r"\s+", " ", t)
 
 
-def _typed_args(tparams: list[dict[str, Any]], args: list[str], pieces: list[dict[str, Any]] = ()) -> list[str]:
+_TYPE_PIECES = ("STRUCT_DECL", "CLASS_DECL", "CLASS_TEMPLATE", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL",
+                "TYPE_ALIAS_DECL", "TYPE_ALIAS_TEMPLATE_DECL")
+
+
+def _qualified_types(arg: str, pieces: list[dict[str, Any]], kernel_ns: list[str]) -> str:
+    """`arg` with each unqualified name of a unit type that the kernel's scope cannot see qualified by its
+    namespaces: a kernel at global scope launched from inside `namespace k2 {` with `OperatorAdd<T>` (which
+    that launch found as `k2::OperatorAdd`) is instantiated as `k2::OperatorAdd<float>`. Only names one
+    piece declares; an anonymous namespace in the chain cannot be written, and is left alone."""
+    where: dict[str, list[list[str]]] = {}
+    for p in pieces:
+        if p["kind"] in _TYPE_PIECES and not p.get("functor"):
+            where.setdefault(p["name"], []).append(list(p["namespaces"]))
+    named = [n for n in kernel_ns if n]
+
+    def fix(m: re.Match[str]) -> str:
+        chains = where.get(m.group(2))
+        if not chains or len({tuple(c) for c in chains}) != 1:
+            return m.group(0)
+        ns = chains[0]
+        if not ns or "" in ns or named[:len(ns)] == ns:
+            return m.group(0)
+        return m.group(1) + "::".join(ns) + "::" + m.group(2)
+
+    return re.sub(r"((?:^|[^\w:]))([A-Za-z_]\w*)(?=\s*(?:<|,|>|\*|&|$|\s))", fix, arg)
+
+
+def _typed_args(tparams: list[dict[str, Any]], args: list[str], pieces: list[dict[str, Any]] = (),
+                kernel_ns: list[str] = ()) -> list[str]:
     """Template arguments as the explicit instantiation writes them: an integer given to a parameter of
     enum type (`ReductionType REDUCE`, recorded as its value 2) is cast to that type, qualified by the
-    namespaces of the unit's enum of that name, so it names the enum from any scope."""
+    namespaces of the unit's enum of that name, so it names the enum from any scope; a type argument names
+    unit types the kernel's scope cannot see with their namespaces (_qualified_types)."""
     names = {tp["name"] for tp in tparams}
     # Qualified from the kernel's outermost namespace, not from `::`: a build batch wraps the unit in one more.
     enums = {p["name"]: "".join(f"{n}::" for n in p["namespaces"] if n) + p["name"]
@@ -211,8 +240,21 @@ def _typed_args(tparams: list[dict[str, Any]], args: list[str], pieces: list[dic
         if (tp.get("kind") == "value" and t and re.fullmatch(r"-?\d+", a.strip())
                 and not INTEGRAL_TYPE.fullmatch(t) and not set(re.findall(r"\w+", t)) & names):
             a = f"static_cast<{enums.get(t, t)}>({a.strip()})"
+        elif tp.get("kind") == "type" and pieces:
+            a = _qualified_types(a, list(pieces), list(kernel_ns))
         out.append(a)
     return out
+
+
+def _namespace_context(meta: dict[str, Any]) -> dict[str, Any]:
+    """Where the unit puts the kernel (`namespaces`: its chain, an anonymous namespace as "" where a named one
+    is nested in it, metadata `namespaces`), the launcher (`launcher_namespaces`: the chain before its first
+    anonymous namespace, since a C-linkage function inside one would have internal linkage, with
+    `launcher_using` naming the rest) and the host wrapper's using-directives (`named_namespaces`)."""
+    chain = list(meta.get("namespaces") or meta["qualified_name"].split("::")[:-1])
+    cut = chain.index("") if "" in chain else len(chain)
+    return {"namespaces": chain, "launcher_namespaces": chain[:cut],
+            "launcher_using": "::".join(n for n in chain[cut:] if n), "named_namespaces": [n for n in chain if n]}
 
 
 def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRecord,
@@ -242,7 +284,8 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             p["ctype"] = ctype_of(p["type"])
             p["base"] = _base(p["type"])
             p["launcher_type"] = by_value_unqualified(p["type"])
-        args_text = ", ".join(_typed_args(meta.get("template_params") or [], inst["args"], pieces))
+        args_text = ", ".join(_typed_args(meta.get("template_params") or [], inst["args"], pieces,
+                                          _namespace_context(meta)["namespaces"]))
         # A lambda's functor struct only where these arguments name it (another's body need not build here).
         # Pieces another translation unit's closure brought for its argument types: only where those are named.
         named = set(re.findall(r"[A-Za-z_]\w*", args_text))
@@ -269,7 +312,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             "defines": [d.split("=", 1) if "=" in d else [d, "1"] for d in meta["parse_context"]["defines"]
                         if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")],
             "shim_text": _shim_for(pieces) if unit.shims or _shim_types(inst["args"], kernel_text, pieces) else "",
-            "pieces": own, "namespaces": meta["qualified_name"].split("::")[:-1],
+            "pieces": own, **_namespace_context(meta),
             "kernel_text": kernel_text, "callee": callee,
             "macro_names": list(dict.fromkeys(p.name for p in unit.pieces if p.kind == "MACRO")),
             # Names the unit defines with C linkage: one symbol per program, whatever the namespace, so a

@@ -6,8 +6,11 @@ Two cases are stated, each checked against the sources rather than assumed:
 - `not_instantiated`: nothing launches, references or explicitly instantiates the kernel. Its name is written
   nowhere besides its definition (`launch_missing: not_referenced`), or only at launches the AST resolved to
   another kernel of that name, an overload or a same-name kernel of another file (`other_definition`).
+- `generated_launcher`: nothing in the mined sources names the kernel, and its translation unit includes files
+  the tree lacks that a project script writes (`launch_missing: generated_source`, units/generated.py).
 - `launcher_not_instantiated`: every launch sits in a host function template whose instantiations are unknown,
-  and no such template is named anywhere besides its own definition (nothing calls or instantiates it).
+  and no such template is named anywhere besides its own definition and the bodies of its same-name overloads
+  (`SetData(ContextPtr c, ...)` forwarding to `SetData(cudaStream_t s, ...)`): nothing calls or instantiates it.
 
 Anything else (a launch whose arguments the miner could not follow, a name written where no launch was
 resolved) carries no reason: that is the miner's miss, counted as such (`scripts/mine_corpus.py`).
@@ -58,7 +61,11 @@ def launcher_uses(records: Iterable[Launch], mentions: Mentions) -> dict[str, in
     out: dict[str, int] = {}
     for lc in launches:
         path, offset = lc.host_template  # type: ignore[misc]
-        out[f"{lc.launcher}@{path}:{offset}"] = len(mentions.uses(lc.launcher, (path, offset, offset + 1)))
+        # A use inside another overload of the same name (one that forwards to this one) enters the set
+        # only if that overload is entered: uses among the overloads themselves do not count.
+        uses = [u for u in mentions.uses(lc.launcher, (path, offset, offset + 1))
+                if not mentions.in_definition_of(lc.launcher, *u)]
+        out[f"{lc.launcher}@{path}:{offset}"] = len(uses)
     return out
 
 
@@ -74,6 +81,10 @@ def reason(meta: dict[str, Any], insts: list[dict[str, Any]], records: list[Laun
         return {"reason": "not_instantiated",
                 "detail": f"nothing in the mined sources launches, references or explicitly instantiates {name} "
                           "(launch_missing: " + missing + "): no concrete template arguments exist there"}
+    if not records and missing == "generated_source":
+        return {"reason": "generated_launcher",
+                "detail": f"{name}'s launches are in sources the build generates (launch_missing: generated_source): "
+                          "the mined sources hold no concrete template arguments"}
     if launchers and not any(launchers.values()):
         names = sorted({k.split("@", 1)[0] for k in launchers})
         return {"reason": "launcher_not_instantiated",

@@ -231,7 +231,8 @@ def explicit_instantiation(meta: dict[str, Any], inst: dict[str, Any], unit_text
     own = re.search(rf"^template __global__ void {re.escape(parts[-1])}<.*\);$", unit_text, re.M)
     types = ", ".join(p["type"] for p in (inst.get("launcher") or {}).get("params", []))
     text = own.group(0) if own else f"template __global__ void {parts[-1]}<{', '.join(args)}>({types});"
-    for ns in reversed(parts[:-1]):
+    # An anonymous namespace ("" in metadata `namespaces`) is reopened: the wrapper includes the same file.
+    for ns in reversed(meta.get("namespaces") or parts[:-1]):
         text = f"namespace {ns} {{ {text} }}"
     return text
 

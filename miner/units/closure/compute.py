@@ -215,8 +215,10 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 for i in range(len(scope), -1, -1):
                     for gp, gc in ctx.by_name.get((scope[:i], name), [])[:1]:
                         take(gp, gc)
-        if cur.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD):
-            # nvcc's host pass compiles the `#else` of `#if __CUDA_ARCH__ >= 800` the parse skipped.
+        if cur.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD) or cur.kind in _CLASS_KINDS:
+            # nvcc's host pass compiles the `#else` of `#if __CUDA_ARCH__ >= 800` the parse skipped; in a
+            # class, the branches of its members' bodies (a `__host__ __device__` destructor whose host side
+            # calls a function only declared in the header).
             # Looked up in the scopes visible here, else in any (a `using namespace` makes it visible, as
             # for a dependent call's overload set).
             for name in host_pass_names(ctx, cur):

@@ -144,4 +144,26 @@ def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_sta
         items.append((ctx.sort_key(m.path, m.start), {
             "kind": "MACRO", "name": m.name, "namespaces": [], "text": undef + _text(ctx, m), "path": m.path,
             "line": ctx.read(m.path).count(b"\n", 0, m.start) + 1}))
-    return [dict(d, after=key > kernel_key and d["kind"] != "MACRO") for key, d in sorted(items, key=lambda t: t[0])]
+    ordered = [dict(d, after=key > kernel_key and d["kind"] != "MACRO") for key, d in sorted(items, key=lambda t: t[0])]
+    return _macros_before_templates(ordered, [m.name for m in closure.macros])
+
+
+_TEMPLATES = ("FUNCTION_TEMPLATE", "CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION")
+
+
+def _macros_before_templates(items: list[dict[str, Any]], names: list[str]) -> list[dict[str, Any]]:
+    """A macro a template names before the macro's `#define` (a header of helpers written to be included
+    after the one that defines it: compilers that looked non-dependent names up at instantiation accepted it,
+    nvcc now stops with `identifier is undefined`) moves to just before that template. Only a macro defined
+    once in the unit, and only over templates: anything else naming it first would have failed in any compiler."""
+    once = {n for n in names if names.count(n) == 1}
+    out = list(items)
+    for d in items:
+        if d["kind"] != "MACRO" or d["name"] not in once:
+            continue
+        word = re.compile(rf"(?<![\w#]){re.escape(d['name'])}(?!\w)")
+        at = out.index(d)
+        first = next((i for i, e in enumerate(out[:at]) if e["kind"] in _TEMPLATES and word.search(e["text"])), None)
+        if first is not None:
+            out.insert(first, out.pop(at))
+    return out

@@ -30,6 +30,8 @@ from miner.units.launches.text import _src
 
 _FORWARD = re.compile(r"^\s*(?:::)?std\s*::\s*(?:forward\s*<\s*([^<>]+?)\s*>|move)\s*\(\s*(\w+)\s*\)\s*$")
 _CLASSES = {K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE, K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION}
+_LOCAL_SCOPES = {K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR,
+                 K.LAMBDA_EXPR}
 _ATTRS = {"__device__", "__host__", "__forceinline__", "__noinline__"}
 
 
@@ -83,6 +85,9 @@ def _struct(st: _State, lam: ci.Cursor, name: str, host_key: tuple[str, int] | N
     text = _src(st.ctx, lam)
     m = re.match(r"\s*\[", text)
     if not m:
+        text = _expanded_lambda(st.ctx, lam) or ""
+        m = re.match(r"\s*\[", text)
+    if not m:
         return None
     end = _balanced(text, m.end() - 1, "[", "]")
     paren = text.find("(", end)
@@ -110,6 +115,11 @@ def _struct(st: _State, lam: ci.Cursor, name: str, host_key: tuple[str, int] | N
             if not t or re.search(r"lambda at|<dependent|\bauto\b|type-parameter", t):
                 return None
             members.setdefault(c.spelling, t)
+    found = _body_captures(lam)
+    if found is None:
+        return None
+    for n, t in found.items():
+        members.setdefault(n, t)
     body = text[brace:]
     # Aliases of the enclosing class the lambda names (`using ROOT = float;` in the class whose method it sits
     # in) mean nothing at namespace scope: the struct declares them again, as their type.
@@ -143,6 +153,71 @@ def _struct(st: _State, lam: ci.Cursor, name: str, host_key: tuple[str, int] | N
     fields += "".join(f"  {t} {n};\n" for n, t in members.items())
     sig = f"{' '.join(attrs)} auto operator()({params}){const}" + (f" -> {ret}" if ret else "")
     return f"{head}struct {name} {{\n{fields}  {sig} {body}\n}}", used
+
+
+def _body_captures(lam: ci.Cursor) -> dict[str, str] | None:
+    """Locals of the enclosing function the lambda's body names (its captures, by copy): libclang lists
+    implicit captures as children only sometimes (not for a lambda a macro writes inside a method), so the body
+    is read too. A type written over the enclosing host template's parameters (`T *d`) is kept as written (the
+    struct becomes a template over them); None where the parse leaves it unspellable (dependent, a closure)."""
+    body = next((c for c in lam.get_children() if c.kind == K.COMPOUND_STMT), None)
+    if body is None:
+        return {}
+    # By cursor, not by location: in a macro's expansion every declaration has the invocation's location.
+    own = {c.hash for c in lam.walk_preorder() if c.kind in (K.PARM_DECL, K.VAR_DECL)}
+    out: dict[str, str] = {}
+    for c in body.walk_preorder():
+        d = c.referenced if c.kind == K.DECL_REF_EXPR else None
+        if d is None or d.kind not in (K.VAR_DECL, K.PARM_DECL) or not d.spelling \
+                or d.hash in own or (d.get_definition() or d).hash in own \
+                or d.semantic_parent is None or d.semantic_parent.kind not in _LOCAL_SCOPES:
+            continue
+        t = re.sub(r"^const\s+|\s*&+$", "", d.type.spelling.strip())
+        if not t or re.search(r"lambda at|<dependent|\bauto\b|type-parameter", t):
+            return None
+        out.setdefault(d.spelling, t)
+    return out
+
+
+_INVOCATION = re.compile(r"([A-Za-z_]\w*)\s*\(")
+
+
+def _expanded_lambda(ctx: object, lam: ci.Cursor) -> str | None:
+    """The text of a lambda a project macro writes (`#define EVAL(n, name, ...) auto name = [=] __device__
+    __VA_ARGS__; ...`), whose extent is only the invocation's first token: the invocation expanded (that macro
+    first, then every project macro) and the one `__device__` lambda in it taken."""
+    from miner.units import launch_formula, macro_text
+
+    e = lam.extent
+    if e.start.file is None:
+        return None
+    data = ctx.read(ctx.norm(e.start.file.name)).decode("utf-8", "replace")  # type: ignore[attr-defined]
+    m = _INVOCATION.match(data, e.start.offset)
+    macros = launch_formula.project_macros(ctx.macros)  # type: ignore[attr-defined]
+    if m is None or m.group(1) not in macros:
+        return None
+    call = macro_text._call_args(data, m.end() - 1)
+    if call is None:
+        return None
+    invocation = data[m.start():call[1]]
+    for names in ({m.group(1)}, None):
+        found = set(_device_lambdas(macro_text.expand(invocation, macros, names)))
+        if len(found) == 1:
+            return found.pop()
+    return None
+
+
+def _device_lambdas(text: str) -> list[str]:
+    """Every `[captures] __device__ ... (params) ... { body }` in `text`, as written."""
+    out = []
+    for m in re.finditer(r"\[[^\[\]]*\]\s*__device__\b", text):
+        paren = text.find("(", m.end())
+        close = _balanced(text, paren, "(", ")") if paren >= 0 else -1
+        brace = text.find("{", close) if close >= 0 else -1
+        end = _balanced(text, brace, "{", "}") if brace >= 0 else -1
+        if end >= 0 and re.fullmatch(r"[\w\s]*", text[m.end():paren]):
+            out.append(text[m.start():end + 1])
+    return out
 
 
 def _balanced(text: str, start: int, open_: str, close: str) -> int:
@@ -219,11 +294,20 @@ def deduced_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], host_ke
                 _add(st.concrete, key, got)
 
 
-def _lambda_of(a: ci.Cursor) -> ci.Cursor | None:
-    """The lambda an argument is (through the implicit conversions the AST wraps it in)."""
-    while a.kind == K.UNEXPOSED_EXPR:
+def _lambda_of(a: ci.Cursor, through_var: bool = True) -> ci.Cursor | None:
+    """The lambda an argument is (through the implicit conversions the AST wraps it in), or the one a local
+    variable it names was initialized with (`auto fun = [=] __device__ (int i) {...}; apply(n, fun);`, the
+    closure type then being the variable's)."""
+    while a.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR):
         kids = list(a.get_children())
         if len(kids) != 1:
             return None
         a = kids[0]
+    if a.kind == K.DECL_REF_EXPR and through_var:
+        var = a.referenced
+        if var is None or var.kind != K.VAR_DECL or var.semantic_parent is None \
+                or var.semantic_parent.kind not in _LOCAL_SCOPES:
+            return None
+        inits = [c for c in var.get_children() if c.kind not in (K.TYPE_REF, K.NAMESPACE_REF, K.TEMPLATE_REF)]
+        return _lambda_of(inits[0], through_var=False) if len(inits) == 1 else None
     return a if a.kind == K.LAMBDA_EXPR else None

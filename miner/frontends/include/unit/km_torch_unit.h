@@ -347,12 +347,16 @@ struct TensorAccessor {
   __host__ __device__ TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) const {
     return {data_ + strides_[0] * i, sizes_ + 1, strides_ + 1}; }
   __host__ __device__ index_t size(int d) const { return sizes_[d]; }
+  __host__ __device__ index_t stride(int d) const { return strides_[d]; }
+  __host__ __device__ T *data() const { return data_; }  // a row's pointer: `acc[i].data()`
 };
 template <typename T, template <typename U> class PtrTraits, typename index_t>
 struct TensorAccessor<T, 1, PtrTraits, index_t> {
   typename PtrTraits<T>::PtrType data_; const index_t *sizes_; const index_t *strides_;
   __host__ __device__ T &operator[](index_t i) const { return data_[strides_[0] * i]; }
   __host__ __device__ index_t size(int d) const { return sizes_[d]; }
+  __host__ __device__ index_t stride(int d) const { return strides_[d]; }
+  __host__ __device__ T *data() const { return data_; }
 };
 template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
 struct GenericPackedTensorAccessor {
