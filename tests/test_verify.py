@@ -167,7 +167,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     assert r.returncode == 0, r.stderr
     r = run_miner("verify", ds, "--cache-dir", base / "cache", "-j", "2", timeout=600)
     assert r.returncode == 0, (r.stdout, r.stderr)
-    assert "10/10 built instantiations verified: 10 identical" in r.stdout
+    assert "11/11 built instantiations verified: 11 identical" in r.stdout
     return src, ds
 
 
@@ -186,6 +186,30 @@ def test_include_dir_outside_the_mined_folder(cases: tuple[Path, Path]) -> None:
     assert "../common" in meta["parse_context"]["include_dirs"]
     assert (Path(meta["parse_context"]["root"]) / "../common").resolve() == (src / "common").resolve()
     assert _fidelity(ds)["vc_squares/default"]["status"] == "identical"
+
+
+def test_header_of_a_git_submodule(cases: tuple[Path, Path], tmp_path: Path) -> None:
+    """`#include <vcfmt/vcfmt.h>` from a dependency the project keeps as a git submodule (deps/vcfmt, named in
+    .gitmodules): the parse finds it and records its include dir, the original compiles with it. With the
+    submodule not checked out (`git clone` without --recursive, `git archive`), the original cannot compile,
+    and the error says which submodule is missing and how to get it."""
+    src, ds = cases
+    meta = next(m for m in load_dataset(ds) if m["name"] == "vc_saturate")
+    assert "../deps/vcfmt/include" in meta["parse_context"]["include_dirs"]
+    assert _fidelity(ds)["vc_saturate/default"]["status"] == "identical"
+    bare = tmp_path / "src"
+    shutil.copytree(src, bare)
+    shutil.rmtree(bare / "deps" / "vcfmt")
+    (bare / "deps" / "vcfmt").mkdir()   # what `git clone` leaves for a submodule it did not check out
+    ds2 = _copy(ds, tmp_path)
+    r = run_miner("verify", ds2, "--source", bare / "samples", "--cache-dir", tmp_path / "cache",
+                  "--kernels", "vc_saturate", timeout=600)
+    assert r.returncode == 1, r.stderr
+    f = _fidelity(ds2)["vc_saturate/default"]
+    assert f["status"] == "original_unbuildable", f
+    assert "vcfmt/vcfmt.h" in f["error"], f
+    assert f["error"].endswith("(git submodules not checked out: ../deps/vcfmt; git submodule update --init "
+                               "--recursive)"), f
 
 
 def test_c_linkage_kernels(cases: tuple[Path, Path]) -> None:
