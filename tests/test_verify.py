@@ -381,11 +381,14 @@ def test_a_parameter_type_that_is_an_alias_in_the_original(tmp_path: Path) -> No
     `at::GenericPackedTensorAccessor` is `torch::headeronly::detail::GenericPackedTensorAccessor<...>`), the
     unit's shim a class of the same layout: the mangled names differ. The original's entry of the same kernel
     and template arguments with the same PTX parameters is taken; one with other arguments, or whose
-    parameters differ, is not."""
+    parameters differ, is not. The names of the entry's local statics, which spell its mangled name, are
+    compared as the entry's own name is."""
     from miner.verify.driver import _find_entry
 
+    # A function-local __shared__ variable: its symbol (`_ZZ<entry>E4last`) spells the entry's mangled name.
     kernel = ("template <int B> __global__ void vc_rows(at::Acc<float, 2> a, float* out) {\n"
-              "  out[threadIdx.x] = a.p[threadIdx.x * a.s[1]] * B; }\n")
+              "  __shared__ float last; if (threadIdx.x == 0) last = a.p[0]; __syncthreads();\n"
+              "  out[threadIdx.x] = a.p[threadIdx.x * a.s[1]] * B + last; }\n")
     sources = {
         "original": "namespace lib { template <class I, typename T, int N> struct AccImpl { T* p; long s[N]; }; }\n"
                     "namespace at { template <typename T, int N> using Acc = lib::AccImpl<int, T, N>; }\n" + kernel
@@ -404,6 +407,7 @@ def test_a_parameter_type_that_is_an_alias_in_the_original(tmp_path: Path) -> No
     found = _find_entry(parsed["original"], unit, "vc_rows", parsed["unit"])
     assert found is not None and "ILi128E" in found and "AccImpl" in found
     assert ptx.listing(parsed["original"], found) == ptx.listing(parsed["unit"], unit)
+    assert any("_ZZ<ENTRY>E4last" in ln for ln in ptx.listing(parsed["unit"], unit))
     assert _find_entry(parsed["original"], unit, "vc_rows") is None   # without the unit's PTX: no guess
     assert _find_entry(parsed["original"], wider, "vc_rows", parsed["wider"]) is None   # other parameters
     other = parsed["other"].entries[0]   # template arguments the original does not instantiate
