@@ -124,3 +124,28 @@ def test_a_type_parameter_spelling_in_and_t_is_no_index() -> None:
     """`InT` (an input type) holds the letters of `int` but is no index: it defaults to float like `OutT`."""
     m = meta(tp("InT"), tp("OutT"), tp("IntT"))
     assert [i["args"] for i in plan(m, [], [])] == [["float", "float", "int"]]
+
+
+def test_arguments_left_in_a_templates_own_scope_give_way_to_concrete_ones() -> None:
+    m = meta(tp("T"), tp("I"), tp("M"))
+    omitted: list[dict[str, Any]] = []
+    got = plan(m, [launch(template_args=["float", "unsigned int", "map<int>"]),
+                   launch(template_args=["float", "typename base_type::index_type", "map<int>"]),
+                   launch(template_args=["double", "unsigned int", "<dependent type>"]),
+                   launch(template_args=["double", "typename holder<float>::index_type", "map<int>"])], [],
+               omitted=omitted)
+    assert ids(got) == {"float_unsigned int_map<int>": "call_site",
+                        "double_typename holder<float>::index_type_map<int>": "call_site"}
+    assert sorted((o["args"][1], o["why"]) for o in omitted) == [
+        ("typename base_type::index_type", "unresolved"), ("unsigned int", "unresolved")]
+    # alone, they are still what there is
+    assert ids(plan(m, [launch(template_args=["float", "typename base_type::index_type", "map<int>"])], [])) == {
+        "float_typename base_type::index_type_map<int>": "call_site"}
+
+
+def test_a_type_parameter_read_as_a_subscript_defaults_to_int() -> None:
+    m = dict(meta(tp("Dtype"), tp("Itype")), params=[
+        {"name": "feat", "type": "const Dtype *"}, {"name": "rows", "type": "const Itype *__restrict__"}])
+    text = "{ out[i] = feat[rows[i / c] * c + i % c]; }"
+    assert ids(plan(m, [], [], kernel_text=text)) == {"float_int": "inferred"}
+    assert ids(plan(m, [], [], kernel_text="{ out[i] = feat[i] + rows[i]; }")) == {"float_float": "inferred"}

@@ -46,12 +46,37 @@ def guards(data: bytes) -> list[str]:
 
 
 def native_reason(path: str, data: bytes) -> str | None:
-    """Why a kernel file is HIP code already, or None."""
+    """Why a kernel file is HIP code already, or None. A `#include <hip/...>` on the HIP side of a HIP guard
+    (`#ifdef USE_HIP` ... `#else #include <cuda_runtime.h>`) is no reason: that file is CUDA in the CUDA build."""
     if os.path.splitext(path)[1].lower() == ".hip":
         return "HIP source (.hip file)"
-    m = _HIP_SOURCE.search(data)
-    if m:
-        return "HIP source (hipLaunchKernelGGL)" if b"hipLaunchKernelGGL" in m.group(0) else "HIP source (hip/ headers)"
+    for m in _HIP_SOURCE.finditer(data):
+        if not _on_hip_side(data, m.start()):
+            return ("HIP source (hipLaunchKernelGGL)" if b"hipLaunchKernelGGL" in m.group(0)
+                    else "HIP source (hip/ headers)")
+    return None
+
+
+_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b([^\n]*)", re.M)
+
+
+def _on_hip_side(data: bytes, at: int) -> bool:
+    """Whether offset `at` lies in the branch of an enclosing `#if` that only the HIP build takes."""
+    stack: list[list[bool]] = []  # [condition tests a HIP guard, the branch taken when it holds]
+    for m in _DIRECTIVE.finditer(data, 0, at):
+        kind, cond = m.group(1), m.group(2)
+        if kind in (b"if", b"ifdef", b"ifndef"):
+            neg = kind == b"ifndef" or bool(re.match(rb"\s*!", cond))
+            stack.append([bool(_GUARD.search(cond)), not neg])
+        elif kind in (b"elif", b"else") and stack:
+            top = stack[-1]
+            if kind == b"elif":
+                top[0], top[1] = bool(_GUARD.search(cond)), not re.match(rb"\s*!", cond)
+            else:
+                top[1] = not top[1]
+        elif kind == b"endif" and stack:
+            stack.pop()
+    return any(hip and held for hip, held in stack)
     return None
 
 

@@ -140,12 +140,16 @@ _OTHER_PLATFORM = re.compile(r"HIP|ROCM|^__CUDA_NO_|(?:^|_)(?:CPU_ONLY|NO_CUDA|W
                              r"|MPS|MUSA|XPU|SYCL|METAL|OPENCL)(?:_|$)", re.I)
 
 
-def tokens(value: str) -> list[str]:
-    """The white-listed flags of one string a build passes to nvcc (`"-DA -DB=1"` holds two)."""
+def tokens(value: str, hip_on_nvcc: bool = False) -> list[str]:
+    """The white-listed flags of one string a build passes to nvcc (`"-DA -DB=1"` holds two); a HIP switch
+    (`-DENABLE_HIP`) only where the build compiles its HIP code with nvcc."""
     out = [normal(m.group(1)) for m in _PY_FLAG.finditer(value)]
     for tok in value.split():
         m = _NVCC_DEFINE.match(tok)
-        if m and not _OTHER_PLATFORM.search(m.group(1)) and tok not in out:
+        other = _OTHER_PLATFORM.search(m.group(1)) if m else None
+        if other and hip_on_nvcc and not _OTHER_PLATFORM.search(re.sub("(?i)hip", "", m.group(1))):
+            other = None
+        if m and not other and tok not in out:
             out.append(tok)
     return out
 
@@ -189,18 +193,25 @@ class _Branches:
     platform tests (`if(WITH_CUDA)`, the `else()` of `if(USE_ROCM)`); under any other condition (an
     option that defaults off, a compiler, MSVC) it is an option of the build, not what it always passes."""
 
-    def __init__(self) -> None:
+    def __init__(self, hip_on_nvcc: bool = False) -> None:
         self.stack: list[list[Any]] = []  # [platform of the if, in the else part, this branch is CUDA's]
+        # A build that compiles its HIP code with nvcc too (`elseif(HIP_PLATFORM STREQUAL "nvcc")`): its HIP
+        # switch (`if(ENABLE_HIP)`) is the GPU build on NVIDIA as well, so its branch is the CUDA build's.
+        self.hip_on_nvcc = hip_on_nvcc
+
+    def _side(self, cond: str) -> str | None:
+        side = py_build.platform_of(cond)
+        return "cuda" if side == "hip" and self.hip_on_nvcc else side
 
     def enter(self, cond: str) -> None:
-        side = py_build.platform_of(cond)
+        side = self._side(cond)
         self.stack.append([side, False, side == "cuda"])
 
     def other(self, cond: str | None) -> None:
         if self.stack:
             top = self.stack[-1]
             top[1] = True
-            top[2] = (py_build.platform_of(cond) == "cuda") if cond is not None else top[0] == "hip"
+            top[2] = (self._side(cond) == "cuda") if cond is not None else top[0] == "hip"
 
     def leave(self) -> None:
         if self.stack:
@@ -210,13 +221,33 @@ class _Branches:
         return all(f[2] for f in self.stack)
 
 
-def _cmake_defines(code: str) -> list[str]:
+# `set(X "64" CACHE STRING "...")`: the value a configure without -DX=... gives X.
+_CMAKE_CACHE_SET = re.compile(r"\bset\s*\(\s*(\w+)\s+\"?([\w.+-]+)\"?\s+CACHE\b", re.I)
+_CMAKE_VAR = re.compile(r"\$\{(\w+)\}")
+_HIP_ON_NVCC = re.compile(r"\bHIP_PLATFORM\b\W+STREQUAL\W+\"?(?:nvcc|nvidia)\b", re.I)
+
+
+@functools.cache
+def cmake_cache_defaults(root: str) -> dict[str, str]:
+    """Cache variables the project's top CMakeLists.txt sets with a default (`set(REAL_SIZE "64" CACHE STRING
+    ...)`): a definition written with one (`target_compile_definitions(t PUBLIC REAL_SIZE=${REAL_SIZE})`)
+    takes that value, as a default configure does. Without it `#if REAL_SIZE == 32 ... #else #error` hid
+    every typedef of the project's scalar types."""
+    text = _read(os.path.join(root, "CMakeLists.txt")) if root else ""
+    code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+    return {m.group(1): m.group(2) for m in _CMAKE_CACHE_SET.finditer(code)}
+
+
+def _cmake_defines(code: str, variables: dict[str, str] | None = None) -> list[str]:
     """-D flags a CMake build gives its CUDA sources in every CUDA build: `add_definitions(-DX)`,
     `add_compile_definitions(X)`, `target_compile_definitions(t PRIVATE X=1)`, and `-DX` in
     `CUDA_NVCC_FLAGS` / `CMAKE_CUDA_FLAGS`, outside conditions other than the platform (_Branches).
-    A value naming a variable or a generator expression (`${X}`, `$<...>`) is not known here."""
+    A value naming a variable is known when `variables` (cmake_cache_defaults) has it; a generator
+    expression (`$<...>`) never."""
+    variables = variables or {}
     raw: list[str] = []
-    branches = _Branches()
+    hip_on_nvcc = bool(_HIP_ON_NVCC.search(code))
+    branches = _Branches(hip_on_nvcc)
     for m in _CMAKE_CMD.finditer(code):
         kind, args = m.group(1).lower(), m.group(2)
         if kind == "if":
@@ -236,11 +267,12 @@ def _cmake_defines(code: str) -> list[str]:
                 words = words[1:]
             raw += [w if kind == "add_definitions" else "-D" + w.removeprefix("-D")
                     for w in words if w.upper() not in _CMAKE_KEYWORDS]
-    return [t for w in raw if "$" not in w for t in tokens(w)
+    raw = [_CMAKE_VAR.sub(lambda v: variables.get(v.group(1), v.group(0)), w) for w in raw]
+    return [t for w in raw if "$" not in w for t in tokens(w, hip_on_nvcc)
             if t.startswith("-D") and not t.startswith("-D__CUDA_NO_")]
 
 
-def _from_cmake(text: str) -> list[str]:
+def _from_cmake(text: str, variables: dict[str, str] | None = None) -> list[str]:
     code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
     out: list[str] = []
     cuda = [int(a or b) for a, b in _CMAKE_STD.findall(code)]
@@ -250,7 +282,7 @@ def _from_cmake(text: str) -> list[str]:
     if cuda or cxx:
         out.append(std_flag(max(cuda or cxx)))
     out += [normal(m.group(1)) for m in _PY_FLAG.finditer(code) if not m.group(1).lstrip("-").startswith("std")]
-    return out + _cmake_defines(code)
+    return out + _cmake_defines(code, variables)
 
 
 _MAKE_NVCC_LINE = re.compile(r"^\s*(?:export\s+)?\w*(?:NVCC|CUDA|NV|CU)\w*FLAGS\s*[:+?]?=(.*)$"
@@ -296,7 +328,7 @@ def _folder_flags(folder: str, root: str, rel: str = "") -> tuple[tuple[str, ...
     for name in names:
         path = os.path.join(folder, name)
         if name == "CMakeLists.txt" or name.endswith(".cmake"):
-            got: list[str] | None = _from_cmake(_read(path))
+            got: list[str] | None = _from_cmake(_read(path), cmake_cache_defaults(root))
         elif name in ("Makefile", "makefile", "GNUmakefile") or name.endswith(".mk"):
             got = _from_make(_read(path)) or None  # a Makefile that gives nvcc nothing is no CUDA build file
         elif _BUILD_PY.match(name):

@@ -22,6 +22,7 @@ from collections import defaultdict
 from miner.source.discover import _SKIP_DIRS as _DISCOVER_SKIP_DIRS
 from miner.source.discover import SOURCE_SUFFIXES, SourceFile, _check_text
 from miner.source.include_graph import INCLUDE, TU_SUFFIXES, include_tail, resolve
+from miner.units.headers import STD_HEADERS, is_toolkit_header
 
 _SKIP_DIRS = _DISCOVER_SKIP_DIRS | {"build", "dist"}
 _SYSTEM_DIR = re.compile(r"^(torch|ATen|c10|caffe2|pybind11|cuda|cub|thrust|cooperative_groups|nv|crt|hip|rocm|"
@@ -74,18 +75,28 @@ def project_root(path: str) -> str:
 
 
 def _includes(data: bytes) -> list[str]:
-    """Quoted includes, and `<dir/file>` ones a project may own (`<utils/helper.h>`); `<vector>`,
-    `<cuda_fp16.h>` and framework headers (`torch/...`, `cub/...`) are the toolchain's."""
+    """Quoted includes, and `<dir/file>` or `<file.h>` ones a project may own (`<utils/helper.h>`, a
+    `<cuda_helper.h>` of its own); `<vector>`, `<cuda_fp16.h>` and framework headers (`torch/...`, `cub/...`)
+    are the toolchain's."""
     out = []
     for m in INCLUDE.finditer(data):
         name = m.group(2).decode("utf-8", "replace").strip()
-        if not _SYSTEM_DIR.match(name) and (m.group(1) == b'"' or "/" in name):
+        if not _SYSTEM_DIR.match(name) and (m.group(1) == b'"' or "/" in name or _maybe_project(name)):
             out.append(name)
     return out
 
 
+def _maybe_project(name: str) -> bool:
+    """`<file.h>` that no system folder holds and that is no standard or CUDA toolkit header: the project's
+    own, found by a `-I` its build passes (a `<cuda_helper.h>` beside the sources)."""
+    return (bool(os.path.splitext(name)[1]) and name not in STD_HEADERS and not is_toolkit_header(name)
+            and not any(os.path.exists(os.path.join(d, name)) for d in ("/usr/include", "/usr/local/include")))
+
+
 def _project_files(roots: set[str], skip: set[str]) -> dict[str, list[str]]:
-    """basename -> real paths of the source files under the project roots (inputs excluded)."""
+    """basename -> real paths of the files under the project roots (inputs excluded). Files of any suffix:
+    an `#include` names a header whatever its suffix (`cuda_utils.hu`, a `define.c` of host constants), and
+    only names an include asks for are looked up; the size limit counts the source files alone."""
     by_name: dict[str, list[str]] = defaultdict(list)
     count = 0
     for root in sorted(roots):
@@ -93,17 +104,16 @@ def _project_files(roots: set[str], skip: set[str]) -> dict[str, list[str]]:
             dirs[:] = sorted(x for x in dirs if x not in _SKIP_DIRS and not x.startswith("."))
             real_d = None
             for n in names:
-                if os.path.splitext(n)[1].lower() not in SOURCE_SUFFIXES:
-                    continue
+                source = os.path.splitext(n)[1].lower() in SOURCE_SUFFIXES
                 # The folder's real path once, and realpath per file only for links: a realpath per file
                 # (an lstat per path component) was a fifth of a cached MMCV rerun.
                 real_d = real_d or os.path.realpath(d)
                 p = os.path.join(real_d, n)
-                if os.path.islink(p):
+                if source and os.path.islink(p):
                     p = os.path.realpath(p)
                 if p not in skip:
                     by_name[n].append(p)
-                count += 1
+                count += source
                 if count > MAX_PROJECT_FILES:
                     return by_name
     return by_name
@@ -136,7 +146,7 @@ def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
         tail = include_tail(name)
         return any(p.endswith(tail) for p in tails.get(os.path.basename(name), ()))
 
-    missing = [name for p, data in inputs.items() for name in _includes(data)
+    missing = [(name, os.path.dirname(p)) for p, data in inputs.items() for name in _includes(data)
                if not resolves(name, os.path.dirname(p))]
     is_tu = {p: os.path.splitext(p)[1].lower() in TU_SUFFIXES for p in inputs}
     headers = {p for p, data in inputs.items() if b"__global__" in data and not is_tu[p]}
@@ -161,13 +171,17 @@ def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
         tails[os.path.basename(path)].append(path)
         todo.append(path)
 
-    def lookup(name: str) -> str | None:
+    def lookup(name: str, here: str) -> str | None:
+        # Beside its includer first, as the compiler looks (three benchmarks' own `define.c`); else by tail.
+        near = resolve(here, name)
+        if near is not None and os.path.isfile(near):
+            return near
         tail = include_tail(name)
         cands = sorted(p for p in pool.get(os.path.basename(name), ()) if p.endswith(tail))
         return cands[0] if cands else None
 
-    for name in missing:
-        if (found := lookup(name)) is not None:
+    for name, here in missing:
+        if (found := lookup(name, here)) is not None:
             take(found)
     # The translation units that include an orphan kernel header (its real launchers), and those that
     # name a kernel nothing in the inputs names while calling a launch API (a re-declaring launcher).
@@ -187,6 +201,6 @@ def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
     while todo:
         path = todo.pop()
         for name in _includes(context[path]):
-            if not resolves(name, os.path.dirname(path)) and (found := lookup(name)) is not None:
+            if not resolves(name, os.path.dirname(path)) and (found := lookup(name, os.path.dirname(path))) is not None:
                 take(found)
     return [SourceFile(path=p, data=d, explicit=False) for p, d in sorted(context.items())]

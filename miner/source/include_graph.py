@@ -8,7 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from miner.source.discover import SourceFile
-from miner.units.headers import STD_HEADERS, TOOLKIT_HEADER
+from miner.units.headers import STD_HEADERS, is_toolkit_header
 
 INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 TU_SUFFIXES = {".cu", ".hip", ".cpp", ".cc", ".cxx"}
@@ -94,7 +94,10 @@ def _system_header(name: str) -> bool:
     """A standard, POSIX or CUDA toolkit header name (`math.h`, `vector`, `cuda_fp16.h`): never matched
     to a project file by its tail. A repo's own `include/math.h` found for `#include <math.h>` became an
     -I dir that shadowed the C library's math.h in every translation unit."""
-    return name in STD_HEADERS or name in _SYSTEM_C or TOOLKIT_HEADER.match(name) is not None
+    return name in STD_HEADERS or name in _SYSTEM_C or is_toolkit_header(name)
+
+
+_MAIN = re.compile(rb"\bint\s+main\s*\(")
 
 
 def parse_roots(files: list[SourceFile], graph: IncludeGraph, context: list[SourceFile] = (),
@@ -107,7 +110,14 @@ def parse_roots(files: list[SourceFile], graph: IncludeGraph, context: list[Sour
     kernel_files = {f.path for f in files if f.has_kernel}
     roots: list[str] = []
     covered: set[str] = set()
+    # A `.cu` another source #includes (`#include "kernel.cu"` in a benchmark's main.cu, after the header of
+    # its types) is part of that translation unit, not one of its own: parsed alone, it lacks what its
+    # includer declared first. A program of its own (a `main`: a test that includes the trainer) stays a root,
+    # and so does one that nothing reaching a kernel includes.
+    included = {q for p in [f.path for f in [*files, *context]] for q in graph.edges.get(p, ()) if q != p}
     for f in files:
+        if f.path in included and f.path in kernel_files and not _MAIN.search(f.data):
+            continue
         if os.path.splitext(f.path)[1].lower() in TU_SUFFIXES:
             reach = graph.closure(f.path) & kernel_files
             if reach:

@@ -50,7 +50,8 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
                            "where": f"{_rel(k.path, root)}:{k.start_line}"})
     records = data.launches.get(key, [])
     omitted: list[dict[str, Any]] = []
-    insts = instantiations.plan(meta, records, data.explicit.get(k.name, []), {}, omitted=omitted)
+    insts = instantiations.plan(meta, records, data.explicit.get(k.name, []), {}, omitted=omitted,
+                                 kernel_text=text)
     launches = [lc for lc in records if lc.kind != "reference"]
     meta["launches"] = [_launch_json(lc, root, meta["params"]) for lc in launches]
     meta["references"] = [_launch_json(lc, root, meta["params"]) for lc in records if lc.kind == "reference"]
@@ -83,7 +84,9 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
         # Libraries the unit #includes instead of inlining, copied into the dataset for the build.
         meta["closure"]["vendored"] = vendor_copy.metadata(out_dir, unit.vendored, lambda p: _rel(p, root))
     unresolved += [{"symbol": f"{k.name}<{', '.join(o['args'])}>", "where": f"{_rel(k.path, root)}:{k.start_line}",
-                    "reason": f"instantiation limit reached ({instantiations.MAX_INSTANTIATIONS}): "
+                    "reason": f"{o['origin']} instantiation not rendered: its arguments name what only the "
+                              "template's own scope declares" if o.get("why") == "unresolved" else
+                              f"instantiation limit reached ({instantiations.MAX_INSTANTIATIONS}): "
                               f"{o['origin']} instantiation not rendered"} for o in omitted]
     meta["unresolved"] = unresolved + unit.unresolved
     first = next((lc for lc in launches if lc.kind == "<<<>>>"), launches[0] if launches else None)

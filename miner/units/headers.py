@@ -9,18 +9,32 @@ import re
 # Toolkit and standard headers a unit may keep; torch/framework headers never enter a unit.
 STD_HEADERS = frozenset("""
     algorithm any array atomic bit bitset cassert cctype cerrno cfenv cfloat charconv chrono cinttypes climits
-    cmath complex concepts cstddef cstdint cstdio cstdlib cstring ctime cwchar deque exception functional
-    initializer_list iomanip ios iosfwd iostream istream iterator limits list map memory mutex new numeric
+    cmath complex concepts csignal cstdarg cstddef cstdint cstdio cstdlib cstring ctime cwchar deque exception
+    functional initializer_list iomanip ios iosfwd iostream istream iterator limits list map memory mutex new numeric
     optional ostream queue random ratio set span sstream stack stdexcept string string_view system_error thread
     tuple type_traits typeinfo unordered_map unordered_set utility valarray variant vector
-    assert.h ctype.h errno.h float.h inttypes.h limits.h math.h stdbool.h stddef.h stdint.h stdio.h stdlib.h
-    string.h time.h
+    assert.h ctype.h errno.h float.h inttypes.h limits.h math.h signal.h stdarg.h stdbool.h stddef.h stdint.h
+    stdio.h stdlib.h string.h time.h
 """.split())
 # Headers that ship with the CUDA toolkit's compiler and runtime (not cuBLAS, cuDNN, cuRAND, NCCL, ...).
 TOOLKIT_HEADER = re.compile(
     r"^(cuda\.h|cuda_\w+\.h|device_(functions|launch_parameters|types|atomic_functions)\.h"
     r"|vector_(types|functions)\.h|math_constants\.h|mma\.h|sm_\d+_intrinsics\.h|driver_types\.h"
     r"|cooperative_groups(/.*)?(\.h)?|cub/.*|cuda/.*|thrust/.*|nv/.*)$")
+# The toolkit's own `cuda_*.h` headers (CUDA 11-13): a project header sharing the prefix (`<cuda_helper.h>`)
+# is the project's, inlined by the closure, never kept as an include the toolkit would have to find.
+_TOOLKIT_CUDA_PREFIXED = re.compile(
+    r"^cuda_(runtime|runtime_api|device_runtime_api|fp16|bf16|fp8|fp6|fp4|profiler_api|occupancy|stdint"
+    r"|texture_types|surface_types|gl_interop|egl_interop|vdpau_interop|d3d\d+_interop|awbarrier\w*|pipeline\w*)"
+    r"\.h(pp)?$")
+
+
+def is_toolkit_header(name: str) -> bool:
+    """Whether `#include <name>` names a header of the CUDA toolkit's compiler and runtime."""
+    return bool(TOOLKIT_HEADER.match(name)) and (not name.startswith("cuda_")
+                                                 or bool(_TOOLKIT_CUDA_PREFIXED.match(name)))
+
+
 # Device-side headers of CUDA libraries that kernels call into (cuRAND's generators): a unit includes one when
 # its closure names a declaration of our parse shim of it (curandState_t); the build finds it in the toolkit
 # or in an installed nvidia-* wheel (miner.cuda_libs).

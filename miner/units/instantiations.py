@@ -119,12 +119,17 @@ def writing_template(macros: dict[str, macro_text.MacroDef]) -> set[str]:
 _writing_template = writing_template  # the old name: branches written before it was public import it
 
 
-def _default(tp: dict[str, Any]) -> str:
+# `typename base_type::index_type`: a member alias of an unqualified (class-scope) name, not `typename
+# holder<float>::index_type`, which names a namespace-scope template and builds.
+_UNRESOLVED_ARG = re.compile(r"<dependent type>|\btypename\s+(?!std::)[A-Za-z_]\w*::[A-Za-z_]\w*\s*$")
+
+
+def _default(tp: dict[str, Any], subscripts: frozenset[str] = frozenset()) -> str:
     if tp.get("default"):
         return tp["default"]
     if tp["kind"] == "type":
         # Index-like type parameters are used as integers (array subscripts, shifts).
-        return "int" if re.search(INDEX_LIKE, tp["name"]) else DEFAULT_TYPE
+        return "int" if re.search(INDEX_LIKE, tp["name"]) or tp["name"] in subscripts else DEFAULT_TYPE
     t = (tp.get("type") or "").strip()
     if t == "bool":
         return "false"
@@ -285,13 +290,32 @@ def _spread(found: list[tuple[tuple[str, ...], str]], tparams: list[dict[str, An
     return [ao for ao in found if ao in keep]
 
 
+def subscript_types(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
+    """Type parameters whose values the kernel uses as array subscripts: a pointer parameter to one is read
+    inside another subscript (`grad[in_map[row] * ch + c]` with `const Itype *in_map`). Such a parameter is an
+    index type, whatever its name: the `float` default is "expression must have integral or unscoped enum
+    type" there."""
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", kernel_text, flags=re.S)
+    out: set[str] = set()
+    for tp in meta.get("template_params") or ():
+        if tp.get("kind") != "type" or not tp.get("name"):
+            continue
+        t = re.escape(tp["name"])
+        for p in meta.get("params") or ():
+            if p.get("name") and re.search(rf"\b{t}\b[\w\s]*\*", p.get("type") or "") and re.search(
+                    rf"\[[^\[\];{{}}]*\b{re.escape(p['name'])}\s*\[", text):
+                out.add(tp["name"])
+    return frozenset(out)
+
+
 def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]],
          host_calls: dict[str, list[list[str]]] | None = None, *, limit: int = MAX_INSTANTIATIONS,
-         omitted: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+         omitted: list[dict[str, Any]] | None = None, kernel_text: str = "") -> list[dict[str, Any]]:
     """Distinct instantiations with their origin; nothing found gives one `inferred` default.
 
     `launches` are the kernel's launch and reference records (`records.Launch`); `host_calls` is
     unused (host templates are resolved in launches.find). Instantiations beyond `limit` go to `omitted`.
+    `kernel_text` tells which type parameters index arrays (`subscript_types`) for the default.
     """
     tparams = meta["template_params"]
     names = [t["name"] for t in tparams]
@@ -308,13 +332,24 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
     # A guess only stands in for nothing: known instantiations push out inferred ones.
     if any(o != "inferred" for o in best.values()):
         best = {a: o for a, o in best.items() if o != "inferred"}
+    # Arguments still written in a template's own scope (`typename base_type::index_type`, a `<dependent type>`
+    # libclang could not spell) name nothing at namespace scope, so their unit cannot build: where the same
+    # kernel has instantiations with concrete arguments, they are listed as not rendered instead.
+    stuck = [a for a in best if any(_UNRESOLVED_ARG.search(x) for x in a)]
+    if stuck and len(stuck) < len(best):
+        for a in stuck:
+            if omitted is not None:
+                omitted.append({"args": list(a), "template_args": dict(zip(names, a, strict=False)),
+                                "origin": best[a], "why": "unresolved"})
+            del best[a]
     if not best:
         head = []
+        subs = subscript_types(meta, kernel_text) if kernel_text else frozenset()
         for t in tparams:  # parameters up to the first with its own default; the rest from theirs
             if t.get("default"):
                 break
-            head.append(_default(t))
-        best[_normalize(head, tparams) or tuple(_default(t) for t in tparams)] = "inferred"
+            head.append(_default(t, subs))
+        best[_normalize(head, tparams) or tuple(_default(t, subs) for t in tparams)] = "inferred"
     found = list(best.items())
     kept = _spread(found, tparams, limit)
     if omitted is not None:

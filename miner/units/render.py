@@ -104,8 +104,29 @@ def concrete_type(type_text: str, mapping: dict[str, str], macros: dict[str, str
             break
         expanded = nxt
     if expanded != type_text and substitute(expanded, mapping) != expanded:
-        return substitute(_east_const(expanded, mapping), mapping)
-    return substitute(_east_const(type_text, mapping), mapping)
+        return _pointer_restrict(substitute(_east_const(expanded, mapping), mapping))
+    return _pointer_restrict(substitute(_east_const(type_text, mapping), mapping))
+
+
+_RESTRICT = re.compile(r"\b(?:__restrict__|__restrict|restrict)\b")
+
+
+def _pointer_restrict(type_text: str) -> str:
+    """The type without a `__restrict__` that qualifies no pointer or reference: `map_type const __restrict__` is
+    accepted in the template (nvcc drops it on substitution), but written out with a class type
+    (`table<int> const __restrict__`) in the explicit instantiation it is `"restrict" is not allowed`."""
+    out, pos = [], 0
+    for m in _RESTRICT.finditer(type_text):
+        head = type_text[:m.start()]
+        before = _outside_angles(head)
+        if head.count("<") > head.count(">") or before.count("(") != before.count(")"):
+            continue  # inside a function type's parameter list: left as written
+        bare = re.sub(r"(?:\s*\b(?:const|volatile)\b)*\s*$", "", before)
+        if not bare.rstrip().endswith(("*", "&")):
+            out.append(type_text[pos:m.start()].rstrip())
+            pos = m.end()
+    out.append(type_text[pos:])
+    return re.sub(r"\s+$", "", "".join(out)) if out else type_text
 
 
 def _outside_angles(type_text: str) -> str:

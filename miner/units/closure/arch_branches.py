@@ -5,7 +5,7 @@ nvcc compiles every `__device__` function twice, and in the host pass `__CUDA_AR
 `#else` of `#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800` (a bf16 fallback `bf16hmul(a, b)` beside
 `__hmul(a, b)`) must find its names there too, though the parse, and with it the AST closure, saw only the
 other branch. The identifiers of such skipped branches inside a closure piece are looked up like names of
-a function whose expressions the parse dropped.
+a function whose expressions the parse dropped, with the bodies of the project macros they write.
 """
 
 from __future__ import annotations
@@ -60,4 +60,14 @@ def host_pass_names(ctx: TUContext, cur: ci.Cursor) -> list[str]:
             text = _STRING_OR_COMMENT.sub(" ", data[s:t].decode("utf-8", "replace"))
             names += [n for n in _IDENT.findall(text) if n not in ("if", "ifdef", "ifndef", "elif", "else", "endif",
                                                                    "defined", "__CUDA_ARCH__")]
+    # A project macro written there (`TRACE();` on the host side) expands in the host pass: what its body names
+    # (`ns::trace_domain`) is needed too, though no cursor of the parse points at it.
+    todo, seen = list(dict.fromkeys(names)), set(names)
+    while todo:
+        for m in ctx.active_defs(todo.pop()):
+            for n in _IDENT.findall(_STRING_OR_COMMENT.sub(" ", m.body)):
+                if n not in seen:
+                    seen.add(n)
+                    names.append(n)
+                    todo.append(n)
     return list(dict.fromkeys(names))

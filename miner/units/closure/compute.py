@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 
 import clang.cindex as ci
@@ -20,6 +21,7 @@ from miner.units.closure.context import (
     _class_key,
     _is_variable_template,
 )
+from miner.units.closure.host_bodies import host_bodies_to_drop
 from miner.units.closure.shims import (
     _DEVICE_ATTRS,
     _enclosing_namespaces,
@@ -32,6 +34,7 @@ from miner.units.closure.shims import (
 )
 from miner.units.closure.siblings import specialized_template, written_with
 from miner.units.closure.text import _cut, _includes, _unresolved
+from miner.units.closure.toolkit_copies import ToolkitCopies
 from miner.units.closure.unvisited import candidate_scopes, qualified_names
 from miner.units.closure.vendored import Library, Vendored
 from miner.units.headers import STD_HEADERS
@@ -39,6 +42,7 @@ from miner.units.headers import STD_HEADERS
 _ARG_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
                    "CLASS_TEMPLATE", "TYPE_ALIAS_TEMPLATE_DECL"}
 _ARG_FUNCTION_KINDS = {"FUNCTION_DECL", "FUNCTION_TEMPLATE"}
+_FRIEND_KINDS = {K.CLASS_TEMPLATE, K.CLASS_DECL, K.STRUCT_DECL, K.FUNCTION_TEMPLATE, K.FUNCTION_DECL}
 
 
 def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_start: int,
@@ -76,7 +80,14 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     own_rest = own.without(own_part) if own is not None and own_part is not None else None
     used: dict[str, Library] = {}  # vendored libraries the unit #includes instead of inlining
 
+    copies = ToolkitCopies.of(ctx)
+    # (a kernel inside a bundled copy of a toolkit library is mined with its own copy's declarations)
+    in_copy = copies.header_of(kernel_path) is not None
+
     def vendored(path: str) -> bool:
+        if not in_copy and (h := copies.header_of(path)) is not None:
+            headers.setdefault(h)  # the toolkit's own header, not the project's copy (closure.toolkit_copies)
+            return True
         lib = vend.library_of(path)
         if lib is not None and lib is own:
             lib = None if lib.part_of(path) == own_part else own_rest
@@ -136,6 +147,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
         drop: dict[tuple[int, int], str] = {}
         if cur.kind in _CLASS_KINDS:
             drop = _host_members_to_drop(ctx, cur)
+            drop.update(host_bodies_to_drop(ctx, cur, drop))
             if drop:
                 found = ctx.piece_at(ctx.norm(cur.extent.start.file.name), cur.extent.start.offset)
                 if found is not None:
@@ -145,6 +157,14 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
         for c in _walk(cur, drop):
             if c.kind == K.NAMESPACE_REF and c.referenced is not None and c.referenced.kind == K.NAMESPACE_ALIAS:
                 refs = [c.referenced]  # `my_cub::BlockLoad`: the alias `namespace my_cub = cub;` comes along
+            elif c.kind == K.FRIEND_DECL:
+                # `template <typename, typename, int> friend struct detail::caster;`: a friend named with a
+                # qualifier must be declared before the class, so its first declaration comes along (an
+                # unqualified friend declares itself in the enclosing namespace and needs nothing).
+                refs = [ch.canonical for ch in c.get_children()
+                        if ch.kind in _FRIEND_KINDS and ch.semantic_parent is not None
+                        and cur.semantic_parent is not None and ch.semantic_parent != cur.semantic_parent
+                        and ch.canonical.location.file is not None]
             elif c.kind not in _REF_KINDS:
                 continue
             elif c.kind == K.OVERLOADED_DECL_REF:
@@ -284,15 +304,21 @@ def _identifiers(ctx: TUContext, cur: ci.Cursor, drop: dict[tuple[int, int], str
 
 
 def _walk(cur: ci.Cursor, drop: dict[tuple[int, int], str]):
-    """cur.walk_preorder() without the subtrees of dropped members."""
+    """cur.walk_preorder() without the subtrees inside dropped ranges (members, or a member's body and its
+    constructor initializers: cursors of their own that only lie inside the range)."""
     if not drop:
         yield from cur.walk_preorder()
         return
+    ranges = sorted(drop)
+    starts = [s for s, _e in ranges]
+    home = cur.extent.start.file.name if cur.extent.start.file is not None else None
     stack = [cur]
     while stack:
         c = stack.pop()
         e = c.extent
-        if c is not cur and (e.start.offset, e.end.offset) in drop:
+        i = bisect.bisect_right(starts, e.start.offset) - 1
+        if (c is not cur and i >= 0 and e.end.offset <= ranges[i][1] and e.start.file is not None
+                and e.start.file.name == home):
             continue
         yield c
         stack.extend(reversed(list(c.get_children())))

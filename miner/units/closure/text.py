@@ -11,9 +11,10 @@ import clang.cindex as ci
 
 from miner.source.include_graph import INCLUDE
 from miner.units.closure.context import Closure, Macro, Piece, TUContext
+from miner.units.closure.host_bodies import DECLARED_ONLY
 from miner.units.headers import FRAMEWORK as _FRAMEWORK
 from miner.units.headers import STD_HEADERS as _STD_HEADERS
-from miner.units.headers import TOOLKIT_HEADER as _TOOLKIT_HEADER
+from miner.units.headers import is_toolkit_header
 
 # Names a kernel may take from a C/C++ or toolkit header that its repo only reached through a framework
 # header (FLT_MAX through torch, std::vector through a helper): the header a unit must include for each.
@@ -25,6 +26,7 @@ HEADER_OF = {
     **dict.fromkeys(("int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
                      "intptr_t", "uintptr_t"), "cstdint"),
     "assert": "cassert", "printf": "cstdio", "memcpy": "cstring", "memset": "cstring",
+    "va_list": "cstdarg", "va_start": "cstdarg",
     "vector": "vector", "string": "string", "stringstream": "sstream", "cout": "iostream", "cerr": "iostream",
     "numeric_limits": "limits", "initializer_list": "initializer_list",
     "is_same": "type_traits", "enable_if": "type_traits", "conditional": "type_traits",
@@ -48,7 +50,9 @@ _UNDECLARED = re.compile(r"(?:use of undeclared identifier|unknown type name|no 
 
 def _text(ctx: TUContext, p: Piece | Macro) -> str:
     cuts = getattr(p, "cuts", ())
-    notes = [f"/* kernel-miner: host-only member left out of the unit: it uses {why} */" for _s, _e, why in cuts]
+    # A host-only body (closure.host_bodies) leaves the member's declaration: `;` ends it.
+    notes = ["; /* kernel-miner: host-only body left out: no device code calls it */" if why == DECLARED_ONLY
+             else f"/* kernel-miner: host-only member left out of the unit: it uses {why} */" for _s, _e, why in cuts]
     return _cut(ctx.read(p.path), p.start, p.end, [(s, e) for s, e, _w in cuts], notes).decode("utf-8", "replace")
 
 
@@ -77,7 +81,7 @@ def _includes(ctx: TUContext, files: set[str], tokens: list[str],
             # A library header (curand_kernel.h) is not kept for being included: only when the closure names
             # something it declares (`needed`), so a kernel of the same file that draws no random numbers
             # does not depend on a header the toolkit may lack.
-            kept = name in _STD_HEADERS or _TOOLKIT_HEADER.match(name)
+            kept = name in _STD_HEADERS or is_toolkit_header(name)
             if m.group(1) != b"<" or _FRAMEWORK.search(name) or not kept:
                 continue
             if name not in out:

@@ -271,3 +271,27 @@ class _Resolver:
                 else m.group(0)
         text = _QUALIFIED.sub(qualified, text)
         return _IDENT.sub(one, text)
+
+
+def qualify_namespaces(ref: ci.Cursor, written: list[str]) -> list[str]:
+    """Template arguments as written at a launch (`k<cuda::device_type<T>>` in `namespace proj::ops`, where
+    `cuda::` is `proj::cuda`), with each namespace qualifier that the launch's scope completes spelled in
+    full: the unit writes its explicit instantiation in the kernel's namespace, where `cuda::` would be the
+    toolkit's `::cuda`. The namespaces come from the reference's own NAMESPACE_REF cursors."""
+    full: dict[str, str] = {}
+    for c in ref.walk_preorder():
+        ns = c.referenced if c.kind == K.NAMESPACE_REF else None
+        if ns is None or ns.kind != K.NAMESPACE:
+            continue
+        chain: list[str] = []
+        p: ci.Cursor | None = ns
+        while p is not None and p.kind == K.NAMESPACE:
+            chain.append(p.spelling)
+            p = p.semantic_parent
+        path = "::".join(reversed(chain))
+        if path != c.spelling and all(chain):
+            full.setdefault(c.spelling, path)
+    if not full:
+        return written
+    pat = re.compile(r"(?<![\w:])(" + "|".join(re.escape(n) for n in full) + r")::")
+    return [pat.sub(lambda m: full[m.group(1)] + "::", a) for a in written]

@@ -22,9 +22,11 @@ def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.C
     if ref is not None and ref.kind in _FUNCS and ref.location.file is not None:
         args = _template_args(ref)
         if args and not any("(lambda at " in a for a in args):  # (a lambda's type: functors.deduced_call)
-            key = _key(ctx, _primary(ref))
+            key = _def_key(ctx, _primary(ref))
             if key is not None and ctx.norm(ref.location.file.name) in ctx.inputs:
                 _add(st.concrete, key, args)
+            return
+        if args is None and ref.kind == K.CXX_METHOD and children and _member_call(st, children[0], ref, host_key):
             return
     if host_key is None or not children:
         return
@@ -35,7 +37,9 @@ def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.C
         for t in _targets(ctx, d):
             if t.kind != K.FUNCTION_TEMPLATE or _key(ctx, t) in st.kernels:
                 continue
-            key = _key(ctx, t)
+            # A member template declared in its class and defined out of line: the walk keys its body (the
+            # host template) by the definition, so the call is keyed the same way.
+            key = _def_key(ctx, t)
             if key is None or key[0] not in ctx.inputs:
                 continue
             texts = _written_args(st, callee, t.spelling)
@@ -44,6 +48,35 @@ def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.C
                 alias = {k: v for k, v in _aliases(ctx, callee, st.lists).items() if v}
                 st.dep_calls.append(_DepCall(host_key, params, key, [substitute_aliases(x, alias) for x in texts[0]]))
         break
+
+
+def _def_key(ctx, d: ci.Cursor) -> tuple[str, int] | None:
+    """A function template's key: its definition's place where the TU has one (`_host_of` keys a host
+    template's body there), else its declaration's."""
+    return _key(ctx, d.get_definition() or d)
+
+
+def _member_call(st: _State, callee: ci.Cursor, ref: ci.Cursor, host_key: tuple[str, int] | None) -> bool:
+    """A call of a member function template with explicit arguments (`LaunchInner<double, 1024>(...)` in
+    a method): libclang gives a method's specialization no template arguments (only a FUNCTION_DECL's), so
+    they are read as written, folded, and recorded as concrete (or, in a host template, as a dependent call)."""
+    ctx = st.ctx
+    primary = _primary(ref)
+    if primary is ref or primary.kind != K.FUNCTION_TEMPLATE or primary.location.file is None:
+        return False
+    key = _def_key(ctx, primary)
+    texts = _written_args(st, callee, ref.spelling)
+    if key is None or key[0] not in ctx.inputs or not texts or not texts[0]:
+        return False
+    params = [p.spelling for p in st.host_params.get(host_key, [])] if host_key is not None else []
+    if any(re.search(rf"\b{re.escape(p)}\b", t) for t in texts[0] for p in params if p):
+        alias = {k: v for k, v in _aliases(ctx, callee, st.lists).items() if v}
+        dc = _DepCall(host_key, params, key, [substitute_aliases(x, alias) for x in texts[0]])
+        if dc not in st.dep_calls:
+            st.dep_calls.append(dc)
+        return True
+    _add(st.concrete, key, [st.resolver(t, set()) for t in texts[0]])
+    return True
 
 
 def _class_use(st: _State, ref: ci.Cursor, host_key: tuple[str, int] | None) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.common import split_top
-from miner.units.launches.cursors import _aliases, _primary, _template_args, _tparams
+from miner.units.launches.cursors import _aliases, _primary, _template_args, _tparams, qualify_namespaces
 from miner.units.launches.dataflow import _targets_of_launch
 from miner.units.launches.functors import lambda_overrides
 from miner.units.launches.helpers import note_helper
@@ -52,6 +52,7 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
         concrete = written = None
         if own:
             written = _written_args(st, r, st.kernels[kkey].name) if r is not None else []
+            written = [qualify_namespaces(r, w) for w in written] if r is not None else written
             concrete = _template_args(t) if t.kind == K.FUNCTION_DECL else None
             if concrete is None and ref is not None and _kernel_key(st, ref) == kkey:
                 concrete = _template_args(ref)

@@ -1,0 +1,133 @@
+"""Host-only member functions of a class the closure takes, kept as declarations without their bodies.
+
+A kernel reaches a class for its device members or its layout (a GPU hash map passed by value whose `find`
+and `insert` are `__device__`); the class's host API (a factory that times itself with a tracing library, a
+constructor that allocates and launches, a `print`) is code no device code can call. Its bodies name host
+functions and headers (a vendored profiling library, the project's error helpers) that the closure would
+otherwise follow and inline, and those clash with the toolkit or fail on their own. The unit keeps each such
+member as a declaration (`static auto create(size_type n);`), so the class's interface and layout are those
+of the source and nothing its body names comes along.
+
+A body stays when something kept may call it: special members (default/copy/move constructors, destructor,
+copy/move assignment: the launcher copies kernel arguments, a wrapper default-constructs them), `constexpr`
+members (device code may call them under `--expt-relaxed-constexpr`), virtual members (a vtable names them),
+and any member whose name the kept text of the class writes (a `__host__ __device__` member that calls it on
+the host side of `#ifdef __CUDA_ARCH__`), to a fixed point. Documented in docs/units.md ("Host-only member
+bodies").
+"""
+
+from __future__ import annotations
+
+import re
+
+import clang.cindex as ci
+
+from miner.units.closure.context import _CLASS_KINDS, _IDENT, _STRING_OR_COMMENT, K, TUContext, _class_key
+
+# The `why` of a cut that leaves the member's declaration (text.py renders it as `;`).
+DECLARED_ONLY = "declared only"
+_DEVICE_ATTRS = {K.CUDADEVICE_ATTR, K.CUDAGLOBAL_ATTR}
+_FUNCS = {K.CXX_METHOD, K.CONSTRUCTOR, K.CONVERSION_FUNCTION, K.FUNCTION_TEMPLATE}
+_CONSTEXPR = re.compile(r"\b(?:constexpr|consteval)\b")
+
+
+def host_bodies_to_drop(ctx: TUContext, cls: ci.Cursor,
+                        dropped: dict[tuple[int, int], str]) -> dict[tuple[int, int], str]:
+    """(start, end) -> DECLARED_ONLY for the bodies (with a constructor's member initializers) of the host-only
+    members of `cls` and its nested classes that nothing kept calls; members already in `dropped` are left."""
+    e = cls.extent
+    if e.start.file is None:
+        return {}
+    path = ctx.norm(e.start.file.name)
+    text = _blanked(ctx, path)
+    cands: dict[tuple[int, int], tuple[str, tuple[int, int]]] = {}  # member extent -> (name, body range)
+    _candidates(cls, text, dropped, cands)
+    if not cands:
+        return {}
+    # Identifiers of the class's text outside the candidate members: what kept code may call.
+    skip = sorted(list(cands) + list(dropped))
+    named = set(_IDENT.findall(_without(text, e.start.offset, e.end.offset, skip)))
+    for mp, _mc in ctx.members.get(_class_key(ctx.norm, cls), ()):
+        # its members defined out of line (those the closure takes: device ones) may call it too
+        named |= set(_IDENT.findall(_blanked(ctx, mp.path)[mp.start:mp.end]))
+    keep: set[tuple[int, int]] = set()
+    changed = True
+    while changed:
+        changed = False
+        for ext, (name, _body) in cands.items():
+            if ext not in keep and name in named:
+                keep.add(ext)
+                named |= set(_IDENT.findall(text[ext[0]:ext[1]]))
+                changed = True
+    return {body: DECLARED_ONLY for ext, (_n, body) in cands.items() if ext not in keep}
+
+
+def _candidates(cls: ci.Cursor, text: str, dropped: dict[tuple[int, int], str],
+                out: dict[tuple[int, int], tuple[str, tuple[int, int]]]) -> None:
+    for m in cls.get_children():
+        if m.kind in _CLASS_KINDS:
+            _candidates(m, text, dropped, out)
+            continue
+        if m.kind not in _FUNCS:
+            continue
+        e = m.extent
+        ext = (e.start.offset, e.end.offset)
+        if e.start.file is None or ext in dropped or any(ch.kind in _DEVICE_ATTRS for ch in m.get_children()):
+            continue
+        body = next((ch for ch in m.get_children() if ch.kind == K.COMPOUND_STMT), None)
+        if body is None or _kept_always(m, cls, text[e.start.offset:body.extent.start.offset]):
+            continue
+        # (a constructor template's spelling may carry the class's arguments: `pair<T1, T2>`)
+        ctor = m.kind == K.CONSTRUCTOR or (m.kind == K.FUNCTION_TEMPLATE
+                                           and m.spelling.split("<", 1)[0] == cls.spelling.split("<", 1)[0])
+        # Member initializers are cut with the body; no other function has a `:` there.
+        start = _initializers_start(text, m.location.offset, body.extent.start.offset)
+        # A constructor is never called by its name: only a special one (kept above) can be reached.
+        out[ext] = ("" if ctor else m.spelling, (start, body.extent.end.offset))
+
+
+def _kept_always(m: ci.Cursor, cls: ci.Cursor, head: str) -> bool:
+    """Members whose body a unit may need whatever names its text writes (see the module docstring)."""
+    if _CONSTEXPR.search(head) or m.is_virtual_method():
+        return True
+    if m.kind == K.CONSTRUCTOR:
+        return m.is_default_constructor() or m.is_copy_constructor() or m.is_move_constructor()
+    return m.kind == K.CXX_METHOD and (m.is_copy_assignment_operator_method() or m.is_move_assignment_operator_method())
+
+
+def _initializers_start(text: str, name_at: int, body_at: int) -> int:
+    """Where a constructor's member-initializer list (`: a(x), b{y}`) begins, else `body_at`: the first `:` (not
+    `::`) at bracket depth 0 after the parameter list, which starts at the first `(` after the name."""
+    i = text.find("(", name_at, body_at)
+    if i < 0:
+        return body_at
+    depth = 0
+    for j in range(i, body_at):
+        ch = text[j]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == ":" and depth == 0 and text[j - 1] != ":" and text[j + 1] != ":":
+            return j
+    return body_at
+
+
+def _without(text: str, start: int, end: int, cuts: list[tuple[int, int]]) -> str:
+    out, pos = [], start
+    for s, e in cuts:
+        if s < pos or e > end:
+            continue
+        out.append(text[pos:s])
+        pos = e
+    out.append(text[pos:end])
+    return " ".join(out)
+
+
+def _blanked(ctx: TUContext, path: str) -> str:
+    """The file with comments and strings blanked to the same length (offsets stay the file's)."""
+    cache = ctx.__dict__.setdefault("_host_bodies_text", {})
+    if path not in cache:
+        raw = ctx.read(path).decode("latin-1")
+        cache[path] = _STRING_OR_COMMENT.sub(lambda m: " " * len(m.group()), raw)
+    return cache[path]

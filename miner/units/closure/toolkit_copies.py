@@ -1,0 +1,82 @@
+"""Project copies of CUDA toolkit headers: a unit includes the toolkit's own header instead of inlining the copy.
+
+Projects bundle older copies of headers the toolkit ships (a profiling wrapper `3rdparty/.../nvtx3.hpp` beside
+`<nvtx3/nvToolsExt.h>`, a `cub/` tree). Inlined into a unit they meet the toolkit's copy, which the unit's thrust or
+cub includes pull in anyway: the same names declared twice (`"nvtx3::rgb" is ambiguous`), macros redefined. The
+toolkit's copy wins: the closure does not inline a declaration of such a file, and the unit `#include`s the toolkit
+header instead (its macros come from there too).
+
+A project file is a copy of toolkit header R (a path under one of nvcc's include dirs) when
+  - its path ends with R and R has a folder (`.../cub/block/block_reduce.cuh` is `cub/block/block_reduce.cuh`), or
+  - it includes a toolkit header `<D/...>`, the toolkit ships `D/<its file name>` and it opens `namespace D`
+    (`nvtx3.hpp`, which includes `<nvtx3/nvToolsExt.h>` and declares `namespace nvtx3 {...}`, is the toolkit's
+    `nvtx3/nvtx3.hpp`; a project `functional.h` that includes `<thrust/functional.h>` is not a copy).
+Without nvcc (an extraction on a machine without the toolkit) no file is taken for a copy. Documented in
+docs/units.md ("Host-only member bodies", vendored toolkit headers).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+
+from miner.units.closure.context import TUContext
+
+_DIRECTIVE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*<([^>\n]+)>', re.M)
+
+
+@functools.cache
+def _toolkit_dirs() -> tuple[str, ...]:
+    from miner.builder.toolchain import find_nvcc
+    from miner.cuda_libs import toolkit_include_dirs
+    from miner.errors import MinerError
+
+    try:
+        return toolkit_include_dirs(find_nvcc())
+    except (MinerError, OSError):
+        return ()
+
+
+@functools.lru_cache(maxsize=4096)
+def _in_toolkit(rel: str) -> bool:
+    return any(os.path.isfile(os.path.join(d, rel)) for d in _toolkit_dirs())
+
+
+class ToolkitCopies:
+    """Which project files of one TU are copies of a toolkit header, looked up by file."""
+
+    def __init__(self, ctx: TUContext) -> None:
+        self.ctx = ctx
+        self._of: dict[str, str | None] = {}
+
+    @classmethod
+    def of(cls, ctx: TUContext) -> ToolkitCopies:
+        found = ctx.__dict__.get("_toolkit_copies")
+        if found is None:
+            found = ctx.__dict__["_toolkit_copies"] = cls(ctx)
+        return found
+
+    def header_of(self, path: str) -> str | None:
+        """The toolkit header (`nvtx3/nvtx3.hpp`) project file `path` is a copy of, else None."""
+        if path not in self._of:
+            self._of[path] = self._find(path) if path in self.ctx.inputs and _toolkit_dirs() else None
+        return self._of[path]
+
+    def _find(self, path: str) -> str | None:
+        parts = path.split(os.sep)
+        for i in range(len(parts) - 2, 0, -1):  # longest tail first, at least a folder and the file
+            rel = "/".join(parts[-i - 1:])
+            if _in_toolkit(rel):
+                return rel
+        name = parts[-1]
+        data = self.ctx.read(path)
+        for m in _DIRECTIVE.finditer(data):
+            spelled = m.group(1).decode("utf-8", "replace").strip()
+            folder = spelled.split("/", 1)[0]
+            # A copy declares its names in the toolkit header's own namespace (`namespace nvtx3 {`): a project
+            # `functional.h` that includes <thrust/functional.h> to build on it is no copy of it.
+            if "/" in spelled and _in_toolkit(spelled) and _in_toolkit(f"{folder}/{name}") and re.search(
+                    rb"\bnamespace\s+" + re.escape(folder.encode()) + rb"\s*\{", data):
+                return f"{folder}/{name}"
+        return None
