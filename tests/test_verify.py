@@ -167,7 +167,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     assert r.returncode == 0, r.stderr
     r = run_miner("verify", ds, "--cache-dir", base / "cache", "-j", "2", timeout=600)
     assert r.returncode == 0, (r.stdout, r.stderr)
-    assert "10/10 built instantiations verified: 10 identical" in r.stdout
+    assert "11/11 built instantiations verified: 11 identical" in r.stdout
     return src, ds
 
 
@@ -186,6 +186,30 @@ def test_include_dir_outside_the_mined_folder(cases: tuple[Path, Path]) -> None:
     assert "../common" in meta["parse_context"]["include_dirs"]
     assert (Path(meta["parse_context"]["root"]) / "../common").resolve() == (src / "common").resolve()
     assert _fidelity(ds)["vc_squares/default"]["status"] == "identical"
+
+
+def test_header_of_a_git_submodule(cases: tuple[Path, Path], tmp_path: Path) -> None:
+    """`#include <vcfmt/vcfmt.h>` from a dependency the project keeps as a git submodule (deps/vcfmt, named in
+    .gitmodules): the parse finds it and records its include dir, the original compiles with it. With the
+    submodule not checked out (`git clone` without --recursive, `git archive`), the original cannot compile,
+    and the error says which submodule is missing and how to get it."""
+    src, ds = cases
+    meta = next(m for m in load_dataset(ds) if m["name"] == "vc_saturate")
+    assert "../deps/vcfmt/include" in meta["parse_context"]["include_dirs"]
+    assert _fidelity(ds)["vc_saturate/default"]["status"] == "identical"
+    bare = tmp_path / "src"
+    shutil.copytree(src, bare)
+    shutil.rmtree(bare / "deps" / "vcfmt")
+    (bare / "deps" / "vcfmt").mkdir()   # what `git clone` leaves for a submodule it did not check out
+    ds2 = _copy(ds, tmp_path)
+    r = run_miner("verify", ds2, "--source", bare / "samples", "--cache-dir", tmp_path / "cache",
+                  "--kernels", "vc_saturate", timeout=600)
+    assert r.returncode == 1, r.stderr
+    f = _fidelity(ds2)["vc_saturate/default"]
+    assert f["status"] == "original_unbuildable", f
+    assert "vcfmt/vcfmt.h" in f["error"], f
+    assert f["error"].endswith("(git submodules not checked out: ../deps/vcfmt; git submodule update --init "
+                               "--recursive)"), f
 
 
 def test_c_linkage_kernels(cases: tuple[Path, Path]) -> None:
@@ -314,8 +338,10 @@ def test_a_kernel_of_an_anonymous_namespace_is_found_and_compared(tmp_path: Path
     assert ptx.find_entry(parsed["original"], entry) is None  # the mangled names differ
     found = _find_entry(parsed["original"], entry, "scale_kernel")
     assert found is not None and "_GLOBAL__N_" in found and "12scale_kernel" in found
-    # compared by their mangled names, the shared array's differ (namespace component, substitution index)
-    assert ptx.listing(parsed["original"], found) != ptx.listing(parsed["unit"], entry)
+    # the shared array's name spells the entry's (`_ZZ<entry>E4tile`: namespace component, substitution index):
+    # it is compared as the entry's own name is
+    assert ptx.listing(parsed["original"], found) == ptx.listing(parsed["unit"], entry)
+    assert any("_ZZ<ENTRY>E4tile" in ln for ln in ptx.listing(parsed["unit"], entry))
     assert ptx.listing(parsed["original"], found, True) == ptx.listing(parsed["unit"], entry, True)
     # the same kernel with other template arguments is not taken for it
     assert _find_entry(parsed["original"], entry.replace("IfE", "IdE"), "scale_kernel") is None
@@ -357,11 +383,14 @@ def test_a_parameter_type_that_is_an_alias_in_the_original(tmp_path: Path) -> No
     `at::GenericPackedTensorAccessor` is `torch::headeronly::detail::GenericPackedTensorAccessor<...>`), the
     unit's shim a class of the same layout: the mangled names differ. The original's entry of the same kernel
     and template arguments with the same PTX parameters is taken; one with other arguments, or whose
-    parameters differ, is not."""
+    parameters differ, is not. The names of the entry's local statics, which spell its mangled name, are
+    compared as the entry's own name is."""
     from miner.verify.driver import _find_entry
 
+    # A function-local __shared__ variable: its symbol (`_ZZ<entry>E4last`) spells the entry's mangled name.
     kernel = ("template <int B> __global__ void vc_rows(at::Acc<float, 2> a, float* out) {\n"
-              "  out[threadIdx.x] = a.p[threadIdx.x * a.s[1]] * B; }\n")
+              "  __shared__ float last; if (threadIdx.x == 0) last = a.p[0]; __syncthreads();\n"
+              "  out[threadIdx.x] = a.p[threadIdx.x * a.s[1]] * B + last; }\n")
     sources = {
         "original": "namespace lib { template <class I, typename T, int N> struct AccImpl { T* p; long s[N]; }; }\n"
                     "namespace at { template <typename T, int N> using Acc = lib::AccImpl<int, T, N>; }\n" + kernel
@@ -380,6 +409,7 @@ def test_a_parameter_type_that_is_an_alias_in_the_original(tmp_path: Path) -> No
     found = _find_entry(parsed["original"], unit, "vc_rows", parsed["unit"])
     assert found is not None and "ILi128E" in found and "AccImpl" in found
     assert ptx.listing(parsed["original"], found) == ptx.listing(parsed["unit"], unit)
+    assert any("_ZZ<ENTRY>E4last" in ln for ln in ptx.listing(parsed["unit"], unit))
     assert _find_entry(parsed["original"], unit, "vc_rows") is None   # without the unit's PTX: no guess
     assert _find_entry(parsed["original"], wider, "vc_rows", parsed["wider"]) is None   # other parameters
     other = parsed["other"].entries[0]   # template arguments the original does not instantiate

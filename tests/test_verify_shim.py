@@ -2,10 +2,13 @@
 kernel of our own over both types, compiled with torch's headers (c10/util/BFloat16.h, Half.h,
 ATen/cuda/Atomic.cuh: seconds, not the minutes of torch/extension.h) and with the shim, compared as
 `kernel-miner verify` compares them. sm_80+ takes cuda_bf16's conversions, older targets c10's
-round-to-nearest-even and ATen's CAS-loop atomicAdd: both are checked."""
+round-to-nearest-even and ATen's CAS-loop atomicAdd: both are checked. The same for the tensor accessors
+(`at::PackedTensorAccessor32/64`, read through `const` parameters, written through others), whose entries
+mangle differently (torch 2.13's accessors live in `torch::headeronly::detail`) and are paired by kernel name."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -50,3 +53,27 @@ def test_shim_16bit_types_compile_like_c10(tmp_path: Path, arch: str) -> None:
         assert "cvt.rn.bf16.f32" in text and "atom.add.noftz.bf16" in text
     else:
         assert "cvt.rn.bf16.f32" not in text and "atom.global.cas.b32" in text
+
+
+@pytest.mark.parametrize("arch", ["compute_90", "compute_75"])
+def test_shim_accessors_compile_like_torch(tmp_path: Path, arch: str) -> None:
+    dirs, torch_flags, version = original.torch_setup()
+    if not version:
+        pytest.skip("torch is not installed (pip install 'kernel-miner[verify]')")
+    common = [f"-arch={arch}", *torch_flags]
+    theirs = _listings(SRC / "vs_accessors_torch.cu", tmp_path / "torch.ptx", [*common, *(f"-I{d}" for d in dirs)])
+    ours = _listings(SRC / "vs_accessors_shim.cu", tmp_path / "shim.ptx",
+                     [*common, "-include", str(stub_dir() / "unit" / "km_torch_unit.h")])
+
+    def by_kernel(listings: dict[str, list[str]]) -> dict[str, list[str]]:
+        out = {}
+        for entry, lines in listings.items():
+            m = re.match(r"_Z(\d+)", entry)
+            assert m, entry
+            out[entry[m.end():m.end() + int(m.group(1))]] = lines
+        return out
+
+    theirs, ours = by_kernel(theirs), by_kernel(ours)
+    assert set(ours) == set(theirs) == {"va_gather", "va_scale"}
+    for name in theirs:
+        assert ours[name] == theirs[name], "\n".join(ptx.first_difference(theirs[name], ours[name]))

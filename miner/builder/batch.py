@@ -37,6 +37,19 @@ _GLOBAL_AFTER = {"return", "new", "delete", "case", "else", "do", "throw", "type
                  "friend", "template", "__device__", "__host__", "__global__", "__forceinline__"}
 
 
+def _text_before(body: str, end: int) -> str:
+    """The text before `end`, right-stripped, from a window that holds the last word: slicing and searching the
+    whole prefix for each `::` made the batch quadratic (minutes per batch for units that inline a large
+    vendored header library)."""
+    width = 256
+    while True:
+        start = max(0, end - width)
+        before = body[start:end].rstrip()
+        if start == 0 or (before and re.search(r"[^\w]", before)):
+            return before
+        width *= 4
+
+
 def _requalify(body: str, ns: str) -> str:
     """`::name` for a name the body itself declares at its top level now means `ns::name`."""
     if "::" not in body:
@@ -47,7 +60,7 @@ def _requalify(body: str, ns: str) -> str:
     for m in re.finditer(r"::\s*([A-Za-z_]\w*)", body):
         if m.group(1) not in declared:
             continue
-        before = body[:m.start()].rstrip()
+        before = _text_before(body, m.start())
         prev = before[-1:] if before else ""
         if prev and (prev in ">)]" or prev.isalnum() or prev == "_"):
             word = re.search(r"[A-Za-z_]\w*$", before)

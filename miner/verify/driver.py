@@ -348,7 +348,8 @@ def _judge(it: _Item, res: PtxResult, parsed: ptx_mod.Ptx, wrapped: PtxResult | 
         return rec
     if not res.ok:
         rec.update(status="original_unbuildable",
-                   error=("timed out" if res.timed_out else _first_error(res.log)))
+                   error=("timed out" if res.timed_out
+                          else _first_error(res.log) + orig_mod.missing_header_hint(res.log, o.root)))
         return rec
     src = parsed
     unit_ptx = _unit_ptx(it)
@@ -358,7 +359,8 @@ def _judge(it: _Item, res: PtxResult, parsed: ptx_mod.Ptx, wrapped: PtxResult | 
         rec["cached"] = rec["cached"] and wrapped.cached
         if not wrapped.ok:
             rec.update(status="original_unbuildable",
-                       error="with the unit's explicit instantiation appended: " + _first_error(wrapped.log))
+                       error="with the unit's explicit instantiation appended: " + _first_error(wrapped.log)
+                       + orig_mod.missing_header_hint(wrapped.log, o.root))
             return rec
         src = ptx_mod.parse(wrapped.ptx)
         found = _find_entry(src, entry, it.meta["name"], unit_ptx)

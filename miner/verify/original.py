@@ -243,6 +243,44 @@ def wrapper_source(orig: Original, instantiations: list[str]) -> str:
             f'#include "{orig.tu}"\n{body}\n')
 
 
+_MISSING_HEADER = re.compile(r"fatal error: .*: No such file or directory|cannot open source file")
+_SUBMODULE_PATH = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.M)
+
+
+@functools.lru_cache(maxsize=64)
+def empty_submodules(root: Path) -> tuple[str, ...]:
+    """The git submodules of the checkout holding `root` that are not checked out (their folder empty or
+    absent), as `.gitmodules` names them: a `git clone` without `--recursive` or a `git archive` leaves them
+    empty, and an original that includes their headers (`fmt/format.h` from `dependencies/fmt/include`) does
+    not compile. The parse never saw those headers either; the fix is the checkout's, not a flag."""
+    for d in (root, *root.parents):
+        gm = d / ".gitmodules"
+        if gm.is_file():
+            try:
+                text = gm.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                return ()
+            out = []
+            for rel in _SUBMODULE_PATH.findall(text):
+                sub = d / rel
+                if not sub.is_dir() or not any(sub.iterdir()):
+                    out.append(relative(sub, root))
+            return tuple(out)
+        if (d / ".git").exists():
+            return ()
+    return ()
+
+
+def missing_header_hint(log: str, root: Path) -> str:
+    """For a compile that stopped on a missing header: which submodules of the project are not checked out."""
+    if not _MISSING_HEADER.search(log):
+        return ""
+    subs = empty_submodules(root)
+    if not subs:
+        return ""
+    return f" (git submodules not checked out: {', '.join(subs)}; git submodule update --init --recursive)"
+
+
 def content_key(parts: list[str], files: list[Path]) -> str:
     h = hashlib.sha256()
     for p in parts:

@@ -271,9 +271,17 @@ def listing(ptx: Ptx, entry: str, plain_names: bool = False) -> list[str]:
     # The entry's own name (in its head and parameter symbols) is matched by find_entry, not compared: an
     # `extern "C"` original names it `k`, a unit without the linkage `_Z1kPf`.
     own = re.compile(rf"(?<![\w$]){re.escape(entry)}(?=_param_\d|(?![\w$]))")
+    # The entry's local statics (`__shared__ T x;` in its body) are `_ZZ<entry less _Z>E1x`: their names spell
+    # the entry's, parameter types included (torch's accessors mangle as `torch::headeronly::...` in the
+    # original, as the shim's `at::...` in the unit).
+    local = f"_ZZ{entry[2:]}E" if entry.startswith("_Z") else None
+
+    def own_names(s: str) -> str:
+        return own.sub("<ENTRY>", s.replace(local, "_ZZ<ENTRY>E") if local else s)
+
     out: list[str] = []
-    lines = [own.sub("<ENTRY>", s) for s in code + data]
-    shared = [own.sub("<ENTRY>", s) for s in set(shared)]
+    lines = [own_names(s) for s in code + data]
+    shared = [own_names(s) for s in set(shared)]
     if plain_names:
         lines, shared = _plain_names(lines), _plain_names(shared)
     for s in lines + sorted(set(shared)):

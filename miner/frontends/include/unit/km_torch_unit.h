@@ -341,39 +341,81 @@ template <> struct OpMathType<BFloat16> { using type = float; };
 template <class T> using opmath_type = typename OpMathType<T>::type;
 template <typename T> struct DefaultPtrTraits { typedef T *PtrType; };
 template <typename T> struct RestrictPtrTraits { typedef T *__restrict__ PtrType; };
+// The accessors as torch writes them (torch/headeronly/core/TensorAccessor.h): the same members, constructors,
+// non-const and const operator[] (the const one of a `const` kernel parameter yields `const T &`), sizes and
+// strides indexed by index_t, the item accessor built from named `new_sizes`/`new_strides` pointers. An
+// aggregate with only a const operator[] holds the same data but nvcc orders the loads differently.
 template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
-struct TensorAccessor {
-  typename PtrTraits<T>::PtrType data_; const index_t *sizes_; const index_t *strides_;
-  __host__ __device__ TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) const {
-    return {data_ + strides_[0] * i, sizes_ + 1, strides_ + 1}; }
-  __host__ __device__ index_t size(int d) const { return sizes_[d]; }
-  __host__ __device__ index_t stride(int d) const { return strides_[d]; }
-  __host__ __device__ T *data() const { return data_; }  // a row's pointer: `acc[i].data()`
-};
-template <typename T, template <typename U> class PtrTraits, typename index_t>
-struct TensorAccessor<T, 1, PtrTraits, index_t> {
-  typename PtrTraits<T>::PtrType data_; const index_t *sizes_; const index_t *strides_;
-  __host__ __device__ T &operator[](index_t i) const { return data_[strides_[0] * i]; }
-  __host__ __device__ index_t size(int d) const { return sizes_[d]; }
-  __host__ __device__ index_t stride(int d) const { return strides_[d]; }
-  __host__ __device__ T *data() const { return data_; }
+struct TensorAccessorBase {
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  __host__ __device__ TensorAccessorBase(PtrType data_, const index_t *sizes_, const index_t *strides_)
+      : data_(data_), sizes_(sizes_), strides_(strides_) {}
+  __host__ __device__ index_t stride(index_t i) const { return strides_[i]; }
+  __host__ __device__ index_t size(index_t i) const { return sizes_[i]; }
+  __host__ __device__ PtrType data() { return data_; }
+  __host__ __device__ const PtrType data() const { return data_; }
+  PtrType data_; const index_t *sizes_; const index_t *strides_;
 };
 template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
-struct GenericPackedTensorAccessor {
-  typename PtrTraits<T>::PtrType data_; index_t sizes_[N]; index_t strides_[N];
-  __host__ __device__ TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) const {
-    return {data_ + strides_[0] * i, sizes_ + 1, strides_ + 1}; }
-  __host__ __device__ index_t size(int d) const { return sizes_[d]; }
-  __host__ __device__ index_t stride(int d) const { return strides_[d]; }
-  __host__ __device__ T *data() const { return data_; }
+struct TensorAccessor : TensorAccessorBase<T, N, PtrTraits, index_t> {
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  __host__ __device__ TensorAccessor(PtrType data_, const index_t *sizes_, const index_t *strides_)
+      : TensorAccessorBase<T, N, PtrTraits, index_t>(data_, sizes_, strides_) {}
+  __host__ __device__ TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) {
+    return TensorAccessor<T, N - 1, PtrTraits, index_t>(this->data_ + this->strides_[0] * i, this->sizes_ + 1,
+                                                        this->strides_ + 1);
+  }
+  __host__ __device__ const TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) const {
+    return TensorAccessor<T, N - 1, PtrTraits, index_t>(this->data_ + this->strides_[0] * i, this->sizes_ + 1,
+                                                        this->strides_ + 1);
+  }
 };
 template <typename T, template <typename U> class PtrTraits, typename index_t>
-struct GenericPackedTensorAccessor<T, 1, PtrTraits, index_t> {
-  typename PtrTraits<T>::PtrType data_; index_t sizes_[1]; index_t strides_[1];
-  __host__ __device__ T &operator[](index_t i) const { return data_[strides_[0] * i]; }
-  __host__ __device__ index_t size(int d) const { return sizes_[d]; }
-  __host__ __device__ index_t stride(int d) const { return strides_[d]; }
-  __host__ __device__ T *data() const { return data_; }
+struct TensorAccessor<T, 1, PtrTraits, index_t> : TensorAccessorBase<T, 1, PtrTraits, index_t> {
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  __host__ __device__ TensorAccessor(PtrType data_, const index_t *sizes_, const index_t *strides_)
+      : TensorAccessorBase<T, 1, PtrTraits, index_t>(data_, sizes_, strides_) {}
+  __host__ __device__ T &operator[](index_t i) { return this->data_[this->strides_[0] * i]; }
+  __host__ __device__ const T &operator[](index_t i) const { return this->data_[this->strides_[0] * i]; }
+};
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+struct GenericPackedTensorAccessorBase {
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  GenericPackedTensorAccessorBase() = default;  // torch has none; the unit's host wrapper value-initializes
+  __host__ GenericPackedTensorAccessorBase(PtrType data, const index_t *sizes, const index_t *strides) : data_(data) {
+    for (size_t i = 0; i < N; ++i) { sizes_[i] = sizes[i]; strides_[i] = strides[i]; }
+  }
+  __host__ __device__ index_t stride(index_t i) const { return strides_[i]; }
+  __host__ __device__ index_t size(index_t i) const { return sizes_[i]; }
+  __host__ __device__ PtrType data() { return data_; }
+  __host__ __device__ const PtrType data() const { return data_; }
+  PtrType data_; index_t sizes_[N]; index_t strides_[N];
+};
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+struct GenericPackedTensorAccessor : GenericPackedTensorAccessorBase<T, N, PtrTraits, index_t> {
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  GenericPackedTensorAccessor() = default;
+  __host__ GenericPackedTensorAccessor(PtrType data, const index_t *sizes, const index_t *strides)
+      : GenericPackedTensorAccessorBase<T, N, PtrTraits, index_t>(data, sizes, strides) {}
+  __device__ TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) {
+    index_t *new_sizes = this->sizes_ + 1;
+    index_t *new_strides = this->strides_ + 1;
+    return TensorAccessor<T, N - 1, PtrTraits, index_t>(this->data_ + this->strides_[0] * i, new_sizes, new_strides);
+  }
+  __device__ const TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) const {
+    const index_t *new_sizes = this->sizes_ + 1;
+    const index_t *new_strides = this->strides_ + 1;
+    return TensorAccessor<T, N - 1, PtrTraits, index_t>(this->data_ + this->strides_[0] * i, new_sizes, new_strides);
+  }
+};
+template <typename T, template <typename U> class PtrTraits, typename index_t>
+struct GenericPackedTensorAccessor<T, 1, PtrTraits, index_t> : GenericPackedTensorAccessorBase<T, 1, PtrTraits, index_t> {
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  GenericPackedTensorAccessor() = default;
+  __host__ GenericPackedTensorAccessor(PtrType data, const index_t *sizes, const index_t *strides)
+      : GenericPackedTensorAccessorBase<T, 1, PtrTraits, index_t>(data, sizes, strides) {}
+  __device__ T &operator[](index_t i) { return this->data_[this->strides_[0] * i]; }
+  __device__ const T &operator[](index_t i) const { return this->data_[this->strides_[0] * i]; }
 };
 template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
 using PackedTensorAccessor32 = GenericPackedTensorAccessor<T, N, PtrTraits, int32_t>;
