@@ -71,6 +71,13 @@ class Closure:
 class TUContext:
     """Indexes one translation unit's repo-owned declarations and macros for closure queries."""
 
+    def memo(self, key: str, make: Callable[[], Any]) -> Any:
+        """What `make()` returns, built once per TU: every kernel of the TU asks for the same analyses."""
+        found = self.__dict__.get(key)
+        if found is None:
+            found = self.__dict__[key] = make()
+        return found
+
     def __init__(self, tu: ci.TranslationUnit, inputs: set[str], norm, read) -> None:
         self.tu, self.inputs, self.norm, self.read = tu, inputs, norm, read
         # Parses the main file again with declarations of our own appended (LiveTU.probe), or None.

@@ -52,10 +52,7 @@ class ToolkitCopies:
 
     @classmethod
     def of(cls, ctx: TUContext) -> ToolkitCopies:
-        found = ctx.__dict__.get("_toolkit_copies")
-        if found is None:
-            found = ctx.__dict__["_toolkit_copies"] = cls(ctx)
-        return found
+        return ctx.memo("_toolkit_copies", lambda: cls(ctx))
 
     def header_of(self, path: str) -> str | None:
         """The toolkit header (`nvtx3/nvtx3.hpp`) project file `path` is a copy of, else None."""

@@ -90,10 +90,7 @@ class Vendored:
     @classmethod
     def of(cls, ctx: TUContext) -> Vendored:
         """The TU's libraries, found once per TUContext (every kernel of the TU asks)."""
-        found = ctx.__dict__.get("_vendored")
-        if found is None:
-            found = ctx.__dict__["_vendored"] = cls(ctx)
-        return found
+        return ctx.memo("_vendored", lambda: cls(ctx))
 
     def _find(self) -> None:
         ctx = self.ctx
