@@ -144,7 +144,9 @@ def by_value_unqualified(type_text: str) -> str:
     """A by-value parameter type without its top-level `const`, for the launcher's own parameter. The
     launcher passes it on to the kernel, which copies it: from a `const` object that needs a `T(const T&)`
     constructor, which a class with only `T(T&)` lacks (the original launch passes a non-const lvalue).
-    Top-level `const` is no part of the function's type, so the launcher's symbol is the same."""
+    Top-level `const` is no part of the function's type, so the launcher's symbol is the same. nvcc allows
+    `__grid_constant__` on a `__global__` function's parameter only, so the launcher's copy goes without it."""
+    type_text = re.sub(r"\b__grid_constant__\s*", "", type_text)
     outer = _outside_angles(type_text)
     if re.search(r"[*&\[(]", outer) or not re.search(r"\bconst\b", outer):
         return type_text
