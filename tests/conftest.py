@@ -39,10 +39,11 @@ def load_dataset(out_dir: Path) -> list[dict[str, Any]]:
 
 def extract_and_build(tmp_path_factory: pytest.TempPathFactory, fixture: str) -> dict[str, Any]:
     """Copy tests/fixtures/<fixture>, run `extract --build` on it with a private cache; the proc, out dir, metadata."""
-    src = tmp_path_factory.mktemp(f"{fixture}-src") / fixture
+    name = Path(fixture).name  # `build_config/cmake_nested`: a fixture in a folder of fixtures
+    src = tmp_path_factory.mktemp(f"{name}-src") / name
     shutil.copytree(FIXTURES / fixture, src)
-    out = tmp_path_factory.mktemp(f"{fixture}-out")
-    cache = tmp_path_factory.mktemp(f"{fixture}-cache")
+    out = tmp_path_factory.mktemp(f"{name}-out")
+    cache = tmp_path_factory.mktemp(f"{name}-cache")
     proc = run_miner("extract", src, "-o", out, "--build", "-j", "2", env={"XDG_CACHE_HOME": str(cache)},
                      timeout=600)
     return {"proc": proc, "out": out, "metas": load_dataset(out)}

@@ -4,13 +4,12 @@ outside the mined folder (miner.source.py_build), CMake's definitions, a Makefil
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from miner.source import build_flags, py_build
-from tests.conftest import FIXTURES, build_statuses, load_dataset, run_miner
+from tests.conftest import FIXTURES, build_statuses, extract_and_build, load_dataset, run_miner
 from tests.conftest import only_meta as _meta
 
 BUILDER = FIXTURES / "build_config" / "builder_class"
@@ -81,12 +80,10 @@ def test_cmake_definitions_and_makefile_nvcc_flags() -> None:
 
 
 @needs_nvcc
-def test_units_of_cmake_and_make_projects_build_with_their_defines(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    proc = run_miner("extract", CMAKE_MAKE, "-o", out, "--build", "-j", "2",
-                     env={"XDG_CACHE_HOME": str(tmp_path / "cache")}, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    metas = {"metas": load_dataset(out)}
+def test_units_of_cmake_and_make_projects_build_with_their_defines(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    metas = extract_and_build(tmp_path_factory, "build_config/cmake_make")
+    assert metas["proc"].returncode == 0, metas["proc"].stderr[-2000:]
     for name in ("cm_kernel", "mk_kernel"):
         assert set(build_statuses(_meta(metas, name)).values()) == {"ok"}, build_statuses(_meta(metas, name))
 
@@ -104,10 +101,9 @@ def test_directory_definitions_of_parent_cmakelists_are_inherited() -> None:
 
 
 @needs_nvcc
-def test_a_kernel_under_an_inherited_cmake_define_is_found_and_builds(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    proc = run_miner("extract", CMAKE_NESTED, "-o", out, "--build", "-j", "2",
-                     env={"XDG_CACHE_HOME": str(tmp_path / "cache")}, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    m = _meta({"metas": load_dataset(out)}, "nest_kernel")
+def test_a_kernel_under_an_inherited_cmake_define_is_found_and_builds(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    dataset = extract_and_build(tmp_path_factory, "build_config/cmake_nested")
+    assert dataset["proc"].returncode == 0, dataset["proc"].stderr[-2000:]
+    m = _meta(dataset, "nest_kernel")
     assert m["frontend"] == "clang" and build_statuses(m) == {"default": "ok"}, (m["frontend"], build_statuses(m))

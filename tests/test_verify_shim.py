@@ -32,15 +32,22 @@ def _listings(path: Path, out: Path, flags: list[str]) -> dict[str, list[str]]:
     return {e: ptx.listing(parsed, e) for e in parsed.entries}
 
 
-@pytest.mark.parametrize("arch", ["compute_90", "compute_75"])
-def test_shim_16bit_types_compile_like_c10(tmp_path: Path, arch: str) -> None:
+def _torch_and_shim(tmp_path: Path, arch: str, with_torch: str, with_shim: str
+                    ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The PTX listings of a fixture built with torch's headers and of its twin built with the unit's shim."""
     dirs, torch_flags, version = original.torch_setup()
     if not version:
         pytest.skip("torch is not installed (pip install 'kernel-miner[verify]')")
     common = [f"-arch={arch}", *torch_flags]
-    theirs = _listings(SRC / "vs_torch.cu", tmp_path / "torch.ptx", [*common, *(f"-I{d}" for d in dirs)])
-    ours = _listings(SRC / "vs_shim.cu", tmp_path / "shim.ptx",
+    theirs = _listings(SRC / with_torch, tmp_path / "torch.ptx", [*common, *(f"-I{d}" for d in dirs)])
+    ours = _listings(SRC / with_shim, tmp_path / "shim.ptx",
                      [*common, "-include", str(stub_dir() / "unit" / "km_torch_unit.h")])
+    return theirs, ours
+
+
+@pytest.mark.parametrize("arch", ["compute_90", "compute_75"])
+def test_shim_16bit_types_compile_like_c10(tmp_path: Path, arch: str) -> None:
+    theirs, ours = _torch_and_shim(tmp_path, arch, "vs_torch.cu", "vs_shim.cu")
     bf16 = "_Z6vs_mixIN3c108BFloat16EEvPKT_S4_PS2_Pfi"
     half = "_Z6vs_mixIN3c104HalfEEvPKT_S4_PS2_Pfi"
     assert set(ours) == set(theirs) == {bf16, half}
@@ -57,13 +64,7 @@ def test_shim_16bit_types_compile_like_c10(tmp_path: Path, arch: str) -> None:
 
 @pytest.mark.parametrize("arch", ["compute_90", "compute_75"])
 def test_shim_accessors_compile_like_torch(tmp_path: Path, arch: str) -> None:
-    dirs, torch_flags, version = original.torch_setup()
-    if not version:
-        pytest.skip("torch is not installed (pip install 'kernel-miner[verify]')")
-    common = [f"-arch={arch}", *torch_flags]
-    theirs = _listings(SRC / "vs_accessors_torch.cu", tmp_path / "torch.ptx", [*common, *(f"-I{d}" for d in dirs)])
-    ours = _listings(SRC / "vs_accessors_shim.cu", tmp_path / "shim.ptx",
-                     [*common, "-include", str(stub_dir() / "unit" / "km_torch_unit.h")])
+    theirs, ours = _torch_and_shim(tmp_path, arch, "vs_accessors_torch.cu", "vs_accessors_shim.cu")
 
     def by_kernel(listings: dict[str, list[str]]) -> dict[str, list[str]]:
         out = {}
