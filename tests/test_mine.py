@@ -116,19 +116,21 @@ def test_kill_minus_9_at_random_points_loses_and_duplicates_nothing(corpus: Path
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
     kills = 0
+    window = full
     # Longer and harder: scripts/stress_mine.py (real corpora, many rounds).
-    for round_ in range(1):  # a round kills a run again and again until one gets to the end
+    for round_ in range(6):  # a round kills a run again and again until one gets to the end
         ds = tmp_path / f"ds{round_}"
+        round_kills = 0
         for _ in range(6):
             proc = subprocess.Popen(_mine_cmd(corpus, ds, FAST), env=env, cwd=ROOT)
             # A resumed run skips finished work and ends sooner: the window shrinks with each kill, or a late
             # first kill leaves too little for a second (seen once the extract got faster).
-            time.sleep(rng.uniform(0.1, 0.9) * full / (1 + kills))
+            time.sleep(rng.uniform(0.1, 0.9) * window / (1 + round_kills))
             if proc.poll() is not None:
                 break
             proc.send_signal(signal.SIGKILL)
             proc.wait()
-            kills += 1
+            round_kills += 1
         subprocess.run(_mine_cmd(corpus, ds, FAST), env=env, check=True, cwd=ROOT)
         got = snapshot(ds)
         assert sorted(got) == sorted(expected), f"seed {seed}"
@@ -138,6 +140,13 @@ def test_kill_minus_9_at_random_points_loses_and_duplicates_nothing(corpus: Path
         assert _rows(ds, "SELECT COUNT(*) FROM kernels") == [(7,)]
         assert _rows(ds, "SELECT COUNT(*) FROM stages WHERE state != 'done'") == [(0,)]
         assert not (ds / commit.STAGING).exists() or not any((ds / commit.STAGING).iterdir())
+        kills += round_kills
+        if kills >= 2:
+            break
+        # The reference run is one sample of a loaded machine's timing: on a fresh machine under load (CI) the
+        # runs here ended before the first kill (seed 225495509). A round with too few kills starts over in a new
+        # dataset with half the window, so the test kills runs at whatever speed the machine has today.
+        window /= 2
     assert kills >= 2, f"seed {seed}: the runs ended before they could be killed"
 
 
