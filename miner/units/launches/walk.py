@@ -56,7 +56,8 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
     for rec in st.launches + st.refs:
         _finish(st, rec, insts)
     class_scope.apply(st, prober)
-    return _merge(st.launches) + _merge(st.refs), insts
+    # (Launches of a chosen pointer name no kernel here: matched to the chooser's references after the parse.)
+    return _merge(st.launches) + _merge(st.refs) + st.chosen, insts
 
 
 def _merge(records: list[Launch]) -> list[Launch]:
