@@ -11,7 +11,6 @@ instantiations as host template arguments) into launches with this configuration
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 import clang.cindex as ci
@@ -19,7 +18,6 @@ import clang.cindex as ci
 from miner.units.launches.cursors import _primary, _template_args
 from miner.units.launches.record import K, Launch
 from miner.units.launches.state import _State
-from miner.units.launches.text import substitute
 from miner.units.launches.values import _values
 
 _WRAPPERS = {K.UNEXPOSED_EXPR, K.PAREN_EXPR, K.CSTYLE_CAST_EXPR, K.CXX_STATIC_CAST_EXPR,
@@ -108,35 +106,48 @@ def _qualified(c: ci.Cursor) -> str:
     return "::".join(reversed([x for x in parts if x]))
 
 
-_AS_POINTER = re.compile(r"(?:\(\s*(?:const\s+)?void\s*\*\s*\)|reinterpret_cast\s*<\s*(?:const\s+)?void\s*\*\s*>\s*\()"
-                         r"\s*&?\s*(?:[\w:]*::)?$")
+def note_pointer(st: _State, c: ci.Cursor, children: list[ci.Cursor]) -> None:
+    """During the walk: a kernel name cast to `void *` (`(void *)k<T, 4>`, kept in `st.as_pointer` by the name's
+    cursor), and the member such a cast is stored into (`s.run = (void *)k<T>`, in `st.stored`). From the AST, so
+    a chooser a macro writes (`#define CASE(...) s.run = (void *)k<...>;`) counts as well."""
+    if c.kind == K.BINARY_OPERATOR:
+        if len(children) == 2 and children[0].kind == K.MEMBER_REF_EXPR and _void_cast(_strip_to_cast(children[1])):
+            ref = _named(_strip_to_cast(children[1]))
+            if ref is not None:
+                st.stored[ref.hash] = children[0].spelling
+        return
+    if _void_cast(c):
+        ref = _named(c)
+        if ref is not None:
+            st.as_pointer.add(ref.hash)
 
 
-def _line_before(ctx: object, ref: ci.Cursor) -> str | None:
-    loc = ref.extent.start
-    if loc.file is None:
-        return None
-    data = ctx.read(ctx.norm(loc.file.name))  # type: ignore[attr-defined]
-    line_start = data.rfind(b"\n", 0, loc.offset) + 1
-    return data[line_start:loc.offset].decode("utf-8", "replace")
+def _strip_to_cast(c: ci.Cursor) -> ci.Cursor:
+    while c.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR):
+        kids = list(c.get_children())
+        if len(kids) != 1:
+            break
+        c = kids[0]
+    return c
 
 
-def taken_as_pointer(ctx: object, ref: ci.Cursor) -> bool:
-    """Whether a kernel's name is cast to `void *` where it is written (`s.prep = (void *)prep_taps;`): a kernel
-    without template arguments is then a reference too, one a chosen launch can reach."""
-    before = _line_before(ctx, ref)
-    return before is not None and _AS_POINTER.search(before) is not None
+def _void_cast(c: ci.Cursor) -> bool:
+    if c.kind not in (K.CSTYLE_CAST_EXPR, K.CXX_REINTERPRET_CAST_EXPR, K.CXX_STATIC_CAST_EXPR):
+        return False
+    t = c.type.get_canonical()
+    return t.kind == ci.TypeKind.POINTER and t.get_pointee().kind == ci.TypeKind.VOID
 
 
-_STORED = re.compile(r"\.\s*(\w+)\s*=\s*(?:\(\s*void\s*\*\s*\)|reinterpret_cast\s*<[^<>]*>\s*\()?"
-                     r"\s*&?\s*(?:[\w:]*::)?$")
-
-
-def via_member(ctx: object, ref: ci.Cursor) -> str | None:
-    """The member a reference is stored into, from the text before it on its line (`s.run = (void *)&k`)."""
-    before = _line_before(ctx, ref)
-    m = _STORED.search(before) if before is not None else None
-    return m.group(1) if m else None
+def _named(cast: ci.Cursor) -> ci.Cursor | None:
+    """The name a cast takes the address of (through `&`, parentheses and implicit conversions)."""
+    kids = [k for k in cast.get_children() if k.kind not in (K.TYPE_REF, K.NAMESPACE_REF)]
+    c = kids[-1] if kids else None
+    while c is not None and c.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR, K.UNARY_OPERATOR):
+        inner = list(c.get_children())
+        if len(inner) != 1:
+            return None
+        c = inner[0]
+    return c if c is not None and c.kind in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF) else None
 
 
 def match_chosen(chosen: list[Launch], refs: list[Launch]) -> list[Launch]:
@@ -157,12 +168,11 @@ def match_chosen(chosen: list[Launch], refs: list[Launch]) -> list[Launch]:
             hosts = ref.host_template_args
             want = via.get("template_args") or []
             if want and hosts and ref.host_params:
-                mapping = dict(zip(ref.host_params, want, strict=False))
-                kargs = [substitute(t, mapping) for t in ref.template_args_text]
-                picked = [h for h in hosts if _same(h, kargs)]
-                if not picked:
-                    continue
-                hosts = picked
+                # (only the positions the reference writes as a chooser parameter are compared; a launch whose
+                # chooser arguments match none of them keeps them all: it is a launch all the same)
+                pos = {i: want[ref.host_params.index(t)] for i, t in enumerate(ref.template_args_text)
+                       if t in ref.host_params and ref.host_params.index(t) < len(want)}
+                hosts = [h for h in hosts if all(i < len(h) and _same(h[i], v) for i, v in pos.items())] or hosts
             out.append(replace(launch, kernel=ref.kernel, template_args=ref.template_args,
                                template_args_text=list(ref.template_args_text), host_template=ref.host_template,
                                host_params=list(ref.host_params), host_template_args=[list(h) for h in hosts],
@@ -171,11 +181,15 @@ def match_chosen(chosen: list[Launch], refs: list[Launch]) -> list[Launch]:
     return out
 
 
-_SAME_TYPES = {"at::Half": "c10::Half", "half": "__half", "signed": "int", "unsigned": "unsigned int"}
+# Spellings of one type on the platforms nvcc builds for (a launch's canonical `int` for a written `int32_t`).
+_SAME_TYPES = {"at::Half": "c10::Half", "half": "__half", "signed": "int", "unsigned": "unsigned int",
+               "int32_t": "int", "uint32_t": "unsigned int", "int64_t": "long", "uint64_t": "unsigned long",
+               "int16_t": "short", "uint16_t": "unsigned short", "int8_t": "signed char", "uint8_t": "unsigned char",
+               "size_t": "unsigned long", "long long": "long", "unsigned long long": "unsigned long"}
 
 
-def _same(a: list[str], b: list[str]) -> bool:
+def _same(a: str, b: str) -> bool:
     def norm(x: str) -> str:
         x = " ".join(x.replace("std::", "").split())
         return _SAME_TYPES.get(x, x)
-    return len(a) == len(b) and all(norm(x) == norm(y) for x, y in zip(a, b, strict=True))
+    return norm(a) == norm(b)

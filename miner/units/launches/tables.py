@@ -12,7 +12,6 @@ from miner.units import macro_text
 from miner.units.closure import written_with
 from miner.units.instantiations import eval_int, explicit_in, writing_template
 from miner.units.launches import deduced
-from miner.units.launches.chosen import taken_as_pointer, via_member
 from miner.units.launches.cursors import _key, _primary, _targets, _template_args, _tparams
 from miner.units.launches.record import _CLASS_TEMPLATES, _COMMENT, _FUNCS, _IDENT, _SCOPES, K, Launch
 from miner.units.launches.state import _add, _kernel_key, _record_aliases, _State, _written_args
@@ -196,7 +195,7 @@ def _reference(st: _State, fn: ci.Cursor, path: str, c: ci.Cursor, in_lambda: bo
         concrete = _template_args(t) if t.kind == K.FUNCTION_DECL else None
         written = _written_args(st, c, st.kernels[kkey].name)
         if not concrete and not written and (fn is None or t.kind == K.FUNCTION_TEMPLATE
-                                             or not taken_as_pointer(st.ctx, c)):
+                                             or c.hash not in st.as_pointer):
             continue  # a kernel named without template arguments fixes no instantiation (unless chosen)
         for texts in written or [[]]:
             sig = (kkey, c.location.line, c.location.column, tuple(texts), tuple(concrete or ()))
@@ -207,6 +206,6 @@ def _reference(st: _State, fn: ci.Cursor, path: str, c: ci.Cursor, in_lambda: bo
                          config={"grid": None, "block": None, "shared_mem": None, "stream": None},
                          template_args=concrete, template_args_text=texts, in_lambda=in_lambda,
                          host_template=host_key)
-            rec.via_member = via_member(st.ctx, c) if fn is not None else None
+            rec.via_member = st.stored.get(c.hash)
             _record_aliases(st, rec, c)
             st.refs.append(rec)
