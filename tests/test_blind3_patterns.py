@@ -45,12 +45,16 @@ def test_device_lambdas_passed_to_a_helper_with_defaulted_leading_parameters_bec
     """`template <int kItems = 4, int kThreads = 128, typename Fn> void for_n(n, stream, Fn fn)` called as
     `for_n(n, s, [=] __device__ ...)`, and its overload forwarding `for_n<kItems, kThreads>(n, nullptr, fn)`:
     the defaults are taken and `Fn` deduced, so `for_n_kernel<Fn>` gets each lambda's functor struct (it had an
-    inferred `float`: "expression preceding parentheses of apparent call must have function type")."""
+    inferred `float`: "expression preceding parentheses of apparent call must have function type"). A lambda whose
+    attributes a project macro writes (`[=] HD (size_t i)`), passed with the leading arguments written
+    (`for_n<2, 64>(n, s, ...)`), gets one too."""
     m = only_meta(dataset, "for_n_kernel")
     insts = m["instantiations"]
-    assert len(insts) == 2 and all(i["origin"] == "host_template" for i in insts), insts
+    assert len(insts) == 3 and all(i["origin"] == "host_template" for i in insts), insts
     assert all(i["args"][0].startswith("km_lambda_axpy_") for i in insts), insts
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    unit = (dataset["out"] / m["id"] / "units" / "km_lambda_axpy_15_27" / "unit.cu").read_text(encoding="utf-8")
+    assert "__host__ __device__ auto operator()(std::size_t i) const" in unit
 
 
 def test_a_launch_of_a_kernel_pointer_a_template_chose_in_another_file_reaches_the_chosen_kernels(
