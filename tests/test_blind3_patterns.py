@@ -73,3 +73,14 @@ def test_a_launch_of_a_kernel_pointer_a_template_chose_in_another_file_reaches_t
     prep = only_meta(dataset, "prep_taps")
     assert [(lc["config"]["grid"], lc["config"]["block"]) for lc in _launches(prep)] == [("1", "32")]
     assert set(build_statuses(prep).values()) == {"ok"}, build_statuses(prep)
+
+
+def test_a_host_member_left_out_takes_its_leading_attributes_along(dataset: dict[str, Any]) -> None:
+    """`[[nodiscard]] [[maybe_unused]] torch::Device AsTorch() const {...}` in a value type device code uses: the
+    member's extent starts after its attributes, so leaving it out kept `[[nodiscard]] [[maybe_unused]]` before
+    `};` ("expected a declaration"). The device members keep theirs."""
+    m = only_meta(dataset, "count_gpu_ords")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+    unit = (dataset["out"] / m["id"] / "units" / "default" / "unit.cu").read_text(encoding="utf-8")
+    assert "[[nodiscard]] __host__ __device__ constexpr bool IsGpu()" in unit and "AsTorch" not in unit
+    assert "[[maybe_unused]]" not in unit

@@ -70,8 +70,23 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
             # does not have, so no cursor says what it is; a unit, compiled without it, cannot hold it either)
             lacks = "a host-only member whose text names what the parse could not resolve"
         if lacks:
-            out[(e.start.offset, e.end.offset)] = lacks
+            out[(_attributes_start(ctx, m, e.start.offset), e.end.offset)] = lacks
     return out
+
+
+def _attributes_start(ctx: TUContext, m: ci.Cursor, start: int) -> int:
+    """Where a member's leading `[[nodiscard]]`-style attributes begin (its extent starts after them): a member
+    left out takes them along, else `[[nodiscard]] /* left out */ };` is no declaration."""
+    data = ctx.read(ctx.norm(m.extent.start.file.name))
+    pos = start
+    while True:
+        before = data[:pos].rstrip()
+        if not before.endswith(b"]]"):
+            return pos
+        opened = before.rfind(b"[[")
+        if opened < 0 or b";" in before[opened:] or b"}" in before[opened:]:
+            return pos
+        pos = opened
 
 
 def _lacks_in(ctx: TUContext, decl: ci.Cursor, through: bool) -> str | None:
