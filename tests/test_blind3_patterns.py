@@ -84,3 +84,18 @@ def test_a_host_member_left_out_takes_its_leading_attributes_along(dataset: dict
     unit = (dataset["out"] / m["id"] / "units" / "default" / "unit.cu").read_text(encoding="utf-8")
     assert "[[nodiscard]] __host__ __device__ constexpr bool IsGpu()" in unit and "AsTorch" not in unit
     assert "[[maybe_unused]]" not in unit
+
+
+def test_a_base_class_the_parse_could_not_resolve_is_cut_from_the_class_head(dataset: dict[str, Any]) -> None:
+    """`struct ParamBase : public extparam::Parameter<Derived>` with `<extparam/parameter.h>` absent (an empty
+    submodule): clang drops the base, the unit's copy kept it ("not a class or struct name"). It is cut, the whole
+    clause when it was the only base, itself and its comma when another base stays."""
+    m = only_meta(dataset, "apply_step")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+    unit = (dataset["out"] / m["id"] / "units" / "default" / "unit.cu").read_text(encoding="utf-8")
+    body = unit.split("// km:body-begin", 1)[1]
+    assert "extparam" not in body and "struct StepParam : public ParamBase<StepParam>" in body
+    m = only_meta(dataset, "count_hits")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+    unit = (dataset["out"] / m["id"] / "units" / "default" / "unit.cu").read_text(encoding="utf-8")
+    assert "struct Tracked : public Counter /* kernel-miner: base class left out" in unit
