@@ -99,3 +99,15 @@ def test_a_base_class_the_parse_could_not_resolve_is_cut_from_the_class_head(dat
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
     unit = (dataset["out"] / m["id"] / "units" / "default" / "unit.cu").read_text(encoding="utf-8")
     assert "struct Tracked : public Counter /* kernel-miner: base class left out" in unit
+
+
+def test_expt_flags_in_a_cmake_module_the_root_includes_reach_the_units(tmp_path_factory: pytest.TempPathFactory
+                                                                         ) -> None:
+    """tests/fixtures/blind3_cmake: `include(cmake/CudaOptions.cmake)` in the root CMakeLists.txt, whose function
+    gives each CUDA target `--expt-relaxed-constexpr`; the folders above the source (src/, the root) never say
+    it, so the unit of a kernel calling a constexpr host function failed to build without it."""
+    ds = extract_and_build(tmp_path_factory, "blind3_cmake")
+    m = only_meta(ds, "clamp_values")
+    assert "--expt-relaxed-constexpr" in m["build_flags"]["nvcc"], m["build_flags"]
+    assert "cmake/CudaOptions.cmake" in m["build_flags"]["from"], m["build_flags"]
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
