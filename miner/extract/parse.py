@@ -98,6 +98,12 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
         # Translation units that name a kernel and call a launch API without including its file.
         launchers = {f.path for f in [*files, *extra] if os.path.splitext(f.path)[1].lower()
                      in include_graph.TU_SUFFIXES and context.names_any(f.data, names)}
+        # ... and those that launch, through a launch API, what a function of a kernel file chose (a kernel
+        # pointer it returns): their launches are matched to that function's references after the parse.
+        choosers = context.chooser_names(files, names)
+        launchers |= {f.path for f in [*files, *extra] if os.path.splitext(f.path)[1].lower()
+                      in include_graph.TU_SUFFIXES and context.LAUNCH_API.search(f.data)
+                      and context.names_any(f.data, choosers)}
         roots = include_graph.parse_roots(files, graph, extra, launchers)
         reach = {r: graph.closure(r) for r in roots}
         data = {f.path: f.data for f in [*files, *extra]}

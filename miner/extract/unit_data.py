@@ -10,6 +10,7 @@ from typing import Any
 
 from miner.frontends import clang_frontend
 from miner.frontends.model import Kernel
+from miner.units.launches.chosen import match_chosen
 from miner.units.records import ClosureRecord, KernelKey, Launch, TUAnalysis
 
 
@@ -54,8 +55,13 @@ class UnitData:
         by_name: dict[str, list[Kernel]] = defaultdict(list)
         for k in kernels:
             by_name[k.qualified_name].append(k)
+        refs = [lc for lst in self.launches.values() for lc in lst if lc.kind == "reference"]
+        for launch in match_chosen([lc for lc in self.declared if lc.via], refs):
+            self._add_launch(launch.kernel, launch)
         for launch in self.declared:
             decl = launch.declared
+            if decl is None:
+                continue
             same = [k for k in by_name.get(decl.name, ()) if len(k.params) == len(decl.params)]
             exact = [k for k in same if [_type_key(p.type) for p in k.params] == [_type_key(t) for t in decl.params]]
             for k in exact or (same if len(same) == 1 else []):

@@ -326,7 +326,9 @@ def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[st
                 cursors.append(c)
         elif kind.name in _SCOPES:
             stack.extend(c.get_children())
-    if with_units and (result.kernels or declared):
+    # A TU without kernels or kernel declarations that calls a launch API may launch a kernel pointer a function
+    # of another TU chose (units.launches.chosen): its analysis records those launches.
+    if with_units and (result.kernels or declared or _LAUNCH_API.search(sources.get(path) or b"")):
         try:
             live = LiveTU(tu, result.kernels, cursors,
                           {(norm(c.location.file.name), c.location.offset): _declared(c, norm) for c in declared},
@@ -337,6 +339,9 @@ def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[st
             result.unit_error = f"{type(exc).__name__}: {exc}"
     result.kernels.sort(key=lambda k: (k.path, k.start_offset))
     return result
+
+
+_LAUNCH_API = re.compile(rb"\b(?:cudaLaunch\w*|hipLaunchKernel|hipLaunchCooperativeKernel|cuLaunchKernel\w*)\s*\(")
 
 
 def _declared_only(c: ci.Cursor) -> bool:

@@ -36,7 +36,7 @@ import re
 import tokenize
 from typing import Any
 
-from miner.source import py_build
+from miner.source import cmake_modules, py_build
 
 # torch.utils.cpp_extension.COMMON_NVCC_FLAGS, which every CUDAExtension / load() build passes first.
 TORCH_NVCC_FLAGS = ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
@@ -421,6 +421,12 @@ def find(path: str, stop: str) -> dict[str, Any] | None:
         if d == stop or parent == d or not (d + os.sep).startswith(stop + os.sep):
             break
         d = parent
+    if os.path.isfile(os.path.join(stop, "CMakeLists.txt")):
+        # modules the root includes (`include(cmake/Utils.cmake)`): a folder of their own, never walked above
+        more_flags, modules = cmake_modules.module_flags(stop)
+        if more_flags:
+            flags += list(more_flags)
+            used += [m for m in modules if m not in used]
     if real.startswith(stop + os.sep):
         evaluated, scopes = py_build.source_flags(stop, real)
         more, at = _evaluated(evaluated, stop)

@@ -33,7 +33,8 @@ MAX_PROJECT_FILES = 20000  # a bigger tree is not scanned: pass the folders you 
 MAX_NAMING_FILES = 64
 # A kernel's name after `__global__` and its return type (macro-written kernels are not seen; they are
 # rare among kernels launched from another file).
-_GLOBAL_NAME = re.compile(rb"__global__\s+(?:[\w:<>,*&\s]*?[\s*&])?"
+_GLOBAL_NAME = re.compile(rb"__global__\s+(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?"
+                          rb"(?:[\w:<>,*&\s]*?[\s*&])?"
                           rb"(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?(\w+)\s*\(")
 # A launch the host compiler accepts (a launch API) or nvcc does (chevrons).
 LAUNCH_TOKEN = re.compile(rb"\b(?:cudaLaunch\w*|hipLaunch\w*|cuLaunchKernel\w*)\s*\(|<<<")
@@ -42,6 +43,54 @@ LAUNCH_TOKEN = re.compile(rb"\b(?:cudaLaunch\w*|hipLaunch\w*|cuLaunchKernel\w*)\
 def kernel_names(files: list[SourceFile]) -> set[str]:
     """Names of the kernels the files define (`__global__ ... name(`), from their text."""
     return {m.group(1).decode() for f in files if f.has_kernel for m in _GLOBAL_NAME.finditer(f.data)}
+
+
+# A kernel taken as a pointer (`(void *)&k<T, 4>`, `reinterpret_cast<void *>(k)`): named, not launched, here.
+_KERNEL_POINTER = re.compile(rb"(?:\(\s*(?:const\s+)?void\s*\*\s*\)"
+                             rb"|reinterpret_cast\s*<\s*(?:const\s+)?void\s*\*\s*>\s*\()\s*&?\s*(?:\w+::)*(\w+)")
+# A function's head just before its body's brace: `name(...)`, `name<...>(...)`, possibly `const`.
+_FUNCTION_HEAD = re.compile(rb"(\w+)\s*(?:<[^{};()]*>)?\s*\((?:[^{};()]|\([^{};()]*\))*\)\s*(?:const\s*)?$")
+_CONTROL = {b"if", b"for", b"while", b"switch", b"catch", b"sizeof", b"return"}
+# An explicit launch API (what a host compiler's file uses: it cannot write chevrons).
+LAUNCH_API = re.compile(rb"\b(?:cudaLaunch\w*|hipLaunchKernel|hipLaunchCooperativeKernel|cuLaunchKernel\w*)\s*\(")
+
+
+def chooser_names(files: list[SourceFile], names: set[str]) -> set[str]:
+    """Functions of the kernel files that take one of `names` as a pointer (`template <class T> void *pick(...)
+    { return (void *)k<T, 1>; }`): a file that calls a launch API and names one launches what it returns."""
+    out: set[str] = set()
+    for f in files:
+        if not f.has_kernel or not _KERNEL_POINTER.search(f.data):
+            continue
+        spots = [m.start() for m in _KERNEL_POINTER.finditer(f.data) if m.group(1).decode() in names]
+        if spots:
+            out |= _enclosing_functions(f.data, spots)
+    return out
+
+
+def _enclosing_functions(data: bytes, spots: list[int]) -> set[str]:
+    """The names of the innermost functions whose bodies hold the offsets `spots` (braces counted)."""
+    out: set[str] = set()
+    stack: list[int] = []
+    todo = sorted(spots)
+    j = 0
+    for i, ch in enumerate(data):
+        while j < len(todo) and todo[j] <= i:
+            for start in reversed(stack):
+                head = data[max(0, start - 400):start]
+                head = re.split(rb"[;{}]", head)[-1]
+                m = _FUNCTION_HEAD.search(head.rstrip())
+                if m and m.group(1) not in _CONTROL:
+                    out.add(m.group(1).decode())
+                    break
+            j += 1
+        if j >= len(todo):
+            break
+        if ch == 0x7B:  # {
+            stack.append(i)
+        elif ch == 0x7D and stack:  # }
+            stack.pop()
+    return out
 
 
 def names_any(data: bytes, names: set[str]) -> bool:

@@ -45,6 +45,10 @@ def _analyse(live: LiveTU, out: TUAnalysis) -> None:
     # (`k<GPUHashTable<int, int>::device_view>`): the unit needs their types too.
     arg_names: dict[tuple[str, int], set[str]] = {}
     for launch in found:
+        if launch.kernel is None:
+            if launch.via:  # a chosen kernel pointer (launches.chosen): matched across TUs in extract
+                out.declared_launches.append(launch)
+            continue
         if launch.kernel in stand_ins:
             # Only real launches: a declared function named elsewhere is an ordinary host call.
             if launch.kind != "reference":

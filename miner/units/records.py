@@ -101,6 +101,11 @@ class Launch:
     # Functor structs standing for lambdas these arguments name (PieceText fields), made in this launch's
     # translation unit: a kernel whose closure another TU took gets them from here.
     functors: list[dict[str, Any]] = field(default_factory=list)
+    # A launch of a kernel pointer a function chose (launches.chosen): that function's qualified name, concrete
+    # template arguments and the member read (`spec.run`); `kernel` is None until matched after the parse.
+    via: dict[str, Any] | None = None
+    # For a reference: the member of a kernel spec it is stored into (`s.run = (void *)k<T>`), if any.
+    via_member: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

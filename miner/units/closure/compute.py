@@ -31,6 +31,7 @@ from miner.units.closure.shims import (
     _toolkit_header_of_shim,
     _unit_shim_macros,
     in_unit_shim,
+    unresolved_bases,
 )
 from miner.units.closure.siblings import specialized_template, written_with
 from miner.units.closure.text import _cut, _includes, _unresolved
@@ -148,6 +149,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
         if cur.kind in _CLASS_KINDS:
             drop = _host_members_to_drop(ctx, cur)
             drop.update(host_bodies_to_drop(ctx, cur, drop))
+            drop.update(unresolved_bases(ctx, cur))
             if drop:
                 found = ctx.piece_at(ctx.norm(cur.extent.start.file.name), cur.extent.start.offset)
                 if found is not None:

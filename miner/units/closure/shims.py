@@ -9,6 +9,7 @@ import re
 
 import clang.cindex as ci
 
+from miner.frontends.common import split_top
 from miner.frontends.config import stub_dir
 from miner.units.closure.context import _CLASS_KINDS, _IDENT, _REF_KINDS, _STRING_OR_COMMENT, K, TUContext
 from miner.units.headers import FRAMEWORK as _FRAMEWORK
@@ -70,8 +71,23 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
             # does not have, so no cursor says what it is; a unit, compiled without it, cannot hold it either)
             lacks = "a host-only member whose text names what the parse could not resolve"
         if lacks:
-            out[(e.start.offset, e.end.offset)] = lacks
+            out[(_attributes_start(ctx, m, e.start.offset), e.end.offset)] = lacks
     return out
+
+
+def _attributes_start(ctx: TUContext, m: ci.Cursor, start: int) -> int:
+    """Where a member's leading `[[nodiscard]]`-style attributes begin (its extent starts after them): a member
+    left out takes them along, else `[[nodiscard]] /* left out */ };` is no declaration."""
+    data = ctx.read(ctx.norm(m.extent.start.file.name))
+    pos = start
+    while True:
+        before = data[:pos].rstrip()
+        if not before.endswith(b"]]"):
+            return pos
+        opened = before.rfind(b"[[")
+        if opened < 0 or b";" in before[opened:] or b"}" in before[opened:]:
+            return pos
+        pos = opened
 
 
 def _lacks_in(ctx: TUContext, decl: ci.Cursor, through: bool) -> str | None:
@@ -177,3 +193,48 @@ def _namespace_chain(c: ci.Cursor) -> tuple[str, ...]:
         chain.append(c.spelling)
         c = c.semantic_parent
     return tuple(reversed(chain))
+
+
+UNRESOLVED_BASE = "unresolved base"
+_HEAD_COLON = re.compile(r"(?<!:):(?!:)")
+
+
+def unresolved_bases(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int], str]:
+    """Base classes the parse could not resolve (`struct P : public lib::Parameter<P>` from a library the checkout
+    lacks, an empty submodule): clang drops such a base from the AST, and nvcc fails on the unit's copy ("not a
+    class or struct name"). They are cut from the class head (the whole clause when none is left); what device
+    code uses of the class is its own. (start, end) -> UNRESOLVED_BASE."""
+    e = cls.extent
+    if e.start.file is None or not ctx.has_errors(cls):
+        return {}
+    data = ctx.read(ctx.norm(e.start.file.name))
+    body = data.find(b"{", e.start.offset, e.end.offset)
+    head = data[e.start.offset:body].decode("utf-8", "replace") if body > 0 else ""
+    m = re.search(rf"\b(?:struct|class)\b[^{{;]*?\b{re.escape(cls.spelling)}\b", head) if cls.spelling else None
+    colon = _HEAD_COLON.search(head, m.end()) if m else None
+    if colon is None:
+        return {}
+    start = e.start.offset + len(head[:colon.start()].encode())
+    clause = head[colon.end():]
+    # each written base's (start, end) in the file
+    written: list[tuple[int, int]] = []
+    pos = start + 1
+    for part in split_top(clause):
+        raw = part.encode()
+        at = data.find(raw.strip(), pos, body)
+        if at < 0:
+            return {}
+        written.append((at, at + len(raw.strip())))
+        pos = at + len(raw.strip())
+    kept = [b.extent.start.offset for b in cls.get_children() if b.kind == K.CXX_BASE_SPECIFIER]
+    missing = [i for i, (s0, e0) in enumerate(written) if not any(s0 <= k < e0 for k in kept)]
+    if not missing or len(kept) + len(missing) != len(written):
+        return {}
+    if len(missing) == len(written):
+        return {(start, written[-1][1]): UNRESOLVED_BASE}
+    out: dict[tuple[int, int], str] = {}
+    for i in missing:
+        s0, e0 = written[i]
+        # with the comma before it (after it, for the first)
+        out[(written[i - 1][1], e0) if i > 0 else (s0, written[i + 1][0])] = UNRESOLVED_BASE
+    return out

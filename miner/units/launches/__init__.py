@@ -24,6 +24,9 @@ The search is split by job (each module's docstring says more), roughly in the o
   sites       launch sites: <<<>>> and the launch APIs, template arguments deduced from argument types
   deduced     explicit host instantiations whose arguments are deduced (`template R<float> f(...);`)
   functors    `__device__` lambdas passed to launching host templates, as functor structs; deduced calls
+  helpers     the project's launch helpers (functions and launcher objects that launch a parameter)
+  chosen      launches of a kernel pointer a function chose (`cudaLaunchKernel(pick<T>(p), ...)`), matched
+              across translation units to the references inside the chooser
   walk        the walk over a translation unit and `find`, the entry point
 """
 

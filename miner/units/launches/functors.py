@@ -25,7 +25,7 @@ import clang.cindex as ci
 from miner.units.closure.shims import _enclosing_namespaces
 from miner.units.launches.cursors import _key, _primary, _targets, _tparams
 from miner.units.launches.record import K
-from miner.units.launches.state import _add, _DepCall, _State
+from miner.units.launches.state import _add, _DepCall, _State, _written_args
 from miner.units.launches.text import _src
 
 _FORWARD = re.compile(r"^\s*(?:::)?std\s*::\s*(?:forward\s*<\s*([^<>]+?)\s*>|move)\s*\(\s*(\w+)\s*\)\s*$")
@@ -94,7 +94,7 @@ def _struct(st: _State, lam: ci.Cursor, name: str, host_key: tuple[str, int] | N
     brace = text.find("{", end)
     if end < 0 or paren < 0 or brace < 0 or paren > brace:
         return None
-    attrs = text[end + 1:paren].split()
+    attrs = _attributes(st.ctx, text[end + 1:paren].split())
     if "__device__" not in attrs or not set(attrs) <= _ATTRS:
         return None
     close = _balanced(text, paren, "(", ")")
@@ -153,6 +153,17 @@ def _struct(st: _State, lam: ci.Cursor, name: str, host_key: tuple[str, int] | N
     fields += "".join(f"  {t} {n};\n" for n, t in members.items())
     sig = f"{' '.join(attrs)} auto operator()({params}){const}" + (f" -> {ret}" if ret else "")
     return f"{head}struct {name} {{\n{fields}  {sig} {body}\n}}", used
+
+
+def _attributes(ctx: object, words: list[str], depth: int = 3) -> list[str]:
+    """A lambda's attributes with the project's macros for them expanded (`#define HD __host__ __device__`,
+    `[=] HD (size_t i) {...}`); a name that is no such macro stays as written (and the lambda is left alone)."""
+    out: list[str] = []
+    for w in words:
+        found = [m for m in getattr(ctx, "macros", {}).get(w, []) if m.active] if w not in _ATTRS else []
+        body = found[0].body if found and not found[0].body.lstrip().startswith("(") else None
+        out += _attributes(ctx, body.split(), depth - 1) if body is not None and depth > 0 else [w]
+    return out
 
 
 def _body_captures(lam: ci.Cursor) -> dict[str, str] | None:
@@ -253,8 +264,15 @@ def deduced_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], host_ke
     lambdas = {i: a for i, a in enumerate(args) for a in [_lambda_of(a)] if a is not None}
     if not lambdas and host_key is None:
         return  # (tested before the callee's text, which costs more: most calls stop here)
+    given: list[str] | None = None
     if re.search(r">\s*$", _src(st.ctx, children[0])):
-        return  # arguments written (`f<T>(...)`): the written-argument reader has them
+        if not lambdas:
+            return  # arguments written (`f<T>(...)`): the written-argument reader has them
+        # The leading ones written, the callable's type deduced from the lambda (`for_n<2, 64>(n, s, [=] ...)`).
+        written = _written_args(st, children[0], children[0].spelling or call.spelling)
+        given = written[0] if written else None
+        if not given:
+            return
     host = [p.spelling for p in st.host_params.get(host_key, [])] if host_key else []
     overrides: dict[int, str] = {}
     for i, lam in lambdas.items():
@@ -283,7 +301,7 @@ def deduced_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], host_ke
             parms = [c for c in t.get_children() if c.kind == K.PARM_DECL]
             if len(parms) < len(args):
                 continue
-            got = _deduce(t, args, host, overrides)
+            got = _deduce(t, args, host, overrides, given)
             if not got or len(got) != len(_tparams(t)):
                 continue
             if host_key is not None and any(re.search(rf"\b{re.escape(h)}\b", a) for a in got for h in host):

@@ -9,6 +9,11 @@ its parameters,
 called with a kernel (`linear_kernel(sgd_step<T>, 0, stream, n, weights)`). The call is the launch: its
 configuration and arguments are the helper's, with the helper's parameters replaced by the call's
 arguments (a trailing parameter pack by the rest of them). Without this the kernel was only `referenced`.
+
+The helper may be a method of a launcher object that keeps the configuration in members its constructor sets
+(`Launcher run{blocks, 256}; run(k, a, b);`, `Launcher{g, b, 0, s}(k, a)`): the members in the configuration
+are read back through the constructor's member initializers from the object's construction (a local variable's
+initializer or the temporary itself), its defaulted parameters as declared.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from dataclasses import dataclass
 
 import clang.cindex as ci
 
+from miner.frontends.common import split_top
 from miner.units.launches.cursors import _template_args
 from miner.units.launches.record import _COMMENT, K, Launch
 from miner.units.launches.state import _kernel_key, _kernel_refs, _record_aliases, _State, _written_args
@@ -32,6 +38,7 @@ class Helper:
     pack: str | None  # a trailing parameter pack's name (`args` of `A... args`)
     config: list[str | None]  # grid, block, shared memory, stream as the helper writes them
     args: list[str]  # the launch's arguments as the helper writes them
+    members: dict[str, ci.Cursor]  # for a method: the class's fields its configuration names
 
 
 @dataclass
@@ -46,6 +53,8 @@ class HelperCall:
     args: list[str]
     in_lambda: bool
     host_key: tuple[str, int] | None
+    obj: ci.Cursor | None = None  # a method helper's object expression
+
 
 
 def note_helper(st: _State, fn: ci.Cursor, callee: ci.Cursor, parts: list[str | None], args: list[str]) -> bool:
@@ -59,9 +68,21 @@ def note_helper(st: _State, fn: ci.Cursor, callee: ci.Cursor, parts: list[str | 
         return False
     last = _COMMENT.sub(" ", _src(st.ctx, params[-1])) if params else ""
     pack = names[-1] if "..." in last else None
-    helper = Helper(names.index(ref.spelling), names, pack, (list(parts) + [None] * 4)[:4], list(args))
-    st.helpers.setdefault(fn.spelling, []).append(helper)
+    config = (list(parts) + [None] * 4)[:4]
+    cls = fn.semantic_parent if fn.semantic_parent is not None and fn.semantic_parent.kind in _CLASSES else None
+    members = {} if cls is None else {f.spelling: f for f in cls.get_children() if f.kind == K.FIELD_DECL
+                                      and any(re.search(rf"\b{re.escape(f.spelling)}\b", c or "") for c in config)}
+    helper = Helper(names.index(ref.spelling), names, pack, config, list(args), members)
+    st.helpers.setdefault(_helper_name(fn.spelling, cls), []).append(helper)
     return True
+
+
+_CLASSES = {K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE}
+
+
+def _helper_name(name: str, cls: ci.Cursor | None) -> str:
+    """A helper's key: a method's with its class (two launcher classes each have an `operator()`)."""
+    return f"{cls.spelling}::{name}" if cls is not None else name
 
 
 _PLAIN_REF = re.compile(r"^[&(\s]*(?:\(\s*void\s*\*\s*\)\s*)?&?\s*(?:[\w:]*::)?(\w+)\s*(?:<.*>)?\s*\)?\s*$", re.S)
@@ -79,12 +100,38 @@ def note_call(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: l
     found = [(i, refs) for i, a in enumerate(args) if len(refs := _kernel_refs(st, a)) == 1]
     if not found:
         return  # no argument names one kernel: the arguments' texts are not needed (most calls)
+    obj, cls = _object_of(call, children, args)
+    if obj is not None and args and args[0] == obj:
+        args, found = args[1:], [(i - 1, refs) for i, refs in found if i > 0]
+    if cls is not None:
+        name = _helper_name(name, cls)
     texts = [_src(st.ctx, a) for a in args]
     for i, refs in found:
         m = _PLAIN_REF.match(_COMMENT.sub(" ", texts[i]))
         if len(refs) == 1 and m and m.group(1) == refs[0][1].spelling:
             ref, target = refs[0]
-            st.helper_calls.append(HelperCall(fn, path, call, name, i, ref, target, texts, in_lambda, host_key))
+            st.helper_calls.append(HelperCall(fn, path, call, name, i, ref, target, texts, in_lambda, host_key,
+                                              obj))
+
+
+def _object_of(call: ci.Cursor, children: list[ci.Cursor], args: list[ci.Cursor]
+               ) -> tuple[ci.Cursor | None, ci.Cursor | None]:
+    """A method call's object expression and class: `run(k, a)` through `operator()` lists the object as
+    its first argument, `run.go(k, a)` names it under the member reference."""
+    head = children[0] if children else None
+    if call.spelling.startswith("operator") and len(children) > 1 and children[1].spelling == call.spelling \
+            and args and head is not None and args[0] == head:
+        obj = head
+    elif head is not None and head.kind == K.MEMBER_REF_EXPR:
+        obj = next(iter(head.get_children()), None)
+    else:
+        return None, None
+    if obj is None:
+        return None, None
+    decl = obj.type.get_canonical().get_declaration()
+    if decl is None or decl.kind not in _CLASSES | {K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION}:
+        return obj, None
+    return obj, decl
 
 
 def finish_helpers(st: _State) -> None:
@@ -97,6 +144,8 @@ def finish_helpers(st: _State) -> None:
             continue
         fixed = helper.params[:-1] if helper.pack else helper.params
         mapping = {p: f"({a.strip()})" for p, a in zip(fixed, hc.args, strict=False)}
+        if helper.members and hc.obj is not None:
+            mapping.update(_member_values(st, hc.obj, helper.members))
         rest = hc.args[len(fixed):]
         args: list[str] = []
         for a in helper.args:
@@ -117,3 +166,58 @@ def finish_helpers(st: _State) -> None:
         st.consumed.add(hc.ref.hash)
         st.launches.append(launch)
 
+
+
+def _member_values(st: _State, obj: ci.Cursor, members: dict[str, ci.Cursor]) -> dict[str, str]:
+    """What a launcher object's members hold, read from its construction: the constructor's initializer of
+    each member with the constructor's parameters replaced by the construction's arguments (a defaulted
+    parameter by its default). Members set some other way stay as named (unknown)."""
+    ctor_call = _construction(obj)
+    ctor = ctor_call.referenced if ctor_call is not None else None
+    if ctor is None or ctor.kind != K.CONSTRUCTOR:
+        return {}
+    cparams = [p for p in ctor.get_children() if p.kind == K.PARM_DECL]
+    given = [a for a in ctor_call.get_arguments() if _src(st.ctx, a).strip()]
+    values: dict[str, str] = {}
+    for i, p in enumerate(cparams):
+        if i < len(given):
+            values[p.spelling] = f"({_src(st.ctx, given[i]).strip()})"
+        elif (default := _default_of(st, p)) is not None:
+            values[p.spelling] = f"({default})"
+    out: dict[str, str] = {}
+    kids = list(ctor.get_children())
+    for j, ch in enumerate(kids[:-1]):
+        if ch.kind != K.MEMBER_REF or ch.spelling not in members:
+            continue
+        text = _src(st.ctx, kids[j + 1]).strip()
+        # (the initializer's extent may begin at the member's name: `grid_{g, 1, 1}`)
+        text = re.sub(rf"^{re.escape(ch.spelling)}\s*(?=[{{(])", "", text)
+        init = _unbrace(text)
+        if init is not None:
+            out[ch.spelling] = substitute(init, values)
+    return out
+
+
+def _construction(obj: ci.Cursor) -> ci.Cursor | None:
+    """The constructor call that made `obj`: its own (a temporary) or its local variable's initializer."""
+    d = obj.referenced if obj.kind == K.DECL_REF_EXPR else None
+    root = d if d is not None and d.kind == K.VAR_DECL else obj
+    return next((c for c in root.walk_preorder() if c.kind == K.CALL_EXPR and c.referenced is not None
+                 and c.referenced.kind == K.CONSTRUCTOR), None)
+
+
+def _default_of(st: _State, p: ci.Cursor) -> str | None:
+    text = _COMMENT.sub(" ", _src(st.ctx, p))
+    return text.split("=", 1)[1].strip() or None if "=" in text else None
+
+
+def _unbrace(init: str) -> str | None:
+    """A member initializer as one expression: `{g, 1, 1}` of a dim3 -> `g` (the rest ones), `{s}` -> `s`,
+    `{x, y, z}` -> `dim3(x, y, z)`."""
+    inner = init[1:-1] if init[:1] in "{(" and init[-1:] in "})" else init
+    parts = [p.strip() for p in split_top(inner)] if inner.strip() else []
+    if not parts:
+        return None
+    if len(parts) == 1 or all(p in ("1", "1u", "1U") for p in parts[1:]):
+        return parts[0]
+    return f"dim3({', '.join(parts)})"

@@ -7,7 +7,7 @@ import re
 
 import clang.cindex as ci
 
-from miner.units.launches.cursors import _aliases, _key, _primary, _targets, _template_args
+from miner.units.launches.cursors import _aliases, _key, _primary, _targets, _template_args, _tparams
 from miner.units.launches.record import _FUNCS, _MAX_DEPTH, K
 from miner.units.launches.state import _add, _DepCall, _State, _written_args
 from miner.units.launches.tables import _match_partial
@@ -46,8 +46,28 @@ def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.C
             if texts:
                 params = [p.spelling for p in st.host_params.get(host_key, [])]
                 alias = {k: v for k, v in _aliases(ctx, callee, st.lists).items() if v}
-                st.dep_calls.append(_DepCall(host_key, params, key, [substitute_aliases(x, alias) for x in texts[0]]))
+                written = _deduce_rest(st, t, [substitute_aliases(x, alias) for x in texts[0]], children, params)
+                if written is not None:
+                    st.dep_calls.append(_DepCall(host_key, params, key, written))
         break
+
+
+def _deduce_rest(st: _State, t: ci.Cursor, written: list[str], children: list[ci.Cursor], params: list[str]
+                 ) -> list[str] | None:
+    """Leading arguments written, the rest deduced (`run<kItems, kThreads>(n, nullptr, fn)` in a host template
+    over `Fn fn`): without the deduced ones the callee's instantiation lacks `Fn`, and so does its launch.
+    None for an overload of the set that cannot take the call's arguments."""
+    from miner.units.launches.functors import lambda_overrides
+    from miner.units.launches.sites import _deduce  # (sites imports this module)
+
+    args = children[1:]
+    parms = [c for c in t.get_children() if c.kind == K.PARM_DECL]
+    if len(parms) < len(args) and not any("..." in _src(st.ctx, p) for p in parms[-1:]):
+        return None
+    if len(written) >= len(_tparams(t)):
+        return written
+    got = _deduce(t, args, params, lambda_overrides(st, args, None), given=written)
+    return got if got and len(got) > len(written) else written
 
 
 def _def_key(ctx, d: ci.Cursor) -> tuple[str, int] | None:

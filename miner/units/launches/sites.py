@@ -9,13 +9,14 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.common import split_top
+from miner.units.launches.chosen import chosen_launches
 from miner.units.launches.cursors import _aliases, _primary, _template_args, _tparams, qualify_namespaces
 from miner.units.launches.dataflow import _targets_of_launch
 from miner.units.launches.functors import lambda_overrides
 from miner.units.launches.helpers import note_helper
 from miner.units.launches.record import _API, K, Launch
 from miner.units.launches.state import _kernel_key, _kernel_refs, _record_aliases, _State, _written_args
-from miner.units.launches.text import _macro_launch, _src, substitute
+from miner.units.launches.text import _join_tokens, _macro_launch, _src, substitute
 from miner.units.launches.values import _values
 
 
@@ -244,11 +245,25 @@ def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str],
             if n not in fixed and bound.setdefault(n, got[0]) != got[0]:
                 return None  # two arguments disagree: leave it to a better source
     out = []
-    for n in tps:  # trailing parameters may have defaults (filled by instantiations.plan)
+    params = _tparams(kernel)
+    for i, n in enumerate(tps):  # trailing parameters may have defaults (filled by instantiations.plan)
         if n not in bound:
-            break
+            # A defaulted parameter ahead of a deduced one (`template <int kItems = 4, typename Fn> void
+            # run(size_t n, Fn fn)` called as `run(n, lambda)`): its default, the earlier ones put in.
+            default = _param_default(params[i]) if any(m in bound for m in tps[i + 1:]) else None
+            if default is None:
+                break
+            bound[n] = substitute(default, dict(zip(tps[:i], out, strict=False)))
         out.append(bound[n])
     return out or None
+
+
+def _param_default(p: ci.Cursor) -> str | None:
+    """A template parameter's default as written (`128` of `int kThreads = 128`), None without one."""
+    tokens = [t.spelling for t in p.get_tokens()]
+    if "=" not in tokens:
+        return None
+    return _join_tokens(tokens[tokens.index("=") + 1:]) or None
 
 
 def _api_launch(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: list[ci.Cursor], api: str,
@@ -260,6 +275,11 @@ def _api_launch(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children:
         return
     found = _targets_of_launch(st, _kernel_refs(st, args[idx]), fn, args[idx])
     texts = [_src(ctx, a) for a in args]
+    if not found and idx == 0 and api not in ("cudaLaunchKernelEx", "cudaLaunchKernelExC"):
+        # No kernel named: a pointer a function chose (`k = pick<T>(p); cudaLaunchKernel(k, ...)`).
+        chosen_launches(st, fn, path, call, args[0], _api_config(texts), [texts[3]] if len(texts) > 3 else [],
+                        api, in_lambda, host_key)
+        return
     seen: set[tuple[Any, ...]] = set()
     for r, t, own in found:
         kkey = _kernel_key(st, t)
@@ -269,9 +289,7 @@ def _api_launch(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children:
         if sig in seen:
             continue
         seen.add(sig)
-        cfg: dict[str, str | None] = {
-            "grid": texts[1] if len(texts) > 1 else None, "block": texts[2] if len(texts) > 2 else None,
-            "shared_mem": texts[4] if len(texts) > 4 else "0", "stream": texts[5] if len(texts) > 5 else "0"}
+        cfg = _api_config(texts)
         if api in ("cudaLaunchKernelEx", "cudaLaunchKernelExC"):
             cfg = {"grid": None, "block": None, "shared_mem": None, "stream": None, "config": texts[0]}
         launch = Launch(kernel=kkey, launcher=fn.spelling, path=path, line=call.location.line, kind=api, config=cfg,
@@ -282,3 +300,9 @@ def _api_launch(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children:
             _record_aliases(st, launch, r)
         _values(ctx, launch, fn, call)
         st.launches.append(launch)
+
+
+def _api_config(texts: list[str]) -> dict[str, str | None]:
+    """grid, block, shared memory, stream of `cudaLaunchKernel(k, grid, block, args, smem, stream)`."""
+    return {"grid": texts[1] if len(texts) > 1 else None, "block": texts[2] if len(texts) > 2 else None,
+            "shared_mem": texts[4] if len(texts) > 4 else "0", "stream": texts[5] if len(texts) > 5 else "0"}

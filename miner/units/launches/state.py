@@ -53,6 +53,11 @@ class _State:
     # kernel to a function, matched to them after the walk (miner.units.launches.helpers).
     helpers: dict[str, list[Any]] = field(default_factory=dict)
     helper_calls: list[Any] = field(default_factory=list)
+    # Launches of a kernel pointer a function chose, kernel unknown in this TU (miner.units.launches.chosen).
+    chosen: list[Launch] = field(default_factory=list)
+    # Names cast to `void *` (by cursor hash) and the member each such cast is stored into (launches.chosen).
+    as_pointer: set[int] = field(default_factory=set)
+    stored: dict[int, str] = field(default_factory=dict)
     # A host key inside a class template (one of its methods: the class's key; a member function template: its
     # own key) -> the class template's cursor and key (miner.units.launches.class_scope).
     classes: dict[tuple[str, int], ci.Cursor] = field(default_factory=dict)

@@ -194,8 +194,9 @@ def _reference(st: _State, fn: ci.Cursor, path: str, c: ci.Cursor, in_lambda: bo
             continue
         concrete = _template_args(t) if t.kind == K.FUNCTION_DECL else None
         written = _written_args(st, c, st.kernels[kkey].name)
-        if not concrete and not written:
-            continue  # a kernel named without template arguments fixes no instantiation
+        if not concrete and not written and (fn is None or t.kind == K.FUNCTION_TEMPLATE
+                                             or c.hash not in st.as_pointer):
+            continue  # a kernel named without template arguments fixes no instantiation (unless chosen)
         for texts in written or [[]]:
             sig = (kkey, c.location.line, c.location.column, tuple(texts), tuple(concrete or ()))
             if sig in st.seen_refs:
@@ -205,5 +206,6 @@ def _reference(st: _State, fn: ci.Cursor, path: str, c: ci.Cursor, in_lambda: bo
                          config={"grid": None, "block": None, "shared_mem": None, "stream": None},
                          template_args=concrete, template_args_text=texts, in_lambda=in_lambda,
                          host_template=host_key)
+            rec.via_member = st.stored.get(c.hash)
             _record_aliases(st, rec, c)
             st.refs.append(rec)

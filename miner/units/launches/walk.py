@@ -9,6 +9,7 @@ import clang.cindex as ci
 
 from miner.units.closure import TUContext
 from miner.units.launches import class_scope
+from miner.units.launches.chosen import note_pointer
 from miner.units.launches.cursors import _Resolver
 from miner.units.launches.finish import _finish
 from miner.units.launches.functors import deduced_call
@@ -27,6 +28,8 @@ from miner.units.launches.tables import (
 )
 from miner.units.launches.tags import tag_lambda
 from miner.units.launches.values import _taken_branches
+
+_CASTS_AND_STORES = {K.CSTYLE_CAST_EXPR, K.CXX_REINTERPRET_CAST_EXPR, K.CXX_STATIC_CAST_EXPR, K.BINARY_OPERATOR}
 
 
 def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
@@ -56,7 +59,8 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
     for rec in st.launches + st.refs:
         _finish(st, rec, insts)
     class_scope.apply(st, prober)
-    return _merge(st.launches) + _merge(st.refs), insts
+    # (Launches of a chosen pointer name no kernel here: matched to the chooser's references after the parse.)
+    return _merge(st.launches) + _merge(st.refs) + st.chosen, insts
 
 
 def _merge(records: list[Launch]) -> list[Launch]:
@@ -102,6 +106,8 @@ def _walk_body(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None, hos
         kind = c.kind
         if kind == K.VAR_DECL and fn is not None:
             tag_lambda(st, c, fn)  # before the lambda's body is walked: its launches read the tag values
+        if kind in _CASTS_AND_STORES:
+            note_pointer(st, c, list(c.get_children()))
         if kind == K.CALL_EXPR:
             children = list(c.get_children())
             cfg = next((x for x in children if x.kind == K.CALL_EXPR

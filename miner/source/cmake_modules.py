@@ -1,0 +1,45 @@
+"""The `--expt-*` flags a CMake project sets in a module its root CMakeLists.txt includes
+(`include(cmake/Utils.cmake)` holding `function(set_cuda_flags target) ... --expt-relaxed-constexpr ...`).
+
+`build_flags.find` reads the build files of the folders above a source; a module kept in a folder of its own
+(`cmake/`) is no such folder, so its flags were missed and units of code written for relaxed constexpr failed
+("calling a constexpr __host__ function from a __global__ function is not allowed"). Only these two flags are
+taken from modules: they change what device code may call, never which configuration is built.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+
+_INCLUDE = re.compile(r"^\s*include\s*\(\s*\"?([^\s)\"]+\.cmake)\"?", re.M)
+_ROOT_VAR = re.compile(r"^\$\{(?:\w*_SOURCE_DIR|CMAKE_CURRENT_LIST_DIR)\}/")
+_EXPT = re.compile(r"(?<![\w/])-{1,2}(expt-relaxed-constexpr|expt-extended-lambda|extended-lambda)\b")
+_CANONICAL = {"expt-relaxed-constexpr": "--expt-relaxed-constexpr", "expt-extended-lambda": "--extended-lambda",
+              "extended-lambda": "--extended-lambda"}
+
+
+@functools.cache
+def module_flags(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(flags, module files relative to root) of the `.cmake` modules the root CMakeLists.txt includes."""
+    top = os.path.join(root, "CMakeLists.txt")
+    try:
+        with open(top, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return (), ()
+    flags: list[str] = []
+    used: list[str] = []
+    for m in _INCLUDE.finditer("\n".join(line.split("#", 1)[0] for line in text.splitlines())):
+        rel = _ROOT_VAR.sub("", m.group(1))
+        path = os.path.realpath(os.path.join(root, rel))
+        if "$" in rel or not path.startswith(os.path.realpath(root) + os.sep) or not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            code = "\n".join(line.split("#", 1)[0] for line in fh.read().splitlines())
+        got = [_CANONICAL[x] for x in _EXPT.findall(code)]
+        if got:
+            flags += [f for f in got if f not in flags]
+            used.append(os.path.relpath(path, root))
+    return tuple(flags), tuple(used)
