@@ -21,7 +21,7 @@ from miner.units.closure.context import (
     _class_key,
     _is_variable_template,
 )
-from miner.units.closure.dropped import dropped_pieces, visible
+from miner.units.closure.dropped import dropped_pieces, names_in, visible
 from miner.units.closure.host_bodies import host_bodies_to_drop
 from miner.units.closure.operators import operators_of
 from miner.units.closure.shims import (
@@ -159,9 +159,9 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                     if gp.kind in _ARG_FUNCTION_KINDS and any(ch.kind in _DEVICE_ATTRS for ch in gc.get_children()):
                         take(gp, gc)
 
-    def take_text(scope: tuple[str, ...], names: list[str]) -> None:
-        for name in dict.fromkeys(names):
-            for dp in visible(dropped, scope, name):
+    def take_text(scope: tuple[str, ...], text: str) -> None:
+        for quals, name, is_global in names_in(text):
+            for dp in visible(dropped, scope, quals, name, is_global):
                 if (dp.path, dp.start) not in seen:
                     seen.add((dp.path, dp.start))
                     pieces.append(dp)
@@ -171,9 +171,10 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     while work or texts:
         if texts:
             dp = texts.pop()
-            names = _IDENT.findall(_STRING_OR_COMMENT.sub(" ", ctx.read(dp.path)[dp.start:dp.end].decode("latin-1")))
+            text = _STRING_OR_COMMENT.sub(" ", ctx.read(dp.path)[dp.start:dp.end].decode("latin-1"))
+            names = _IDENT.findall(text)
             tokens += names
-            take_text(dp.namespaces, names)
+            take_text(dp.namespaces, text)
             for name in dict.fromkeys(names):
                 if found := next((lst[:1] for i in range(len(dp.namespaces), -1, -1)
                                   if (lst := ctx.by_name.get((dp.namespaces[:i], name)))), None):
@@ -188,10 +189,11 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 found = ctx.piece_at(ctx.norm(cur.extent.start.file.name), cur.extent.start.offset)
                 if found is not None:
                     found[0].cuts = tuple((s0, e0, why) for (s0, e0), why in sorted(drop.items()))
-        idents = _identifiers(ctx, cur, drop)
+        own = _own_text(ctx, cur, drop)
+        idents = _IDENT.findall(own)
         tokens += idents
         if dropped:
-            take_text(scope, idents)
+            take_text(scope, own)
         for c in _walk(cur, drop):
             if c.kind == K.NAMESPACE_REF and c.referenced is not None and c.referenced.kind == K.NAMESPACE_ALIAS:
                 refs = [c.referenced]  # `my_cub::BlockLoad`: the alias `namespace my_cub = cub;` comes along
@@ -253,6 +255,12 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 for i in range(len(scope), -1, -1):
                     for gp, gc in ctx.by_name.get((scope[:i], name), [])[:1]:
                         take(gp, gc)
+            # A qualified name (`compat::maxOp()` whose deduced type the parse lost) lives in the namespace its
+            # qualifiers name, which no enclosing scope of the cursor reaches.
+            for quals, name, is_global in names_in(own):
+                if quals and (found := next((lst[:1] for s in candidate_scopes(scope, quals, is_global)
+                                             if (lst := ctx.by_name.get((s, name)))), None)):
+                    take(*found[0])
         if cur.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD) or cur.kind in _CLASS_KINDS:
             # nvcc's host pass compiles the `#else` of `#if __CUDA_ARCH__ >= 800` the parse skipped; in a
             # class, the branches of its members' bodies (a `__host__ __device__` destructor whose host side
@@ -326,15 +334,15 @@ def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...],
     return sorted((m for ms in chosen.values() for m in ms), key=lambda m: ctx.sort_key(m.path, m.start))
 
 
-def _identifiers(ctx: TUContext, cur: ci.Cursor, drop: dict[tuple[int, int], str] | None = None) -> list[str]:
-    """Identifiers of a cursor's own text, comments, strings and dropped members left out. From the text
-    rather than libclang's tokens: clang_tokenize returns nothing for some header cursors."""
+def _own_text(ctx: TUContext, cur: ci.Cursor, drop: dict[tuple[int, int], str] | None = None) -> str:
+    """A cursor's own text, comments, strings and dropped members left out: its identifiers are read from it
+    rather than from libclang's tokens, since clang_tokenize returns nothing for some header cursors."""
     e = cur.extent
     if e.start.file is None:
-        return []
+        return ""
     data = ctx.read(ctx.norm(e.start.file.name))
     text = _cut(data, e.start.offset, e.end.offset, [(s, t) for s, t in (drop or {})]).decode("utf-8", "replace")
-    return _IDENT.findall(_STRING_OR_COMMENT.sub(" ", text))
+    return _STRING_OR_COMMENT.sub(" ", text)
 
 
 

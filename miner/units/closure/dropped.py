@@ -11,6 +11,10 @@ from __future__ import annotations
 import re
 
 from miner.units.closure.context import _STRING_OR_COMMENT, Piece, TUContext
+from miner.units.closure.unvisited import candidate_scopes
+
+# A possibly qualified name (`::a::b::c`, `a :: b`).
+_CHAIN = re.compile(r"(::\s*)?([A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*)")
 
 # A preprocessor line with its continuations: blanked, so `#if` branches and `#define` bodies are no statements.
 _DIRECTIVE = re.compile(r"^[ \t]*#(?:[^\n\\]|\\.|\\\n)*", re.M)
@@ -174,10 +178,24 @@ def _top_paren(s: str) -> int | None:
     return None
 
 
-def visible(dropped: dict[tuple[tuple[str, ...], str], list[Piece]], scope: tuple[str, ...],
-            name: str) -> list[Piece]:
-    """The dropped declarations `name` finds from `scope`: the innermost enclosing namespace that has one."""
-    for i in range(len(scope), -1, -1):
-        if found := dropped.get((scope[:i], name)):
+def names_in(text: str) -> list[tuple[tuple[str, ...], str, bool]]:
+    """(qualifiers, name, global) of each name written in `text` (comments and strings blanked): `compat::maxOp`
+    finds a dropped function of namespace `compat` from any scope. A name after `.`, `->` or `X<T>::` is a member."""
+    out: list[tuple[tuple[str, ...], str, bool]] = []
+    for m in _CHAIN.finditer(text):
+        before = text[max(0, m.start() - 2):m.start()].rstrip()
+        if before.endswith((".", "->")) or (m.group(1) and before.endswith((">", ")"))):
+            continue
+        parts = tuple(p.strip() for p in m.group(2).split("::"))
+        out.append((parts[:-1], parts[-1], bool(m.group(1))))
+    return list(dict.fromkeys(out))
+
+
+def visible(dropped: dict[tuple[tuple[str, ...], str], list[Piece]], scope: tuple[str, ...], quals: tuple[str, ...],
+            name: str, is_global: bool) -> list[Piece]:
+    """The dropped declarations a (qualified) name written in `scope` finds: those of the innermost candidate
+    namespace that has one."""
+    for s in candidate_scopes(scope, quals, is_global):
+        if found := dropped.get((s, name)):
             return found
     return []
