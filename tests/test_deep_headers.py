@@ -58,3 +58,10 @@ def test_a_qualified_call_reaches_a_dropped_function_of_another_namespace(datase
     m = only_meta(dataset, "rowMax")
     assert build_statuses(m) == {"256": "ok"}, build_statuses(m)
     assert "largerOf" in m["closure"]["functions"]
+
+
+def test_a_unit_taking_the_shim_for_int64_atomics_keeps_halfs_operators(dataset: dict[str, Any]) -> None:
+    # torch's __CUDA_NO_HALF_OPERATORS__ belongs to torch code: the project's `v > *slot` on __half needs them on.
+    m = only_meta(dataset, "scatterCombine")
+    assert build_statuses(m) == {"float": "ok", "long": "ok"}, build_statuses(m)
+    assert "__CUDA_NO_HALF_OPERATORS__" not in _unit(dataset, m, "long")
