@@ -65,3 +65,11 @@ def test_a_unit_taking_the_shim_for_int64_atomics_keeps_halfs_operators(dataset:
     m = only_meta(dataset, "scatterCombine")
     assert build_statuses(m) == {"float": "ok", "long": "ok"}, build_statuses(m)
     assert "__CUDA_NO_HALF_OPERATORS__" not in _unit(dataset, m, "long")
+
+
+def test_a_host_template_named_in_a_table_of_function_pointers_gives_its_arguments(dataset: dict[str, Any]) -> None:
+    # `{0, decodeBoxesGpu<float, 4, float4>}`: libclang leaves the name unresolved; the written arguments
+    # instantiate the host template as a call would (they were inferred, float4 becoming float).
+    m = only_meta(dataset, "decodeBoxes")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {"float_4_float4": "host_template"}
+    assert build_statuses(m) == {"float_4_float4": "ok"}, build_statuses(m)
