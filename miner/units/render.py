@@ -304,8 +304,12 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
         # A toolkit type named only in these arguments (`__half` from a host template instantiated in another
         # translation unit than the one the closure was taken in) brings its header.
         extra = [h for t in re.findall(r"[A-Za-z_]\w*", args_text) if (h := HEADER_OF.get(t))]
+        # torch's __CUDA_NO_HALF* defines belong to torch code only: a unit that takes the shim for its int64
+        # atomics alone (no torch name in the closure or the arguments) is built as its project was, with
+        # __half's operators (`a > b` on __half in its own helpers).
+        torch_code = bool(unit.shims) or any(re.search(r"\b(c10|at)::", a) for a in inst["args"])
         ctx = {
-            "build_flags": flags, "no_half": no_half,
+            "build_flags": flags, "no_half": no_half if torch_code else [],
             "kernel": meta, "src": meta["source"], "version": __version__, "symbol": symbol,
             "includes": list(dict.fromkeys(unit.includes + extra)),
             # Vendored libraries (closure.vendored): the project's configuring #defines, then its includes.

@@ -21,24 +21,24 @@ from miner.units.closure.context import (
     _class_key,
     _is_variable_template,
 )
+from miner.units.closure.dropped import dropped_pieces, names_in, visible
 from miner.units.closure.host_bodies import host_bodies_to_drop
+from miner.units.closure.operators import operators_of
 from miner.units.closure.shims import (
     _DEVICE_ATTRS,
     _enclosing_namespaces,
     _host_members_to_drop,
     _is_torch_shim,
-    _namespace_chain,
     _toolkit_header_of_shim,
     _unit_shim_macros,
-    in_unit_shim,
     unresolved_bases,
 )
 from miner.units.closure.siblings import specialized_template, written_with
 from miner.units.closure.text import _cut, _includes, _unresolved
 from miner.units.closure.toolkit_copies import ToolkitCopies
 from miner.units.closure.unvisited import candidate_scopes, qualified_names
+from miner.units.closure.usings import overloaded, usings
 from miner.units.closure.vendored import Library, Vendored
-from miner.units.headers import STD_HEADERS
 
 _ARG_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
                    "CLASS_TEMPLATE", "TYPE_ALIAS_TEMPLATE_DECL"}
@@ -63,6 +63,9 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 host := ctx.piece_at(ctx.norm(lam.location.file.name), lam.extent.start.offset)) is not None:
             hosts.add((host[0].path, host[0].start))
     seen |= hosts
+    # Declarations the parse dropped (closure.dropped): taken as text when a name they declare is written in the
+    # closure; what their own text names is looked up as for a piece whose parse had errors.
+    dropped, texts = dropped_pieces(ctx), list[Piece]()
     with_members: set[tuple[str, int]] = set()
     pieces: list[Piece] = []
     shims: set[str] = set()
@@ -97,6 +100,18 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
         used.setdefault(lib.include_dir, lib)
         return True
 
+    def with_operators(piece: Piece) -> None:
+        # A type's device operators come with it (closure.operators).
+        if piece.kind not in _ARG_TYPE_KINDS and piece.kind != "TYPE_ALIAS_TEMPLATE_DECL":
+            return
+        for op, oc in operators_of(ctx, piece.name):
+            if oc is not None:
+                take(op, oc)
+            elif (op.path, op.start) not in seen:
+                seen.add((op.path, op.start))
+                pieces.append(op)
+                texts.append(op)
+
     def take(piece: Piece, pc: ci.Cursor) -> None:
         # Overloads and specializations share a name: take the whole set at that scope.
         for gp, gc in ctx.by_name.get((piece.namespaces, piece.name), [(piece, pc)]):
@@ -107,6 +122,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 seen.add(key)
                 pieces.append(gp)
                 work.append((gc, gp.namespaces))
+                with_operators(gp)
         if pc.kind in _CLASS_KINDS and (piece.path, piece.start) not in with_members:
             # The class itself (not the rest of its specialization set, which this use does not
             # instantiate) comes with its members defined out of line, as its header brings their .inl
@@ -143,7 +159,28 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 for gp, gc in lst:
                     if gp.kind in _ARG_FUNCTION_KINDS and any(ch.kind in _DEVICE_ATTRS for ch in gc.get_children()):
                         take(gp, gc)
-    while work:
+
+    def take_text(scope: tuple[str, ...], text: str) -> None:
+        for quals, name, is_global in names_in(text):
+            for dp in visible(dropped, scope, quals, name, is_global):
+                if (dp.path, dp.start) not in seen:
+                    seen.add((dp.path, dp.start))
+                    pieces.append(dp)
+                    texts.append(dp)
+                    with_operators(dp)
+
+    while work or texts:
+        if texts:
+            dp = texts.pop()
+            text = _STRING_OR_COMMENT.sub(" ", ctx.read(dp.path)[dp.start:dp.end].decode("latin-1"))
+            names = _IDENT.findall(text)
+            tokens += names
+            take_text(dp.namespaces, text)
+            for name in dict.fromkeys(names):
+                if found := next((lst[:1] for i in range(len(dp.namespaces), -1, -1)
+                                  if (lst := ctx.by_name.get((dp.namespaces[:i], name)))), None):
+                    take(*found[0])
+            continue
         cur, scope = work.pop()
         drop: dict[tuple[int, int], str] = {}
         if cur.kind in _CLASS_KINDS:
@@ -154,8 +191,11 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 found = ctx.piece_at(ctx.norm(cur.extent.start.file.name), cur.extent.start.offset)
                 if found is not None:
                     found[0].cuts = tuple((s0, e0, why) for (s0, e0), why in sorted(drop.items()))
-        idents = _identifiers(ctx, cur, drop)
+        own = _own_text(ctx, cur, drop)
+        idents = _IDENT.findall(own)
         tokens += idents
+        if dropped:
+            take_text(scope, own)
         for c in _walk(cur, drop):
             if c.kind == K.NAMESPACE_REF and c.referenced is not None and c.referenced.kind == K.NAMESPACE_ALIAS:
                 refs = [c.referenced]  # `my_cub::BlockLoad`: the alias `namespace my_cub = cub;` comes along
@@ -174,7 +214,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 # shim it names (`at::native::fastAtomicAdd(p, i, n, v, true)` in a template kernel).
                 refs = [gc for lst in ctx.groups_named(c.spelling) for _gp, gc in lst]
                 # A CUDA built-in the shim overloads for Half (`atomicAdd`) stays a built-in.
-                decls = [d for d in _overloaded(c) if d is not None and d.location.file is not None]
+                decls = [d for d in overloaded(c) if d is not None and d.location.file is not None]
                 if decls and all(_is_torch_shim(ctx, ctx.norm(d.location.file.name)) for d in decls):
                     refs += decls
             else:
@@ -217,6 +257,12 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 for i in range(len(scope), -1, -1):
                     for gp, gc in ctx.by_name.get((scope[:i], name), [])[:1]:
                         take(gp, gc)
+            # A qualified name (`compat::maxOp()` whose deduced type the parse lost) lives in the namespace its
+            # qualifiers name, which no enclosing scope of the cursor reaches.
+            for quals, name, is_global in names_in(own):
+                if quals and (found := next((lst[:1] for s in candidate_scopes(scope, quals, is_global)
+                                             if (lst := ctx.by_name.get((s, name)))), None)):
+                    take(*found[0])
         if cur.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD) or cur.kind in _CLASS_KINDS:
             # nvcc's host pass compiles the `#else` of `#if __CUDA_ARCH__ >= 800` the parse skipped; in a
             # class, the branches of its members' bodies (a `__host__ __device__` destructor whose host side
@@ -239,7 +285,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     shims |= {t for t in tokens if t in _unit_shim_macros() and not ctx.active_macro(t)}
     out.shims = sorted(shims)
     out.includes = _includes(ctx, files, tokens, list(headers))
-    pieces += _usings(ctx, using_files, pieces, seen, ctx.sort_key(kernel_path, kernel_start), with_shim, used,
+    pieces += usings(ctx, using_files, pieces, seen, ctx.sort_key(kernel_path, kernel_start), with_shim, used,
                       out.includes)
     out.pieces = sorted(pieces, key=lambda p: ctx.sort_key(p.path, p.start))
     out.vendored = [{"include_dir": lib.include_dir, "parts": list(lib.parts), "headers": list(lib.headers),
@@ -262,11 +308,6 @@ def _unvisited(ctx: TUContext, cur: ci.Cursor,
         return []
     text = _cut(data, e.start.offset, e.end.offset, [(s, t) for s, t in drop]).decode("utf-8", "replace")
     return qualified_names(_STRING_OR_COMMENT.sub(" ", text))
-
-
-def _overloaded(c: ci.Cursor) -> list[ci.Cursor]:
-    lib = ci.conf.lib
-    return [lib.clang_getOverloadedDecl(c, i) for i in range(lib.clang_getNumOverloadedDecls(c))]
 
 
 def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...],
@@ -295,15 +336,15 @@ def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...],
     return sorted((m for ms in chosen.values() for m in ms), key=lambda m: ctx.sort_key(m.path, m.start))
 
 
-def _identifiers(ctx: TUContext, cur: ci.Cursor, drop: dict[tuple[int, int], str] | None = None) -> list[str]:
-    """Identifiers of a cursor's own text, comments, strings and dropped members left out. From the text
-    rather than libclang's tokens: clang_tokenize returns nothing for some header cursors."""
+def _own_text(ctx: TUContext, cur: ci.Cursor, drop: dict[tuple[int, int], str] | None = None) -> str:
+    """A cursor's own text, comments, strings and dropped members left out: its identifiers are read from it
+    rather than from libclang's tokens, since clang_tokenize returns nothing for some header cursors."""
     e = cur.extent
     if e.start.file is None:
-        return []
+        return ""
     data = ctx.read(ctx.norm(e.start.file.name))
     text = _cut(data, e.start.offset, e.end.offset, [(s, t) for s, t in (drop or {})]).decode("utf-8", "replace")
-    return _IDENT.findall(_STRING_OR_COMMENT.sub(" ", text))
+    return _STRING_OR_COMMENT.sub(" ", text)
 
 
 
@@ -326,71 +367,3 @@ def _walk(cur: ci.Cursor, drop: dict[tuple[int, int], str]):
             continue
         yield c
         stack.extend(reversed(list(c.get_children())))
-
-
-def _usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple[str, int]],
-            before: tuple[int, int], with_shim: bool, libraries: dict[str, Library],
-            includes: list[str]) -> list[Piece]:
-    """`using namespace X;`, `using X::y;` and `namespace a = X;` seen before the kernel, kept when what
-    they name is in the unit: a namespace or declaration of the closure, a toolkit header the unit includes,
-    or the torch shim when the unit inlines it (`using namespace at;` in a kernel that uses no torch name is
-    dropped: without the shim there is no `at` to name). `namespace cg = cooperative_groups;` in a file that
-    has cooperative groups only through a project header is dropped from a unit that does not include them
-    (a kernel of that file that uses no `cg::`): the alias alone was "name must be a namespace name"."""
-    families = {_header_family(h) for h in includes}
-    in_unit = {(p.path, p.start) for p in pieces}
-    chains = {p.namespaces[:i] for p in pieces for i in range(1, len(p.namespaces) + 1)}
-    out: list[Piece] = []
-    for path in files:
-        for _s, _e, p, c in ctx.pieces.get(path, []):
-            if (p.kind not in ("USING_DIRECTIVE", "USING_DECLARATION", "NAMESPACE_ALIAS")
-                    or (p.path, p.start) in seen or ctx.sort_key(p.path, p.start) >= before):
-                continue
-            refs = [ch.referenced for ch in c.get_children() if ch.referenced is not None]
-            target = refs[-1] if refs else None
-            if target is not None and target.kind == K.OVERLOADED_DECL_REF:
-                # `using ns::CastF;` of a class template with explicit specializations (or of an overload
-                # set) names a set: the declaration it stands for is the first one of the set found in
-                # the unit (was: the set's own location, the using itself, never in the unit).
-                decls = [d for d in _overloaded(target) or _overloaded(c) if d.location.file is not None]
-                target = next((d for d in decls if _piece_in(ctx, d, in_unit)), decls[0] if decls else None)
-            if target is None or target.location.file is None:
-                continue
-            tpath = ctx.norm(target.location.file.name)
-            lib = Vendored.of(ctx).library_of(tpath)
-            if lib is not None and lib.include_dir in libraries:
-                keep = True  # `using namespace glm;` with glm kept as an #include
-            elif tpath in ctx.inputs:
-                if target.kind == K.NAMESPACE:
-                    keep = _namespace_chain(target) in chains
-                else:
-                    d = target.get_definition() or target
-                    found = ctx.piece_at(ctx.norm(d.location.file.name), d.location.offset) if d.location.file else None
-                    keep = found is not None and (found[0].path, found[0].start) in in_unit
-            elif _is_torch_shim(ctx, tpath):
-                # Kept where the unit shim has the target: `using namespace at::indexing;` named a namespace
-                # only the parse shim declares ("name must be a namespace name").
-                keep = with_shim and in_unit_shim(target)
-            else:
-                h = _toolkit_header_of_shim(ctx, tpath)
-                # (std's namespace is everywhere: a standard header's shim decides nothing)
-                keep = h is None or h in STD_HEADERS or _header_family(h) in families
-            if keep:
-                seen.add((p.path, p.start))
-                out.append(p)
-    return out
-
-
-def _piece_in(ctx: TUContext, decl: ci.Cursor, in_unit: set[tuple[str, int]]) -> bool:
-    """Whether the definition of `decl` (else `decl`) is a piece the unit holds."""
-    d = decl.get_definition() or decl
-    if d.location.file is None:
-        return False
-    found = ctx.piece_at(ctx.norm(d.location.file.name), d.location.offset)
-    return found is not None and (found[0].path, found[0].start) in in_unit
-
-
-def _header_family(header: str) -> str:
-    """`cooperative_groups/reduce.h` and `cooperative_groups.h` are one family: `cooperative_groups`."""
-    first = header.split("/", 1)[0]
-    return first[:-2] if first.endswith(".h") else first

@@ -45,6 +45,9 @@ class Piece:
     # A function or variable declared in an `extern "C"` block or declaration, whose text (its extent)
     # does not hold the `extern "C"`: the unit wraps it in one, so its symbol stays the plain name.
     c_linkage: bool = False
+    # The project namespace a kept `using namespace a::b;` (or `namespace x = a::b;`) names: the unit declares it
+    # just before, as the project's headers did, since the unit may hold nothing of it until later.
+    declares: tuple[str, ...] = ()
 
 
 @dataclass

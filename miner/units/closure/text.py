@@ -94,11 +94,33 @@ def _includes(ctx: TUContext, files: set[str], tokens: list[str],
         if h not in have and _C_HEADER.get(h, h) not in have:
             have.add(h)
             out.append(h)
+    out += _library_includes(ctx, tokens, out)
     for t in dict.fromkeys(tokens):
         h = HEADER_OF.get(t)
         if h and h not in have and not (ctx.active_macro(t) or (h.endswith(".h") and h[:-2] in have)):
             have.add(h)
             out.append(h)
+    return out
+
+
+# A library's namespace, and the include folder a project header reaches it through.
+_LIBRARY_NAMESPACES = {"cub": "cub/", "thrust": "thrust/"}
+
+
+def _library_includes(ctx: TUContext, tokens: list[str], have: list[str]) -> list[str]:
+    """The library headers (`<cub/cub.cuh>`) the translation unit's project headers include, for a unit whose text
+    names that library's namespace but whose own files include none of it: a plugin's kernels reach the library
+    through a compatibility header of their project that contributes nothing else to the unit."""
+    named = set(tokens)
+    folders = [f for ns, f in _LIBRARY_NAMESPACES.items() if ns in named and not any(h.startswith(f) for h in have)]
+    out: list[str] = []
+    for path in sorted(ctx.order, key=lambda p: ctx.order[p]) if folders else ():
+        if path not in ctx.inputs:
+            continue
+        for m in INCLUDE.finditer(ctx.read(path)):
+            name = m.group(2).decode().strip()
+            if m.group(1) == b"<" and name.startswith(tuple(folders)) and name not in out:
+                out.append(name)
     return out
 
 
@@ -136,8 +158,11 @@ def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_sta
     kernel_key = ctx.sort_key(kernel_path, kernel_start)
     items: list[tuple[tuple[int, ...], dict[str, Any]]] = []
     for p in closure.pieces:
+        # (`namespace a { namespace b {} }` before a `using namespace a::b;` whose namespace the unit opens later)
+        opened = "".join(f"namespace {n} {{ " for n in p.declares) + "}" * len(p.declares)
         items.append((ctx.sort_key(p.path, p.start), {
-            "kind": p.kind, "name": p.name, "namespaces": list(p.namespaces), "text": _text(ctx, p),
+            "kind": p.kind, "name": p.name, "namespaces": list(p.namespaces),
+            "text": (opened + "\n" if opened else "") + _text(ctx, p),
             "c_linkage": p.c_linkage, "path": p.path, "line": ctx.read(p.path).count(b"\n", 0, p.start) + 1}))
     defined: set[str] = set()
     for m in closure.macros:  # in source order; a redefinition undefines the one before it

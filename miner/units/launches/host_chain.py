@@ -70,6 +70,31 @@ def _deduce_rest(st: _State, t: ci.Cursor, written: list[str], children: list[ci
     return got if got and len(got) > len(written) else written
 
 
+def _named_instance(st: _State, c: ci.Cursor, host_key: tuple[str, int] | None) -> None:
+    """A host function template named with concrete arguments outside any call (`{0, gpu<float, 4, float4>}` in a
+    table of function pointers): an instantiation of it as a call would be, so the launches in its body take those
+    arguments (they were inferred, and a vector type became its element type). libclang leaves the name in an
+    initializer unresolved (an overload set): the arguments are then read as written, outside host templates."""
+    ctx = st.ctx
+    ref = c.referenced
+    if c.kind == K.DECL_REF_EXPR and ref is not None and ref.kind == K.FUNCTION_DECL:
+        args, target = _template_args(ref), _primary(ref)
+    elif host_key is None and K.OVERLOADED_DECL_REF in (c.kind, ref.kind if ref is not None else None):
+        found = [t for t in _targets(ctx, c) if t.kind == K.FUNCTION_TEMPLATE]
+        if len(found) != 1:
+            return
+        target = found[0]
+        written = _written_args(st, c, target.spelling)
+        args = [st.resolver(t, set()) for t in written[0]] if written else None
+    else:
+        return
+    if not args or any("(lambda at " in a for a in args) or target.location.file is None:
+        return
+    key = _def_key(ctx, target)
+    if key is not None and key[0] in ctx.inputs and _key(ctx, target) not in st.kernels:
+        _add(st.concrete, key, args)
+
+
 def _def_key(ctx, d: ci.Cursor) -> tuple[str, int] | None:
     """A function template's key: its definition's place where the TU has one (`_host_of` keys a host
     template's body there), else its declaration's."""

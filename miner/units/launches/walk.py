@@ -14,7 +14,7 @@ from miner.units.launches.cursors import _Resolver
 from miner.units.launches.finish import _finish
 from miner.units.launches.functors import deduced_call
 from miner.units.launches.helpers import finish_helpers, note_call
-from miner.units.launches.host_chain import _class_use, _host_call, _lambda_lists, _propagate
+from miner.units.launches.host_chain import _class_use, _host_call, _lambda_lists, _named_instance, _propagate
 from miner.units.launches.record import _API, _TYPED_USES, K, Launch
 from miner.units.launches.recovered import recover_dropped, recover_dropped_calls
 from miner.units.launches.sites import _api_launch, _chevron
@@ -126,7 +126,10 @@ def _walk_body(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None, hos
                 c.spelling in st.names or (not c.spelling and kind == K.DECL_REF_EXPR)):
             _reference(st, root if fn is None else fn, path, c, in_lambda, host_key)
             if c.kind == K.DECL_REF_EXPR and c.referenced is not None and c.referenced.kind == K.OVERLOADED_DECL_REF:
+                _named_instance(st, c, host_key)  # (a host template's name in a table's initializer)
                 continue  # its OVERLOADED_DECL_REF child names the same thing
+        elif kind in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF):
+            _named_instance(st, c, host_key)
         elif kind == K.TEMPLATE_REF:
             _class_use(st, c, host_key)
         elif kind in _TYPED_USES:

@@ -1,0 +1,95 @@
+"""The using-directives, using-declarations and namespace aliases a unit keeps (moved out of closure.compute)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import clang.cindex as ci
+
+from miner.units.closure.context import K, Piece, TUContext
+from miner.units.closure.shims import (
+    _is_torch_shim,
+    _namespace_chain,
+    _toolkit_header_of_shim,
+    in_unit_shim,
+)
+from miner.units.closure.vendored import Library, Vendored
+from miner.units.headers import STD_HEADERS
+
+
+def overloaded(c: ci.Cursor) -> list[ci.Cursor]:
+    """The declarations of an overloaded-declaration reference."""
+    lib = ci.conf.lib
+    return [lib.clang_getOverloadedDecl(c, i) for i in range(lib.clang_getNumOverloadedDecls(c))]
+
+
+def usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple[str, int]],
+            before: tuple[int, int], with_shim: bool, libraries: dict[str, Library],
+            includes: list[str]) -> list[Piece]:
+    """`using namespace X;`, `using X::y;` and `namespace a = X;` seen before the kernel, kept when what
+    they name is in the unit: a namespace or declaration of the closure, a toolkit header the unit includes,
+    or the torch shim when the unit inlines it (`using namespace at;` in a kernel that uses no torch name is
+    dropped: without the shim there is no `at` to name). `namespace cg = cooperative_groups;` in a file that
+    has cooperative groups only through a project header is dropped from a unit that does not include them
+    (a kernel of that file that uses no `cg::`): the alias alone was "name must be a namespace name"."""
+    families = {_header_family(h) for h in includes}
+    in_unit = {(p.path, p.start) for p in pieces}
+    chains = {p.namespaces[:i] for p in pieces for i in range(1, len(p.namespaces) + 1)}
+    out: list[Piece] = []
+    for path in files:
+        for _s, _e, p, c in ctx.pieces.get(path, []):
+            if (p.kind not in ("USING_DIRECTIVE", "USING_DECLARATION", "NAMESPACE_ALIAS")
+                    or (p.path, p.start) in seen or ctx.sort_key(p.path, p.start) >= before):
+                continue
+            refs = [ch.referenced for ch in c.get_children() if ch.referenced is not None]
+            target = refs[-1] if refs else None
+            if target is not None and target.kind == K.OVERLOADED_DECL_REF:
+                # `using ns::CastF;` of a class template with explicit specializations (or of an overload
+                # set) names a set: the declaration it stands for is the first one of the set found in
+                # the unit (was: the set's own location, the using itself, never in the unit).
+                decls = [d for d in overloaded(target) or overloaded(c) if d.location.file is not None]
+                target = next((d for d in decls if _piece_in(ctx, d, in_unit)), decls[0] if decls else None)
+            if target is None or target.location.file is None:
+                continue
+            tpath = ctx.norm(target.location.file.name)
+            lib = Vendored.of(ctx).library_of(tpath)
+            if lib is not None and lib.include_dir in libraries:
+                keep = True  # `using namespace glm;` with glm kept as an #include
+            elif tpath in ctx.inputs:
+                if target.kind == K.NAMESPACE:
+                    chain = _namespace_chain(target)
+                    keep = chain in chains
+                    # Declared where the directive stands: only a namespace nested in the directive's own scope.
+                    if chain[:len(p.namespaces)] == p.namespaces and len(chain) > len(p.namespaces):
+                        p = dataclasses.replace(p, declares=chain[len(p.namespaces):])
+                else:
+                    d = target.get_definition() or target
+                    found = ctx.piece_at(ctx.norm(d.location.file.name), d.location.offset) if d.location.file else None
+                    keep = found is not None and (found[0].path, found[0].start) in in_unit
+            elif _is_torch_shim(ctx, tpath):
+                # Kept where the unit shim has the target: `using namespace at::indexing;` named a namespace
+                # only the parse shim declares ("name must be a namespace name").
+                keep = with_shim and in_unit_shim(target)
+            else:
+                h = _toolkit_header_of_shim(ctx, tpath)
+                # (std's namespace is everywhere: a standard header's shim decides nothing)
+                keep = h is None or h in STD_HEADERS or _header_family(h) in families
+            if keep:
+                seen.add((p.path, p.start))
+                out.append(p)
+    return out
+
+
+def _piece_in(ctx: TUContext, decl: ci.Cursor, in_unit: set[tuple[str, int]]) -> bool:
+    """Whether the definition of `decl` (else `decl`) is a piece the unit holds."""
+    d = decl.get_definition() or decl
+    if d.location.file is None:
+        return False
+    found = ctx.piece_at(ctx.norm(d.location.file.name), d.location.offset)
+    return found is not None and (found[0].path, found[0].start) in in_unit
+
+
+def _header_family(header: str) -> str:
+    """`cooperative_groups/reduce.h` and `cooperative_groups.h` are one family: `cooperative_groups`."""
+    first = header.split("/", 1)[0]
+    return first[:-2] if first.endswith(".h") else first
