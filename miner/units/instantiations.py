@@ -13,8 +13,9 @@ Where each instantiation comes from (`origin`), strongest first:
   template whose instantiations are unknown also lands here (its written literals kept).
 
 Defaults: a type parameter becomes `float` (`int` when its name says it is an index), a `bool` value
-`false`, any other value `128`; a parameter's own default argument wins. At most `MAX_INSTANTIATIONS`
-are kept per kernel, spread over the distinct type combinations; `plan(..., omitted=[])` lists the rest.
+`false`, a pointer (a function-pointer parameter) `nullptr`, any other value `128`; a parameter's own default
+argument wins. At most `MAX_INSTANTIATIONS` are kept per kernel, spread over the distinct type combinations;
+`plan(..., omitted=[])` lists the rest.
 """
 
 from __future__ import annotations
@@ -133,6 +134,10 @@ def _default(tp: dict[str, Any], subscripts: frozenset[str] = frozenset()) -> st
     t = (tp.get("type") or "").strip()
     if t == "bool":
         return "false"
+    # A pointer (`float (*OP)(float, const P &)`, `const int *TABLE`): 128 converts to no pointer, so the unit
+    # could not name the kernel at all; a null pointer is a valid argument of every pointer parameter.
+    if "*" in t:
+        return "nullptr"
     # An enum parameter (`ReductionType REDUCE`) takes 0, a value every enumeration has.
     return "128" if not t or INTEGRAL_TYPE.fullmatch(t) else "0"
 

@@ -1,0 +1,39 @@
+"""`extract --build` on tests/fixtures/te: patterns found on a development repository of fused transformer
+kernels (issue 14, scripts/corpus_repos_dev2.txt), each reproduced by kernels of our own and judged by the real
+libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "te")
+
+
+def test_function_pointer_arguments_through_a_host_template_chain(dataset: dict[str, Any]) -> None:
+    # `act_entry<float, NoParam, soft_clip<float, NoParam>>(...)` in a plain function: libclang spells no
+    # function (nor `nullptr`) template argument, so the call's written text carries it down the chain of host
+    # templates (a local `constexpr bool` included) to the launch; before, the kernel got only the defaults.
+    m = only_meta(dataset, "map_kernel")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {
+        "false_lib_NoParam_nullptr_float": "host_template",
+        "true_lib_NoParam_soft_clip_float_NoParam_float": "host_template",
+        "true_lib_NoParam_twice_float_NoParam_float": "host_template"}, m["instantiations"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_function_pointer_parameter_defaults_to_nullptr(dataset: dict[str, Any]) -> None:
+    # Nothing instantiates this kernel: its function-pointer parameter takes `nullptr` (128 named no function,
+    # so the explicit instantiation matched no template).
+    m = only_meta(dataset, "lone_map_kernel")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {"float_float_nullptr": "inferred"}
+    assert build_statuses(m) == {"float_float_nullptr": "ok"}, build_statuses(m)
