@@ -4,6 +4,7 @@ libclang parse and the real nvcc."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from typing import Any
 
@@ -37,3 +38,14 @@ def test_function_pointer_parameter_defaults_to_nullptr(dataset: dict[str, Any])
     m = only_meta(dataset, "lone_map_kernel")
     assert {i["id"]: i["origin"] for i in m["instantiations"]} == {"float_float_nullptr": "inferred"}
     assert build_statuses(m) == {"float_float_nullptr": "ok"}, build_statuses(m)
+
+
+def test_branch_gated_on_a_version_threshold_named_by_a_macro(dataset: dict[str, Any]) -> None:
+    # `#if FAKEVENDOR_VERSION >= SEGSUM_MIN_LIBV` with `#define SEGSUM_MIN_LIBV 120400` above it: defining the
+    # library's macro to the named threshold turns the branch on, so the kernel gets its AST, its launch and
+    # the struct of that branch it takes by value (before: a tree-sitter-only kernel, "SegmentInfo" undefined).
+    m = only_meta(dataset, "segment_sum_kernel")
+    assert m["frontend"] == "clang"
+    assert "FAKEVENDOR_VERSION=120400" in json.dumps(m)
+    assert m["launches"], m.get("launch_missing")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
