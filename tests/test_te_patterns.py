@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from miner.frontends.config import toolkit_versions
 from tests.conftest import build_statuses, extract_and_build, only_meta
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -47,5 +48,17 @@ def test_branch_gated_on_a_version_threshold_named_by_a_macro(dataset: dict[str,
     m = only_meta(dataset, "segment_sum_kernel")
     assert m["frontend"] == "clang"
     assert "FAKEVENDOR_VERSION=120400" in json.dumps(m)
+    assert m["launches"], m.get("launch_missing")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+
+
+def test_branch_gated_on_the_toolkit_version_through_a_project_macro(dataset: dict[str, Any]) -> None:
+    # `#define PACK4_SUPPORTED (CUDA_VERSION >= 12080)` then `#if PACK4_SUPPORTED`: the parse takes the branch
+    # the installed nvcc takes (its CUDA_VERSION, not the stub's fixed 12.4), so the kernel has its AST, its
+    # launch and its closure (before: tree-sitter only, `no_ast`, "uint8_t" undefined in the unit).
+    if int(dict(toolkit_versions()).get("CUDA_VERSION", "0")) < 12080:
+        pytest.skip("the installed toolkit is older than the branch's 12.8")
+    m = only_meta(dataset, "pack4_quantize_kernel")
+    assert m["frontend"] == "clang"
     assert m["launches"], m.get("launch_missing")
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
