@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -62,3 +63,13 @@ def test_branch_gated_on_the_toolkit_version_through_a_project_macro(dataset: di
     assert m["frontend"] == "clang"
     assert m["launches"], m.get("launch_missing")
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+
+
+def test_macro_defined_per_cuda_arch_branch_keeps_its_host_definition(dataset: dict[str, Any]) -> None:
+    # `#ifdef __CUDA_ARCH__ / #define V ... = __CUDA_ARCH__; / #else / #define V ... = 0; / #endif`: the parse
+    # chose the device definition; nvcc's host pass needs the other, so the unit carries the whole chain
+    # (before: `__CUDA_ARCH__` undefined in the host pass).
+    m = only_meta(dataset, "arch_scale_kernel")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+    unit = (Path(dataset["out"]) / m["id"] / "units" / "default" / "unit.cu").read_text(encoding="utf-8")
+    assert "#define DEVICE_ARCH_VALUE constexpr int dev_arch = 0;" in unit
