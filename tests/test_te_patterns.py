@@ -73,3 +73,12 @@ def test_macro_defined_per_cuda_arch_branch_keeps_its_host_definition(dataset: d
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
     unit = (Path(dataset["out"]) / m["id"] / "units" / "default" / "unit.cu").read_text(encoding="utf-8")
     assert "#define DEVICE_ARCH_VALUE constexpr int dev_arch = 0;" in unit
+
+
+def test_launch_bounds_constants_brought_in_by_a_using_directive(dataset: dict[str, Any]) -> None:
+    # `using namespace detail::knobs;` in an unnamed namespace, then `__launch_bounds__(kBlock, kMinBlocks)`:
+    # names libclang exposes no cursor for are looked up in the namespaces such a directive makes visible too
+    # (before: "kBlock" undefined in the unit). A sibling namespace's using-directive keeps working.
+    m = only_meta(dataset, "bounded_axpy_kernel")
+    assert build_statuses(m) == {"4": "ok"}, build_statuses(m)
+    assert build_statuses(only_meta(dataset, "fill_tile_kernel")) == {"float": "ok"}
