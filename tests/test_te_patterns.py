@@ -82,3 +82,10 @@ def test_launch_bounds_constants_brought_in_by_a_using_directive(dataset: dict[s
     m = only_meta(dataset, "bounded_axpy_kernel")
     assert build_statuses(m) == {"4": "ok"}, build_statuses(m)
     assert build_statuses(only_meta(dataset, "fill_tile_kernel")) == {"float": "ok"}
+
+
+def test_shift_count_parameter_defaults_to_a_small_power(dataset: dict[str, Any]) -> None:
+    # `constexpr int cols = 1 << LOG2_COLS;` with no instantiation in the tree: the default 128 made `cols` 0
+    # and the kernel's `cols / lanes` a division by zero; a shift count takes 5.
+    m = only_meta(dataset, "warp_row_max_kernel")
+    assert build_statuses(m) == {"float_5": "ok"}, build_statuses(m)
