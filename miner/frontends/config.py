@@ -82,6 +82,7 @@ def clang_args(config: ParseConfig, path: str, prefix: bool = True) -> list[str]
     gcc_inc = compiler_include_dir()
     if gcc_inc:
         args += ["-isystem", gcc_inc]
+    args += [f"-D{n}={v}" for n, v in toolkit_versions()]
     args += config.per_file_args.get(path, [])
     args += [f"-D{d}" for d in config.defines]
     args += [f"-D{d}" for d in config.defines_of.get(path, [])]
@@ -170,6 +171,37 @@ def _cccl_versions() -> tuple[tuple[str, str], ...]:
                 out.append((name, m.group(1)))
                 break
     return tuple(out)
+
+
+_VERSION_FILES = {"CUDA_VERSION": "cuda.h", "CUDART_VERSION": "cuda_runtime_api.h"}
+
+
+@functools.cache
+def toolkit_versions() -> tuple[tuple[str, str], ...]:
+    """The installed toolkit's version macros (`CUDA_VERSION 13000`, `CUDART_VERSION`, `__CUDACC_VER_MAJOR__`,
+    `__CUDACC_VER_MINOR__`) for the parse, which includes no toolkit header: code gates kernels on them
+    (`#define HAS_FP4 (CUDA_VERSION >= 12080)`, `#if HAS_FP4`), and the units are built by this toolkit, so the
+    parse must take the branches its nvcc takes (the stub's fixed 12.4 hid every kernel gated on a later one).
+    Empty without nvcc: the stub's defaults stand."""
+    from miner import cuda_libs  # lazy: asks nvcc once per process
+
+    nvcc = shutil.which("nvcc")
+    dirs = cuda_libs.toolkit_include_dirs(nvcc) if nvcc else ()
+    out: dict[str, str] = {}
+    for name, rel in _VERSION_FILES.items():
+        for d in dirs:
+            f = Path(d) / rel
+            text = f.read_text(encoding="utf-8", errors="replace") if f.is_file() else ""
+            m = re.search(rf"^[ \t]*#[ \t]*define[ \t]+{name}[ \t]+(\d+)", text, re.M)
+            if m:
+                out[name] = m.group(1)
+                break
+    if "CUDA_VERSION" in out:
+        v = int(out["CUDA_VERSION"])
+        out.setdefault("CUDART_VERSION", out["CUDA_VERSION"])
+        out |= {"__CUDA_API_VERSION": out["CUDA_VERSION"], "__CUDACC_VER_MAJOR__": str(v // 1000),
+                "__CUDACC_VER_MINOR__": str(v % 1000 // 10)}
+    return tuple(out.items())
 
 
 # thrust's vocabulary types, declared once whichever stand-in comes first: a project type written with

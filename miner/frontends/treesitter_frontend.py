@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 
 from miner.frontends.common import (
     attributes_from_prefix,
@@ -217,8 +218,10 @@ def activating_defines(data: bytes, offset: int) -> list[str]:
     """-D flags that make the preprocessor keep the code at `offset`: for a kernel tree-sitter saw in a
     branch the configured parse skipped. Only what can be forced by defining names is returned
     (`#ifdef X` -> X, `#if defined(X) && Y` -> X, Y, the `#else` of `#ifndef X` -> X,
-    `#if X >= 3` -> X=3); a branch that needs a name undefined adds nothing."""
+    `#if X >= 3` -> X=3, `#if X >= NEEDED` with `#define NEEDED 3` earlier in the file -> X=3); a branch that
+    needs a name undefined adds nothing."""
     node = _parser().parse(data).root_node.named_descendant_for_byte_range(offset, offset)
+    consts = _numeric_defines(data[:offset])
     out: list[str] = []
     while node is not None and node.parent is not None:
         parent = node.parent
@@ -233,19 +236,36 @@ def activating_defines(data: bytes, offset: int) -> list[str]:
             else:
                 cond = parent.child_by_field_name("condition")
                 if cond is not None:
-                    out += _defines_for(cond, want=not in_else)
+                    out += _defines_for(cond, want=not in_else, consts=consts)
         node = parent
     return list(dict.fromkeys(out))
 
 
-def _defines_for(cond: tree_sitter.Node, want: bool) -> list[str]:
-    """Names to define so that `cond` evaluates to `want` (empty where defining cannot help)."""
+_NUMERIC_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+\(?[ \t]*((?:0[xX])?[0-9a-fA-F]+)[uUlL]*[ \t]*\)?"
+                             rb"[ \t]*(?://[^\n]*)?$", re.M)
+
+
+def _numeric_defines(data: bytes) -> dict[str, int]:
+    """Object-like macros defined as a plain number (`#define NEEDED_VERSION 130300`), by name: a version
+    test usually compares the library's macro with such a named threshold written earlier in the file."""
+    out: dict[str, int] = {}
+    for m in _NUMERIC_DEFINE.finditer(data):
+        try:
+            out[m.group(1).decode()] = int(m.group(2).decode(), 0)
+        except ValueError:  # (`0755`-style octal, `1e3`): not a threshold to read
+            continue
+    return out
+
+
+def _defines_for(cond: tree_sitter.Node, want: bool, consts: dict[str, int] | None = None) -> list[str]:
+    """Names to define so that `cond` evaluates to `want` (empty where defining cannot help); `consts` are the
+    numeric macros defined before the branch, for a threshold written as a name."""
     t = cond.type
     if t == "parenthesized_expression" and cond.named_child_count == 1:
-        return _defines_for(cond.named_children[0], want)
+        return _defines_for(cond.named_children[0], want, consts)
     if t == "unary_expression" and cond.children and cond.children[0].type == "!":
         arg = cond.child_by_field_name("argument")
-        return _defines_for(arg, not want) if arg is not None else []
+        return _defines_for(arg, not want, consts) if arg is not None else []
     if t == "preproc_defined" or t == "identifier":
         ident = cond if t == "identifier" else next((c for c in cond.named_children if c.type == "identifier"), None)
         return [ident.text.decode("utf-8", "replace")] if want and ident is not None else []
@@ -255,10 +275,17 @@ def _defines_for(cond: tree_sitter.Node, want: bool) -> list[str]:
         if op is None or left is None or right is None:
             return []
         if op.type == "&&" and want or op.type == "||" and not want:
-            return _defines_for(left, want) + _defines_for(right, want)
+            return _defines_for(left, want, consts) + _defines_for(right, want, consts)
         if op.type == "||" and want:
-            return _defines_for(left, want)
-        if want and left.type == "identifier" and right.type == "number_literal" and op.type in (">=", "==", ">"):
-            value = int(right.text.decode().rstrip("uUlL"), 0) + (op.type == ">")
-            return [f"{left.text.decode('utf-8', 'replace')}={value}"]
+            return _defines_for(left, want, consts)
+        if want and left.type == "identifier" and op.type in (">=", "==", ">"):
+            if right.type == "number_literal":
+                value = int(right.text.decode().rstrip("uUlL"), 0)
+            elif right.type == "identifier" and consts and right.text.decode() in consts:
+                value = consts[right.text.decode()]
+            else:
+                return []
+            name = left.text.decode("utf-8", "replace")
+            # (a name the file itself defines as a number is no library's to force)
+            return [] if consts and name in consts else [f"{name}={value + (op.type == '>')}"]
     return []

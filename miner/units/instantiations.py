@@ -13,8 +13,9 @@ Where each instantiation comes from (`origin`), strongest first:
   template whose instantiations are unknown also lands here (its written literals kept).
 
 Defaults: a type parameter becomes `float` (`int` when its name says it is an index), a `bool` value
-`false`, any other value `128`; a parameter's own default argument wins. At most `MAX_INSTANTIATIONS`
-are kept per kernel, spread over the distinct type combinations; `plan(..., omitted=[])` lists the rest.
+`false`, a pointer (a function-pointer parameter) `nullptr`, a shift count (`1 << LOG2_N`) `5`, any other value
+`128`; a parameter's own default argument wins. At most `MAX_INSTANTIATIONS` are kept per kernel, spread over
+the distinct type combinations; `plan(..., omitted=[])` lists the rest.
 """
 
 from __future__ import annotations
@@ -124,15 +125,26 @@ _writing_template = writing_template  # the old name: branches written before it
 _UNRESOLVED_ARG = re.compile(r"<dependent type>|\btypename\s+(?!std::)[A-Za-z_]\w*::[A-Za-z_]\w*\s*$")
 
 
+# A value parameter the kernel shifts by (`1 << LOG2_N`): 128 is no valid shift count (the constant it gives is
+# 0 or undefined, and the kernel divides by it), a small power does.
+_SHIFT_DEFAULT = "5"
+
+
 def _default(tp: dict[str, Any], subscripts: frozenset[str] = frozenset()) -> str:
     if tp.get("default"):
         return tp["default"]
+    if tp["kind"] == "value" and tp["name"] in subscripts:
+        return _SHIFT_DEFAULT
     if tp["kind"] == "type":
         # Index-like type parameters are used as integers (array subscripts, shifts).
         return "int" if re.search(INDEX_LIKE, tp["name"]) or tp["name"] in subscripts else DEFAULT_TYPE
     t = (tp.get("type") or "").strip()
     if t == "bool":
         return "false"
+    # A pointer (`float (*OP)(float, const P &)`, `const int *TABLE`): 128 converts to no pointer, so the unit
+    # could not name the kernel at all; a null pointer is a valid argument of every pointer parameter.
+    if "*" in t:
+        return "nullptr"
     # An enum parameter (`ReductionType REDUCE`) takes 0, a value every enumeration has.
     return "128" if not t or INTEGRAL_TYPE.fullmatch(t) else "0"
 
@@ -290,6 +302,12 @@ def _spread(found: list[tuple[tuple[str, ...], str]], tparams: list[dict[str, An
     return [ao for ao in found if ao in keep]
 
 
+def shift_counts(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
+    """Value parameters the kernel's text shifts by (`1 << log2_elements`; not `<<<`, a launch)."""
+    return frozenset(tp["name"] for tp in meta.get("template_params") or () if tp.get("kind") == "value"
+                     and tp.get("name") and re.search(rf"(?<!<)<<(?!<)\s*\(?\s*{re.escape(tp['name'])}\b", kernel_text))
+
+
 def subscript_types(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
     """Type parameters whose values the kernel uses as array subscripts: a pointer parameter to one is read
     inside another subscript (`grad[in_map[row] * ch + c]` with `const Itype *in_map`). Such a parameter is an
@@ -344,7 +362,8 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
             del best[a]
     if not best:
         head = []
-        subs = subscript_types(meta, kernel_text) if kernel_text else frozenset()
+        # (index-like type parameters and shift-count value parameters: the names _default reads)
+        subs = subscript_types(meta, kernel_text) | shift_counts(meta, kernel_text) if kernel_text else frozenset()
         for t in tparams:  # parameters up to the first with its own default; the rest from theirs
             if t.get("default"):
                 break

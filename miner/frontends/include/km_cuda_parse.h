@@ -28,12 +28,21 @@
 #endif
 #define __CUDACC__ 1
 #define __NVCC__ 1
+/* The installed toolkit's versions come as -D (frontends/config.toolkit_versions); these stand without nvcc. */
+#ifndef __CUDACC_VER_MAJOR__
 #define __CUDACC_VER_MAJOR__ 12
 #define __CUDACC_VER_MINOR__ 4
+#endif
 #define __CUDACC_VER_BUILD__ 0
+#ifndef CUDA_VERSION
 #define CUDA_VERSION 12040
+#endif
+#ifndef CUDART_VERSION
 #define CUDART_VERSION 12040
+#endif
+#ifndef __CUDA_API_VERSION
 #define __CUDA_API_VERSION 12040
+#endif
 
 #define __host__ __attribute__((host))
 #define __device__ __attribute__((device))

@@ -71,3 +71,61 @@ def host_pass_names(ctx: TUContext, cur: ci.Cursor) -> list[str]:
                     names.append(n)
                     todo.append(n)
     return list(dict.fromkeys(names))
+
+
+_DEFINE_OF = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)")
+
+
+def arch_chain(data: bytes, offset: int, name: str) -> str | None:
+    """The whole `#ifdef __CUDA_ARCH__` / `#define NAME a` / `#else` / `#define NAME b` / `#endif` chain around
+    the definition of macro NAME at `offset`, when its branches hold nothing but definitions of NAME: the parse
+    (with `__CUDA_ARCH__`) chose one, but nvcc's host pass takes the other, so a unit that copied only the
+    device one (`constexpr int arch = __CUDA_ARCH__;`) failed there with `__CUDA_ARCH__` undefined. None when
+    the definition sits in no such chain."""
+    stack: list[tuple[int, bool]] = []  # open #if chains: (start of the #if line, tests __CUDA_ARCH__)
+    found: tuple[int, bool, int] | None = None  # the innermost chain around `offset`, and its depth
+    for m in _DIRECTIVE.finditer(data):
+        if found is None and m.start() > offset and stack:
+            found = (*stack[-1], len(stack))
+        kind = m.group(1)
+        if kind in (b"if", b"ifdef", b"ifndef"):
+            stack.append((m.start(), b"__CUDA_ARCH__" in m.group(2)))
+        elif kind in (b"elif", b"else") and stack and b"__CUDA_ARCH__" in m.group(2):
+            stack[-1] = (stack[-1][0], True)
+        elif kind == b"endif" and stack:
+            start, arch = stack.pop()
+            if found is not None and len(stack) + 1 == found[2]:
+                if not (arch or found[1]) or start != found[0]:
+                    return None
+                end = data.find(b"\n", m.end())
+                chain = data[start:len(data) if end < 0 else end]
+                return _only_defines_of(chain, name)
+        if found is None and m.start() > offset:
+            return None
+    return None
+
+
+def _only_defines_of(chain: bytes, name: str) -> str | None:
+    """The chain's text when every line outside its own directives defines `name` (continuations, comments and
+    blank lines aside), else None."""
+    lines = chain.split(b"\n")
+    depth, cont = 0, False
+    for ln in lines:
+        if cont:
+            cont = ln.rstrip().endswith(b"\\")
+            continue
+        d = _DIRECTIVE.match(ln)
+        if d is not None:
+            depth += {b"if": 1, b"ifdef": 1, b"ifndef": 1, b"endif": -1}.get(d.group(1), 0)
+            if depth > 1:
+                return None  # a nested #if: more than this macro's choice
+            continue
+        m = _DEFINE_OF.match(ln)
+        if m is not None:
+            if m.group(1).decode() != name:
+                return None
+            cont = ln.rstrip().endswith(b"\\")
+            continue
+        if ln.strip() and not ln.strip().startswith((b"//", b"/*", b"*")):
+            return None
+    return chain.decode("utf-8", "replace") + "\n"

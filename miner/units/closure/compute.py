@@ -36,7 +36,7 @@ from miner.units.closure.shims import (
 from miner.units.closure.siblings import specialized_template, written_with
 from miner.units.closure.text import _cut, _includes, _unresolved
 from miner.units.closure.toolkit_copies import ToolkitCopies
-from miner.units.closure.unvisited import candidate_scopes, qualified_names
+from miner.units.closure.unvisited import candidate_scopes, qualified_names, using_scopes
 from miner.units.closure.usings import overloaded, usings
 from miner.units.closure.vendored import Library, Vendored
 
@@ -248,6 +248,11 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 if found_here := ctx.by_name.get((ns, nm), [])[:1]:
                     take(*found_here[0])
                     break
+            else:  # none there: the namespaces a `using namespace` brings into view
+                for ns in using_scopes(ctx, scope):
+                    if found_here := ctx.by_name.get((ns + quals, name), [])[:1]:
+                        take(*found_here[0])
+                        break
         if ctx.has_errors(cur) or _is_variable_template(cur):
             # A variable template is one cursor without children in libclang 18: what its initializer
             # names is found through its text, as in a function whose expressions the parse dropped.

@@ -10,6 +10,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.source.include_graph import INCLUDE
+from miner.units.closure.arch_branches import arch_chain
 from miner.units.closure.context import Closure, Macro, Piece, TUContext
 from miner.units.closure.host_bodies import DECLARED_ONLY
 from miner.units.closure.shims import UNRESOLVED_BASE
@@ -168,8 +169,10 @@ def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_sta
     for m in closure.macros:  # in source order; a redefinition undefines the one before it
         undef = f"#undef {m.name}\n" if m.name in defined else ""
         defined.add(m.name)
+        # (a definition chosen by `#ifdef __CUDA_ARCH__` comes with its chain: nvcc's host pass takes the other)
+        text = arch_chain(ctx.read(m.path), m.start, m.name) or _text(ctx, m)
         items.append((ctx.sort_key(m.path, m.start), {
-            "kind": "MACRO", "name": m.name, "namespaces": [], "text": undef + _text(ctx, m), "path": m.path,
+            "kind": "MACRO", "name": m.name, "namespaces": [], "text": undef + text, "path": m.path,
             "line": ctx.read(m.path).count(b"\n", 0, m.start) + 1}))
     ordered = [dict(d, after=key > kernel_key and d["kind"] != "MACRO") for key, d in sorted(items, key=lambda t: t[0])]
     return _macros_before_templates(ordered, [m.name for m in closure.macros])

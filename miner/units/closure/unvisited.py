@@ -13,6 +13,11 @@ from __future__ import annotations
 
 import re
 
+import clang.cindex as ci
+
+from miner.units.closure.context import TUContext
+from miner.units.closure.shims import _namespace_chain
+
 # Keywords/attributes whose parenthesized argument libclang does not expose as child cursors.
 _OPENERS = re.compile(r"\b(?:noexcept|alignas|explicit|__launch_bounds__|__align__|__attribute__|__declspec)\s*\(")
 # A possibly qualified name: `::a::b::c`, `a :: b`; template arguments end it (`nothrow<T>::value`).
@@ -61,3 +66,22 @@ def candidate_scopes(scope: tuple[str, ...], quals: tuple[str, ...], is_global: 
     namespace's names are visible from its enclosing one."""
     heads = [()] if is_global else [scope[:i] for i in range(len(scope), -1, -1)]
     return [s for h in heads for s in (h + quals, h + ("",) + quals)]
+
+
+def using_scopes(ctx: TUContext, scope: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """Namespaces that `using namespace X;` directives make visible in `scope` (a directive in `scope` or in
+    one of its enclosing namespaces, an unnamed one included): `__launch_bounds__(kThreads)` in a file that
+    brings the constants of `detail::knobs` in that way names nothing the enclosing scopes hold."""
+    cache: dict[tuple[str, ...], list[tuple[str, ...]]] = ctx.__dict__.setdefault("_using_scopes", {})
+    if scope not in cache:
+        out: list[tuple[str, ...]] = []
+        for lst in ctx.pieces.values():
+            for _s, _e, piece, c in lst:
+                if piece.kind != "USING_DIRECTIVE" or scope[:len(piece.namespaces)] != piece.namespaces:
+                    continue
+                for ch in c.get_children():
+                    ref = ch.referenced
+                    if ref is not None and ref.kind == ci.CursorKind.NAMESPACE and _namespace_chain(ref) not in out:
+                        out.append(_namespace_chain(ref))
+        cache[scope] = out
+    return cache[scope]

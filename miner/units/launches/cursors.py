@@ -15,7 +15,10 @@ from miner.units.launches.record import _CLASS_TEMPLATES, _DEFAULT_TYPE, _FUNCS,
 from miner.units.launches.text import _src, substitute
 
 
-def _template_args(ref: ci.Cursor) -> list[str] | None:
+def _template_args(ref: ci.Cursor, as_written: list[str] | None = None) -> list[str] | None:
+    """A specialization's template arguments as text; None where one cannot be spelled. libclang spells no
+    declaration argument (a function, `act<float, relu<float>>`) nor a null pointer: with `as_written` (the
+    arguments as the reference writes them) those take their written text."""
     n = ref.get_num_template_arguments()
     if n <= 0:
         return None
@@ -52,6 +55,9 @@ def _template_args(ref: ci.Cursor) -> list[str] | None:
                 out.append(str(ref.get_template_argument_value(i)))
         elif kind == ci.TemplateArgumentKind.TYPE:
             out.append(ref.get_template_argument_type(i).get_canonical().spelling)
+        elif (kind in (ci.TemplateArgumentKind.DECLARATION, ci.TemplateArgumentKind.NULLPTR)
+              and as_written is not None and i < len(as_written) and as_written[i].strip()):
+            out.append(as_written[i].strip())
         else:
             return None
     return out
@@ -139,7 +145,8 @@ def _default_for(p: ci.Cursor) -> str:
     if p.kind == K.TEMPLATE_TYPE_PARAMETER:
         return "int" if re.search(_INDEX_LIKE, p.spelling) else _DEFAULT_TYPE
     t = p.type.get_canonical().spelling
-    return "false" if t == "bool" else "128"
+    # A pointer parameter (`float (*OP)(float)`) takes no 128: nullptr suits every pointer (as instantiations).
+    return "false" if t == "bool" else "nullptr" if p.type.get_canonical().kind == ci.TypeKind.POINTER else "128"
 
 
 _DEPENDENT_DECLS = (K.TEMPLATE_TYPE_PARAMETER, K.TEMPLATE_NON_TYPE_PARAMETER, K.TEMPLATE_TEMPLATE_PARAMETER)

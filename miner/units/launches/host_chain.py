@@ -21,6 +21,12 @@ def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.C
     ctx = st.ctx
     if ref is not None and ref.kind in _FUNCS and ref.location.file is not None:
         args = _template_args(ref)
+        if args is None and ref.kind == K.FUNCTION_DECL and children:
+            # A function or `nullptr` among the arguments (`entry<float, Opts, relu<float>>(...)`, a
+            # function-pointer template parameter): libclang spells none, the call writes them.
+            texts = _written_args(st, children[0], ref.spelling)
+            if texts and texts[0]:
+                args = _template_args(ref, [st.resolver(t, set()) for t in texts[0]])
         if args and not any("(lambda at " in a for a in args):  # (a lambda's type: functors.deduced_call)
             key = _def_key(ctx, _primary(ref))
             if key is not None and ctx.norm(ref.location.file.name) in ctx.inputs:

@@ -1,0 +1,91 @@
+"""`extract --build` on tests/fixtures/te: patterns found on a development repository of fused transformer
+kernels (issue 14, scripts/corpus_repos_dev2.txt), each reproduced by kernels of our own and judged by the real
+libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from miner.frontends.config import toolkit_versions
+from tests.conftest import build_statuses, extract_and_build, only_meta
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "te")
+
+
+def test_function_pointer_arguments_through_a_host_template_chain(dataset: dict[str, Any]) -> None:
+    # `act_entry<float, NoParam, soft_clip<float, NoParam>>(...)` in a plain function: libclang spells no
+    # function (nor `nullptr`) template argument, so the call's written text carries it down the chain of host
+    # templates (a local `constexpr bool` included) to the launch; before, the kernel got only the defaults.
+    m = only_meta(dataset, "map_kernel")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {
+        "false_lib_NoParam_nullptr_float": "host_template",
+        "true_lib_NoParam_soft_clip_float_NoParam_float": "host_template",
+        "true_lib_NoParam_twice_float_NoParam_float": "host_template"}, m["instantiations"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_function_pointer_parameter_defaults_to_nullptr(dataset: dict[str, Any]) -> None:
+    # Nothing instantiates this kernel: its function-pointer parameter takes `nullptr` (128 named no function,
+    # so the explicit instantiation matched no template).
+    m = only_meta(dataset, "lone_map_kernel")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {"float_float_nullptr": "inferred"}
+    assert build_statuses(m) == {"float_float_nullptr": "ok"}, build_statuses(m)
+
+
+def test_branch_gated_on_a_version_threshold_named_by_a_macro(dataset: dict[str, Any]) -> None:
+    # `#if FAKEVENDOR_VERSION >= SEGSUM_MIN_LIBV` with `#define SEGSUM_MIN_LIBV 120400` above it: defining the
+    # library's macro to the named threshold turns the branch on, so the kernel gets its AST, its launch and
+    # the struct of that branch it takes by value (before: a tree-sitter-only kernel, "SegmentInfo" undefined).
+    m = only_meta(dataset, "segment_sum_kernel")
+    assert m["frontend"] == "clang"
+    assert "FAKEVENDOR_VERSION=120400" in json.dumps(m)
+    assert m["launches"], m.get("launch_missing")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+
+
+def test_branch_gated_on_the_toolkit_version_through_a_project_macro(dataset: dict[str, Any]) -> None:
+    # `#define PACK4_SUPPORTED (CUDA_VERSION >= 12080)` then `#if PACK4_SUPPORTED`: the parse takes the branch
+    # the installed nvcc takes (its CUDA_VERSION, not the stub's fixed 12.4), so the kernel has its AST, its
+    # launch and its closure (before: tree-sitter only, `no_ast`, "uint8_t" undefined in the unit).
+    if int(dict(toolkit_versions()).get("CUDA_VERSION", "0")) < 12080:
+        pytest.skip("the installed toolkit is older than the branch's 12.8")
+    m = only_meta(dataset, "pack4_quantize_kernel")
+    assert m["frontend"] == "clang"
+    assert m["launches"], m.get("launch_missing")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+
+
+def test_macro_defined_per_cuda_arch_branch_keeps_its_host_definition(dataset: dict[str, Any]) -> None:
+    # `#ifdef __CUDA_ARCH__ / #define V ... = __CUDA_ARCH__; / #else / #define V ... = 0; / #endif`: the parse
+    # chose the device definition; nvcc's host pass needs the other, so the unit carries the whole chain
+    # (before: `__CUDA_ARCH__` undefined in the host pass).
+    m = only_meta(dataset, "arch_scale_kernel")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+    unit = (Path(dataset["out"]) / m["id"] / "units" / "default" / "unit.cu").read_text(encoding="utf-8")
+    assert "#define DEVICE_ARCH_VALUE constexpr int dev_arch = 0;" in unit
+
+
+def test_launch_bounds_constants_brought_in_by_a_using_directive(dataset: dict[str, Any]) -> None:
+    # `using namespace detail::knobs;` in an unnamed namespace, then `__launch_bounds__(kBlock, kMinBlocks)`:
+    # names libclang exposes no cursor for are looked up in the namespaces such a directive makes visible too
+    # (before: "kBlock" undefined in the unit). A sibling namespace's using-directive keeps working.
+    m = only_meta(dataset, "bounded_axpy_kernel")
+    assert build_statuses(m) == {"4": "ok"}, build_statuses(m)
+    assert build_statuses(only_meta(dataset, "fill_tile_kernel")) == {"float": "ok"}
+
+
+def test_shift_count_parameter_defaults_to_a_small_power(dataset: dict[str, Any]) -> None:
+    # `constexpr int cols = 1 << LOG2_COLS;` with no instantiation in the tree: the default 128 made `cols` 0
+    # and the kernel's `cols / lanes` a division by zero; a shift count takes 5.
+    m = only_meta(dataset, "warp_row_max_kernel")
+    assert build_statuses(m) == {"float_5": "ok"}, build_statuses(m)
