@@ -6,11 +6,12 @@
 
 Each list line is `owner/name@commit  checkout-dir  [subdir] [options]` (the format of
 scripts/mine_corpus.py). The mirror of owner/name is looked up as MIRRORS/<owner>+<name>/repo (what the
-library's `fetch` writes); the tree at `commit` is written into ROOT/<checkout-dir> (regular files; links and submodules are left out, see
-scripts/corpus_submodules.py).
+library's `fetch` writes); the tree at `commit` is written into ROOT/<checkout-dir> (regular files; links
+and submodules are left out, see scripts/corpus_submodules.py).
 When the mirror lacks that commit, its HEAD is used and the line printed says so, with the commit taken:
 figures from such a checkout are not comparable with ones at the listed commit. An existing checkout is left
-as it is (remove it to write it again). Files the mirror did not store (blobs of 4 MiB and more) are skipped and counted.
+as it is (remove it to write it again). Files the mirror did not store (blobs of 4 MiB and more) are skipped
+and counted.
 Exit 1 when any repository could not be written.
 """
 

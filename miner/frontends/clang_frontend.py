@@ -7,7 +7,10 @@ as plain data (`ParseResult.analysis`), so this module knows nothing of `units/`
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import hashlib
+import json
 import os
 import re
 from collections.abc import Callable
@@ -60,6 +63,13 @@ class ParseResult:
     # boundary and sits in the parse cache. None without an analysis, or when it failed (`unit_error`).
     analysis: dict[str, Any] | None = None
     unit_error: str | None = None
+    # With units: a digest of what the preprocessor made of this TU (the files it read, the #if branches it
+    # skipped in each, every diagnostic). Two parses of one file whose digests match saw the same tokens.
+    preprocessed: str | None = None
+    # The analysis was not run: this parse preprocessed like the reference parse named by `parse(same_as=)`
+    # (same digest, and no file names one of the extra defines but on an `#if` line), so its analysis is the
+    # reference's, which the caller puts in (extract/parse.py). `analysis` is None then.
+    reused: bool = False
 
 
 @dataclass
@@ -236,10 +246,13 @@ _PREPROCESSING = {K.MACRO_DEFINITION, K.MACRO_INSTANTIATION, K.INCLUSION_DIRECTI
 
 
 def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | None = None,
-          analyse: Analysis | None = None, instances: list[str] | tuple[str, ...] = ()) -> ParseResult:
+          analyse: Analysis | None = None, instances: list[str] | tuple[str, ...] = (),
+          same_as: tuple[str, tuple[str, ...]] | None = None) -> ParseResult:
     """Parse `path`; report kernels defined in any file of `inputs` that this TU sees, and what `analyse`
     finds in the live TU (`ParseResult.analysis`), reading the explicit instantiations of `instances`
-    (files that are this TU but for those lines, `extract/instances.py`) as the TU's own."""
+    (files that are this TU but for those lines, `extract/instances.py`) as the TU's own.
+    `same_as` is (the `preprocessed` digest of another parse of `path`, the macros this configuration defines
+    beyond that one's): when this parse comes out the same, the analysis is skipped (`ParseResult.reused`)."""
     with_units = analyse is not None
     result = ParseResult(path=path)
     if not AVAILABLE:
@@ -273,7 +286,7 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
         except ci.TranslationUnitLoadError:
             return None
     try:
-        return _walk(tu, path, config, inputs, analyse, result, list(instances), probe)
+        return _walk(tu, path, config, inputs, analyse, result, list(instances), probe, same_as, args)
     finally:
         cindex_speed.release(tu)
 
@@ -292,8 +305,14 @@ def _local_index() -> ci.Index:
 
 
 def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[str], analyse: Analysis | None,
-          result: ParseResult, instances: list[str], probe: Callable[[str], Any] | None = None) -> ParseResult:
+          result: ParseResult, instances: list[str], probe: Callable[[str], Any] | None = None,
+          same_as: tuple[str, tuple[str, ...]] | None = None, args: list[str] | None = None) -> ParseResult:
     with_units = analyse is not None
+    if with_units:
+        result.preprocessed, read = _preprocessed(tu, args or [])
+        if same_as is not None and same_as[0] == result.preprocessed and not _names_used(read, same_as[1]):
+            # The same tokens as the reference parse: its analysis is this one's (the caller puts it in).
+            result.reused, analyse, with_units = True, None, False
     sources = _Sources()
     diag_cache: dict[str, dict] = {}
     norm = _Normalizer()
@@ -337,6 +356,66 @@ def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[st
             result.unit_error = f"{type(exc).__name__}: {exc}"
     result.kernels.sort(key=lambda k: (k.path, k.start_offset))
     return result
+
+
+class RangeList(ctypes.Structure):
+    """libclang's CXSourceRangeList (the one class for it: ctypes tells two apart in argtypes)."""
+
+    _fields_ = [("count", ctypes.c_uint), ("ranges", ctypes.POINTER(ci.SourceRange))] if AVAILABLE else []
+
+
+def _all_skipped(tu: ci.TranslationUnit) -> list[tuple[str, int, int]]:
+    """(file, start, end) of every #if branch the preprocessor skipped (needs the detailed record)."""
+    lib = ci.conf.lib
+    fn = lib.clang_getAllSkippedRanges
+    if fn.restype is not ctypes.POINTER(RangeList):
+        fn.restype, fn.argtypes = ctypes.POINTER(RangeList), [ci.TranslationUnit]
+        lib.clang_disposeSourceRangeList.argtypes = [ctypes.POINTER(RangeList)]
+    lst = fn(tu)
+    if not lst:
+        return []
+    try:
+        out = []
+        for i in range(lst.contents.count):
+            r = lst.contents.ranges[i]
+            s, e = r.start, r.end
+            out.append((s.file.name if s.file is not None else "", s.offset, e.offset))
+        return sorted(out)
+    finally:
+        lib.clang_disposeSourceRangeList(lst)
+
+
+def _preprocessed(tu: ci.TranslationUnit, args: list[str]) -> tuple[str, list[str]]:
+    """A digest of what the preprocessor made of `tu`: the files it read (forced includes too), the
+    branches it skipped in each and every diagnostic; and those files. Parses of one file (same flags but
+    some defines) with equal digests took the same branches of every conditional."""
+    forced = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-include"]
+    files = sorted({tu.spelling, *forced, *(inc.include.name for inc in tu.get_includes())})
+    diags = [(d.severity, d.location.file.name if d.location.file else "", d.location.offset, d.spelling)
+             for d in tu.diagnostics]
+    text = json.dumps([files, _all_skipped(tu), diags], separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest(), files
+
+
+_CONDITION = re.compile(rb"[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef)\b")
+
+
+def _names_used(files: list[str], names: tuple[str, ...]) -> bool:
+    """Whether a file names one of `names` anywhere but on an `#if`-family line. Only there can a define
+    change nothing when the same branches are taken (`#define X NAME`, a use in code, `#include NAME` would)."""
+    words = [re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(n.encode()) + rb"(?![A-Za-z0-9_])") for n in names]
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return True
+        for w in words:
+            for m in w.finditer(data):
+                line = data.rfind(b"\n", 0, m.start()) + 1
+                if not _CONDITION.match(data, line):
+                    return True  # (a continued `#if` line's second line counts as a use too)
+    return False
 
 
 def _declared_only(c: ci.Cursor) -> bool:
