@@ -18,7 +18,7 @@ from miner.extract import guarded
 from miner.extract import instances as instance_files
 from miner.extract.options import ExtractOptions, ExtractReport
 from miner.extract.unit_data import UnitData, analysis_of
-from miner.frontends import clang_frontend, pch, treesitter_frontend
+from miner.frontends import clang_frontend, hip_config, pch, treesitter_frontend
 from miner.frontends.config import ParseConfig, clang_args
 from miner.frontends.model import Kernel
 from miner.frontends.parse_cache import ParseCache
@@ -252,11 +252,14 @@ class CachedParse:
         if not self.units or ref is None or self.base is None:
             return None
         extra = [d for d in variant.defines if d not in self.base.defines]
+        names = tuple(dict.fromkeys(d.partition("=")[0] for d in extra))
+        if not names or not all(hip_config.is_guard(n) for n in names):
+            return None  # the digest looks at the branches of HIP guards only
         # The precompiled prefix changes the cost, not the tokens (pch.with_defines drops it where it would).
         if replace(variant, defines=list(self.base.defines), torch_pch=None) != replace(self.base, torch_pch=None):
             return None
         digest = pickle.loads(ref).preprocessed
-        return (digest, tuple(dict.fromkeys(d.partition("=")[0] for d in extra))) if digest else None
+        return (digest, names) if digest else None
 
     def _complete(self, tu: str, res: clang_frontend.ParseResult) -> clang_frontend.ParseResult | None:
         """`res` with the reference's analysis put in where its analysis was skipped (None: no such reference

@@ -364,36 +364,50 @@ class RangeList(ctypes.Structure):
     _fields_ = [("count", ctypes.c_uint), ("ranges", ctypes.POINTER(ci.SourceRange))] if AVAILABLE else []
 
 
-def _all_skipped(tu: ci.TranslationUnit) -> list[tuple[str, int, int]]:
-    """(file, start, end) of every #if branch the preprocessor skipped (needs the detailed record)."""
+def _skipped_in(tu: ci.TranslationUnit, f: ci.File) -> list[tuple[int, int]]:
+    """Byte ranges of `f` the preprocessor skipped (#if branches not taken; needs the detailed record)."""
     lib = ci.conf.lib
-    fn = lib.clang_getAllSkippedRanges
+    fn = lib.clang_getSkippedRanges
     if fn.restype is not ctypes.POINTER(RangeList):
-        fn.restype, fn.argtypes = ctypes.POINTER(RangeList), [ci.TranslationUnit]
+        fn.restype, fn.argtypes = ctypes.POINTER(RangeList), [ci.TranslationUnit, ci.File]
         lib.clang_disposeSourceRangeList.argtypes = [ctypes.POINTER(RangeList)]
-    lst = fn(tu)
+    lst = fn(tu, f)
     if not lst:
         return []
     try:
-        out = []
-        for i in range(lst.contents.count):
-            r = lst.contents.ranges[i]
-            s, e = r.start, r.end
-            out.append((s.file.name if s.file is not None else "", s.offset, e.offset))
-        return sorted(out)
+        return [(lst.contents.ranges[i].start.offset, lst.contents.ranges[i].end.offset)
+                for i in range(lst.contents.count)]
     finally:
         lib.clang_disposeSourceRangeList(lst)
 
 
+_TESTS_GUARD: dict[str, bool] = {}  # per process: whether a file's conditionals test a HIP guard
+
+
+def _tests_guard(path: str) -> bool:
+    if path not in _TESTS_GUARD:
+        from miner.frontends.hip_config import guards  # (hip_config is a frontends module too; imported late)
+
+        try:
+            with open(path, "rb") as fh:
+                _TESTS_GUARD[path] = bool(guards(fh.read()))
+        except OSError:
+            _TESTS_GUARD[path] = True  # unknown: its branches are part of the digest
+    return _TESTS_GUARD[path]
+
+
 def _preprocessed(tu: ci.TranslationUnit, args: list[str]) -> tuple[str, list[str]]:
-    """A digest of what the preprocessor made of `tu`: the files it read (forced includes too), the
-    branches it skipped in each and every diagnostic; and those files. Parses of one file (same flags but
-    some defines) with equal digests took the same branches of every conditional."""
+    """A digest of what the preprocessor made of `tu` that tells a configuration with HIP guards defined from
+    this one: the files it read (forced includes too), the branches skipped in each file whose conditionals
+    test a HIP guard, and every diagnostic; and those files. With the guards named on `#if` lines alone
+    (`_names_used`), the other conditionals see the same macros while these take the same branches, so equal
+    digests mean the same tokens (all skipped ranges cost a tenth of the run in a torch TU: thousands)."""
     forced = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-include"]
     files = sorted({tu.spelling, *forced, *(inc.include.name for inc in tu.get_includes())})
+    skipped = [(f, _skipped_in(tu, handle)) for f in files if _tests_guard(f) and (handle := tu.get_file(f))]
     diags = [(d.severity, d.location.file.name if d.location.file else "", d.location.offset, d.spelling)
              for d in tu.diagnostics]
-    text = json.dumps([files, _all_skipped(tu), diags], separators=(",", ":"))
+    text = json.dumps([files, skipped, diags], separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest(), files
 
 
