@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import pickle
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import replace
@@ -17,7 +18,7 @@ from miner.extract import guarded
 from miner.extract import instances as instance_files
 from miner.extract.options import ExtractOptions, ExtractReport
 from miner.extract.unit_data import UnitData, analysis_of
-from miner.frontends import clang_frontend, pch, treesitter_frontend
+from miner.frontends import clang_frontend, hip_config, pch, treesitter_frontend
 from miner.frontends.config import ParseConfig, clang_args
 from miner.frontends.model import Kernel
 from miner.frontends.parse_cache import ParseCache
@@ -78,10 +79,13 @@ def _overlaps(a: Kernel, b: Kernel) -> bool:
 def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_graph.IncludeGraph,
                opts: ExtractOptions, report: ExtractReport,
                progress: Callable[[int], Callable[[], None]], units: UnitData,
-               extra: list[SourceFile] = (), cache: ParseCache | None = None, pch_folder: str = ""
+               extra: list[SourceFile] = (), cache: ParseCache | None = None, pch_folder: str = "",
+               references: dict[str, bytes] | None = None
                ) -> tuple[list[Kernel], dict[str, str], ParseConfig]:
     """Kernels from every file, for each kernel file the translation unit that parsed it, and the parse
-    configuration used (with the precompiled prefix, built under `pch_folder`, where one was built)."""
+    configuration used (with the precompiled prefix, built under `pch_folder`, where one was built).
+    `references` gets each translation unit's parse as it came (pickled: what follows changes the records),
+    for `CachedParse` to reuse in another configuration that preprocesses the same."""
     kernel_files = {f.path: f for f in files if f.has_kernel}
     inputs = {f.path for f in files}
     found: dict[tuple[str, int], Kernel] = {}
@@ -155,6 +159,9 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                 if res.error:
                     clang_failed.add(res.path)
                     continue
+                if references is not None and res.preprocessed and not groups.get(res.path):
+                    # (a group's parse reads its other files' lines: another configuration's parse does not)
+                    references[res.path] = pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL)
                 units.add(res)
                 if res.unit_error:
                     report.notes.append(f"{res.path}: closure/launch analysis failed: {res.unit_error}")
@@ -195,11 +202,13 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
 
 
 def _cached_parse(cache: ParseCache | None, graph: include_graph.IncludeGraph, data: dict[str, bytes],
-                  inputs: set[str], units: bool, reach: dict[str, set[str]] | None = None, jobs: int = 1
-                  ) -> CachedParse:
+                  inputs: set[str], units: bool, reach: dict[str, set[str]] | None = None, jobs: int = 1,
+                  references: dict[str, bytes] | None = None, base: ParseConfig | None = None) -> CachedParse:
     """One translation unit parsed in another configuration (a kernel's inactive #if branch, the HIP
-    guards), through the parse cache: on a rerun these parses were most of the time left."""
-    return CachedParse(cache, graph, data, inputs, units, {} if reach is None else reach, jobs)
+    guards), through the parse cache: on a rerun these parses were most of the time left. With
+    `references` (the translation units' parses in `base`, `_parse_all`), a configuration that adds defines
+    to `base` and preprocesses a unit the same takes the analysis of its reference parse."""
+    return CachedParse(cache, graph, data, inputs, units, {} if reach is None else reach, jobs, references, base)
 
 
 class CachedParse:
@@ -208,9 +217,12 @@ class CachedParse:
     on two cores the HIP configuration's parses were a serial tail of the run)."""
 
     def __init__(self, cache: ParseCache | None, graph: include_graph.IncludeGraph, data: dict[str, bytes],
-                 inputs: set[str], units: bool, reach: dict[str, set[str]], jobs: int) -> None:
+                 inputs: set[str], units: bool, reach: dict[str, set[str]], jobs: int,
+                 references: dict[str, bytes] | None = None, base: ParseConfig | None = None) -> None:
         self.cache, self.graph, self.data, self.inputs, self.units = cache, graph, data, inputs, units
         self.reach, self.jobs = reach, jobs
+        self.references, self.base = references or {}, base
+        self.reused = 0  # parses whose analysis was their reference parse's (a test reads it)
         self._ready: dict[tuple[str, str], clang_frontend.ParseResult] = {}  # prefetched, by (tu, key)
         self._missed: set[tuple[str, str]] = set()  # looked up by prefetch already: not counted twice
 
@@ -226,16 +238,45 @@ class CachedParse:
     def __call__(self, tu: str, variant: ParseConfig) -> clang_frontend.ParseResult:
         key = self._key(tu, variant)
         ready = self._ready.pop((tu, key), None)
-        if ready is not None:
-            return ready
-        hit = (self.cache.load(key) if self.cache is not None and (tu, key) not in self._missed else None)
-        if hit is not None:
-            return hit
+        if ready is None and self.cache is not None and (tu, key) not in self._missed:
+            ready = self.cache.load(key)
+        if ready is not None and (done := self._complete(tu, ready)) is not None:
+            return done
         self._missed.discard((tu, key))
-        res = _parse_variant((tu, variant, self.inputs, self.units))
+        res = _parse_variant((tu, variant, self.inputs, self.units, self._same_as(tu, variant)))
         if self.cache is not None and not res.error:
             self.cache.store(key, res)
-        return res
+        done = self._complete(tu, res)
+        if done is None:  # (cannot happen: the reference was there when the parse was asked to reuse it)
+            done = _parse_variant((tu, variant, self.inputs, self.units, None))
+        return done
+
+    def _same_as(self, tu: str, variant: ParseConfig) -> tuple[str, tuple[str, ...]] | None:
+        """What a parse of `tu` in `variant` may reuse: the reference parse's digest and the macros `variant`
+        defines beyond `base` (only when defines are all it adds)."""
+        ref = self.references.get(tu)
+        if not self.units or ref is None or self.base is None:
+            return None
+        extra = [d for d in variant.defines if d not in self.base.defines]
+        names = tuple(dict.fromkeys(d.partition("=")[0] for d in extra))
+        if not names or not all(hip_config.is_guard(n) for n in names):
+            return None  # the digest looks at the branches of HIP guards only
+        # The precompiled prefix changes the cost, not the tokens (pch.with_defines drops it where it would).
+        if replace(variant, defines=list(self.base.defines), torch_pch=None) != replace(self.base, torch_pch=None):
+            return None
+        digest = pickle.loads(ref).preprocessed
+        return (digest, names) if digest else None
+
+    def _complete(self, tu: str, res: clang_frontend.ParseResult) -> clang_frontend.ParseResult | None:
+        """`res` with the reference's analysis put in where its analysis was skipped (None: no such reference
+        now; a fresh copy each time, as a parse of its own would give)."""
+        if not res.reused:
+            return res
+        ref = pickle.loads(self.references[tu]) if tu in self.references else None
+        if ref is None or ref.preprocessed != res.preprocessed:
+            return None
+        self.reused += 1
+        return replace(res, analysis=ref.analysis, unit_error=ref.unit_error, reused=False)
 
     def prefetch(self, parses: list[tuple[str, ParseConfig]]) -> None:
         """Parse these now, the cache's misses in parallel; `__call__` then hands each result out once."""
@@ -252,7 +293,7 @@ class CachedParse:
                 todo.append((tu, key, variant))
         if len(todo) < 2 or self.jobs < 2:
             return  # nothing to overlap: __call__ parses it
-        jobs = [(tu, variant, self.inputs, self.units) for tu, _key, variant in todo]
+        jobs = [(tu, variant, self.inputs, self.units, self._same_as(tu, variant)) for tu, _key, variant in todo]
         with mp.get_context("fork").Pool(min(self.jobs, len(todo))) as pool:
             results = pool.map(_parse_variant, jobs, chunksize=1)
         for (tu, key, _variant), res in zip(todo, results, strict=True):
@@ -262,11 +303,13 @@ class CachedParse:
             self._ready[(tu, key)] = res
 
 
-def _parse_variant(job: tuple[str, ParseConfig, set[str], bool]) -> clang_frontend.ParseResult:
-    tu, variant, inputs, units = job
-    res = clang_frontend.parse(tu, variant, inputs, analyse=_analysis(units))
+def _parse_variant(job: tuple[str, ParseConfig, set[str], bool, tuple[str, tuple[str, ...]] | None]
+                   ) -> clang_frontend.ParseResult:
+    tu, variant, inputs, units, same_as = job
+    res = clang_frontend.parse(tu, variant, inputs, analyse=_analysis(units), same_as=same_as)
     if res.error and variant.torch_pch:  # the prefix refused (it should not): the plain stub
-        res = clang_frontend.parse(tu, replace(variant, torch_pch=None), inputs, analyse=_analysis(units))
+        res = clang_frontend.parse(tu, replace(variant, torch_pch=None), inputs, analyse=_analysis(units),
+                                   same_as=same_as)
     return res
 
 

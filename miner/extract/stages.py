@@ -52,10 +52,14 @@ class CudaRun:
     flags_of: dict[str, Any] = field(default_factory=dict)
     config: ParseConfig | None = None
     unit_data: UnitData = field(default_factory=UnitData)  # parse
+    # Each translation unit's parse as it came, pickled (parse): a HIP configuration that preprocesses a unit
+    # the same takes its analysis instead of running it again.
+    references: dict[str, bytes] = field(default_factory=dict)
     cache: ParseCache | None = None
     kernels: list[Kernel] = field(default_factory=list)
     tu_of: dict[str, str] = field(default_factory=dict)
     hip_variants: list[Any] = field(default_factory=list)  # hip variants
+    hip_parse: Any = None  # hip variants: its parse (its `reused` count)
     # parse: the configuration the parse used (with the precompiled prefix where one was built) and the
     # prefix's folder, kept until the run ends: the HIP configuration's parses use the prefix too.
     parse_config: ParseConfig | None = None
@@ -141,16 +145,21 @@ def _parse(run: CudaRun) -> None:
     run.pch_folder = tempfile.TemporaryDirectory(prefix="km-pch-")
     run.kernels, run.tu_of, run.parse_config = _parse_all(run.files, run.config, run.graph, run.opts, run.report,
                                                           run.progress, run.unit_data, run.extra, run.cache,
-                                                          run.pch_folder.name)
+                                                          run.pch_folder.name, run.references)
     run.unit_data.match_declared(run.kernels)
 
 
 def _hip_variants(run: CudaRun) -> None:
     inputs = {f.path for f in run.files}
     hip_parse = _cached_parse(run.cache, run.graph, {f.path: f.data for f in [*run.files, *run.extra]}, inputs,
-                              run.units, jobs=run.opts.jobs)
+                              run.units, jobs=run.opts.jobs, references=run.references,
+                              base=run.parse_config or run.config)
+    run.hip_parse = hip_parse
     run.hip_variants = hip_config.variants(run.files, run.extra, run.graph, run.parse_config or run.config,
                                            run.kernels, run.tu_of, inputs, run.unit_data, UnitData, hip_parse)
+    if hip_parse.reused:
+        run.report.notes.append(f"{hip_parse.reused} HIP-configuration parses preprocessed like their translation "
+                                f"unit: its analysis reused")
 
 
 def _write(run: CudaRun) -> None:

@@ -7,7 +7,10 @@ as plain data (`ParseResult.analysis`), so this module knows nothing of `units/`
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import hashlib
+import json
 import os
 import re
 from collections.abc import Callable
@@ -60,6 +63,13 @@ class ParseResult:
     # boundary and sits in the parse cache. None without an analysis, or when it failed (`unit_error`).
     analysis: dict[str, Any] | None = None
     unit_error: str | None = None
+    # With units: a digest of what the preprocessor made of this TU (the files it read, the #if branches it
+    # skipped in each, every diagnostic). Two parses of one file whose digests match saw the same tokens.
+    preprocessed: str | None = None
+    # The analysis was not run: this parse preprocessed like the reference parse named by `parse(same_as=)`
+    # (same digest, and no file names one of the extra defines but on an `#if` line), so its analysis is the
+    # reference's, which the caller puts in (extract/parse.py). `analysis` is None then.
+    reused: bool = False
 
 
 @dataclass
@@ -236,10 +246,13 @@ _PREPROCESSING = {K.MACRO_DEFINITION, K.MACRO_INSTANTIATION, K.INCLUSION_DIRECTI
 
 
 def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | None = None,
-          analyse: Analysis | None = None, instances: list[str] | tuple[str, ...] = ()) -> ParseResult:
+          analyse: Analysis | None = None, instances: list[str] | tuple[str, ...] = (),
+          same_as: tuple[str, tuple[str, ...]] | None = None) -> ParseResult:
     """Parse `path`; report kernels defined in any file of `inputs` that this TU sees, and what `analyse`
     finds in the live TU (`ParseResult.analysis`), reading the explicit instantiations of `instances`
-    (files that are this TU but for those lines, `extract/instances.py`) as the TU's own."""
+    (files that are this TU but for those lines, `extract/instances.py`) as the TU's own.
+    `same_as` is (the `preprocessed` digest of another parse of `path`, the macros this configuration defines
+    beyond that one's): when this parse comes out the same, the analysis is skipped (`ParseResult.reused`)."""
     with_units = analyse is not None
     result = ParseResult(path=path)
     if not AVAILABLE:
@@ -273,7 +286,7 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
         except ci.TranslationUnitLoadError:
             return None
     try:
-        return _walk(tu, path, config, inputs, analyse, result, list(instances), probe)
+        return _walk(tu, path, config, inputs, analyse, result, list(instances), probe, same_as, args)
     finally:
         cindex_speed.release(tu)
 
@@ -292,8 +305,14 @@ def _local_index() -> ci.Index:
 
 
 def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[str], analyse: Analysis | None,
-          result: ParseResult, instances: list[str], probe: Callable[[str], Any] | None = None) -> ParseResult:
+          result: ParseResult, instances: list[str], probe: Callable[[str], Any] | None = None,
+          same_as: tuple[str, tuple[str, ...]] | None = None, args: list[str] | None = None) -> ParseResult:
     with_units = analyse is not None
+    if with_units:
+        result.preprocessed, read = _preprocessed(tu, args or [])
+        if same_as is not None and same_as[0] == result.preprocessed and not _names_used(read, same_as[1]):
+            # The same tokens as the reference parse: its analysis is this one's (the caller puts it in).
+            result.reused, analyse, with_units = True, None, False
     sources = _Sources()
     diag_cache: dict[str, dict] = {}
     norm = _Normalizer()
@@ -342,6 +361,80 @@ def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[st
 
 
 _LAUNCH_API = re.compile(rb"\b(?:cudaLaunch\w*|hipLaunchKernel|hipLaunchCooperativeKernel|cuLaunchKernel\w*)\s*\(")
+
+
+class RangeList(ctypes.Structure):
+    """libclang's CXSourceRangeList (the one class for it: ctypes tells two apart in argtypes)."""
+
+    _fields_ = [("count", ctypes.c_uint), ("ranges", ctypes.POINTER(ci.SourceRange))] if AVAILABLE else []
+
+
+def _skipped_in(tu: ci.TranslationUnit, f: ci.File) -> list[tuple[int, int]]:
+    """Byte ranges of `f` the preprocessor skipped (#if branches not taken; needs the detailed record)."""
+    lib = ci.conf.lib
+    fn = lib.clang_getSkippedRanges
+    if fn.restype is not ctypes.POINTER(RangeList):
+        fn.restype, fn.argtypes = ctypes.POINTER(RangeList), [ci.TranslationUnit, ci.File]
+        lib.clang_disposeSourceRangeList.argtypes = [ctypes.POINTER(RangeList)]
+    lst = fn(tu, f)
+    if not lst:
+        return []
+    try:
+        return [(lst.contents.ranges[i].start.offset, lst.contents.ranges[i].end.offset)
+                for i in range(lst.contents.count)]
+    finally:
+        lib.clang_disposeSourceRangeList(lst)
+
+
+_TESTS_GUARD: dict[str, bool] = {}  # per process: whether a file's conditionals test a HIP guard
+
+
+def _tests_guard(path: str) -> bool:
+    if path not in _TESTS_GUARD:
+        from miner.frontends.hip_config import guards  # (hip_config is a frontends module too; imported late)
+
+        try:
+            with open(path, "rb") as fh:
+                _TESTS_GUARD[path] = bool(guards(fh.read()))
+        except OSError:
+            _TESTS_GUARD[path] = True  # unknown: its branches are part of the digest
+    return _TESTS_GUARD[path]
+
+
+def _preprocessed(tu: ci.TranslationUnit, args: list[str]) -> tuple[str, list[str]]:
+    """A digest of what the preprocessor made of `tu` that tells a configuration with HIP guards defined from
+    this one: the files it read (forced includes too), the branches skipped in each file whose conditionals
+    test a HIP guard, and every diagnostic; and those files. With the guards named on `#if` lines alone
+    (`_names_used`), the other conditionals see the same macros while these take the same branches, so equal
+    digests mean the same tokens (all skipped ranges cost a tenth of the run in a torch TU: thousands)."""
+    forced = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-include"]
+    files = sorted({tu.spelling, *forced, *(inc.include.name for inc in tu.get_includes())})
+    skipped = [(f, _skipped_in(tu, handle)) for f in files if _tests_guard(f) and (handle := tu.get_file(f))]
+    diags = [(d.severity, d.location.file.name if d.location.file else "", d.location.offset, d.spelling)
+             for d in tu.diagnostics]
+    text = json.dumps([files, skipped, diags], separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest(), files
+
+
+_CONDITION = re.compile(rb"[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef)\b")
+
+
+def _names_used(files: list[str], names: tuple[str, ...]) -> bool:
+    """Whether a file names one of `names` anywhere but on an `#if`-family line. Only there can a define
+    change nothing when the same branches are taken (`#define X NAME`, a use in code, `#include NAME` would)."""
+    words = [re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(n.encode()) + rb"(?![A-Za-z0-9_])") for n in names]
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return True
+        for w in words:
+            for m in w.finditer(data):
+                line = data.rfind(b"\n", 0, m.start()) + 1
+                if not _CONDITION.match(data, line):
+                    return True  # (a continued `#if` line's second line counts as a use too)
+    return False
 
 
 def _declared_only(c: ci.Cursor) -> bool:

@@ -45,6 +45,11 @@ def guards(data: bytes) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def is_guard(name: str) -> bool:
+    """Whether `name` is one of the HIP guards `guards` finds (a parse's digest covers their branches)."""
+    return _GUARD.fullmatch(name.encode()) is not None
+
+
 def native_reason(path: str, data: bytes) -> str | None:
     """Why a kernel file is HIP code already, or None. A `#include <hip/...>` on the HIP side of a HIP guard
     (`#ifdef USE_HIP` ... `#else #include <cuda_runtime.h>`) is no reason: that file is CUDA in the CUDA build."""

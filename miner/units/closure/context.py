@@ -13,6 +13,7 @@ from typing import Any
 
 import clang.cindex as ci
 
+from miner.frontends.clang_frontend import RangeList as _RangeList
 from miner.frontends.config import stub_dir
 
 K = ci.CursorKind
@@ -295,10 +296,6 @@ class TUContext:
 
     def sort_key(self, path: str, offset: int) -> tuple[int, ...]:
         return (*self.chain.get(path, (1 << 30,)), offset)
-
-
-class _RangeList(ctypes.Structure):
-    _fields_ = [("count", ctypes.c_uint), ("ranges", ctypes.POINTER(ci.SourceRange))]
 
 
 def _skipped_ranges(tu: ci.TranslationUnit, f: ci.File | None) -> list[tuple[int, int]]:

@@ -26,7 +26,15 @@ import clang.cindex as ci
 from miner.frontends.common import split_top
 from miner.units.launches.cursors import _template_args
 from miner.units.launches.record import _COMMENT, K, Launch
-from miner.units.launches.state import _kernel_key, _kernel_refs, _record_aliases, _State, _written_args
+from miner.units.launches.state import (
+    REF,
+    _kernel_key,
+    _kernel_refs,
+    _record_aliases,
+    _State,
+    _written_args,
+    subtree_flags,
+)
 from miner.units.launches.text import _src, substitute
 from miner.units.launches.values import _values
 
@@ -91,6 +99,8 @@ _PLAIN_REF = re.compile(r"^[&(\s]*(?:\(\s*void\s*\*\s*\)\s*)?&?\s*(?:[\w:]*::)?(
 def note_call(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: list[ci.Cursor], in_lambda: bool,
               host_key: tuple[str, int] | None) -> None:
     """Keep a call that passes a kernel itself as an argument until every helper of the TU is known."""
+    if not subtree_flags(st, call) & REF:
+        return  # (its arguments are in its subtree: none names a kernel)
     name = call.spelling
     if not name and children:  # a dependent call (in a template) has no spelling: its callee's overload set does
         name = next((d.spelling for d in children[0].walk_preorder() if d.kind == K.OVERLOADED_DECL_REF), "")

@@ -9,7 +9,7 @@ import clang.cindex as ci
 
 from miner.units.launches.cursors import _aliases, _key, _primary, _targets, _template_args, _tparams
 from miner.units.launches.record import _FUNCS, _MAX_DEPTH, K
-from miner.units.launches.state import _add, _DepCall, _State, _written_args
+from miner.units.launches.state import LAMBDA, _add, _DepCall, _State, _written_args, subtree_flags
 from miner.units.launches.tables import _match_partial
 from miner.units.launches.text import _angle_args, _src, substitute, substitute_aliases
 
@@ -181,6 +181,8 @@ def _lambda_lists(st: _State, call: ci.Cursor, children: list[ci.Cursor]) -> Non
     """A call that passes a generic lambda (`auto` parameter) and names a list of integral constants in
     its template arguments (`for_each<list_c<int, 64, 32>>([&](auto Tile) {...})`): the lambda runs once
     per value, so its parameter takes each of them."""
+    if not subtree_flags(st, call) & LAMBDA:
+        return  # (its arguments are in its subtree: no lambda among them)
     lambdas = [x for a in children[1:] for x in a.walk_preorder() if x.kind == K.LAMBDA_EXPR]
     if not lambdas or not children:
         return

@@ -4,6 +4,7 @@ kernel keys, kernels named by an expression, the template arguments written at a
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,61 @@ class _State:
     # own key) -> the class template's cursor and key (miner.units.launches.class_scope).
     classes: dict[tuple[str, int], ci.Cursor] = field(default_factory=dict)
     class_keys: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
+    # What an expression's subtree holds (`subtree_flags`), by (cursor kind, the expression's address).
+    flags: dict[tuple[int, int], int] = field(default_factory=dict)
+    flag_walks: int = 0  # subtrees walked for their flags (a test reads it)
+
+
+# Flags of a subtree: a reference that may name a kernel (what `_kernel_refs` resolves), a lambda.
+REF, LAMBDA = 1, 2
+_REF_KINDS = (K.DECL_REF_EXPR.value, K.OVERLOADED_DECL_REF.value)
+_LAMBDA_KIND = K.LAMBDA_EXPR.value
+
+
+def _flag_key(c: ci.Cursor) -> tuple[int, int] | None:
+    """An expression's or statement's key: its kind and the address of the clang node (a cursor's second data
+    word); other cursors (declarations) have none."""
+    kid = c._kind_id
+    return (kid, c.data[1]) if 100 <= kid < 350 and c.data[1] else None  # (Expr 100-199, Stmt 200-349)
+
+
+def subtree_flags(st: _State, c: ci.Cursor) -> int:
+    """REF | LAMBDA as `c`'s subtree holds them. The walk visits a call's arguments before the calls inside
+    them, and each call asked its arguments' subtrees again (`note_call`, `_lambda_lists`): a tenth of an MMCV
+    run. Now the first asked walks its subtree once and keeps the flags of every expression in it."""
+    key = _flag_key(c)
+    got = st.flags.get(key) if key is not None else None
+    if got is not None:
+        return got
+    st.flag_walks += 1
+    keys: list[tuple[int, int] | None] = []
+    parents: list[int] = []
+    flags: list[int] = []
+    stack: list[tuple[ci.Cursor, int]] = [(c, -1)]
+    names = st.names
+    while stack:
+        d, parent = stack.pop()
+        kid = d._kind_id
+        f = 0
+        if kid in _REF_KINDS:
+            name = d.spelling
+            f = REF if not name or name in names else 0
+        elif kid == _LAMBDA_KIND:
+            f = LAMBDA
+        index = len(flags)
+        flags.append(f)
+        parents.append(parent)
+        keys.append(_flag_key(d))
+        children = list(d.get_children())
+        children.reverse()
+        stack.extend((ch, index) for ch in children)
+    for i in range(len(flags) - 1, 0, -1):  # preorder: a parent comes before its children
+        flags[parents[i]] |= flags[i]
+    table = st.flags
+    for k, f in zip(keys, flags, strict=True):
+        if k is not None:
+            table[k] = f
+    return flags[0]
 
 
 def _add(table: dict[tuple[str, int], list[list[str]]], key: tuple[str, int], args: list[str]) -> bool:
@@ -74,9 +130,12 @@ def _add(table: dict[tuple[str, int], list[list[str]]], key: tuple[str, int], ar
 
 def _kernel_refs(st: _State, c: ci.Cursor) -> list[tuple[ci.Cursor, ci.Cursor]]:
     """(reference expression, kernel declaration) pairs in `c`'s subtree."""
+    key = _flag_key(c)
+    if key is not None and (st.flags.get(key, REF) & REF) == 0:
+        return []  # its subtree holds no reference a kernel could be named by (`subtree_flags`)
     out = []
     seen: set[tuple[Any, ...]] = set()
-    for d in c.walk_preorder():
+    for d in _ref_walk(st, c):
         if d.kind not in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF):
             continue
         # A reference names what it refers to: one whose name is no kernel's cannot resolve to a kernel (a
@@ -92,6 +151,19 @@ def _kernel_refs(st: _State, c: ci.Cursor) -> list[tuple[ci.Cursor, ci.Cursor]]:
                 seen.add(sig)
                 out.append((d, t))
     return out
+
+
+def _ref_walk(st: _State, c: ci.Cursor) -> Iterator[ci.Cursor]:
+    """`c.walk_preorder()` but for the subtrees `subtree_flags` found to hold no possible kernel reference
+    (the references come out in the same order: only nodes nothing is read from are left out)."""
+    flags = st.flags
+    stack = [c]
+    while stack:
+        d = stack.pop()
+        yield d
+        children = [ch for ch in d.get_children() if (k := _flag_key(ch)) is None or flags.get(k, REF) & REF]
+        children.reverse()
+        stack.extend(children)
 
 
 def _kernel_key(st: _State, t: ci.Cursor) -> tuple[str, int] | None:
