@@ -11,6 +11,9 @@ Modules, one job each:
   compute   the walk from the kernel over the AST that collects its closure (`compute`)
   siblings  declarations one macro writes beside a kernel (host specializations that launch it)
   text      the closure as text (`render_pieces`), the `#include`s a unit keeps, unresolved names
+  dropped   namespace-scope declarations the parse dropped (their text names a library it only stands in for)
+  operators a type's `__device__` operators, which come with the type
+  usings    the using-directives, using-declarations and namespace aliases a unit keeps
 """
 
 from miner.units.closure.compute import compute
