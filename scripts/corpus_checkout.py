@@ -18,7 +18,6 @@ Exit 1 when any repository could not be written.
 from __future__ import annotations
 
 import argparse
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -33,18 +32,11 @@ def git(gitdir: Path, *args: str) -> str:
 
 
 def entries(lists: list[Path]) -> list[tuple[str, str, str]]:
-    out = []
-    for path in lists:
-        for raw in path.read_text(encoding="utf-8").splitlines():
-            line = raw.split("#", 1)[0].strip()
-            if not line:
-                continue
-            parts = shlex.split(line)
-            if len(parts) < 2 or "@" not in parts[0]:
-                sys.exit(f"corpus_checkout: error: bad line in {path}: {raw!r}")
-            name, commit = parts[0].split("@", 1)
-            out.append((name, commit, parts[1]))
-    return out
+    """(owner/name, commit, checkout dir) of every line, read as scripts/mine_corpus.py reads them."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from mine_corpus import read_list
+
+    return [(*repo.ident.split("@", 1), repo.checkout) for path in lists for repo in read_list(path)]
 
 
 def write_tree(gitdir: Path, rev: str, stage: Path) -> int:

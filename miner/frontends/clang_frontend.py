@@ -369,8 +369,9 @@ class RangeList(ctypes.Structure):
     _fields_ = [("count", ctypes.c_uint), ("ranges", ctypes.POINTER(ci.SourceRange))] if AVAILABLE else []
 
 
-def _skipped_in(tu: ci.TranslationUnit, f: ci.File) -> list[tuple[int, int]]:
-    """Byte ranges of `f` the preprocessor skipped (#if branches not taken; needs the detailed record)."""
+def skipped_in(tu: ci.TranslationUnit, f: ci.File) -> list[tuple[int, int]]:
+    """Byte ranges of `f` the preprocessor skipped (#if branches not taken; needs the detailed record). The one
+    caller of clang_getSkippedRanges: the closure's inactive-branch checks use it too."""
     lib = ci.conf.lib
     fn = lib.clang_getSkippedRanges
     if fn.restype is not ctypes.POINTER(RangeList):
@@ -409,7 +410,7 @@ def _preprocessed(tu: ci.TranslationUnit, args: list[str]) -> tuple[str, list[st
     digests mean the same tokens (all skipped ranges cost a tenth of the run in a torch TU: thousands)."""
     forced = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-include"]
     files = sorted({tu.spelling, *forced, *(inc.include.name for inc in tu.get_includes())})
-    skipped = [(f, _skipped_in(tu, handle)) for f in files if _tests_guard(f) and (handle := tu.get_file(f))]
+    skipped = [(f, skipped_in(tu, handle)) for f in files if _tests_guard(f) and (handle := tu.get_file(f))]
     diags = [(d.severity, d.location.file.name if d.location.file else "", d.location.offset, d.spelling)
              for d in tu.diagnostics]
     text = json.dumps([files, skipped, diags], separators=(",", ":"))

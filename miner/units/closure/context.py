@@ -4,7 +4,6 @@ their names per namespace, the #defines in force and the include order of its fi
 from __future__ import annotations
 
 import bisect
-import ctypes
 import os
 import re
 from collections.abc import Callable
@@ -13,7 +12,7 @@ from typing import Any
 
 import clang.cindex as ci
 
-from miner.frontends.clang_frontend import RangeList as _RangeList
+from miner.frontends.clang_frontend import skipped_in
 from miner.frontends.config import stub_dir
 
 K = ci.CursorKind
@@ -300,21 +299,7 @@ class TUContext:
 
 def _skipped_ranges(tu: ci.TranslationUnit, f: ci.File | None) -> list[tuple[int, int]]:
     """Byte ranges of `f` inside inactive #if branches (needs the detailed preprocessing record)."""
-    if f is None:
-        return []
-    lib = ci.conf.lib
-    fn = lib.clang_getSkippedRanges
-    if fn.restype is not ctypes.POINTER(_RangeList):
-        fn.restype, fn.argtypes = ctypes.POINTER(_RangeList), [ci.TranslationUnit, ci.File]
-        lib.clang_disposeSourceRangeList.argtypes = [ctypes.POINTER(_RangeList)]
-    lst = fn(tu, f)
-    if not lst:
-        return []
-    try:
-        return [(lst.contents.ranges[i].start.offset, lst.contents.ranges[i].end.offset)
-                for i in range(lst.contents.count)]
-    finally:
-        lib.clang_disposeSourceRangeList(lst)
+    return [] if f is None else skipped_in(tu, f)
 
 
 def _class_key(norm, c: ci.Cursor) -> tuple[str, int]:
