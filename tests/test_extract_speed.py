@@ -4,6 +4,7 @@ methods. Each must give the results of the plain way exactly: real libclang pars
 
 from __future__ import annotations
 
+import importlib
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -306,3 +307,41 @@ def test_call_arguments_walked_once_for_kernel_references(monkeypatch: pytest.Mo
     assert not with_flags.unit_error and with_flags.analysis == without.analysis
     # (7,286 against 8,811 here: the rest is the closures' and the kernels' own walks)
     assert visits_with < 0.85 * visits[0], (visits_with, visits[0])
+
+
+def test_closure_walks_each_declaration_once_per_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/fixtures/speed_shared: three kernels reach the same helpers and struct. The closure's walk of a
+    declaration depends on the declaration alone (`compute._events`), so the translation unit's kernels
+    share it; each kernel's closure must be what a walk of its own gives."""
+    from miner.frontends import clang_frontend
+    from miner.frontends.config import ParseConfig
+    from miner.units.analysis import analyse
+
+    compute = importlib.import_module("miner.units.closure.compute")  # (the package exports its function)
+    if not clang_frontend.AVAILABLE:
+        pytest.skip("libclang not installed")
+    path = str((FIXTURES / "speed_shared" / "shared.cu").resolve())
+    calls = [0]
+    original = compute._events
+
+    def counted(ctx, cur, scope):
+        calls[0] += 1
+        return original(ctx, cur, scope)
+
+    monkeypatch.setattr(compute, "_events", counted)
+    shared = clang_frontend.parse(path, ParseConfig(), {path}, analyse=analyse)
+    once = calls[0]
+
+    def forgetful(ctx, cur, scope):  # the old way: every kernel walks what it reaches
+        calls[0] += 1
+        got = original(ctx, cur, scope)
+        ctx.__dict__["_closure_events"] = {}
+        return got
+
+    monkeypatch.setattr(compute, "_events", forgetful)
+    calls[0] = 0
+    alone = clang_frontend.parse(path, ParseConfig(), {path}, analyse=analyse)
+    assert not shared.unit_error and shared.analysis == alone.analysis
+    assert len(shared.analysis["closures"]) == 3
+    # 6 walks (3 kernels, helper, inner, Pair) against 12, one per kernel reaching each
+    assert once < calls[0] - 4, (once, calls[0])

@@ -79,9 +79,10 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     vend = Vendored.of(ctx)
     # A library's own kernel inlines its own part (`3rdparty/hash/`) as before; the other parts of that
     # third-party folder (a header-only `3rdparty/robin_hood.h` beside it) stay #includes.
-    own = vend.library_of(kernel_path)
-    own_part = own.part_of(kernel_path) if own is not None else None
-    own_rest = own.without(own_part) if own is not None and own_part is not None else None
+    # (`own_lib`, not `own`: a walk's local of that name once shadowed it in `vendored`, inlining no part)
+    own_lib = vend.library_of(kernel_path)
+    own_part = own_lib.part_of(kernel_path) if own_lib is not None else None
+    own_rest = own_lib.without(own_part) if own_lib is not None and own_part is not None else None
     used: dict[str, Library] = {}  # vendored libraries the unit #includes instead of inlining
 
     copies = ToolkitCopies.of(ctx)
@@ -93,7 +94,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
             headers.setdefault(h)  # the toolkit's own header, not the project's copy (closure.toolkit_copies)
             return True
         lib = vend.library_of(path)
-        if lib is not None and lib is own:
+        if lib is not None and lib is own_lib:
             lib = None if lib.part_of(path) == own_part else own_rest
         if lib is None:
             return False
@@ -169,6 +170,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                     texts.append(dp)
                     with_operators(dp)
 
+    events_of = ctx.memo("_closure_events", dict)  # per TU: see _events
     while work or texts:
         if texts:
             dp = texts.pop()
@@ -182,103 +184,26 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                     take(*found[0])
             continue
         cur, scope = work.pop()
-        drop: dict[tuple[int, int], str] = {}
-        if cur.kind in _CLASS_KINDS:
-            drop = _host_members_to_drop(ctx, cur)
-            drop.update(host_bodies_to_drop(ctx, cur, drop))
-            drop.update(unresolved_bases(ctx, cur))
-            if drop:
-                found = ctx.piece_at(ctx.norm(cur.extent.start.file.name), cur.extent.start.offset)
-                if found is not None:
-                    found[0].cuts = tuple((s0, e0, why) for (s0, e0), why in sorted(drop.items()))
-        own = _own_text(ctx, cur, drop)
-        idents = _IDENT.findall(own)
+        got = events_of.get((cur, scope))
+        if got is None:
+            got = events_of[(cur, scope)] = _events(ctx, cur, scope)
+        idents, events = got
         tokens += idents
-        if dropped:
-            take_text(scope, own)
-        for c in _walk(cur, drop):
-            if c.kind == K.NAMESPACE_REF and c.referenced is not None and c.referenced.kind == K.NAMESPACE_ALIAS:
-                refs = [c.referenced]  # `my_cub::BlockLoad`: the alias `namespace my_cub = cub;` comes along
-            elif c.kind == K.FRIEND_DECL:
-                # `template <typename, typename, int> friend struct detail::caster;`: a friend named with a
-                # qualifier must be declared before the class, so its first declaration comes along (an
-                # unqualified friend declares itself in the enclosing namespace and needs nothing).
-                refs = [ch.canonical for ch in c.get_children()
-                        if ch.kind in _FRIEND_KINDS and ch.semantic_parent is not None
-                        and cur.semantic_parent is not None and ch.semantic_parent != cur.semantic_parent
-                        and ch.canonical.location.file is not None]
-            elif c.kind not in _REF_KINDS:
-                continue
-            elif c.kind == K.OVERLOADED_DECL_REF:
-                # Unresolved overload set (dependent call): every repo function of that name, and the
-                # shim it names (`at::native::fastAtomicAdd(p, i, n, v, true)` in a template kernel).
-                refs = [gc for lst in ctx.groups_named(c.spelling) for _gp, gc in lst]
-                # A CUDA built-in the shim overloads for Half (`atomicAdd`) stays a built-in.
-                decls = [d for d in overloaded(c) if d is not None and d.location.file is not None]
-                if decls and all(_is_torch_shim(ctx, ctx.norm(d.location.file.name)) for d in decls):
-                    refs += decls
-            else:
-                refs = [c.referenced]
-            for r in refs:
-                if r is None or r.location.file is None:
+        for ev in events:
+            if ev[0] == "take":
+                take(ev[1], ev[2])
+            elif ev[0] == "ref":  # (definition's path and offset), its piece or None
+                if skip and ev[1] in skip:
                     continue
-                rpath = ctx.norm(r.location.file.name)
-                if rpath not in ctx.inputs:
-                    if _is_torch_shim(ctx, rpath):
-                        shims.add(r.spelling)
-                    elif (h := _toolkit_header_of_shim(ctx, rpath)) is not None:
-                        # `half2` that the repo only had through torch/extension.h: the unit, which has
-                        # no torch, includes the toolkit header our parse shim stands for.
-                        headers.setdefault(h)
-                    continue
-                d = r.get_definition() or r
-                dpath = ctx.norm(d.location.file.name) if d.location.file else rpath
-                if skip and (dpath, d.location.offset) in skip:
-                    continue
-                found = ctx.piece_at(dpath, d.location.offset)
-                if found is not None and (found[0].path, found[0].start) not in hosts:
+                if (found := ev[2]) is not None and (found[0].path, found[0].start) not in hosts:
                     take(*found)
-        for quals, name, is_global in _unvisited(ctx, cur, drop):
-            # `noexcept(detail::sw::nothrow<T>::value)`, `__launch_bounds__(kThreads)`, `alignas(kAlign)`:
-            # libclang exposes no cursor for these argument lists (closure.unvisited), so the names they
-            # write are looked up in the scopes visible from the declaration; a qualifier that is no
-            # namespace (`Outer::kSize`) brings the class that owns the name.
-            for ns, nm in [(s, name) for s in candidate_scopes(scope, quals, is_global)] + [
-                    (s, quals[0]) for s in candidate_scopes(scope, (), is_global) if quals]:
-                if found_here := ctx.by_name.get((ns, nm), [])[:1]:
-                    take(*found_here[0])
-                    break
-            else:  # none there: the namespaces a `using namespace` brings into view
-                for ns in using_scopes(ctx, scope):
-                    if found_here := ctx.by_name.get((ns + quals, name), [])[:1]:
-                        take(*found_here[0])
-                        break
-        if ctx.has_errors(cur) or _is_variable_template(cur):
-            # A variable template is one cursor without children in libclang 18: what its initializer
-            # names is found through its text, as in a function whose expressions the parse dropped.
-            # The parse dropped invalid expressions (a name its stub lacked): their calls are missing
-            # from the AST. Fall back to the names in the text, looked up in the scopes visible here.
-            for name in dict.fromkeys(idents):
-                for i in range(len(scope), -1, -1):
-                    for gp, gc in ctx.by_name.get((scope[:i], name), [])[:1]:
-                        take(gp, gc)
-            # A qualified name (`compat::maxOp()` whose deduced type the parse lost) lives in the namespace its
-            # qualifiers name, which no enclosing scope of the cursor reaches.
-            for quals, name, is_global in names_in(own):
-                if quals and (found := next((lst[:1] for s in candidate_scopes(scope, quals, is_global)
-                                             if (lst := ctx.by_name.get((s, name)))), None)):
-                    take(*found[0])
-        if cur.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD) or cur.kind in _CLASS_KINDS:
-            # nvcc's host pass compiles the `#else` of `#if __CUDA_ARCH__ >= 800` the parse skipped; in a
-            # class, the branches of its members' bodies (a `__host__ __device__` destructor whose host side
-            # calls a function only declared in the header).
-            # Looked up in the scopes visible here, else in any (a `using namespace` makes it visible, as
-            # for a dependent call's overload set).
-            for name in host_pass_names(ctx, cur):
-                found = next((lst[:1] for i in range(len(scope), -1, -1)
-                              if (lst := ctx.by_name.get((scope[:i], name), []))), None)
-                for gp, gc in found if found is not None else [g[0] for g in ctx.groups_named(name)]:
-                    take(gp, gc)
+            elif ev[0] == "text":
+                if dropped:
+                    take_text(scope, ev[1])
+            elif ev[0] == "shim":
+                shims.add(ev[1])
+            else:
+                headers.setdefault(ev[1])
     files = {kernel_path} | {p.path for p in pieces}
     using_files, with_shim = set(files), bool(shims)
     out.macros = _macros(ctx, tokens, ctx.sort_key(kernel_path, kernel_start), vendored)
@@ -300,6 +225,108 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                                  (kernel_path, kernel_cursor.extent.start.offset, kernel_cursor.extent.end.offset),
                                  [(p.path, s, e) for p in pieces for s, e, _w in p.cuts])
     return out
+
+
+def _events(ctx: TUContext, cur: ci.Cursor, scope: tuple[str, ...]) -> tuple[list[str], list[tuple]]:
+    """What the closure's walk of one declaration finds, in order, for `compute` to replay: its identifiers, and
+    ("take", piece, cursor) | ("ref", (definition's path, offset), (piece, cursor) or None) | ("text", its own
+    text, for the dropped declarations it names) | ("shim", name) | ("header", toolkit header). It depends on the
+    declaration and its scope alone, so a translation unit's kernels share it: one walk per declaration, not one
+    per kernel whose closure reaches it (a helper header's device functions were walked again for every kernel).
+    What one kernel keeps of it (`skip`, the lambdas' hosts, what it has taken already) is decided in the replay."""
+    events: list[tuple] = []
+    drop: dict[tuple[int, int], str] = {}
+    if cur.kind in _CLASS_KINDS:
+        drop = _host_members_to_drop(ctx, cur)
+        drop.update(host_bodies_to_drop(ctx, cur, drop))
+        drop.update(unresolved_bases(ctx, cur))
+        if drop:
+            found = ctx.piece_at(ctx.norm(cur.extent.start.file.name), cur.extent.start.offset)
+            if found is not None:
+                found[0].cuts = tuple((s0, e0, why) for (s0, e0), why in sorted(drop.items()))
+    own = _own_text(ctx, cur, drop)
+    idents = _IDENT.findall(own)
+    events.append(("text", own))
+    for c in _walk(cur, drop):
+        if c.kind == K.NAMESPACE_REF and c.referenced is not None and c.referenced.kind == K.NAMESPACE_ALIAS:
+            refs = [c.referenced]  # `my_cub::BlockLoad`: the alias `namespace my_cub = cub;` comes along
+        elif c.kind == K.FRIEND_DECL:
+            # `template <typename, typename, int> friend struct detail::caster;`: a friend named with a
+            # qualifier must be declared before the class, so its first declaration comes along (an
+            # unqualified friend declares itself in the enclosing namespace and needs nothing).
+            refs = [ch.canonical for ch in c.get_children()
+                    if ch.kind in _FRIEND_KINDS and ch.semantic_parent is not None
+                    and cur.semantic_parent is not None and ch.semantic_parent != cur.semantic_parent
+                    and ch.canonical.location.file is not None]
+        elif c.kind not in _REF_KINDS:
+            continue
+        elif c.kind == K.OVERLOADED_DECL_REF:
+            # Unresolved overload set (dependent call): every repo function of that name, and the
+            # shim it names (`at::native::fastAtomicAdd(p, i, n, v, true)` in a template kernel).
+            refs = [gc for lst in ctx.groups_named(c.spelling) for _gp, gc in lst]
+            # A CUDA built-in the shim overloads for Half (`atomicAdd`) stays a built-in.
+            decls = [d for d in overloaded(c) if d is not None and d.location.file is not None]
+            if decls and all(_is_torch_shim(ctx, ctx.norm(d.location.file.name)) for d in decls):
+                refs += decls
+        else:
+            refs = [c.referenced]
+        for r in refs:
+            if r is None or r.location.file is None:
+                continue
+            rpath = ctx.norm(r.location.file.name)
+            if rpath not in ctx.inputs:
+                if _is_torch_shim(ctx, rpath):
+                    events.append(("shim", r.spelling))
+                elif (h := _toolkit_header_of_shim(ctx, rpath)) is not None:
+                    # `half2` that the repo only had through torch/extension.h: the unit, which has
+                    # no torch, includes the toolkit header our parse shim stands for.
+                    events.append(("header", h))
+                continue
+            d = r.get_definition() or r
+            dpath = ctx.norm(d.location.file.name) if d.location.file else rpath
+            events.append(("ref", (dpath, d.location.offset), ctx.piece_at(dpath, d.location.offset)))
+    for quals, name, is_global in _unvisited(ctx, cur, drop):
+        # `noexcept(detail::sw::nothrow<T>::value)`, `__launch_bounds__(kThreads)`, `alignas(kAlign)`:
+        # libclang exposes no cursor for these argument lists (closure.unvisited), so the names they
+        # write are looked up in the scopes visible from the declaration; a qualifier that is no
+        # namespace (`Outer::kSize`) brings the class that owns the name.
+        for ns, nm in [(s, name) for s in candidate_scopes(scope, quals, is_global)] + [
+                (s, quals[0]) for s in candidate_scopes(scope, (), is_global) if quals]:
+            if found_here := ctx.by_name.get((ns, nm), [])[:1]:
+                events.append(("take", *found_here[0]))
+                break
+        else:  # none there: the namespaces a `using namespace` brings into view
+            for ns in using_scopes(ctx, scope):
+                if found_here := ctx.by_name.get((ns + quals, name), [])[:1]:
+                    events.append(("take", *found_here[0]))
+                    break
+    if ctx.has_errors(cur) or _is_variable_template(cur):
+        # A variable template is one cursor without children in libclang 18: what its initializer
+        # names is found through its text, as in a function whose expressions the parse dropped.
+        # The parse dropped invalid expressions (a name its stub lacked): their calls are missing
+        # from the AST. Fall back to the names in the text, looked up in the scopes visible here.
+        for name in dict.fromkeys(idents):
+            for i in range(len(scope), -1, -1):
+                for gp, gc in ctx.by_name.get((scope[:i], name), [])[:1]:
+                    events.append(("take", gp, gc))
+        # A qualified name (`compat::maxOp()` whose deduced type the parse lost) lives in the namespace its
+        # qualifiers name, which no enclosing scope of the cursor reaches.
+        for quals, name, is_global in names_in(own):
+            if quals and (found := next((lst[:1] for s in candidate_scopes(scope, quals, is_global)
+                                         if (lst := ctx.by_name.get((s, name)))), None)):
+                events.append(("take", *found[0]))
+    if cur.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD) or cur.kind in _CLASS_KINDS:
+        # nvcc's host pass compiles the `#else` of `#if __CUDA_ARCH__ >= 800` the parse skipped; in a
+        # class, the branches of its members' bodies (a `__host__ __device__` destructor whose host side
+        # calls a function only declared in the header).
+        # Looked up in the scopes visible here, else in any (a `using namespace` makes it visible, as
+        # for a dependent call's overload set).
+        for name in host_pass_names(ctx, cur):
+            found = next((lst[:1] for i in range(len(scope), -1, -1)
+                          if (lst := ctx.by_name.get((scope[:i], name), []))), None)
+            for gp, gc in found if found is not None else [g[0] for g in ctx.groups_named(name)]:
+                events.append(("take", gp, gc))
+    return idents, events
 
 
 def _unvisited(ctx: TUContext, cur: ci.Cursor,
