@@ -157,20 +157,26 @@ def _cccl_versions() -> tuple[tuple[str, str], ...]:
     """The installed toolkit's CCCL version macros (`CCCL_VERSION 3000001`): code picks its reduction functors
     by them (`#if CCCL_VERSION >= 2008002` cuda::maximum<>, else cub::Max, which CCCL 3 removed), so the parse
     must see the toolkit's values, not none. Empty without nvcc."""
-    from miner import cuda_libs  # lazy: only runs that stand in for CCCL headers ask nvcc
+    return tuple(_toolkit_defines(_CCCL_VERSION_FILES).items())
+
+
+def _toolkit_defines(files: dict[str, str]) -> dict[str, str]:
+    """The numeric `#define NAME N` of each name in the toolkit header `files` names for it (the first include
+    directory of the installed nvcc that has it). Empty without nvcc."""
+    from miner import cuda_libs  # lazy: asks nvcc once per process, only for runs that need the values
 
     nvcc = shutil.which("nvcc")
     dirs = cuda_libs.toolkit_include_dirs(nvcc) if nvcc else ()
-    out = []
-    for name, rel in _CCCL_VERSION_FILES.items():
+    out: dict[str, str] = {}
+    for name, rel in files.items():
         for d in dirs:
             f = Path(d) / rel
             text = f.read_text(encoding="utf-8", errors="replace") if f.is_file() else ""
             m = re.search(rf"^[ \t]*#[ \t]*define[ \t]+{name}[ \t]+(\d+)", text, re.M)
             if m:
-                out.append((name, m.group(1)))
+                out[name] = m.group(1)
                 break
-    return tuple(out)
+    return out
 
 
 _VERSION_FILES = {"CUDA_VERSION": "cuda.h", "CUDART_VERSION": "cuda_runtime_api.h"}
@@ -183,19 +189,7 @@ def toolkit_versions() -> tuple[tuple[str, str], ...]:
     (`#define HAS_FP4 (CUDA_VERSION >= 12080)`, `#if HAS_FP4`), and the units are built by this toolkit, so the
     parse must take the branches its nvcc takes (the stub's fixed 12.4 hid every kernel gated on a later one).
     Empty without nvcc: the stub's defaults stand."""
-    from miner import cuda_libs  # lazy: asks nvcc once per process
-
-    nvcc = shutil.which("nvcc")
-    dirs = cuda_libs.toolkit_include_dirs(nvcc) if nvcc else ()
-    out: dict[str, str] = {}
-    for name, rel in _VERSION_FILES.items():
-        for d in dirs:
-            f = Path(d) / rel
-            text = f.read_text(encoding="utf-8", errors="replace") if f.is_file() else ""
-            m = re.search(rf"^[ \t]*#[ \t]*define[ \t]+{name}[ \t]+(\d+)", text, re.M)
-            if m:
-                out[name] = m.group(1)
-                break
+    out = _toolkit_defines(_VERSION_FILES)
     if "CUDA_VERSION" in out:
         v = int(out["CUDA_VERSION"])
         out.setdefault("CUDART_VERSION", out["CUDA_VERSION"])
