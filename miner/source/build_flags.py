@@ -37,6 +37,7 @@ import tokenize
 from typing import Any
 
 from miner.source import cmake_modules, py_build
+from miner.source.flag_spelling import normal, std_flag, uncommented
 
 # torch.utils.cpp_extension.COMMON_NVCC_FLAGS, which every CUDAExtension / load() build passes first.
 TORCH_NVCC_FLAGS = ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
@@ -57,10 +58,6 @@ def _std_num(value: str) -> int:
     return n + 100 if n < 50 else n  # 03/11/14/17/20/23 order after 98
 
 
-def std_flag(num: int) -> str:
-    return f"-std=c++{num:02d}"
-
-
 def _read(path: str) -> str:
     try:
         if os.path.getsize(path) > _MAX_BYTES:
@@ -69,23 +66,6 @@ def _read(path: str) -> str:
             return fh.read()
     except OSError:
         return ""
-
-
-_STD_ALIAS = {"0x": 11, "1y": 14, "1z": 17, "2a": 20, "2b": 23, "2c": 26}
-
-
-def normal(flag: str) -> str:
-    """One spelling per flag: `--std c++2a` is `-std=c++20`, `-expt-extended-lambda` `--extended-lambda`."""
-    f = re.sub(r"\s+", "", flag)
-    if re.match(r"-{1,2}std", f):
-        v = re.search(r"\+\+(\w\w)", f)
-        tail = v.group(1) if v else "17"
-        return std_flag(_STD_ALIAS.get(tail) or int(tail) if tail.isdigit() or tail in _STD_ALIAS else 17)
-    if f.lstrip("-") in ("expt-relaxed-constexpr",):
-        return "--expt-relaxed-constexpr"
-    if f.lstrip("-") in ("expt-extended-lambda", "extended-lambda"):
-        return "--extended-lambda"
-    return f
 
 
 Span = tuple[tuple[int, int], tuple[int, int]]  # (line, column) of a call's start and end
@@ -234,7 +214,7 @@ def cmake_cache_defaults(root: str) -> dict[str, str]:
     takes that value, as a default configure does. Without it `#if REAL_SIZE == 32 ... #else #error` hid
     every typedef of the project's scalar types."""
     text = _read(os.path.join(root, "CMakeLists.txt")) if root else ""
-    code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+    code = uncommented(text)
     return {m.group(1): m.group(2) for m in _CMAKE_CACHE_SET.finditer(code)}
 
 
@@ -275,7 +255,7 @@ def _cmake_defines(code: str, variables: dict[str, str] | None = None, directory
 
 
 def _from_cmake(text: str, variables: dict[str, str] | None = None) -> list[str]:
-    code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+    code = uncommented(text)
     out: list[str] = []
     cuda = [int(a or b) for a, b in _CMAKE_STD.findall(code)]
     # CMake builds CUDA at CUDA_STANDARD; without one, projects that set only the C++ standard
@@ -362,7 +342,7 @@ def _inherited_cmake_defines(folder: str, stop: str) -> list[tuple[str, str]]:
         d = os.path.dirname(d)
         path = os.path.join(d, "CMakeLists.txt")
         if os.path.isfile(path):
-            code = "\n".join(line.split("#", 1)[0] for line in _read(path).splitlines())
+            code = uncommented(_read(path))
             # CMAKE_CUDA_FLAGS is a variable: a subdirectory inherits it too (`--expt-extended-lambda`).
             flags = [normal(m.group(1)) for m in _PY_FLAG.finditer(code)
                      if not m.group(1).lstrip("-").startswith("std")]

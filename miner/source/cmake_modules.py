@@ -13,11 +13,11 @@ import functools
 import os
 import re
 
+from miner.source.flag_spelling import normal, uncommented
+
 _INCLUDE = re.compile(r"^\s*include\s*\(\s*\"?([^\s)\"]+\.cmake)\"?", re.M)
 _ROOT_VAR = re.compile(r"^\$\{(?:\w*_SOURCE_DIR|CMAKE_CURRENT_LIST_DIR)\}/")
 _EXPT = re.compile(r"(?<![\w/])-{1,2}(expt-relaxed-constexpr|expt-extended-lambda|extended-lambda)\b")
-_CANONICAL = {"expt-relaxed-constexpr": "--expt-relaxed-constexpr", "expt-extended-lambda": "--extended-lambda",
-              "extended-lambda": "--extended-lambda"}
 
 
 @functools.cache
@@ -31,14 +31,14 @@ def module_flags(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return (), ()
     flags: list[str] = []
     used: list[str] = []
-    for m in _INCLUDE.finditer("\n".join(line.split("#", 1)[0] for line in text.splitlines())):
+    for m in _INCLUDE.finditer(uncommented(text)):
         rel = _ROOT_VAR.sub("", m.group(1))
         path = os.path.realpath(os.path.join(root, rel))
         if "$" in rel or not path.startswith(os.path.realpath(root) + os.sep) or not os.path.isfile(path):
             continue
         with open(path, encoding="utf-8", errors="replace") as fh:
-            code = "\n".join(line.split("#", 1)[0] for line in fh.read().splitlines())
-        got = [_CANONICAL[x] for x in _EXPT.findall(code)]
+            code = uncommented(fh.read())
+        got = [normal(x) for x in _EXPT.findall(code)]
         if got:
             flags += [f for f in got if f not in flags]
             used.append(os.path.relpath(path, root))
