@@ -113,6 +113,9 @@ def main() -> int:
     ap.add_argument("--sample", type=int, help="translation units verified per repo (default: all)")
     ap.add_argument("--sample-for", action="append", default=[], metavar="NAME=N")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("-X", "--nvcc-flag", action="append", default=[], metavar="FLAG",
+                    help="passed to `verify -X` for both sides, e.g. -X=-I/opt/cublas/include where the toolkit "
+                         "lacks a library's headers (repeatable)")
     ap.add_argument("--rebuild", action="store_true", help="extract and build again even where a dataset exists")
     ap.add_argument("--json", type=Path, help="write the per-repo counts here")
     ap.add_argument("--cache-dir", help="verify's PTX cache (default: verify's own)")
@@ -140,6 +143,7 @@ def main() -> int:
         sample = per_repo.get(name, args.sample)
         # A --corpus repo's dataset records its root (the --project checkout); --source would be the subdir.
         vargs = ["verify", str(ds), "-j", str(args.jobs)] + (["--source", str(path)] if with_source else [])
+        vargs += [f"-X={f}" for f in args.nvcc_flag]
         if sample:
             vargs += ["--sample", str(sample)]
         if args.cache_dir:
