@@ -107,3 +107,35 @@ def test_a_kernel_under_an_inherited_cmake_define_is_found_and_builds(
     assert dataset["proc"].returncode == 0, dataset["proc"].stderr[-2000:]
     m = _meta(dataset, "nest_kernel")
     assert m["frontend"] == "clang" and build_statuses(m) == {"default": "ok"}, (m["frontend"], build_statuses(m))
+
+
+JIT = FIXTURES / "build_config" / "jit_load"
+
+
+def test_f_string_defines_of_jit_loaded_extensions_reach_the_nearest_generations_source() -> None:
+    """`load(sources=["cuda/decay.cu"], extra_cuda_cflags=[f"-DSPAN={SPAN_LEN}"])`: the f-string's value is
+    read (a module constant; a number read from the environment gets the assumed value, said so), and of two
+    scripts naming `cuda/decay.cu`, each gives its flags to the file beside it only."""
+    root = str(JIT.resolve())
+    gen1 = build_flags.find(root + "/gen1/cuda/decay.cu", root)
+    gen2 = build_flags.find(root + "/gen2/cuda/decay.cu", root)
+    assert gen1 is not None and gen2 is not None
+    assert gen1["defines"] == {"-DSPAN=64": "gen1/src/layer.py:8 (value assumed: 64; the build reads it at run "
+                                            "time)"}, gen1
+    # set under an option together with the flag list and the load() that reads it
+    assert gen2["defines"] == {"-DWIDTH=96": "gen2/src/layer.py:8", "-DTILE_ROWS=8": "gen2/src/layer.py:8"}, gen2
+    assert gen1["from"] == ["gen1/src/layer.py:7"] and gen2["from"] == ["gen2/src/layer.py:9"]
+
+
+@needs_nvcc
+def test_units_of_jit_loaded_kernels_compile_with_their_loaders_sizes(tmp_path: Any) -> None:
+    src = tmp_path / "jit_load"
+    shutil.copytree(JIT, src)
+    out = tmp_path / "out"
+    proc = run_miner("extract", src, "-o", out, "--build", "-j", "2",
+                     env={"XDG_CACHE_HOME": str(tmp_path / "cache")}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    metas = load_dataset(out)
+    assert len(metas) == 2
+    for m in metas:
+        assert build_statuses(m) == {"default": "ok"}, (m["location"], build_statuses(m))

@@ -159,6 +159,16 @@ def _names(s: str, rel: str, script_dir: str) -> bool:
     return os.path.basename(rel) == s and (script_dir == "" or rel.startswith(script_dir + "/"))
 
 
+def _shared_dirs(script_dir: str, rel: str) -> int:
+    """How many leading folders a script's folder shares with a source's path (both relative to the root)."""
+    n = 0
+    for a, b in zip(script_dir.split("/") if script_dir else [], rel.split("/")[:-1], strict=False):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
 _SOURCE_EXT = (".cu", ".cpp", ".cc", ".cxx", ".c", ".hip")
 
 
@@ -193,8 +203,12 @@ def source_flags(root: str, source: str) -> tuple[list[Flag], list[str]]:
     ev = Evaluator(index)
     flags: list[Flag] = []
     scopes: list[str] = []
-    for path, script_dir, node, strings in _scopes(root):
-        if not any(_names(s, rel, script_dir) for s in strings):
+    naming = [sc for sc in _scopes(root) if any(_names(s, rel, sc[1]) for s in sc[3])]
+    # `sources=["cuda/k.cu"]` is relative to where the script runs: of scripts in several versions of one
+    # project (`v4/src/model.py`, `v5/src/model.py`, each beside its own `cuda/k.cu`), the nearest names it.
+    near = max((_shared_dirs(sc[1], rel) for sc in naming), default=0)
+    for path, script_dir, node, _strings in naming:
+        if _shared_dirs(script_dir, rel) < near:
             continue
         shown = os.path.relpath(path, root)
         if isinstance(node, ast.ClassDef):

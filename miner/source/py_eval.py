@@ -5,6 +5,12 @@ An `Index` holds a project's parsed Python build files (classes, module function
 of a platform test, names (a function's locals and its `.append`/`.extend`/`+=`, module globals, imports
 by name), `self.x` attributes, calls of project functions and methods with parameters bound to the call's
 arguments. Anything else (`os.getenv`, `subprocess`) gives nothing: an environment default is not the build.
+
+One exception, for a define's value in an f-string (`f"-DTmax={T_MAX}"`, the way JIT-loaded extensions size
+their kernels): the value is read as a scalar (a literal, a name assigned one, `int(...)`, an environment
+lookup's default). Where it is a number the build code does not hold (`int(os.environ["T_MAX"])`), the define
+gets `ASSUMED_VALUE` and its place says so: without any value the kernel's `Tmax` is undefined and no unit of
+it compiles, while the real value is a run-time choice of the user.
 """
 
 from __future__ import annotations
@@ -14,6 +20,9 @@ import re
 from dataclasses import dataclass, field
 
 _MAX_DEPTH = 14
+ASSUMED_VALUE = "64"  # a power of two: a valid array extent, loop bound, block size and multiple of a warp's lanes
+_NUMBER = object()   # a scalar known to be a number whose value the build code does not hold
+_FSTRING_DEFINE = re.compile(r"^-D\w+=$")
 
 @dataclass
 class ProjectClass:
@@ -203,7 +212,69 @@ class Evaluator:
             return self._attr(e, fr, d)
         if isinstance(e, ast.Call):
             return self._call(e, fr, d)
+        if isinstance(e, ast.JoinedStr):
+            return self._fstring(e, fr, d)
         return []
+
+    def _fstring(self, e: ast.JoinedStr, fr: Frame, d: int) -> list[Flag]:
+        """`f"-DN={n}"`: a flag where every part has a value; a number the build does not hold only as the
+        whole value of a define (`ASSUMED_VALUE`)."""
+        parts: list[str] = []
+        assumed = False
+        for v in e.values:
+            if isinstance(v, ast.Constant):
+                parts.append(str(v.value))
+                continue
+            got = self.scalar(v.value, fr, d) if isinstance(v, ast.FormattedValue) else None
+            if got is _NUMBER and _FSTRING_DEFINE.match("".join(parts)) and v is e.values[-1]:
+                parts.append(ASSUMED_VALUE)
+                assumed = True
+            elif isinstance(got, str):
+                parts.append(got)
+            else:
+                return []
+        where = f"{fr.file}:{e.lineno}" + (f" (value assumed: {ASSUMED_VALUE}; the build reads it at run time)"
+                                            if assumed else "")
+        return [("".join(parts), where)]
+
+    def scalar(self, e: ast.AST, fr: Frame, d: int = 0) -> str | object | None:
+        """The value an f-string part prints: a string, `_NUMBER` (a number the build code does not hold),
+        or None (unknown)."""
+        if d > _MAX_DEPTH:
+            return None
+        if isinstance(e, ast.Constant):
+            return None if isinstance(e.value, bool) or e.value is None else str(e.value)
+        if isinstance(e, ast.Call):
+            f = e.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if name in ("int", "float") and e.args:
+                inner = self.scalar(e.args[0], fr, d + 1)
+                return inner if isinstance(inner, str) and re.fullmatch(r"-?[\d.]+", inner) else _NUMBER
+            if name == "str" and e.args:
+                return self.scalar(e.args[0], fr, d + 1)
+            if name in ("get", "getenv") and len(e.args) >= 2 and "environ" in ast.unparse(f) + name:
+                return self.scalar(e.args[1], fr, d + 1)
+            return None
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mult | ast.Add | ast.Sub | ast.FloorDiv):
+            a, b = self.scalar(e.left, fr, d + 1), self.scalar(e.right, fr, d + 1)
+            if isinstance(a, str) and isinstance(b, str) and a.lstrip("-").isdigit() and b.lstrip("-").isdigit():
+                x, y = int(a), int(b)
+                ops = {ast.Mult: x * y, ast.Add: x + y, ast.Sub: x - y, ast.FloorDiv: x // y if y else x}
+                return str(ops[type(e.op)])
+            return _NUMBER if _NUMBER in (a, b) else None
+        if isinstance(e, ast.Name):
+            if e.id in fr.params:
+                arg, caller = fr.params[e.id]
+                return self.scalar(arg, caller, d + 1)
+            # every assignment counts here, conditional ones too: the first concrete value is the build's
+            # default (`T = 1024` ... `if long: T = 4096`); a number read at run time only where none is
+            local = [n for n in own_nodes(fr.func) if e.id in _assigned_names(n)] if fr.func is not None else []
+            glob = [n for p, n in self.index.globals.get(e.id, []) if p == fr.file]
+            got = [self.scalar(v, fr, d + 1) for n in local for v in _values(n)]
+            got += [self.scalar(v, Frame(fr.file), d + 1) for n in glob for v in _values(n)]
+            concrete = [g for g in got if isinstance(g, str)]
+            return concrete[0] if concrete else _NUMBER if _NUMBER in got else None
+        return None
 
     def _name(self, name: str, fr: Frame, d: int) -> list[Flag]:
         if name in fr.params:
@@ -213,8 +284,12 @@ class Evaluator:
             local = [n for n in own_nodes(fr.func) if name in _assigned_names(n) and self.index.unconditional(n)]
             if local:
                 return [f for n in local for v in _values(n) for f in self.expr(v, fr, d)]
-        glob = [(p, n) for p, n in self.index.globals.get(name, []) if self.index.unconditional(n)]
-        mine = [(p, n) for p, n in glob if p == fr.file] or glob  # an import by name: any file's global
+        every = self.index.globals.get(name, [])
+        own = [(p, n) for p, n in every if p == fr.file]
+        glob = [(p, n) for p, n in every if self.index.unconditional(n)]
+        # the file's own name: its unconditional values, else the one it sets only under a condition (then the
+        # call that reads it runs under that condition too); an import by name: any file's global
+        mine = [(p, n) for p, n in glob if p == fr.file] or own or glob
         return [f for p, n in mine for v in _values(n) for f in self.expr(v, Frame(p), d)]
 
     def _attr(self, e: ast.Attribute, fr: Frame, d: int) -> list[Flag]:
