@@ -7,12 +7,13 @@ formula the generated wrapper evaluates, and a unit that fails says why in `unre
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from miner.validate.wrapper import launch_config
-from tests.conftest import build_statuses, extract_and_build
+from tests.conftest import FIXTURES, build_statuses, extract_and_build, load_dataset, run_miner
 from tests.conftest import only_meta as _meta
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -166,3 +167,16 @@ def test_a_name_only_the_host_pass_compiles_comes_with_the_kernel(dataset: dict[
     m = _meta(dataset, "bf16_scale_kernel")
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
     assert "inline __nv_bfloat16 fix_bf16_mul_fallback(" in _unit(dataset, m, "default")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_a_kernel_taking_atens_philox_state_builds_and_is_launched(tmp_path: Path) -> None:
+    """`at::PhiloxCudaState` by value, `at::cuda::philox::unpack` in the kernel, the generator's host API
+    in the launcher (was: `identifier "at" is undefined` in the unit, the launcher's body invalid)."""
+    out = tmp_path / "out"
+    proc = run_miner("extract", FIXTURES / "torch_random", "-o", out, "--build", "-j", "2",
+                     env={"XDG_CACHE_HOME": str(tmp_path / "cache")}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (meta,) = load_dataset(out)
+    assert build_statuses(meta) == {"float": "ok", "double": "ok"}, build_statuses(meta)
+    assert meta["launches"], meta.get("launch_missing")

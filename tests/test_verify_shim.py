@@ -78,3 +78,11 @@ def test_shim_accessors_compile_like_torch(tmp_path: Path, arch: str) -> None:
     assert set(ours) == set(theirs) == {"va_gather", "va_scale"}
     for name in theirs:
         assert ours[name] == theirs[name], "\n".join(ptx.first_difference(theirs[name], ours[name]))
+
+
+def test_shim_philox_state_compiles_like_aten(tmp_path: Path) -> None:
+    """`at::PhiloxCudaState` by value and `at::cuda::philox::unpack`: the same parameter layout and code."""
+    theirs, ours = _torch_and_shim(tmp_path, "compute_90", "vs_philox_torch.cu", "vs_philox_shim.cu")
+    entry = "_Z7vp_maskN2at15PhiloxCudaStateEifPKfPf"
+    assert set(ours) == set(theirs) == {entry}, (set(ours), set(theirs))
+    assert ours[entry] == theirs[entry], "\n".join(ptx.first_difference(theirs[entry], ours[entry]))

@@ -611,6 +611,35 @@ template <> struct km_scalar_type_s<c10::ScalarType::Short> { typedef short type
 template <c10::ScalarType S> using km_scalar_type_t = typename km_scalar_type_s<S>::type;
 template <class F, class... S> void km_dispatch_v2(F f, S...);
 
+/* ATen's Philox state (ATen/cuda/detail/PhiloxCudaStateRaw.cuh, UnpackRaw.cuh) and the generator host code
+ * that makes one (ATen/cuda/CUDAGeneratorImpl.h): random kernels take the state by value. Without these
+ * the kernel's parameter was an unknown `at` and its launcher's body was invalid. */
+#include <mutex>
+namespace at {
+struct PhiloxCudaState {
+  PhiloxCudaState() = default;
+  PhiloxCudaState(uint64_t seed, uint64_t offset);
+  PhiloxCudaState(int64_t *seed, int64_t *offset_extragraph, uint64_t offset_intragraph);
+  union Payload { uint64_t val; int64_t *ptr; };
+  Payload seed_{};
+  Payload offset_{};
+  uint64_t offset_intragraph_ = 0;
+  bool captured_ = false;
+};
+namespace cuda { namespace philox {
+__host__ __device__ std::tuple<uint64_t, uint64_t> unpack(at::PhiloxCudaState arg);
+}}  // namespace cuda::philox
+struct GeneratorImpl { std::mutex mutex_; uint64_t current_seed() const; void set_current_seed(uint64_t); };
+struct Generator { GeneratorImpl *operator->() const; bool defined() const; };
+struct CUDAGeneratorImpl : GeneratorImpl {
+  PhiloxCudaState philox_cuda_state(uint64_t increment);
+  std::pair<uint64_t, uint64_t> philox_engine_inputs(uint64_t increment);
+};
+namespace cuda { namespace detail { const Generator &getDefaultCUDAGenerator(int device = -1); }}
+template <class T> T *get_generator_or_default(const optional<Generator> &gen, const Generator &default_gen);
+template <class T> T *check_generator(optional<Generator> gen);
+}  // namespace at
+
 using at::Half;
 using at::BFloat16;
 #endif  // KM_TORCH_PARSE_H

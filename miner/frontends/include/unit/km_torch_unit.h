@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #endif
 #include <stdint.h>
+#include <tuple>
 #include <type_traits>
 // c10/macros/Macros.h names device code uses; a repo that defines one itself keeps its own.
 #ifndef C10_WARP_SIZE
@@ -440,6 +441,28 @@ template <typename T, typename IndexType, int Dims> struct IndexToOffset {
   }
 };
 }}  // namespace cuda::detail
+// ATen/cuda/detail/PhiloxCudaStateRaw.cuh's layout (random kernels take it by value: dropout, sampling) and
+// UnpackRaw.cuh's unpack, the only device use of it.
+struct PhiloxCudaState {
+  PhiloxCudaState() = default;
+  PhiloxCudaState(uint64_t seed, uint64_t offset) { seed_.val = seed; offset_.val = offset; }
+  PhiloxCudaState(int64_t *seed, int64_t *offset_extragraph, uint64_t offset_intragraph) {
+    seed_.ptr = seed; offset_.ptr = offset_extragraph; offset_intragraph_ = offset_intragraph; captured_ = true;
+  }
+  union Payload { uint64_t val; int64_t *ptr; };
+  Payload seed_{};
+  Payload offset_{};
+  uint64_t offset_intragraph_ = 0;
+  bool captured_ = false;
+};
+namespace cuda { namespace philox {
+__host__ __device__ __forceinline__ std::tuple<uint64_t, uint64_t> unpack(at::PhiloxCudaState arg) {
+  if (arg.captured_)
+    return std::make_tuple(static_cast<uint64_t>(*arg.seed_.ptr),
+                           static_cast<uint64_t>(*(arg.offset_.ptr) + arg.offset_intragraph_));
+  return std::make_tuple(arg.seed_.val, arg.offset_.val);
+}
+}}  // namespace cuda::philox
 namespace native {
 // ATen/native/cuda/KernelUtils.cuh, as written there for CUDA: with fast atomics a 16-bit value is added
 // as one half of an aligned 32-bit pair (the other half zero) where the pair lies inside the tensor.
