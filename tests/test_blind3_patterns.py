@@ -111,3 +111,15 @@ def test_expt_flags_in_a_cmake_module_the_root_includes_reach_the_units(tmp_path
     assert "--expt-relaxed-constexpr" in m["build_flags"]["nvcc"], m["build_flags"]
     assert "cmake/CudaOptions.cmake" in m["build_flags"]["from"], m["build_flags"]
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+
+
+def test_expt_flags_in_a_cmake_module_included_by_name_from_the_module_path_reach_the_units(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """tests/fixtures/blind5_cmake: `list(APPEND CMAKE_MODULE_PATH "${CMAKE_CURRENT_SOURCE_DIR}/cmake")` then
+    `include(RangesCudaWarnings)`: a module included by name, not by path (`include(CheckLanguage)`, a standard
+    module, is in no project folder and is passed over)."""
+    ds = extract_and_build(tmp_path_factory, "blind5_cmake")
+    m = only_meta(ds, "saturate_to_int16")
+    assert "--expt-relaxed-constexpr" in m["build_flags"]["nvcc"], m["build_flags"]
+    assert "cmake/RangesCudaWarnings.cmake" in m["build_flags"]["from"], m["build_flags"]
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)

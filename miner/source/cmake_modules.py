@@ -1,5 +1,7 @@
 """The `--expt-*` flags a CMake project sets in a module its root CMakeLists.txt includes
-(`include(cmake/Utils.cmake)` holding `function(set_cuda_flags target) ... --expt-relaxed-constexpr ...`).
+(`include(cmake/Utils.cmake)` holding `function(set_cuda_flags target) ... --expt-relaxed-constexpr ...`), or
+one it includes by module name from a folder it adds to `CMAKE_MODULE_PATH` (`list(APPEND CMAKE_MODULE_PATH
+${PROJECT_SOURCE_DIR}/cmake)` ... `include(ProjectCudaFlags)` finds `cmake/ProjectCudaFlags.cmake`).
 
 `build_flags.find` reads the build files of the folders above a source; a module kept in a folder of its own
 (`cmake/`) is no such folder, so its flags were missed and units of code written for relaxed constexpr failed
@@ -15,8 +17,10 @@ import re
 
 from miner.source.flag_spelling import normal, uncommented
 
-_INCLUDE = re.compile(r"^\s*include\s*\(\s*\"?([^\s)\"]+\.cmake)\"?", re.M)
+_INCLUDE = re.compile(r"^\s*include\s*\(\s*\"?([^\s)\"]+)\"?", re.M)
 _ROOT_VAR = re.compile(r"^\$\{(?:\w*_SOURCE_DIR|CMAKE_CURRENT_LIST_DIR)\}/")
+_MODULE_PATH = re.compile(r"^\s*(?:list\s*\(\s*(?:APPEND|INSERT)\s+CMAKE_MODULE_PATH(?:\s+\d+)?"
+                          r"|set\s*\(\s*CMAKE_MODULE_PATH)([^)]*)\)", re.M | re.I)
 _EXPT = re.compile(r"(?<![\w/])-{1,2}(expt-relaxed-constexpr|expt-extended-lambda|extended-lambda)\b")
 
 
@@ -31,10 +35,21 @@ def module_flags(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return (), ()
     flags: list[str] = []
     used: list[str] = []
-    for m in _INCLUDE.finditer(uncommented(text)):
-        rel = _ROOT_VAR.sub("", m.group(1))
+    code = uncommented(text)
+    # the project's own module folders (a standard CMake module, `include(CheckLanguage)`, is in none of them)
+    dirs = [_ROOT_VAR.sub("", w.strip('"')) for m in _MODULE_PATH.finditer(code) for w in m.group(1).split()]
+    dirs = [d for d in dirs if "$" not in d]
+    for m in _INCLUDE.finditer(code):
+        name = m.group(1)
+        if name.endswith(".cmake"):
+            rels = [_ROOT_VAR.sub("", name)]
+        elif "/" not in name and "$" not in name:
+            rels = [os.path.join(d, name + ".cmake") for d in dirs]
+        else:
+            continue
+        rel = next((r for r in rels if os.path.isfile(os.path.join(root, r))), "")
         path = os.path.realpath(os.path.join(root, rel))
-        if "$" in rel or not path.startswith(os.path.realpath(root) + os.sep) or not os.path.isfile(path):
+        if not rel or "$" in rel or not path.startswith(os.path.realpath(root) + os.sep) or not os.path.isfile(path):
             continue
         with open(path, encoding="utf-8", errors="replace") as fh:
             code = uncommented(fh.read())
