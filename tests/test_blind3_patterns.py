@@ -123,3 +123,16 @@ def test_expt_flags_in_a_cmake_module_included_by_name_from_the_module_path_reac
     assert "--expt-relaxed-constexpr" in m["build_flags"]["nvcc"], m["build_flags"]
     assert "cmake/RangesCudaWarnings.cmake" in m["build_flags"]["from"], m["build_flags"]
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+
+
+def test_definitions_a_cmake_modules_function_gives_every_target_select_the_cuda_build(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The same module's function gives each target `RANGES_BUILD_CUDA_MODULE` under
+    `if (RANGES_BUILD_CUDA_MODULE)` (a platform switch): with it the project's `RANGES_HD` is `__host__
+    __device__` (was: calling a __host__ function from a __global__ function). A definition naming a variable,
+    a non-platform option's and a named vendored target's are not the kernel's."""
+    ds = extract_and_build(tmp_path_factory, "blind5_cmake")
+    m = only_meta(ds, "midpoints")
+    assert m["build_flags"]["defines"] == {"-DRANGES_BUILD_CUDA_MODULE": "cmake/RangesCudaWarnings.cmake"}, \
+        m["build_flags"]
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)

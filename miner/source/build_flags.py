@@ -218,12 +218,15 @@ def cmake_cache_defaults(root: str) -> dict[str, str]:
     return {m.group(1): m.group(2) for m in _CMAKE_CACHE_SET.finditer(code)}
 
 
-def _cmake_defines(code: str, variables: dict[str, str] | None = None, directory_only: bool = False) -> list[str]:
+def _cmake_defines(code: str, variables: dict[str, str] | None = None, directory_only: bool = False,
+                   any_target_only: bool = False) -> list[str]:
     """-D flags a CMake build gives its CUDA sources in every CUDA build: `add_definitions(-DX)`,
     `add_compile_definitions(X)`, `target_compile_definitions(t PRIVATE X=1)`, and `-DX` in
     `CUDA_NVCC_FLAGS` / `CMAKE_CUDA_FLAGS`, outside conditions other than the platform (_Branches).
     A value naming a variable is known when `variables` (cmake_cache_defaults) has it; a generator
-    expression (`$<...>`) never."""
+    expression (`$<...>`) never. `any_target_only` (a module's functions): only definitions given to a target
+    passed in (`target_compile_definitions(${target} ...)`), not those of a target it names (a vendored
+    library's own `STB_IMAGE_IMPLEMENTATION`)."""
     variables = variables or {}
     raw: list[str] = []
     hip_on_nvcc = bool(_HIP_ON_NVCC.search(code))
@@ -244,8 +247,11 @@ def _cmake_defines(code: str, variables: dict[str, str] | None = None, directory
             v = _CMAKE_NVCC_VAR.match(args)
             raw += v.group(1).replace('"', " ").split() if v else []
         else:
-            words = args.replace('"', " ").split()
+            # `X="${Y}"` is one word, whose value names a variable
+            words = args.replace('"', "").split()
             if kind == "target_compile_definitions":
+                if any_target_only and not (words and words[0].startswith("${")):
+                    continue
                 words = words[1:]
             raw += [w if kind == "add_definitions" else "-D" + w.removeprefix("-D")
                     for w in words if w.upper() not in _CMAKE_KEYWORDS]
@@ -407,6 +413,15 @@ def find(path: str, stop: str) -> dict[str, Any] | None:
         if more_flags:
             flags += list(more_flags)
             used += [m for m in modules if m not in used]
+        # and the definitions their functions give every target, under the same condition rule
+        # (`if (BUILD_CUDA_MODULE) target_compile_definitions(${target} PRIVATE BUILD_CUDA_MODULE)`)
+        for rel in cmake_modules.project_modules(stop):
+            defines = _cmake_defines(uncommented(_read(os.path.join(stop, rel))), cmake_cache_defaults(stop),
+                                     any_target_only=True)
+            flags += defines
+            for f in defines:
+                where.setdefault(f, rel)
+            used += [rel] if defines and rel not in used else []
     if real.startswith(stop + os.sep):
         evaluated, scopes = py_build.source_flags(stop, real)
         more, at = _evaluated(evaluated, stop)

@@ -25,20 +25,19 @@ _EXPT = re.compile(r"(?<![\w/])-{1,2}(expt-relaxed-constexpr|expt-extended-lambd
 
 
 @functools.cache
-def module_flags(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(flags, module files relative to root) of the `.cmake` modules the root CMakeLists.txt includes."""
+def project_modules(root: str) -> tuple[str, ...]:
+    """The project's `.cmake` modules the root CMakeLists.txt includes, relative to root."""
     top = os.path.join(root, "CMakeLists.txt")
     try:
         with open(top, encoding="utf-8", errors="replace") as fh:
             text = fh.read()
     except OSError:
-        return (), ()
-    flags: list[str] = []
-    used: list[str] = []
+        return ()
     code = uncommented(text)
     # the project's own module folders (a standard CMake module, `include(CheckLanguage)`, is in none of them)
     dirs = [_ROOT_VAR.sub("", w.strip('"')) for m in _MODULE_PATH.finditer(code) for w in m.group(1).split()]
     dirs = [d for d in dirs if "$" not in d]
+    out: list[str] = []
     for m in _INCLUDE.finditer(code):
         name = m.group(1)
         if name.endswith(".cmake"):
@@ -47,14 +46,23 @@ def module_flags(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
             rels = [os.path.join(d, name + ".cmake") for d in dirs]
         else:
             continue
-        rel = next((r for r in rels if os.path.isfile(os.path.join(root, r))), "")
+        rel = next((r for r in rels if "$" not in r and os.path.isfile(os.path.join(root, r))), "")
         path = os.path.realpath(os.path.join(root, rel))
-        if not rel or "$" in rel or not path.startswith(os.path.realpath(root) + os.sep) or not os.path.isfile(path):
-            continue
-        with open(path, encoding="utf-8", errors="replace") as fh:
+        if rel and path.startswith(os.path.realpath(root) + os.sep) and os.path.relpath(path, root) not in out:
+            out.append(os.path.relpath(path, root))
+    return tuple(out)
+
+
+@functools.cache
+def module_flags(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(flags, module files relative to root) of the `--expt-*` flags the root's modules set."""
+    flags: list[str] = []
+    used: list[str] = []
+    for rel in project_modules(root):
+        with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as fh:
             code = uncommented(fh.read())
         got = [normal(x) for x in _EXPT.findall(code)]
         if got:
             flags += [f for f in got if f not in flags]
-            used.append(os.path.relpath(path, root))
+            used.append(rel)
     return tuple(flags), tuple(used)

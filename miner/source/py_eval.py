@@ -111,9 +111,11 @@ class Index:
         return out
 
 
-# A platform switch: `WITH_CUDA`, `USE_ROCM`, `CUDA_FOUND`, `torch.cuda`, `torch.version.hip`, `is_rocm`;
+# A platform switch: `WITH_CUDA`, `USE_ROCM`, `CUDA_FOUND`, `BUILD_CUDA_MODULE`, `torch.cuda`, `torch.version.hip`,
+# `is_rocm`;
 # not an option that merely names CUDA (`GGML_CUDA_FORCE_MMQ`, a header named `CUDAGeneratorImpl.h`).
-_PLATFORM_WORD = re.compile(r"^(?:\w+_)?(cuda|hip|rocm)(?:_found|_home|_available|_enabled|_compiler)?$", re.I)
+_PLATFORM_WORD = re.compile(r"^(?:\w+_)?(cuda|hip|rocm)(?:_found|_home|_available|_enabled|_compiler|_module|_support"
+                            r"|_backend)?$", re.I)
 
 
 def platform_of(condition: str) -> str | None:
