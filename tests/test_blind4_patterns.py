@@ -62,6 +62,17 @@ def test_launch_bounds_chosen_by_an_arch_conditional_stay_inside_their_condition
     assert text.startswith("#if __CUDA_ARCH__ == 800") and m["source"]["start_line"] == 5
 
 
+@needs_nvcc
+def test_the_toolkits_half_typedef_named_only_in_the_instantiation_brings_cuda_fp16(dataset: dict[str, Any]) -> None:
+    """`template void scale_logits<half>(...)` in a file that reaches cuda_fp16.h through a project header the
+    closure takes nothing from: `scale_logits_kernel<half, true>` named `half` with no header declaring it."""
+    m = only_meta(dataset, "scale_logits_kernel")
+    assert build_statuses(m) == {i: "ok" for i in ("float_true", "half_true", "float_false", "half_false")}, \
+        build_statuses(m)
+    unit = (dataset["out"] / m["id"] / "units" / "half_true" / "unit.cu").read_text(encoding="utf-8")
+    assert "#include <cuda_fp16.h>" in unit
+
+
 def test_conditional_start_balances_only_what_the_text_leaves_open() -> None:
     data = b"int a;\n#if X\nA\n#else\nB\n#endif\nvoid f() {\n#ifdef Y\n  g();\n#endif\n}\n"
     f = data.index(b"void f")

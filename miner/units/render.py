@@ -259,6 +259,14 @@ def _namespace_context(meta: dict[str, Any]) -> dict[str, Any]:
             "launcher_using": "::".join(n for n in chain[cut:] if n), "named_namespaces": [n for n in chain if n]}
 
 
+# The toolkit's typedefs of its 16-bit types (`typedef __half half;` in cuda_fp16.h): a template argument
+# `half` (`apply_penalty<half, false>` from a host template whose file reached cuda_fp16.h through a project
+# header the closure took nothing from) needs the header the typedef is in.
+_TOOLKIT_TYPEDEFS = {"half": "cuda_fp16.h", "half2": "cuda_fp16.h", "nv_half": "cuda_fp16.h",
+                     "nv_bfloat16": "cuda_bf16.h", "nv_bfloat162": "cuda_bf16.h", "__nv_fp8x2_e4m3": "cuda_fp8.h",
+                     "__nv_fp8x4_e4m3": "cuda_fp8.h", "__nv_fp8x2_e5m2": "cuda_fp8.h", "__nv_fp8x4_e5m2": "cuda_fp8.h"}
+
+
 def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRecord,
            insts: list[dict[str, Any]], launch: Launch | None) -> list[dict[str, Any]]:
     """Write units/<inst>/unit.cu and host_wrapper.cu; return the metadata `instantiations`."""
@@ -303,7 +311,10 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             callee = meta["name"] + (m.group(1) if m else "")
         # A toolkit type named only in these arguments (`__half` from a host template instantiated in another
         # translation unit than the one the closure was taken in) brings its header.
-        extra = [h for t in re.findall(r"[A-Za-z_]\w*", args_text) if (h := HEADER_OF.get(t))]
+        # The toolkit's short typedefs (`half` for `__half`) count unless the project declares that name itself.
+        declared = {p["name"] for p in pieces}
+        extra = [h for t in re.findall(r"[A-Za-z_]\w*", args_text)
+                 if (h := HEADER_OF.get(t) or (_TOOLKIT_TYPEDEFS.get(t) if t not in declared else None))]
         # torch's __CUDA_NO_HALF* defines belong to torch code only: a unit that takes the shim for its int64
         # atomics alone (no torch name in the closure or the arguments) is built as its project was, with
         # __half's operators (`a > b` on __half in its own helpers).
