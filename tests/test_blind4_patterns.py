@@ -73,6 +73,21 @@ def test_the_toolkits_half_typedef_named_only_in_the_instantiation_brings_cuda_f
     assert "#include <cuda_fp16.h>" in unit
 
 
+@needs_nvcc
+def test_cub_functors_cccl3_removed_are_declared_as_its_migration_guide_replaces_them(
+        dataset: dict[str, Any]) -> None:
+    """`BlockReduce(tmp).Reduce(v, cub::Max(), n)` written for CUDA 11/12: CCCL 3 has no `cub::Max`, `cub::Min`,
+    `cub::Sum` ("namespace cub has no member Max"). The unit declares them (`::cuda::maximum<>`, ...) where its CUB
+    lacks them, in a block a build batch's namespace can hold."""
+    m = only_meta(dataset, "row_extrema_kernel")
+    assert build_statuses(m) == {"256": "ok"}, build_statuses(m)
+    unit = (dataset["out"] / m["id"] / "units" / "256" / "unit.cu").read_text(encoding="utf-8")
+    assert "using Max = ::cuda::maximum<>;" in unit and "using namespace ::cub;" in unit
+    other = only_meta(dataset, "column_sums_kernel")  # a unit that names none of them has no such block
+    text = (dataset["out"] / other["id"] / "units" / "default" / "unit.cu").read_text(encoding="utf-8")
+    assert "namespace cub" not in text
+
+
 def test_conditional_start_balances_only_what_the_text_leaves_open() -> None:
     data = b"int a;\n#if X\nA\n#else\nB\n#endif\nvoid f() {\n#ifdef Y\n  g();\n#endif\n}\n"
     f = data.index(b"void f")

@@ -267,6 +267,24 @@ _TOOLKIT_TYPEDEFS = {"half": "cuda_fp16.h", "half2": "cuda_fp16.h", "nv_half": "
                      "__nv_fp8x4_e4m3": "cuda_fp8.h", "__nv_fp8x2_e5m2": "cuda_fp8.h", "__nv_fp8x4_e5m2": "cuda_fp8.h"}
 
 
+# CUB's binary functors that CCCL 3 (CUDA 13) removed, and what its migration guide puts in their place: code
+# written for CUDA 11/12 (`BlockReduce(t).Reduce(x, cub::Max())`) failed with "namespace cub has no member Max".
+_CUB_REMOVED = {"Sum": "::cuda::std::plus<>", "Max": "::cuda::maximum<>", "Min": "::cuda::minimum<>",
+                "Difference": "::cuda::std::minus<>", "Division": "::cuda::std::divides<>",
+                "Equality": "::cuda::std::equal_to<>", "Inequality": "::cuda::std::not_equal_to<>"}
+_CUB_NAMED = re.compile(r"\bcub\s*::\s*(" + "|".join(_CUB_REMOVED) + r")\b")
+
+
+def _cub_compat(kernel_text: str, pieces: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(name, replacement) of each removed CUB functor the unit names and the project does not declare in
+    `namespace cub` itself. The unit declares them where its CUB lacks them (`CCCL_MAJOR_VERSION >= 3`), in a
+    `namespace cub` that also nominates `::cub`: inside a build batch's namespace that block is the batch's own
+    `cub`, whose qualified lookups (`cub::BlockReduce`) still reach the toolkit's."""
+    names = {m.group(1) for t in (kernel_text, *(p["text"] for p in pieces)) for m in _CUB_NAMED.finditer(t)}
+    own = {p["name"] for p in pieces if p.get("namespaces") and p["namespaces"][-1] == "cub"}
+    return [(n, _CUB_REMOVED[n]) for n in sorted(names - own)]
+
+
 def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRecord,
            insts: list[dict[str, Any]], launch: Launch | None) -> list[dict[str, Any]]:
     """Write units/<inst>/unit.cu and host_wrapper.cu; return the metadata `instantiations`."""
@@ -329,6 +347,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             "defines": [d.split("=", 1) if "=" in d else [d, "1"] for d in meta["parse_context"]["defines"]
                         if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")],
             "shim_text": _shim_for(pieces) if unit.shims or _shim_types(inst["args"], kernel_text, pieces) else "",
+            "cub_compat": _cub_compat(kernel_text, own),
             "pieces": own, **_namespace_context(meta),
             "kernel_text": kernel_text, "callee": callee,
             "macro_names": list(dict.fromkeys(p.name for p in unit.pieces if p.kind == "MACRO")),
