@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from miner.source import build_flags, py_build
+from miner.source import build_flags, cmake_version, py_build
 from tests.conftest import FIXTURES, build_statuses, extract_and_build, load_dataset, run_miner
 from tests.conftest import only_meta as _meta
 
@@ -139,3 +139,38 @@ def test_units_of_jit_loaded_kernels_compile_with_their_loaders_sizes(tmp_path: 
     assert len(metas) == 2
     for m in metas:
         assert build_statuses(m) == {"default": "ok"}, (m["location"], build_statuses(m))
+CUDA_VERSION_FIXTURE = FIXTURES / "build_config" / "cmake_cuda_version"
+
+
+def test_cmake_conditions_on_the_cuda_version_are_decided_for_the_toolkit() -> None:
+    """Only comparisons of CUDA version variables are decided; an option beside one leaves the condition open."""
+    holds = cmake_version.holds
+    assert holds('${CUDA_VERSION_MAJOR} VERSION_GREATER_EQUAL "11"', (13, 0)) is True
+    assert holds('(${CUDA_VERSION_MAJOR} VERSION_EQUAL "11" AND ${CUDA_VERSION_MINOR} VERSION_GREATER_EQUAL "8") '
+                 'OR (${CUDA_VERSION_MAJOR} VERSION_GREATER_EQUAL "12")', (11, 4)) is False
+    assert holds('(${CUDA_VERSION_MAJOR} VERSION_EQUAL "11" AND ${CUDA_VERSION_MINOR} VERSION_GREATER_EQUAL "8")',
+                 (11, 8)) is True
+    assert holds('NOT CUDA_VERSION VERSION_LESS "12.0"', (12, 4)) is True
+    assert holds('KMV_WITH_TRACING AND CUDA_VERSION VERSION_GREATER_EQUAL "12.0"', (13, 0)) is None
+    assert holds("WITH_CUDA", (13, 0)) is None
+
+
+@needs_nvcc
+def test_definitions_a_new_enough_toolkit_turns_on_are_the_builds() -> None:
+    """`if(${CUDA_VERSION_MAJOR} VERSION_GREATER_EQUAL "11") add_definitions("-DKMV_HAS_BF16")`: with CUDA 13 every
+    build defines it (it was read as an option and left out); the `else()` of a failing version test is taken, an
+    option's branch is not."""
+    root = str(CUDA_VERSION_FIXTURE.resolve())
+    got = build_flags.find(root + "/src/pairs.cu", root)
+    assert got is not None and got["nvcc"] == ["-DKMV_HAS_BF16", "-DKMV_HAS_FP8", "-DKMV_MODERN_TOOLKIT"], got
+
+
+@needs_nvcc
+def test_a_kernel_under_a_toolkit_version_feature_gets_the_helpers_of_the_other_version_feature(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The fp8 kernel (under `#ifdef KMV_HAS_FP8`) calls a bf16 helper under `#ifdef KMV_HAS_BF16`: parsed with
+    only the define that turns the kernel's own branch on, its unit lacked the helper ("identifier kmv_widen is
+    undefined"), as FasterTransformer's fp8 kernels lacked its bf16 conversions."""
+    dataset = extract_and_build(tmp_path_factory, "build_config/cmake_cuda_version")
+    m = _meta(dataset, "fp8_pairs_to_float_kernel")
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from miner import dataset
-from miner.errors import NothingToDo, UsageError
+from miner.errors import MinerError, NothingToDo, UsageError
 from miner.extract import cache as extract_cache
 from miner.extract.metadata import _input_root, _metadata, _project_flags, _rel
 from miner.extract.options import CUDA_SUFFIXES, ExtractOptions, ExtractReport
@@ -28,7 +28,7 @@ from miner.frontends import clang_frontend, hip_config
 from miner.frontends.config import ParseConfig, framework_overlay
 from miner.frontends.model import Kernel
 from miner.frontends.parse_cache import ParseCache
-from miner.source import build_flags, compile_db, context, feature_guards, include_graph
+from miner.source import build_flags, compile_db, context, feature_guards, include_graph, missing_headers
 from miner.source.discover import Discovery, SourceFile, discover
 from miner.source.provenance import origin_of
 from miner.units.mentions import Mentions
@@ -120,10 +120,17 @@ def _configure(run: CudaRun) -> None:
                                       if (a := build_flags.parse_args(fl["nvcc"])) != ["-std=c++17"]},
                              overlay_dir=framework_overlay([f.data for f in files + extra]),
                              defines_of=_feature_switches(files + extra, graph))
-    switches = sorted({n for names in run.config.defines_of.values() for n in names})
+    switches = sorted({n for names in run.config.defines_of.values() for n in names if "=" not in n})
     if switches:
         run.report.notes.append(f"defined for the translation units whose explicit instantiations they guard "
                                 f"(no source defines them; the build must): {', '.join(switches)}")
+    valued = _header_switches(files + extra, graph, run.include_dirs + graph.auto_include_dirs)
+    for path, names in valued.items():
+        run.config.defines_of[path] = sorted({*run.config.defines_of.get(path, []), *names})
+    if valued:
+        run.report.notes.append(f"defined for the translation units that reach a conditional whose branch in force "
+                                f"includes a header found nowhere (the build's value): "
+                                f"{', '.join(sorted({n for names in valued.values() for n in names}))}")
 
 
 def _feature_switches(files: list[SourceFile], graph: include_graph.IncludeGraph) -> dict[str, list[str]]:
@@ -137,6 +144,36 @@ def _feature_switches(files: list[SourceFile], graph: include_graph.IncludeGraph
         names = {n for p in {f.path} | graph.closure(f.path) for n in guarded.get(p, ())}
         if names:
             out[f.path] = sorted(names)
+    return out
+
+
+def _header_switches(files: list[SourceFile], graph: include_graph.IncludeGraph,
+                     include_dirs: list[str]) -> dict[str, list[str]]:
+    """Per source, `NAME=VALUE` defines that switch the conditionals its translation unit reaches off a header
+    found nowhere (miner.source.missing_headers). Off without the toolkit's include dirs: a toolkit header
+    (`cufft.h`) would look missing."""
+    from miner.builder.toolchain import find_nvcc
+    from miner.cuda_libs import toolkit_include_dirs
+    from miner.frontends.config import stub_dir
+
+    try:
+        toolkit = toolkit_include_dirs(find_nvcc())
+    except (MinerError, OSError):
+        return {}
+    if not toolkit:
+        return {}
+    found = missing_headers.finder([f.path for f in files], include_dirs, toolkit, (str(stub_dir() / "shims"),))
+    per_file = missing_headers.switches({f.path: f.data for f in files}, found)
+    if not per_file:
+        return {}
+    out: dict[str, list[str]] = {}
+    for f in files:
+        chosen: dict[str, int] = {}
+        for p in sorted({f.path} | graph.closure(f.path)):
+            for name, value in per_file.get(p, {}).items():
+                chosen.setdefault(name, value)
+        if chosen:
+            out[f.path] = [f"{n}={v}" for n, v in sorted(chosen.items())]
     return out
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from miner.frontends.common import (
     attributes_from_prefix,
+    conditional_start,
     line_of,
     make_param,
     make_template_param,
@@ -164,13 +165,14 @@ class _Normalizer:
 
 def _kernel(c: ci.Cursor, data: bytes, path: str, clang_name: str, diags: dict) -> Kernel:
     start, end = c.extent.start.offset, c.extent.end.offset
-    text = data[start:end].decode("utf-8", errors="replace")
-    params, tparams = [], []
-    name_offset = c.location.offset
     # Extents that cover a macro invocation rather than one declaration: the kernel's own (a kernel
     # written by a macro gives its parameters the invocation's extent) and any two parameters share.
     spans = [(ch.extent.start.offset, ch.extent.end.offset) for ch in c.get_children() if ch.kind == K.PARM_DECL]
     macro_spans = {(start, end)} | {sp for sp in spans if spans.count(sp) > 1}
+    start = conditional_start(data, start, end)  # `#if ... __launch_bounds__(a) #else ... #endif` before it
+    text = data[start:end].decode("utf-8", errors="replace")
+    params, tparams = [], []
+    name_offset = c.location.offset
     for ch in c.get_children():
         e = ch.extent
         if e.start.file is None or e.start.file.name != clang_name:

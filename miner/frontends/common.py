@@ -141,3 +141,39 @@ def substitute(text: str, mapping: dict[str, str]) -> str:
     for name, value in mapping.items():
         text = re.sub(rf"\b{re.escape(name)}\b", value, text)
     return text
+
+
+_COND = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b", re.M)
+
+
+def conditional_start(data: bytes, start: int, end: int) -> int:
+    """Where a declaration's text must start so that its preprocessor conditionals balance. A declaration whose
+    leading part sits in a branch (`#if __CUDA_ARCH__ == 750` / `__launch_bounds__(1024, 1)` / `#else` /
+    `__launch_bounds__(1024, 2)` / `#endif` / `__global__ void k(...)`) has an extent that starts in the branch
+    the parse took, so its text held an `#endif` without its `#if`: it starts at that conditional's `#if`."""
+    while True:
+        depth = 0
+        for m in _COND.finditer(data, start, end):
+            kind = m.group(1)
+            if kind in (b"if", b"ifdef", b"ifndef"):
+                depth += 1
+            elif kind == b"endif" and depth:
+                depth -= 1
+            elif depth == 0:
+                break  # an #elif/#else/#endif of a conditional opened before the text
+        else:
+            return start
+        depth = 0
+        opener = None
+        for m in reversed(list(_COND.finditer(data, 0, start))):
+            kind = m.group(1)
+            if kind == b"endif":
+                depth += 1
+            elif kind in (b"if", b"ifdef", b"ifndef"):
+                if depth == 0:
+                    opener = m.start()
+                    break
+                depth -= 1
+        if opener is None:
+            return start
+        start = opener

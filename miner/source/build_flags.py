@@ -36,7 +36,7 @@ import re
 import tokenize
 from typing import Any
 
-from miner.source import cmake_modules, py_build
+from miner.source import cmake_modules, cmake_version, py_build
 from miner.source.flag_spelling import normal, std_flag, uncommented
 
 # torch.utils.cpp_extension.COMMON_NVCC_FLAGS, which every CUDAExtension / load() build passes first.
@@ -162,8 +162,9 @@ def _from_python(path: str, root: str, rel: str = "") -> tuple[list[str], dict[s
     return flags + [f for f in sunk if f.startswith("-D") and not f.startswith("-D__CUDA_NO_")], where
 
 
+# (arguments with one level of parentheses, `if((A AND B) OR C)`, else up to the first `)`)
 _CMAKE_CMD = re.compile(r"\b(if|elseif|else|endif|add_definitions|add_compile_definitions|target_compile_definitions"
-                        r"|set|list|string)\s*\(([^)]*)\)", re.I)
+                        r"|set|list|string)\s*\((?:((?:[^()]|\([^()]*\))*)\)|([^)]*)\))", re.I)
 _CMAKE_NVCC_VAR = re.compile(r"^\s*(?:APPEND\s+)?(?:CUDA_NVCC_FLAGS|CMAKE_CUDA_FLAGS)\b(.*)$", re.I | re.S)
 _CMAKE_KEYWORDS = {"PRIVATE", "PUBLIC", "INTERFACE", "APPEND"}
 
@@ -180,6 +181,11 @@ class _Branches:
         self.hip_on_nvcc = hip_on_nvcc
 
     def _side(self, cond: str) -> str | None:
+        # A test of the CUDA toolkit's version (`if(${CUDA_VERSION_MAJOR} VERSION_GREATER_EQUAL "11")`) is
+        # decided by the toolkit the units are built with: its branch is the CUDA build's, or its else is.
+        version = cmake_version.holds(cond)
+        if version is not None:
+            return "cuda" if version else "off"
         side = py_build.platform_of(cond)
         return "cuda" if side == "hip" and self.hip_on_nvcc else side
 
@@ -191,7 +197,7 @@ class _Branches:
         if self.stack:
             top = self.stack[-1]
             top[1] = True
-            top[2] = (self._side(cond) == "cuda") if cond is not None else top[0] == "hip"
+            top[2] = (self._side(cond) == "cuda") if cond is not None else top[0] in ("hip", "off")
 
     def leave(self) -> None:
         if self.stack:
@@ -232,7 +238,7 @@ def _cmake_defines(code: str, variables: dict[str, str] | None = None, directory
     hip_on_nvcc = bool(_HIP_ON_NVCC.search(code))
     branches = _Branches(hip_on_nvcc)
     for m in _CMAKE_CMD.finditer(code):
-        kind, args = m.group(1).lower(), m.group(2)
+        kind, args = m.group(1).lower(), m.group(2) if m.group(2) is not None else m.group(3)
         if kind == "if":
             branches.enter(args)
         elif kind in ("elseif", "else"):

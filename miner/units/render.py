@@ -259,6 +259,32 @@ def _namespace_context(meta: dict[str, Any]) -> dict[str, Any]:
             "launcher_using": "::".join(n for n in chain[cut:] if n), "named_namespaces": [n for n in chain if n]}
 
 
+# The toolkit's typedefs of its 16-bit types (`typedef __half half;` in cuda_fp16.h): a template argument
+# `half` (`apply_penalty<half, false>` from a host template whose file reached cuda_fp16.h through a project
+# header the closure took nothing from) needs the header the typedef is in.
+_TOOLKIT_TYPEDEFS = {"half": "cuda_fp16.h", "half2": "cuda_fp16.h", "nv_half": "cuda_fp16.h",
+                     "nv_bfloat16": "cuda_bf16.h", "nv_bfloat162": "cuda_bf16.h", "__nv_fp8x2_e4m3": "cuda_fp8.h",
+                     "__nv_fp8x4_e4m3": "cuda_fp8.h", "__nv_fp8x2_e5m2": "cuda_fp8.h", "__nv_fp8x4_e5m2": "cuda_fp8.h"}
+
+
+# CUB's binary functors that CCCL 3 (CUDA 13) removed, and what its migration guide puts in their place: code
+# written for CUDA 11/12 (`BlockReduce(t).Reduce(x, cub::Max())`) failed with "namespace cub has no member Max".
+_CUB_REMOVED = {"Sum": "::cuda::std::plus<>", "Max": "::cuda::maximum<>", "Min": "::cuda::minimum<>",
+                "Difference": "::cuda::std::minus<>", "Division": "::cuda::std::divides<>",
+                "Equality": "::cuda::std::equal_to<>", "Inequality": "::cuda::std::not_equal_to<>"}
+_CUB_NAMED = re.compile(r"\bcub\s*::\s*(" + "|".join(_CUB_REMOVED) + r")\b")
+
+
+def _cub_compat(kernel_text: str, pieces: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(name, replacement) of each removed CUB functor the unit names and the project does not declare in
+    `namespace cub` itself. The unit declares them where its CUB lacks them (`CCCL_MAJOR_VERSION >= 3`), in a
+    `namespace cub` that also nominates `::cub`: inside a build batch's namespace that block is the batch's own
+    `cub`, whose qualified lookups (`cub::BlockReduce`) still reach the toolkit's."""
+    names = {m.group(1) for t in (kernel_text, *(p["text"] for p in pieces)) for m in _CUB_NAMED.finditer(t)}
+    own = {p["name"] for p in pieces if p.get("namespaces") and p["namespaces"][-1] == "cub"}
+    return [(n, _CUB_REMOVED[n]) for n in sorted(names - own)]
+
+
 def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRecord,
            insts: list[dict[str, Any]], launch: Launch | None) -> list[dict[str, Any]]:
     """Write units/<inst>/unit.cu and host_wrapper.cu; return the metadata `instantiations`."""
@@ -303,7 +329,10 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             callee = meta["name"] + (m.group(1) if m else "")
         # A toolkit type named only in these arguments (`__half` from a host template instantiated in another
         # translation unit than the one the closure was taken in) brings its header.
-        extra = [h for t in re.findall(r"[A-Za-z_]\w*", args_text) if (h := HEADER_OF.get(t))]
+        # The toolkit's short typedefs (`half` for `__half`) count unless the project declares that name itself.
+        declared = {p["name"] for p in pieces}
+        extra = [h for t in re.findall(r"[A-Za-z_]\w*", args_text)
+                 if (h := HEADER_OF.get(t) or (_TOOLKIT_TYPEDEFS.get(t) if t not in declared else None))]
         # torch's __CUDA_NO_HALF* defines belong to torch code only: a unit that takes the shim for its int64
         # atomics alone (no torch name in the closure or the arguments) is built as its project was, with
         # __half's operators (`a > b` on __half in its own helpers).
@@ -318,6 +347,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             "defines": [d.split("=", 1) if "=" in d else [d, "1"] for d in meta["parse_context"]["defines"]
                         if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")],
             "shim_text": _shim_for(pieces) if unit.shims or _shim_types(inst["args"], kernel_text, pieces) else "",
+            "cub_compat": _cub_compat(kernel_text, own),
             "pieces": own, **_namespace_context(meta),
             "kernel_text": kernel_text, "callee": callee,
             "macro_names": list(dict.fromkeys(p.name for p in unit.pieces if p.kind == "MACRO")),

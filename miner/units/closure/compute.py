@@ -285,6 +285,14 @@ def _events(ctx: TUContext, cur: ci.Cursor, scope: tuple[str, ...]) -> tuple[lis
             d = r.get_definition() or r
             dpath = ctx.norm(d.location.file.name) if d.location.file else rpath
             events.append(("ref", (dpath, d.location.offset), ctx.piece_at(dpath, d.location.offset)))
+    for name in dict.fromkeys(idents):
+        # A type named through a using-declaration (`namespace k { using ::int32; }`, then `int32 n;` in
+        # `k::inner`) is a UsingType to libclang 18, which exposes no TYPE_REF for it: no reference reaches the
+        # using-declaration or the typedef it names. A name of the text whose innermost visible declaration is
+        # a using-declaration brings it, and its walk the declarations it names.
+        hit = next((lst[0] for i in range(len(scope), -1, -1) if (lst := ctx.by_name.get((scope[:i], name)))), None)
+        if hit is not None and hit[0].kind == "USING_DECLARATION":
+            events.append(("take", *hit))
     for quals, name, is_global in _unvisited(ctx, cur, drop):
         # `noexcept(detail::sw::nothrow<T>::value)`, `__launch_bounds__(kThreads)`, `alignas(kAlign)`:
         # libclang exposes no cursor for these argument lists (closure.unvisited), so the names they

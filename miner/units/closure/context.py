@@ -13,6 +13,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.clang_frontend import skipped_in
+from miner.frontends.common import conditional_start
 from miner.frontends.config import stub_dir
 
 K = ci.CursorKind
@@ -159,6 +160,9 @@ class TUContext:
                     # libclang's extent starts at the member's own list: without the outer ones the
                     # text names parameters nothing declares.
                     start = self._outer_template_start(path, start)
+                # `#if ... __launch_bounds__(a) #else __launch_bounds__(b) #endif` before a function: the text
+                # starts at the `#if` (the kernel's own does too: frontends.common.conditional_start)
+                start = conditional_start(self.read(path), start, e.end.offset)
                 p = Piece(path, start, e.end.offset, ns, c.kind.name, name,
                           c_linkage=c_link and kind in (K.FUNCTION_DECL, K.VAR_DECL))
                 self.pieces.setdefault(path, []).append((p.start, p.end, p, c))
