@@ -89,3 +89,33 @@ def test_shift_count_parameter_defaults_to_a_small_power(dataset: dict[str, Any]
     # and the kernel's `cols / lanes` a division by zero; a shift count takes 5.
     m = only_meta(dataset, "warp_row_max_kernel")
     assert build_statuses(m) == {"float_5": "ok"}, build_statuses(m)
+
+
+def test_body_only_for_a_newer_architecture_brings_no_names(dataset: dict[str, Any]) -> None:
+    # The kernel's body sits under `#if (defined __CUDA_ARCH__) && (__CUDA_ARCH__ >= 1000)`: neither nvcc's host
+    # pass nor the sm_90 device pass compiles it, so its names (`kSpan`, declared there as a local) are not
+    # looked up. Before, they were looked up in any namespace and brought `pass_b::kSpan`, whose initializer
+    # needs a using-directive written after the kernel ("kLanes" undefined in the unit).
+    m = only_meta(dataset, "lanes_scale_kernel")
+    assert build_statuses(m) == {"float": "ok"}, build_statuses(m)
+    unit = (Path(dataset["out"]) / m["id"] / "units" / "float" / "unit.cu").read_text(encoding="utf-8")
+    assert "kLanes * 2" not in unit
+    assert build_statuses(only_meta(dataset, "lanes_sum_kernel")) == {"default": "ok"}
+
+
+@pytest.mark.parametrize(("kind", "cond", "value"), [
+    (b"if", b" (defined __CUDA_ARCH__) && (__CUDA_ARCH__ >= 1000)", False),
+    (b"if", b" defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800  // bf16 path", False),
+    (b"if", b" !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800", True),
+    (b"if", b" __CUDA_ARCH__ < 800", True),
+    (b"if", b" __CUDA_ARCH__ >= 800 && HAVE_X", False),
+    (b"if", b" HAVE_X || __CUDA_ARCH__ >= 800", None),
+    (b"if", b" FEATURE(SM100) || __CUDA_ARCH__", None),
+    (b"ifdef", b" __CUDA_ARCH__", False),
+    (b"ifndef", b" __CUDA_ARCH__", True),
+    (b"else", b"", True),
+])
+def test_condition_in_the_host_pass(kind: bytes, cond: bytes, value: bool | None) -> None:
+    from miner.units.closure.arch_branches import _host_value
+
+    assert _host_value(kind, cond) is value
