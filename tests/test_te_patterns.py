@@ -119,3 +119,20 @@ def test_condition_in_the_host_pass(kind: bytes, cond: bytes, value: bool | None
     from miner.units.closure.arch_branches import _host_value
 
     assert _host_value(kind, cond) is value
+
+
+def test_static_launches_behind_a_build_switch(dataset: dict[str, Any]) -> None:
+    # The kernels are compiled at run time by default; their static launches sit under `#if ROWSM_STATIC_KERNELS`
+    # (a `switch` of `<<<`) or `#if ROWNORM_STATIC_LAUNCHERS` (a registration macro that instantiates the host
+    # template, its name pasted with `##`), switches only the build system defines. The translation unit is
+    # parsed again with the switch on, so the kernels take the launched arguments; the launching template's
+    # local alias hides the class template's name (`using RowNormTraits = RowNormTraits<T, ...>;`) and is
+    # read through. Before: inferred `float_5` for the softmax, `float` for the norm ("name followed by '::'").
+    m = only_meta(dataset, "row_softmax_kernel")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {"float_6": "call_site", "float_8": "call_site"}
+    assert "ROWSM_STATIC_KERNELS" in m["parse_context"]["defines"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    m = only_meta(dataset, "row_norm_kernel")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {
+        "RowNormTraits_float_128_4": "host_template", "RowNormTraits_float_256_2": "host_template"}
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
