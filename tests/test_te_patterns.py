@@ -136,3 +136,17 @@ def test_static_launches_behind_a_build_switch(dataset: dict[str, Any]) -> None:
     assert {i["id"]: i["origin"] for i in m["instantiations"]} == {
         "RowNormTraits_float_128_4": "host_template", "RowNormTraits_float_256_2": "host_template"}
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_four_bit_toolkit_types_in_the_parse(dataset: dict[str, Any]) -> None:
+    # `__nv_fp4_e2m1` (cuda_fp4.h, toolkit 12.8+) and `__nv_fp8_e8m0` are declared by the parse shims: before, the
+    # parse knew neither, so `Largest<e2m1>`'s specialization and the `block_scale_kernel<e2m1>` launch were
+    # invalid and dropped (the unit of a kernel using `Largest<e2m1>` took the primary template:
+    # "no suitable conversion function from __nv_fp4_e2m1 to const float").
+    m = only_meta(dataset, "block_scale_kernel")
+    assert {i["id"]: i["origin"] for i in m["instantiations"]} == {
+        "nv_fp4_e2m1": "call_site", "nv_fp8_e4m3": "call_site"}, m["instantiations"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    unit = (Path(dataset["out"]) / m["id"] / "units" / "nv_fp4_e2m1" / "unit.cu").read_text(encoding="utf-8")
+    assert "#include <cuda_fp4.h>" in unit and "value = 6.0f" in unit
+    assert build_statuses(only_meta(dataset, "pack_pairs_kernel")) == {"default": "ok"}
