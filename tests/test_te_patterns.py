@@ -150,3 +150,11 @@ def test_four_bit_toolkit_types_in_the_parse(dataset: dict[str, Any]) -> None:
     unit = (Path(dataset["out"]) / m["id"] / "units" / "nv_fp4_e2m1" / "unit.cu").read_text(encoding="utf-8")
     assert "#include <cuda_fp4.h>" in unit and "value = 6.0f" in unit
     assert build_statuses(only_meta(dataset, "pack_pairs_kernel")) == {"default": "ok"}
+
+
+def test_unnamed_enable_if_template_parameter(dataset: dict[str, Any]) -> None:
+    # `template <typename Spec, std::enable_if_t<Spec::kRowwise, int> = 0>`: the unnamed parameter (name "") was
+    # substituted at every word boundary of the explicit instantiation (`0const0 0typename0 ...`: "expected a
+    # type specifier").
+    m = only_meta(dataset, "rowcast_kernel")
+    assert build_statuses(m) == {"CastSpec_double_true_0": "ok"}, build_statuses(m)
