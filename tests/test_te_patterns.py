@@ -158,3 +158,11 @@ def test_unnamed_enable_if_template_parameter(dataset: dict[str, Any]) -> None:
     # type specifier").
     m = only_meta(dataset, "rowcast_kernel")
     assert build_statuses(m) == {"CastSpec_double_true_0": "ok"}, build_statuses(m)
+
+
+def test_template_argument_of_an_unnamed_namespace(dataset: dict[str, Any]) -> None:
+    # `bias_rows_kernel<4, BiasParam<float, double>>` with BiasParam in `namespace rows { namespace { ... } }`: the
+    # parse spells the argument `rows::(anonymous namespace)::BiasParam<float, double>`, which the explicit
+    # instantiation and the launcher wrote as is ("expected an identifier"); the unit names it `rows::BiasParam`.
+    m = only_meta(dataset, "bias_rows_kernel")
+    assert build_statuses(m) == {"4_rows_anonymous_namespace_BiasParam_float_double": "ok"}, build_statuses(m)
