@@ -166,3 +166,14 @@ def test_template_argument_of_an_unnamed_namespace(dataset: dict[str, Any]) -> N
     # instantiation and the launcher wrote as is ("expected an identifier"); the unit names it `rows::BiasParam`.
     m = only_meta(dataset, "bias_rows_kernel")
     assert build_statuses(m) == {"4_rows_anonymous_namespace_BiasParam_float_double": "ok"}, build_statuses(m)
+
+
+def test_stand_in_kernel_of_an_arch_branch_takes_its_twins_closure(dataset: dict[str, Any]) -> None:
+    # `#if __CUDA_ARCH__ >= 900` / the kernel / `#else` / an empty kernel of the same signature: no define turns
+    # the `#else` on for the parse, so tree-sitter alone sees the stand-in. It takes the closure and launches of
+    # its parsed twin (before: no closure, "MC_MAX_THREADS is undefined", inferred `128`).
+    found = sorted((m for m in dataset["metas"] if m["name"] == "mc_reduce_kernel"),
+                   key=lambda m: m["source"]["start_line"])
+    assert [m["frontend"] for m in found] == ["clang", "treesitter"]
+    for m in found:
+        assert build_statuses(m) == {"4": "ok", "8": "ok"}, build_statuses(m)
