@@ -14,7 +14,7 @@ from typing import Any
 
 from miner.errors import UsageError
 from miner.extract import cache as extract_cache
-from miner.extract import guarded
+from miner.extract import guarded, switched
 from miner.extract import instances as instance_files
 from miner.extract.options import ExtractOptions, ExtractReport
 from miner.extract.unit_data import UnitData, analysis_of
@@ -346,10 +346,15 @@ def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], 
             if defines:
                 groups[(tu_of.get(k.path, k.path), tuple(defines))].append(k)
     replaced: set[int] = set()  # kernels whose parse alone gave a closure the includer's parse replaces
+    retaken: set[int] = set()  # template kernels a build switch gives concrete launches (extract.switched)
     if graph is not None and data is not None:
         for key, found in guarded.guarded_includers(kernels, tu_of, graph, data).items():
             groups[key].extend(found)
             replaced |= {id(k) for k in found}
+        for key, found in switched.switched_launches(kernels, tu_of, units.launches, graph, data,
+                                                     config.defines).items():
+            groups[key].extend(k for k in found if id(k) not in replaced)
+            retaken |= {id(k) for k in found}
     if not groups:
         return kernels
     swap: dict[int, Kernel] = {}
@@ -361,8 +366,16 @@ def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], 
         if res.error:
             continue
         hits = {}
+        found = analysis_of(res)
         for w in wanted:
             match = next((c for c in res.kernels if _overlaps(c, w)), None)
+            if match is not None and id(w) in retaken:
+                # Taken from this configuration only when it launches the kernel with arguments of its own.
+                key = (match.path, match.start_offset)
+                if not any(switched.concrete(lc) for lc in found.launches if lc.kernel == key):
+                    continue
+                units.closures.pop((w.path, w.start_offset), None)
+                units.launches.pop((w.path, w.start_offset), None)
             if match is not None:
                 match.defines = list(defines)
                 hits[(match.path, match.start_offset)] = match
@@ -370,7 +383,6 @@ def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], 
                 if id(w) in replaced:
                     units.closures.pop((w.path, w.start_offset), None)
         # Only the variant kernels take their closure and launches from this configuration.
-        found = analysis_of(res)
         found.closures = {key: u for key, u in found.closures.items() if key in hits}
         found.launches = [lc for lc in found.launches if lc.kernel in hits]
         units.add_analysis(found)

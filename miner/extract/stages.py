@@ -184,6 +184,7 @@ def _parse(run: CudaRun) -> None:
                                                           run.progress, run.unit_data, run.extra, run.cache,
                                                           run.pch_folder.name, run.references)
     run.unit_data.match_declared(run.kernels)
+    run.unit_data.share_with_branch_twins(run.kernels)
 
 
 def _hip_variants(run: CudaRun) -> None:

@@ -3,6 +3,7 @@ instantiations, and launches of kernels re-declared elsewhere matched to their d
 
 from __future__ import annotations
 
+import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
@@ -47,6 +48,29 @@ class UnitData:
             lst.append(launch)
         else:
             _merge_host_args(same, launch)
+
+    def share_with_branch_twins(self, kernels: list[Kernel]) -> None:
+        """A kernel only tree-sitter saw, in a branch no define can turn on (`#if __CUDA_ARCH__ >= 900` / the real
+        kernel / `#else` / an empty one of the same signature), takes the closure and launches of its twin in the
+        parsed branch: the same name, file and parameters. Its text names what the twin's does (`__launch_bounds__(
+        MAX_THREADS)`, the parameter types), and a launch binds to one or the other by configuration (nvcc's host
+        pass sees the `#else`). Before, it had no closure at all: "MAX_THREADS is undefined"."""
+        parsed = defaultdict(list)
+        for k in kernels:
+            if k.frontend == "clang" and (k.path, k.start_offset) in self.closures:
+                parsed[(k.path, k.qualified_name, len(k.params))].append(k)
+        for k in kernels:
+            key = (k.path, k.start_offset)
+            twins = parsed.get((k.path, k.qualified_name, len(k.params)), [])
+            if k.frontend != "treesitter" or key in self.closures or len(twins) != 1:
+                continue
+            twin = twins[0]
+            have = self.closures[(twin.path, twin.start_offset)]
+            self.closures[key] = replace(have, unresolved=[*have.unresolved, {
+                "symbol": "*", "where": f"{os.path.basename(k.path)}:{k.start_line}",
+                "reason": f"no AST (an inactive #if branch): the closure of its twin at line {twin.start_line}"}])
+            for lc in self.launches.get((twin.path, twin.start_offset), []):
+                self._add_launch(key, replace(lc, kernel=key))
 
     def match_declared(self, kernels: list[Kernel]) -> None:
         """Launches of a kernel re-declared in another translation unit (`void K(const P p);` in a host

@@ -138,8 +138,12 @@ def split_top(text: str, angle: bool = True) -> list[str]:
 
 
 def substitute(text: str, mapping: dict[str, str]) -> str:
+    """Each whole identifier `name` of `mapping` replaced by its value. An unnamed template parameter
+    (`std::enable_if_t<C, int> = 0`, its name "") replaces nothing: as a pattern it matched at every word
+    boundary (`0const0 0float0 *`)."""
     for name, value in mapping.items():
-        text = re.sub(rf"\b{re.escape(name)}\b", value, text)
+        if name:
+            text = re.sub(rf"\b{re.escape(name)}\b", value, text)
     return text
 
 

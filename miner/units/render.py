@@ -225,6 +225,10 @@ def _qualified_types(arg: str, pieces: list[dict[str, Any]], kernel_ns: list[str
     return re.sub(r"((?:^|[^\w:]))([A-Za-z_]\w*)(?=\s*(?:<|,|>|\*|&|$|\s))", fix, arg)
 
 
+def _unnamed_ns_free(text: str) -> str:
+    return text.replace("(anonymous namespace)::", "") if isinstance(text, str) else text
+
+
 def _typed_args(tparams: list[dict[str, Any]], args: list[str], pieces: list[dict[str, Any]] = (),
                 kernel_ns: list[str] = ()) -> list[str]:
     """Template arguments as the explicit instantiation writes them: an integer given to a parameter of
@@ -305,7 +309,10 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
         while iid in used_ids:
             iid += "_"
         used_ids.add(iid)
-        mapping = inst["template_args"]
+        # `ns::(anonymous namespace)::Param<float>`, as the parse spells a type of an unnamed namespace, is no C++:
+        # the unit declares that namespace where the source does, so `ns::Param<float>` names the type.
+        mapping = {k: _unnamed_ns_free(v) for k, v in inst["template_args"].items()}
+        inst = {**inst, "args": [_unnamed_ns_free(a) for a in inst["args"]]}
         params = _params(meta["params"], mapping, macros)
         for i, p in enumerate(params):
             p["name"] = p["name"] or f"arg{i}"

@@ -19,10 +19,10 @@ from miner.units.closure.context import _IDENT, _STRING_OR_COMMENT, TUContext, _
 _DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(.*)$", re.M)
 
 
-def _arch_test(data: bytes, start: int) -> bool:
-    """Whether the skipped block at `start` is a branch of an `#if` chain that tests `__CUDA_ARCH__` (its
-    own directive, or the `#if`/`#elif`s before it in the same chain)."""
-    depth = 0
+def _chain_of(data: bytes, start: int) -> list[tuple[bytes, bytes]]:
+    """The directives of the `#if` chain the skipped block at `start` belongs to, as (kind, condition): its own
+    first, then the `#elif`s and the `#if` before it in the same chain (empty when none is found)."""
+    depth, out = 0, []
     for m in reversed(list(_DIRECTIVE.finditer(data, 0, min(len(data), start + 400)))):
         if m.start() > start + 2:
             continue  # the skipped range begins at its directive (or just before it)
@@ -34,11 +34,137 @@ def _arch_test(data: bytes, start: int) -> bool:
             if kind in (b"if", b"ifdef", b"ifndef"):
                 depth -= 1
             continue
-        if b"__CUDA_ARCH__" in cond:
-            return True
+        out.append((kind, cond))
         if kind in (b"if", b"ifdef", b"ifndef"):
-            return False  # the chain's opening directive, without the test
-    return False
+            return out  # the chain's opening directive
+    return []
+
+
+def _arch_test(data: bytes, start: int) -> bool:
+    """Whether the skipped block at `start` is a branch of an `#if` chain that tests `__CUDA_ARCH__` (its
+    own directive, or the `#if`/`#elif`s before it in the same chain)."""
+    return any(b"__CUDA_ARCH__" in cond for _k, cond in _chain_of(data, start))
+
+
+def _host_takes(data: bytes, start: int) -> bool:
+    """Whether nvcc's host pass (`__CUDA_ARCH__` undefined) may compile the skipped block at `start`: not when
+    its own condition is false there (`#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000`, `#ifdef
+    __CUDA_ARCH__`) or an earlier branch of its chain is true there. The device pass builds for the parse's
+    `__CUDA_ARCH__` (miner.targets), whose branch the parse saw; so a block neither pass compiles (a kernel body
+    for a newer architecture only) needs none of its names in the unit: they were looked up in any namespace
+    and brought unrelated declarations that did not compile there. Unknown conditions count as taken."""
+    chain = _chain_of(data, start)
+    if not chain:
+        return True
+    for i, (kind, cond) in enumerate(chain):
+        value = _host_value(kind, cond)
+        if i == 0 and value is False:
+            return False
+        if i > 0 and value is True:
+            return False
+    return True
+
+
+def _host_value(kind: bytes, cond: bytes) -> bool | None:
+    """A directive's condition with `__CUDA_ARCH__` undefined and every other macro unknown: True, False or None."""
+    name = cond.split(b"//")[0].strip()
+    if kind == b"else":
+        return True
+    if kind in (b"ifdef", b"ifndef"):
+        if name != b"__CUDA_ARCH__":
+            return None
+        return kind == b"ifndef"
+    try:
+        value = _Condition(cond.decode("latin-1")).value()
+    except (ValueError, IndexError, ZeroDivisionError):
+        return None
+    return None if value is None else bool(value)
+
+
+_TOKEN = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|\d+)[uUlL]*|([A-Za-z_]\w*)|(&&|\|\||==|!=|<=|>=|<<|>>|[-+*/%<>!()~]))")
+
+
+class _Condition:
+    """A preprocessor condition evaluated in three values (an int, or None for unknown): `__CUDA_ARCH__` and
+    `defined(__CUDA_ARCH__)` are 0, any other name or `defined(...)` unknown, a function-like macro call unknown."""
+
+    def __init__(self, text: str) -> None:
+        text = re.sub(r"/\*.*?\*/", " ", text.split("//")[0])
+        self.toks: list[str] = []
+        pos = 0
+        while pos < len(text) and text[pos:].strip():
+            m = _TOKEN.match(text, pos)
+            if m is None:
+                raise ValueError(text)
+            self.toks.append(m.group(1) if m.group(1) is not None else (m.group(2) or m.group(3)))
+            if m.group(1) is not None:
+                self.toks[-1] = str(int(m.group(1), 0))
+            pos = m.end()
+        self.i = 0
+
+    def value(self) -> int | None:
+        v = self._binary(0)
+        if self.i != len(self.toks):
+            raise ValueError("trailing tokens")
+        return v
+
+    _LEVELS: tuple[tuple[str, ...], ...] = (("||",), ("&&",), ("==", "!="), ("<", ">", "<=", ">="),
+                                            ("<<", ">>"), ("+", "-"), ("*", "/", "%"))
+
+    def _binary(self, level: int) -> int | None:
+        if level == len(self._LEVELS):
+            return self._unary()
+        left = self._binary(level + 1)
+        while self.i < len(self.toks) and self.toks[self.i] in self._LEVELS[level]:
+            op = self.toks[self.i]
+            self.i += 1
+            right = self._binary(level + 1)
+            left = _apply(op, left, right)
+        return left
+
+    def _unary(self) -> int | None:
+        tok = self.toks[self.i]
+        self.i += 1
+        if tok in ("!", "-", "+", "~"):
+            v = self._unary()
+            return None if v is None else {"!": int(not v), "-": -v, "+": v, "~": ~v}[tok]
+        if tok == "(":
+            v = self._binary(0)
+            if self.toks[self.i] != ")":
+                raise ValueError("unbalanced")
+            self.i += 1
+            return v
+        if tok == "defined":
+            paren = self.toks[self.i] == "("
+            name = self.toks[self.i + 1] if paren else self.toks[self.i]
+            self.i += 3 if paren else 1
+            return 0 if name == "__CUDA_ARCH__" else None
+        if tok.isdigit():
+            return int(tok)
+        if self.i < len(self.toks) and self.toks[self.i] == "(":  # a function-like macro: its arguments skipped
+            depth = 0
+            while True:
+                t = self.toks[self.i]
+                self.i += 1
+                depth += {"(": 1, ")": -1}.get(t, 0)
+                if depth == 0:
+                    return None
+        return 0 if tok == "__CUDA_ARCH__" else None
+
+
+def _apply(op: str, a: int | None, b: int | None) -> int | None:
+    if op == "&&":
+        return 0 if a == 0 or b == 0 else (None if a is None or b is None else 1)
+    if op == "||":
+        return 1 if (a is not None and a != 0) or (b is not None and b != 0) else (
+            None if a is None or b is None else 0)
+    if a is None or b is None:
+        return None
+    if op in ("/", "%") and b == 0:
+        return None
+    return {"==": int(a == b), "!=": int(a != b), "<": int(a < b), ">": int(a > b), "<=": int(a <= b),
+            ">=": int(a >= b), "<<": a << b if 0 <= b < 64 else None, ">>": a >> b if 0 <= b < 64 else None,
+            "+": a + b, "-": a - b, "*": a * b, "/": int(a / b), "%": a % b}[op]
 
 
 def host_pass_names(ctx: TUContext, cur: ci.Cursor) -> list[str]:
@@ -56,7 +182,7 @@ def host_pass_names(ctx: TUContext, cur: ci.Cursor) -> list[str]:
     data = ctx.read(path)
     names: list[str] = []
     for s, t in inside:
-        if _arch_test(data, s):
+        if _arch_test(data, s) and _host_takes(data, s):
             text = _STRING_OR_COMMENT.sub(" ", data[s:t].decode("utf-8", "replace"))
             names += [n for n in _IDENT.findall(text) if n not in ("if", "ifdef", "ifndef", "elif", "else", "endif",
                                                                    "defined", "__CUDA_ARCH__")]

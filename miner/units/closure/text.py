@@ -42,6 +42,8 @@ HEADER_OF = {
     "CUDA_VERSION": "cuda.h", "CUDART_VERSION": "cuda_runtime_api.h",
     **dict.fromkeys(("__pipeline_commit", "__pipeline_wait_prior", "__pipeline_memcpy_async"),
                     "cuda_pipeline_primitives.h"), "__nv_fp8_e4m3": "cuda_fp8.h", "__nv_fp8_e5m2": "cuda_fp8.h",
+    "__nv_fp8_e8m0": "cuda_fp8.h",
+    **dict.fromkeys(("__nv_fp4_e2m1", "__nv_fp4x2_e2m1", "__nv_fp4x4_e2m1"), "cuda_fp4.h"),
 }
 _C_HEADER = {"float.h": "cfloat", "limits.h": "climits", "stdint.h": "cstdint", "assert.h": "cassert",
              "stdio.h": "cstdio", "string.h": "cstring"}

@@ -152,6 +152,16 @@ def _default_for(p: ci.Cursor) -> str:
 _DEPENDENT_DECLS = (K.TEMPLATE_TYPE_PARAMETER, K.TEMPLATE_NON_TYPE_PARAMETER, K.TEMPLATE_TEMPLATE_PARAMETER)
 
 
+def _names_itself_only_as_template(name: str, underlying: str) -> bool:
+    """Whether a local alias's text can stand for it: it names the alias's own name nowhere (`using value_type =
+    typename Traits::value_type;` would name itself again), or only as the class template it specializes
+    (`using Kernel_traits = Kernel_traits<T, kCols>;`: the alias hides the template's name after it)."""
+    word = re.compile(rf"(?<![\w:])(?:\w+\s*::\s*)*{re.escape(name)}\b")
+    hits = list(word.finditer(underlying))
+    return not hits or (len(hits) == 1 and hits[0].start() == 0 and underlying[hits[0].end():].lstrip().startswith("<")
+                        and not re.search(rf"::\s*{re.escape(name)}\b", underlying[hits[0].end():]))
+
+
 def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[str]] | None = None,
              found: dict[str, list[str]] | None = None) -> dict[str, str]:
     """What the names in a written argument list stand for, where the AST knows: non-dependent type
@@ -175,8 +185,7 @@ def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[s
             if dependent and member:  # unknown unless they are the host's own parameters (checked in _finish)
                 for p in _tparams(d.semantic_parent):
                     out.setdefault(p.spelling, "")
-            elif dependent and local and not re.search(rf"\b{re.escape(d.spelling)}\b",
-                                                         d.underlying_typedef_type.spelling):
+            elif dependent and local and _names_itself_only_as_template(d.spelling, d.underlying_typedef_type.spelling):
                 # `using Traits = ScanTraits<kThreads, kIsEven, T>;` in the launching function (or a lambda
                 # of it): its text, with the constants it names put in; the host template's parameters
                 # stay by name and anything else unknown is marked so (checked in _finish).

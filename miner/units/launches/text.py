@@ -83,7 +83,9 @@ def _named_args(text: str, name: str) -> list[list[str]]:
 
 
 def substitute(text: str, mapping: dict[str, str]) -> str:
-    """Replace whole identifiers in one pass (a value that names another parameter stays as it is)."""
+    """Replace whole identifiers in one pass (a value that names another parameter stays as it is); an unnamed
+    parameter (its name "") replaces nothing."""
+    mapping = {k: v for k, v in mapping.items() if k}
     if not mapping:
         return text
     pat = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True)) + r")\b")
