@@ -73,3 +73,39 @@ def test_folder_flags_listing_once_per_folder(tmp_path):
     assert build_flags._build_files(str(sub)) == ("setup.py",)
     assert build_flags._build_files(str(tmp_path / "missing")) is None
     assert build_flags._folder_flags(str(tmp_path / "missing"), root, "x.cu") is None
+
+
+def test_names_any_is_any_search():
+    from miner.units.launches.functors import _names_any
+
+    texts = ["Tg *", "const T &", "int", "Map<T, Tg>", "TT", "", "a b"]
+    for host in (["T"], ["T", "Tg"], ["Tg", "T"], ["N", ""], ["x.y", "T"], ["TT"]):
+        for text in texts:
+            assert bool(_names_any(host).search(text)) == any(
+                re.search(rf"\b{re.escape(h)}\b", text) for h in host), (host, text)
+
+
+def test_local_initializers_memo_gives_the_same(tmp_path):
+    """A launching function's initializers, asked once per launch, come from the per-TU memo unchanged."""
+    import clang.cindex as ci
+
+    from miner.units import launch_formula
+
+    src = tmp_path / "f.cu"
+    src.write_text("struct dim3 { dim3(int, int = 1, int = 1); };\n"
+                   "void run(int n) {\n  int threads = 256;\n  dim3 grid((n + 255) / 256, 2);\n"
+                   "  int shared{threads * 4};\n  int unused;\n  int late = 3;\n}\n")
+    tu = ci.Index.create().parse(str(src), args=["-x", "c++", "-std=c++17"])
+    fn = next(c for c in tu.cursor.get_children() if c.spelling == "run")
+    data = src.read_bytes()
+
+    def read(_p):
+        return data
+    before = data.index(b"int late")
+    plain = launch_formula.local_initializers(fn, before, str(src), read, None)
+    cache: dict = {}
+    first = launch_formula.local_initializers(fn, before, str(src), read, cache)
+    again = launch_formula.local_initializers(fn, before, str(src), read, cache)
+    assert plain == first == again == {"threads": "256", "grid": "dim3((n + 255) / 256, 2)", "shared": "(threads * 4)"}
+    assert cache["initializers"]
+    assert launch_formula.local_initializers(fn, len(data), str(src), read, cache)["late"] == "3"
