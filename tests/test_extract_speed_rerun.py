@@ -109,3 +109,39 @@ def test_local_initializers_memo_gives_the_same(tmp_path):
     assert plain == first == again == {"threads": "256", "grid": "dim3((n + 255) / 256, 2)", "shared": "(threads * 4)"}
     assert cache["initializers"]
     assert launch_formula.local_initializers(fn, len(data), str(src), read, cache)["late"] == "3"
+
+
+def test_kernel_folders_rendered_in_workers_are_the_serial_ones(tmp_path):
+    """With -j 2 the kernel folders the cache lacks are rendered in forked workers (stages._render_all); the
+    dataset is the one -j 1 writes in the main process, and a rerun of each serves every folder from the cache."""
+    import pytest
+
+    from miner.frontends import clang_frontend
+    from tests.conftest import FIXTURES, run_miner, snapshot
+
+    if not clang_frontend.AVAILABLE:
+        pytest.skip("needs libclang")
+    trees = {}
+    for jobs in ("1", "2"):
+        env = {"KM_PARSE_CACHE": str(tmp_path / f"cache{jobs}")}
+        for run in ("cold", "warm"):
+            res = run_miner("extract", FIXTURES / "corpus", "-o", tmp_path / f"out{jobs}{run}", "-j", jobs, "-v",
+                            env=env)
+            assert res.returncode == 0, res.stderr
+        assert "kernel folders from the cache" in res.stderr
+        trees[jobs] = snapshot(tmp_path / f"out{jobs}cold")
+        assert snapshot(tmp_path / f"out{jobs}warm") == trees[jobs]
+    assert sum(k.endswith("/metadata.json") for k in trees["1"]) >= 8  # enough folders for the workers
+    assert trees["1"] == trees["2"]
+
+
+def test_render_all_keeps_the_order(monkeypatch):
+    from miner.extract import cache as extract_cache
+    from miner.extract import stages
+
+    monkeypatch.setattr(extract_cache, "render_kernel", lambda *job: {"job": job, "pid": __import__("os").getpid()})
+    jobs = [(i, f"k{i}") for i in range(12)]
+    forked = stages._render_all(jobs, 2)
+    assert [m["job"] for m in forked] == jobs and stages._RENDER == []
+    assert any(m["pid"] != __import__("os").getpid() for m in forked)
+    assert [m["job"] for m in stages._render_all(jobs[:3], 2)] == jobs[:3]  # too few: in this process
