@@ -73,6 +73,17 @@ def write_kernel(cache: ParseCache | None, out_dir: Path, meta: dict[str, Any], 
                  data: Analyses, root: str, units: bool, mentions: Mentions | None = None) -> dict[str, Any]:
     """The kernel's folder (`assemble.attach` when `units`, then `kernel.cu` and `metadata.json`), or its
     recorded files when the inputs are the same; returns the final metadata."""
+    done, key = from_cache(cache, out_dir, meta, k, text, data, root, units, mentions)
+    if done is not None:
+        return done
+    return render_kernel(cache, key, out_dir, meta, k, text, data, root, units, mentions)
+
+
+def from_cache(cache: ParseCache | None, out_dir: Path, meta: dict[str, Any], k: Kernel, text: bytes,
+               data: Analyses, root: str, units: bool, mentions: Mentions | None = None
+               ) -> tuple[dict[str, Any] | None, str]:
+    """The kernel's folder written from the cache and its final metadata, or None (a miss: `render_kernel`
+    with the key returned makes it)."""
     kdir = out_dir / meta["id"]
     key = _key(cache, meta, k, text, data, root, units, mentions) if cache is not None else ""
     hit = cache.load_entry(key, KIND) if cache is not None else None
@@ -88,7 +99,15 @@ def write_kernel(cache: ParseCache | None, out_dir: Path, meta: dict[str, Any], 
 
             for include_dir, parts in hit["vendored"]:
                 vendor_copy.carry(str(out_dir), include_dir, list(parts))
-        return hit["meta"]
+        return hit["meta"], key
+    return None, key
+
+
+def render_kernel(cache: ParseCache | None, key: str, out_dir: Path, meta: dict[str, Any], k: Kernel, text: bytes,
+                  data: Analyses, root: str, units: bool, mentions: Mentions | None = None) -> dict[str, Any]:
+    """The kernel's folder made afresh (`key`: its cache key, `from_cache`'s), stored in the cache; the final
+    metadata."""
+    kdir = out_dir / meta["id"]
     if units:
         from miner.units import assemble  # only on a miss: it brings jinja2 and the templates
 

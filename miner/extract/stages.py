@@ -10,6 +10,7 @@ the units, or not); those two stages read the gate.
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import tempfile
 from collections import defaultdict
@@ -211,8 +212,15 @@ def _write(run: CudaRun) -> None:
     mentions = Mentions([*data.items(), *((f.path, f.data) for f in run.extra)],
                         run.graph.edges if run.graph is not None else None)
     ordinals: dict[tuple[str, str], int] = defaultdict(int)
-    metas: list[dict[str, Any]] = []
+    metas: list[dict[str, Any] | None] = []
     replaced: set[tuple[str | None, str]] = set()
+    misses: list[tuple[int, tuple[Any, ...]]] = []  # (place in metas, render_kernel's arguments)
+
+    def write(meta: dict[str, Any], k: Kernel, text: bytes, units: Any, root: str) -> None:
+        done, key = extract_cache.from_cache(cache, run.out_dir, meta, k, text, units, root, run.units, mentions)
+        if done is None:
+            misses.append((len(metas), (cache, key, run.out_dir, meta, k, text, units, root, run.units, mentions)))
+        metas.append(done)
     for k in run.kernels:
         origin = origin_of(k.path, _input_root(k.path, run.disc.roots))
         rel = _rel(k.path, origin.root)
@@ -226,9 +234,7 @@ def _write(run: CudaRun) -> None:
         native = hip_config.native_reason(k.path, data[k.path])
         if native:
             meta["variant"] = {"toolchain": "hip", "defines": [], "reason": native}
-        meta = extract_cache.write_kernel(cache, run.out_dir, meta, k, text, run.unit_data, origin.root, run.units,
-                                          mentions)
-        metas.append(meta)
+        write(meta, k, text, run.unit_data, origin.root)
         replaced.add((origin.repo, rel))
         v = variant_of.get(id(k))
         if v is not None:  # the same kernel in its project's HIP configuration
@@ -240,14 +246,40 @@ def _write(run: CudaRun) -> None:
                 vmeta["build_flags"] = meta["build_flags"]
             vmeta["variant"] = {"toolchain": "hip", "defines": v.defines, "of": kid,
                                 "reason": f"HIP branches (#if on {', '.join(v.defines)})"}
-            vmeta = extract_cache.write_kernel(cache, run.out_dir, vmeta, vk, vtext, v.units, origin.root,
-                                               run.units, mentions)
-            metas.append(vmeta)
+            write(vmeta, vk, vtext, v.units, origin.root)
+    for (at, _args), meta in zip(misses, _render_all([args for _at, args in misses], run.opts.jobs if run.units else 1),
+                                 strict=True):
+        metas[at] = meta
     dataset.merge_index(run.out_dir, metas, replaced)
     if cache is not None and (hits := cache.entry_hits.get(extract_cache.KIND, 0)):
         report.notes.append(f"{hits} of {hits + cache.entry_misses.get(extract_cache.KIND, 0)} kernel folders "
                             f"from the cache ({cache.folder})")
-    report.kernels = metas
+    report.kernels = [m for m in metas if m is not None]
+
+
+# The render jobs of the running write stage: forked workers read them (nothing of them is pickled).
+_RENDER: list[tuple[Any, ...]] = []
+
+
+def _render_one(i: int) -> dict[str, Any]:
+    return extract_cache.render_kernel(*_RENDER[i])
+
+
+def _render_all(jobs: list[tuple[Any, ...]], workers: int) -> list[dict[str, Any]]:
+    """`render_kernel` of each job (the kernel folders the cache did not have), in order; in `workers` forked
+    processes when there are enough of them: rendering and writing the units was a serial second and a half
+    of a cold MMCV run on two cores. Each folder is the kernel's own (vendored copies are renamed into place,
+    whoever comes first), so the files are the same whichever process writes them."""
+    if workers <= 1 or len(jobs) < 8:
+        return [extract_cache.render_kernel(*job) for job in jobs]
+    from miner.units import assemble  # noqa: F401 - imported once here, not once per worker
+
+    _RENDER[:] = jobs
+    try:
+        with mp.get_context("fork").Pool(min(workers, len(jobs))) as pool:
+            return pool.map(_render_one, range(len(jobs)), chunksize=1)
+    finally:
+        _RENDER.clear()
 
 
 STAGES: tuple[Stage, ...] = (

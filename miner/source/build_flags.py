@@ -307,15 +307,39 @@ def _from_make(text: str) -> list[str]:
     return out
 
 
+_MAKEFILES = ("Makefile", "makefile", "GNUmakefile")
+
+
+def _is_build_file(name: str) -> bool:
+    return (name == "CMakeLists.txt" or name.endswith((".cmake", ".mk")) or name in _MAKEFILES
+            or _BUILD_PY.match(name) is not None)
+
+
 @functools.cache
+def _build_files(folder: str) -> tuple[str, ...] | None:
+    """The names in `folder` `_folder_flags` reads, sorted; None when it cannot be listed. Listed once per
+    folder: every source below it asks (MMCV: 419 sources, 43,000 names joined and matched per run)."""
+    try:
+        return tuple(n for n in sorted(os.listdir(folder)) if _is_build_file(n))
+    except OSError:
+        return None
+
+
 def _folder_flags(folder: str, root: str, rel: str = "") -> tuple[tuple[str, ...], tuple[str, ...],
                                                                    tuple[tuple[str, str], ...]] | None:
     """(flags, build files read, where each -D is written) of one folder for the source at `rel` below
     it, None when it holds no build file."""
-    try:
-        names = sorted(os.listdir(folder))
-    except OSError:
+    names = _build_files(folder)
+    if not names:
         return None
+    if not any(_BUILD_PY.match(n) for n in names):
+        rel = ""  # only the Python build code reads which source asks: one answer for the folder
+    return _folder_flags_of(folder, root, rel, names)
+
+
+@functools.cache
+def _folder_flags_of(folder: str, root: str, rel: str, names: tuple[str, ...]
+                     ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...]] | None:
     flags: list[str] = []
     used: list[str] = []
     where: dict[str, str] = {}
@@ -323,7 +347,7 @@ def _folder_flags(folder: str, root: str, rel: str = "") -> tuple[tuple[str, ...
         path = os.path.join(folder, name)
         if name == "CMakeLists.txt" or name.endswith(".cmake"):
             got: list[str] | None = _from_cmake(_read(path), cmake_cache_defaults(root))
-        elif name in ("Makefile", "makefile", "GNUmakefile") or name.endswith(".mk"):
+        elif name in _MAKEFILES or name.endswith(".mk"):
             got = _from_make(_read(path)) or None  # a Makefile that gives nvcc nothing is no CUDA build file
         elif _BUILD_PY.match(name):
             py = _from_python(path, root, rel)

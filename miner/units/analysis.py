@@ -9,11 +9,11 @@ result is typed (`units.records.TUAnalysis`); the frontend hands it back as plai
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from miner.units import closure, instantiations, launches, macro_text
-from miner.units.records import ClosureRecord, Declaration, PieceText, TUAnalysis
+from miner.units.records import ClosureRecord, Declaration, PieceText, TUAnalysis, plain
 
 if TYPE_CHECKING:
     from miner.frontends.clang_frontend import LiveTU
@@ -63,7 +63,7 @@ def _analyse(live: LiveTU, out: TUAnalysis) -> None:
                  *launch.dispatch_args]
         named = {n for args in lists for a in args for n in _IDENT.findall(a)}
         arg_names.setdefault(rec.kernel, set()).update(named)
-        rec.functors = [asdict(PieceText("STRUCT_DECL", f.name, list(f.namespaces), f.text, f.path, f.line,
+        rec.functors = [plain(PieceText("STRUCT_DECL", f.name, list(f.namespaces), f.text, f.path, f.line,
                                          after=True, functor=True))
                         for n, f in launches.functors(ctx).items() if n in named]
     # Explicit instantiations sit beside the kernel or in the .cu that includes its header, often

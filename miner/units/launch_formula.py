@@ -69,26 +69,36 @@ def local_initializers(fn: Any, before: int, path: str, read, cache: dict[Any, A
     (`dim3 grid(a, b);` gives `dim3(a, b)`); the last declaration of a name wins."""
     out: dict[str, str] = {}
     data = read(path)
+    inits = cache.setdefault("initializers", {}) if cache is not None else {}
     for c, fname, start, end in _scan(fn, cache)[0]:
         if fname is None or end > before or start >= before:
             continue
         if fname != path and not path.endswith(fname.lstrip(".")):
             continue
-        text = data[start:end].decode("utf-8", "replace")
-        m = re.search(rf"\b{re.escape(c.spelling)}\s*(=|\(|\{{)", text)
-        if not m:
-            continue
-        if m.group(1) == "=":
-            init = text[m.end():].strip()
-        else:  # `grid(std::min(f(a), b))`: only the parenthesis (brace) that closes the initializer goes
-            init = text[m.start(1) + 1:].rstrip()
-            init = init[:-1].strip() if init.endswith((")", "}")) else init
-        if m.group(1) != "=":
-            ctype = c.type.spelling
-            init = f"dim3({init})" if "dim3" in ctype else f"({init})"
-        if init:
-            out[c.spelling] = init
+        # A function with many launches asked for the same declarations once per launch.
+        key = (path, start, end, c.hash, c.spelling)
+        if key not in inits:
+            inits[key] = _initializer(c, data, start, end)
+        if inits[key]:
+            out[c.spelling] = inits[key]
     return out
+
+
+def _initializer(c: Any, data: bytes, start: int, end: int) -> str:
+    """The initializer text of the variable `c` declared at `data[start:end]` ("" when none is written)."""
+    text = data[start:end].decode("utf-8", "replace")
+    m = re.search(rf"\b{re.escape(c.spelling)}\s*(=|\(|\{{)", text)
+    if not m:
+        return ""
+    if m.group(1) == "=":
+        init = text[m.end():].strip()
+    else:  # `grid(std::min(f(a), b))`: only the parenthesis (brace) that closes the initializer goes
+        init = text[m.start(1) + 1:].rstrip()
+        init = init[:-1].strip() if init.endswith((")", "}")) else init
+    if m.group(1) != "=":
+        ctype = c.type.spelling
+        init = f"dim3({init})" if "dim3" in ctype else f"({init})"
+    return init
 
 
 def formula(expr: str | None, locals_: dict[str, str], macros: dict[str, macro_text.MacroDef],

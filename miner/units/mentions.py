@@ -14,6 +14,7 @@ from typing import Any
 
 _COMMENT_OR_STRING = re.compile(rb'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"', re.S)
 _STATEMENT_START = re.compile(rb"[;{}]")
+_WORD = re.compile(rb"\w+")
 
 
 def _blank(m: re.Match[bytes]) -> bytes:
@@ -32,6 +33,19 @@ class Mentions:
         # vendored test header). Files outside the graph are taken to reach everything.
         self._includes = includes
         self._reach: dict[str, set[str]] = {}
+        self._files_of: dict[bytes, list[str]] | None = None
+
+    def _with_word(self, word: bytes) -> list[str]:
+        """The files whose raw text has `word` (letters, digits, `_`) as a whole word, in file order. A name
+        that `uses` matches is one (comments and strings are blanked from a `/` or `"` on, never from a word
+        character), so only these files can name it; one index of the words instead of a search of every
+        file per name (MMCV: 146 names x 419 files)."""
+        if self._files_of is None:
+            self._files_of = {}
+            for path, raw in self._raw.items():
+                for w in set(_WORD.findall(raw)):
+                    self._files_of.setdefault(w, []).append(path)
+        return self._files_of.get(word, [])
 
     def _sees(self, path: str, target: str) -> bool:
         if self._includes is None or path not in self._includes or path == target:
@@ -57,9 +71,11 @@ class Mentions:
         pat = re.compile(rb"(?<![\w.>])" + re.escape(name.encode()) + rb"(?!\w)")
         dpath, dstart, dend = definition
         out: list[tuple[str, int]] = []
-        for path in self._raw:
-            text = self._raw[path]
-            if name.encode() not in text or not self._sees(path, dpath):
+        word = name.encode()
+        paths = (self._with_word(word) if _WORD.fullmatch(word) is not None
+                 else [p for p, raw in self._raw.items() if word in raw])
+        for path in paths:
+            if not self._sees(path, dpath):
                 continue
             text = self._text(path)
             for m in pat.finditer(text):

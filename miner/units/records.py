@@ -10,10 +10,35 @@ the parent process reads records without loading the analysis.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 KernelKey = tuple[str, int]  # (path, byte offset where the kernel's definition starts)
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def plain(obj: Any) -> Any:
+    """`dataclasses.asdict` for these records, the same dict: a rerun's cache keys serialise every closure
+    and launch, and asdict's deepcopy of each string was a third of it. Exact str/int/float/bool/None,
+    list, tuple, dict and dataclass instances are copied here; anything else as asdict does."""
+    t = type(obj)
+    if t in _ATOMS:
+        return obj
+    if t is list:
+        return [plain(x) for x in obj]
+    if t is dict:
+        return {plain(k): plain(v) for k, v in obj.items()}
+    if t is tuple:
+        return tuple(plain(x) for x in obj)
+    names = _FIELDS.get(t)
+    if names is None:
+        if not dataclasses.is_dataclass(t):
+            return dataclasses._asdict_inner(obj, dict)  # type: ignore[attr-defined]
+        names = _FIELDS[t] = tuple(f.name for f in dataclasses.fields(t))
+    return {n: plain(getattr(obj, n)) for n in names}
 
 
 @dataclass
@@ -49,7 +74,7 @@ class ClosureRecord:
     vendored: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return plain(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ClosureRecord:
@@ -108,7 +133,7 @@ class Launch:
     via_member: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return plain(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Launch:

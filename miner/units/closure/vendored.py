@@ -70,6 +70,21 @@ class Library:
                        min(at.values()), at, {f for f in self.files if not gone.holds(f)})
 
 
+_ROOTS: dict[frozenset[str], str] = {}
+
+
+def _inputs_root(inputs: frozenset[str]) -> str:
+    """The folder that holds every input: the same for every TU of a run (a worker parses many), and
+    `commonpath` over a few hundred paths was a hundredth of a cold MMCV run."""
+    if inputs not in _ROOTS:
+        root = os.path.commonpath(sorted(inputs)) if inputs else "/"
+        if os.path.isfile(root):
+            root = os.path.dirname(root)
+        _ROOTS.clear()  # (one run's inputs at a time)
+        _ROOTS[inputs] = root
+    return _ROOTS[inputs]
+
+
 class Vendored:
     """The vendored libraries of one TU, looked up by file."""
 
@@ -81,10 +96,7 @@ class Vendored:
         # (sort key, name) of each standard or toolkit header a project file includes: those before a library
         # may define what it tests (`<cuda.h>`'s CUDA_VERSION, which glm requires once GLM_FORCE_CUDA is set).
         self._toolkit: list[tuple[tuple[int, ...], str]] = []
-        inputs = sorted(ctx.inputs)
-        self.root = os.path.commonpath(inputs) if inputs else "/"
-        if os.path.isfile(self.root):
-            self.root = os.path.dirname(self.root)
+        self.root = _inputs_root(frozenset(ctx.inputs))
         self._find()
 
     @classmethod

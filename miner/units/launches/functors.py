@@ -16,6 +16,7 @@ struct's name, `std::forward<F>(fun)`'s is `F`), so the struct reaches the funct
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -253,6 +254,17 @@ def lambda_overrides(st: _State, args: list[ci.Cursor], host_key: tuple[str, int
     return out
 
 
+@functools.lru_cache(maxsize=4096)
+def _names_any_of(names: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(r"\b(?:" + "|".join(re.escape(h) for h in names) + r")\b")
+
+
+def _names_any(names: list[str]) -> re.Pattern[str]:
+    """One pattern for `any(re.search(rf"\b{re.escape(h)}\b", text) for h in names)`: each argument's type text
+    was made and searched once per host parameter."""
+    return _names_any_of(tuple(names))
+
+
 def deduced_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], host_key: tuple[str, int] | None) -> None:
     """A call of a project function template whose arguments are deduced, with a lambda among its arguments
     or inside a host template: the callee's instantiation, concrete or in the caller's parameters."""
@@ -284,8 +296,8 @@ def deduced_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], host_ke
         m = _FORWARD.match(_src(st.ctx, a))
         if i not in overrides and m and m.group(1):
             overrides[i] = m.group(1)
-    if not lambdas and not overrides and not any(
-            re.search(rf"\b{re.escape(h)}\b", _type_text(a.type, host)) for a in args for h in host):
+    if not lambdas and not overrides and not (host and any(
+            _names_any(host).search(_type_text(a.type, host)) for a in args)):
         return  # nothing dependent: libclang's own deduction (host_chain._host_call) has it
     seen: set[tuple[str, int]] = set()
     for d in children[0].walk_preorder():

@@ -104,12 +104,13 @@ def _walk_body(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None, hos
     while stack:
         c, in_lambda = stack.pop()
         kind = c.kind
+        children_: list[ci.Cursor] | None = None
         if kind == K.VAR_DECL and fn is not None:
             tag_lambda(st, c, fn)  # before the lambda's body is walked: its launches read the tag values
         if kind in _CASTS_AND_STORES:
             note_pointer(st, c, list(c.get_children()))
         if kind == K.CALL_EXPR:
-            children = list(c.get_children())
+            children = children_ = list(c.get_children())
             cfg = next((x for x in children if x.kind == K.CALL_EXPR
                         and x.spelling == "__cudaPushCallConfiguration"), None)
             ref = c.referenced
@@ -136,7 +137,10 @@ def _walk_body(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None, hos
             decl = c.type.get_canonical().get_declaration()
             if decl.kind in (K.STRUCT_DECL, K.CLASS_DECL) and decl.get_num_template_arguments() > 0:
                 _class_instance(st, decl)
-        children_ = list(c.get_children())
+        if children_ is None:
+            children_ = list(c.get_children())
+        else:
+            children_ = list(children_)  # (a copy: the call's list went to its handlers)
         if kind == K.IF_STMT:
             children_ = _taken_branches(c, children_)
         # Reversed onto the stack: records come out in source order (and dispatch order).
