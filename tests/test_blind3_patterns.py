@@ -136,3 +136,14 @@ def test_definitions_a_cmake_modules_function_gives_every_target_select_the_cuda
     assert m["build_flags"]["defines"] == {"-DRANGES_BUILD_CUDA_MODULE": "cmake/RangesCudaWarnings.cmake"}, \
         m["build_flags"]
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+
+
+def test_standard_function_objects_in_launch_arguments_bring_their_header(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """tests/fixtures/blind5_std: `segment_scan<float, 16, std::plus<float>>` launched from a file that reached
+    <functional> through a host header the closure takes nothing from (was: namespace "std" has no member
+    "plus")."""
+    ds = extract_and_build(tmp_path_factory, "blind5_std")
+    m = only_meta(ds, "segment_scan")
+    statuses = build_statuses(m)
+    assert len(statuses) == 2 and set(statuses.values()) == {"ok"}, statuses

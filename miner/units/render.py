@@ -289,6 +289,16 @@ def _cub_compat(kernel_text: str, pieces: list[dict[str, Any]]) -> list[tuple[st
     return [(n, _CUB_REMOVED[n]) for n in sorted(names - own)]
 
 
+# Standard function objects and types a launch passes as template arguments (`scan<float, std::plus<float>>`):
+# the kernel's own file reached <functional> through some host header the closure took nothing from.
+_STD_ARGUMENT_HEADERS = {
+    **dict.fromkeys(("plus", "minus", "multiplies", "divides", "modulus", "negate", "equal_to", "not_equal_to",
+                     "greater", "less", "greater_equal", "less_equal", "logical_and", "logical_or", "logical_not",
+                     "bit_and", "bit_or", "bit_xor", "bit_not", "hash", "identity"), "functional"),
+    "complex": "complex", "integral_constant": "type_traits", "ratio": "ratio",
+}
+
+
 def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRecord,
            insts: list[dict[str, Any]], launch: Launch | None) -> list[dict[str, Any]]:
     """Write units/<inst>/unit.cu and host_wrapper.cu; return the metadata `instantiations`."""
@@ -340,6 +350,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
         declared = {p["name"] for p in pieces}
         extra = [h for t in re.findall(r"[A-Za-z_]\w*", args_text)
                  if (h := HEADER_OF.get(t) or (_TOOLKIT_TYPEDEFS.get(t) if t not in declared else None))]
+        extra += [h for t in re.findall(r"\bstd::(\w+)", args_text) if (h := _STD_ARGUMENT_HEADERS.get(t))]
         # torch's __CUDA_NO_HALF* defines belong to torch code only: a unit that takes the shim for its int64
         # atomics alone (no torch name in the closure or the arguments) is built as its project was, with
         # __half's operators (`a > b` on __half in its own helpers).
