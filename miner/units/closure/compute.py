@@ -160,6 +160,11 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 for gp, gc in lst:
                     if gp.kind in _ARG_FUNCTION_KINDS and any(ch.kind in _DEVICE_ATTRS for ch in gc.get_children()):
                         take(gp, gc)
+                    elif gp.kind == "VAR_DECL" and gc.type.is_const_qualified():
+                        # A namespace-scope constant given as a value argument (`k<T, kTileV1, kRowsV1>` in an
+                        # explicit instantiation, `constexpr int32_t kTileV1 = 32;` beside it) that the kernel's
+                        # body never names: the unit's instantiation writes it.
+                        take(gp, gc)
 
     def take_text(scope: tuple[str, ...], text: str) -> None:
         for quals, name, is_global in names_in(text):
