@@ -88,6 +88,19 @@ def test_cub_functors_cccl3_removed_are_declared_as_its_migration_guide_replaces
     assert "namespace cub" not in text
 
 
+@needs_nvcc
+def test_namespace_constants_named_only_in_explicit_instantiations_come_with_the_unit(
+        dataset: dict[str, Any]) -> None:
+    """`template __global__ void rel_bias_kernel<T, kTileWideV1, kRowsWideV1>(...)` through a macro, the constants
+    `constexpr int kTileWideV1 = 32;` beside it and named nowhere in the kernel: the unit's instantiation wrote
+    them with no declaration ("identifier kTileWideV1 is undefined")."""
+    m = only_meta(dataset, "rel_bias_kernel")
+    assert len(m["instantiations"]) == 4 and set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    unit = (dataset["out"] / m["id"] / "units" / "float_kTileWideV1_kRowsWideV1" / "unit.cu").read_text(
+        encoding="utf-8")
+    assert "constexpr int kTileWideV1 = 32;" in unit
+
+
 def test_conditional_start_balances_only_what_the_text_leaves_open() -> None:
     data = b"int a;\n#if X\nA\n#else\nB\n#endif\nvoid f() {\n#ifdef Y\n  g();\n#endif\n}\n"
     f = data.index(b"void f")

@@ -5,4 +5,6 @@
   compile_db     compile_commands.json: per-file defines and include paths
   context        project-wide parse context (include dirs, defines, the files a header needs first)
   provenance     git remote, commit and SPDX license of the kernel's repository
+  missing_headers  build values that switch a conditional off a header found nowhere (`OPENFST_VER=10800`)
+  cmake_version  CMake conditions on the CUDA toolkit's version, decided for the installed nvcc
 """

@@ -160,6 +160,11 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 for gp, gc in lst:
                     if gp.kind in _ARG_FUNCTION_KINDS and any(ch.kind in _DEVICE_ATTRS for ch in gc.get_children()):
                         take(gp, gc)
+                    elif gp.kind == "VAR_DECL" and gc.type.is_const_qualified():
+                        # A namespace-scope constant given as a value argument (`k<T, kTileV1, kRowsV1>` in an
+                        # explicit instantiation, `constexpr int32_t kTileV1 = 32;` beside it) that the kernel's
+                        # body never names: the unit's instantiation writes it.
+                        take(gp, gc)
 
     def take_text(scope: tuple[str, ...], text: str) -> None:
         for quals, name, is_global in names_in(text):
@@ -290,8 +295,10 @@ def _events(ctx: TUContext, cur: ci.Cursor, scope: tuple[str, ...]) -> tuple[lis
         # `k::inner`) is a UsingType to libclang 18, which exposes no TYPE_REF for it: no reference reaches the
         # using-declaration or the typedef it names. A name of the text whose innermost visible declaration is
         # a using-declaration brings it, and its walk the declarations it names.
+        # Only one that names a project declaration: whether one naming a torch or toolkit name is kept stays
+        # closure.usings' decision (the unit may hold no shim of it).
         hit = next((lst[0] for i in range(len(scope), -1, -1) if (lst := ctx.by_name.get((scope[:i], name)))), None)
-        if hit is not None and hit[0].kind == "USING_DECLARATION":
+        if hit is not None and hit[0].kind == "USING_DECLARATION" and _names_project_declaration(ctx, hit[1]):
             events.append(("take", *hit))
     for quals, name, is_global in _unvisited(ctx, cur, drop):
         # `noexcept(detail::sw::nothrow<T>::value)`, `__launch_bounds__(kThreads)`, `alignas(kAlign)`:
@@ -335,6 +342,17 @@ def _events(ctx: TUContext, cur: ci.Cursor, scope: tuple[str, ...]) -> tuple[lis
             for gp, gc in found if found is not None else [g[0] for g in ctx.groups_named(name)]:
                 events.append(("take", gp, gc))
     return idents, events
+
+
+def _names_project_declaration(ctx: TUContext, using: ci.Cursor) -> bool:
+    """Whether a using-declaration names a declaration of the project's files (`using ::int32;` of a typedef in
+    the project's header), not one of the toolkit's or a framework shim's."""
+    for ch in using.get_children():
+        refs = overloaded(ch) if ch.kind == K.OVERLOADED_DECL_REF else [ch.referenced]
+        if any(r is not None and r.location.file is not None and ctx.norm(r.location.file.name) in ctx.inputs
+               for r in refs):
+            return True
+    return False
 
 
 def _unvisited(ctx: TUContext, cur: ci.Cursor,
