@@ -123,7 +123,8 @@ def test_condition_in_the_host_pass(kind: bytes, cond: bytes, value: bool | None
 
 def test_static_launches_behind_a_build_switch(dataset: dict[str, Any]) -> None:
     # The kernels are compiled at run time by default; their static launches sit under `#if ROWSM_STATIC_KERNELS`
-    # (a `switch` of `<<<`) or `#if ROWNORM_STATIC_LAUNCHERS` (a registration macro that instantiates the host
+    # (a `switch` of `<<<`; the file's `#ifndef X / #define X 0` is a default, not a definition) or
+    # `#if ROWNORM_STATIC_LAUNCHERS` (a registration macro that instantiates the host
     # template, its name pasted with `##`), switches only the build system defines. The translation unit is
     # parsed again with the switch on, so the kernels take the launched arguments; the launching template's
     # local alias hides the class template's name (`using RowNormTraits = RowNormTraits<T, ...>;`) and is

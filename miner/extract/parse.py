@@ -370,9 +370,12 @@ def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], 
         for w in wanted:
             match = next((c for c in res.kernels if _overlaps(c, w)), None)
             if match is not None and id(w) in retaken:
-                # Taken from this configuration only when it launches the kernel with arguments of its own.
+                # Taken from this configuration only when it launches the kernel with arguments of its own, or
+                # launches it at all where the default configuration did not.
                 key = (match.path, match.start_offset)
-                if not any(switched.concrete(lc) for lc in found.launches if lc.kernel == key):
+                mine = [lc for lc in found.launches if lc.kernel == key and lc.kind != "reference"]
+                before = [lc for lc in units.launches.get((w.path, w.start_offset), []) if lc.kind != "reference"]
+                if not any(switched.concrete(lc) for lc in mine) and (before or not mine):
                     continue
                 units.closures.pop((w.path, w.start_offset), None)
                 units.launches.pop((w.path, w.start_offset), None)

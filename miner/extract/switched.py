@@ -30,6 +30,14 @@ _DEFINED = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
 _PASTE = re.compile(rb"([A-Za-z_]\w*)[ \t]*##")
 
 
+def _is_default(text: bytes, at: int, name: bytes) -> bool:
+    """Whether the `#define name` at `at` directly follows `#ifndef name` (or `#if !defined(name)`): a default."""
+    line = text[text.rfind(b"\n", 0, max(0, text.rfind(b"\n", 0, at))) + 1:at].strip()
+    n = re.escape(name)
+    return re.fullmatch(rb"#[ \t]*(?:ifndef[ \t]+" + n + rb"|if[ \t]+!\s*defined\s*\(?\s*" + n + rb"\s*\)?)[^\n]*",
+                        line) is not None
+
+
 def concrete(launch: Launch) -> bool:
     """Whether a launch gives its kernel template arguments of its own (not the host template's defaults)."""
     if launch.dispatch_args:
@@ -44,7 +52,9 @@ def switched_launches(kernels: list[Kernel], tu_of: dict[str, str], launches: di
                       ) -> dict[tuple[str, tuple[str, ...]], list[Kernel]]:
     """(translation unit, defines) -> the template kernels without a concrete launch whose launch site a switch
     of that unit's files turns on. `defined` are the configuration's defines."""
-    project = {m.group(1).decode() for text in data.values() for m in _DEFINED.finditer(text)}
+    # (`#ifndef X` / `#define X 0` / `#endif` is a default the build overrides, not a definition of the project)
+    project = {m.group(1).decode() for text in data.values() for m in _DEFINED.finditer(text)
+               if not _is_default(text, m.start(), m.group(1))}
     have = {d.partition("=")[0] for d in defined}
     groups: dict[tuple[str, tuple[str, ...]], list[Kernel]] = {}
     for k in kernels:
