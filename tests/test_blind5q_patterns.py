@@ -31,3 +31,41 @@ def test_launches_two_macros_deep_get_every_parameter_and_every_case(nested_macr
         ["float", "4", "128", "1", "8", "true", "0"], ["float", "4", "128", "2", "8", "false", "-1"],
         ["float", "8", "64", "1", "4", "true", "0"], ["float", "8", "64", "2", "4", "false", "-1"]]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def local_constants(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind5q/local_constants")
+
+
+def test_a_local_constant_read_through_a_local_alias_gets_the_alias_text(local_constants: dict[str, Any]) -> None:
+    """`using Layout = layout::RowLayout<kCols, kBytes>; static constexpr int kPerThread = Layout::kPerThread;` in
+    the launching template, then `row_top1<kPerThread, kCols, kWarps, kBytes><<<...>>>`: the constant's initializer
+    names a member spelled like the constant itself, which was taken for a self-reference, so `Layout` stayed
+    (`name followed by "::" must be a class or namespace name`); now it is the alias's text with `kBytes` put in."""
+    m = only_meta(local_constants, "row_top1")
+    args = sorted(i["args"] for i in m["instantiations"])
+    assert [a[1:] for a in args] == [["2", "4", "(SMALLER(16, 4 * 2))"], ["64", "4", "(SMALLER(16, 4 * 64))"],
+                                     ["8", "4", "(SMALLER(16, 4 * 8))"]], args
+    assert all(a[0].startswith("(layout::RowLayout<") and a[0].endswith(">::kPerThread)") for a in args), args
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def removed_name(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind5q/removed_name")
+
+
+def test_a_name_the_toolkit_removed_is_a_stated_reason(removed_name: dict[str, Any]) -> None:
+    """`cub::Sum plus; BlockReduce(...).Reduce(x, plus)`: CCCL 3.0 (CUDA 13) removed `cub::Sum`, so the original
+    file does not compile with this toolkit either; the failed build says so (`toolkit_removed`, and the
+    kernel's `unresolved` entry) instead of leaving a bare `namespace "cub" has no member "Sum"`."""
+    m = only_meta(removed_name, "row_normalize")
+    (inst,) = m["instantiations"]
+    b = inst["build"]
+    if b["status"] == "ok":  # a toolkit before CCCL 3.0 still has it
+        assert int(str(m["build"]["nvcc"]).split(".")[0]) < 13, m["build"]
+        return
+    assert b["missing_symbol"] == "cub::Sum" and "removed in CCCL 3.0" in b["toolkit_removed"], b
+    assert any(u["reason"] == "build: " + b["toolkit_removed"] for u in m["unresolved"]), m["unresolved"]
+
