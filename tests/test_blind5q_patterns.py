@@ -69,3 +69,17 @@ def test_a_name_the_toolkit_removed_is_a_stated_reason(removed_name: dict[str, A
     assert b["missing_symbol"] == "cub::Sum" and "removed in CCCL 3.0" in b["toolkit_removed"], b
     assert any(u["reason"] == "build: " + b["toolkit_removed"] for u in m["unresolved"]), m["unresolved"]
 
+
+@pytest.fixture(scope="module")
+def lambda_variable(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind5q/lambda_variable")
+
+
+def test_a_lambda_variable_passed_by_value_to_a_kernel_gets_its_functor(lambda_variable: dict[str, Any]) -> None:
+    """`auto weigh = [=] __device__(const int &i) {...}; map_rows<<<...>>>(weigh, out, n);`: the argument is the
+    closure type's copy construction around the variable, which hid the lambda, so the instantiation was the
+    compiler's `(lambda at map_rows.cu:17:16)` (`identifier "lambda" is undefined`); now its functor struct."""
+    m = only_meta(lambda_variable, "map_rows")
+    (inst,) = m["instantiations"]
+    assert inst["args"][0].startswith("km_lambda_") and "lambda at" not in inst["args"][0], inst["args"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
