@@ -83,3 +83,18 @@ def test_a_lambda_variable_passed_by_value_to_a_kernel_gets_its_functor(lambda_v
     (inst,) = m["instantiations"]
     assert inst["args"][0].startswith("km_lambda_") and "lambda at" not in inst["args"][0], inst["args"]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def arch_members(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind5q/arch_members")
+
+
+def test_members_an_arch_guard_writes_do_not_break_the_host_pass(arch_members: dict[str, Any]) -> None:
+    """`template <> struct Elem<double> { #if __CUDA_ARCH__ >= 800 static __device__ float to_float(double) ...
+    #endif };` used by `pack_scale<T, kUnroll>`: the original's launch instantiates the kernel's body in the device
+    pass only, but the unit's explicit instantiation made nvcc's host pass instantiate it too (`class "Elem<double>"
+    has no member "to_float"`). The explicit instantiation is now written for the device passes only."""
+    m = only_meta(arch_members, "pack_scale")
+    assert sorted(i["args"] for i in m["instantiations"]) == [["double", "2"], ["float", "4"]]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
