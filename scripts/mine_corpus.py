@@ -136,7 +136,9 @@ def tally(metas: list[dict[str, Any]]) -> Tally:
         for i in insts:
             b = i.get("build") or {}
             if b.get("status") == "failed":
-                cls = error_class(b.get("error") or "")
+                # A stated reason (the toolkit removed a name the source uses) is its own class.
+                cls = ("stated: a name this toolkit removed" if b.get("toolkit_removed")
+                       else error_class(b.get("error") or ""))
                 classes[cls] += 1
                 if len(examples[cls]) < 3:
                     sym = b.get("missing_symbol") or ""

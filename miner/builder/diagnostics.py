@@ -81,6 +81,29 @@ def missing_symbol(diags: list[Diagnostic]) -> str | None:
     return None
 
 
+# Names the toolkit's own libraries removed: a unit (and the original translation unit) that uses one cannot compile
+# with a toolkit past that release, whatever the closure does. Name -> (release, what replaces it).
+_CCCL3 = "CCCL 3.0 (CUDA 13.0)"
+TOOLKIT_REMOVED: dict[str, tuple[str, str]] = {
+    "cub::Sum": (_CCCL3, "cuda::std::plus<>"),
+    "cub::Max": (_CCCL3, "cuda::maximum<>"),
+    "cub::Min": (_CCCL3, "cuda::minimum<>"),
+    "cub::Difference": (_CCCL3, "cuda::std::minus<>"),
+    "cub::Division": (_CCCL3, "cuda::std::divides<>"),
+    "cub::Equality": (_CCCL3, "cuda::std::equal_to<>"),
+    "cub::Inequality": (_CCCL3, "cuda::std::not_equal_to<>"),
+}
+
+
+def removed_from_toolkit(symbol: str | None) -> str | None:
+    """Why a missing name cannot be supplied: the toolkit removed it (the source needs an older toolkit), or None."""
+    found = TOOLKIT_REMOVED.get((symbol or "").removeprefix("::"))
+    if found is None:
+        return None
+    return (f"{symbol} was removed in {found[0]} (replaced by {found[1]}): the original source does not compile "
+            "with this toolkit either")
+
+
 def missing_include(diags: list[Diagnostic]) -> str | None:
     for d in diags:
         m = _MISSING_INCLUDE.search(d.message) or _MISSING_INCLUDE.search(d.text)

@@ -14,6 +14,7 @@ from typing import Any
 
 from miner import dataset
 from miner.builder.cache import Cache, default_cache_dir, unit_key
+from miner.builder.diagnostics import removed_from_toolkit
 from miner.builder.scheduler import LOG_LIMIT, Builder, Result
 from miner.builder.toolchain import BuildOptions
 from miner.builder.toolchains.base import Toolchain
@@ -69,7 +70,7 @@ def _with_build_failures(unresolved: list[dict[str, Any]], insts: list[dict[str,
         if b.get("status") not in ("failed", "timeout"):
             continue
         err = (b.get("error") or b.get("status") or "").strip().splitlines()
-        reason = prefix + (err[0] if err else b["status"])
+        reason = prefix + (b.get("toolkit_removed") or (err[0] if err else b["status"]))
         symbol = b.get("missing_symbol") or "?"
         if (symbol, reason) not in seen:
             seen.add((symbol, reason))
@@ -94,6 +95,8 @@ def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME
     }
     if r.missing_include:
         rec["missing_include"] = r.missing_include
+    if r.status == "failed" and (removed := removed_from_toolkit(r.missing_symbol)):
+        rec["toolkit_removed"] = removed  # a stated reason: no unit can supply it
     if r.status != "ok":
         rec["log"] = f"{unit_dir}/{log_name}"
     return rec

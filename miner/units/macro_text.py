@@ -38,7 +38,9 @@ def every_definition(text: str) -> dict[str, list[MacroDef]]:
     branches of an `#if`), comments removed."""
     out: dict[str, list[MacroDef]] = {}
     for m in _DEFINE.finditer(_COMMENT.sub(" ", text)):
-        params = tuple(p.strip() for p in m.group(2)[1:-1].split(",") if p.strip()) if m.group(2) else None
+        # a parameter list continued over lines (`#define M(A, \<newline> B)`): the second name is `B`
+        params = (tuple(p.strip() for p in re.sub(r"\\\r?\n", " ", m.group(2)[1:-1]).split(",") if p.strip())
+                  if m.group(2) else None)
         out.setdefault(m.group(1), []).append(MacroDef(m.group(1), params, re.sub(r"\\\n", " ", m.group(3)).strip()))
     return out
 

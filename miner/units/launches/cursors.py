@@ -212,7 +212,9 @@ def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[s
                 init = [x for x in d.get_children() if x.kind not in (K.TYPE_REF, K.NAMESPACE_REF)]
                 if init:
                     text = _src(ctx, init[-1])
-                    inner = _aliases(ctx, init[-1], lists, found) if d.spelling not in text else {}
+                    # (`kVpt = Layout::kVpt`: a member of that name is not the variable itself)
+                    inner = _aliases(ctx, init[-1], lists, found) if not re.search(
+                        rf"(?<![\w:.]){re.escape(d.spelling)}\b", text) else {}
                     # `constexpr int kVec = Dh_MAX * sizeof(T) / 16;` in the launching host template: its
                     # text, with the host's parameters by name (bound per instantiation in _finish); names
                     # unknown here stay marked unknown, so the argument is given up only when one is used.

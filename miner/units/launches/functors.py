@@ -328,7 +328,7 @@ def _lambda_of(a: ci.Cursor, through_var: bool = True) -> ci.Cursor | None:
     """The lambda an argument is (through the implicit conversions the AST wraps it in), or the one a local
     variable it names was initialized with (`auto fun = [=] __device__ (int i) {...}; apply(n, fun);`, the
     closure type then being the variable's)."""
-    while a.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR):
+    while a.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR) or _copy_construction(a):
         kids = list(a.get_children())
         if len(kids) != 1:
             return None
@@ -341,3 +341,12 @@ def _lambda_of(a: ci.Cursor, through_var: bool = True) -> ci.Cursor | None:
         inits = [c for c in var.get_children() if c.kind not in (K.TYPE_REF, K.NAMESPACE_REF, K.TEMPLATE_REF)]
         return _lambda_of(inits[0], through_var=False) if len(inits) == 1 else None
     return a if a.kind == K.LAMBDA_EXPR else None
+
+
+def _copy_construction(a: ci.Cursor) -> bool:
+    """A closure passed by value (`k<<<g, b>>>(fun, out)` with `fun` a local lambda): the AST wraps the variable in
+    a call of the closure type's copy constructor (a CALL_EXPR spelled `(lambda at ...)`)."""
+    if a.kind != K.CALL_EXPR or not a.spelling.startswith("(lambda at "):
+        return False
+    ctor = a.referenced
+    return ctor is not None and ctor.kind == K.CONSTRUCTOR

@@ -66,6 +66,8 @@ class _State:
     # What an expression's subtree holds (`subtree_flags`), by (cursor kind, the expression's address).
     flags: dict[tuple[int, int], int] = field(default_factory=dict)
     flag_walks: int = 0  # subtrees walked for their flags (a test reads it)
+    # The references of one name at one macro invocation, in the parse's order (`_rank_in_expansion`).
+    expansion_refs: dict[tuple[str, int, str], list[list[ci.Cursor]]] = field(default_factory=dict)
 
 
 # Flags of a subtree: a reference that may name a kernel (what `_kernel_refs` resolves), a lambda.
@@ -194,7 +196,60 @@ def _written_args(st: _State, ref: ci.Cursor, name: str) -> list[list[str]]:
         return [got[0]] if got else []
     loc = ref.extent.start
     at = (st.ctx.norm(loc.file.name), loc.offset) if loc.file is not None else None
-    return _named_args(expand_macros(st.ctx, text, at=at), name)
+    expanded = expand_macros(st.ctx, text, at=at)
+    found = _named_args(expanded, name)
+    if len(found) > 1:
+        # One invocation that writes several references (`CASES(4, 8)` expanding to `CASE(4, 1, 8) CASE(4, 2, 8)`,
+        # each `k<T, BITS, ROWS, COLS><<<...>>>`): all of them sit at the invocation, so the text cannot tell them
+        # apart, but the parse keeps them in the expansion's order: the n-th reference gets the n-th list.
+        every = _named_args(expanded, name, unique=False)
+        rank = _rank_in_expansion(st, ref, name)
+        if rank is not None and rank[1] == len(every):
+            pick = every[rank[0]]
+            found = [pick] + [f for f in found if f != pick]
+    return found
+
+
+def _rank_in_expansion(st: _State, ref: ci.Cursor, name: str) -> tuple[int, int] | None:
+    """`ref`'s place among the references named `name` that sit where it does (one macro invocation), in the
+    parse's order, and their count; None where `ref` is not one of them."""
+    loc = ref.extent.start
+    if loc.file is None or ref.kind not in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF):
+        return None
+    key = (loc.file.name, loc.offset, name)
+    refs = st.expansion_refs.get(key)
+    if refs is None:
+        refs = st.expansion_refs[key] = _refs_at(ref.translation_unit.cursor, loc.file.name, loc.offset, name)
+    for i, cursors in enumerate(refs):
+        if ref in cursors:
+            return i, len(refs)
+    return None
+
+
+def _refs_at(root: ci.Cursor, path: str, offset: int, name: str) -> list[list[ci.Cursor]]:
+    """The references named `name` whose extent starts at `offset` of `path`, in preorder, each as the cursors
+    that stand for it (a dependent name is a DECL_REF_EXPR without a spelling over an OVERLOADED_DECL_REF, one
+    reference; a DECL_REF_EXPR may hold its OVERLOADED_DECL_REF again); the walk enters only the cursors whose
+    extent holds that place."""
+    out: list[list[ci.Cursor]] = []
+    stack: list[tuple[ci.Cursor, ci.Cursor | None]] = [(root, None)]
+    while stack:
+        c, parent = stack.pop()
+        if c.kind in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF) and c.spelling == name:
+            start = c.extent.start
+            if start.offset == offset and start.file is not None and start.file.name == path:
+                if out and parent is not None and parent in out[-1]:
+                    out[-1].append(c)
+                else:
+                    out.append([c] + ([parent] if parent is not None and parent.kind == K.DECL_REF_EXPR else []))
+        children = []
+        for ch in c.get_children():
+            ext = ch.extent
+            if (ext.start.file is not None and ext.start.file.name == path
+                    and ext.start.offset <= offset <= ext.end.offset):
+                children.append((ch, c))
+        stack.extend(reversed(children))
+    return out
 
 
 def _record_aliases(st: _State, rec: Launch, ref: ci.Cursor) -> None:

@@ -71,13 +71,14 @@ def _angle_args(text: str, start: int) -> tuple[list[str], int] | None:
     return None
 
 
-def _named_args(text: str, name: str) -> list[list[str]]:
-    """Argument lists of every `name<...>` in `text` (a kernel named with template arguments)."""
+def _named_args(text: str, name: str, unique: bool = True) -> list[list[str]]:
+    """Argument lists of every `name<...>` in `text` (a kernel named with template arguments); with `unique`
+    False, one per occurrence, in text order."""
     out = []
     text = _COMMENT.sub(" ", text)
     for m in re.finditer(rf"(?<![\w.]){re.escape(name)}\s*<(?!<)", text):
         got = _angle_args(text, m.end() - 1)
-        if got and got[0] not in out:
+        if got and (not unique or got[0] not in out):
             out.append(got[0])
     return out
 
@@ -114,7 +115,7 @@ def _macro_params(body: str) -> tuple[list[str], str] | None:
     close = body.find(")")
     if close < 0:
         return None
-    params = [p.strip() for p in body[1:close].split(",") if p.strip()]
+    params = [p.strip() for p in re.sub(r"\\\r?\n", " ", body[1:close]).split(",") if p.strip()]  # a list over lines
     return params, body[close + 1:].replace("\\\n", " ")
 
 
