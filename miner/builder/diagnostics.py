@@ -84,15 +84,15 @@ def missing_symbol(diags: list[Diagnostic]) -> str | None:
 # Names the toolkit's own libraries removed: a unit (and the original translation unit) that uses one cannot compile
 # with a toolkit past that release, whatever the closure does. Name -> (release, what replaces it).
 _CCCL3 = "CCCL 3.0 (CUDA 13.0)"
-TOOLKIT_REMOVED: dict[str, tuple[str, str]] = {
-    "cub::Sum": (_CCCL3, "cuda::std::plus<>"),
-    "cub::Max": (_CCCL3, "cuda::maximum<>"),
-    "cub::Min": (_CCCL3, "cuda::minimum<>"),
-    "cub::Difference": (_CCCL3, "cuda::std::minus<>"),
-    "cub::Division": (_CCCL3, "cuda::std::divides<>"),
-    "cub::Equality": (_CCCL3, "cuda::std::equal_to<>"),
-    "cub::Inequality": (_CCCL3, "cuda::std::not_equal_to<>"),
+# CUB's binary functors that CCCL 3 removed, and what its migration guide puts in their place (units declare these
+# replacements: units.render._cub_compat).
+CUB_REMOVED: dict[str, str] = {
+    "Sum": "::cuda::std::plus<>", "Max": "::cuda::maximum<>", "Min": "::cuda::minimum<>",
+    "Difference": "::cuda::std::minus<>", "Division": "::cuda::std::divides<>",
+    "Equality": "::cuda::std::equal_to<>", "Inequality": "::cuda::std::not_equal_to<>",
 }
+TOOLKIT_REMOVED: dict[str, tuple[str, str]] = {f"cub::{n}": (_CCCL3, r.removeprefix("::"))
+                                               for n, r in CUB_REMOVED.items()}
 
 
 def removed_from_toolkit(symbol: str | None) -> str | None:

@@ -14,6 +14,7 @@ import functools
 import os
 import re
 import shutil
+from collections.abc import Callable
 
 _VARS = re.compile(r"^(?:CUDA_VERSION|CUDA_VERSION_STRING|CUDAToolkit_VERSION|CMAKE_CUDA_COMPILER_VERSION"
                    r"|CUDA_VERSION_MAJOR|CUDA_VERSION_MINOR|CUDAToolkit_VERSION_MAJOR|CUDAToolkit_VERSION_MINOR)$")
@@ -122,23 +123,21 @@ def holds(condition: str, version: tuple[int, int] | None = None) -> bool | None
             return None  # a comparison of something else: an option of the build
         return _compare(a, op, b)
 
-    def conjunction() -> bool | None:
+    def chain(word: str, operand: Callable[[], bool | None]) -> bool | None:
+        """`a AND b AND ...` (or OR): None as soon as one operand is unknown."""
         nonlocal pos
-        v = factor()
-        while v is not None and pos < len(toks) and toks[pos] == ("logic", "AND"):
+        v = operand()
+        while v is not None and pos < len(toks) and toks[pos] == ("logic", word):
             pos += 1
-            w = factor()
-            v = None if w is None else v and w
+            w = operand()
+            v = None if w is None else (v and w if word == "AND" else v or w)
         return v
 
+    def conjunction() -> bool | None:
+        return chain("AND", factor)
+
     def disjunction() -> bool | None:
-        nonlocal pos
-        v = conjunction()
-        while v is not None and pos < len(toks) and toks[pos] == ("logic", "OR"):
-            pos += 1
-            w = conjunction()
-            v = None if w is None else v or w
-        return v
+        return chain("OR", conjunction)
 
     result = disjunction()
     return result if pos == len(toks) else None

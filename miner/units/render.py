@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from miner import __version__
+from miner.builder.diagnostics import CUB_REMOVED
 from miner.dataset import atomic
 from miner.frontends.config import stub_dir
 from miner.resources import template_env
@@ -271,12 +272,9 @@ _TOOLKIT_TYPEDEFS = {"half": "cuda_fp16.h", "half2": "cuda_fp16.h", "nv_half": "
                      "__nv_fp8x4_e4m3": "cuda_fp8.h", "__nv_fp8x2_e5m2": "cuda_fp8.h", "__nv_fp8x4_e5m2": "cuda_fp8.h"}
 
 
-# CUB's binary functors that CCCL 3 (CUDA 13) removed, and what its migration guide puts in their place: code
-# written for CUDA 11/12 (`BlockReduce(t).Reduce(x, cub::Max())`) failed with "namespace cub has no member Max".
-_CUB_REMOVED = {"Sum": "::cuda::std::plus<>", "Max": "::cuda::maximum<>", "Min": "::cuda::minimum<>",
-                "Difference": "::cuda::std::minus<>", "Division": "::cuda::std::divides<>",
-                "Equality": "::cuda::std::equal_to<>", "Inequality": "::cuda::std::not_equal_to<>"}
-_CUB_NAMED = re.compile(r"\bcub\s*::\s*(" + "|".join(_CUB_REMOVED) + r")\b")
+# CUB's binary functors that CCCL 3 (CUDA 13) removed (builder.diagnostics.CUB_REMOVED, with their replacements):
+# code written for CUDA 11/12 (`BlockReduce(t).Reduce(x, cub::Max())`) failed with "namespace cub has no member Max".
+_CUB_NAMED = re.compile(r"\bcub\s*::\s*(" + "|".join(CUB_REMOVED) + r")\b")
 
 
 def _cub_compat(kernel_text: str, pieces: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -286,7 +284,7 @@ def _cub_compat(kernel_text: str, pieces: list[dict[str, Any]]) -> list[tuple[st
     `cub`, whose qualified lookups (`cub::BlockReduce`) still reach the toolkit's."""
     names = {m.group(1) for t in (kernel_text, *(p["text"] for p in pieces)) for m in _CUB_NAMED.finditer(t)}
     own = {p["name"] for p in pieces if p.get("namespaces") and p["namespaces"][-1] == "cub"}
-    return [(n, _CUB_REMOVED[n]) for n in sorted(names - own)]
+    return [(n, CUB_REMOVED[n]) for n in sorted(names - own)]
 
 
 # Standard function objects and types a launch passes as template arguments (`scan<float, std::plus<float>>`):
