@@ -5,7 +5,7 @@
         [--mirrors /work/.mirror] [--root /work/corpora] [--only DIR ...]
 
 Each list line is `owner/name@commit  checkout-dir  [subdir] [options]` (the format of
-scripts/mine_corpus.py). The mirror of owner/name is looked up as MIRRORS/<owner>+<name>/repo (what the
+scripts/mine_corpus.py). The mirror of owner/name is looked up as MIRRORS/<owner>+<name>/repo or its .git (what the
 library's `fetch` writes); the tree at `commit` is written into ROOT/<checkout-dir> (regular files; links and
 submodules are left out, see scripts/corpus_submodules.py).
 When the mirror lacks that commit, its HEAD is used and the line printed says so, with the commit taken:
@@ -78,6 +78,8 @@ def write_tree(gitdir: Path, rev: str, stage: Path) -> int:
 
 def checkout(name: str, commit: str, target: Path, mirrors: Path) -> str:
     gitdir = mirrors / name.replace("/", "+") / "repo"
+    if (gitdir / ".git").is_dir():  # fetch writes a non-bare clone for some repositories
+        gitdir = gitdir / ".git"
     if not gitdir.is_dir():
         raise RuntimeError(f"no mirror {gitdir} (fetch github:{name} first)")
     try:
