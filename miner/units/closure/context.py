@@ -292,10 +292,14 @@ class TUContext:
                 if d.severity >= ci.Diagnostic.Error and d.location.file is not None:
                     self._errors.setdefault(self.norm(d.location.file.name), []).append(d.location.offset)
         e = cur.extent
-        if e.start.file is None:
-            return False
-        offsets = self._errors.get(self.norm(e.start.file.name), ())
-        return any(e.start.offset <= o <= e.end.offset for o in offsets)
+        return e.start.file is not None and self.has_errors_in(e.start.file.name, e.start.offset, e.end.offset)
+
+    def has_errors_in(self, file_name: str, start: int, end: int) -> bool:
+        """Whether the parse reported an error between two offsets of a file (both included)."""
+        if self._errors is None:
+            self.has_errors(self.tu.cursor)
+        offsets = self._errors.get(self.norm(file_name), ())
+        return any(start <= o <= end for o in offsets)
 
     def sort_key(self, path: str, offset: int) -> tuple[int, ...]:
         return (*self.chain.get(path, (1 << 30,)), offset)

@@ -26,6 +26,8 @@ from miner.units.closure.context import _CLASS_KINDS, _IDENT, _STRING_OR_COMMENT
 
 # The `why` of a cut that leaves the member's declaration (text.py renders it as `;`).
 DECLARED_ONLY = "declared only"
+# ... and of one whose body names what the parse could not resolve (closure.shims._host_members_to_drop).
+DECLARED_ONLY_UNRESOLVED = "declared only: its body names what the parse could not resolve"
 _DEVICE_ATTRS = {K.CUDADEVICE_ATTR, K.CUDAGLOBAL_ATTR}
 _FUNCS = {K.CXX_METHOD, K.CONSTRUCTOR, K.CONVERSION_FUNCTION, K.FUNCTION_TEMPLATE}
 _CONSTEXPR = re.compile(r"\b(?:constexpr|consteval)\b")
@@ -82,6 +84,8 @@ def _candidates(cls: ci.Cursor, text: str, dropped: dict[tuple[int, int], str],
                                            and m.spelling.split("<", 1)[0] == cls.spelling.split("<", 1)[0])
         # Member initializers are cut with the body; no other function has a `:` there.
         start = _initializers_start(text, m.location.offset, body.extent.start.offset)
+        if (start, body.extent.end.offset) in dropped:  # left out already, for what it names
+            continue
         # A constructor is never called by its name: only a special one (kept above) can be reached.
         out[ext] = ("" if ctor else m.spelling, (start, body.extent.end.offset))
 

@@ -12,6 +12,7 @@ import clang.cindex as ci
 from miner.frontends.common import split_top
 from miner.frontends.config import stub_dir
 from miner.units.closure.context import _CLASS_KINDS, _IDENT, _REF_KINDS, _STRING_OR_COMMENT, K, TUContext
+from miner.units.closure.host_bodies import DECLARED_ONLY_UNRESOLVED, _initializers_start, _kept_always
 from miner.units.headers import FRAMEWORK as _FRAMEWORK
 from miner.units.headers import STD_HEADERS as _STD_HEADERS
 from miner.units.headers import TOOLKIT_HEADER as _TOOLKIT_HEADER
@@ -65,14 +66,39 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
             continue
         if m.kind not in _MEMBER_FUNCS or any(ch.kind in _DEVICE_ATTRS for ch in m.get_children()):
             continue
+        body = _body_range(ctx, m, cls)
         lacks = _lacks_in(ctx, m, through=True)
         if not lacks and ctx.has_errors(m):
             # (`c10::cuda::CUDACachingAllocator::raw_alloc(n)` in an allocator's host `allocate`: a name the parse
             # does not have, so no cursor says what it is; a unit, compiled without it, cannot hold it either)
             lacks = "a host-only member whose text names what the parse could not resolve"
-        if lacks:
+        if not lacks:
+            continue
+        if body is not None and not _lacks_in(ctx, m, through=True, outside=body) \
+                and not ctx.has_errors_in(e.start.file.name, e.start.offset, body[0] - 1):
+            # Only the body names what a unit lacks (a logger's template formatting through a library the tree
+            # does not carry, a conversion operator checking with a missing header's macro): the declaration
+            # stays, so kept code that names the member (`using Base::operator double;`, a host branch that
+            # calls `Logger::Fail_`) still compiles; the unit is a shared library, so a body it never runs
+            # is no link error.
+            out[body] = DECLARED_ONLY_UNRESOLVED
+        else:
             out[(_attributes_start(ctx, m, e.start.offset), e.end.offset)] = lacks
     return out
+
+
+def _body_range(ctx: TUContext, m: ci.Cursor, cls: ci.Cursor) -> tuple[int, int] | None:
+    """(start, end) of a member's body with a constructor's member initializers, for a member whose body a unit
+    may leave out (host_bodies: not the special, constexpr or virtual members kept callable); else None."""
+    body = next((ch for ch in m.get_children() if ch.kind == K.COMPOUND_STMT), None)
+    if body is None or body.extent.start.file is None:
+        return None
+    text = ctx.read(ctx.norm(m.extent.start.file.name))[m.extent.start.offset:body.extent.start.offset]
+    if _kept_always(m, cls, text.decode("latin-1")):
+        return None
+    start = _initializers_start(ctx.read(ctx.norm(m.extent.start.file.name)).decode("latin-1"),
+                                m.location.offset, body.extent.start.offset)
+    return (start, body.extent.end.offset)
 
 
 def _attributes_start(ctx: TUContext, m: ci.Cursor, start: int) -> int:
@@ -90,12 +116,15 @@ def _attributes_start(ctx: TUContext, m: ci.Cursor, start: int) -> int:
         pos = opened
 
 
-def _lacks_in(ctx: TUContext, decl: ci.Cursor, through: bool) -> str | None:
+def _lacks_in(ctx: TUContext, decl: ci.Cursor, through: bool, outside: tuple[int, int] | None = None) -> str | None:
     """What no unit carries that `decl`'s text names; with `through`, also what the repo declarations it
     names carry in their own types (a field `at::Tensor poly;`, a host helper taking `const at::Tensor &`):
-    a host constructor reading such a field or calling such a helper is host-only torch code too."""
+    a host constructor reading such a field or calling such a helper is host-only torch code too. With
+    `outside` (a body's range), only what the text outside that range names."""
     for c in decl.walk_preorder():
         if c.kind not in _REF_KINDS or c is decl:
+            continue
+        if outside is not None and outside[0] <= c.extent.start.offset < outside[1]:
             continue
         lacks = _unit_lacks(ctx, c.referenced) or (_signature_lacks(ctx, c.referenced) if through else None)
         if lacks:

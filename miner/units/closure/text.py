@@ -12,7 +12,7 @@ import clang.cindex as ci
 from miner.source.include_graph import INCLUDE
 from miner.units.closure.arch_branches import arch_chain
 from miner.units.closure.context import Closure, Macro, Piece, TUContext
-from miner.units.closure.host_bodies import DECLARED_ONLY
+from miner.units.closure.host_bodies import DECLARED_ONLY, DECLARED_ONLY_UNRESOLVED
 from miner.units.closure.shims import UNRESOLVED_BASE
 from miner.units.headers import FRAMEWORK as _FRAMEWORK
 from miner.units.headers import STD_HEADERS as _STD_HEADERS
@@ -56,6 +56,8 @@ def _text(ctx: TUContext, p: Piece | Macro) -> str:
     cuts = getattr(p, "cuts", ())
     # A host-only body (closure.host_bodies) leaves the member's declaration: `;` ends it.
     notes = ["; /* kernel-miner: host-only body left out: no device code calls it */" if why == DECLARED_ONLY
+             else "; /* kernel-miner: host-only body left out: it names what the parse could not resolve */"
+             if why == DECLARED_ONLY_UNRESOLVED
              else " /* kernel-miner: base class left out: the parse could not resolve it */" if why == UNRESOLVED_BASE
              else f"/* kernel-miner: host-only member left out of the unit: it uses {why} */" for _s, _e, why in cuts]
     return _cut(ctx.read(p.path), p.start, p.end, [(s, e) for s, e, _w in cuts], notes).decode("utf-8", "replace")

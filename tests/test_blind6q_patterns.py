@@ -1,0 +1,39 @@
+"""`extract --build` on tests/fixtures/blind6q: class patterns of a graph library's runtime and a 3D library's
+logger found on the sixth blind set (issue 14, scripts/corpus_repos_blind6.txt), each reproduced by code of our
+own and judged by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def host_member_body(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind6q/host_member_body")
+
+
+def test_a_host_member_whose_body_names_what_the_parse_lacks_stays_declared(host_member_body: dict[str, Any]) -> None:
+    """`operator double() const { CHECK_EQ(code_, kFloat) ...; }` with the checking header absent, re-exported by
+    `using PodValue_::operator double;` in a derived class the kernel takes; and a logger's
+    `template <typename... Args> static void Fail_(...) { ... fmtlib::format(...) ... }` called by a kept
+    `__host__ __device__` member's host branch. The member was left out whole, so the using-declaration and the
+    call named a member the class no longer had (`class "PodValue_" has no member "operator double"`); now only
+    the body is left out and the declaration stays."""
+    m = only_meta(host_member_body, "scale_by_arg")
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    unit = next(Path(host_member_body["out"]).glob(f"*/{m['instantiations'][0]['unit']}")).read_text()
+    said = "; /* kernel-miner: host-only body left out: it names what the parse could not resolve */"
+    for decl in ("operator double() const", "operator int64_t() const", "operator int() const",
+                 "static void Fail_ [[noreturn]] (const char* file, int line, const char* format, Args&&... args)"):
+        assert f"{decl} {said}" in unit, decl
+    # what those bodies named is not in the unit, and the members nothing unresolved was named in keep theirs
+    assert "CHECK_EQ" not in unit and "fmtlib" not in unit
+    assert "using PodValue_::operator double;" in unit
