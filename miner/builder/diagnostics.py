@@ -93,6 +93,12 @@ CUB_REMOVED: dict[str, str] = {
 }
 TOOLKIT_REMOVED: dict[str, tuple[str, str]] = {f"cub::{n}": (_CCCL3, r.removeprefix("::"))
                                                for n, r in CUB_REMOVED.items()}
+# The warp intrinsics without a mask: CUDA 9.0 deprecated them and its headers define them only for targets
+# below sm_70, and CUDA 13's oldest target is sm_75, so no build of this toolkit has them. Their *_sync forms
+# take a mask the original does not say, so a unit cannot stand in for them faithfully.
+TOOLKIT_REMOVED.update({
+    n: ("CUDA 9.0 for sm_70 and later targets (CUDA 13 targets sm_75 and later only)", f"{n}_sync(mask, ...)")
+    for n in ("__shfl", "__shfl_up", "__shfl_down", "__shfl_xor", "__any", "__all", "__ballot")})
 
 
 def removed_from_toolkit(symbol: str | None) -> str | None:

@@ -43,9 +43,16 @@ _SHIM_OVERLOADS = ("atomicAdd", "__ldg")
 
 def _shim_for(pieces: list[dict[str, Any]]) -> str:
     """The unit shim without the overloads the repo defines itself (its own `atomicAdd(at::Half *, at::Half)`
-    or `__ldg(const at::Half *)`): two definitions of one overload would not compile."""
+    or `__ldg(const at::Half *)`) and without the ATen helpers it defines at global scope in their place
+    (`WARP_SHFL_XOR`): two definitions of one overload would not compile."""
     text = shim_text()
     for p in pieces:
+        if (p["kind"] in ("FUNCTION_DECL", "FUNCTION_TEMPLATE") and not any(p.get("namespaces") or ())
+                and f"// km:def-{p['name']}-begin\n" in text):
+            # (`template <typename T> __device__ T WARP_SHFL_XOR(...)` in the repo's own common.h)
+            name = re.escape(p["name"])
+            text = re.sub(rf"// km:def-{name}-begin\n.*?// km:def-{name}-end\n", "", text, flags=re.S)
+            continue
         if p["kind"] == "FUNCTION_DECL" and p["name"] in _SHIM_OVERLOADS:
             head = p["text"].split("{", 1)[0]
             for t in ("Half", "BFloat16", "int64_t", "uint8_t", "int8_t", "int16_t", "bool"):
@@ -321,14 +328,20 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
         # the unit declares that namespace where the source does, so `ns::Param<float>` names the type.
         mapping = {k: _unnamed_ns_free(v) for k, v in inst["template_args"].items()}
         inst = {**inst, "args": [_unnamed_ns_free(a) for a in inst["args"]]}
+        typed = _typed_args(meta.get("template_params") or [], inst["args"], pieces,
+                            _namespace_context(meta)["namespaces"])
+        # The parameter types take the arguments as the instantiation writes them (`ctc_helper::add<float>`
+        # where the host template that launches it names the functor from inside its namespace as `add<float>`).
+        for tp, a in zip(meta.get("template_params") or [], typed, strict=False):
+            if tp.get("kind") == "type" and tp.get("name") in mapping:
+                mapping[tp["name"]] = a
         params = _params(meta["params"], mapping, macros)
         for i, p in enumerate(params):
             p["name"] = p["name"] or f"arg{i}"
             p["ctype"] = ctype_of(p["type"])
             p["base"] = _base(p["type"])
             p["launcher_type"] = by_value_unqualified(p["type"])
-        args_text = ", ".join(_typed_args(meta.get("template_params") or [], inst["args"], pieces,
-                                          _namespace_context(meta)["namespaces"]))
+        args_text = ", ".join(typed)
         # A lambda's functor struct only where these arguments name it (another's body need not build here).
         # Pieces another translation unit's closure brought for its argument types: only where those are named.
         named = set(re.findall(r"[A-Za-z_]\w*", args_text))

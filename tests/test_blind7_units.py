@@ -1,0 +1,71 @@
+"""`extract --build` on tests/fixtures/blind7q: patterns of CTC-loss, encoding-op and sample-collection code found
+on the seventh development set (issue 14, scripts/corpus_repos_blind7.txt), each reproduced by kernels of our own
+and judged by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+def _unit_text(dataset: dict[str, Any], inst: dict[str, Any]) -> str:
+    return next(Path(dataset["out"]).glob(f"*/{inst['unit']}")).read_text()
+
+
+@pytest.fixture(scope="module")
+def functor_args(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind7q/functor_args")
+
+
+def test_functor_parameter_types_take_the_qualified_template_argument(functor_args: dict[str, Any]) -> None:
+    """`row_reduce<128><<<...>>>(f, g, ...)` in a host member template whose functor types are deduced from
+    `elem_ops::square<T>()`: the instantiation's arguments were qualified (`elem_ops::square<float, float>`) but the
+    kernel's parameters `Iop f, Rop g` took the parse's spelling `square<float, float>`, which names nothing at
+    global scope (`square is not a template`). The parameters now take the arguments as the instantiation writes
+    them."""
+    m = only_meta(functor_args, "row_reduce")
+    assert len(m["instantiations"]) == 2
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    for inst in m["instantiations"]:
+        t = inst["args"][-1]
+        assert f"elem_ops::square<{t}, {t}> km_f" in _unit_text(functor_args, inst)
+
+
+@pytest.fixture(scope="module")
+def legacy_shuffle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind7q/legacy_shuffle")
+
+
+def test_a_warp_shuffle_without_a_mask_is_a_stated_reason(legacy_shuffle: dict[str, Any]) -> None:
+    """`__shfl_down(v, offset)`: CUDA 9 kept the maskless warp intrinsics for targets below sm_70 only, and CUDA 13
+    builds sm_75 and later, so neither the unit nor the original compiles; the build says so, where the kernel's
+    `unresolved` says why it failed, rather than leaving a bare `identifier is undefined`."""
+    m = only_meta(legacy_shuffle, "sum_warps")
+    (b,) = [i["build"] for i in m["instantiations"]]
+    assert b["status"] == "failed" and b["missing_symbol"] == "__shfl_down", b
+    assert "CUDA 9.0 for sm_70 and later" in b["toolkit_removed"] and "__shfl_down_sync" in b["toolkit_removed"]
+    assert any(u["reason"] == "build: " + b["toolkit_removed"] for u in m["unresolved"]), m["unresolved"]
+
+
+@pytest.fixture(scope="module")
+def own_warp_helpers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind7q/own_warp_helpers")
+
+
+def test_a_repo_that_defines_atens_warp_helper_itself_keeps_its_own(own_warp_helpers: dict[str, Any]) -> None:
+    """A torch extension's helper header defines `template <typename T> __device__ T WARP_SHFL_XOR(...)` at global
+    scope, as ATen's DeviceUtils.cuh (which the original never includes) does; the unit's torch shim carried
+    ATen's too (`function template "WARP_SHFL_XOR" has already been defined`). The shim's copy of a helper the
+    repo defines is cut out; the others (WARP_SHFL_DOWN, ...) stay."""
+    m = only_meta(own_warp_helpers, "row_total_kernel")
+    assert sorted(i["args"] for i in m["instantiations"]) == [["double"], ["float"]]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    text = _unit_text(own_warp_helpers, m["instantiations"][0])
+    assert text.count("T WARP_SHFL_XOR(") == 1 and "T WARP_SHFL_DOWN(" in text
