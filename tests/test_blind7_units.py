@@ -15,8 +15,8 @@ from tests.conftest import build_statuses, extract_and_build, only_meta
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
 
-def _unit_text(dataset: dict[str, Any], inst: dict[str, Any]) -> str:
-    return next(Path(dataset["out"]).glob(f"*/{inst['unit']}")).read_text()
+def _unit_text(dataset: dict[str, Any], meta: dict[str, Any], inst: dict[str, Any]) -> str:
+    return (Path(dataset["out"]) / meta["id"] / inst["unit"]).read_text()
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def test_functor_parameter_types_take_the_qualified_template_argument(functor_ar
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
     for inst in m["instantiations"]:
         t = inst["args"][-1]
-        assert f"elem_ops::square<{t}, {t}> km_f" in _unit_text(functor_args, inst)
+        assert f"elem_ops::square<{t}, {t}> km_f" in _unit_text(functor_args, m, inst)
 
 
 @pytest.fixture(scope="module")
@@ -67,5 +67,29 @@ def test_a_repo_that_defines_atens_warp_helper_itself_keeps_its_own(own_warp_hel
     m = only_meta(own_warp_helpers, "row_total_kernel")
     assert sorted(i["args"] for i in m["instantiations"]) == [["double"], ["float"]]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
-    text = _unit_text(own_warp_helpers, m["instantiations"][0])
+    text = _unit_text(own_warp_helpers, m, m["instantiations"][0])
     assert text.count("T WARP_SHFL_XOR(") == 1 and "T WARP_SHFL_DOWN(" in text
+
+
+@pytest.fixture(scope="module")
+def cufft_types(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind7q/cufft_types")
+
+
+def test_a_kernel_on_cuffts_complex_type_keeps_the_cufft_header(cufft_types: dict[str, Any]) -> None:
+    """A kernel between two cuFFT transforms takes `cufftComplex*` and calls cuComplex.h's `cuCmulf`: the parse
+    found neither header (they had no parse shim), so the unit kept no include for them (`identifier
+    "cufftComplex" is undefined`). Parse shims of cufft.h/cufftXt.h/cuComplex.h now say where the names come
+    from: the unit includes <cufft.h> and <cuComplex.h>, while the same file's kernel that names no cuFFT type
+    does not depend on cuFFT's header. The build finds <cufft.h> in the toolkit or the nvidia-cufft wheel
+    (extra `cudalibs`); where neither has it, the failure says which header is missing."""
+    spec = only_meta(cufft_types, "scale_spectrum")
+    (inst,) = spec["instantiations"]
+    text = _unit_text(cufft_types, spec, inst)
+    assert "#include <cufft.h>" in text and "#include <cuComplex.h>" in text
+    assert "typedef cuComplex cufftComplex" not in text  # the header's, not a copy of our parse shim's
+    b = inst["build"]
+    assert b["status"] == "ok" or b.get("missing_include") == "cufft.h", b
+    other = only_meta(cufft_types, "add_offset")
+    assert "cufft" not in _unit_text(cufft_types, other, other["instantiations"][0])
+    assert set(build_statuses(other).values()) == {"ok"}
