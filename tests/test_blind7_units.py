@@ -93,3 +93,22 @@ def test_a_kernel_on_cuffts_complex_type_keeps_the_cufft_header(cufft_types: dic
     other = only_meta(cufft_types, "add_offset")
     assert "cufft" not in _unit_text(cufft_types, other, other["instantiations"][0])
     assert set(build_statuses(other).values()) == {"ok"}
+
+
+@pytest.fixture(scope="module")
+def device_launch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind7q/device_launch")
+
+
+def test_a_kernel_that_launches_kernels_builds_as_relocatable_device_code(device_launch: dict[str, Any]) -> None:
+    """`refine_cell<<<1, counts[c]>>>(...)` inside a kernel (dynamic parallelism): nvcc compiles it only with
+    `-rdc=true` and the device runtime ("kernel launch from __device__ or __global__ functions requires separate
+    compilation mode"). The unit says so (`// km:nvcc-flags -rdc=true -lcudadevrt`, and in its header) and the
+    build passes them; the child kernel's own unit, which launches nothing, is built as before."""
+    parent = only_meta(device_launch, "refine_all")
+    assert set(build_statuses(parent).values()) == {"ok"}, build_statuses(parent)
+    text = _unit_text(device_launch, parent, parent["instantiations"][0])
+    assert "// km:nvcc-flags -rdc=true -lcudadevrt" in text and "//   nvcc -rdc=true -lcudadevrt." in text
+    child = only_meta(device_launch, "refine_cell")
+    assert set(build_statuses(child).values()) == {"ok"}
+    assert "km:nvcc-flags" not in _unit_text(device_launch, child, child["instantiations"][0])

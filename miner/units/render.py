@@ -14,6 +14,7 @@ from miner.dataset import atomic
 from miner.frontends.config import stub_dir
 from miner.resources import template_env
 from miner.source import build_flags
+from miner.units.closure.context import _STRING_OR_COMMENT
 from miner.units.closure.text import HEADER_OF
 from miner.units.instantiations import INTEGRAL_TYPE, inst_id, split_top, substitute
 from miner.units.records import ClosureRecord, Launch
@@ -39,6 +40,22 @@ _NO_HALF = ("__CUDA_NO_HALF_OPERATORS__", "__CUDA_NO_HALF_CONVERSIONS__", "__CUD
 
 # Built-ins the shim overloads for c10's 16-bit types; each overload sits between km:<name>-<type> markers.
 _SHIM_OVERLOADS = ("atomicAdd", "__ldg")
+
+
+# A kernel that launches kernels (dynamic parallelism) compiles only as relocatable device code, linked with the
+# device runtime: the original's build says so (`-rdc=true`, CMake's CUDA_SEPARABLE_COMPILATION), and nvcc
+# rejects the launch without it ("requires separate compilation mode").
+_DYNAMIC_PARALLELISM = ["-rdc=true", "-lcudadevrt"]
+_LAUNCH = re.compile(r"<<<")
+_DEVICE_CODE = re.compile(r"\b__(?:global|device)__\b")
+
+
+def _launches_from_device(kernel_text: str, pieces: list[dict[str, Any]]) -> bool:
+    """Whether the kernel, or a device function the unit takes, writes a launch."""
+    if _LAUNCH.search(_STRING_OR_COMMENT.sub(" ", kernel_text)):
+        return True
+    return any(p["kind"] in ("FUNCTION_DECL", "FUNCTION_TEMPLATE") and _DEVICE_CODE.search(p["text"])
+               and _LAUNCH.search(_STRING_OR_COMMENT.sub(" ", p["text"])) for p in pieces)
 
 
 def _shim_for(pieces: list[dict[str, Any]]) -> str:
@@ -368,6 +385,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
         torch_code = bool(unit.shims) or any(re.search(r"\b(c10|at)::", a) for a in inst["args"])
         ctx = {
             "build_flags": flags, "no_half": no_half if torch_code else [],
+            "unit_flags": _DYNAMIC_PARALLELISM if _launches_from_device(kernel_text, own) else [],
             "kernel": meta, "src": meta["source"], "version": __version__, "symbol": symbol,
             "includes": list(dict.fromkeys(unit.includes + extra)),
             # Vendored libraries (closure.vendored): the project's configuring #defines, then its includes.
