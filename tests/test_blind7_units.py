@@ -112,3 +112,22 @@ def test_a_kernel_that_launches_kernels_builds_as_relocatable_device_code(device
     child = only_meta(device_launch, "refine_cell")
     assert set(build_statuses(child).values()) == {"ok"}
     assert "km:nvcc-flags" not in _unit_text(device_launch, child, child["instantiations"][0])
+
+
+@pytest.fixture(scope="module")
+def vector_operators(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind7q/vector_operators")
+
+
+def test_the_repos_operator_on_a_toolkit_vector_type_comes_with_it(vector_operators: dict[str, Any]) -> None:
+    """`cub::BlockReduce<double3, BLOCK>(tmp).Sum(m)` adds with the repo's `operator+(const double3&, const
+    double3&)` (declared `__host__ __device__` through a project macro) inside cub, where the parse sees no call;
+    double3 is the toolkit's, so no piece brought its operators (`no instance of plus<void>::operator()`). The
+    operators on a toolkit vector type the closure names now come along; a kernel of the same file that names
+    no double3 takes none."""
+    m = only_meta(vector_operators, "moments_kernel")
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    assert "double3 operator+(const double3& a, const double3& b)" in _unit_text(vector_operators, m,
+                                                                                m["instantiations"][0])
+    other = only_meta(vector_operators, "scale_kernel")
+    assert "operator+" not in _unit_text(vector_operators, other, other["instantiations"][0])

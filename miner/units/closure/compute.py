@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Callable
 
 import clang.cindex as ci
@@ -40,6 +41,8 @@ from miner.units.closure.unvisited import candidate_scopes, qualified_names, usi
 from miner.units.closure.usings import overloaded, usings
 from miner.units.closure.vendored import Library, Vendored
 
+# The toolkit's vector types (vector_types.h), which a repo may give operators of its own.
+_VECTOR_TYPE = re.compile(r"(?:u?char|u?short|u?int|u?long|u?longlong|float|double)[1-4]|__half2|half2|__nv_bfloat162")
 _ARG_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
                    "CLASS_TEMPLATE", "TYPE_ALIAS_TEMPLATE_DECL"}
 _ARG_FUNCTION_KINDS = {"FUNCTION_DECL", "FUNCTION_TEMPLATE"}
@@ -103,9 +106,11 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
 
     def with_operators(piece: Piece) -> None:
         # A type's device operators come with it (closure.operators).
-        if piece.kind not in _ARG_TYPE_KINDS and piece.kind != "TYPE_ALIAS_TEMPLATE_DECL":
-            return
-        for op, oc in operators_of(ctx, piece.name):
+        if piece.kind in _ARG_TYPE_KINDS or piece.kind == "TYPE_ALIAS_TEMPLATE_DECL":
+            operators_for(piece.name)
+
+    def operators_for(type_name: str) -> None:
+        for op, oc in operators_of(ctx, type_name):
             if oc is not None:
                 take(op, oc)
             elif (op.path, op.start) not in seen:
@@ -176,39 +181,50 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                     with_operators(dp)
 
     events_of = ctx.memo("_closure_events", dict)  # per TU: see _events
-    while work or texts:
-        if texts:
-            dp = texts.pop()
-            text = _STRING_OR_COMMENT.sub(" ", ctx.read(dp.path)[dp.start:dp.end].decode("latin-1"))
-            names = _IDENT.findall(text)
-            tokens += names
-            take_text(dp.namespaces, text)
-            for name in dict.fromkeys(names):
-                if found := next((lst[:1] for i in range(len(dp.namespaces), -1, -1)
-                                  if (lst := ctx.by_name.get((dp.namespaces[:i], name)))), None):
-                    take(*found[0])
-            continue
-        cur, scope = work.pop()
-        got = events_of.get((cur, scope))
-        if got is None:
-            got = events_of[(cur, scope)] = _events(ctx, cur, scope)
-        idents, events = got
-        tokens += idents
-        for ev in events:
-            if ev[0] == "take":
-                take(ev[1], ev[2])
-            elif ev[0] == "ref":  # (definition's path and offset), its piece or None
-                if skip and ev[1] in skip:
-                    continue
-                if (found := ev[2]) is not None and (found[0].path, found[0].start) not in hosts:
-                    take(*found)
-            elif ev[0] == "text":
-                if dropped:
-                    take_text(scope, ev[1])
-            elif ev[0] == "shim":
-                shims.add(ev[1])
-            else:
-                headers.setdefault(ev[1])
+    vector_types: set[str] = set()
+    while True:
+        while work or texts:
+            if texts:
+                dp = texts.pop()
+                text = _STRING_OR_COMMENT.sub(" ", ctx.read(dp.path)[dp.start:dp.end].decode("latin-1"))
+                names = _IDENT.findall(text)
+                tokens += names
+                take_text(dp.namespaces, text)
+                for name in dict.fromkeys(names):
+                    if found := next((lst[:1] for i in range(len(dp.namespaces), -1, -1)
+                                      if (lst := ctx.by_name.get((dp.namespaces[:i], name)))), None):
+                        take(*found[0])
+                continue
+            cur, scope = work.pop()
+            got = events_of.get((cur, scope))
+            if got is None:
+                got = events_of[(cur, scope)] = _events(ctx, cur, scope)
+            idents, events = got
+            tokens += idents
+            for ev in events:
+                if ev[0] == "take":
+                    take(ev[1], ev[2])
+                elif ev[0] == "ref":  # (definition's path and offset), its piece or None
+                    if skip and ev[1] in skip:
+                        continue
+                    if (found := ev[2]) is not None and (found[0].path, found[0].start) not in hosts:
+                        take(*found)
+                elif ev[0] == "text":
+                    if dropped:
+                        take_text(scope, ev[1])
+                elif ev[0] == "shim":
+                    shims.add(ev[1])
+                else:
+                    headers.setdefault(ev[1])
+        # The repo's device operators on a toolkit vector type the closure names (`operator+(const double3 &,
+        # const double3 &)` for `cub::BlockReduce<double3, N>(tmp).Sum(v)`, which adds inside the library where
+        # the parse sees no call): a toolkit type is no piece, so with_operators never saw it.
+        more = {t for t in tokens if _VECTOR_TYPE.fullmatch(t)} - vector_types
+        if not more:
+            break
+        vector_types |= more
+        for name in sorted(more):
+            operators_for(name)
     files = {kernel_path} | {p.path for p in pieces}
     using_files, with_shim = set(files), bool(shims)
     out.macros = _macros(ctx, tokens, ctx.sort_key(kernel_path, kernel_start), vendored)
