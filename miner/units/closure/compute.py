@@ -227,7 +227,9 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
             operators_for(name)
     files = {kernel_path} | {p.path for p in pieces}
     using_files, with_shim = set(files), bool(shims)
-    out.macros = _macros(ctx, tokens, ctx.sort_key(kernel_path, kernel_start), vendored)
+    kernel_key = ctx.sort_key(kernel_path, kernel_start)
+    out.macros = _macros(ctx, tokens, kernel_key, vendored,
+                         max([kernel_key, *(ctx.sort_key(p.path, p.start) for p in pieces)]))
     files |= {m.path for m in out.macros}
     for m in out.macros:
         tokens += _IDENT.findall(m.body)
@@ -385,11 +387,15 @@ def _unvisited(ctx: TUContext, cur: ci.Cursor,
 
 
 def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...],
-            vendored: Callable[[str], bool] = lambda _p: False) -> list[Macro]:
+            vendored: Callable[[str], bool] = lambda _p: False,
+            last_piece: tuple[int, ...] | None = None) -> list[Macro]:
     """The definitions the unit needs. A macro defined once: the definition in force at the kernel.
     A macro redefined before the kernel (`#define OP(X, Y) X + Y` / `ATOMIC(Add)` / `#undef OP` /
     `#define OP(X, Y) X * Y` / `ATOMIC(Mul)`): every active definition before it, each emitted at its
-    place so that the pieces between see the one they saw in the source."""
+    place so that the pieces between see the one they saw in the source. Pieces that follow the kernel in the
+    source (`last_piece`: operators a header generates after the kernel's own header included it) see the
+    redefinitions before them too (`#define DEFINE_OPERATOR(op, opas)` ... `#undef` ... `#define
+    DEFINE_OPERATOR(op)` then `DEFINE_OPERATOR(<)`); render places those after the kernel, as the pieces."""
     chosen: dict[str, list[Macro]] = {}
     # A name whose every #define sits in an inactive branch is no macro in this configuration: in CUDA,
     # `h2rcp` under `#if defined(USE_ROCM) ... #define h2rcp __compat_h2rcp` is the toolkit intrinsic.
@@ -405,6 +411,10 @@ def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...],
             continue
         before = sorted((m for m in cands if ctx.sort_key(m.path, m.start) < kernel_key),
                         key=lambda m: ctx.sort_key(m.path, m.start))
+        if last_piece is not None and last_piece > kernel_key:
+            later = [m for m in cands if kernel_key < ctx.sort_key(m.path, m.start) < last_piece]
+            if len(before) + len(later) > 1:
+                before += sorted(later, key=lambda m: ctx.sort_key(m.path, m.start))
         chosen[name] = before or [min(cands, key=lambda m: ctx.sort_key(m.path, m.start))]
         todo += [t for m in chosen[name] for t in _IDENT.findall(m.body) if ctx.active_macro(t) and t not in chosen]
     return sorted((m for ms in chosen.values() for m in ms), key=lambda m: ctx.sort_key(m.path, m.start))

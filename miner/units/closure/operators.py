@@ -36,6 +36,9 @@ def _index(ctx: TUContext) -> dict[str, list[tuple[Piece, ci.Cursor | None]]]:
         if not device or "(" not in head:
             continue
         params = head.split("(", 1)[1]
+        if c is not None:
+            # (an operator a macro writes, `SV_OPERATOR(<)`: its text names no parameter; its cursor's do)
+            params += " ".join(ch.type.spelling for ch in c.get_children() if ch.kind == K.PARM_DECL)
         for word in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", params)):
             out.setdefault(word, []).append((p, c))
     return out
