@@ -131,3 +131,12 @@ def test_the_repos_operator_on_a_toolkit_vector_type_comes_with_it(vector_operat
                                                                                 m["instantiations"][0])
     other = only_meta(vector_operators, "scale_kernel")
     assert "operator+" not in _unit_text(vector_operators, other, other["instantiations"][0])
+
+
+def test_inline_ptx_vote_without_sync_is_a_stated_reason(legacy_shuffle: dict[str, Any]) -> None:
+    """`vote.any.pred` without `.sync` in inline PTX: ptxas rejects it for sm_70 and later (PTX ISA 6.4), and
+    CUDA 13 builds nothing older, so the original does not assemble either; the build record says so."""
+    m = only_meta(legacy_shuffle, "any_positive")
+    (b,) = [i["build"] for i in m["instantiations"]]
+    assert b["status"] == "failed" and "without '.sync'" in b["error"], b
+    assert "inline PTX `vote` without `.sync`" in b["toolkit_removed"], b

@@ -95,7 +95,7 @@ def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME
     }
     if r.missing_include:
         rec["missing_include"] = r.missing_include
-    if r.status == "failed" and (removed := removed_from_toolkit(r.missing_symbol)):
+    if r.status == "failed" and (removed := removed_from_toolkit(r.missing_symbol, r.error)):
         rec["toolkit_removed"] = removed  # a stated reason: no unit can supply it
     if r.status != "ok":
         rec["log"] = f"{unit_dir}/{log_name}"
