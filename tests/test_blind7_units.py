@@ -140,3 +140,22 @@ def test_inline_ptx_vote_without_sync_is_a_stated_reason(legacy_shuffle: dict[st
     (b,) = [i["build"] for i in m["instantiations"]]
     assert b["status"] == "failed" and "without '.sync'" in b["error"], b
     assert "inline PTX `vote` without `.sync`" in b["toolkit_removed"], b
+
+
+@pytest.fixture(scope="module")
+def constexpr_props(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind7q/constexpr_props")
+
+
+def test_arguments_read_from_a_local_constexpr_object_of_the_host_template(constexpr_props: dict[str, Any]) -> None:
+    """`constexpr Props<V> props; constexpr size_t ROUNDS = props.rounds(); mix_phase<ROUNDS, WORDS><<<...>>>` in a
+    host template over a scoped enum, called as `mix_all<Variant::Light>` and `<Variant::Full>`: the object's
+    type depends on V, so the arguments were given up (`inferred`: the parameters' defaults). The object is now
+    its value-initialized type, qualified (`hashlib::Props<V>{}`), V bound per host instantiation, and an enum
+    parameter recorded as its value names the enum again (`static_cast<hashlib::Variant>(1)`)."""
+    m = only_meta(constexpr_props, "mix_phase")
+    assert {i["origin"] for i in m["instantiations"]} == {"host_template"}
+    assert sorted(i["args"] for i in m["instantiations"]) == [
+        [f"((hashlib::Props<static_cast<hashlib::Variant>({v})>{{}}).rounds())",
+         f"((hashlib::Props<static_cast<hashlib::Variant>({v})>{{}}).memory() / 4)"] for v in (1, 2)]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
