@@ -30,3 +30,7 @@ class ExtractReport:
     files: int = 0
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Notes (in `notes` too) that count what came from the caches: a cold run and a rerun differ in them, so
+    # the run record (extract/run_record.py) leaves them out.
+    cache_notes: list[str] = field(default_factory=list)
+    parse_errors: int = 0  # parses that failed: never cached, tried again by a rerun, so the run is not recorded
