@@ -22,6 +22,9 @@ class ExtractOptions:
     units: bool = True  # closure, launches, instantiations and rendered units (needs libclang)
     project: str | None = None  # where context files are looked up (default: the inputs' git checkout)
     language: str = "auto"  # auto: .py files are mined for Triton kernels, the rest for CUDA ones
+    # The whole-run record (extract/run_record.py): off for an output folder nobody extracts into again
+    # (`mine`'s staging folders), whose records would only fill the cache.
+    record: bool = True
 
 
 @dataclass

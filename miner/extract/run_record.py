@@ -1,41 +1,18 @@
 """A whole `extract` run recorded by everything it depends on: an unchanged rerun into the same folder checks
-its outputs and returns, without discovering, parsing or rendering anything.
+its outputs and returns, without discovering, parsing or rendering anything (docs/scale.md, "The whole-run
+record").
 
-The incremental path (the parse cache, kernel folders by content: `extract/cache.py`) still walks the tree,
-reads every file, builds the include graph, the project context, the build flags, provenance and the cache
-keys on every run: a tenth of a cold run. The record keys the run as a whole instead:
-
-- the key: the options (inputs, -I, -D, compile_commands.json, --project, --frontend, --language, units; not
-  -j, which changes no byte of the output), the output folder, the environment the stages consult (PATH,
-  CUDA_HOME, ... and every KM_* variable; the nvcc, gcc, c++ and git found on PATH and the toolkit's version
-  headers, by their stat; the Python version; libclang, tree-sitter and jinja2 by their files' stat), and
-  the content hash of every file under every folder the run may read: the inputs, the project root the
-  stages use (`--project`, else each input's git checkout, else its folder: `source.context.project_root`),
-  the -I folders, compile_commands.json, the miner's own package, templates/ and metadata/. Each git
-  checkout met (a `.git` folder or file) adds its HEAD, the branch it points to and the stat of its config,
-  packed-refs and index (the commit, remote and tracked files provenance asks git for); each folder above a
-  root adds whether it holds `.git` or `.gitmodules` (the enclosing checkout, the submodule test of
-  vendored libraries). Only the cache folder is left out of the walk; an output folder inside a root is
-  walked like any other file (a run that changes nothing there leaves the same key);
-- what the run wrote: every file of every kernel folder of the report (kernel text, metadata, each
-  instantiation's unit and host wrapper, a Triton kernel's reference test) and `index.jsonl`, by content
-  hash, and the `vendor/` copies the units include, by presence; and the report (files, notes; its kernels
-  are read back from `index.jsonl`).
-
-A rerun whose key is the same and whose outputs are all there with the same bytes returns the recorded report
-(the notes that count cache hits replaced by one that says the run was unchanged). Anything else, a changed,
-added or deleted input, a new option, a deleted or edited output, another run's index, runs the stages, and
-the record is written again at the end. Content hashes are not recomputed for a file whose stat (size, mtime,
-ctime, inode, device, mode) is what the record holds and whose last change is more than `RACY_NS` older than
-the moment that stat was taken (git's racy-clean rule: an edit in the same timestamp tick cannot hide).
-
-Not recorded: runs that reported failures or had a parse fail (`ExtractReport.parse_errors`; such parses
-are not cached and a rerun tries them again). Not in the key, as in the parse cache's: system headers and
-framework headers outside those folders (torch's, the toolkit's beyond the version headers).
-
-Records live in the parse cache's folder (`runs/`, one per output folder and option set), never in the
-dataset: `KM_PARSE_CACHE=off` turns them off with the other caches; `KM_RUN_RECORD=off` turns off this one
-only (a rerun then takes the incremental path).
+The key: the options but -j, the output folder, the environment the stages consult (variables; the tools on
+PATH, the toolkit's version headers and libclang / tree-sitter / jinja2 by stat; Python), and the content hash
+of every file under every folder the run may read (the inputs, the project root the stages use, the -I
+folders, compile_commands.json, the miner's package, templates/ and metadata/), with the git state of every
+checkout met and the `.git` / `.gitmodules` of the folders above. The outputs: every file extract writes in
+each reported kernel's folder (`written`) and index.jsonl by content hash, the `vendor/` copies by presence.
+A rerun with the same key and the same outputs returns the recorded report; anything else runs the stages
+and records again. A file whose stat (size, mtime, ctime, inode, device, mode) is the recorded one, and whose
+last change lies more than `RACY_NS` before that stat was taken, keeps its recorded hash (git's racy-clean
+rule). Runs with failures or failed parses are not recorded. Records live in the parse cache's folder
+(`runs/`), never in the dataset; `KM_PARSE_CACHE=off` or `KM_RUN_RECORD=off` turns them off.
 """
 
 from __future__ import annotations
@@ -337,7 +314,7 @@ class RunRecord:
 
     @classmethod
     def open(cls, opts: Any, out_dir: Path) -> RunRecord | None:
-        if os.environ.get(ENV, "").lower() in ("off", "0", "no"):
+        if not getattr(opts, "record", True) or os.environ.get(ENV, "").lower() in ("off", "0", "no"):
             return None
         from miner.frontends.parse_cache import ParseCache
 
