@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from miner.extract import run_record
+from miner.extract import run_inputs
 from miner.frontends import clang_frontend
 from tests.conftest import FIXTURES, REPOS_FIXTURE, run_miner, snapshot
 
@@ -204,4 +204,4 @@ def test_project_root_is_the_context_ones(tmp_path: Path) -> None:
     from miner.source import context
 
     for p in (REPOS_FIXTURE / "beta", REPOS_FIXTURE / "beta" / "kernels" / "saxpy.cu", tmp_path):
-        assert run_record.project_root(str(p)) == context.project_root(str(p))
+        assert run_inputs.project_root(str(p)) == context.project_root(str(p))
