@@ -186,13 +186,16 @@ def _finish_one(st: _State, rec: Launch, insts: dict[tuple[str, int], list[list[
         for inst in known:
             mapping = dict(zip(rec.host_params, inst, strict=False))
             # A host parameter of enum type recorded as its value (`mix_all<Variant::Light>` as 1) names the
-            # enumerator again where the text puts it into a type (`Props<V>{}` needs `Variant`, not `int`).
+            # enumerator again where the text puts it into a type (`Props<V>{}` needs `Variant`, not `int`);
+            # an argument that is the parameter alone stays its value (render casts it to the kernel's type).
+            typed = dict(mapping)
             for p in params:
                 t = p.type.get_canonical()
                 if p.kind == K.TEMPLATE_NON_TYPE_PARAMETER and t.kind == ci.TypeKind.ENUM \
                         and re.fullmatch(r"-?\d+", mapping.get(p.spelling, "").strip()):
-                    mapping[p.spelling] = f"static_cast<{t.spelling}>({mapping[p.spelling].strip()})"
-            args = [_fold_conditional(_fold_traits(st, st.resolver(substitute(t, mapping), set())))
+                    typed[p.spelling] = f"static_cast<{t.spelling}>({mapping[p.spelling].strip()})"
+            args = [_fold_conditional(_fold_traits(st, st.resolver(
+                        substitute(t, mapping if t.strip() in names else typed), set())))
                     for t in rec.resolved_text]
             if args not in rec.host_template_args:
                 rec.host_template_args.append(args)
