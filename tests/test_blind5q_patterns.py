@@ -104,3 +104,24 @@ def test_members_an_arch_guard_writes_do_not_break_the_host_pass(arch_members: d
     m = only_meta(arch_members, "pack_scale")
     assert sorted(i["args"] for i in m["instantiations"]) == [["double", "2"], ["float", "4"]]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def macro_arity(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind5q/macro_arity")
+
+
+def test_operators_a_macro_writes_after_the_kernel_see_their_own_definition(macro_arity: dict[str, Any]) -> None:
+    """A kernel template written against `SmallVec`'s operators (`a[i] < b[i]`, dependent: found at
+    instantiation), which a later header generates with one macro name of two arities (`SV_OPERATOR(op, opas)`
+    for `+`, `#undef`, `SV_OPERATOR(op)` for `<`). The operators' text names no parameter, so they were not found
+    for the type (`no operator "<" matches`); once found, only the first definition came along, since both follow
+    the kernel (`macro "SV_OPERATOR" requires 2 arguments, but only 1 given`, Open3D's `DEFINE_OPERATOR`). Both
+    definitions now come, each at its place after the kernel, with the operators."""
+    m = only_meta(macro_arity, "blend_min")
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    from pathlib import Path
+
+    text = (Path(macro_arity["out"]) / m["id"] / m["instantiations"][0]["unit"]).read_text()
+    assert text.index("#define SV_OPERATOR(op, opas)") < text.index("SV_OPERATOR(+, +=);") \
+        < text.index("#undef SV_OPERATOR") < text.index("#define SV_OPERATOR(op)") < text.index("SV_OPERATOR(<);")

@@ -29,7 +29,7 @@ def test_a_host_member_whose_body_names_what_the_parse_lacks_stays_declared(host
     the body is left out and the declaration stays."""
     m = only_meta(host_member_body, "scale_by_arg")
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
-    unit = next(Path(host_member_body["out"]).glob(f"*/{m['instantiations'][0]['unit']}")).read_text()
+    unit = (Path(host_member_body["out"]) / m["id"] / m["instantiations"][0]["unit"]).read_text()
     said = "; /* kernel-miner: host-only body left out: it names what the parse could not resolve */"
     for decl in ("operator double() const", "operator int64_t() const", "operator int() const",
                  "static void Fail_ [[noreturn]] (const char* file, int line, const char* format, Args&&... args)"):
@@ -37,3 +37,20 @@ def test_a_host_member_whose_body_names_what_the_parse_lacks_stays_declared(host
     # what those bodies named is not in the unit, and the members nothing unresolved was named in keep theirs
     assert "CHECK_EQ" not in unit and "fmtlib" not in unit
     assert "using PodValue_::operator double;" in unit
+
+
+@pytest.fixture(scope="module")
+def using_elsewhere(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind6q/using_elsewhere")
+
+
+def test_a_using_directive_of_a_header_the_closure_takes_nothing_from_is_kept(using_elsewhere: dict[str, Any]) -> None:
+    """`namespace graphlib { using namespace runtime; }` stands in segment.cuh, included before spmv.cuh, whose
+    kernel names `accum_type_of<DType>` (graphlib::runtime's) from graphlib::ops without a directive of its own.
+    The unit kept only the using-directives of files it took pieces from, and it takes nothing from segment.cuh,
+    so `accum_type_of is not a template`; the directives of every file before the kernel are now considered."""
+    m = only_meta(using_elsewhere, "spmv_rows")
+    assert sorted(i["args"] for i in m["instantiations"]) == [["double"], ["float"]]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    unit = (Path(using_elsewhere["out"]) / m["id"] / m["instantiations"][0]["unit"]).read_text()
+    assert "using namespace runtime;" in unit

@@ -55,8 +55,8 @@ def test_rerun_into_the_same_folder_reuses_every_parse_and_folder_and_rewrites_n
     shutil.copytree(REPOS_FIXTURE.parent / "hip" / "native", repo)
     env = {"KM_PARSE_CACHE": str(tmp_path / "cache")}
 
-    def extract(out: str) -> str:
-        res = run_miner("extract", repo, "-o", tmp_path / out, "-j", "1", "-v", env=env)
+    def extract(out: str, **more: str) -> str:
+        res = run_miner("extract", repo, "-o", tmp_path / out, "-j", "1", "-v", env={**env, **more})
         assert res.returncode == 0, res.stderr
         return res.stderr
 
@@ -67,7 +67,8 @@ def test_rerun_into_the_same_folder_reuses_every_parse_and_folder_and_rewrites_n
     assert any('"toolchain": "hip"' in v.decode() and '"of":' in v.decode()
                for k, v in cold.items() if k.endswith("/metadata.json"))  # a HIP-configuration parse happened
     before = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in (tmp_path / "cold").rglob("*") if p.is_file()}
-    notes = extract("cold")
+    # The incremental path (the whole-run record, which would skip it, off: tests/test_speed_rerun.py tests that).
+    notes = extract("cold", KM_RUN_RECORD="off")
     # Two translation units and the one HIP configuration parse of reduce.cu.
     assert "3 of 3 translation unit parses from the parse cache" in notes
     assert f"{kernels} of {kernels} kernel folders from the cache" in notes

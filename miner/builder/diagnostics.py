@@ -93,11 +93,27 @@ CUB_REMOVED: dict[str, str] = {
 }
 TOOLKIT_REMOVED: dict[str, tuple[str, str]] = {f"cub::{n}": (_CCCL3, r.removeprefix("::"))
                                                for n, r in CUB_REMOVED.items()}
+# The warp intrinsics without a mask: CUDA 9.0 deprecated them and its headers define them only for targets
+# below sm_70, and CUDA 13's oldest target is sm_75, so no build of this toolkit has them. Their *_sync forms
+# take a mask the original does not say, so a unit cannot stand in for them faithfully.
+TOOLKIT_REMOVED.update({
+    n: ("CUDA 9.0 for sm_70 and later targets (CUDA 13 targets sm_75 and later only)", f"{n}_sync(mask, ...)")
+    for n in ("__shfl", "__shfl_up", "__shfl_down", "__shfl_xor", "__any", "__all", "__ballot")})
 
 
-def removed_from_toolkit(symbol: str | None) -> str | None:
-    """Why a missing name cannot be supplied: the toolkit removed it (the source needs an older toolkit), or None."""
+# ptxas on inline PTX written for targets before Volta (`vote.any.pred` without `.sync`): no target this
+# toolkit builds accepts it, so the original does not assemble either.
+_PTX_WITHOUT_SYNC = re.compile(r"Instruction '(\w+)' without '\.sync' is not supported on \.target sm_70 and higher")
+
+
+def removed_from_toolkit(symbol: str | None, error: str | None = None) -> str | None:
+    """Why a missing name cannot be supplied: the toolkit removed it (the source needs an older toolkit), or None.
+    With the build's `error`, also inline PTX that no target of this toolkit assembles."""
     found = TOOLKIT_REMOVED.get((symbol or "").removeprefix("::"))
+    if found is None and error and (m := _PTX_WITHOUT_SYNC.search(error)):
+        return (f"inline PTX `{m.group(1)}` without `.sync` is not supported on sm_70 and later targets (PTX ISA 6.4; "
+                "CUDA 13 targets sm_75 and later only): the original source does not assemble with this toolkit "
+                "either")
     if found is None:
         return None
     return (f"{symbol} was removed in {found[0]} (replaced by {found[1]}): the original source does not compile "

@@ -99,7 +99,7 @@ def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME
     }
     if r.missing_include:
         rec["missing_include"] = r.missing_include
-    if r.status == "failed" and (removed := removed_from_toolkit(r.missing_symbol)):
+    if r.status == "failed" and (removed := removed_from_toolkit(r.missing_symbol, r.error)):
         rec["toolkit_removed"] = removed  # a stated reason: no unit can supply it
     elif r.status == "failed" and (conflict := _TOOLKIT_CONFLICT.search(u.text or "")):
         rec["toolkit_removed"] = conflict.group(1).strip()  # (units.render._vendored_cub): stated likewise

@@ -69,6 +69,9 @@ def split_unit(unit: Unit) -> None:
             macros += s[len("// km:macros"):].split()
         elif s.startswith("// km:c-symbols"):
             unit.c_symbols += s[len("// km:c-symbols"):].split()
+        elif s.startswith("// km:nvcc-flags"):
+            # flags the unit itself needs (render: `-rdc=true -lcudadevrt` for a kernel that launches kernels)
+            unit.flags += [f for f in s[len("// km:nvcc-flags"):].split() if f not in unit.flags]
     unit.local_headers = _local_headers(unit.path.parent, unit.text)
     if len(marks) != 4 or not (marks["includes-begin"] < marks["includes-end"] < marks["body-begin"]
                                < marks["body-end"]):

@@ -10,6 +10,10 @@ Modules, one job each:
   unit_data  the workers' closures, launches and explicit instantiations merged across translation units
   metadata   a kernel's metadata before the units stage (source, signature, parse context, build flags)
   cache      what a rerun reuses: kernel folders and tree-sitter results by content
+  run_record a whole run keyed by everything it reads, checked against what it wrote: an unchanged rerun
+             into the same folder returns the recorded report without running the stages
+  run_inputs that key: every file under the folders a run may read (content hashes, stat-cached), the git
+             state, the options and the environment the stages consult
 """
 
 from miner.extract.options import FRONTENDS, LANGUAGES, ExtractOptions, ExtractReport

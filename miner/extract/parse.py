@@ -143,8 +143,8 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                                                       {r: reach[r] for r in todo}, pch_folder))
                 fresh = _run_clang(todo, pch_config[0], inputs, opts.jobs, opts.units, tick, groups)
                 for res in fresh:
-                    if cache is not None and not res.error:
-                        cache.store(keys[res.path], res)
+                    if cache is not None:
+                        cache.store_result(keys[res.path], res)
                 out += fresh
             return sorted(out, key=lambda res: res.path)
 
@@ -244,8 +244,8 @@ class CachedParse:
             return done
         self._missed.discard((tu, key))
         res = _parse_variant((tu, variant, self.inputs, self.units, self._same_as(tu, variant)))
-        if self.cache is not None and not res.error:
-            self.cache.store(key, res)
+        if self.cache is not None:
+            self.cache.store_result(key, res)
         done = self._complete(tu, res)
         if done is None:  # (cannot happen: the reference was there when the parse was asked to reuse it)
             done = _parse_variant((tu, variant, self.inputs, self.units, None))
@@ -297,8 +297,8 @@ class CachedParse:
         with mp.get_context("fork").Pool(min(self.jobs, len(todo))) as pool:
             results = pool.map(_parse_variant, jobs, chunksize=1)
         for (tu, key, _variant), res in zip(todo, results, strict=True):
-            if self.cache is not None and not res.error:
-                self.cache.store(key, res)
+            if self.cache is not None:
+                self.cache.store_result(key, res)
             self._missed.discard((tu, key))
             self._ready[(tu, key)] = res
 

@@ -253,8 +253,9 @@ def _write(run: CudaRun) -> None:
     cache, report, config, tu_of = run.cache, run.report, run.config, run.tu_of
     assert run.disc is not None and config is not None
     if cache is not None and cache.hits:
-        report.notes.append(f"{cache.hits} of {cache.hits + cache.misses} translation unit parses from the parse "
-                            f"cache ({cache.folder})")
+        report.cache_notes.append(f"{cache.hits} of {cache.hits + cache.misses} translation unit parses from the "
+                                  f"parse cache ({cache.folder})")
+        report.notes.append(report.cache_notes[-1])
     variant_of = {id(v.of): v for v in run.hip_variants}
     data = {f.path: f.data for f in run.files}
     mentions = Mentions([*data.items(), *((f.path, f.data) for f in run.extra)],
@@ -300,8 +301,9 @@ def _write(run: CudaRun) -> None:
         metas[at] = meta
     dataset.merge_index(run.out_dir, metas, replaced)
     if cache is not None and (hits := cache.entry_hits.get(extract_cache.KIND, 0)):
-        report.notes.append(f"{hits} of {hits + cache.entry_misses.get(extract_cache.KIND, 0)} kernel folders "
-                            f"from the cache ({cache.folder})")
+        report.cache_notes.append(f"{hits} of {hits + cache.entry_misses.get(extract_cache.KIND, 0)} kernel "
+                                  f"folders from the cache ({cache.folder})")
+        report.notes.append(report.cache_notes[-1])
     report.kernels = [m for m in metas if m is not None]
 
 
@@ -352,4 +354,6 @@ def run_stages(opts: ExtractOptions, out_dir: Any, progress: Callable[[int], Cal
     finally:
         if run.pch_folder is not None:
             run.pch_folder.cleanup()
+    if run.cache is not None:
+        run.report.parse_errors = run.cache.errors
     return run.report

@@ -41,6 +41,7 @@ class ParseCache:
         self.folder = folder
         self.hits = 0
         self.misses = 0
+        self.errors = 0  # parses that failed (`store_result` did not store them)
         self.entry_hits: dict[str, int] = {}  # by kind of entry
         self.entry_misses: dict[str, int] = {}
 
@@ -85,6 +86,13 @@ class ParseCache:
             atomic.write_bytes(path or self._path(key), pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
         except (OSError, pickle.PicklingError):
             pass
+
+    def store_result(self, key: str, result: Any) -> None:
+        """A parse's result, stored unless it failed (`result.error`): a failed parse is tried again."""
+        if getattr(result, "error", None):
+            self.errors += 1
+        else:
+            self.store(key, result)
 
     # Other stages' entries (extract's rendered units) beside the parses, in their own folder and counts:
     # the hit line of the parse cache stays about translation units.

@@ -100,7 +100,7 @@ def _extract(job: dict[str, Any]) -> dict[str, Any]:
 
     staging = Path(job["staging"])
     opts = ExtractOptions(paths=[job["path"]], out_dir=str(staging), jobs=job["jobs"], frontend=job["frontend"],
-                          units=job["units"])
+                          units=job["units"], record=False)  # a staging folder is extracted into once
     try:
         rep = extract(opts)
     except MinerError as exc:

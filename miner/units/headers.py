@@ -19,7 +19,7 @@ STD_HEADERS = frozenset("""
 # Headers that ship with the CUDA toolkit's compiler and runtime (not cuBLAS, cuDNN, cuRAND, NCCL, ...).
 TOOLKIT_HEADER = re.compile(
     r"^(cuda\.h|cuda_\w+\.h|device_(functions|launch_parameters|types|atomic_functions)\.h"
-    r"|vector_(types|functions)\.h|math_constants\.h|mma\.h|sm_\d+_intrinsics\.h|driver_types\.h"
+    r"|vector_(types|functions)\.h|math_constants\.h|mma\.h|sm_\d+_intrinsics\.h|driver_types\.h|cuComplex\.h"
     r"|cooperative_groups(/.*)?(\.h)?|cub/.*|cuda/.*|thrust/.*|nv/.*)$")
 # The toolkit's own `cuda_*.h` headers (CUDA 11-13): a project header sharing the prefix (`<cuda_helper.h>`)
 # is the project's, inlined by the closure, never kept as an include the toolkit would have to find.
@@ -35,8 +35,9 @@ def is_toolkit_header(name: str) -> bool:
                                                  or bool(_TOOLKIT_CUDA_PREFIXED.match(name)))
 
 
-# Device-side headers of CUDA libraries that kernels call into (cuRAND's generators): a unit includes one when
+# Headers of CUDA libraries that kernels call into (cuRAND's generators) or name types of (cuFFT's complex
+# types and callback pointers): a unit includes one when
 # its closure names a declaration of our parse shim of it (curandState_t); the build finds it in the toolkit
 # or in an installed nvidia-* wheel (miner.cuda_libs).
-UNIT_LIBRARY_HEADER = re.compile(r"^curand(_\w+)?\.h$")
+UNIT_LIBRARY_HEADER = re.compile(r"^(curand(_\w+)?|cufft(Xt)?)\.h$")
 FRAMEWORK = re.compile(r"^(ATen|c10|torch|THC|pybind11|parrots|caffe2|Python)\b|^Python\.h$")

@@ -14,6 +14,7 @@ from miner.dataset import atomic
 from miner.frontends.config import stub_dir
 from miner.resources import template_env
 from miner.source import build_flags
+from miner.units.closure.context import _STRING_OR_COMMENT
 from miner.units.closure.text import HEADER_OF
 from miner.units.instantiations import INTEGRAL_TYPE, inst_id, split_top, substitute
 from miner.units.records import ClosureRecord, Launch
@@ -41,11 +42,34 @@ _NO_HALF = ("__CUDA_NO_HALF_OPERATORS__", "__CUDA_NO_HALF_CONVERSIONS__", "__CUD
 _SHIM_OVERLOADS = ("atomicAdd", "__ldg")
 
 
+# A kernel that launches kernels (dynamic parallelism) compiles only as relocatable device code, linked with the
+# device runtime: the original's build says so (`-rdc=true`, CMake's CUDA_SEPARABLE_COMPILATION), and nvcc
+# rejects the launch without it ("requires separate compilation mode").
+_DYNAMIC_PARALLELISM = ["-rdc=true", "-lcudadevrt"]
+_LAUNCH = re.compile(r"<<<")
+_DEVICE_CODE = re.compile(r"\b__(?:global|device)__\b")
+
+
+def _launches_from_device(kernel_text: str, pieces: list[dict[str, Any]]) -> bool:
+    """Whether the kernel, or a device function the unit takes, writes a launch."""
+    if _LAUNCH.search(_STRING_OR_COMMENT.sub(" ", kernel_text)):
+        return True
+    return any(p["kind"] in ("FUNCTION_DECL", "FUNCTION_TEMPLATE") and _DEVICE_CODE.search(p["text"])
+               and _LAUNCH.search(_STRING_OR_COMMENT.sub(" ", p["text"])) for p in pieces)
+
+
 def _shim_for(pieces: list[dict[str, Any]]) -> str:
     """The unit shim without the overloads the repo defines itself (its own `atomicAdd(at::Half *, at::Half)`
-    or `__ldg(const at::Half *)`): two definitions of one overload would not compile."""
+    or `__ldg(const at::Half *)`) and without the ATen helpers it defines at global scope in their place
+    (`WARP_SHFL_XOR`): two definitions of one overload would not compile."""
     text = shim_text()
     for p in pieces:
+        if (p["kind"] in ("FUNCTION_DECL", "FUNCTION_TEMPLATE") and not any(p.get("namespaces") or ())
+                and f"// km:def-{p['name']}-begin\n" in text):
+            # (`template <typename T> __device__ T WARP_SHFL_XOR(...)` in the repo's own common.h)
+            name = re.escape(p["name"])
+            text = re.sub(rf"// km:def-{name}-begin\n.*?// km:def-{name}-end\n", "", text, flags=re.S)
+            continue
         if p["kind"] == "FUNCTION_DECL" and p["name"] in _SHIM_OVERLOADS:
             head = p["text"].split("{", 1)[0]
             for t in ("Half", "BFloat16", "int64_t", "uint8_t", "int8_t", "int16_t", "bool"):
@@ -348,14 +372,20 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
         # the unit declares that namespace where the source does, so `ns::Param<float>` names the type.
         mapping = {k: _unnamed_ns_free(v) for k, v in inst["template_args"].items()}
         inst = {**inst, "args": [_unnamed_ns_free(a) for a in inst["args"]]}
+        typed = _typed_args(meta.get("template_params") or [], inst["args"], pieces,
+                            _namespace_context(meta)["namespaces"])
+        # The parameter types take the arguments as the instantiation writes them (`ctc_helper::add<float>`
+        # where the host template that launches it names the functor from inside its namespace as `add<float>`).
+        for tp, a in zip(meta.get("template_params") or [], typed, strict=False):
+            if tp.get("kind") == "type" and tp.get("name") in mapping:
+                mapping[tp["name"]] = a
         params = _params(meta["params"], mapping, macros)
         for i, p in enumerate(params):
             p["name"] = p["name"] or f"arg{i}"
             p["ctype"] = ctype_of(p["type"])
             p["base"] = _base(p["type"])
             p["launcher_type"] = by_value_unqualified(p["type"])
-        args_text = ", ".join(_typed_args(meta.get("template_params") or [], inst["args"], pieces,
-                                          _namespace_context(meta)["namespaces"]))
+        args_text = ", ".join(typed)
         # A lambda's functor struct only where these arguments name it (another's body need not build here).
         # Pieces another translation unit's closure brought for its argument types: only where those are named.
         named = set(re.findall(r"[A-Za-z_]\w*", args_text))
@@ -382,6 +412,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
         torch_code = bool(unit.shims) or any(re.search(r"\b(c10|at)::", a) for a in inst["args"])
         ctx = {
             "build_flags": flags, "no_half": no_half if torch_code else [],
+            "unit_flags": _DYNAMIC_PARALLELISM if _launches_from_device(kernel_text, own) else [],
             "kernel": meta, "src": meta["source"], "version": __version__, "symbol": symbol,
             "includes": list(dict.fromkeys(unit.includes + extra)),
             # Vendored libraries (closure.vendored): the project's configuring #defines, then its includes.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Callable
 
 import clang.cindex as ci
@@ -41,6 +42,8 @@ from miner.units.closure.unvisited import candidate_scopes, qualified_names, usi
 from miner.units.closure.usings import overloaded, usings
 from miner.units.closure.vendored import Library, Vendored
 
+# The toolkit's vector types (vector_types.h), which a repo may give operators of its own.
+_VECTOR_TYPE = re.compile(r"(?:u?char|u?short|u?int|u?long|u?longlong|float|double)[1-4]|__half2|half2|__nv_bfloat162")
 _ARG_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
                    "CLASS_TEMPLATE", "TYPE_ALIAS_TEMPLATE_DECL"}
 _ARG_FUNCTION_KINDS = {"FUNCTION_DECL", "FUNCTION_TEMPLATE"}
@@ -104,9 +107,11 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
 
     def with_operators(piece: Piece) -> None:
         # A type's device operators come with it (closure.operators).
-        if piece.kind not in _ARG_TYPE_KINDS and piece.kind != "TYPE_ALIAS_TEMPLATE_DECL":
-            return
-        for op, oc in operators_of(ctx, piece.name):
+        if piece.kind in _ARG_TYPE_KINDS or piece.kind == "TYPE_ALIAS_TEMPLATE_DECL":
+            operators_for(piece.name)
+
+    def operators_for(type_name: str) -> None:
+        for op, oc in operators_of(ctx, type_name):
             if oc is not None:
                 take(op, oc)
             elif (op.path, op.start) not in seen:
@@ -177,42 +182,55 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                     with_operators(dp)
 
     events_of = ctx.memo("_closure_events", dict)  # per TU: see _events
-    while work or texts:
-        if texts:
-            dp = texts.pop()
-            text = _STRING_OR_COMMENT.sub(" ", ctx.read(dp.path)[dp.start:dp.end].decode("latin-1"))
-            names = _IDENT.findall(text)
-            tokens += names
-            take_text(dp.namespaces, text)
-            for name in dict.fromkeys(names):
-                if found := next((lst[:1] for i in range(len(dp.namespaces), -1, -1)
-                                  if (lst := ctx.by_name.get((dp.namespaces[:i], name)))), None):
-                    take(*found[0])
-            continue
-        cur, scope = work.pop()
-        got = events_of.get((cur, scope))
-        if got is None:
-            got = events_of[(cur, scope)] = _events(ctx, cur, scope)
-        idents, events = got
-        tokens += idents
-        for ev in events:
-            if ev[0] == "take":
-                take(ev[1], ev[2])
-            elif ev[0] == "ref":  # (definition's path and offset), its piece or None
-                if skip and ev[1] in skip:
-                    continue
-                if (found := ev[2]) is not None and (found[0].path, found[0].start) not in hosts:
-                    take(*found)
-            elif ev[0] == "text":
-                if dropped:
-                    take_text(scope, ev[1])
-            elif ev[0] == "shim":
-                shims.add(ev[1])
-            else:
-                headers.setdefault(ev[1])
+    vector_types: set[str] = set()
+    while True:
+        while work or texts:
+            if texts:
+                dp = texts.pop()
+                text = _STRING_OR_COMMENT.sub(" ", ctx.read(dp.path)[dp.start:dp.end].decode("latin-1"))
+                names = _IDENT.findall(text)
+                tokens += names
+                take_text(dp.namespaces, text)
+                for name in dict.fromkeys(names):
+                    if found := next((lst[:1] for i in range(len(dp.namespaces), -1, -1)
+                                      if (lst := ctx.by_name.get((dp.namespaces[:i], name)))), None):
+                        take(*found[0])
+                continue
+            cur, scope = work.pop()
+            got = events_of.get((cur, scope))
+            if got is None:
+                got = events_of[(cur, scope)] = _events(ctx, cur, scope)
+            idents, events = got
+            tokens += idents
+            for ev in events:
+                if ev[0] == "take":
+                    take(ev[1], ev[2])
+                elif ev[0] == "ref":  # (definition's path and offset), its piece or None
+                    if skip and ev[1] in skip:
+                        continue
+                    if (found := ev[2]) is not None and (found[0].path, found[0].start) not in hosts:
+                        take(*found)
+                elif ev[0] == "text":
+                    if dropped:
+                        take_text(scope, ev[1])
+                elif ev[0] == "shim":
+                    shims.add(ev[1])
+                else:
+                    headers.setdefault(ev[1])
+        # The repo's device operators on a toolkit vector type the closure names (`operator+(const double3 &,
+        # const double3 &)` for `cub::BlockReduce<double3, N>(tmp).Sum(v)`, which adds inside the library where
+        # the parse sees no call): a toolkit type is no piece, so with_operators never saw it.
+        more = {t for t in tokens if _VECTOR_TYPE.fullmatch(t)} - vector_types
+        if not more:
+            break
+        vector_types |= more
+        for name in sorted(more):
+            operators_for(name)
     files = {kernel_path} | {p.path for p in pieces}
     using_files, with_shim = set(files), bool(shims)
-    out.macros = _macros(ctx, tokens, ctx.sort_key(kernel_path, kernel_start), vendored)
+    kernel_key = ctx.sort_key(kernel_path, kernel_start)
+    out.macros = _macros(ctx, tokens, kernel_key, vendored,
+                         max([kernel_key, *(ctx.sort_key(p.path, p.start) for p in pieces)]))
     files |= {m.path for m in out.macros}
     for m in out.macros:
         tokens += _IDENT.findall(m.body)
@@ -380,11 +398,15 @@ def _unvisited(ctx: TUContext, cur: ci.Cursor,
 
 
 def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...],
-            vendored: Callable[[str], bool] = lambda _p: False) -> list[Macro]:
+            vendored: Callable[[str], bool] = lambda _p: False,
+            last_piece: tuple[int, ...] | None = None) -> list[Macro]:
     """The definitions the unit needs. A macro defined once: the definition in force at the kernel.
     A macro redefined before the kernel (`#define OP(X, Y) X + Y` / `ATOMIC(Add)` / `#undef OP` /
     `#define OP(X, Y) X * Y` / `ATOMIC(Mul)`): every active definition before it, each emitted at its
-    place so that the pieces between see the one they saw in the source."""
+    place so that the pieces between see the one they saw in the source. Pieces that follow the kernel in the
+    source (`last_piece`: operators a header generates after the kernel's own header included it) see the
+    redefinitions before them too (`#define DEFINE_OPERATOR(op, opas)` ... `#undef` ... `#define
+    DEFINE_OPERATOR(op)` then `DEFINE_OPERATOR(<)`); render places those after the kernel, as the pieces."""
     chosen: dict[str, list[Macro]] = {}
     # A name whose every #define sits in an inactive branch is no macro in this configuration: in CUDA,
     # `h2rcp` under `#if defined(USE_ROCM) ... #define h2rcp __compat_h2rcp` is the toolkit intrinsic.
@@ -402,6 +424,10 @@ def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...],
                 continue
             before = sorted((m for m in cands if ctx.sort_key(m.path, m.start) < kernel_key),
                             key=lambda m: ctx.sort_key(m.path, m.start))
+            if last_piece is not None and last_piece > kernel_key:
+                later = [m for m in cands if kernel_key < ctx.sort_key(m.path, m.start) < last_piece]
+                if len(before) + len(later) > 1:
+                    before += sorted(later, key=lambda m: ctx.sort_key(m.path, m.start))
             chosen[name] = before or [min(cands, key=lambda m: ctx.sort_key(m.path, m.start))]
             todo += [t for m in chosen[name] for t in _IDENT.findall(m.body) if ctx.active_macro(t) and t not in chosen]
             # A definition the unit writes with its `#if` chain (arch_branches.arch_chain): the chain's conditions

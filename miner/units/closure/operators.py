@@ -9,7 +9,7 @@ import re
 
 import clang.cindex as ci
 
-from miner.units.closure.context import _STRING_OR_COMMENT, Piece, TUContext
+from miner.units.closure.context import _STRING_OR_COMMENT, K, Piece, TUContext
 from miner.units.closure.dropped import dropped_pieces
 
 _DEVICE = re.compile(r"\b__device__\b")
@@ -30,9 +30,15 @@ def _index(ctx: TUContext) -> dict[str, list[tuple[Piece, ci.Cursor | None]]]:
         if p.kind not in ("FUNCTION_DECL", "FUNCTION_TEMPLATE"):
             continue
         head = _STRING_OR_COMMENT.sub(" ", ctx.read(p.path)[p.start:p.end].decode("latin-1")).split("{", 1)[0]
-        if not _DEVICE.search(head) or "(" not in head:
+        # (`HOST_DEVICE_INLINE double3 operator+(...)`: the attribute comes from a project macro)
+        device = _DEVICE.search(head) or (c is not None and any(ch.kind == K.CUDADEVICE_ATTR
+                                                                for ch in c.get_children()))
+        if not device or "(" not in head:
             continue
         params = head.split("(", 1)[1]
+        if c is not None:
+            # (an operator a macro writes, `SV_OPERATOR(<)`: its text names no parameter; its cursor's do)
+            params += " ".join(ch.type.spelling for ch in c.get_children() if ch.kind == K.PARM_DECL)
         for word in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", params)):
             out.setdefault(word, []).append((p, c))
     return out

@@ -178,7 +178,13 @@ def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_sta
         items.append((ctx.sort_key(m.path, m.start), {
             "kind": "MACRO", "name": m.name, "namespaces": [], "text": undef + text, "path": m.path,
             "line": ctx.read(m.path).count(b"\n", 0, m.start) + 1}))
-    ordered = [dict(d, after=key > kernel_key and d["kind"] != "MACRO") for key, d in sorted(items, key=lambda t: t[0])]
+    # A macro follows the kernel where it has several definitions there (closure.compute._macros: those the
+    # pieces after the kernel see); a single definition after the kernel's place stays before it, as before.
+    count: dict[str, int] = {}
+    for m in closure.macros:
+        count[m.name] = count.get(m.name, 0) + 1
+    ordered = [dict(d, after=key > kernel_key and (d["kind"] != "MACRO" or count[d["name"]] > 1))
+               for key, d in sorted(items, key=lambda t: t[0])]
     return _macros_before_templates(ordered, [m.name for m in closure.macros])
 
 

@@ -36,48 +36,64 @@ def usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple
     in_unit = {(p.path, p.start) for p in pieces}
     chains = {p.namespaces[:i] for p in pieces for i in range(1, len(p.namespaces) + 1)}
     out: list[Piece] = []
-    for path in files:
-        for _s, _e, p, c in ctx.pieces.get(path, []):
-            if (p.kind not in ("USING_DIRECTIVE", "USING_DECLARATION", "NAMESPACE_ALIAS")
-                    or (p.path, p.start) in seen or ctx.sort_key(p.path, p.start) >= before):
-                continue
-            refs = [ch.referenced for ch in c.get_children() if ch.referenced is not None]
-            target = refs[-1] if refs else None
-            if target is not None and target.kind == K.OVERLOADED_DECL_REF:
-                # `using ns::CastF;` of a class template with explicit specializations (or of an overload
-                # set) names a set: the declaration it stands for is the first one of the set found in
-                # the unit (was: the set's own location, the using itself, never in the unit).
-                decls = [d for d in overloaded(target) or overloaded(c) if d.location.file is not None]
-                target = next((d for d in decls if _piece_in(ctx, d, in_unit)), decls[0] if decls else None)
-            if target is None or target.location.file is None:
-                continue
-            tpath = ctx.norm(target.location.file.name)
-            lib = Vendored.of(ctx).library_of(tpath)
-            if lib is not None and lib.include_dir in libraries:
-                keep = True  # `using namespace glm;` with glm kept as an #include
-            elif tpath in ctx.inputs:
-                if target.kind == K.NAMESPACE:
-                    chain = _namespace_chain(target)
-                    keep = chain in chains
-                    # Declared where the directive stands: only a namespace nested in the directive's own scope.
-                    if chain[:len(p.namespaces)] == p.namespaces and len(chain) > len(p.namespaces):
-                        p = dataclasses.replace(p, declares=chain[len(p.namespaces):])
-                else:
-                    d = target.get_definition() or target
-                    found = ctx.piece_at(ctx.norm(d.location.file.name), d.location.offset) if d.location.file else None
-                    keep = found is not None and (found[0].path, found[0].start) in in_unit
-            elif _is_torch_shim(ctx, tpath):
-                # Kept where the unit shim has the target: `using namespace at::indexing;` named a namespace
-                # only the parse shim declares ("name must be a namespace name").
-                keep = with_shim and in_unit_shim(target)
+    # Every file of the translation unit, not only those the closure took pieces from: `namespace dgl { using
+    # namespace runtime; }` in a header included before the kernel's, of which the kernel needs nothing else,
+    # is what makes `accum_dtype` (dgl::runtime's) visible in dgl::aten::cuda.
+    for p, c in _using_pieces(ctx, files):
+        if (p.path, p.start) in seen or ctx.sort_key(p.path, p.start) >= before:
+            continue
+        refs = [ch.referenced for ch in c.get_children() if ch.referenced is not None]
+        target = refs[-1] if refs else None
+        if target is not None and target.kind == K.OVERLOADED_DECL_REF:
+            # `using ns::CastF;` of a class template with explicit specializations (or of an overload
+            # set) names a set: the declaration it stands for is the first one of the set found in
+            # the unit (was: the set's own location, the using itself, never in the unit).
+            decls = [d for d in overloaded(target) or overloaded(c) if d.location.file is not None]
+            target = next((d for d in decls if _piece_in(ctx, d, in_unit)), decls[0] if decls else None)
+        if target is None or target.location.file is None:
+            continue
+        tpath = ctx.norm(target.location.file.name)
+        lib = Vendored.of(ctx).library_of(tpath)
+        if lib is not None and lib.include_dir in libraries:
+            keep = True  # `using namespace glm;` with glm kept as an #include
+        elif tpath in ctx.inputs:
+            if target.kind == K.NAMESPACE:
+                chain = _namespace_chain(target)
+                keep = chain in chains
+                # Declared where the directive stands: only a namespace nested in the directive's own scope.
+                if chain[:len(p.namespaces)] == p.namespaces and len(chain) > len(p.namespaces):
+                    p = dataclasses.replace(p, declares=chain[len(p.namespaces):])
             else:
-                h = _toolkit_header_of_shim(ctx, tpath)
-                # (std's namespace is everywhere: a standard header's shim decides nothing)
-                keep = h is None or h in STD_HEADERS or _header_family(h) in families
-            if keep:
-                seen.add((p.path, p.start))
-                out.append(p)
+                d = target.get_definition() or target
+                found = ctx.piece_at(ctx.norm(d.location.file.name), d.location.offset) if d.location.file else None
+                keep = found is not None and (found[0].path, found[0].start) in in_unit
+        elif _is_torch_shim(ctx, tpath):
+            # Kept where the unit shim has the target: `using namespace at::indexing;` named a namespace
+            # only the parse shim declares ("name must be a namespace name").
+            keep = with_shim and in_unit_shim(target)
+        else:
+            h = _toolkit_header_of_shim(ctx, tpath)
+            # (std's namespace is everywhere: a standard header's shim decides nothing)
+            keep = h is None or h in STD_HEADERS or _header_family(h) in families
+        if keep:
+            seen.add((p.path, p.start))
+            out.append(p)
     return out
+
+
+def _using_pieces(ctx: TUContext, files: set[str]) -> list[tuple[Piece, ci.Cursor]]:
+    """The using-directives, using-declarations and namespace aliases of the translation unit's files (`files`,
+    the unit's own, first), listed once per translation unit."""
+    every = ctx.__dict__.get("_using_pieces")
+    if every is None:
+        every = {path: [(p, c) for _s, _e, p, c in found if p.kind in _USING_KINDS]
+                 for path, found in ctx.pieces.items()}
+        ctx.__dict__["_using_pieces"] = every
+    order = [*(f for f in files if f in every), *(f for f in every if f not in files)]
+    return [pc for f in order for pc in every[f]]
+
+
+_USING_KINDS = ("USING_DIRECTIVE", "USING_DECLARATION", "NAMESPACE_ALIAS")
 
 
 def _piece_in(ctx: TUContext, decl: ci.Cursor, in_unit: set[tuple[str, int]]) -> bool:

@@ -200,6 +200,15 @@ def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[s
                 out[d.spelling] = d.spelling
                 if found is not None:
                     found[d.spelling] = lists[_key(ctx, d)]  # type: ignore[index]
+            elif (d.kind == K.VAR_DECL and d.semantic_parent is not None and d.semantic_parent.kind in _FUNCS
+                  and (obj := _constant_object(ctx, d)) is not None):
+                # `constexpr Props<V> props;` in the launching host template, read as `props.rounds()` in a
+                # constant's initializer: the value-initialized object, qualified, with the host's
+                # parameters by name (bound per instantiation in _finish).
+                inner = _aliases(ctx, d, lists, found)
+                for n, v in inner.items():
+                    out.setdefault(n, v)
+                out[d.spelling] = f"({substitute(obj, {n: v for n, v in inner.items() if v})})"
             elif "type-parameter" in t.spelling or t.kind in (ci.TypeKind.UNEXPOSED, ci.TypeKind.AUTO):
                 out[d.spelling] = ""
             elif d.kind == K.VAR_DECL and t.is_const_qualified() and d.semantic_parent is not None \
@@ -222,6 +231,33 @@ def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[s
                         out.setdefault(n, v)
                     out[d.spelling] = f"({substitute(text, {n: v for n, v in inner.items() if v})})"
     return out
+
+
+def _constant_object(ctx: TUContext, d: ci.Cursor) -> str | None:
+    """`Props<V>{}` for a local `constexpr Props<V> props;` (or `props{}` / `props = {}`) of a class type that
+    depends on the host's parameters, its template qualified from the global scope; else None."""
+    if not re.match(r"\s*(?:static\s+)?constexpr\b", _src(ctx, d)):
+        return None
+    init = [x for x in d.get_children() if x.kind not in (K.TYPE_REF, K.NAMESPACE_REF, K.TEMPLATE_REF)
+            and not (x.kind == K.DECL_REF_EXPR and x.extent.end.offset <= d.location.offset)]
+    if any(re.sub(r"[\s{}()=]", "", _src(ctx, x)) for x in init):
+        return None  # an initializer with arguments: its value is not the default one
+    ref = next((x for x in d.get_children() if x.kind in (K.TEMPLATE_REF, K.TYPE_REF)), None)
+    if ref is None or ref.referenced is None or ref.referenced.kind not in (*_CLASS_TEMPLATES, K.STRUCT_DECL,
+                                                                            K.CLASS_DECL):
+        return None
+    written = _src(ctx, d)[:max(0, d.location.offset - d.extent.start.offset)]
+    written = re.sub(r"^\s*(?:static\s+)?constexpr\s+(?:const\s+)?", "", written).strip()
+    if not written.startswith(ref.spelling.split("<", 1)[0].split("::")[-1]) and "::" not in written:
+        return None
+    chain, parent = [], ref.referenced.semantic_parent
+    while parent is not None and parent.kind == K.NAMESPACE:
+        chain.insert(0, parent.spelling)
+        parent = parent.semantic_parent
+    name = ref.referenced.spelling
+    if "::" not in written.split("<", 1)[0] and chain:
+        written = "::".join(chain) + "::" + written
+    return f"{written}{{}}" if written.split("<", 1)[0].endswith(name) else None
 
 
 def _evaluated(d: ci.Cursor) -> int | None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import re
 
+import clang.cindex as ci
+
 from miner.frontends.common import split_top
 from miner.units.launches.cursors import _default_for
-from miner.units.launches.record import _IDENT, Launch
+from miner.units.launches.record import _IDENT, K, Launch
 from miner.units.launches.state import _State
 from miner.units.launches.tags import read_tags
 from miner.units.launches.text import substitute, substitute_aliases
@@ -180,8 +182,16 @@ def _finish_one(st: _State, rec: Launch, insts: dict[tuple[str, int], list[list[
         return
     known = insts.get(rec.host_template, [])
     if known:
+        params = st.host_params.get(rec.host_template, [])
         for inst in known:
             mapping = dict(zip(rec.host_params, inst, strict=False))
+            # A host parameter of enum type recorded as its value (`mix_all<Variant::Light>` as 1) names the
+            # enumerator again where the text puts it into a type (`Props<V>{}` needs `Variant`, not `int`).
+            for p in params:
+                t = p.type.get_canonical()
+                if p.kind == K.TEMPLATE_NON_TYPE_PARAMETER and t.kind == ci.TypeKind.ENUM \
+                        and re.fullmatch(r"-?\d+", mapping.get(p.spelling, "").strip()):
+                    mapping[p.spelling] = f"static_cast<{t.spelling}>({mapping[p.spelling].strip()})"
             args = [_fold_conditional(_fold_traits(st, st.resolver(substitute(t, mapping), set())))
                     for t in rec.resolved_text]
             if args not in rec.host_template_args:

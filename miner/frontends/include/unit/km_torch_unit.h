@@ -638,39 +638,69 @@ template <class T> __device__ inline void gpuAtomicAdd(c10::complex<T> *p, c10::
 // ATen/cuda/DeviceUtils.cuh's warp helpers, with its two forms: the *_sync ones for CUDA and, as ATen has
 // them under USE_ROCM, HIP's plain ones (HIP has no __syncwarp, and its *_sync forms, from ROCm 6.2 and only
 // with HIP_ENABLE_WARP_SYNC_BUILTINS, take 64-bit masks). A unit translated to HIP compiles the second.
+// Each sits between km:def-<name> markers: a repo that defines one itself at global scope (a helper header
+// of its own in place of ATen's) keeps its own, and the renderer cuts the shim's out.
 #if defined(__HIP_PLATFORM_AMD__)
+// km:def-ACTIVE_MASK-begin
 __device__ __forceinline__ unsigned int ACTIVE_MASK() { return 0xffffffff; }  // ATen: "ignored anyway"
+// km:def-ACTIVE_MASK-end
+// km:def-WARP_SYNC-begin
 __device__ __forceinline__ void WARP_SYNC(unsigned mask = 0xffffffff) {}
+// km:def-WARP_SYNC-end
+// km:def-WARP_BALLOT-begin
 __device__ __forceinline__ unsigned long long int WARP_BALLOT(int predicate) { return __ballot(predicate); }
+// km:def-WARP_BALLOT-end
+// km:def-WARP_SHFL-begin
 template <typename T> __device__ __forceinline__ T WARP_SHFL(T value, int srcLane, int width = warpSize,
                                                           unsigned int mask = 0xffffffff) {
   return __shfl(value, srcLane, width); }
+// km:def-WARP_SHFL-end
+// km:def-WARP_SHFL_XOR-begin
 template <typename T> __device__ __forceinline__ T WARP_SHFL_XOR(T value, int laneMask, int width = warpSize,
                                                               unsigned int mask = 0xffffffff) {
   return __shfl_xor(value, laneMask, width); }
+// km:def-WARP_SHFL_XOR-end
+// km:def-WARP_SHFL_UP-begin
 template <typename T> __device__ __forceinline__ T WARP_SHFL_UP(T value, unsigned int delta, int width = warpSize,
                                                              unsigned int mask = 0xffffffff) {
   return __shfl_up(value, delta, width); }
+// km:def-WARP_SHFL_UP-end
+// km:def-WARP_SHFL_DOWN-begin
 template <typename T> __device__ __forceinline__ T WARP_SHFL_DOWN(T value, unsigned int delta, int width = warpSize,
                                                                unsigned int mask = 0xffffffff) {
   return __shfl_down(value, delta, width); }
+// km:def-WARP_SHFL_DOWN-end
 #else
+// km:def-ACTIVE_MASK-begin
 __device__ __forceinline__ unsigned int ACTIVE_MASK() { return __activemask(); }
+// km:def-ACTIVE_MASK-end
+// km:def-WARP_SYNC-begin
 __device__ __forceinline__ void WARP_SYNC(unsigned mask = 0xffffffff) { __syncwarp(mask); }
+// km:def-WARP_SYNC-end
+// km:def-WARP_BALLOT-begin
 __device__ __forceinline__ unsigned int WARP_BALLOT(int predicate, unsigned int mask = 0xffffffff) {
   return __ballot_sync(mask, predicate); }
+// km:def-WARP_BALLOT-end
+// km:def-WARP_SHFL-begin
 template <typename T> __device__ __forceinline__ T WARP_SHFL(T value, int srcLane, int width = warpSize,
                                                           unsigned int mask = 0xffffffff) {
   return __shfl_sync(mask, value, srcLane, width); }
+// km:def-WARP_SHFL-end
+// km:def-WARP_SHFL_XOR-begin
 template <typename T> __device__ __forceinline__ T WARP_SHFL_XOR(T value, int laneMask, int width = warpSize,
                                                               unsigned int mask = 0xffffffff) {
   return __shfl_xor_sync(mask, value, laneMask, width); }
+// km:def-WARP_SHFL_XOR-end
+// km:def-WARP_SHFL_UP-begin
 template <typename T> __device__ __forceinline__ T WARP_SHFL_UP(T value, unsigned int delta, int width = warpSize,
                                                              unsigned int mask = 0xffffffff) {
   return __shfl_up_sync(mask, value, delta, width); }
+// km:def-WARP_SHFL_UP-end
+// km:def-WARP_SHFL_DOWN-begin
 template <typename T> __device__ __forceinline__ T WARP_SHFL_DOWN(T value, unsigned int delta, int width = warpSize,
                                                                unsigned int mask = 0xffffffff) {
   return __shfl_down_sync(mask, value, delta, width); }
+// km:def-WARP_SHFL_DOWN-end
 #endif
 using at::Half;
 using at::BFloat16;
