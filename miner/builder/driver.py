@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import threading
 import time
@@ -78,6 +79,9 @@ def _with_build_failures(unresolved: list[dict[str, Any]], insts: list[dict[str,
     return out
 
 
+_TOOLKIT_CONFLICT = re.compile(r"^// km:toolkit-conflict (.*)$", re.M)
+
+
 def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME,
                  log_name: str = LOG_NAME) -> dict[str, Any]:
     unit_dir = str(Path(u.rel).parent)
@@ -97,6 +101,8 @@ def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME
         rec["missing_include"] = r.missing_include
     if r.status == "failed" and (removed := removed_from_toolkit(r.missing_symbol, r.error)):
         rec["toolkit_removed"] = removed  # a stated reason: no unit can supply it
+    elif r.status == "failed" and (conflict := _TOOLKIT_CONFLICT.search(u.text or "")):
+        rec["toolkit_removed"] = conflict.group(1).strip()  # (units.render._vendored_cub): stated likewise
     if r.status != "ok":
         rec["log"] = f"{unit_dir}/{log_name}"
     return rec

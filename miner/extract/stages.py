@@ -29,7 +29,15 @@ from miner.frontends import clang_frontend, hip_config
 from miner.frontends.config import ParseConfig, framework_overlay
 from miner.frontends.model import Kernel
 from miner.frontends.parse_cache import ParseCache
-from miner.source import build_flags, compile_db, context, feature_guards, include_graph, missing_headers
+from miner.source import (
+    build_flags,
+    compile_db,
+    configured_headers,
+    context,
+    feature_guards,
+    include_graph,
+    missing_headers,
+)
 from miner.source.discover import Discovery, SourceFile, discover
 from miner.source.provenance import origin_of
 from miner.units.mentions import Mentions
@@ -126,6 +134,15 @@ def _configure(run: CudaRun) -> None:
         run.report.notes.append(f"defined for the translation units whose explicit instantiations they guard "
                                 f"(no source defines them; the build must): {', '.join(switches)}")
     valued = _header_switches(files + extra, graph, run.include_dirs + graph.auto_include_dirs)
+    configured = _configured_headers(files + extra, graph, run.include_dirs + graph.auto_include_dirs,
+                                     [*run.disc.roots, *([run.opts.project] if run.opts.project else [])])
+    for path, names in configured.items():
+        run.config.defines_of[path] = [*run.config.defines_of.get(path, []),
+                                       *(n for n in names if n not in run.config.defines_of.get(path, []))]
+    if configured:
+        run.report.notes.append(f"defined for the translation units that include a header the build configures from "
+                                f"a CMake template (the template's macros, default configure): "
+                                f"{', '.join(sorted({n.partition('=')[0] for ns in configured.values() for n in ns}))}")
     for path, names in valued.items():
         run.config.defines_of[path] = sorted({*run.config.defines_of.get(path, []), *names})
     if valued:
@@ -153,17 +170,9 @@ def _header_switches(files: list[SourceFile], graph: include_graph.IncludeGraph,
     """Per source, `NAME=VALUE` defines that switch the conditionals its translation unit reaches off a header
     found nowhere (miner.source.missing_headers). Off without the toolkit's include dirs: a toolkit header
     (`cufft.h`) would look missing."""
-    from miner.builder.toolchain import find_nvcc
-    from miner.cuda_libs import toolkit_include_dirs
-    from miner.frontends.config import stub_dir
-
-    try:
-        toolkit = toolkit_include_dirs(find_nvcc())
-    except (MinerError, OSError):
+    found = _toolkit_finder(files, include_dirs)
+    if found is None:
         return {}
-    if not toolkit:
-        return {}
-    found = missing_headers.finder([f.path for f in files], include_dirs, toolkit, (str(stub_dir() / "shims"),))
     per_file = missing_headers.switches({f.path: f.data for f in files}, found)
     if not per_file:
         return {}
@@ -175,6 +184,45 @@ def _header_switches(files: list[SourceFile], graph: include_graph.IncludeGraph,
                 chosen.setdefault(name, value)
         if chosen:
             out[f.path] = [f"{n}={v}" for n, v in sorted(chosen.items())]
+    return out
+
+
+def _toolkit_finder(files: list[SourceFile], include_dirs: list[str]) -> Callable[[str, str, bool], bool] | None:
+    """missing_headers.finder over the project, the toolkit and the shims; None without nvcc (a toolkit header
+    would look missing)."""
+    from miner.builder.toolchain import find_nvcc
+    from miner.cuda_libs import toolkit_include_dirs
+    from miner.frontends.config import stub_dir
+
+    try:
+        toolkit = toolkit_include_dirs(find_nvcc())
+    except (MinerError, OSError):
+        return None
+    if not toolkit:
+        return None
+    return missing_headers.finder([f.path for f in files], include_dirs, toolkit, (str(stub_dir() / "shims"),))
+
+
+def _configured_headers(files: list[SourceFile], graph: include_graph.IncludeGraph, include_dirs: list[str],
+                        roots: list[str]) -> dict[str, list[str]]:
+    """Per source, the `NAME=VALUE` macros of the configured headers (miner.source.configured_headers) that the
+    files its translation unit reaches include: a header the tree lacks, written by the build from a CMake
+    template the tree holds."""
+    found = _toolkit_finder(files, include_dirs)
+    if found is None:
+        return {}
+    per_file = configured_headers.defines({f.path: f.data for f in files}, found, roots)
+    if not per_file:
+        return {}
+    out: dict[str, list[str]] = {}
+    for f in files:
+        chosen: dict[str, str] = {}
+        for p in sorted({f.path} | graph.closure(f.path)):
+            for d in per_file.get(p, []):
+                name, _, value = d.partition("=")
+                chosen.setdefault(name, value)
+        if chosen:
+            out[f.path] = [f"{n}={v}" for n, v in chosen.items()]
     return out
 
 

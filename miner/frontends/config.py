@@ -200,7 +200,11 @@ def toolkit_versions() -> tuple[tuple[str, str], ...]:
 
 # thrust's vocabulary types, declared once whichever stand-in comes first: a project type written with
 # `thrust::pair<Key, Element>` (a hash table's default allocator argument) was invalid in the parse, and with it
-# the whole class template, which no closure could then take.
+# the whole class template, which no closure could then take. Likewise the types a container library builds
+# its interface on (`is_base_of<thrust::execution_policy<T>, T>`, `decltype(thrust::device)`,
+# `thrust::pointer<T, thrust::device_system_tag>`, `thrust::counting_iterator<I>`, thrust's functional
+# objects) and the algorithms that return nothing: without them its execution policies, pointers and every
+# overload declared with them were invalid, and libclang cut the extents of the valid overloads beside them.
 _THRUST_VOCABULARY = """#ifndef KM_THRUST_VOCABULARY
 #define KM_THRUST_VOCABULARY
 namespace thrust {
@@ -212,6 +216,62 @@ template <class T1, class T2> struct pair {
 template <class T1, class T2> __host__ __device__ pair<T1, T2> make_pair(T1, T2);
 template <class... Ts> struct tuple { __host__ __device__ tuple(); __host__ __device__ tuple(const Ts &...); };
 template <class... Ts> __host__ __device__ tuple<Ts...> make_tuple(Ts...);
+template <class Derived> struct execution_policy {};
+namespace detail {
+struct device_t : execution_policy<device_t> {};
+struct host_t : execution_policy<host_t> {};
+}  // namespace detail
+static const detail::device_t device;
+static const detail::host_t host;
+struct any_system_tag {};
+struct device_system_tag {};
+struct host_system_tag {};
+template <class T> struct device_reference;
+template <class Element, class Tag, class Reference = void, class Derived = void> class pointer {
+ public:
+  typedef Element element_type; typedef Element value_type; typedef Element *raw_pointer;
+  __host__ __device__ pointer(); __host__ __device__ explicit pointer(Element *);
+  __host__ __device__ Element *get() const;
+  __host__ __device__ Element &operator*() const; __host__ __device__ Element &operator[](long) const;
+  __host__ __device__ pointer operator+(long) const; __host__ __device__ long operator-(const pointer &) const;
+};
+template <class T> class device_ptr : public pointer<T, device_system_tag> {
+ public:
+  __host__ __device__ device_ptr(); __host__ __device__ explicit device_ptr(T *);
+};
+template <class T> __host__ __device__ device_ptr<T> device_pointer_cast(T *);
+template <class T> __host__ __device__ T *raw_pointer_cast(T *);
+template <class E, class Tag, class R, class D> __host__ __device__ E *raw_pointer_cast(const pointer<E, Tag, R, D> &);
+template <class T> __host__ __device__ T *raw_pointer_cast(const device_ptr<T> &);
+template <class Incrementable, class System = any_system_tag, class Traversal = any_system_tag,
+          class Difference = long> class counting_iterator {
+ public:
+  __host__ __device__ counting_iterator(); __host__ __device__ explicit counting_iterator(Incrementable);
+  __host__ __device__ Incrementable operator*() const; __host__ __device__ Incrementable operator[](long) const;
+  __host__ __device__ counting_iterator operator+(long) const;
+};
+template <class T> __host__ __device__ counting_iterator<T> make_counting_iterator(T);
+class iterator_core_access {};
+template <class T = void> struct plus { __host__ __device__ T operator()(const T &, const T &) const; };
+template <class T = void> struct minus { __host__ __device__ T operator()(const T &, const T &) const; };
+template <class T = void> struct multiplies { __host__ __device__ T operator()(const T &, const T &) const; };
+template <class T = void> struct maximum { __host__ __device__ T operator()(const T &, const T &) const; };
+template <class T = void> struct minimum { __host__ __device__ T operator()(const T &, const T &) const; };
+template <class T = void> struct logical_and { __host__ __device__ bool operator()(const T &, const T &) const; };
+template <class T = void> struct logical_or { __host__ __device__ bool operator()(const T &, const T &) const; };
+template <class T = void> struct equal_to { __host__ __device__ bool operator()(const T &, const T &) const; };
+template <class T = void> struct less { __host__ __device__ bool operator()(const T &, const T &) const; };
+template <class T = void> struct greater { __host__ __device__ bool operator()(const T &, const T &) const; };
+template <class T = void> struct identity { __host__ __device__ const T &operator()(const T &) const; };
+template <class... A> void for_each(A &&...);
+template <class... A> void for_each_n(A &&...);
+template <class... A> void fill(A &&...);
+template <class... A> void fill_n(A &&...);
+template <class... A> void sequence(A &&...);
+template <class... A> void sort(A &&...);
+template <class... A> void sort_by_key(A &&...);
+template <class... A> void stable_sort(A &&...);
+template <class... A> void stable_sort_by_key(A &&...);
 }  // namespace thrust
 #endif
 """

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from miner import __version__
-from miner.builder.diagnostics import CUB_REMOVED
+from miner.builder.diagnostics import _CCCL3, CUB_REMOVED
 from miner.dataset import atomic
 from miner.frontends.config import stub_dir
 from miner.resources import template_env
@@ -311,6 +311,33 @@ def _cub_compat(kernel_text: str, pieces: list[dict[str, Any]]) -> list[tuple[st
     return [(n, CUB_REMOVED[n]) for n in sorted(names - own)]
 
 
+_CUB_MARKERS = ("cub.cuh", "config.cuh", "util_namespace.cuh", "version.cuh", "util_macro.cuh")
+
+
+def _vendored_cub(meta: dict[str, Any], pieces: list[dict[str, Any]], includes: list[str]) -> str | None:
+    """Why a unit that takes text of a vendored copy of CUB (a `cub/` folder of the project with its own
+    `cub.cuh`, `config.cuh`, ...) cannot compile when it also includes the toolkit's thrust or CUB: the
+    toolkit's thrust needs the toolkit's CUB (CCCL 3's `thrust/system/cuda/config.h` stops with "The version
+    of CUB in your include path is not compatible"), and the two CUBs declare the same names in `namespace
+    cub`. The original translation unit, which includes both through the vendored CUB's own headers, fails
+    the same way. None otherwise."""
+    if not any(h.startswith(("thrust/", "cub/")) for h in includes):
+        return None
+    root = (meta.get("parse_context") or {}).get("root") or ""
+    paths = [os.path.join(root, meta["source"]["path"]) if root else meta["source"]["path"],
+             *(p["path"] for p in pieces if p.get("path"))]
+    for path in paths:
+        d = os.path.dirname(path)
+        while d and os.path.dirname(d) != d:
+            if os.path.basename(d) == "cub" and any(os.path.isfile(os.path.join(d, f)) for f in _CUB_MARKERS):
+                rel = os.path.relpath(d, root) if root and d.startswith(root + os.sep) else d
+                return (f"the unit takes code of a vendored CUB ({rel}) and includes the toolkit's thrust/CUB, which "
+                        f"needs the toolkit's own CUB ({_CCCL3}): the original source does not compile with this "
+                        "toolkit either")
+            d = os.path.dirname(d)
+    return None
+
+
 # Standard function objects and types a launch passes as template arguments (`scan<float, std::plus<float>>`):
 # the kernel's own file reached <functional> through some host header the closure took nothing from.
 _STD_ARGUMENT_HEADERS = {
@@ -395,6 +422,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
                         if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")],
             "shim_text": _shim_for(pieces) if unit.shims or _shim_types(inst["args"], kernel_text, pieces) else "",
             "cub_compat": _cub_compat(kernel_text, own),
+            "toolkit_conflict": _vendored_cub(meta, own, list(dict.fromkeys(unit.includes + extra))),
             "pieces": own, **_namespace_context(meta),
             "kernel_text": kernel_text, "callee": callee,
             "macro_names": list(dict.fromkeys(p.name for p in unit.pieces if p.kind == "MACRO")),

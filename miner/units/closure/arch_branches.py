@@ -11,10 +11,12 @@ a function whose expressions the parse dropped, with the bodies of the project m
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import clang.cindex as ci
 
 from miner.units.closure.context import _IDENT, _STRING_OR_COMMENT, TUContext, _skipped_ranges
+from miner.units.closure.pasted import expansion_names
 
 _DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(.*)$", re.M)
 
@@ -40,10 +42,12 @@ def _chain_of(data: bytes, start: int) -> list[tuple[bytes, bytes]]:
     return []
 
 
-def _arch_test(data: bytes, start: int) -> bool:
+def _arch_test(data: bytes, start: int, depends: Callable[[bytes], bool] | None = None) -> bool:
     """Whether the skipped block at `start` is a branch of an `#if` chain that tests `__CUDA_ARCH__` (its
-    own directive, or the `#if`/`#elif`s before it in the same chain)."""
-    return any(b"__CUDA_ARCH__" in cond for _k, cond in _chain_of(data, start))
+    own directive, or the `#if`/`#elif`s before it in the same chain), directly or through macros (`depends`:
+    arch_dependent)."""
+    return any(b"__CUDA_ARCH__" in cond or (depends is not None and depends(cond))
+               for _k, cond in _chain_of(data, start))
 
 
 def _host_takes(data: bytes, start: int) -> bool:
@@ -182,7 +186,7 @@ def host_pass_names(ctx: TUContext, cur: ci.Cursor) -> list[str]:
     data = ctx.read(path)
     names: list[str] = []
     for s, t in inside:
-        if _arch_test(data, s) and _host_takes(data, s):
+        if _arch_test(data, s, arch_dependent(ctx)) and _host_takes(data, s):
             text = _STRING_OR_COMMENT.sub(" ", data[s:t].decode("utf-8", "replace"))
             names += [n for n in _IDENT.findall(text) if n not in ("if", "ifdef", "ifndef", "elif", "else", "endif",
                                                                    "defined", "__CUDA_ARCH__")]
@@ -202,12 +206,38 @@ def host_pass_names(ctx: TUContext, cur: ci.Cursor) -> list[str]:
 _DEFINE_OF = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)")
 
 
-def arch_chain(data: bytes, offset: int, name: str) -> str | None:
+def arch_dependent(ctx: TUContext) -> Callable[[bytes], bool]:
+    """Whether an `#if` condition tests `__CUDA_ARCH__` through the project's macros: `#if LIB_IS_DEVICE_CODE`,
+    where `LIB_IS_DEVICE_CODE` expands (pastes included, closure.pasted) to a macro that `#if
+    defined(__CUDA_ARCH__)` / `#else` defines to 1 or 0, or to a text that names `__CUDA_ARCH__`. The parse
+    decides it for the device side; nvcc's host pass takes the other branch."""
+    def depends(cond: bytes) -> bool:
+        text = _STRING_OR_COMMENT.sub(" ", cond.decode("utf-8", "replace"))
+        if not any(ctx.active_macro(n) for n in _IDENT.findall(text)):
+            return False
+        names = expansion_names(text, ctx.macro_lookup)
+        return "__CUDA_ARCH__" in names or any(
+            arch_chain(ctx.read(m.path), m.start, n, memo) is not None for n in names for m in ctx.active_defs(n))
+    cache: dict[bytes, bool] = {}
+
+    def memo(cond: bytes) -> bool:
+        if cond not in cache:
+            cache[cond] = False  # (a condition whose macros lead back to it)
+            cache[cond] = depends(cond)
+        return cache[cond]
+    return ctx.memo("arch_dependent", lambda: memo)
+
+
+def arch_chain(data: bytes, offset: int, name: str, depends: Callable[[bytes], bool] | None = None) -> str | None:
     """The whole `#ifdef __CUDA_ARCH__` / `#define NAME a` / `#else` / `#define NAME b` / `#endif` chain around
     the definition of macro NAME at `offset`, when its branches hold nothing but definitions of NAME: the parse
     (with `__CUDA_ARCH__`) chose one, but nvcc's host pass takes the other, so a unit that copied only the
     device one (`constexpr int arch = __CUDA_ARCH__;`) failed there with `__CUDA_ARCH__` undefined. None when
-    the definition sits in no such chain."""
+    the definition sits in no such chain. `depends` (arch_dependent) also counts a condition that tests
+    `__CUDA_ARCH__` through macros (`#if LIB_IS_DEVICE_CODE` / `#define LIB_CODE LIB_CODE_DEVICE` / `#else` /
+    `#define LIB_CODE LIB_CODE_HOST`)."""
+    def tests(cond: bytes) -> bool:
+        return b"__CUDA_ARCH__" in cond or (depends is not None and depends(cond))
     stack: list[tuple[int, bool]] = []  # open #if chains: (start of the #if line, tests __CUDA_ARCH__)
     found: tuple[int, bool, int] | None = None  # the innermost chain around `offset`, and its depth
     for m in _DIRECTIVE.finditer(data):
@@ -215,8 +245,8 @@ def arch_chain(data: bytes, offset: int, name: str) -> str | None:
             found = (*stack[-1], len(stack))
         kind = m.group(1)
         if kind in (b"if", b"ifdef", b"ifndef"):
-            stack.append((m.start(), b"__CUDA_ARCH__" in m.group(2)))
-        elif kind in (b"elif", b"else") and stack and b"__CUDA_ARCH__" in m.group(2):
+            stack.append((m.start(), tests(m.group(2))))
+        elif kind in (b"elif", b"else") and stack and tests(m.group(2)):
             stack[-1] = (stack[-1][0], True)
         elif kind == b"endif" and stack:
             start, arch = stack.pop()

@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 import clang.cindex as ci
 
-from miner.units.closure.arch_branches import host_pass_names
+from miner.units.closure import pasted
+from miner.units.closure.arch_branches import arch_chain, arch_dependent, host_pass_names
 from miner.units.closure.context import (
     _CLASS_KINDS,
     _IDENT,
@@ -281,6 +282,16 @@ def _events(ctx: TUContext, cur: ci.Cursor, scope: tuple[str, ...]) -> tuple[lis
                     if ch.kind in _FRIEND_KINDS and ch.semantic_parent is not None
                     and cur.semantic_parent is not None and ch.semantic_parent != cur.semantic_parent
                     and ch.canonical.location.file is not None]
+            # Its first declaration in its namespace, not its definition: that may follow the class (`template
+            # <...> class helper;` / the class befriending `detail::helper` / `class helper {...}` in an
+            # implementation header included at the end), and libclang's canonical declaration of a friend
+            # template is the friend declaration itself.
+            for r in refs:
+                first = min(ctx.by_name.get((_enclosing_namespaces(r), r.spelling), []),
+                            key=lambda t: ctx.sort_key(t[0].path, t[0].start), default=None)
+                if first is not None and not (first[0].start <= r.location.offset <= first[0].end
+                                              and first[0].path == ctx.norm(r.location.file.name)):
+                    events.append(("ref", (first[0].path, first[0].start), first))
         elif c.kind not in _REF_KINDS:
             continue
         elif c.kind == K.OVERLOADED_DECL_REF:
@@ -400,23 +411,45 @@ def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...],
     # A name whose every #define sits in an inactive branch is no macro in this configuration: in CUDA,
     # `h2rcp` under `#if defined(USE_ROCM) ... #define h2rcp __compat_h2rcp` is the toolkit intrinsic.
     todo = [t for t in dict.fromkeys(tokens) if ctx.active_macro(t)]
+    expanded: set[str] = set()
     while todo:
-        name = todo.pop()
-        if name in chosen:
-            continue
-        cands = [m for m in ctx.macros[name] if m.active]
-        if any(vendored(m.path) for m in cands):
-            # A vendored library's macro (GLM_FUNC_QUALIFIER): its #include defines it.
-            chosen[name] = []
-            continue
-        before = sorted((m for m in cands if ctx.sort_key(m.path, m.start) < kernel_key),
-                        key=lambda m: ctx.sort_key(m.path, m.start))
-        if last_piece is not None and last_piece > kernel_key:
-            later = [m for m in cands if kernel_key < ctx.sort_key(m.path, m.start) < last_piece]
-            if len(before) + len(later) > 1:
-                before += sorted(later, key=lambda m: ctx.sort_key(m.path, m.start))
-        chosen[name] = before or [min(cands, key=lambda m: ctx.sort_key(m.path, m.start))]
-        todo += [t for m in chosen[name] for t in _IDENT.findall(m.body) if ctx.active_macro(t) and t not in chosen]
+        while todo:
+            name = todo.pop()
+            if name in chosen:
+                continue
+            cands = [m for m in ctx.macros[name] if m.active]
+            if any(vendored(m.path) for m in cands):
+                # A vendored library's macro (GLM_FUNC_QUALIFIER): its #include defines it.
+                chosen[name] = []
+                continue
+            before = sorted((m for m in cands if ctx.sort_key(m.path, m.start) < kernel_key),
+                            key=lambda m: ctx.sort_key(m.path, m.start))
+            if last_piece is not None and last_piece > kernel_key:
+                later = [m for m in cands if kernel_key < ctx.sort_key(m.path, m.start) < last_piece]
+                if len(before) + len(later) > 1:
+                    before += sorted(later, key=lambda m: ctx.sort_key(m.path, m.start))
+            chosen[name] = before or [min(cands, key=lambda m: ctx.sort_key(m.path, m.start))]
+            todo += [t for m in chosen[name] for t in _IDENT.findall(m.body) if ctx.active_macro(t) and t not in chosen]
+            # A definition the unit writes with its `#if` chain (arch_branches.arch_chain): the chain's conditions
+            # name macros too (`#if LIB_IS_DEVICE_CODE`).
+            for m in chosen[name]:
+                if chain := arch_chain(ctx.read(m.path), m.start, m.name, arch_dependent(ctx)):
+                    todo += [t for t in _IDENT.findall(_STRING_OR_COMMENT.sub(" ", chain))
+                             if ctx.active_macro(t) and t not in chosen]
+        # Names built by token pasting (`CAT3(LIB_, BACKEND_NS, _HOST_DEVICE)` -> `LIB_CUDA_HOST_DEVICE`): named
+        # by no kept text, found by expanding the kept macros (closure.pasted).
+        if any("##" in m.body for ms in chosen.values() for m in ms):
+            words = set(tokens)
+            for name in [n for n in chosen if n not in expanded]:
+                expanded.add(name)
+                for m in chosen[name]:
+                    params, body = pasted.split_definition(m.body)
+                    todo += [t for t in pasted.expansion_names(body, ctx.macro_lookup)
+                             if t not in chosen and ctx.active_macro(t)]
+                    # `Start(ctx, MSG)` with `#define Start(c, KIND) ... BLOCK_##KIND`: the argument is a word of the
+                    # kept text, and the pasted name (`BLOCK_MSG`) a macro.
+                    todo += [t for t in pasted.pasted_with_words(params, body, words)
+                             if t not in chosen and ctx.active_macro(t)]
     return sorted((m for ms in chosen.values() for m in ms), key=lambda m: ctx.sort_key(m.path, m.start))
 
 

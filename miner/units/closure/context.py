@@ -24,6 +24,8 @@ _PIECE_KINDS = {
     K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.CONVERSION_FUNCTION,  # member definitions out of line
     K.CONCEPT_DECL,  # C++20: `requires Arithmetic<T>` names it through a TEMPLATE_REF
 }
+_FUNCTION_KINDS = {K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR,
+                   K.CONVERSION_FUNCTION}
 _CLASS_KINDS = {K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL, K.CLASS_TEMPLATE, K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION}
 _SCOPE_KINDS = {K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL}
 _REF_KINDS = {K.DECL_REF_EXPR, K.MEMBER_REF_EXPR, K.TYPE_REF, K.TEMPLATE_REF, K.CALL_EXPR,
@@ -31,6 +33,18 @@ _REF_KINDS = {K.DECL_REF_EXPR, K.MEMBER_REF_EXPR, K.TYPE_REF, K.TEMPLATE_REF, K.
 _DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)((?:[^\n\\]|\\.|\\\n)*)", re.M)
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _STRING_OR_COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"', re.S)
+
+
+def _matching_brace(text: str, at: int) -> int | None:
+    depth = 0
+    for i in range(at, len(text)):
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
 
 
 @dataclass
@@ -110,6 +124,7 @@ class TUContext:
         self.pieces: dict[str, list[tuple[int, int, Piece, ci.Cursor]]] = {}
         self.by_name: dict[tuple[tuple[str, ...], str], list[tuple[Piece, ci.Cursor]]] = {}
         self.macros: dict[str, list[Macro]] = {}
+        self.command_line: dict[str, ci.Cursor] = {}  # macros with no file: built in, or `-D` (macro_lookup)
         self.defined: set[tuple[str, int]] = set()  # (file, offset of the name) of each processed #define
         # class definition -> its members defined out of line (`vec<3, T, Q>::vec(T)` in a .inl)
         self.members: dict[tuple[str, int], list[tuple[Piece, ci.Cursor]]] = {}
@@ -129,6 +144,8 @@ class TUContext:
                 f = c.location.file
                 if f is not None:
                     self.defined.add((self.norm(f.name), c.location.offset))
+                else:  # built in, or the command line's -D
+                    self.command_line[c.spelling] = c
                 continue
             if kind not in _SCOPE_KINDS and kind not in _PIECE_KINDS:
                 continue
@@ -163,7 +180,8 @@ class TUContext:
                 # `#if ... __launch_bounds__(a) #else __launch_bounds__(b) #endif` before a function: the text
                 # starts at the `#if` (the kernel's own does too: frontends.common.conditional_start)
                 start = conditional_start(self.read(path), start, e.end.offset)
-                p = Piece(path, start, e.end.offset, ns, c.kind.name, name,
+                end = self._cut_at_name(path, c, e.end.offset) if kind in _FUNCTION_KINDS else e.end.offset
+                p = Piece(path, start, end, ns, c.kind.name, name,
                           c_linkage=c_link and kind in (K.FUNCTION_DECL, K.VAR_DECL))
                 self.pieces.setdefault(path, []).append((p.start, p.end, p, c))
                 if parent is not None and parent.kind in _CLASS_KINDS and c.lexical_parent != parent:
@@ -173,6 +191,47 @@ class TUContext:
                         parent = parent.semantic_parent
                 if name:
                     self.by_name.setdefault((ns, name), []).append((p, c))
+
+    def _cut_at_name(self, path: str, c: ci.Cursor, end: int) -> int:
+        """The end of a function declaration whose extent libclang cut at its name. After an invalid
+        overload of the same name (`device_ptr<T> f(T*)` with `device_ptr` unknown to the parse), a valid one
+        written `auto f(C& c) -> decltype(c.f())` gets an extent that stops at `f`: its text was `auto f`, and
+        the unit said "f has already been declared". Taken through its parameter list, what follows (trailing
+        return type, qualifiers) and its body, if it has one; the end libclang gave otherwise."""
+        if c.location.file is None or c.location.offset + len(c.spelling or "") != end or not c.spelling:
+            return end
+        text = self._blanked_text(path)
+        i = end
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text) or text[i] != "(":
+            return end
+        depth = 0
+        while i < len(text):
+            ch = text[i]
+            if ch in "([":
+                depth += 1
+            elif ch in ")]":
+                depth -= 1
+                if depth < 0:
+                    return end
+            elif depth == 0 and ch == ";":
+                return i
+            elif depth == 0 and ch == "}":
+                return end
+            elif depth == 0 and ch == "{":
+                close = _matching_brace(text, i)
+                return close + 1 if close is not None else end
+            i += 1
+        return end
+
+    def _blanked_text(self, path: str) -> str:
+        """The file's text with comments and strings blanked to the same length (offsets stay the file's)."""
+        text = self._blanked.get(path)
+        if text is None:
+            raw = self.read(path).decode("latin-1")
+            text = self._blanked[path] = _STRING_OR_COMMENT.sub(lambda m: " " * len(m.group()), raw)
+        return text
 
     def _c_linkage_spec(self, spec: ci.Cursor) -> bool:
         """`extern "C"` rather than `extern "C++"` (from the text: libclang does not expose the language)."""
@@ -184,11 +243,7 @@ class TUContext:
 
     def _outer_template_start(self, path: str, start: int) -> int:
         """Where the `template<...>` lists written right before `start` begin (comments skipped)."""
-        text = self._blanked.get(path)
-        if text is None:
-            # Comments and strings blanked to the same length, so offsets stay those of the file.
-            raw = self.read(path).decode("latin-1")
-            text = self._blanked[path] = _STRING_OR_COMMENT.sub(lambda m: " " * len(m.group()), raw)
+        text = self._blanked_text(path)
         while True:
             i = start
             while i > 0 and text[i - 1].isspace():
@@ -242,6 +297,19 @@ class TUContext:
                       else not any(s <= m.start() < e for s, e in skipped))
             macro = Macro(m.group(1).decode(), path, m.start(), m.end(), body, active=active)
             self.macros.setdefault(macro.name, []).append(macro)
+
+    def macro_lookup(self, name: str) -> tuple[tuple[str, ...] | None, str] | None:
+        """(parameters or None, replacement text) of the macro `name` in force at the end of the translation
+        unit (its last active #define, else the command line's), or None where no macro has that name."""
+        from miner.units.closure.pasted import split_definition
+
+        defs = self.active_defs(name)
+        if defs:
+            return split_definition(defs[-1].body)
+        c = self.command_line.get(name)
+        if c is None:
+            return None
+        return None, " ".join(t.spelling for t in list(c.get_tokens())[1:])
 
     def active_macro(self, name: str) -> bool:
         return any(m.active for m in self.macros.get(name, ()))

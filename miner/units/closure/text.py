@@ -10,7 +10,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.source.include_graph import INCLUDE
-from miner.units.closure.arch_branches import arch_chain
+from miner.units.closure.arch_branches import arch_chain, arch_dependent
 from miner.units.closure.context import Closure, Macro, Piece, TUContext
 from miner.units.closure.host_bodies import DECLARED_ONLY, DECLARED_ONLY_UNRESOLVED
 from miner.units.closure.shims import UNRESOLVED_BASE
@@ -174,7 +174,7 @@ def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_sta
         undef = f"#undef {m.name}\n" if m.name in defined else ""
         defined.add(m.name)
         # (a definition chosen by `#ifdef __CUDA_ARCH__` comes with its chain: nvcc's host pass takes the other)
-        text = arch_chain(ctx.read(m.path), m.start, m.name) or _text(ctx, m)
+        text = arch_chain(ctx.read(m.path), m.start, m.name, arch_dependent(ctx)) or _text(ctx, m)
         items.append((ctx.sort_key(m.path, m.start), {
             "kind": "MACRO", "name": m.name, "namespaces": [], "text": undef + text, "path": m.path,
             "line": ctx.read(m.path).count(b"\n", 0, m.start) + 1}))
