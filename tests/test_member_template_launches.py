@@ -54,3 +54,19 @@ def test_a_call_forwarded_through_a_member_object_reaches_the_launch(forwarding_
     assert got == [(["4", "128", "long long *", "unsigned long long", "fwdset::set_ref<long long>"],
                     "host_template")], got
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def auto_view(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "cuco_like/auto_view")
+
+
+def test_an_auto_local_passed_to_the_launch_takes_its_initializers_type(auto_view: dict[str, Any]) -> None:
+    """`auto view = get_mutable_view(); store_n<block_size><<<...>>>(first, n, view);` in a member template of
+    `ring_map<Key, Value>`, `mutable_view` a class nested in it: the argument's type was the undeduced `auto`, taken
+    as the kernel's `View` (`"auto" is not allowed here`). Now it is the initializer's declared type, a name of the
+    class's scope (nested classes count as such), which the class's probe qualifies per instantiation."""
+    m = only_meta(auto_view, "store_n")
+    got = [(i["args"], i["origin"]) for i in m["instantiations"]]
+    assert got == [(["256", "int *", "ringmap::ring_map<int, float>::mutable_view"], "host_template")], got
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

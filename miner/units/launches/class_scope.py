@@ -235,10 +235,11 @@ def scope_params(fn: ci.Cursor, cls: ci.Cursor) -> tuple[list[str], list[str]]:
 
 
 def _member_names(cls: ci.Cursor) -> set[str]:
-    """The names a class template declares for its scope: member aliases, constants, using-declarations."""
+    """The names a class template declares for its scope: member aliases, constants, using-declarations, nested
+    classes (`struct mutable_view {...};`, a launch's argument through `auto view = get_mutable_view();`)."""
     return {c.spelling for c in cls.get_children()
             if c.kind in (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL, K.TYPE_ALIAS_TEMPLATE_DECL, K.VAR_DECL,
-                          K.USING_DECLARATION)}
+                          K.USING_DECLARATION, K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) and c.spelling}
 
 
 def _param_kinds(st: _State, rec: Launch) -> list[str]:

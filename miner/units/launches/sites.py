@@ -193,7 +193,7 @@ def _arg_type(arg: ci.Cursor, host: list[str]) -> str:
         ref = next((c.referenced for c in arg.walk_preorder() if c.kind == K.DECL_REF_EXPR), None)
         if ref is not None and ref.kind == K.PARM_DECL and ref.type.spelling.endswith("..."):
             return " ".join(_CV.sub(" ", ref.type.spelling).split())
-    if arg.type.spelling == "<dependent type>" and (declared := _declared_type(arg)):
+    if arg.type.spelling in ("<dependent type>", "auto") and (declared := _declared_type(arg)):
         return declared
     canon = " ".join(_CV.sub(" ", _type_text(arg.type, host)).split())
     written = " ".join(_CV.sub(" ", arg.type.spelling).split())
@@ -205,10 +205,11 @@ def _arg_type(arg: ci.Cursor, host: list[str]) -> str:
     return canon
 
 
-def _declared_type(arg: ci.Cursor) -> str | None:
+def _declared_type(arg: ci.Cursor, depth: int = 0) -> str | None:
     """The type a dependent argument's declaration spells (`ref()` in a class template's member, whose `this` is
     dependent: the method's return type as written, `ref_type`, which names a member of the class that the
-    class's probe reads per instantiation); None where it spells nothing better (`auto`, dependent again)."""
+    class's probe reads per instantiation; a local `auto view = get_view();`: its initializer's); None where it
+    spells nothing better (`auto` all the way, dependent again)."""
     c = arg
     while c.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR) and len(kids := list(c.get_children())) == 1:
         c = kids[0]
@@ -222,6 +223,9 @@ def _declared_type(arg: ci.Cursor) -> str | None:
     else:
         return None
     text = " ".join(_CV.sub(" ", t.spelling).split())
+    if d.kind == K.VAR_DECL and depth < 2 and (text == "auto" or "dependent" in text):
+        init = [ch for ch in d.get_children() if ch.kind.is_expression()]
+        return _declared_type(init[-1], depth + 1) if init else None
     return text if text and "dependent" not in text and not re.fullmatch(r"auto|decltype\(auto\)", text) else None
 
 
@@ -260,7 +264,7 @@ def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str],
         if whole and i not in (overrides or {}) and pat in tps and (exact := _whole_type(arg, host)) \
                 and " ".join(_CV.sub(" ", exact).split()) == act:
             act = exact  # (`whole`: a member template's call, `InputIt first` given a `const int *`)
-        if not pat or not act or "type-parameter" in act or "<dependent" in act:
+        if not pat or not act or "type-parameter" in act or "<dependent" in act or act == "auto":
             continue
         if pat.endswith("...") and act.endswith("..."):
             # A pack passed on whole (`ArgTypes... args` given `args...` of the host's `Ts... args`).
