@@ -283,8 +283,11 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
             except OSError:
                 return None
         files = [(f, t) for f, t in unsaved if f != path] + [(path, f"{base}\n{text}\n")]
+        # A probe reads a class's private member aliases and fields too (`using impl_type = ...;` above
+        # `public:`, `std::unique_ptr<impl_type> impl_;`), as the class's own members do.
+        access = [] if local_only else ["-Xclang", "-fno-access-control"]
         try:
-            return index.parse(path, args=args, options=_OPTIONS, unsaved_files=files)
+            return index.parse(path, args=args + access, options=_OPTIONS, unsaved_files=files)
         except ci.TranslationUnitLoadError:
             return None
     try:

@@ -23,11 +23,12 @@ from typing import Any
 
 import clang.cindex as ci
 
+from miner.frontends.common import split_top
 from miner.units.closure import TUContext
 from miner.units.closure.shims import _enclosing_namespaces
-from miner.units.launches.cursors import _evaluated, _tparams
+from miner.units.launches.cursors import _evaluated, _key, _tparams
 from miner.units.launches.record import _COMMENT, _IDENT, K, Launch
-from miner.units.launches.state import _add, _State
+from miner.units.launches.state import _add, _DepCall, _State
 from miner.units.launches.text import substitute
 
 _MAX_PROBES = 256  # per TU: a bound on the probe parse's size
@@ -48,7 +49,7 @@ class Prober:
         self.scope_names: dict[tuple[str, int], set[str]] = {}  # class key -> names its scope declares
 
     def add(self, owner: Any, host: tuple[str, int] | None, texts: list[str], kinds: list[str],
-            scope: tuple[list[str], list[str]] | None) -> None:
+            scope: tuple[list[str], list[str]] | None, force: bool = False) -> None:
         """One argument list `texts` written in host `host` (a class template's method or member template)."""
         st = self.st
         cls = st.classes.get(host) if host is not None else None
@@ -63,7 +64,7 @@ class Prober:
         params, member_params = scope or (own, [])
         # Probed: a text naming the class's members, which a text substitution of the class's parameters leaves
         # open, or (in a member template, whose own instantiations say nothing of the class's) its parameters.
-        if not names & self.scope_names[key] and not (member is not None and names & set(params)):
+        if not force and not names & self.scope_names[key] and not (member is not None and names & set(params)):
             return
         used_member = [p for p in member_params if p in names]
         member_insts = self.insts.get(member, []) if used_member and member is not None else [[]]
@@ -154,6 +155,55 @@ def resolve(st: _State, insts: dict[tuple[str, int], list[list[str]]], aliases: 
     return prober
 
 
+def objects(st: _State, insts: dict[tuple[str, int], list[list[str]]]) -> bool:
+    """Calls on a class template's member object (`host_chain.ObjectCall`): the object's type read per instantiation
+    of the calling class (`decltype(*impl_)` -> `ns::table_impl<long long, 4>`) instantiates the callee's class
+    template, and a member template of that class named by the call gets its arguments deduced from the call's
+    argument types, as a dependent call of the caller (probed or substituted like any other). One parse; True
+    when anything was added."""
+    from miner.units.launches.host_chain import _def_key
+    from miner.units.launches.sites import _deduce
+
+    prober = Prober(st, insts)
+    for oc in st.object_calls:
+        prober.add(oc, oc.host, [oc.probe], ["type"], oc.scope, force=True)
+    prober.run()
+    by_name: dict[str, list[tuple[tuple[str, int], ci.Cursor]]] = {}
+    for cls in {id(c): c for c in st.classes.values()}.values():
+        key = _key(st.ctx, cls)
+        if key is not None:
+            name = "::".join((*_enclosing_namespaces(cls), cls.spelling))
+            by_name.setdefault(name, []).append((key, cls))
+    changed = False
+    for oc in st.object_calls:
+        for (text,) in prober.results.get(id(oc), []):
+            m = re.fullmatch(r"(?:const\s+)?(?:::)?([\w:]+)\s*<(.*)>\s*(?:const\s*)?&*", text.strip())
+            if m is None:
+                continue
+            args = split_top(m.group(2))
+            for ckey, cls in by_name.get(m.group(1), []):
+                if len(args) != len(_tparams(cls)):
+                    continue
+                changed |= _add(st.concrete, ckey, args)
+                for mkey, fn in list(st.host_cursors.items()):
+                    if st.class_keys.get(mkey) != ckey or mkey == ckey or fn.spelling != oc.name:
+                        continue
+                    got = _deduce(fn, oc.args, oc.names, whole=True)
+                    own = scope_params(fn, cls)[1]
+                    if not got or len(got) != len(own) or any("type-parameter" in a for a in got):
+                        continue
+                    dc = _DepCall(oc.host, list(oc.names), _def_key(st.ctx, fn) or mkey, got)
+                    if dc not in st.dep_calls:
+                        dc._scope = oc.scope  # type: ignore[attr-defined]
+                        # Arguments naming the caller's class members (`ref_type`) are the probe's to read: a
+                        # text substitution of the parameters would leave them open.
+                        members = _member_names(st.classes[oc.host]) | set(_member_texts(st.ctx, st.classes[oc.host]))
+                        dc._probed_only = any(n in members for a in got for n in _free_names(a))  # type: ignore[attr-defined]
+                        st.dep_calls.append(dc)
+                        changed = True
+    return changed
+
+
 def apply(st: _State, prober: Prober) -> None:
     """The compiler's reading of each launch probed (its text named the class's members, which a text
     substitution of the class's parameters leaves open)."""
@@ -185,10 +235,11 @@ def scope_params(fn: ci.Cursor, cls: ci.Cursor) -> tuple[list[str], list[str]]:
 
 
 def _member_names(cls: ci.Cursor) -> set[str]:
-    """The names a class template declares for its scope: member aliases, constants, using-declarations."""
+    """The names a class template declares for its scope: member aliases, constants, using-declarations, nested
+    classes (`struct mutable_view {...};`, a launch's argument through `auto view = get_mutable_view();`)."""
     return {c.spelling for c in cls.get_children()
             if c.kind in (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL, K.TYPE_ALIAS_TEMPLATE_DECL, K.VAR_DECL,
-                          K.USING_DECLARATION)}
+                          K.USING_DECLARATION, K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) and c.spelling}
 
 
 def _param_kinds(st: _State, rec: Launch) -> list[str]:

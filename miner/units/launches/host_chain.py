@@ -4,12 +4,14 @@ dispatch, and the fixed point that pushes every known host instantiation down th
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any
 
 import clang.cindex as ci
 
 from miner.units.launches.cursors import _aliases, _key, _primary, _targets, _template_args, _tparams
 from miner.units.launches.record import _FUNCS, _MAX_DEPTH, K
-from miner.units.launches.state import LAMBDA, _add, _DepCall, _State, _written_args, subtree_flags
+from miner.units.launches.state import LAMBDA, _add, _DepCall, _State, _written_args, host_names, subtree_flags
 from miner.units.launches.tables import _match_partial
 from miner.units.launches.text import _angle_args, _src, substitute, substitute_aliases
 
@@ -32,11 +34,15 @@ def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.C
             if key is not None and ctx.norm(ref.location.file.name) in ctx.inputs:
                 _add(st.concrete, key, args)
             return
-        if args is None and ref.kind == K.CXX_METHOD and children and _member_call(st, children[0], ref, host_key):
+        if args is None and ref.kind == K.CXX_METHOD and children and (
+                _member_call(st, children[0], ref, host_key) or _deduced_member_call(st, children, ref, host_key)):
             return
     if host_key is None or not children:
         return
     callee = children[0]
+    if callee.kind == K.MEMBER_REF_EXPR and callee.referenced is None and host_key in st.classes:
+        _object_call(st, callee, children, host_key)
+        return
     for d in callee.walk_preorder():
         if d.kind not in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF):
             continue
@@ -128,6 +134,72 @@ def _member_call(st: _State, callee: ci.Cursor, ref: ci.Cursor, host_key: tuple[
         return True
     _add(st.concrete, key, [st.resolver(t, set()) for t in texts[0]])
     return True
+
+
+def _deduced_member_call(st: _State, children: list[ci.Cursor], ref: ci.Cursor, host_key: tuple[str, int] | None
+                         ) -> bool:
+    """A call of a member function template whose arguments are all deduced (`table.insert(keys, keys + n)`
+    on a `Table<int>`): libclang names the specialization but gives a method's no template arguments, so they
+    are deduced from the call's argument types against the member template's parameters, and recorded as an
+    instantiation of the member template (its class's come from the object's type, `_class_instance`); the
+    launches in its body then take them (with the class's, through `class_scope`). In a host template, the
+    arguments that name its parameters make a dependent call."""
+    from miner.units.launches.sites import _deduce  # (sites imports this module)
+
+    ctx = st.ctx
+    primary = _primary(ref)
+    if primary is ref or primary.kind != K.FUNCTION_TEMPLATE or primary.location.file is None:
+        return False
+    key = _def_key(ctx, primary)
+    if key is None or key[0] not in ctx.inputs or key in st.kernels:
+        return False
+    params = host_names(st, host_key) if host_key is not None else []
+    got = _deduce(primary, children[1:], params, whole=True)
+    if not got or len(got) != len(_tparams(primary)) or any("type-parameter" in a or "(lambda at " in a
+                                                            for a in got):
+        return False
+    names = list(params) + [n for level in getattr(params, "outer", []) for n in level]
+    if host_key is not None and any(re.search(rf"\b{re.escape(p)}\b", a) for a in got for p in names if p):
+        dc = _DepCall(host_key, list(params), key, got)
+        if dc not in st.dep_calls:
+            st.dep_calls.append(dc)
+        return True
+    _add(st.concrete, key, [st.resolver(a, set()) for a in got])
+    return True
+
+
+@dataclass
+class ObjectCall:
+    """`impl_->insert(first, last, ref(), stream)` in a method of a class template, `impl_` a member whose type
+    depends on the class's parameters (`std::unique_ptr<impl_type>`): the call names no declaration in the parse.
+    `probe` is the object's type as the class's probe reads it (`decltype(*impl_)`); `name` the member called."""
+    host: tuple[str, int]
+    scope: Any
+    probe: str
+    name: str
+    args: list[ci.Cursor]
+    names: Any  # state.HostNames of the calling host
+
+
+def _object_call(st: _State, callee: ci.Cursor, children: list[ci.Cursor], host_key: tuple[str, int]) -> None:
+    """A call of a member of a class template's own member object, its type dependent (libclang spells the member
+    called as nothing): kept for `class_scope.objects`, which reads the object's class per instantiation of the
+    calling class, so the callee's class is instantiated and its member templates' arguments deduced."""
+    from miner.units.launches.class_scope import scope_params  # (class_scope imports this module)
+
+    toks = [t.spelling for t in callee.get_tokens()]
+    if toks[:2] == ["this", "->"]:
+        toks = toks[2:]
+    if len(toks) != 3 or toks[1] not in ("->", ".") or not toks[0].isidentifier() or not toks[2].isidentifier():
+        return
+    obj = next(iter(callee.get_children()), None)
+    d = obj.referenced if obj is not None else None
+    if d is None or d.kind not in (K.FIELD_DECL, K.VAR_DECL) or d.spelling != toks[0]:
+        return
+    fn = st.host_cursors.get(host_key)
+    scope = scope_params(fn, st.classes[host_key]) if fn is not None else None
+    probe = f"decltype(*{toks[0]})" if toks[1] == "->" else f"decltype({toks[0]})"
+    st.object_calls.append(ObjectCall(host_key, scope, probe, toks[2], children[1:], host_names(st, host_key)))
 
 
 def _class_use(st: _State, ref: ci.Cursor, host_key: tuple[str, int] | None) -> None:
@@ -225,6 +297,8 @@ def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
     for _ in range(_MAX_DEPTH):
         changed = False
         for dc in st.dep_calls:
+            if getattr(dc, "_probed_only", False):
+                continue  # (class_scope.objects: the probe's answers are in st.concrete)
             for inst in list(insts.get(dc.caller, [])):
                 # (an unnamed parameter, `template <typename = void>`, names nothing to put in)
                 mapping = {k: v for k, v in zip(dc.caller_params, inst, strict=False) if k}

@@ -15,7 +15,7 @@ from miner.units.launches.dataflow import _targets_of_launch
 from miner.units.launches.functors import lambda_overrides
 from miner.units.launches.helpers import note_helper
 from miner.units.launches.record import _API, K, Launch
-from miner.units.launches.state import _kernel_key, _kernel_refs, _record_aliases, _State, _written_args
+from miner.units.launches.state import _kernel_key, _kernel_refs, _record_aliases, _State, _written_args, host_names
 from miner.units.launches.text import _join_tokens, _macro_launch, _src, substitute
 from miner.units.launches.values import _values
 
@@ -64,11 +64,11 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
             if concrete and any("(lambda at " in a for a in concrete):
                 # A lambda's closure type: deduced again with its functor struct (launches.functors) instead.
                 kargs = [a for a in children if a is not callee and a is not cfg]
-                host = [p.spelling for p in st.host_params.get(host_key, [])] if host_key else []
+                host = host_names(st, host_key, fn)
                 deduced = _deduce(_primary(t), kargs, host, lambda_overrides(st, kargs, host_key))
                 concrete, written = None, ([deduced] if deduced else written)
             if concrete is None and not written and t.kind == K.FUNCTION_TEMPLATE:
-                host = [p.spelling for p in st.host_params.get(host_key, [])] if host_key else []
+                host = host_names(st, host_key, fn)
                 kargs = [a for a in children if a is not callee and a is not cfg]
                 deduced = _deduce(t, kargs, host, lambda_overrides(st, kargs, host_key))
                 own_names = [p.spelling for p in _tparams(t)]
@@ -80,7 +80,7 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
                 written = [deduced] if deduced else written
             elif concrete is None and written and t.kind == K.FUNCTION_TEMPLATE and len(written[0]) < len(_tparams(t)):
                 # `transform_kernel<T><<<...>>>(n, in, out, f)`: the trailing parameters are deduced from the arguments.
-                host = [p.spelling for p in st.host_params.get(host_key, [])] if host_key else []
+                host = host_names(st, host_key, fn)
                 kargs = [a for a in children if a is not callee and a is not cfg]
                 deduced = _deduce(t, kargs, host, lambda_overrides(st, kargs, host_key), given=written[0])
                 if deduced and len(deduced) > len(written[0]):
@@ -176,9 +176,12 @@ def _type_text(t: ci.Type, host: list[str]) -> str:
         # (`typename Map<T, >::index_type`): the type as written (`index_type *`) is the better text.
         text = t.spelling
 
+    outer = getattr(host, "outer", [])  # (state.HostNames: the enclosing class templates' parameters)
+
     def name(m: re.Match[str]) -> str:
         depth, index = int(m.group(1)), int(m.group(2))
-        return host[index] if depth == 0 and index < len(host) else m.group(0)
+        level = outer[depth] if depth < len(outer) else host if depth == len(outer) else []
+        return level[index] if index < len(level) else m.group(0)
     return re.sub(r"type-parameter-(\d+)-(\d+)", name, text)
 
 
@@ -190,22 +193,65 @@ def _arg_type(arg: ci.Cursor, host: list[str]) -> str:
         ref = next((c.referenced for c in arg.walk_preorder() if c.kind == K.DECL_REF_EXPR), None)
         if ref is not None and ref.kind == K.PARM_DECL and ref.type.spelling.endswith("..."):
             return " ".join(_CV.sub(" ", ref.type.spelling).split())
+    if arg.type.spelling in ("<dependent type>", "auto") and (declared := _declared_type(arg)):
+        return declared
     canon = " ".join(_CV.sub(" ", _type_text(arg.type, host)).split())
     written = " ".join(_CV.sub(" ", arg.type.spelling).split())
     words = set(re.findall(r"[A-Za-z_]\w*", written))
-    if canon != written and words & set(host) and not set(re.findall(r"[A-Za-z_]\w*", canon)) & set(host) \
+    names = set(host) | {n for level in getattr(host, "outer", []) for n in level}
+    if canon != written and words & names and not set(re.findall(r"[A-Za-z_]\w*", canon)) & names \
             and "type-parameter" not in canon:
         return written
     return canon
 
 
+def _declared_type(arg: ci.Cursor, depth: int = 0) -> str | None:
+    """The type a dependent argument's declaration spells (`ref()` in a class template's member, whose `this` is
+    dependent: the method's return type as written, `ref_type`, which names a member of the class that the
+    class's probe reads per instantiation; a local `auto view = get_view();`: its initializer's); None where it
+    spells nothing better (`auto` all the way, dependent again)."""
+    c = arg
+    while c.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR) and len(kids := list(c.get_children())) == 1:
+        c = kids[0]
+    d = c.referenced if c.kind in (K.CALL_EXPR, K.MEMBER_REF_EXPR, K.DECL_REF_EXPR) else None
+    if d is None:
+        return None
+    if d.kind in (K.CXX_METHOD, K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
+        t = d.result_type
+    elif d.kind in (K.FIELD_DECL, K.VAR_DECL, K.PARM_DECL):
+        t = d.type
+    else:
+        return None
+    text = " ".join(_CV.sub(" ", t.spelling).split())
+    if d.kind == K.VAR_DECL and depth < 2 and (text == "auto" or "dependent" in text):
+        init = [ch for ch in d.get_children() if ch.kind.is_expression()]
+        return _declared_type(init[-1], depth + 1) if init else None
+    return text if text and "dependent" not in text and not re.fullmatch(r"auto|decltype\(auto\)", text) else None
+
+
+def _whole_type(arg: ci.Cursor, host: list[str]) -> str | None:
+    """An argument's type as a template parameter taken whole by value deduces it: references and top-level
+    cv dropped, a pointee's kept (`const int *` deduces `InputIt = const int *`)."""
+    if arg.type.spelling == "<dependent type>":
+        return None
+    t = arg.type.get_canonical()
+    if t.kind in (ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.RVALUEREFERENCE):
+        t = t.get_pointee()
+    text = re.sub(r"\s+(const|volatile)\s*$", "", _type_text(t, host)).strip()
+    if "*" not in text and "&" not in text:
+        text = re.sub(r"^(?:(?:const|volatile)\s+)+", "", text)
+    return " ".join(text.split()) or None
+
+
 def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str],
-            overrides: dict[int, str] | None = None, given: list[str] | None = None) -> list[str] | None:
+            overrides: dict[int, str] | None = None, given: list[str] | None = None,
+            whole: bool = False) -> list[str] | None:
     """Template arguments a launch without `<...>` deduces from its arguments' types: the kernel's
     parameter types with its template parameters as holes, matched against the argument types
     (`adamw_kernel3<<<...>>>(params, grads)` inside `adamw_update<Tp, Tg>` gives <Tp, Tg>). `overrides`
     give the type of an argument by position where the AST has none to spell (a lambda's functor struct);
-    `given` the leading arguments written at the launch (`k<T, RNG, 4><<<...>>>(n, rng, out, f)` deduces F only)."""
+    `given` the leading arguments written at the launch (`k<T, RNG, 4><<<...>>>(n, rng, out, f)` deduces F only);
+    `whole`: a parameter that is a template parameter alone keeps its argument's pointee cv (`_whole_type`)."""
     tps = [p.spelling for p in _tparams(kernel)]
     parms = [c for c in kernel.get_children() if c.kind == K.PARM_DECL]
     if not tps or not parms:
@@ -215,7 +261,10 @@ def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str],
     for i, (parm, arg) in enumerate(zip(parms, args, strict=False)):
         pat = " ".join(_CV.sub(" ", parm.type.spelling).split())
         act = (overrides or {}).get(i) or _arg_type(arg, host)
-        if not pat or not act or "type-parameter" in act:
+        if whole and i not in (overrides or {}) and pat in tps and (exact := _whole_type(arg, host)) \
+                and " ".join(_CV.sub(" ", exact).split()) == act:
+            act = exact  # (`whole`: a member template's call, `InputIt first` given a `const int *`)
+        if not pat or not act or "type-parameter" in act or "<dependent" in act or act == "auto":
             continue
         if pat.endswith("...") and act.endswith("..."):
             # A pack passed on whole (`ArgTypes... args` given `args...` of the host's `Ts... args`).

@@ -66,8 +66,42 @@ class _State:
     # What an expression's subtree holds (`subtree_flags`), by (cursor kind, the expression's address).
     flags: dict[tuple[int, int], int] = field(default_factory=dict)
     flag_walks: int = 0  # subtrees walked for their flags (a test reads it)
+    # Calls of a member of a class template's member object (`impl_->insert(first, last, ref(), s)` in a method of
+    # the class), whose type depends on the class's parameters: resolved per class instantiation by a probe
+    # (class_scope.objects).
+    object_calls: list[Any] = field(default_factory=list)
     # The references of one name at one macro invocation, in the parse's order (`_rank_in_expansion`).
     expansion_refs: dict[tuple[str, int, str], list[list[ci.Cursor]]] = field(default_factory=dict)
+
+
+class HostNames(list):
+    """A host template's own parameter names, and (`outer`) those of the class templates around it, outermost
+    first: in a member template of a class template, libclang spells the member's parameters
+    `type-parameter-1-i` and the class's `type-parameter-0-i` (`_type_text` reads them by depth)."""
+
+    outer: list[list[str]]
+
+    def __init__(self, names: list[str], outer: list[list[str]] | None = None) -> None:
+        super().__init__(names)
+        self.outer = outer or []
+
+
+def host_names(st: _State, host_key: tuple[str, int] | None, fn: ci.Cursor | None = None) -> HostNames:
+    """The names of a host template's parameters, as deduction reads argument types in its body: a member
+    template of a class template carries its class's parameters as the outer level (as the definition names
+    them, `class_scope.scope_params`), so an argument of type `ref_type` (`bag_ref<T>`) reads `bag_ref<T>`,
+    which the class's probe then fills per class instantiation."""
+    own = [p.spelling for p in st.host_params.get(host_key, [])] if host_key is not None else []
+    cls = st.classes.get(host_key) if host_key is not None else None
+    if cls is None or st.class_keys.get(host_key) == host_key:
+        return HostNames(own)
+    from miner.units.launches.class_scope import scope_params  # (class_scope imports this module)
+
+    fn = fn if fn is not None else st.host_cursors.get(host_key)
+    if fn is None:
+        return HostNames(own)
+    outer, _ = scope_params(fn, cls)
+    return HostNames(own, [outer])
 
 
 # Flags of a subtree: a reference that may name a kernel (what `_kernel_refs` resolves), a lambda.

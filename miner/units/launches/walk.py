@@ -56,6 +56,17 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
                                              for rec in st.launches + st.refs})
     if any(id(dc) in prober.results for dc in st.dep_calls):
         insts = _propagate(st)
+    if st.object_calls and class_scope.objects(st, insts):
+        # Calls on member objects instantiated further classes and member templates: probed again, a round per
+        # level of forwarding (`Set::insert` -> `Impl::insert` -> the launch), while rounds add instantiations.
+        for _ in range(3):
+            before = {k: len(v) for k, v in st.concrete.items()}
+            insts = _propagate(st)
+            prober = class_scope.resolve(st, insts, {id(rec): dict(getattr(rec, "_aliases", {}))
+                                                     for rec in st.launches + st.refs})
+            if {k: len(v) for k, v in st.concrete.items()} == before:
+                break
+        insts = _propagate(st)
     for rec in st.launches + st.refs:
         _finish(st, rec, insts)
     class_scope.apply(st, prober)
