@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from miner.source.checkout import project_root
+
 RACY_NS = 2_000_000_000
 
 # What the stages read from the environment (os.environ in source/, frontends/, builder/toolchain, the tools
@@ -149,18 +151,6 @@ def walk(root: str, hashes: Hashes, skip: set[str], out: list[Any]) -> None:
                 out.append([path, "other", st.st_mode])
 
 
-def project_root(path: str) -> str:
-    """`miner.source.context.project_root` (that module brings the parser stack): the git checkout that holds
-    `path`, else the folder of `path` (or `path` if it is one)."""
-    start = path if os.path.isdir(path) else os.path.dirname(path)
-    d = start
-    while True:
-        if os.path.exists(os.path.join(d, ".git")):
-            return d
-        parent = os.path.dirname(d)
-        if parent == d:
-            return start
-        d = parent
 
 
 def _stat_or_none(path: str | None) -> list[Any] | None:

@@ -133,8 +133,10 @@ def _configure(run: CudaRun) -> None:
     if switches:
         run.report.notes.append(f"defined for the translation units whose explicit instantiations they guard "
                                 f"(no source defines them; the build must): {', '.join(switches)}")
-    valued = _header_switches(files + extra, graph, run.include_dirs + graph.auto_include_dirs)
-    configured = _configured_headers(files + extra, graph, run.include_dirs + graph.auto_include_dirs,
+    # One finder for both: its lookups (a file per include dir and name) are cached per finder.
+    found = _toolkit_finder(files + extra, run.include_dirs + graph.auto_include_dirs)
+    valued = _header_switches(files + extra, graph, found)
+    configured = _configured_headers(files + extra, graph, found,
                                      [*run.disc.roots, *([run.opts.project] if run.opts.project else [])])
     for path, names in configured.items():
         run.config.defines_of[path] = [*run.config.defines_of.get(path, []),
@@ -166,25 +168,15 @@ def _feature_switches(files: list[SourceFile], graph: include_graph.IncludeGraph
 
 
 def _header_switches(files: list[SourceFile], graph: include_graph.IncludeGraph,
-                     include_dirs: list[str]) -> dict[str, list[str]]:
+                     found: Callable[[str, str, bool], bool] | None) -> dict[str, list[str]]:
     """Per source, `NAME=VALUE` defines that switch the conditionals its translation unit reaches off a header
-    found nowhere (miner.source.missing_headers). Off without the toolkit's include dirs: a toolkit header
-    (`cufft.h`) would look missing."""
-    found = _toolkit_finder(files, include_dirs)
+    found nowhere (miner.source.missing_headers). Off without the toolkit's include dirs (`found` None): a
+    toolkit header (`cufft.h`) would look missing."""
     if found is None:
         return {}
     per_file = missing_headers.switches({f.path: f.data for f in files}, found)
-    if not per_file:
-        return {}
-    out: dict[str, list[str]] = {}
-    for f in files:
-        chosen: dict[str, int] = {}
-        for p in sorted({f.path} | graph.closure(f.path)):
-            for name, value in per_file.get(p, {}).items():
-                chosen.setdefault(name, value)
-        if chosen:
-            out[f.path] = [f"{n}={v}" for n, v in sorted(chosen.items())]
-    return out
+    merged = _per_translation_unit(files, graph, {p: [(n, str(v)) for n, v in d.items()] for p, d in per_file.items()})
+    return {path: sorted(defs, key=lambda d: d.partition("=")[0]) for path, defs in merged.items()}
 
 
 def _toolkit_finder(files: list[SourceFile], include_dirs: list[str]) -> Callable[[str, str, bool], bool] | None:
@@ -203,23 +195,29 @@ def _toolkit_finder(files: list[SourceFile], include_dirs: list[str]) -> Callabl
     return missing_headers.finder([f.path for f in files], include_dirs, toolkit, (str(stub_dir() / "shims"),))
 
 
-def _configured_headers(files: list[SourceFile], graph: include_graph.IncludeGraph, include_dirs: list[str],
-                        roots: list[str]) -> dict[str, list[str]]:
+def _configured_headers(files: list[SourceFile], graph: include_graph.IncludeGraph,
+                        found: Callable[[str, str, bool], bool] | None, roots: list[str]) -> dict[str, list[str]]:
     """Per source, the `NAME=VALUE` macros of the configured headers (miner.source.configured_headers) that the
     files its translation unit reaches include: a header the tree lacks, written by the build from a CMake
     template the tree holds."""
-    found = _toolkit_finder(files, include_dirs)
     if found is None:
         return {}
     per_file = configured_headers.defines({f.path: f.data for f in files}, found, roots)
+    return _per_translation_unit(files, graph, {p: [d.partition("=")[::2] for d in defs]
+                                                for p, defs in per_file.items()})
+
+
+def _per_translation_unit(files: list[SourceFile], graph: include_graph.IncludeGraph,
+                          per_file: dict[str, list[tuple[str, str]]]) -> dict[str, list[str]]:
+    """Per source, `NAME=VALUE` for the (name, value) pairs of the files its translation unit reaches, in the
+    order of those files (sorted paths); the first value of a name wins."""
     if not per_file:
         return {}
     out: dict[str, list[str]] = {}
     for f in files:
         chosen: dict[str, str] = {}
         for p in sorted({f.path} | graph.closure(f.path)):
-            for d in per_file.get(p, []):
-                name, _, value = d.partition("=")
+            for name, value in per_file.get(p, []):
                 chosen.setdefault(name, value)
         if chosen:
             out[f.path] = [f"{n}={v}" for n, v in chosen.items()]

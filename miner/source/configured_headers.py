@@ -217,35 +217,26 @@ class _Condition:
         return None
 
     def _or(self) -> bool:
-        left: bool | None
-        try:
-            left = self._and()
-        except _Unknown:
-            left = None
-        while self._peek() == "OR":
-            self.pos += 1
-            try:
-                right: bool | None = self._and()
-            except _Unknown:
-                right = None
-            left = True if (left or right) else (None if left is None or right is None else False)
-        if left is None:
-            raise _Unknown("condition")
-        return left
+        return self._chain("OR", self._and, True)
 
     def _and(self) -> bool:
+        return self._chain("AND", self._not, False)
+
+    def _chain(self, word: str, operand: Callable[[], bool], absorbing: bool) -> bool:
+        """`a OR b OR ...` (absorbing True) or `a AND b ...` (absorbing False), three-valued: an unknown operand
+        is decided by an absorbing one beside it, else the chain is unknown."""
         left: bool | None
         try:
-            left = self._not()
+            left = operand()
         except _Unknown:
             left = None
-        while self._peek() == "AND":
+        while self._peek() == word:
             self.pos += 1
             try:
-                right: bool | None = self._not()
+                right: bool | None = operand()
             except _Unknown:
                 right = None
-            left = False if (left is False or right is False) else (None if left is None or right is None else True)
+            left = absorbing if absorbing in (left, right) else (None if None in (left, right) else not absorbing)
         if left is None:
             raise _Unknown("condition")
         return left
@@ -746,7 +737,7 @@ def defines(texts: dict[str, bytes], found: Callable[[str, str, bool], bool], ro
     template it holds (`#include <lib/config.h>`, `lib/config.h.in` configured by the project's CMake files).
     The templates are looked for under `roots`; the CMake files are read from the top of the project, which
     is not above `stop` (default: the root that holds the template)."""
-    from miner.source.context import project_root
+    from miner.source.checkout import project_root
 
     roots = list(roots)
     found_templates = templates(roots)

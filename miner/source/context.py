@@ -19,6 +19,7 @@ import os
 import re
 from collections import defaultdict
 
+from miner.source.checkout import project_root
 from miner.source.discover import _SKIP_DIRS as _DISCOVER_SKIP_DIRS
 from miner.source.discover import SOURCE_SUFFIXES, SourceFile, _check_text
 from miner.source.include_graph import INCLUDE, TU_SUFFIXES, include_tail, resolve
@@ -110,17 +111,6 @@ def _unnamed(files: list[SourceFile]) -> set[str]:
     return {n for n in kernel_names(files) if not mentions.uses(n, ("", 0, 0))}
 
 
-def project_root(path: str) -> str:
-    """The git checkout that holds `path`, else the folder of `path` (or `path` if it is one)."""
-    start = path if os.path.isdir(path) else os.path.dirname(path)
-    d = start
-    while True:
-        if os.path.exists(os.path.join(d, ".git")):
-            return d
-        parent = os.path.dirname(d)
-        if parent == d:
-            return start
-        d = parent
 
 
 def _includes(data: bytes) -> list[str]:

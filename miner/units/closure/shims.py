@@ -12,7 +12,7 @@ import clang.cindex as ci
 from miner.frontends.common import split_top
 from miner.frontends.config import stub_dir
 from miner.units.closure.context import _CLASS_KINDS, _IDENT, _REF_KINDS, _STRING_OR_COMMENT, K, TUContext
-from miner.units.closure.host_bodies import DECLARED_ONLY_UNRESOLVED, _initializers_start, _kept_always
+from miner.units.closure.host_bodies import DECLARED_ONLY_UNRESOLVED, _blanked, _initializers_start, _kept_always
 from miner.units.headers import FRAMEWORK as _FRAMEWORK
 from miner.units.headers import STD_HEADERS as _STD_HEADERS
 from miner.units.headers import TOOLKIT_HEADER as _TOOLKIT_HEADER
@@ -66,7 +66,6 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
             continue
         if m.kind not in _MEMBER_FUNCS or any(ch.kind in _DEVICE_ATTRS for ch in m.get_children()):
             continue
-        body = _body_range(ctx, m, cls)
         lacks = _lacks_in(ctx, m, through=True)
         if not lacks and ctx.has_errors(m):
             # (`c10::cuda::CUDACachingAllocator::raw_alloc(n)` in an allocator's host `allocate`: a name the parse
@@ -74,6 +73,7 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
             lacks = "a host-only member whose text names what the parse could not resolve"
         if not lacks:
             continue
+        body = _body_range(ctx, m, cls)
         if body is not None and not _lacks_in(ctx, m, through=True, outside=body) \
                 and not ctx.has_errors_in(e.start.file.name, e.start.offset, body[0] - 1):
             # Only the body names what a unit lacks (a logger's template formatting through a library the tree
@@ -93,12 +93,10 @@ def _body_range(ctx: TUContext, m: ci.Cursor, cls: ci.Cursor) -> tuple[int, int]
     body = next((ch for ch in m.get_children() if ch.kind == K.COMPOUND_STMT), None)
     if body is None or body.extent.start.file is None:
         return None
-    text = ctx.read(ctx.norm(m.extent.start.file.name))[m.extent.start.offset:body.extent.start.offset]
-    if _kept_always(m, cls, text.decode("latin-1")):
+    text = _blanked(ctx, ctx.norm(m.extent.start.file.name))  # as host_bodies reads it: the same ranges
+    if _kept_always(m, cls, text[m.extent.start.offset:body.extent.start.offset]):
         return None
-    start = _initializers_start(ctx.read(ctx.norm(m.extent.start.file.name)).decode("latin-1"),
-                                m.location.offset, body.extent.start.offset)
-    return (start, body.extent.end.offset)
+    return (_initializers_start(text, m.location.offset, body.extent.start.offset), body.extent.end.offset)
 
 
 def _attributes_start(ctx: TUContext, m: ci.Cursor, start: int) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from typing import Any
 
 import clang.cindex as ci
@@ -180,9 +181,7 @@ def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_sta
             "line": ctx.read(m.path).count(b"\n", 0, m.start) + 1}))
     # A macro follows the kernel where it has several definitions there (closure.compute._macros: those the
     # pieces after the kernel see); a single definition after the kernel's place stays before it, as before.
-    count: dict[str, int] = {}
-    for m in closure.macros:
-        count[m.name] = count.get(m.name, 0) + 1
+    count = Counter(m.name for m in closure.macros)
     ordered = [dict(d, after=key > kernel_key and (d["kind"] != "MACRO" or count[d["name"]] > 1))
                for key, d in sorted(items, key=lambda t: t[0])]
     return _macros_before_templates(ordered, [m.name for m in closure.macros])

@@ -84,11 +84,8 @@ def usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple
 def _using_pieces(ctx: TUContext, files: set[str]) -> list[tuple[Piece, ci.Cursor]]:
     """The using-directives, using-declarations and namespace aliases of the translation unit's files (`files`,
     the unit's own, first), listed once per translation unit."""
-    every = ctx.__dict__.get("_using_pieces")
-    if every is None:
-        every = {path: [(p, c) for _s, _e, p, c in found if p.kind in _USING_KINDS]
-                 for path, found in ctx.pieces.items()}
-        ctx.__dict__["_using_pieces"] = every
+    every = ctx.memo("_using_pieces", lambda: {path: [(p, c) for _s, _e, p, c in found if p.kind in _USING_KINDS]
+                                               for path, found in ctx.pieces.items()})
     order = [*(f for f in files if f in every), *(f for f in every if f not in files)]
     return [pc for f in order for pc in every[f]]
 
