@@ -114,6 +114,9 @@ def _take_argument_types(have: ClosureRecord, other: ClosureRecord, launches: li
     # Each after what it may need of the first closure: those before the kernel, then those after it.
     have.pieces = [*[p for p in have.pieces if not p.after], *[p for p in extra if not p.after],
                    *[p for p in have.pieces if p.after], *[p for p in extra if p.after]]
+    # and the headers those pieces include (`-FLT_MAX` in a member specialization of the argument's class, from
+    # a header whose `<float.h>` only the other closure's files reached: "identifier FLT_MAX is undefined").
+    have.includes = list(dict.fromkeys([*have.includes, *other.includes]))
 
 
 def analysis_of(res: clang_frontend.ParseResult) -> TUAnalysis:

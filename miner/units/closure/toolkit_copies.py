@@ -24,6 +24,8 @@ import re
 from miner.units.closure.context import TUContext
 
 _DIRECTIVE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*<([^>\n]+)>', re.M)
+_ANY_DIRECTIVE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.M)
+_REFUSES_DIRECT = re.compile(rb'^[ \t]*#[ \t]*error\b[^\n]*\b(?:include|included)\b[^\n]*\bdirectly\b', re.M | re.I)
 
 
 @functools.cache
@@ -57,8 +59,23 @@ class ToolkitCopies:
     def header_of(self, path: str) -> str | None:
         """The toolkit header (`nvtx3/nvtx3.hpp`) project file `path` is a copy of, else None."""
         if path not in self._of:
-            self._of[path] = self._find(path) if path in self.ctx.inputs and _toolkit_dirs() else None
+            self._of[path] = None  # (an include cycle ends here)
+            rel = self._find(path) if path in self.ctx.inputs and _toolkit_dirs() else None
+            if rel is not None and _REFUSES_DIRECT.search(self.ctx.read(path)):
+                # An implementation header that stops a direct include (`#error Never include this file
+                # directly -- it is automatically included by nvToolsExtPayload.h`): the unit includes the
+                # public header of the copy that includes it.
+                rel = next((h for p in self._includers(path) if (h := self.header_of(p)) is not None), rel)
+            self._of[path] = rel
         return self._of[path]
+
+    def _includers(self, path: str) -> list[str]:
+        """The TU's project files whose `#include` names `path` by its folder and file name."""
+        tail = "/".join(path.split(os.sep)[-2:])
+        name = os.path.basename(path)
+        return [p for p in self.ctx.order if p != path and p in self.ctx.inputs
+                and any(s.decode("utf-8", "replace").strip().endswith((tail, "/" + name)) or s.strip() == name.encode()
+                        for s in _ANY_DIRECTIVE.findall(self.ctx.read(p)))]
 
     def _find(self, path: str) -> str | None:
         parts = path.split(os.sep)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import clang.cindex as ci
 
@@ -75,10 +76,25 @@ def usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple
             h = _toolkit_header_of_shim(ctx, tpath)
             # (std's namespace is everywhere: a standard header's shim decides nothing)
             keep = h is None or h in STD_HEADERS or _header_family(h) in families
+            std = h if h in STD_HEADERS else _system_std_header(tpath) if h is None else None
+            if keep and std is not None and std not in includes:
+                # `using std::bit_cast;` of a project header none of whose other pieces the unit holds: the
+                # standard header it names comes along (was "namespace std has no member bit_cast").
+                includes.append(std)
         if keep:
             seen.add((p.path, p.start))
             out.append(p)
     return out
+
+
+_SYSTEM_STD = re.compile(r"/(?:c\+\+|include)/(?:v1/|\d[\w.]*/)?([a-z_]+(?:\.h)?)$")
+
+
+def _system_std_header(path: str) -> str | None:
+    """The standard header a system library path is (`/usr/include/c++/12/bit`: `bit`), None for an internal
+    one (`bits/stl_vector.h`) or anything else."""
+    m = _SYSTEM_STD.search(path)
+    return m.group(1) if m and m.group(1) in STD_HEADERS else None
 
 
 def _using_pieces(ctx: TUContext, files: set[str]) -> list[tuple[Piece, ci.Cursor]]:
