@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import build_statuses, extract_and_build, only_meta
+from tests.conftest import build_statuses, extract_and_build, load_dataset, only_meta, run_miner
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -53,3 +53,32 @@ def test_a_bundled_toolkit_detail_header_is_included_through_its_public_header(d
     (unit,) = _units(dataset, m)
     assert "#include <nvtx3/nvToolsExtPayload.h>" in unit and "nvtxDetail" not in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_kernel_using_arch_specific_instructions_builds_for_the_arch_specific_target(dataset: dict[str, Any]) -> None:
+    """`wgmma.fence` and `setmaxnreg` exist only on sm_90a: ptxas rejected them for sm_90 ("Instruction
+    'wgmma.fence' not supported on .target 'sm_90'"). The unit says so (`// km:nvcc-flags --km-arch-specific`) and
+    is built for the `a` variant of every target; a kernel without them keeps the run's targets."""
+    for name in ("fenced_store", "consumer_warpgroup"):
+        m = only_meta(dataset, name)
+        (unit,) = _units(dataset, m)
+        assert "--km-arch-specific" in unit
+        assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+        assert {i["build"]["arch"] for i in m["instantiations"]} == {"sm_90a,compute_90a"}
+    plain = only_meta(dataset, "fill_slots")
+    assert {i["build"]["arch"] for i in plain["instantiations"]} == {"sm_90,compute_90"}
+
+
+def test_an_arch_specific_unit_is_verified_against_its_original_on_that_target(
+        dataset: dict[str, Any], tmp_path: Path) -> None:
+    """`verify` compiles the unit and its original translation unit for the target the unit was built for
+    (compute_90a): on compute_90 the original does not assemble either and nothing could be compared."""
+    out = tmp_path / "ds"
+    shutil.copytree(dataset["out"], out)
+    r = run_miner("verify", out, "-j", "2", "--kernels", "fenced_store", "--kernels", "fill_slots",
+                  "--cache-dir", tmp_path / "vcache", timeout=600)
+    assert r.returncode == 0, r.stderr
+    fid = {m["name"]: m["instantiations"][0].get("fidelity") or {} for m in load_dataset(out)
+           if m["name"] in ("fenced_store", "fill_slots")}
+    assert fid["fenced_store"].get("status") == "identical" and fid["fenced_store"].get("arch") == "compute_90a", fid
+    assert fid["fill_slots"].get("status") == "identical" and fid["fill_slots"].get("arch") == "compute_90", fid

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -24,6 +25,22 @@ class Compiled:
     rc: int | None      # None: timed out
     log: str
     seconds: float
+
+
+# A unit flag (render: a kernel using `wgmma`) that builds every target of the run as its arch-specific variant:
+# sm_90 -> sm_90a, compute_90 -> compute_90a. Targets before sm_90 have none and stay as they are.
+ARCH_SPECIFIC = "--km-arch-specific"
+_TARGET = re.compile(r"\b((?:arch=compute|code=sm|code=compute)_)(9\d|[1-9]\d\d)(?![\da-z])")
+
+
+def arch_specific_targets(flags: list[str]) -> list[str]:
+    """`-gencode arch=compute_90,code=sm_90` -> `arch=compute_90a,code=sm_90a`; `--arch sm_90,compute_90` alike."""
+    return [_TARGET.sub(r"\1\2a", f) for f in flags]
+
+
+def arch_specific_arch(arch: str) -> str:
+    """The build record's `arch` for such a unit (`sm_90,compute_90` -> `sm_90a,compute_90a`)."""
+    return re.sub(r"\b((?:sm|compute)_)(9\d|[1-9]\d\d)(?![\da-z])", r"\1\2a", arch)
 
 
 class Compiler:
@@ -50,9 +67,14 @@ class Compiler:
                 return Compiled(None, "build interrupted", 0.0)
             self.calls += 1
         env = dict(os.environ, **self.env, TMPDIR=str(tmp))
+        extra = list(extra or [])
+        base = self.flags
+        if ARCH_SPECIFIC in extra:
+            extra = [f for f in extra if f != ARCH_SPECIFIC]
+            base = arch_specific_targets(base)
         t0 = time.monotonic()
         try:
-            proc = subprocess.Popen([self.nvcc, *self.flags, *(extra or []), src, "-o", str(out)], cwd=cwd, env=env,
+            proc = subprocess.Popen([self.nvcc, *base, *extra, src, "-o", str(out)], cwd=cwd, env=env,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
         except OSError as exc:

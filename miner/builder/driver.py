@@ -15,6 +15,7 @@ from typing import Any
 
 from miner import dataset
 from miner.builder.cache import Cache, default_cache_dir, unit_key
+from miner.builder.compiler import ARCH_SPECIFIC, arch_specific_arch
 from miner.builder.diagnostics import removed_from_toolkit
 from miner.builder.scheduler import LOG_LIMIT, Builder, Result
 from miner.builder.toolchain import BuildOptions
@@ -89,7 +90,7 @@ def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME
         "status": r.status,
         "library": f"{unit_dir}/{library_name}" if r.status == "ok" else None,
         "symbol": u.symbol,
-        "arch": arch,
+        "arch": arch_specific_arch(arch) if ARCH_SPECIFIC in u.flags else arch,
         "error": r.error,
         "missing_symbol": r.missing_symbol,
         "resources": r.resources,

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from miner import __version__
+from miner.builder.compiler import ARCH_SPECIFIC
 from miner.builder.diagnostics import _CCCL3, CUB_REMOVED
 from miner.dataset import atomic
 from miner.frontends.config import stub_dir
@@ -48,6 +49,18 @@ _SHIM_OVERLOADS = ("atomicAdd", "__ldg")
 _DYNAMIC_PARALLELISM = ["-rdc=true", "-lcudadevrt"]
 _LAUNCH = re.compile(r"<<<")
 _DEVICE_CODE = re.compile(r"\b__(?:global|device)__\b")
+
+
+# Instructions and feature macros that exist only on an arch-specific target (sm_90a: `wgmma`, `setmaxnreg`;
+# sm_100a: `tcgen05`): ptxas rejects them for plain sm_90 ("Instruction 'wgmma.fence' not supported on .target
+# 'sm_90'"), and the original's build names the `a` target (`-gencode arch=compute_90a,code=sm_90a`).
+_ARCH_SPECIFIC = re.compile(
+    r"\b(?:wgmma|setmaxnreg|tcgen05)\.|\b__CUDA_ARCH_FEAT_SM\d+_ALL\b|\b__CUDA_ARCH_SPECIFIC__\b")
+
+
+def _arch_specific(kernel_text: str, pieces: list[dict[str, Any]]) -> bool:
+    """Whether the kernel or a piece the unit takes uses what only an arch-specific target has."""
+    return any(_ARCH_SPECIFIC.search(t) for t in (kernel_text, *(p["text"] for p in pieces)))
 
 
 def _launches_from_device(kernel_text: str, pieces: list[dict[str, Any]]) -> bool:
@@ -412,7 +425,8 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
         torch_code = bool(unit.shims) or any(re.search(r"\b(c10|at)::", a) for a in inst["args"])
         ctx = {
             "build_flags": flags, "no_half": no_half if torch_code else [],
-            "unit_flags": _DYNAMIC_PARALLELISM if _launches_from_device(kernel_text, own) else [],
+            "unit_flags": [*(_DYNAMIC_PARALLELISM if _launches_from_device(kernel_text, own) else []),
+                           *([ARCH_SPECIFIC] if _arch_specific(kernel_text, own) else [])],
             "kernel": meta, "src": meta["source"], "version": __version__, "symbol": symbol,
             "includes": list(dict.fromkeys(unit.includes + extra)),
             # Vendored libraries (closure.vendored): the project's configuring #defines, then its includes.

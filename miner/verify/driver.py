@@ -215,12 +215,16 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
         return rep
     tool_id = toolchain_id(nvcc)
     store = PtxStore(opts.cache_dir or default_cache_dir(), nvcc, opts.timeout)
-    arch = orig_mod.arch_flag((todo[0].meta["instantiations"][todo[0].index].get("build") or {}).get("arch"))
-    base_flags = ["-ptx", "-x", "cu", arch, *opts.extra_flags]
+    def arch_of(it: _Item) -> str:
+        # Each unit's own: one built for an arch-specific target (sm_90a, `wgmma`) is compared there.
+        return orig_mod.arch_flag((it.meta["instantiations"][it.index].get("build") or {}).get("arch"))
+
+    # An original TU is compiled once for its kernels: for the arch-specific target if one of them needs it.
+    group_arch = {k: max((arch_of(it) for it in groups[k]), key=lambda a: a.endswith("a")) for k in chosen}
 
     def unit_flags(it: _Item) -> list[str]:
         # As the build compiled the unit: the project's nvcc flags, and CUDA library wheels' headers.
-        return [*base_flags, *orig_mod.project_flags(it.meta),
+        return ["-ptx", "-x", "cu", arch_of(it), *opts.extra_flags, *orig_mod.project_flags(it.meta),
                 *(f for d in orig_mod.library_include_dirs() for f in ("-isystem", d))]
 
     torch_version = ""
@@ -233,7 +237,7 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
         return orig_mod.content_key([FORMAT, "original", tool_id, ver, orig_mod.library_versions(), "\0".join(flags),
                                      text], [o.tu, *o.headers, orig_mod.TOOLKIT_COMPAT])
 
-    def compile_original(o: Original, text: str | None) -> PtxResult:
+    def compile_original(o: Original, text: str | None, arch: str) -> PtxResult:
         try:
             for _ in range(3):
                 flags = ["-x", "cu", *orig_mod.compile_flags(o, arch), *opts.extra_flags]
@@ -264,8 +268,8 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
     with ThreadPoolExecutor(max_workers=opts.jobs) as pool:
         # Originals first and torch ones first: they are the long poles.
         order = sorted(chosen, key=lambda k: (not groups[k][0].orig.torch, -len(groups[k][0].orig.headers)))
-        orig_futs: dict[Any, Future[PtxResult]] = {k: pool.submit(compile_original, groups[k][0].orig, None)
-                                                   for k in order}
+        orig_futs: dict[Any, Future[PtxResult]] = {k: pool.submit(compile_original, groups[k][0].orig, None,
+                                                               group_arch[k]) for k in order}
         unit_futs = {id(it): pool.submit(compile_unit, it) for it in todo if it.orig is not None}
         for it in todo:
             if id(it) in unit_futs:
@@ -286,13 +290,13 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
         for k, its in wrap_need.items():
             o = groups[k][0].orig
             insts = [_explicit(it) or "" for it in its]
-            wrap_futs[k] = pool.submit(compile_original, o, orig_mod.wrapper_source(o, insts))
+            wrap_futs[k] = pool.submit(compile_original, o, orig_mod.wrapper_source(o, insts), group_arch[k])
         wrapped = {k: f.result() for k, f in wrap_futs.items()}
 
     rep.nvcc_calls = store.calls
     for k in chosen:
         for it in groups[k]:
-            it.record = _judge(it, results[k], parsed[k], wrapped.get(k), arch)
+            it.record = _judge(it, results[k], parsed[k], wrapped.get(k), group_arch[k])
             if groups[k][0].orig.assumed_defines:
                 it.record["assumed_defines"] = list(groups[k][0].orig.assumed_defines)
     differs = [it for it in todo if it.record and it.record["status"] == "differs"]
@@ -306,7 +310,7 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
         rep.nvcc_calls = store.calls
     for it in todo:
         if it.orig is None:
-            it.record = {"status": "original_unbuildable", "original": None, "entry": None, "arch": arch[6:],
+            it.record = {"status": "original_unbuildable", "original": None, "entry": None, "arch": arch_of(it)[6:],
                          "error": it.error, "explicit_instantiation": False}
     changes: dict[str, dict[str, Any]] = {}
     by_kernel: dict[Path, list[_Item]] = {}
