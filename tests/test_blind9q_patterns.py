@@ -82,3 +82,14 @@ def test_an_arch_specific_unit_is_verified_against_its_original_on_that_target(
            if m["name"] in ("fenced_store", "fill_slots")}
     assert fid["fenced_store"].get("status") == "identical" and fid["fenced_store"].get("arch") == "compute_90a", fid
     assert fid["fill_slots"].get("status") == "identical" and fid["fill_slots"].get("arch") == "compute_90", fid
+
+
+def test_a_macro_that_writes_several_specializations_brings_each_primary_template(dataset: dict[str, Any]) -> None:
+    """`DEFINE_PACK_LOADS(2)` writes specializations of `load_forward` and `load_reverse`: the parse folds them into
+    one piece named after the first, so the unit lacked the primary template of the other ("load_reverse is not a
+    template")."""
+    m = only_meta(dataset, "gather_reversed")
+    (unit,) = _units(dataset, m)
+    assert "__device__ Pack<N> load_forward(const unsigned* p);" in unit
+    assert "__device__ Pack<N> load_reverse(const unsigned* p);" in unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -130,6 +130,10 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 pieces.append(gp)
                 work.append((gc, gp.namespaces))
                 with_operators(gp)
+                for ip, ic in ctx.inner.get(key, ()):
+                    if ip.name and ip.kind in ("FUNCTION_DECL", "FUNCTION_TEMPLATE") and ip.name != gp.name:
+                        work.append((ic, ip.namespaces))
+                        take(ip, ic)  # (its name's set: the primary template it specializes)
         if pc.kind in _CLASS_KINDS and (piece.path, piece.start) not in with_members:
             # The class itself (not the rest of its specialization set, which this use does not
             # instantiate) comes with its members defined out of line, as its header brings their .inl

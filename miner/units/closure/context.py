@@ -128,6 +128,8 @@ class TUContext:
         self.defined: set[tuple[str, int]] = set()  # (file, offset of the name) of each processed #define
         # class definition -> its members defined out of line (`vec<3, T, Q>::vec(T)` in a .inl)
         self.members: dict[tuple[str, int], list[tuple[Piece, ci.Cursor]]] = {}
+        # piece (path, start) -> the declarations nested in it that _outermost folded into it
+        self.inner: dict[tuple[str, int], list[tuple[Piece, ci.Cursor]]] = {}
         self._index(tu.cursor, ())
         for path, lst in self.pieces.items():
             lst.sort(key=lambda t: (t[0], -t[1]))
@@ -280,6 +282,10 @@ class TUContext:
                 key = (item[2].namespaces, item[2].name)
                 group = self.by_name.get(key, [])
                 self.by_name[key] = [(outer[2], outer[3]) if gp is item[2] else (gp, gc) for gp, gc in group]
+                # One macro invocation that writes several declarations (`DEFINE_LD_ST(4, ...)` giving
+                # specializations of `ld_global`, `ld_shared`, `st_shared`) is one piece: the closure takes what
+                # each of them needs (their primary templates), not only the first's.
+                self.inner.setdefault((outer[2].path, outer[2].start), []).append((item[2], item[3]))
                 continue
             out.append(item)
         return out
