@@ -93,3 +93,14 @@ def test_a_macro_that_writes_several_specializations_brings_each_primary_templat
     assert "__device__ Pack<N> load_forward(const unsigned* p);" in unit
     assert "__device__ Pack<N> load_reverse(const unsigned* p);" in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_grid_constant_parameter_written_through_a_macro_is_plain_in_the_launcher(dataset: dict[str, Any]) -> None:
+    """`const PROJ_GRID_CONSTANT WorkArgs args` with `#define PROJ_GRID_CONSTANT __grid_constant__`: the launcher's
+    copy of the parameter kept the macro ("__grid_constant__ annotation is only allowed on a parameter of a
+    __global__ function")."""
+    m = only_meta(dataset, "scaled_copy")
+    (unit,) = _units(dataset, m)
+    launcher = unit[unit.index('extern "C" int km_launch_'):]
+    assert "PROJ_GRID_CONSTANT" not in launcher.split("{", 1)[0]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -178,13 +178,22 @@ def _outside_angles(type_text: str) -> str:
     return out
 
 
-def by_value_unqualified(type_text: str) -> str:
+_GRID_CONSTANT_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+__grid_constant__[ \t]*$", re.M)
+
+
+def grid_constant_spellings(pieces: list[dict[str, Any]]) -> tuple[str, ...]:
+    """`__grid_constant__` and the project's object macros for it (`#define NCCL_GRID_CONSTANT __grid_constant__`)."""
+    return ("__grid_constant__", *dict.fromkeys(n for p in pieces if p["kind"] == "MACRO"
+                                               for n in _GRID_CONSTANT_MACRO.findall(p["text"])))
+
+
+def by_value_unqualified(type_text: str, grid_constant: tuple[str, ...] = ("__grid_constant__",)) -> str:
     """A by-value parameter type without its top-level `const`, for the launcher's own parameter. The
     launcher passes it on to the kernel, which copies it: from a `const` object that needs a `T(const T&)`
     constructor, which a class with only `T(T&)` lacks (the original launch passes a non-const lvalue).
     Top-level `const` is no part of the function's type, so the launcher's symbol is the same. nvcc allows
     `__grid_constant__` on a `__global__` function's parameter only, so the launcher's copy goes without it."""
-    type_text = re.sub(r"\b__grid_constant__\s*", "", type_text)
+    type_text = re.sub(r"\b(?:" + "|".join(map(re.escape, grid_constant)) + r")\b\s*", "", type_text)
     outer = _outside_angles(type_text)
     if re.search(r"[*&\[(]", outer) or not re.search(r"\bconst\b", outer):
         return type_text
@@ -393,11 +402,12 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             if tp.get("kind") == "type" and tp.get("name") in mapping:
                 mapping[tp["name"]] = a
         params = _params(meta["params"], mapping, macros)
+        grid_constant = grid_constant_spellings(pieces)
         for i, p in enumerate(params):
             p["name"] = p["name"] or f"arg{i}"
             p["ctype"] = ctype_of(p["type"])
             p["base"] = _base(p["type"])
-            p["launcher_type"] = by_value_unqualified(p["type"])
+            p["launcher_type"] = by_value_unqualified(p["type"], grid_constant)
         args_text = ", ".join(typed)
         # A lambda's functor struct only where these arguments name it (another's body need not build here).
         # Pieces another translation unit's closure brought for its argument types: only where those are named.
