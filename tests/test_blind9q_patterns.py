@@ -104,3 +104,14 @@ def test_a_grid_constant_parameter_written_through_a_macro_is_plain_in_the_launc
     launcher = unit[unit.index('extern "C" int km_launch_'):]
     assert "PROJ_GRID_CONSTANT" not in launcher.split("{", 1)[0]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_atens_device_numeric_limits_come_with_the_unit_shim(dataset: dict[str, Any]) -> None:
+    """`at::numeric_limits<acc_t>::lower_bound()` (ATen/cuda/NumericLimits.cuh) in a dispatched torch kernel: the
+    parse had no such header and the unit shim no such template ("name followed by '::' must be a class or
+    namespace name"; for Half, "namespace at has no member numeric_limits")."""
+    m = only_meta(dataset, "row_max_kernel")
+    assert sorted(i["id"] for i in m["instantiations"]) == ["double_double", "float_float", "half_float"]
+    assert all("template <typename T> struct numeric_limits" in u and "KM_BITS_LIMITS(Half" in u
+               for u in _units(dataset, m))
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -150,6 +150,13 @@ namespace at {
 using c10::BFloat16;
 using c10::Half;
 using c10::ScalarType;
+/* ATen/cuda/NumericLimits.cuh */
+template <typename T> struct numeric_limits {
+  static __host__ __device__ T lowest();
+  static __host__ __device__ T max();
+  static __host__ __device__ T lower_bound();
+  static __host__ __device__ T upper_bound();
+};
 using c10::Scalar;
 using c10::Device;
 using c10::DeviceType;

@@ -336,6 +336,47 @@ namespace at {
 using c10::BFloat16;
 using c10::Half;
 template <class T, bool is_cuda = true> using acc_type = typename c10::km_acc<T, is_cuda>::type;
+// ATen/cuda/NumericLimits.cuh: std::numeric_limits for device code. lowest/max are the finite extremes;
+// lower_bound/upper_bound are -inf/+inf for floating types and lowest/max for integers. Half and BFloat16 are
+// given by their bits (fp16 0xFBFF/0x7BFF, infinities 0xFC00/0x7C00; bf16 0xFF7F/0x7F7F, 0xFF80/0x7F80).
+template <typename T> struct numeric_limits {};
+#define KM_INT_LIMITS(T, LO, HI)                                                                      \
+  template <> struct numeric_limits<T> {                                                              \
+    static inline __host__ __device__ T lowest() { return LO; }                                       \
+    static inline __host__ __device__ T max() { return HI; }                                          \
+    static inline __host__ __device__ T lower_bound() { return LO; }                                  \
+    static inline __host__ __device__ T upper_bound() { return HI; }                                  \
+  };
+KM_INT_LIMITS(bool, false, true)
+KM_INT_LIMITS(uint8_t, 0, 255)
+KM_INT_LIMITS(int8_t, -128, 127)
+KM_INT_LIMITS(int16_t, -32768, 32767)
+KM_INT_LIMITS(int32_t, (-2147483647 - 1), 2147483647)
+KM_INT_LIMITS(int64_t, (-9223372036854775807LL - 1), 9223372036854775807LL)
+#undef KM_INT_LIMITS
+template <> struct numeric_limits<float> {
+  static inline __host__ __device__ float lowest() { return -3.40282347e+38F; }
+  static inline __host__ __device__ float max() { return 3.40282347e+38F; }
+  static inline __host__ __device__ float lower_bound() { return -__builtin_huge_valf(); }
+  static inline __host__ __device__ float upper_bound() { return __builtin_huge_valf(); }
+};
+template <> struct numeric_limits<double> {
+  static inline __host__ __device__ double lowest() { return -1.7976931348623157e+308; }
+  static inline __host__ __device__ double max() { return 1.7976931348623157e+308; }
+  static inline __host__ __device__ double lower_bound() { return -__builtin_huge_val(); }
+  static inline __host__ __device__ double upper_bound() { return __builtin_huge_val(); }
+};
+#define KM_BITS_LIMITS(T, LO, HI, NINF, PINF)                                                          \
+  template <> struct numeric_limits<T> {                                                               \
+    static inline __host__ __device__ T bits(unsigned short b) { T v; v.x = b; return v; }             \
+    static inline __host__ __device__ T lowest() { return bits(LO); }                                  \
+    static inline __host__ __device__ T max() { return bits(HI); }                                     \
+    static inline __host__ __device__ T lower_bound() { return bits(NINF); }                           \
+    static inline __host__ __device__ T upper_bound() { return bits(PINF); }                           \
+  };
+KM_BITS_LIMITS(Half, 0xFBFF, 0x7BFF, 0xFC00, 0x7C00)
+KM_BITS_LIMITS(BFloat16, 0xFF7F, 0x7F7F, 0xFF80, 0x7F80)
+#undef KM_BITS_LIMITS
 template <class T> struct OpMathType { using type = T; };
 template <> struct OpMathType<Half> { using type = float; };
 template <> struct OpMathType<BFloat16> { using type = float; };

@@ -1,0 +1,2 @@
+/* kernel-miner parse shim */
+#include <km_torch_parse.h>
