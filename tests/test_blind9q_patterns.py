@@ -115,3 +115,14 @@ def test_atens_device_numeric_limits_come_with_the_unit_shim(dataset: dict[str, 
     assert all("template <typename T> struct numeric_limits" in u and "KM_BITS_LIMITS(Half" in u
                for u in _units(dataset, m))
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_template_template_argument_of_a_host_template_reaches_the_kernel(dataset: dict[str, Any]) -> None:
+    """`return host_apply<ScaleEpilogue>(...)`, whose launch passes its template template parameter on to the
+    kernel: libclang spells no template-template argument of a function specialization, so the host template's
+    arguments were unknown and the kernel's `Epilogue` was given a default (`128`: "no instance of function
+    template matches"). The call's written text names it."""
+    m = only_meta(dataset, "apply_epilogue")
+    assert [(i["args"], i["origin"]) for i in m["instantiations"]] == [
+        (["4", "float", "float", "float", "ScaleEpilogue"], "host_template")]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

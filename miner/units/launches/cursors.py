@@ -40,6 +40,13 @@ def _template_args(ref: ci.Cursor, as_written: list[str] | None = None) -> list[
                     return None
                 out.append(written[i])
                 continue
+            if _raw_argument_kind(ref, i) == _TEMPLATE_KIND:
+                # A function template's template template argument (`host_apply<ScaleEpilogue>(...)`): its type
+                # spells nothing, the call's written text names it.
+                if as_written is None or i >= len(as_written) or not as_written[i].strip():
+                    return None
+                out.append(as_written[i].strip())
+                continue
             pack = _pack_elements(ref) if i == n - 1 else None
             if pack is None:
                 return None
