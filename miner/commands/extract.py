@@ -52,7 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "launch their kernels are looked up there when they lie outside the inputs "
                         "(default: the inputs' git checkout, else their folder)")
     p.add_argument("--build", action="store_true",
-                   help="then compile the units with nvcc, as `kernel-miner build DIR` does (cached by content)")
+                   help="then compile the units with nvcc, as `kernel-miner build DIR` does (cached by content; an "
+                        "unchanged rerun into the same folder compiles and writes nothing)")
     p.add_argument("--arch", default=None, metavar="LIST",
                    help="with --build: targets, as for `kernel-miner build --arch` (default: sm_90,compute_90 for "
                         "cuda, gfx90a for hip)")
