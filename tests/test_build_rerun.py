@@ -200,3 +200,19 @@ def test_a_run_killed_mid_build_never_leaves_a_record_to_replay(tmp_path: Path) 
     assert UNCHANGED not in runs.run("out2")
     assert _normal(tmp_path / "out2") == cold
     assert UNCHANGED in runs.run("out2")
+
+
+def test_bench_script_prints_cold_and_reruns_with_their_share(tmp_path: Path) -> None:
+    tree = tmp_path / "beta"
+    shutil.copytree(REPOS_FIXTURE / "beta", tree)
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_extract.py"), str(tree), "--build",
+                          "--jobs", "2", "--repeat", "1"], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1"), check=False)
+    assert res.returncode == 0, res.stderr
+    rows = {line.split("  ")[0]: line for line in res.stdout.splitlines()}
+    assert {"cold (fresh caches, fresh folder)", "rerun into the same folder",
+            "rerun into a fresh folder, warm caches"} <= set(rows)
+    assert rows["cold (fresh caches, fresh folder)"].rstrip().endswith("100.0%")
+    assert "build said (cold): 4/4 units built (0 failed, 0 timed out, 0 skipped, 0 cached)" in res.stdout
+    assert f"build said (same folder): 4/4 units built (0 failed, 0 timed out, 0 skipped; {UNCHANGED}" in res.stdout
+    assert "build said (fresh folder): 4/4 units built (0 failed, 0 timed out, 0 skipped, 4 cached)" in res.stdout
