@@ -2,6 +2,7 @@
 """Benchmark: full `kernel-miner extract` of a tree vs the floor (tree-sitter parsing alone).
 
     python scripts/bench_extract.py /path/to/mmcv/mmcv/ops/csrc [--jobs 2] [--repeat 3] [--project DIR]
+    python scripts/bench_extract.py TREE --build [--jobs 2] [--repeat 1]
 
 Both are measured in the same run on the same files; the table shows wall time, CPU time (user + system
 of the process and its parse workers: on a machine other jobs load, wall times swell several-fold, CPU
@@ -10,6 +11,11 @@ CPU). Cold runs get an empty parse cache (KM_PARSE_CACHE, miner/frontends/parse_
 row extracts the unchanged tree again with the cache the cold run filled, into a fresh output folder
 and into the folder that run wrote (the usual rerun: nothing to write), and shows their share of the
 cold time.
+
+--build measures `extract --build` instead: a cold run (fresh parse and build caches: XDG_CACHE_HOME and
+KM_PARSE_CACHE in an empty folder, a fresh output folder), then the unchanged tree again into the cold run's
+folder (the whole-run record, extract/build_record.py) and into a fresh folder with the warm caches; each
+rerun's wall and CPU time as a share of the cold run's, and the build's summary line of each.
 """
 
 from __future__ import annotations
@@ -56,12 +62,14 @@ def floor_seconds(files: list[str]) -> tuple[float, float]:
 
 
 def extract_run(root: str, jobs: int, extra: tuple[str, ...] = (), cache: str | None = None,
-                out_dir: str | None = None) -> tuple[float, float, str, float]:
+                out_dir: str | None = None, xdg: str | None = None) -> tuple[float, float, str, float]:
     """Wall seconds, peak RSS (MB) of the child, its summary line and CPU seconds (its workers' too);
-    a fresh parse cache and a fresh output folder unless given."""
+    a fresh parse cache and a fresh output folder unless given (`xdg`: XDG_CACHE_HOME, the build cache's)."""
     with tempfile.TemporaryDirectory() as scratch, tempfile.TemporaryDirectory() as fresh:
         out = out_dir or scratch
         env = dict(os.environ, KM_PARSE_CACHE=cache or fresh)
+        if xdg:
+            env["XDG_CACHE_HOME"] = xdg
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         cpu = _children_cpu()
         t = time.perf_counter()
@@ -75,6 +83,28 @@ def extract_run(root: str, jobs: int, extra: tuple[str, ...] = (), cache: str | 
         return wall, max(peak, before) / 1024.0, proc.stdout.strip().splitlines()[-1], cpu
 
 
+def build_rows(root: str, jobs: int, repeat: int, project: tuple[str, ...]) -> None:
+    """`extract --build`: cold (fresh caches and folder) vs the rerun into its folder and into a fresh one."""
+    extra = ("--build", *project)
+    cold, same, fresh = [], [], []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as xdg, tempfile.TemporaryDirectory() as out:
+            cache = os.path.join(xdg, "parse")
+            cold.append(extract_run(root, jobs, extra, cache=cache, out_dir=out, xdg=xdg))
+            same.append(extract_run(root, jobs, extra, cache=cache, out_dir=out, xdg=xdg))
+            fresh.append(extract_run(root, jobs, extra, cache=cache, xdg=xdg))
+    print(f"tree: {root}  (extract --build, jobs={jobs}, median of {repeat})")
+    print(f"{'measure':<44}{'wall s':>9}{'cpu s':>9}{'wall % cold':>13}{'cpu % cold':>12}")
+    cw = statistics.median(r[0] for r in cold)
+    cc = statistics.median(r[3] for r in cold)
+    for label, rs in (("cold (fresh caches, fresh folder)", cold), ("rerun into the same folder", same),
+                      ("rerun into a fresh folder, warm caches", fresh)):
+        w, c = statistics.median(r[0] for r in rs), statistics.median(r[3] for r in rs)
+        print(f"{label:<44}{w:>9.2f}{c:>9.2f}{100 * w / cw:>12.1f}%{100 * c / cc:>11.1f}%")
+    for label, rs in (("cold", cold), ("same folder", same), ("fresh folder", fresh)):
+        print(f"build said ({label}): {rs[-1][2]}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("root")
@@ -82,8 +112,13 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--project", help="passed to extract (a subfolder of a checkout that is not a git clone: "
                                       "its headers outside ROOT)")
+    ap.add_argument("--build", action="store_true",
+                    help="measure extract --build: cold vs rerun into the same folder and into a fresh one")
     args = ap.parse_args()
     project = ("--project", args.project) if args.project else ()
+    if args.build:
+        build_rows(args.root, args.jobs, args.repeat, project)
+        return 0
     files = cuda_files(args.root)
     floors = [floor_seconds(files) for _ in range(args.repeat)]
     runs = [extract_run(args.root, args.jobs, ("--no-units", *project)) for _ in range(args.repeat)]

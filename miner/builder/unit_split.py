@@ -12,6 +12,7 @@ from miner.source import build_flags
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 _DEFINE = re.compile(r"^\s*#\s*(?:define|undef)\s+([A-Za-z_]\w*)", re.M)
+_MARKS = {f"// km:{name}": name for name in ("includes-begin", "includes-end", "body-begin", "body-end")}
 
 
 @dataclass
@@ -61,10 +62,11 @@ def split_unit(unit: Unit) -> None:
     marks: dict[str, int] = {}
     macros: list[str] = []
     for i, line in enumerate(lines):
+        if "// km:" not in line:  # most lines: no marker to look for (a unit has hundreds of lines)
+            continue
         s = line.strip()
-        for name in ("includes-begin", "includes-end", "body-begin", "body-end"):
-            if s == f"// km:{name}" and name not in marks:
-                marks[name] = i
+        if s in _MARKS and _MARKS[s] not in marks:
+            marks[_MARKS[s]] = i
         if s.startswith("// km:macros"):
             macros += s[len("// km:macros"):].split()
         elif s.startswith("// km:c-symbols"):

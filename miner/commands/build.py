@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from miner.builder import DEFAULT_ARCH, DEFAULT_BATCH, DEFAULT_TIMEOUT, BuildOptions, build_dataset
 from miner.builder.toolchains import TOOLCHAINS, Toolchain
@@ -70,19 +71,22 @@ def run(args: argparse.Namespace) -> int:
     return execute(options.build_options(args), options.reporter(args))
 
 
-def execute(run: options.BuildRun, rep: Reporter) -> int:
-    """The build stage with resolved options: Triton units, then each toolchain, then --verify."""
+def execute(run: options.BuildRun, rep: Reporter, summaries: list[dict[str, Any]] | None = None) -> int:
+    """The build stage with resolved options: Triton units, then each toolchain, then --verify.
+    `summaries` (extract --build's run record) gets one entry per build (extract.build_record.summary)."""
     languages = _languages(run.dataset, run.selectors)
     rc = 0
     if "triton" in languages:
         rc = _build_triton(run, rep)
+        if summaries is not None:
+            summaries.append({"name": "triton"})
         if "cuda" not in languages:
             return rc
     chains = [(TOOLCHAINS[name](""), opts) for name, opts in run.chains]
     for tc, _opts in chains:  # every compiler found before anything is built
         tc.locate(run.compilers.get(tc.compiler), run.hip_path)
     for tc, opts in chains:
-        rc = max(rc, _build_one(run, rep, tc, opts, label=len(chains) > 1 or tc.name != "cuda"))
+        rc = max(rc, _build_one(run, rep, tc, opts, len(chains) > 1 or tc.name != "cuda", summaries))
     nvcc = next((tc.path for tc, _ in chains if tc.name == "cuda"), None)
     if run.verify is not None and nvcc:
         vrep = verify_cmd.verify(run.dataset, run.verify, nvcc, run.selectors, rep)
@@ -91,7 +95,8 @@ def execute(run: options.BuildRun, rep: Reporter) -> int:
     return rc
 
 
-def _build_one(run: options.BuildRun, rep: Reporter, tc: Toolchain, opts: BuildOptions, label: bool) -> int:
+def _build_one(run: options.BuildRun, rep: Reporter, tc: Toolchain, opts: BuildOptions, label: bool,
+               summaries: list[dict[str, Any]] | None = None) -> int:
     try:
         with rep.progress(f"compiling ({tc.compiler})") as progress:
             res = build_dataset(run.dataset, opts, tc.path, run.selectors, progress, toolchain=tc)
@@ -102,6 +107,10 @@ def _build_one(run: options.BuildRun, rep: Reporter, tc: Toolchain, opts: BuildO
         raise NothingToDo(f"{run.dataset}: no kernels" + (" match --kernels" if run.selectors else ""))
     if res.units == 0:
         raise NothingToDo(f"{run.dataset}: no units to build (kernels have no rendered instantiations)")
+    if summaries is not None:
+        from miner.extract.build_record import summary
+
+        summaries.append(summary(tc.name, tc.compiler, label, res))
     prefix = f"{tc.name}: " if label else ""
     rep.capped([prefix + line for line in res.failures], "build failed")
     findings = f", {res.with_findings} of them with portability findings" if tc.name == "hip" else ""

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from miner.commands import options
 from miner.commands._common import add_output_level
@@ -50,7 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "launch their kernels are looked up there when they lie outside the inputs "
                         "(default: the inputs' git checkout, else their folder)")
     p.add_argument("--build", action="store_true",
-                   help="then compile the units with nvcc, as `kernel-miner build DIR` does (cached by content)")
+                   help="then compile the units with nvcc, as `kernel-miner build DIR` does (cached by content; an "
+                        "unchanged rerun into the same folder compiles and writes nothing)")
     p.add_argument("--arch", default=None, metavar="LIST",
                    help="with --build: targets, as for `kernel-miner build --arch` (default: sm_90,compute_90 for "
                         "cuda, gfx90a for hip)")
@@ -67,6 +70,7 @@ class Context:
     rep: Reporter
     report: ExtractReport | None = None
     rc: int = 0
+    builds: list[dict[str, Any]] = field(default_factory=list)  # the build stage's summaries (build_record)
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,11 @@ class Stage:
 
 def _extract(ctx: Context) -> None:
     with ctx.rep.progress("parsing") as progress:
-        report = ctx.report = extract(ctx.run.extract, progress)
+        ctx.report = extract(ctx.run.extract, progress)
+    _say_extract(ctx, ctx.report)
+
+
+def _say_extract(ctx: Context, report: ExtractReport) -> None:
     for line in report.failures:
         ctx.rep.error(line)
     for line in report.notes:
@@ -95,7 +103,26 @@ def _build(ctx: Context) -> None:
     from miner.commands import build as build_command
 
     run = options.extract_build_run(ctx.run)
-    ctx.rc = max(ctx.rc, build_command.execute(run, ctx.rep))
+    ctx.rc = max(ctx.rc, build_command.execute(run, ctx.rep, ctx.builds))
+
+
+def _replay(ctx: Context, record: Any) -> bool:
+    """An unchanged `extract --build` rerun (extract/build_record.py): the recorded summaries, nothing run."""
+    t0 = time.monotonic()
+    report = record.replay()
+    if report is None:
+        return False
+    ctx.report = report
+    _say_extract(ctx, report)
+    for b in record.prev.get("build") or []:
+        prefix = f"{b['name']}: " if b["label"] else ""
+        ctx.rep.capped([prefix + line for line in b["failures"]], "build failed")
+        ctx.rep.info(f"{prefix}{b['ok']}/{b['units']} units built ({b['failed']} failed, {b['timeout']} timed out, "
+                     f"{b['skipped']} skipped; unchanged since the last run into this folder: nothing compiled "
+                     f"or placed); {b['kernels_ok']}/{b['kernels']} kernels compile; 0 {b['compiler']} calls in "
+                     f"{time.monotonic() - t0:.1f} s")
+        ctx.rc = max(ctx.rc, 0 if b["failed"] + b["timeout"] + b["skipped"] == 0 else 1)
+    return True
 
 
 # The run in order; a stage runs when its gate says so (--no-units is the units gate inside the extract
@@ -108,7 +135,16 @@ STAGES: tuple[Stage, ...] = (
 
 def run(args: argparse.Namespace) -> int:
     ctx = Context(options.extract_options(args), options.reporter(args))
+    record = None
+    if ctx.run.build:  # a whole `extract --build` recorded: an unchanged rerun checks its outputs and returns
+        from miner.extract import build_record
+
+        record = build_record.open_record(ctx.run)
+        if record is not None and _replay(ctx, record):
+            return ctx.rc
     for stage in STAGES:
         if stage.gate(ctx):
             stage.step(ctx)
+    if record is not None:
+        build_record.save(record, ctx.report, ctx.builds)
     return ctx.rc

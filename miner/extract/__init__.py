@@ -14,6 +14,8 @@ Modules, one job each:
              into the same folder returns the recorded report without running the stages
   run_inputs that key: every file under the folders a run may read (content hashes, stat-cached), the git
              state, the options and the environment the stages consult
+  build_record `extract --build` as a whole: the run record's key plus the build's inputs (--arch, nvcc, the
+             CUDA library wheels), every file of each kernel folder checked: an unchanged rerun compiles nothing
 """
 
 from miner.extract.options import FRONTENDS, LANGUAGES, ExtractOptions, ExtractReport

@@ -48,17 +48,20 @@ class Hashes:
         self.prev, self.trusted_before = prev, prev_at - RACY_NS
         self.now: dict[str, list[Any]] = {}
         self.hashed = 0
+        self._links: dict[tuple[int, ...], str] = {}  # one hash per inode: a batch's library is hard-linked per unit
 
     def digest(self, path: str, st: os.stat_result, key: str | None = None) -> str:
         """`path`'s hash (`key`: its name in the record, the path itself by default)."""
         key = path if key is None else key
         sig = _sig(st)
         old = self.prev.get(key)
+        inode = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         if old is not None and old[:-1] == sig and max(st.st_mtime_ns, st.st_ctime_ns) < self.trusted_before:
             h = old[-1]
-        else:
+        elif (h := self._links.get(inode)) is None:
             h = _sha_file(path)
             self.hashed += 1
+        self._links[inode] = h
         self.now[key] = [*sig, h]
         return h
 

@@ -55,12 +55,29 @@ def _vendored(meta: dict[str, Any]) -> list[str]:
     return out
 
 
+def _folder_files(out_dir: Path, kernel_id: str) -> list[str]:
+    """Every file under a kernel's folder, relative to the dataset, sorted (hidden ones too)."""
+    out = []
+    top = os.path.join(out_dir, kernel_id)
+    for dp, dns, fns in os.walk(top):
+        dns.sort()
+        rel = os.path.relpath(dp, out_dir)
+        out += [f"{rel}/{f}" for f in sorted(fns)]
+    return out
+
+
 class RunRecord:
     """The record of one output folder and option set: `replay` (the unchanged rerun's report, or None), then
-    `save(report)` after a run of the stages."""
+    `save(report)` after a run of the stages.
 
-    def __init__(self, opts: Any, out_dir: Path, path: Path) -> None:
-        self.opts, self.out_dir, self.path = opts, out_dir, path
+    `extra` (JSON, `extract --build`: extract/build_record.py) joins the key and the record's name; a record
+    with `whole_folders` checks every file under each kernel's folder, none missing and none added, instead of
+    the files extract writes there (`written`)."""
+
+    whole_folders = False
+
+    def __init__(self, opts: Any, out_dir: Path, path: Path, extra: Any = None) -> None:
+        self.opts, self.out_dir, self.path, self.extra = opts, out_dir, path, extra
         self.prev: dict[str, Any] = {}
         try:
             with open(path, encoding="utf-8") as fh:
@@ -75,7 +92,7 @@ class RunRecord:
         self.key = self._key()
 
     @classmethod
-    def open(cls, opts: Any, out_dir: Path) -> RunRecord | None:
+    def open(cls, opts: Any, out_dir: Path, extra: Any = None) -> RunRecord | None:
         if not getattr(opts, "record", True) or os.environ.get(ENV, "").lower() in ("off", "0", "no"):
             return None
         from miner.frontends.parse_cache import ParseCache
@@ -83,9 +100,11 @@ class RunRecord:
         cache = ParseCache.open()
         if cache is None:
             return None
-        name = hashlib.sha256(json.dumps([FORMAT, os.path.realpath(out_dir), run_inputs.options(opts)],
-                                         separators=(",", ":")).encode()).hexdigest()
-        return cls(opts, out_dir, cache.folder / "runs" / f"{name}.json")
+        named = [FORMAT, os.path.realpath(out_dir), run_inputs.options(opts)]
+        if extra is not None:
+            named.append(extra)
+        name = hashlib.sha256(json.dumps(named, separators=(",", ":")).encode()).hexdigest()
+        return cls(opts, out_dir, cache.folder / "runs" / f"{name}.json", extra)
 
     def _key(self) -> str:
         from miner.frontends.parse_cache import FORMAT as PARSE_FORMAT
@@ -95,8 +114,11 @@ class RunRecord:
         tree: list[Any] = []
         for r in roots:
             run_inputs.walk(r, self.hashes, skip, tree)
-        blob = json.dumps([FORMAT, PARSE_FORMAT, os.path.realpath(self.out_dir), run_inputs.options(self.opts), roots,
-                           run_inputs.above(roots), run_inputs.environment(), tree], separators=(",", ":"))
+        parts = [FORMAT, PARSE_FORMAT, os.path.realpath(self.out_dir), run_inputs.options(self.opts), roots,
+                 run_inputs.above(roots), run_inputs.environment(), tree]
+        if self.extra is not None:
+            parts.append(self.extra)
+        blob = json.dumps(parts, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def replay(self) -> Any | None:
@@ -116,6 +138,10 @@ class RunRecord:
                 return None
         if not all(os.path.isdir(os.path.join(self.out_dir, d)) for d in prev.get("dirs", [])):
             return None
+        if self.whole_folders:  # nothing added either (a build removes a stale library or log)
+            now = [INDEX] + [r for i in prev["report"]["ids"] for r in _folder_files(self.out_dir, i)]
+            if sorted(now) != sorted(prev.get("outputs", {})):
+                return None
         metas = self._kernels(prev["report"]["ids"])
         if metas is None:
             return None
@@ -145,8 +171,9 @@ class RunRecord:
             return None
         return [found[i] for i in ids] if len(found) == len(want) else None
 
-    def save(self, report: Any) -> None:
-        """Record a run of the stages (none that failed somewhere: a rerun must try again)."""
+    def save(self, report: Any, **more: Any) -> None:
+        """Record a run of the stages (none that failed somewhere: a rerun must try again); `more`: what a
+        caller replays besides the report (extract --build: the build's summaries)."""
         if report.failures or getattr(report, "parse_errors", 0) or not report.kernels:
             self._forget()
             return
@@ -154,7 +181,10 @@ class RunRecord:
         rels: list[str] = [INDEX]
         dirs: list[str] = []
         for m in report.kernels:
-            rels += [f"{m['id']}/{f}" for f in written(m)]
+            if self.whole_folders:
+                rels += _folder_files(self.out_dir, m["id"])
+            else:
+                rels += [f"{m['id']}/{f}" for f in written(m)]
             dirs += _vendored(m)
         outputs = run_inputs.Hashes({}, 0)
         for rel in dict.fromkeys(rels):
@@ -171,6 +201,7 @@ class RunRecord:
             "dirs": sorted(set(dirs)),
             "report": {"files": report.files, "notes": [n for n in report.notes if n not in cache_notes],
                        "ids": [m["id"] for m in report.kernels]},
+            **more,
         })
 
     def _write(self, record: dict[str, Any]) -> None:
