@@ -126,3 +126,15 @@ def test_a_template_template_argument_of_a_host_template_reaches_the_kernel(data
     assert [(i["args"], i["origin"]) for i in m["instantiations"]] == [
         (["4", "float", "float", "float", "ScaleEpilogue"], "host_template")]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_array_parameters_are_pointers_in_the_launcher_and_the_host_wrapper(dataset: dict[str, Any]) -> None:
+    """`const unsigned keys[]` (typed `const unsigned []`): the launcher wrote `const unsigned [] km_keys` ("expected
+    a ')'") and the host wrapper `unsigned [] *keys`. Both take the adjusted pointer type."""
+    m = only_meta(dataset, "compact_flags")
+    (unit,) = _units(dataset, m)
+    assert "const unsigned * km_keys" in unit and "[] km_" not in unit
+    folder = Path(dataset["out"]) / m["id"]
+    wrapper = (folder / m["instantiations"][0]["host_wrapper"]).read_text(encoding="utf-8")
+    assert "unsigned *keys = nullptr;" in wrapper and "[]" not in wrapper
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

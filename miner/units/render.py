@@ -194,6 +194,10 @@ def by_value_unqualified(type_text: str, grid_constant: tuple[str, ...] = ("__gr
     Top-level `const` is no part of the function's type, so the launcher's symbol is the same. nvcc allows
     `__grid_constant__` on a `__global__` function's parameter only, so the launcher's copy goes without it."""
     type_text = re.sub(r"\b(?:" + "|".join(map(re.escape, grid_constant)) + r")\b\s*", "", type_text)
+    # An array parameter (`const unsigned keys[]`, typed `const unsigned []`) is a pointer: the launcher's
+    # `T [] name` would not parse ("expected a ')'").
+    if (m := re.fullmatch(r"(.*?\S)\s*\[[^\[\]]*\]\s*", type_text)) and "(" not in m.group(1):
+        return f"{m.group(1)} *"
     outer = _outside_angles(type_text)
     if re.search(r"[*&\[(]", outer) or not re.search(r"\bconst\b", outer):
         return type_text
@@ -242,6 +246,7 @@ def _params(decl: list[dict[str, Any]], mapping: dict[str, str], macros: dict[st
 def _base(type_text: str) -> str:
     t = re.sub(r"\b(const|volatile|__restrict__|__restrict|restrict)\b", "", type_text)
     t = t.replace("*", "").strip()
+    t = re.sub(r"\s*\[[^\[\]]*\]\s*$", "", t)  # an array parameter's element type (`unsigned []`)
     return "char" if t in ("void", "") else re.sub(r"\s+", " ", t)
 
 
