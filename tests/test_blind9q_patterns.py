@@ -138,3 +138,13 @@ def test_array_parameters_are_pointers_in_the_launcher_and_the_host_wrapper(data
     wrapper = (folder / m["instantiations"][0]["host_wrapper"]).read_text(encoding="utf-8")
     assert "unsigned *keys = nullptr;" in wrapper and "[]" not in wrapper
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_constant_named_only_in_the_kernels_launch_bounds_comes_along(dataset: dict[str, Any]) -> None:
+    """`KERNEL_BOUNDS(SCAN_CTA_SIZE)` between `__global__ void` and the name, `const int SCAN_CTA_SIZE = 256;` in a
+    globals header: the attribute's argument is no cursor the closure walks ("identifier SCAN_CTA_SIZE is
+    undefined")."""
+    m = only_meta(dataset, "block_scan")
+    (unit,) = _units(dataset, m)
+    assert "const int SCAN_CTA_SIZE = 256;" in unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

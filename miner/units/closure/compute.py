@@ -152,6 +152,17 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
             found = ctx.piece_at(ctx.norm(t.location.file.name), t.extent.start.offset)
             if found is not None:
                 take(*found)
+    # A constant named only in the kernel's head (`LAUNCH_BOUNDS(SORT_CTA_SIZE)` between `__global__ void` and the
+    # name): an attribute's argument is no cursor the walk visits, so it is looked up by name from the kernel's scope.
+    head = ctx.read(kernel_path)[kernel_start:kernel_cursor.location.offset].decode("latin-1")
+    kernel_ns = _enclosing_namespaces(kernel_cursor)
+    for name in dict.fromkeys(_IDENT.findall(_STRING_OR_COMMENT.sub(" ", head))):
+        for i in range(len(kernel_ns), -1, -1):
+            if lst := ctx.by_name.get((kernel_ns[:i], name)):
+                consts = [(gp, gc) for gp, gc in lst if gp.kind == "VAR_DECL"]
+                if consts:
+                    take(*consts[0])
+                break
     # A toolkit type named only in the template arguments (`__half` in `k<__half>`, from an explicit
     # instantiation's text) needs its header in the unit, which writes the instantiation and the launcher.
     tokens += list(arg_names)
