@@ -17,7 +17,7 @@ from miner.resources import template_env
 from miner.source import build_flags
 from miner.units.closure.context import _STRING_OR_COMMENT
 from miner.units.closure.text import HEADER_OF
-from miner.units.instantiations import INTEGRAL_TYPE, inst_id, split_top, substitute
+from miner.units.instantiations import INFERRED_CALLABLE, INTEGRAL_TYPE, inst_id, split_top, substitute
 from miner.units.records import ClosureRecord, Launch
 
 _CTYPES = [
@@ -436,6 +436,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
                         if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")],
             "shim_text": _shim_for(pieces) if unit.shims or _shim_types(inst["args"], kernel_text, pieces) else "",
             "cub_compat": _cub_compat(kernel_text, own),
+            "callable_stand_in": INFERRED_CALLABLE if re.search(rf"\b{INFERRED_CALLABLE}\b", args_text) else "",
             "toolkit_conflict": _vendored_cub(meta, own, list(dict.fromkeys(unit.includes + extra))),
             "pieces": own, **_namespace_context(meta),
             "kernel_text": kernel_text, "callee": callee,
