@@ -101,3 +101,19 @@ def test_a_kernel_without_an_ast_takes_its_file_s_toolkit_includes(inactive_bran
     assert m["frontend"] == "treesitter"
     assert m["closure"]["includes"] == ["cuda_fp16.h", "cstdio"], m["closure"]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def missing_header(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind8q/missing_header")
+
+
+def test_a_header_the_project_lacks_is_a_stated_reason(missing_header: dict[str, Any]) -> None:
+    """`#include "stride_helpers.hpp"`, a file the project never committed: the unit cannot declare what it
+    would, and the original translation unit stops at the include. The failed build says so (`toolkit_removed`,
+    the build record's stated reason) instead of only "identifier is undefined"."""
+    m = only_meta(missing_header, "fill_strided")
+    (inst,) = m["instantiations"]
+    assert inst["build"]["status"] == "failed"
+    assert "stride_helpers.hpp" in inst["build"]["toolkit_removed"], inst["build"]
+    assert "does not contain" in inst["build"]["toolkit_removed"]
