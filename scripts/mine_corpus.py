@@ -137,7 +137,9 @@ def tally(metas: list[dict[str, Any]]) -> Tally:
             b = i.get("build") or {}
             if b.get("status") == "failed":
                 # A stated reason (the toolkit removed a name the source uses) is its own class.
-                cls = ("stated: a name this toolkit removed" if b.get("toolkit_removed")
+                stated = b.get("toolkit_removed") or ""
+                cls = (("stated: a header the project lacks" if "which the project does not contain" in stated
+                        else "stated: a name this toolkit removed") if stated
                        else error_class(b.get("error") or ""))
                 classes[cls] += 1
                 if len(examples[cls]) < 3:

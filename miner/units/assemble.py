@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import replace
 from typing import Any
 
 from miner.frontends.model import Kernel
 from miner.units import generated, instantiations, render, vendor_copy, weak_args
+from miner.units.headers import STD_HEADERS, is_toolkit_header
 from miner.units.mentions import Mentions, launch_missing
 from miner.units.records import Analyses, ClosureRecord, Launch, PieceText
 
@@ -37,6 +39,30 @@ def _launch_json(launch: Launch, root: str, kernel_params: list[dict[str, Any]])
     }
 
 
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif|include)\b[ \t]*(?:[<\"]([^>\"\n]+)[>\"])?", re.M)
+
+
+def _file_includes(path: str, offset: int) -> list[str]:
+    """The standard and toolkit headers a file includes unconditionally before `offset`: what a kernel without an
+    AST closure (tree-sitter saw it in a branch no define turns on, `#if 0`) needs of its file at least
+    (`thrust::count_if(thrust::device, ...)` with `<thrust/count.h>` and `<thrust/execution_policy.h>`)."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read()[:offset].decode("utf-8", "replace")
+    except OSError:
+        return []
+    depth, out = 0, []
+    for m in _DIRECTIVE.finditer(text):
+        word, name = m.group(1), m.group(2)
+        if word.startswith("if"):
+            depth += 1
+        elif word == "endif":
+            depth = max(0, depth - 1)
+        elif depth == 0 and name and (name in STD_HEADERS or is_toolkit_header(name)) and name not in out:
+            out.append(name)
+    return out
+
+
 def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analyses, root: str,
            mentions: Mentions | None = None) -> None:
     """Add instantiations, launches, closure and unresolved to `meta`; write the units. A kernel without a
@@ -45,7 +71,7 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
     unit = data.closures.get(key)
     unresolved: list[dict[str, str]] = []
     if unit is None:
-        unit = ClosureRecord(k.path)
+        unit = ClosureRecord(k.path, includes=_file_includes(os.path.join(root, k.path), k.start_offset))
         unresolved.append({"symbol": "*", "reason": f"no AST closure: kernel came from the {k.frontend} frontend",
                            "where": f"{_rel(k.path, root)}:{k.start_line}"})
     records = data.launches.get(key, [])

@@ -326,6 +326,81 @@ def subscript_types(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+# An inferred argument for a type parameter whose objects the kernel only calls or hands on to calls (`Op op` in
+# `op(a, b)`, `reduce(n, op, in)`): a float is no function object ("expression preceding parentheses of apparent
+# call must have (pointer-to-) function type"); the unit declares this stand-in, whose call returns its first
+# argument (what a reduction's binary operator gives back) and takes any arguments after it.
+INFERRED_CALLABLE = "km_inferred_callable"
+
+
+def called_types(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
+    """Type parameters that type a by-value (or reference) parameter which the kernel's body only calls or passes
+    on as a call's argument, and that the body names nowhere else (a function object's type, not data)."""
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", kernel_text, flags=re.S)
+    m = re.search(rf"\b{re.escape(meta.get('name') or '')}\s*\(", text) if meta.get("params") else None
+    close = m.end() - 1 + _closing(text[m.end() - 1:]) if m else -1
+    open_at = text.find("{", close) if m and close >= m.end() else -1
+    body = text[open_at:] if open_at >= 0 else ""
+    out: set[str] = set()
+    params = [p.get("name") for p in meta.get("params") or () if p.get("name")]
+    for tp in meta.get("template_params") or ():
+        name = tp.get("name")
+        if tp.get("kind") != "type" or not name or re.search(rf"\b{re.escape(name)}\b", body):
+            continue
+        for p in meta.get("params") or ():
+            ptype = re.sub(r"\b(const|volatile|__restrict__)\b|&", " ", p.get("type") or "").split()
+            pname = p.get("name") or ""
+            if ptype != [name] or not pname.isidentifier():
+                continue
+            uses = list(re.finditer(rf"(?<![\w.>:])({re.escape(pname)})\b", body))
+            if uses and all(re.match(r"\s*\(", body[u.end():]) or (
+                    re.search(r"[(,]\s*$", body[:u.start()]) and re.match(r"\s*[,)]", body[u.end():])
+                    and _callee_before(body, u.start()) not in (None, *params))
+                    for u in uses):
+                out.add(name)
+    return frozenset(out)
+
+
+_NOT_CALLEES = frozenset(("if", "for", "while", "switch", "return", "sizeof", "alignof", "decltype", "static_cast",
+                          "reinterpret_cast", "const_cast", "dynamic_cast"))
+
+
+def _callee_before(text: str, at: int) -> str | None:
+    """The function named before the call's parenthesis that encloses `at` (`reduce<T>(n, op)` -> reduce)."""
+    depth = 0
+    for i in range(at - 1, -1, -1):
+        ch = text[i]
+        if ch in ")]}":
+            depth += 1
+        elif ch in "([{":
+            if depth == 0:
+                if ch != "(":
+                    return None
+                m = re.search(r"([A-Za-z_]\w*)\s*(?:<[^<>;{}]*>)?\s*$", text[:i])
+                return m.group(1) if m and m.group(1) not in _NOT_CALLEES else None
+            depth -= 1
+    return None
+
+
+def _callable_stand_ins(found: list[tuple[tuple[str, ...], str]], meta: dict[str, Any], kernel_text: str
+                        ) -> list[tuple[tuple[str, ...], str]]:
+    """Inferred instantiations with the function-object stand-in where a type parameter is only called."""
+    if not kernel_text or not any(o == "inferred" for _, o in found):
+        return found
+    called = called_types(meta, kernel_text)
+    if not called:
+        return found
+    names = [t["name"] for t in meta["template_params"]]
+    out = []
+    for args, origin in found:
+        if origin == "inferred":
+            args = tuple(INFERRED_CALLABLE if i < len(names) and names[i] in called and a == DEFAULT_TYPE
+                         else a for i, a in enumerate(args))
+        if (args, origin) not in out:
+            out.append((args, origin))
+    return out
+
+
 def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]],
          host_calls: dict[str, list[list[str]]] | None = None, *, limit: int = MAX_INSTANTIATIONS,
          omitted: list[dict[str, Any]] | None = None, kernel_text: str = "") -> list[dict[str, Any]]:
@@ -369,7 +444,7 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
                 break
             head.append(_default(t, subs))
         best[_normalize(head, tparams) or tuple(_default(t, subs) for t in tparams)] = "inferred"
-    found = list(best.items())
+    found = _callable_stand_ins(list(best.items()), meta, kernel_text)
     kept = _spread(found, tparams, limit)
     if omitted is not None:
         keep = set(kept)

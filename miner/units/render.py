@@ -17,7 +17,7 @@ from miner.resources import template_env
 from miner.source import build_flags
 from miner.units.closure.context import _STRING_OR_COMMENT
 from miner.units.closure.text import HEADER_OF
-from miner.units.instantiations import INTEGRAL_TYPE, inst_id, split_top, substitute
+from miner.units.instantiations import INFERRED_CALLABLE, INTEGRAL_TYPE, inst_id, split_top, substitute
 from miner.units.records import ClosureRecord, Launch
 
 _CTYPES = [
@@ -338,6 +338,41 @@ def _cub_compat(kernel_text: str, pieces: list[dict[str, Any]]) -> list[tuple[st
     return [(n, CUB_REMOVED[n]) for n in sorted(names - own)]
 
 
+_QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+
+
+@functools.lru_cache(maxsize=8)
+def _project_file_names(root: str) -> frozenset[str]:
+    names: set[str] = set()
+    for _dirpath, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        names.update(files)
+    return frozenset(names)
+
+
+def _source_missing(meta: dict[str, Any]) -> str | None:
+    """Why a unit cannot compile when the kernel's own file includes a header the project does not contain
+    (`#include "range.hpp"` in a sample whose folder lacks it): the names it would declare are nowhere, and the
+    original translation unit stops at the include. None where every quoted include of the file is found (next to
+    it, or by its file name anywhere in the project)."""
+    root = (meta.get("parse_context") or {}).get("root") or ""
+    rel = (meta.get("source") or {}).get("path") or ""
+    path = os.path.join(root, rel) if root else rel
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return None
+    for m in _QUOTED_INCLUDE.finditer(text):
+        name = m.group(1).strip()
+        if os.path.isfile(os.path.join(os.path.dirname(path), name)) or not root:
+            continue
+        if os.path.basename(name) not in _project_file_names(root):
+            return (f"{rel} includes \"{name}\", which the project does not contain: the original translation "
+                    "unit does not compile either")
+    return None
+
+
 _CUB_MARKERS = ("cub.cuh", "config.cuh", "util_namespace.cuh", "version.cuh", "util_macro.cuh")
 
 
@@ -390,6 +425,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
     no_half = [n for n in _NO_HALF if n not in said]
     records = []
     used_ids: set[str] = set()
+    source_missing = _source_missing(meta)
     for inst in insts:
         iid = inst_id(inst["args"])
         while iid in used_ids:
@@ -451,7 +487,9 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
                         if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")],
             "shim_text": _shim_for(pieces) if unit.shims or _shim_types(inst["args"], kernel_text, pieces) else "",
             "cub_compat": _cub_compat(kernel_text, own),
-            "toolkit_conflict": _vendored_cub(meta, own, list(dict.fromkeys(unit.includes + extra))),
+            "callable_stand_in": INFERRED_CALLABLE if re.search(rf"\b{INFERRED_CALLABLE}\b", args_text) else "",
+            "toolkit_conflict": _vendored_cub(meta, own, list(dict.fromkeys(unit.includes + extra)))
+            or source_missing,
             "pieces": own, **_namespace_context(meta),
             "kernel_text": kernel_text, "callee": callee,
             "macro_names": list(dict.fromkeys(p.name for p in unit.pieces if p.kind == "MACRO")),

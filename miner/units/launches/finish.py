@@ -202,6 +202,51 @@ def _finish_one(st: _State, rec: Launch, insts: dict[tuple[str, int], list[list[
     else:
         params = st.host_params.get(rec.host_template, [])
         mapping = {p.spelling: _default_for(p) for p in params}
+        mapping.update(_bounded_defaults(st.host_cursors.get(rec.host_template), params, mapping))
         rec.host_template_args.append([_fold_conditional(substitute(t, mapping)) for t in rec.resolved_text])
         rec.host_defaulted = True
     rec.resolved_text = None
+
+
+# Values tried, largest first, for a value parameter that indexes an array of known size.
+_BOUNDED_TRIES = (128, 64, 32, 16, 8, 4, 2, 1, 0)
+
+
+def _bounded_defaults(fn: ci.Cursor | None, params: list[ci.Cursor], mapping: dict[str, str]) -> dict[str, str]:
+    """Defaults of a host template's value parameters that its body uses in a subscript of an array of known size
+    (`max_tensors[depth - 1]` with `constexpr int max_tensors[5]`): 128 reads past the end, and a class it puts
+    the parameter into (`Meta<depth>` sizing its members by the same table) is no constant expression then. The
+    largest value that keeps every such subscript in bounds; the usual default where none does."""
+    values = [p.spelling for p in params if p.kind == K.TEMPLATE_NON_TYPE_PARAMETER and mapping.get(p.spelling)
+              and re.fullmatch(r"\d+", mapping[p.spelling])]
+    if fn is None or not values:
+        return {}
+    bounds: dict[str, list[tuple[str, int]]] = {}
+    for c in fn.walk_preorder():
+        if c.kind != K.ARRAY_SUBSCRIPT_EXPR:
+            continue
+        kids = list(c.get_children())
+        if len(kids) != 2:
+            continue
+        base = kids[0]
+        while base.kind == K.UNEXPOSED_EXPR and len(inner := list(base.get_children())) == 1:
+            base = inner[0]
+        d = base.referenced if base.kind == K.DECL_REF_EXPR else None
+        if d is None or d.kind != K.VAR_DECL or d.type.kind != ci.TypeKind.CONSTANTARRAY:
+            continue
+        size = d.type.get_array_size()
+        index = " ".join(t.spelling for t in kids[1].get_tokens())
+        for name in values:
+            if size > 0 and re.search(rf"\b{re.escape(name)}\b", index):
+                bounds.setdefault(name, []).append((index, size))
+    from miner.units.instantiations import eval_int  # (instantiations imports the launch records)
+
+    out: dict[str, str] = {}
+    for name, uses in bounds.items():
+        for v in _BOUNDED_TRIES:
+            got = [eval_int(substitute(index, {name: str(v)})) for index, _ in uses]
+            if all(g is not None and 0 <= g < size for g, (_, size) in zip(got, uses, strict=True)):
+                if str(v) != mapping[name]:
+                    out[name] = str(v)
+                break
+    return out

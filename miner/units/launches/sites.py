@@ -10,7 +10,7 @@ import clang.cindex as ci
 
 from miner.frontends.common import split_top
 from miner.units.launches.chosen import chosen_launches
-from miner.units.launches.cursors import _aliases, _primary, _template_args, _tparams, qualify_namespaces
+from miner.units.launches.cursors import _aliases, _overloaded, _primary, _template_args, _tparams, qualify_namespaces
 from miner.units.launches.dataflow import _targets_of_launch
 from miner.units.launches.functors import lambda_overrides
 from miner.units.launches.helpers import note_helper
@@ -210,10 +210,12 @@ def _declared_type(arg: ci.Cursor, depth: int = 0) -> str | None:
     dependent: the method's return type as written, `ref_type`, which names a member of the class that the
     class's probe reads per instantiation; a local `auto view = get_view();`: its initializer's); None where it
     spells nothing better (`auto` all the way, dependent again)."""
-    c = arg
-    while c.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR) and len(kids := list(c.get_children())) == 1:
-        c = kids[0]
+    c = _bare(arg)
     d = c.referenced if c.kind in (K.CALL_EXPR, K.MEMBER_REF_EXPR, K.DECL_REF_EXPR) else None
+    if d is None and c.kind == K.MEMBER_REF_EXPR:
+        return _dependent_member_type(c, depth)
+    if d is None and c.kind == K.CALL_EXPR:
+        return _dependent_call_type(c)
     if d is None:
         return None
     if d.kind in (K.CXX_METHOD, K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
@@ -226,6 +228,125 @@ def _declared_type(arg: ci.Cursor, depth: int = 0) -> str | None:
     if d.kind == K.VAR_DECL and depth < 2 and (text == "auto" or "dependent" in text):
         init = [ch for ch in d.get_children() if ch.kind.is_expression()]
         return _declared_type(init[-1], depth + 1) if init else None
+    return text if text and "dependent" not in text and not re.fullmatch(r"auto|decltype\(auto\)", text) else None
+
+
+def _bare(c: ci.Cursor) -> ci.Cursor:
+    while c.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR) and len(kids := list(c.get_children())) == 1:
+        c = kids[0]
+    return c
+
+
+_MEMBER_DEPTH = 4  # bases followed, and `auto` initializers read, to find a member's declaration
+
+
+def _dependent_member_type(c: ci.Cursor, depth: int) -> str | None:
+    """`s.rows` where `s` is a `Slots<W>` (a class template of the host's class, specialized by the member
+    template's own parameter): the parse leaves the member unresolved (no declaration, `<dependent type>`), but
+    the class template's definition declares it, here or in a base (`LaneSlots<W> : Slots<W>`): the member's
+    type as written there, the class's parameters replaced by the object's arguments (`key_t *`, a name of the
+    enclosing class that its probe reads per instantiation). None where the object's class is not found."""
+    kids = list(c.get_children())
+    toks = [t.spelling for t in c.get_tokens()]
+    if len(kids) != 1 or len(toks) < 3 or toks[-2] not in (".", "->") or not toks[-1].isidentifier():
+        return None
+    found = _object_class(_bare(kids[0]), toks[-2] == "->", depth)
+    if found is None:
+        return None
+    cls, mapping = found
+    for _ in range(_MEMBER_DEPTH):
+        bases = []
+        for ch in cls.get_children():
+            if ch.kind == K.FIELD_DECL and ch.spelling == toks[-1]:
+                text = " ".join(_CV.sub(" ", ch.type.spelling).split())
+                text = substitute(text, mapping) if mapping else text
+                return text if text and "dependent" not in text else None
+            if ch.kind == K.CXX_BASE_SPECIFIER:
+                bases.append(ch)
+        if len(bases) != 1:
+            return None
+        base = _class_of_type(bases[0].type, " ".join(_CV.sub(" ", bases[0].type.spelling).split()))
+        if base is None:
+            return None
+        cls, own = base
+        mapping = {k: substitute(v, mapping) for k, v in own.items()} if mapping else own
+    return None
+
+
+def _object_class(obj: ci.Cursor, arrow: bool, depth: int) -> tuple[ci.Cursor, dict[str, str]] | None:
+    """The class (template) definition an object expression's type names, with its parameters mapped to the
+    arguments the type writes (`Slots<W>`: {W_of_the_class: W}); an `auto` local's from its initializer."""
+    t = obj.type
+    if arrow and t.kind == ci.TypeKind.POINTER:
+        t = t.get_pointee()
+    text = " ".join(_CV.sub(" ", t.spelling).split())
+    if text not in ("<dependent type>", "auto"):
+        if arrow:
+            text = text.rstrip("* ").strip() if text.endswith("*") else ""
+        return _class_of_type(t, text) if text else None
+    d = obj.referenced if obj.kind == K.DECL_REF_EXPR else None
+    if d is None or d.kind != K.VAR_DECL or depth >= _MEMBER_DEPTH or arrow:
+        return None
+    init = [ch for ch in d.get_children() if ch.kind.is_expression()]
+    if not init:
+        return None
+    call = _bare(init[-1])
+    if call.kind != K.CALL_EXPR:
+        return None
+    callee = call.referenced
+    decls = [callee] if callee is not None else _callee_decls(call)
+    results = {(r.result_type.spelling, r.result_type.get_declaration().hash) for r in decls}
+    if len(results) != 1:
+        return None
+    r = decls[0].result_type
+    return _class_of_type(r, " ".join(_CV.sub(" ", r.spelling).split()))
+
+
+def _class_of_type(t: ci.Type, text: str) -> tuple[ci.Cursor, dict[str, str]] | None:
+    if t.kind in (ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.RVALUEREFERENCE):
+        t = t.get_pointee()
+    decl = t.get_declaration()
+    if decl is None or decl.kind.is_invalid() or decl.kind not in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE):
+        return None
+    prim = _primary(decl)
+    if prim.kind == K.CLASS_TEMPLATE:
+        decl = prim
+    if not decl.is_definition():
+        decl = decl.get_definition() or decl
+    mapping: dict[str, str] = {}
+    if decl.kind == K.CLASS_TEMPLATE:
+        m = re.search(r"<(.*)>\s*&?$", text)
+        names = [p.spelling for p in _tparams(decl)]
+        args = split_top(m.group(1)) if m else []
+        if len(args) != len(names):
+            return None
+        mapping = {n: a for n, a in zip(names, args, strict=True) if n != a}
+    return decl, mapping
+
+
+def _callee_decls(call: ci.Cursor) -> list[ci.Cursor]:
+    """The functions a dependent call may name (`pattern_for<W>(s)` in a member template: an overload set)."""
+    kids = list(call.get_children())
+    if not kids:
+        return []
+    head = _bare(kids[0])
+    for c in head.walk_preorder():
+        if c.kind == K.OVERLOADED_DECL_REF:
+            return [d for d in _overloaded(c) if d.kind in (K.FUNCTION_TEMPLATE, K.CXX_METHOD, K.FUNCTION_DECL)]
+        if c.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR) and c.referenced is not None:
+            r = c.referenced
+            found = _overloaded(r) if r.kind == K.OVERLOADED_DECL_REF else [r]
+            return [d for d in found if d.kind in (K.FUNCTION_TEMPLATE, K.CXX_METHOD, K.FUNCTION_DECL)]
+    return []
+
+
+def _dependent_call_type(call: ci.Cursor) -> str | None:
+    """A dependent call's type where every function it may name returns the same written type."""
+    decls = _callee_decls(call)
+    texts = {" ".join(_CV.sub(" ", d.result_type.spelling).split()) for d in decls}
+    if len(texts) != 1:
+        return None
+    text = texts.pop()
     return text if text and "dependent" not in text and not re.fullmatch(r"auto|decltype\(auto\)", text) else None
 
 
@@ -258,9 +379,13 @@ def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str],
         return None
     fixed = dict(zip(tps, given or [], strict=False))
     bound: dict[str, str] = dict(fixed)
+    # Holes bound only from a dependent argument's declared type (`key_t *` read from the class template that
+    # declares the member): an argument the AST types (`unsigned long`) replaces that text where they differ.
+    declared: set[str] = set()
     for i, (parm, arg) in enumerate(zip(parms, args, strict=False)):
         pat = " ".join(_CV.sub(" ", parm.type.spelling).split())
         act = (overrides or {}).get(i) or _arg_type(arg, host)
+        weak = i not in (overrides or {}) and arg.type.spelling in ("<dependent type>", "auto")
         if whole and i not in (overrides or {}) and pat in tps and (exact := _whole_type(arg, host)) \
                 and " ".join(_CV.sub(" ", exact).split()) == act:
             act = exact  # (`whole`: a member template's call, `InputIt first` given a `const int *`)
@@ -291,8 +416,21 @@ def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str],
                 return None
             # The last written argument of `Tensor<T, 2, Inner>` against the argument's full type
             # `Tensor<float, 2, true, long, Traits>`: what follows it are the template's defaults.
-            if n not in fixed and bound.setdefault(n, got[0]) != got[0]:
-                return None  # two arguments disagree: leave it to a better source
+            if n in fixed:
+                continue
+            if n not in bound:
+                bound[n] = got[0]
+                if weak:
+                    declared.add(n)
+            elif bound[n] != got[0]:
+                if weak:
+                    continue
+                if n not in declared:
+                    return None  # two arguments disagree: leave it to a better source
+                bound[n] = got[0]
+                declared.discard(n)
+            elif not weak:
+                declared.discard(n)
     out = []
     params = _tparams(kernel)
     for i, n in enumerate(tps):  # trailing parameters may have defaults (filled by instantiations.plan)
