@@ -93,7 +93,6 @@ def clang_args(config: ParseConfig, path: str, prefix: bool = True) -> list[str]
     return args
 
 
-_FRAMEWORK_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]((?:ATen|c10|torch|THC)/[\w./-]+)[>"]', re.M)
 # libcu++'s standard headers (`<cuda/std/type_traits>`): the parse has no toolkit include dir, and without
 # `::cuda::std::enable_if` a project template constrained by it (`template <class T, typename
 # ::cuda::std::enable_if<...>::type = 0> void copy(...)`) is dropped from the AST with every call to it.
@@ -105,20 +104,23 @@ _LIBCUXX_STD = frozenset("""
 
 
 def framework_overlay(texts: list[bytes]) -> str | None:
-    """A folder of stand-ins for the torch headers (`ATen/Dispatch_v2.h`, ...) the sources include and the
-    shims lack, each including the torch parse shim, and for libcu++'s `<cuda/std/X>`. clang stops a
+    """A folder of stand-ins for the framework headers (torch's `ATen/Dispatch_v2.h`, TensorFlow's
+    `tensorflow/core/util/gpu_kernel_helper.h`, ...) the sources include and the shims lack, each including its
+    framework's parse shim (frontends.frameworks), and for libcu++'s `<cuda/std/X>`. clang stops a
     translation unit at an include it cannot find, so one missing framework header used to lose every kernel
     and launch after it. The folder is shared across runs (same content for the same name), so parse-cache
     keys stay stable."""
+    from miner.frontends.frameworks import FRAMEWORKS  # (it reads stub_dir from here)
+
     shims = stub_dir() / "shims"
-    wanted = {m.group(1).decode(): _TORCH_STAND_IN for t in texts for m in _FRAMEWORK_INCLUDE.finditer(t)
+    wanted = {m.group(1).decode(): fw.stand_in() for fw in FRAMEWORKS for t in texts for m in fw.include.finditer(t)
               if not (shims / m.group(1).decode()).is_file()}
     # CCCL headers are not parsed (the real ones cost seconds per file) but the unit includes them. A stand-in
     # that declares their namespaces keeps `namespace my_cub = cub;` a valid alias the closure can carry;
     # unfound, the alias was dropped and every `my_cub::BlockLoad<...>` in the unit undefined.
     cccl = _CCCL_STAND_IN + "".join(f"#ifndef {n}\n#define {n} {v}\n#endif\n" for n, v in _cccl_versions())
-    wanted.update({m.group(1).decode(): cccl for t in texts for m in _CCCL_INCLUDE.finditer(t)
-                   if not (shims / m.group(1).decode()).is_file()})
+    wanted.update({(m.group(1) or m.group(2)).decode(): cccl for t in texts for m in _CCCL_INCLUDE.finditer(t)
+                   if not (shims / (m.group(1) or m.group(2)).decode()).is_file()})
     # libcu++'s mirror of a standard header: that header, its names seen through `cuda::std` (units keep the
     # real `<cuda/std/...>` include: it is a toolkit header).
     wanted.update({m.group(1).decode(): cccl + f"#include <{m.group(2).decode()}>\n"
@@ -145,9 +147,9 @@ def framework_overlay(texts: list[bytes]) -> str | None:
     return str(root)
 
 
-_TORCH_STAND_IN = "/* kernel-miner parse stand-in: a torch header the parse shims do not model. */\n" \
-                  "#include <km_torch_parse.h>\n"
-_CCCL_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*<((?:cub|thrust|cuda)/[\w./-]+)>', re.M)
+# (TensorFlow's build spells CUB `"gpu/cub/..."`, a third_party alias of the toolkit's; units include `<cub/...>`.)
+_CCCL_INCLUDE = re.compile(
+    rb'^[ \t]*#[ \t]*include[ \t]*(?:<((?:cub|thrust|cuda)/[\w./-]+)>|[<"](gpu/cub/[\w./-]+)[>"])', re.M)
 _CCCL_VERSION_FILES = {"CCCL_VERSION": "cuda/std/__cccl/version.h", "CUB_VERSION": "cub/version.cuh",
                        "THRUST_VERSION": "thrust/version.h"}
 

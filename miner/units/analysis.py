@@ -92,4 +92,5 @@ def _analyse(live: LiveTU, out: TUAnalysis) -> None:
         pieces += [PieceText("STRUCT_DECL", f.name, list(f.namespaces), f.text, f.path, f.line, after=True,
                              functor=True)
                    for f in made]
-        out.closures[key] = ClosureRecord(k.path, pieces, cl.includes, cl.shims, cl.unresolved, cl.vendored)
+        out.closures[key] = ClosureRecord(k.path, pieces, cl.includes, cl.shims, cl.unresolved, cl.vendored,
+                                           cl.frameworks)

@@ -105,6 +105,7 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
         "globals": [p.name for p in pieces if p.kind in ("VAR_DECL", "UNEXPOSED_DECL")],
         "includes": unit.includes,
         "shims": unit.shims,
+        "frameworks": unit.frameworks,
         "chosen_defines": meta["parse_context"]["defines"],
         "sources": sorted({_rel(p.path, root) for p in pieces}),
     }

@@ -72,6 +72,8 @@ class ClosureRecord:
     # Vendored header libraries the unit #includes instead of inlining (closure.vendored): include_dir,
     # parts, headers, defines, define_text.
     vendored: list[dict[str, Any]] = field(default_factory=list)
+    # The frameworks (frontends.frameworks: torch, tf) whose unit shims the unit inlines for `shims`.
+    frameworks: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return plain(self)
@@ -79,7 +81,8 @@ class ClosureRecord:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ClosureRecord:
         return cls(d["kernel_path"], [PieceText(**p) for p in d["pieces"]], list(d["includes"]),
-                   list(d["shims"]), [dict(u) for u in d["unresolved"]], [dict(v) for v in d.get("vendored", [])])
+                   list(d["shims"]), [dict(u) for u in d["unresolved"]], [dict(v) for v in d.get("vendored", [])],
+                   list(d.get("frameworks", ["torch"] if d["shims"] else [])))
 
 
 @dataclass

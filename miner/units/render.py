@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import re
@@ -12,7 +11,7 @@ from miner import __version__
 from miner.builder.compiler import ARCH_SPECIFIC
 from miner.builder.diagnostics import _CCCL3, CUB_REMOVED
 from miner.dataset import atomic
-from miner.frontends.config import stub_dir
+from miner.frontends import frameworks
 from miner.resources import template_env
 from miner.source import build_flags
 from miner.units.closure.context import _STRING_OR_COMMENT
@@ -31,13 +30,19 @@ _CTYPES = [
 ]
 
 
-@functools.cache
-def shim_text() -> str:
-    return (stub_dir() / "unit" / "km_torch_unit.h").read_text(encoding="utf-8")
+def shim_text(framework: str = "torch") -> str:
+    """A framework's unit shim (frontends.frameworks): km_torch_unit.h, km_tf_unit.h."""
+    return frameworks.unit_text(framework)
 
 
 _NO_HALF = ("__CUDA_NO_HALF_OPERATORS__", "__CUDA_NO_HALF_CONVERSIONS__", "__CUDA_NO_BFLOAT16_CONVERSIONS__",
             "__CUDA_NO_HALF2_OPERATORS__")
+
+# The namespaces where a repo's own definition of a unit shim's km:def- name replaces the shim's.
+_SHIM_SCOPES = {"torch": ((),), "tf": ((), ("tensorflow",))}
+# A TensorFlow or Eigen type named in an instantiation's arguments (`Eigen::half`, `tensorflow::int64`, from a
+# `template struct F<GPUDevice, Eigen::half>;`) needs the TensorFlow unit shim even where the closure names none.
+_TF_ARG = re.compile(r"\b(?:Eigen|tensorflow)::")
 
 # Built-ins the shim overloads for c10's 16-bit types; each overload sits between km:<name>-<type> markers.
 _SHIM_OVERLOADS = ("atomicAdd", "__ldg")
@@ -71,19 +76,22 @@ def _launches_from_device(kernel_text: str, pieces: list[dict[str, Any]]) -> boo
                and _LAUNCH.search(_STRING_OR_COMMENT.sub(" ", p["text"])) for p in pieces)
 
 
-def _shim_for(pieces: list[dict[str, Any]]) -> str:
-    """The unit shim without the overloads the repo defines itself (its own `atomicAdd(at::Half *, at::Half)`
-    or `__ldg(const at::Half *)`) and without the ATen helpers it defines at global scope in their place
-    (`WARP_SHFL_XOR`): two definitions of one overload would not compile."""
-    text = shim_text()
+def _shim_for(pieces: list[dict[str, Any]], framework: str = "torch") -> str:
+    """A unit shim without the overloads the repo defines itself (its own `atomicAdd(at::Half *, at::Half)`
+    or `__ldg(const at::Half *)`) and without the helpers it defines in their place (ATen's `WARP_SHFL_XOR` at
+    global scope; TensorFlow's `ldg` or `GpuAtomicAdd` at global scope or in `namespace tensorflow`, as a project
+    that carries a copy of gpu_device_functions.h has them): two definitions of one overload would not compile."""
+    text = shim_text(framework)
+    scopes = _SHIM_SCOPES.get(framework, ((),))
     for p in pieces:
-        if (p["kind"] in ("FUNCTION_DECL", "FUNCTION_TEMPLATE") and not any(p.get("namespaces") or ())
+        if (p["kind"] in ("FUNCTION_DECL", "FUNCTION_TEMPLATE", "CLASS_TEMPLATE")
+                and tuple(n for n in p.get("namespaces") or () if n) in scopes
                 and f"// km:def-{p['name']}-begin\n" in text):
             # (`template <typename T> __device__ T WARP_SHFL_XOR(...)` in the repo's own common.h)
             name = re.escape(p["name"])
             text = re.sub(rf"// km:def-{name}-begin\n.*?// km:def-{name}-end\n", "", text, flags=re.S)
             continue
-        if p["kind"] == "FUNCTION_DECL" and p["name"] in _SHIM_OVERLOADS:
+        if framework == "torch" and p["kind"] == "FUNCTION_DECL" and p["name"] in _SHIM_OVERLOADS:
             head = p["text"].split("{", 1)[0]
             for t in ("Half", "BFloat16", "int64_t", "uint8_t", "int8_t", "int16_t", "bool"):
                 if re.search(rf"\b{t}\s*\*", head):
@@ -473,7 +481,12 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
         # torch's __CUDA_NO_HALF* defines belong to torch code only: a unit that takes the shim for its int64
         # atomics alone (no torch name in the closure or the arguments) is built as its project was, with
         # __half's operators (`a > b` on __half in its own helpers).
-        torch_code = bool(unit.shims) or any(re.search(r"\b(c10|at)::", a) for a in inst["args"])
+        torch_code = "torch" in unit.frameworks or any(re.search(r"\b(c10|at)::", a) for a in inst["args"])
+        # The frameworks' unit shims, torch's first (frontends.frameworks): those the closure named, torch's for
+        # its types in the arguments or an atomic it overloads (_shim_types), TensorFlow's for an Eigen type.
+        with_shims = [fw for fw in ("torch", "tf") if fw in unit.frameworks
+                      or (fw == "torch" and _shim_types(inst["args"], kernel_text, pieces))
+                      or (fw == "tf" and any(_TF_ARG.search(a) for a in inst["args"]))]
         ctx = {
             "build_flags": flags, "no_half": no_half if torch_code else [],
             "unit_flags": [*(_DYNAMIC_PARALLELISM if _launches_from_device(kernel_text, own) else []),
@@ -485,7 +498,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             # The configuration the kernel was mined in; nvcc defines __CUDA_ARCH__ and __NVCC__ itself.
             "defines": [d.split("=", 1) if "=" in d else [d, "1"] for d in meta["parse_context"]["defines"]
                         if d.split("=", 1)[0] not in ("__CUDA_ARCH__", "__NVCC__")],
-            "shim_text": _shim_for(pieces) if unit.shims or _shim_types(inst["args"], kernel_text, pieces) else "",
+            "shim_text": "".join(_shim_for(pieces, fw) for fw in with_shims),
             "cub_compat": _cub_compat(kernel_text, own),
             "callable_stand_in": INFERRED_CALLABLE if re.search(rf"\b{INFERRED_CALLABLE}\b", args_text) else "",
             "toolkit_conflict": _vendored_cub(meta, own, list(dict.fromkeys(unit.includes + extra)))

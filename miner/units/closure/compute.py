@@ -33,6 +33,7 @@ from miner.units.closure.shims import (
     _is_torch_shim,
     _toolkit_header_of_shim,
     _unit_shim_macros,
+    framework_of_shim,
     unresolved_bases,
 )
 from miner.units.closure.siblings import specialized_template, written_with
@@ -73,6 +74,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     with_members: set[tuple[str, int]] = set()
     pieces: list[Piece] = []
     shims: set[str] = set()
+    used_frameworks: set[str] = set()  # (frontends.frameworks) whose unit shim the unit inlines
     work = [(kernel_cursor, _enclosing_namespaces(kernel_cursor))] + [(c, _enclosing_namespaces(c)) for c in extra]
     # A macro that writes the kernel may write more beside it (`template <> void gpu_abs<float>(...) {
     # k<float><<<...>>>(...); }`): that text is the kernel's text too, so what it names comes along.
@@ -230,6 +232,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                         take_text(scope, ev[1])
                 elif ev[0] == "shim":
                     shims.add(ev[1])
+                    used_frameworks.add(ev[2])
                 else:
                     headers.setdefault(ev[1])
         # The repo's device operators on a toolkit vector type the closure names (`operator+(const double3 &,
@@ -242,17 +245,23 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
         for name in sorted(more):
             operators_for(name)
     files = {kernel_path} | {p.path for p in pieces}
-    using_files, with_shim = set(files), bool(shims)
+    using_files, with_shim = set(files), frozenset(used_frameworks)
     kernel_key = ctx.sort_key(kernel_path, kernel_start)
     out.macros = _macros(ctx, tokens, kernel_key, vendored,
                          max([kernel_key, *(ctx.sort_key(p.path, p.start) for p in pieces)]))
     files |= {m.path for m in out.macros}
     for m in out.macros:
         tokens += _IDENT.findall(m.body)
-    # Torch's macros (`C10_WARP_SIZE`, `C10_HOST_DEVICE`) expand in the parse to our parse shim's text and
-    # leave no cursor to follow; the unit shim defines them, unless the repo defines the name itself.
-    shims |= {t for t in tokens if t in _unit_shim_macros() and not ctx.active_macro(t)}
+    # Framework macros (torch's `C10_WARP_SIZE`, TensorFlow's `GPU_1D_KERNEL_LOOP`) expand in the parse to our
+    # parse shim's text and leave no cursor to follow; the unit shim defines them, unless the repo defines the
+    # name itself.
+    shim_macros = _unit_shim_macros(ctx)
+    for t in tokens:
+        if t in shim_macros and not ctx.active_macro(t):
+            shims.add(t)
+            used_frameworks.add(shim_macros[t])
     out.shims = sorted(shims)
+    out.frameworks = sorted(used_frameworks)
     out.includes = _includes(ctx, files, tokens, list(headers))
     pieces += usings(ctx, using_files, pieces, seen, ctx.sort_key(kernel_path, kernel_start), with_shim, used,
                       out.includes)
@@ -324,8 +333,8 @@ def _events(ctx: TUContext, cur: ci.Cursor, scope: tuple[str, ...]) -> tuple[lis
                 continue
             rpath = ctx.norm(r.location.file.name)
             if rpath not in ctx.inputs:
-                if _is_torch_shim(ctx, rpath):
-                    events.append(("shim", r.spelling))
+                if (fw := framework_of_shim(ctx, rpath)) is not None:
+                    events.append(("shim", r.spelling, fw.name))
                 elif (h := _toolkit_header_of_shim(ctx, rpath)) is not None:
                     # `half2` that the repo only had through torch/extension.h: the unit, which has
                     # no torch, includes the toolkit header our parse shim stands for.

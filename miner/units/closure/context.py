@@ -81,6 +81,7 @@ class Closure:
     macros: list[Macro] = field(default_factory=list)
     includes: list[str] = field(default_factory=list)
     shims: list[str] = field(default_factory=list)
+    frameworks: list[str] = field(default_factory=list)  # whose unit shims the unit inlines (frontends.frameworks)
     unresolved: list[dict[str, str]] = field(default_factory=list)
     # Vendored libraries kept as #includes (closure.vendored): include_dir, parts, headers, defines, define_text.
     vendored: list[dict[str, Any]] = field(default_factory=list)

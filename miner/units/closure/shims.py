@@ -3,15 +3,15 @@ shim, a library's), what a unit lacks of them, and namespace chains of cursors."
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 
 import clang.cindex as ci
 
+from miner.frontends import frameworks
 from miner.frontends.common import split_top
-from miner.frontends.config import stub_dir
-from miner.units.closure.context import _CLASS_KINDS, _IDENT, _REF_KINDS, _STRING_OR_COMMENT, K, TUContext
+from miner.frontends.frameworks import Framework
+from miner.units.closure.context import _CLASS_KINDS, _REF_KINDS, K, TUContext
 from miner.units.closure.host_bodies import DECLARED_ONLY_UNRESOLVED, _blanked, _initializers_start, _kept_always
 from miner.units.headers import FRAMEWORK as _FRAMEWORK
 from miner.units.headers import STD_HEADERS as _STD_HEADERS
@@ -26,10 +26,16 @@ def _shim_rel(ctx: TUContext, path: str) -> str | None:
     return path[len(prefix):] if path.startswith(prefix) else None
 
 
+def framework_of_shim(ctx: TUContext, path: str) -> Framework | None:
+    """The framework (torch, tf) one of our framework parse shims stands for, where `path` is one
+    (its declarations map onto that framework's unit shim); else None."""
+    return frameworks.of_shim(_shim_rel(ctx, path))
+
+
 def _is_torch_shim(ctx: TUContext, path: str) -> bool:
-    """A declaration of our ATen/c10/torch parse shims (it maps onto the unit shim)."""
-    rel = _shim_rel(ctx, path)
-    return rel is not None and (rel == "km_torch_parse.h" or rel.split("/", 1)[0] in ("ATen", "c10", "torch", "THC"))
+    """A declaration of one of our framework parse shims (ATen/c10/torch, TensorFlow/Eigen): it maps onto the
+    framework's unit shim. (The name is the first framework's.)"""
+    return framework_of_shim(ctx, path) is not None
 
 
 def _toolkit_header_of_shim(ctx: TUContext, path: str) -> str | None:
@@ -159,8 +165,8 @@ def _unit_lacks(ctx: TUContext, r: ci.Cursor | None) -> str | None:
     top = r
     while top.semantic_parent is not None and top.semantic_parent.kind not in (K.NAMESPACE, K.TRANSLATION_UNIT):
         top = top.semantic_parent
-    if _is_torch_shim(ctx, path):
-        return None if top.spelling in _unit_shim_names() else _qualified(top)
+    if (fw := framework_of_shim(ctx, path)) is not None:
+        return None if top.spelling in _unit_shim_names(fw.name) else _qualified(top)
     return None if _toolkit_header_of_shim(ctx, path) is not None else _qualified(top)
 
 
@@ -168,43 +174,36 @@ def _qualified(c: ci.Cursor) -> str:
     return "::".join((*_enclosing_namespaces(c), c.spelling))
 
 
-@functools.cache
-def _unit_shim_macros() -> frozenset[str]:
-    """The torch macros the unit shim defines (its own KM_ helpers left out)."""
-    text = (stub_dir() / "unit" / "km_torch_unit.h").read_text(encoding="utf-8")
-    return frozenset(n for n in re.findall(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", text, re.M) if not n.startswith("KM_"))
+def _unit_shim_macros(ctx: TUContext | None = None) -> dict[str, str]:
+    """The framework macros the unit shims define, each to its framework's name. With `ctx`, a framework whose
+    macro names other code also defines (`CUDA_1D_KERNEL_LOOP`) counts only where the translation unit
+    included its parse shim."""
+    out: dict[str, str] = {}
+    for fw in frameworks.FRAMEWORKS:
+        if fw.macros_need_parse and ctx is not None and not _parsed_with(ctx, fw):
+            continue
+        for n in frameworks.unit_macros(fw.name):
+            out.setdefault(n, fw.name)
+    return out
 
 
-@functools.cache
-def _unit_shim_names() -> frozenset[str]:
-    """Identifiers the unit shim (km_torch_unit.h) declares or mentions, comments left out."""
-    text = (stub_dir() / "unit" / "km_torch_unit.h").read_text(encoding="utf-8")
-    return frozenset(_IDENT.findall(_STRING_OR_COMMENT.sub(" ", text)))
+def _parsed_with(ctx: TUContext, fw: Framework) -> bool:
+    return ctx.memo(f"_parsed_with_{fw.name}", lambda: any(_shim_rel(ctx, p) == fw.parse_shim for p in ctx.files))
 
 
-@functools.cache
-def _unit_shim_namespaces() -> frozenset[tuple[str, ...]]:
-    """The namespace chains the unit shim opens (`("at",)`, `("at", "cuda", "detail")`), comments left out."""
-    text = _STRING_OR_COMMENT.sub(" ", (stub_dir() / "unit" / "km_torch_unit.h").read_text(encoding="utf-8"))
-    stack: list[str | None] = []  # one entry per open brace: the namespace it opens, or None
-    out: set[tuple[str, ...]] = set()
-    for m in re.finditer(r"\bnamespace\s+(\w+)\s*\{|\{|\}", text):
-        if m.group(1):
-            stack.append(m.group(1))
-            out.add(tuple(n for n in stack if n is not None))
-        elif m.group(0) == "{":
-            stack.append(None)
-        elif stack:
-            stack.pop()
-    return frozenset(out)
+def _unit_shim_names(fw: str = "torch") -> frozenset[str]:
+    """Identifiers a framework's unit shim (km_torch_unit.h, km_tf_unit.h) declares or mentions, comments left out."""
+    return frameworks.unit_names(fw)
 
 
-def in_unit_shim(c: ci.Cursor) -> bool:
-    """Whether the unit shim has what a declaration of our torch parse shim names: its namespace chain
-    for a namespace (`at::indexing` is parse-only), its name for anything else."""
+def in_unit_shim(ctx: TUContext, c: ci.Cursor) -> bool:
+    """Whether the unit shim has what a declaration of one of our framework parse shims names: its namespace
+    chain for a namespace (`at::indexing` is parse-only), its name for anything else."""
+    fw = framework_of_shim(ctx, ctx.norm(c.location.file.name)) if c.location.file is not None else None
+    name = fw.name if fw is not None else "torch"
     if c.kind == K.NAMESPACE:
-        return _namespace_chain(c) in _unit_shim_namespaces()
-    return c.spelling in _unit_shim_names()
+        return _namespace_chain(c) in frameworks.unit_namespaces(name)
+    return c.spelling in frameworks.unit_names(name)
 
 
 def _enclosing_namespaces(c: ci.Cursor) -> tuple[str, ...]:

@@ -86,11 +86,14 @@ def _includes(ctx: TUContext, files: set[str], tokens: list[str],
     for path in sorted(files, key=lambda p: ctx.order.get(p, 0)):
         for m in INCLUDE.finditer(ctx.read(path)):
             name = m.group(2).decode().strip()
+            angle = m.group(1) == b"<"
+            if name.startswith(TF_CUB):  # TensorFlow's alias of the toolkit's CUB ("gpu/cub/device/...")
+                name, angle = name[len(TF_CUB) - 4:], True
             # A library header (curand_kernel.h) is not kept for being included: only when the closure names
             # something it declares (`needed`), so a kernel of the same file that draws no random numbers
             # does not depend on a header the toolkit may lack.
             kept = name in _STD_HEADERS or is_toolkit_header(name)
-            if m.group(1) != b"<" or _FRAMEWORK.search(name) or not kept:
+            if not angle or _FRAMEWORK.search(name) or not kept:
                 continue
             if name not in out:
                 out.append(name)
@@ -109,6 +112,8 @@ def _includes(ctx: TUContext, files: set[str], tokens: list[str],
     return out
 
 
+# TensorFlow's spelling of the toolkit's CUB (`#include "gpu/cub/device/device_reduce.cuh"`): `<cub/...>` in a unit.
+TF_CUB = "gpu/cub/"
 # A library's namespace, and the include folder a project header reaches it through.
 _LIBRARY_NAMESPACES = {"cub": "cub/", "thrust": "thrust/"}
 
@@ -125,7 +130,10 @@ def _library_includes(ctx: TUContext, tokens: list[str], have: list[str]) -> lis
             continue
         for m in INCLUDE.finditer(ctx.read(path)):
             name = m.group(2).decode().strip()
-            if m.group(1) == b"<" and name.startswith(tuple(folders)) and name not in out:
+            angle = m.group(1) == b"<"
+            if name.startswith(TF_CUB):
+                name, angle = name[len(TF_CUB) - 4:], True
+            if angle and name.startswith(tuple(folders)) and name not in out:
                 out.append(name)
     return out
 

@@ -12,6 +12,7 @@ from miner.units.closure.shims import (
     _is_torch_shim,
     _namespace_chain,
     _toolkit_header_of_shim,
+    framework_of_shim,
     in_unit_shim,
 )
 from miner.units.closure.vendored import Library, Vendored
@@ -25,7 +26,7 @@ def overloaded(c: ci.Cursor) -> list[ci.Cursor]:
 
 
 def usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple[str, int]],
-            before: tuple[int, int], with_shim: bool, libraries: dict[str, Library],
+            before: tuple[int, int], with_shim: frozenset[str], libraries: dict[str, Library],
             includes: list[str]) -> list[Piece]:
     """`using namespace X;`, `using X::y;` and `namespace a = X;` seen before the kernel, kept when what
     they name is in the unit: a namespace or declaration of the closure, a toolkit header the unit includes,
@@ -71,7 +72,8 @@ def usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple
         elif _is_torch_shim(ctx, tpath):
             # Kept where the unit shim has the target: `using namespace at::indexing;` named a namespace
             # only the parse shim declares ("name must be a namespace name").
-            keep = with_shim and in_unit_shim(target)
+            fw = framework_of_shim(ctx, tpath)
+            keep = fw is not None and fw.name in with_shim and in_unit_shim(ctx, target)
         else:
             h = _toolkit_header_of_shim(ctx, tpath)
             # (std's namespace is everywhere: a standard header's shim decides nothing)

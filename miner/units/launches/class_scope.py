@@ -74,17 +74,20 @@ class Prober:
             if len(self.lines) >= _MAX_PROBES or len(params) != len(class_args) or len(own) != len(class_args):
                 continue
             ck = (*key, *class_args)
+            base = _instance_text(st, cls, own, class_args)
+            if base is None:
+                continue
             if ck not in self.classes:
                 self.classes[ck] = f"__km_members_{len(self.classes)}"
                 self.members[self.classes[ck]] = (cls, dict(zip(own, class_args, strict=True)))
-                self.lines.append(_probe_text(self.classes[ck], cls, class_args, [
-                    ("km_self", "type", f"{cls.spelling}<{', '.join(class_args)}>"),
+                self.lines.append(_probe_text(self.classes[ck], cls, base, [
+                    ("km_self", "type", base),
                     *[(f"m_{n}", "type", n) for n in _member_types(cls)]]))
             mapping = {**dict(zip(params, class_args, strict=True)),
                        **dict(zip(member_params, member_args, strict=False))}
             filled = [substitute(t, mapping) for t in texts]
             name = f"__km_probe_{len(self.lines)}"
-            self.lines.append(_probe_text(name, cls, class_args, [
+            self.lines.append(_probe_text(name, cls, base, [
                 (f"a{i}", kinds[i] if i < len(kinds) else "type", t) for i, t in enumerate(filled)]))
             made.append((name, self.classes[ck], filled, kinds))
         if made:
@@ -249,7 +252,22 @@ def _param_kinds(st: _State, rec: Launch) -> list[str]:
     return [getattr(p, "kind", "type") for p in params]
 
 
-def _probe_text(name: str, cls: ci.Cursor, class_args: list[str], items: list[tuple[str, str, str]]) -> str:
+def _instance_text(st: _State, cls: ci.Cursor, own: list[str], class_args: list[str]) -> str | None:
+    """The class instantiation a probe derives from: `Map<int, pool>`; for a partial specialization, its primary
+    with the written pattern's parameters put in (`struct F<GPUDevice, T>` for T = float: `F<GpuDevice, float>`),
+    None where the pattern is unknown."""
+    if cls.kind != K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION:
+        return f"{cls.spelling}<{', '.join(class_args)}>"
+    pkey = _key(st.ctx, cls)
+    mapping = dict(zip(own, class_args, strict=False))
+    for parts in st.partials.values():
+        for k, pattern, _params in parts:
+            if k == pkey:
+                return f"{cls.spelling}<{', '.join(substitute(p, mapping) for p in pattern)}>"
+    return None
+
+
+def _probe_text(name: str, cls: ci.Cursor, base: str, items: list[tuple[str, str, str]]) -> str:
     """A struct derived from one instantiation of the class, one declaration a line (a compiler error is told
     apart by its line): `using a1 = size_type;`, `static constexpr auto a2 = (kTile);`."""
     ns = _enclosing_namespaces(cls)
@@ -263,7 +281,7 @@ def _probe_text(name: str, cls: ci.Cursor, class_args: list[str], items: list[tu
             body.append(f"template <class... KmP> using {item} = {t}<KmP...>;")
     head = "".join(f"namespace {n} {{ " if n else "namespace { " for n in ns)
     tail = " }" * len(ns)
-    return f"{head}struct {name} : {cls.spelling}<{', '.join(class_args)}> {{\n" + "\n".join(body) + f"\n}};{tail}"
+    return f"{head}struct {name} : {base} {{\n" + "\n".join(body) + f"\n}};{tail}"
 
 
 def _read(tu: ci.TranslationUnit, main: str, norm) -> dict[str, dict[str, str]]:

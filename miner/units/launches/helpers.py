@@ -144,11 +144,24 @@ def _object_of(call: ci.Cursor, children: list[ci.Cursor], args: list[ci.Cursor]
     return obj, decl
 
 
+# Frameworks' launch helpers, as if their bodies were `kernel<<<grid, block, smem, stream>>>(args...)`:
+# TensorFlow's `GpuLaunchKernel(kernel, grid, block, smem, stream, args...)` (gpu_kernel_helper.h; `CudaLaunchKernel`
+# its older name), whose headers the parse never sees. A project helper of the same name comes first.
+_TF_LAUNCH = Helper(0, ["kernel", "grid", "block", "smem", "stream", "args"], "args",
+                    ["grid", "block", "smem", "stream"], ["args..."], {})
+FRAMEWORK_HELPERS = {"GpuLaunchKernel": _TF_LAUNCH, "CudaLaunchKernel": _TF_LAUNCH}
+
+
+def _fits(h: Helper, hc: HelperCall) -> bool:
+    return h.index == hc.index and (len(hc.args) == len(h.params) or bool(h.pack and len(hc.args) >= len(h.params) - 1))
+
+
 def finish_helpers(st: _State) -> None:
     """A launch for each call of a known helper with a kernel where the helper launches its parameter."""
     for hc in st.helper_calls:
-        helper = next((h for h in st.helpers.get(hc.name, ()) if h.index == hc.index and (
-            len(hc.args) == len(h.params) or (h.pack and len(hc.args) >= len(h.params) - 1))), None)
+        helper = next((h for h in st.helpers.get(hc.name, ()) if _fits(h, hc)), None)
+        if helper is None and (fw := FRAMEWORK_HELPERS.get(hc.name)) is not None and _fits(fw, hc):
+            helper = fw
         kkey = _kernel_key(st, hc.target)
         if helper is None or kkey is None:
             continue

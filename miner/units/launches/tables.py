@@ -95,7 +95,24 @@ def _partial(st: _State, d: ci.Cursor) -> None:
     m = re.search(rf"\b(?:struct|class)\s+(?:[\w:]*::)?{re.escape(d.spelling)}\s*<", text)
     got = _angle_args(text, m.end() - 1) if m else None
     if got:
-        st.partials.setdefault(key, []).append((pkey, got[0], [p.spelling for p in _tparams(d)]))
+        # A written argument that is a typedef (`struct F<GPUDevice, T>` with `typedef Eigen::GpuDevice GPUDevice;`,
+        # TensorFlow's functor style) is matched as the type it names: instantiations spell the type itself.
+        aliases = {r.spelling: r.referenced.underlying_typedef_type.get_canonical().spelling
+                   for r in d.get_children() if r.kind == K.TYPE_REF and r.referenced is not None
+                   and r.referenced.kind in (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL)}
+        pattern = [_aliased(a, aliases) for a in got[0]]
+        st.partials.setdefault(key, []).append((pkey, pattern, [p.spelling for p in _tparams(d)]))
+
+
+def _aliased(written: str, aliases: dict[str, str]) -> str:
+    """A written partial-specialization argument that names a typedef, as the type it stands for."""
+    w = written.strip()
+    for name, canonical in aliases.items():
+        # (a TYPE_REF's spelling is the typedef's qualified name as clang prints it: `tf::GPUDevice`)
+        if canonical and (w == name or name.endswith("::" + w) or w.endswith("::" + name.rsplit("::", 1)[-1])
+                          and w.rsplit("::", 1)[-1] == name.rsplit("::", 1)[-1]):
+            return canonical
+    return written
 
 
 def _match_partial(pattern: list[str], params: list[str], args: list[str]) -> list[str] | None:
@@ -139,8 +156,9 @@ def _host_of(st: _State, path: str, fn: ci.Cursor) -> tuple[str, int] | None:
     if fn.kind in _FUNCS and parent is not None and parent.kind in _CLASS_TEMPLATES:
         key = _key(st.ctx, parent)
         if key is not None:
-            if parent.kind == K.CLASS_TEMPLATE:
-                st.classes[key], st.class_keys[key] = parent, key
+            # (a partial specialization's too: `static constexpr int kThreads = 32;` in `struct F<GPUDevice, T>`,
+            # TensorFlow's functor style, is read by class_scope's probe of `F<Eigen::GpuDevice, float>`)
+            st.classes[key], st.class_keys[key] = parent, key
             # Out of line, the definition names the parameters itself (possibly differently).
             st.host_params.setdefault(key, _tparams(fn) or _tparams(parent))
             if parent.kind == K.CLASS_TEMPLATE:
