@@ -342,7 +342,9 @@ def called_types(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
     open_at = text.find("{", close) if m and close >= m.end() else -1
     body = text[open_at:] if open_at >= 0 else ""
     out: set[str] = set()
+    # (a value given to a parameter, or to a function-pointer template parameter `FN(data[i], p)`, is data for it)
     params = [p.get("name") for p in meta.get("params") or () if p.get("name")]
+    params += [tp.get("name") for tp in meta.get("template_params") or () if tp.get("kind") == "value"]
     for tp in meta.get("template_params") or ():
         name = tp.get("name")
         if tp.get("kind") != "type" or not name or re.search(rf"\b{re.escape(name)}\b", body):

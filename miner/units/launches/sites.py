@@ -214,8 +214,6 @@ def _declared_type(arg: ci.Cursor, depth: int = 0) -> str | None:
     d = c.referenced if c.kind in (K.CALL_EXPR, K.MEMBER_REF_EXPR, K.DECL_REF_EXPR) else None
     if d is None and c.kind == K.MEMBER_REF_EXPR:
         return _dependent_member_type(c, depth)
-    if d is None and c.kind == K.CALL_EXPR:
-        return _dependent_call_type(c)
     if d is None:
         return None
     if d.kind in (K.CXX_METHOD, K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
@@ -338,16 +336,6 @@ def _callee_decls(call: ci.Cursor) -> list[ci.Cursor]:
             found = _overloaded(r) if r.kind == K.OVERLOADED_DECL_REF else [r]
             return [d for d in found if d.kind in (K.FUNCTION_TEMPLATE, K.CXX_METHOD, K.FUNCTION_DECL)]
     return []
-
-
-def _dependent_call_type(call: ci.Cursor) -> str | None:
-    """A dependent call's type where every function it may name returns the same written type."""
-    decls = _callee_decls(call)
-    texts = {" ".join(_CV.sub(" ", d.result_type.spelling).split()) for d in decls}
-    if len(texts) != 1:
-        return None
-    text = texts.pop()
-    return text if text and "dependent" not in text and not re.fullmatch(r"auto|decltype\(auto\)", text) else None
 
 
 def _whole_type(arg: ci.Cursor, host: list[str]) -> str | None:
