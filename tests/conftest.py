@@ -56,6 +56,12 @@ def only_meta(dataset: dict[str, Any], name: str) -> dict[str, Any]:
     return found[0]
 
 
+def unit_texts(dataset: dict[str, Any], meta: dict[str, Any]) -> list[str]:
+    """The unit.cu text of each of the kernel's instantiations in an extract_and_build dataset."""
+    folder = Path(dataset["out"]) / meta["id"]
+    return [(folder / inst["unit"]).read_text(encoding="utf-8") for inst in meta["instantiations"]]
+
+
 def build_statuses(meta: dict[str, Any]) -> dict[str, str]:
     """Instantiation id -> build status, with the error appended where there is one."""
     return {i["id"]: i["build"]["status"] + (": " + (i["build"].get("error") or "") if i["build"].get("error") else "")

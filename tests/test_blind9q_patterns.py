@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import build_statuses, extract_and_build, load_dataset, only_meta, run_miner
+from tests.conftest import build_statuses, extract_and_build, load_dataset, only_meta, run_miner, unit_texts
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -20,16 +20,12 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return extract_and_build(tmp_path_factory, "blind9q")
 
 
-def _units(dataset: dict[str, Any], meta: dict[str, Any]) -> list[str]:
-    folder = Path(dataset["out"]) / meta["id"]
-    return [(folder / inst["unit"]).read_text(encoding="utf-8") for inst in meta["instantiations"]]
-
 
 def test_a_using_declaration_of_a_standard_name_brings_its_header(dataset: dict[str, Any]) -> None:
     """`using std::bit_cast;` in a project header (C++20 from meson's `cpp_std`) of which the kernel needs nothing
     else: the unit kept the using-declaration but not `<bit>` ("namespace std has no member bit_cast")."""
     m = only_meta(dataset, "scale_kernel")
-    (unit,) = _units(dataset, m)
+    (unit,) = unit_texts(dataset, m)
     assert "using std::bit_cast;" in unit and "#include <bit>" in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
 
@@ -41,7 +37,7 @@ def test_an_argument_class_from_another_translation_unit_brings_its_headers(data
     undefined" in every instantiation)."""
     m = only_meta(dataset, "block_reduce")
     assert len(m["instantiations"]) == 3, [i["args"] for i in m["instantiations"]]
-    assert all("#include <float.h>" in u and "#include <limits.h>" in u for u in _units(dataset, m))
+    assert all("#include <float.h>" in u and "#include <limits.h>" in u for u in unit_texts(dataset, m))
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
 
 
@@ -50,7 +46,7 @@ def test_a_bundled_toolkit_detail_header_is_included_through_its_public_header(d
     header that refuses a direct include (`#error Never include this file directly`): the unit includes the
     toolkit's public header, not the detail one."""
     m = only_meta(dataset, "fill_slots")
-    (unit,) = _units(dataset, m)
+    (unit,) = unit_texts(dataset, m)
     assert "#include <nvtx3/nvToolsExtPayload.h>" in unit and "nvtxDetail" not in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
 
@@ -61,7 +57,7 @@ def test_a_kernel_using_arch_specific_instructions_builds_for_the_arch_specific_
     is built for the `a` variant of every target; a kernel without them keeps the run's targets."""
     for name in ("fenced_store", "consumer_warpgroup"):
         m = only_meta(dataset, name)
-        (unit,) = _units(dataset, m)
+        (unit,) = unit_texts(dataset, m)
         assert "--km-arch-specific" in unit
         assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
         assert {i["build"]["arch"] for i in m["instantiations"]} == {"sm_90a,compute_90a"}
@@ -89,7 +85,7 @@ def test_a_macro_that_writes_several_specializations_brings_each_primary_templat
     one piece named after the first, so the unit lacked the primary template of the other ("load_reverse is not a
     template")."""
     m = only_meta(dataset, "gather_reversed")
-    (unit,) = _units(dataset, m)
+    (unit,) = unit_texts(dataset, m)
     assert "__device__ Pack<N> load_forward(const unsigned* p);" in unit
     assert "__device__ Pack<N> load_reverse(const unsigned* p);" in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
@@ -100,7 +96,7 @@ def test_a_grid_constant_parameter_written_through_a_macro_is_plain_in_the_launc
     copy of the parameter kept the macro ("__grid_constant__ annotation is only allowed on a parameter of a
     __global__ function")."""
     m = only_meta(dataset, "scaled_copy")
-    (unit,) = _units(dataset, m)
+    (unit,) = unit_texts(dataset, m)
     launcher = unit[unit.index('extern "C" int km_launch_'):]
     assert "PROJ_GRID_CONSTANT" not in launcher.split("{", 1)[0]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
@@ -113,7 +109,7 @@ def test_atens_device_numeric_limits_come_with_the_unit_shim(dataset: dict[str, 
     m = only_meta(dataset, "row_max_kernel")
     assert sorted(i["id"] for i in m["instantiations"]) == ["double_double", "float_float", "half_float"]
     assert all("template <typename T> struct numeric_limits" in u and "KM_BITS_LIMITS(Half" in u
-               for u in _units(dataset, m))
+               for u in unit_texts(dataset, m))
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
 
 
@@ -132,7 +128,7 @@ def test_array_parameters_are_pointers_in_the_launcher_and_the_host_wrapper(data
     """`const unsigned keys[]` (typed `const unsigned []`): the launcher wrote `const unsigned [] km_keys` ("expected
     a ')'") and the host wrapper `unsigned [] *keys`. Both take the adjusted pointer type."""
     m = only_meta(dataset, "compact_flags")
-    (unit,) = _units(dataset, m)
+    (unit,) = unit_texts(dataset, m)
     assert "const unsigned * km_keys" in unit and "[] km_" not in unit
     folder = Path(dataset["out"]) / m["id"]
     wrapper = (folder / m["instantiations"][0]["host_wrapper"]).read_text(encoding="utf-8")
@@ -145,6 +141,6 @@ def test_a_constant_named_only_in_the_kernels_launch_bounds_comes_along(dataset:
     globals header: the attribute's argument is no cursor the closure walks ("identifier SCAN_CTA_SIZE is
     undefined")."""
     m = only_meta(dataset, "block_scan")
-    (unit,) = _units(dataset, m)
+    (unit,) = unit_texts(dataset, m)
     assert "const int SCAN_CTA_SIZE = 256;" in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -9,12 +9,11 @@ there: the parse reads our shim of them (shims/km_tf_parse.h) and the units inli
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import build_statuses, extract_and_build, only_meta
+from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -23,10 +22,6 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 def tf_ops(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return extract_and_build(tmp_path_factory, "tf_ops")
 
-
-def _units(dataset: dict[str, Any], meta: dict[str, Any]) -> list[str]:
-    folder = Path(dataset["out"]) / meta["id"]
-    return [(folder / inst["unit"]).read_text(encoding="utf-8") for inst in meta["instantiations"]]
 
 
 def test_the_cu_cc_file_is_parsed_as_cuda(tf_ops: dict[str, Any]) -> None:
@@ -70,7 +65,7 @@ def test_units_inline_the_tf_shim_and_build(tf_ops: dict[str, Any]) -> None:
         m = only_meta(tf_ops, name)
         assert m["closure"]["frameworks"] == ["tf"], m["closure"]
         assert names <= set(m["closure"]["shims"]), m["closure"]["shims"]
-        for unit in _units(tf_ops, m):
+        for unit in unit_texts(tf_ops, m):
             assert "kernel-miner unit shim: the TensorFlow and Eigen names" in unit
             assert "#include <tensorflow" not in unit and "km_torch_unit" not in unit
             assert "c10::Half" not in unit  # (torch's shim is not inlined)
