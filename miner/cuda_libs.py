@@ -168,9 +168,9 @@ class Found:
         """missing_toolkit_header: one line saying what is missing and what would provide it."""
         lib = header_library_of(self.header)
         if lib is not None:
-            return (f"missing_toolkit_header: <{self.header}> {needs_message(lib)} (the wheel's headers, "
-                    f"site-packages/{lib.package}/{lib.subdir}; the project's own copy is a git submodule the "
-                    f"checkout lacks)")
+            return (f"missing_toolkit_header: <{self.header}> {needs_message(lib)} (the tree holds no copy of "
+                    f"{lib.label}, typically a git submodule the checkout lacks; the wheel's headers are found as "
+                    f"site-packages/{lib.package}/{lib.subdir})")
         stem = self.header.split("/", 1)[0].split("_", 1)[0].split(".", 1)[0].lower()
         hint = next((w for p, w in _WHEEL_OF.items() if stem.startswith(p)), None)
         how = f"pip install {hint}" if hint else "install the CUDA library that ships it"

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from miner.cuda_libs import HeaderLibrary, header_library_dir, header_library_of
+from miner import cuda_libs
+from miner.cuda_libs import HeaderLibrary, header_library_of
 from miner.source.discover import SourceFile
 from miner.source.include_graph import INCLUDE, IncludeGraph, resolve
 
@@ -57,7 +58,7 @@ def per_translation_unit(files: list[SourceFile], graph: IncludeGraph, include_d
     for f in files:
         libs = list(dict.fromkeys(lib for p in sorted({f.path} | graph.closure(f.path)) for lib in per_file.get(p, ())))
         for lib in libs:
-            d = header_library_dir(lib)
+            d = cuda_libs.header_library_dir(lib)
             if d is not None:
                 dirs.setdefault(f.path, []).append(d)
             else:

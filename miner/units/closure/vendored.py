@@ -31,7 +31,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from miner.cuda_libs import HeaderLibrary, header_library_dir, header_library_of
+from miner import cuda_libs
+from miner.cuda_libs import HeaderLibrary, header_library_of
 from miner.units.closure.context import _IDENT, _STRING_OR_COMMENT, Macro, TUContext, _skipped_ranges
 from miner.units.headers import FRAMEWORK, STD_HEADERS, TOOLKIT_HEADER
 
@@ -203,7 +204,7 @@ class Vendored:
                 continue
             spelled = self._spelling(src, inc.location.offset)
             lib = header_library_of(spelled) if spelled else None
-            where = header_library_dir(lib) if lib is not None else None
+            where = cuda_libs.header_library_dir(lib) if lib is not None else None
             if lib is not None and where is not None and dst.startswith(where + os.sep) and spelled:
                 add(lib, where, spelled, ctx.sort_key(src, inc.location.offset), dst)
         for src in ctx.order:
@@ -216,7 +217,7 @@ class Vendored:
             for m in _DIRECTIVE.finditer(data):
                 spelled = m.group(2).decode("utf-8", "replace").strip().lstrip("./")
                 lib = header_library_of(spelled)
-                if lib is None or header_library_dir(lib) is not None:
+                if lib is None or cuda_libs.header_library_dir(lib) is not None:
                     continue  # (installed: the inclusion list above says which directives the parse took)
                 line = data.rfind(b"\n", 0, m.start()) + 1
                 if (src, line) in resolved:
