@@ -5,6 +5,11 @@ NVIDIA publishes each library as a PyPI wheel (`nvidia-curand`, `nvidia-cublas`)
 them (a container's nvcc-only toolkit) then compiles code that includes `<curand_kernel.h>` once that
 folder is on the include path. One lookup for both users: `build` (units that keep such an include) and
 `verify` (original translation units, which include anything).
+
+Header-only template libraries published as wheels too (CUTLASS and CuTe: `nvidia-cutlass`, headers in
+`site-packages/cutlass_library/source/include/{cutlass,cute}`) are found the same way (`HEADER_LIBRARIES`):
+code that includes `cutlass/cutlass.h` from a git submodule a plain checkout lacks is parsed against the
+wheel's copy, its units keep the `#include`s, and the build adds the wheel's include dir.
 """
 
 from __future__ import annotations
@@ -21,18 +26,83 @@ from pathlib import Path
 # The wheel to install for a library header, by the header's prefix (said in a missing-header error).
 _WHEEL_OF = {"curand": "nvidia-curand", "cublas": "nvidia-cublas", "cusparse": "nvidia-cusparse",
              "cufft": "nvidia-cufft", "cusolver": "nvidia-cusolver", "nccl": "nvidia-nccl",
-             "cudnn": "nvidia-cudnn", "nvshmem": "nvidia-nvshmem", "npp": "nvidia-npp"}
+             "cudnn": "nvidia-cudnn", "nvshmem": "nvidia-nvshmem", "npp": "nvidia-npp",
+             "cutlass": "nvidia-cutlass", "cute": "nvidia-cutlass"}
+
+
+@dataclass(frozen=True)
+class HeaderLibrary:
+    """A header-only library a wheel ships (CUTLASS/CuTe): the include folders (`cutlass/`, `cute/`) found under
+    `<package>/<subdir>` of the installed package, the names and macro prefixes its users write."""
+
+    wheel: str               # the distribution to pip install
+    package: str             # the import package that holds the headers (found with find_spec, never imported)
+    subdir: str              # the include dir inside it
+    parts: tuple[str, ...]   # the top-level include folders: `#include <cutlass/...>`, `<cute/...>`
+    names: frozenset[str]    # namespaces a unit that needs it names
+    macro_prefixes: tuple[str, ...]
+    label: str               # how a reason names it
+
+
+HEADER_LIBRARIES = (HeaderLibrary("nvidia-cutlass", "cutlass_library", "source/include", ("cutlass", "cute"),
+                                  frozenset({"cutlass", "cute"}), ("CUTLASS_", "CUTE_"), "CUTLASS"),)
+
+
+def header_library_of(spelled: str) -> HeaderLibrary | None:
+    """The wheel library an include spelled `cutlass/gemm/gemm.h` (or `cute/tensor.hpp`) belongs to."""
+    top = spelled.lstrip("./").split("/", 1)
+    if len(top) < 2:
+        return None
+    return next((lib for lib in HEADER_LIBRARIES if top[0] in lib.parts), None)
+
+
+@functools.lru_cache(maxsize=8)
+def header_library_dir(lib: HeaderLibrary) -> str | None:
+    """The installed wheel's include dir of `lib`, None where the wheel is not installed. The package is found,
+    not imported (cutlass_library's import pulls its Python dependencies)."""
+    try:
+        spec = importlib.util.find_spec(lib.package)
+    except (ImportError, ValueError):
+        return None
+    for base in (spec.submodule_search_locations or []) if spec is not None else []:
+        d = Path(base) / lib.subdir
+        if all((d / part).is_dir() for part in lib.parts):
+            return os.path.realpath(str(d))
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def header_library_cache_tag(include_dir: str) -> str:
+    """A macro name that holds the version of the wheel whose include dir this is (`KM_WHEEL_nvidia_cutlass_4_2_0_0`):
+    defined in the parse of the translation units parsed with it, so that the parse cache, keyed by the parse's
+    arguments, does not serve a parse made with another release of the headers."""
+    from importlib import metadata
+
+    for lib in HEADER_LIBRARIES:
+        if header_library_dir(lib) == include_dir:
+            try:
+                version = metadata.version(lib.wheel)
+            except metadata.PackageNotFoundError:
+                version = "unknown"
+            return "KM_WHEEL_" + re.sub(r"\W", "_", f"{lib.wheel}_{version}")
+    return "KM_WHEEL_unknown"
+
+
+def needs_message(lib: HeaderLibrary) -> str:
+    """What a unit that keeps the library's includes says when the wheel is not installed."""
+    return f"needs {lib.label}: pip install {lib.wheel}"
 
 
 @functools.lru_cache(maxsize=1)
 def wheel_include_dirs() -> tuple[str, ...]:
     """`include` folders of installed CUDA library wheels: `site-packages/nvidia/*/include`."""
     spec = importlib.util.find_spec("nvidia")
-    if spec is None or not spec.submodule_search_locations:
-        return ()
     out: list[str] = []
-    for base in spec.submodule_search_locations:
+    for base in spec.submodule_search_locations if spec is not None and spec.submodule_search_locations else ():
         out += [str(d) for d in sorted(Path(base).glob("*/include"))]
+    # Header-only libraries of other wheels (CUTLASS): after the CUDA libraries', so a project's own copy, on an
+    # -I of its own, wins.
+    out += [d for lib in HEADER_LIBRARIES if (d := header_library_dir(lib)) is not None and d not in out]
     return tuple(out)
 
 
@@ -96,6 +166,11 @@ class Found:
 
     def missing_message(self) -> str:
         """missing_toolkit_header: one line saying what is missing and what would provide it."""
+        lib = header_library_of(self.header)
+        if lib is not None:
+            return (f"missing_toolkit_header: <{self.header}> {needs_message(lib)} (the tree holds no copy of "
+                    f"{lib.label}, typically a git submodule the checkout lacks; the wheel's headers are found as "
+                    f"site-packages/{lib.package}/{lib.subdir})")
         stem = self.header.split("/", 1)[0].split("_", 1)[0].split(".", 1)[0].lower()
         hint = next((w for p, w in _WHEEL_OF.items() if stem.startswith(p)), None)
         how = f"pip install {hint}" if hint else "install the CUDA library that ships it"

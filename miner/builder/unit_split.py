@@ -136,10 +136,13 @@ def _local_headers(folder: Path, text: str, seen: set[Path] | None = None) -> li
 
 def vendored_flags(kernel_dir: Path, meta: dict[str, Any]) -> tuple[list[str], list[str]]:
     """(-isystem flags, headers) of the vendored libraries a kernel's units include (closure.vendored):
-    the dataset's copy of each, found relative to the kernel's folder."""
+    the dataset's copy of each, found relative to the kernel's folder. A wheel's library (`wheel`: CUTLASS) has
+    no copy: its headers are looked up as a CUDA library's are (miner.cuda_libs), and missing, say so."""
     flags: list[str] = []
     headers: list[str] = []
     for v in (meta.get("closure") or {}).get("vendored") or []:
+        if v.get("wheel"):
+            continue  # a wheel's header library (CUTLASS): found like a CUDA library's headers (Nvcc.prepare)
         d = str((kernel_dir / v["include_dir"]).resolve())
         if d not in flags:
             flags += ["-isystem", d]

@@ -121,7 +121,8 @@ def render_kernel(cache: ParseCache | None, key: str, out_dir: Path, meta: dict[
         except OSError:
             return meta
         unit = data.closures.get((k.path, k.start_offset)) if units else None
-        vendored = [(e["include_dir"], list(e["parts"])) for e in (unit.vendored if unit is not None else [])]
+        vendored = [(e["include_dir"], list(e["parts"])) for e in (unit.vendored if unit is not None else [])
+                    if not e.get("wheel")]  # (a wheel's library is not carried)
         cache.store_entry(key, {"meta": meta, "files": files, "vendored": vendored})
     return meta
 

@@ -35,6 +35,7 @@ from miner.source import (
     configured_headers,
     context,
     feature_guards,
+    header_wheels,
     include_graph,
     missing_headers,
 )
@@ -129,6 +130,7 @@ def _configure(run: CudaRun) -> None:
                                       if (a := build_flags.parse_args(fl["nvcc"])) != ["-std=c++17"]},
                              overlay_dir=framework_overlay([f.data for f in files + extra]),
                              defines_of=_feature_switches(files + extra, graph))
+    _header_wheels(run, files + extra, graph)
     switches = sorted({n for names in run.config.defines_of.values() for n in names if "=" not in n})
     if switches:
         run.report.notes.append(f"defined for the translation units whose explicit instantiations they guard "
@@ -151,6 +153,23 @@ def _configure(run: CudaRun) -> None:
         run.report.notes.append(f"defined for the translation units that reach a conditional whose branch in force "
                                 f"includes a header found nowhere (the build's value): "
                                 f"{', '.join(sorted({n for names in valued.values() for n in names}))}")
+
+
+def _header_wheels(run: CudaRun, files: list[SourceFile], graph: include_graph.IncludeGraph) -> None:
+    """The translation units that include a header-only library the tree lacks and a wheel ships (CUTLASS):
+    parsed with the wheel's include dir; without the wheel, a note says which (their units keep the includes
+    and fail their build saying what to install, miner.cuda_libs)."""
+    assert run.config is not None
+    dirs, missing = header_wheels.per_translation_unit(files, graph, run.config.include_dirs)
+    run.config.system_dirs_of = dirs
+    if dirs:
+        run.report.notes.append(f"{len(dirs)} sources reach CUTLASS/CuTe headers the tree lacks: parsed with those of "
+                                f"the installed wheel ({', '.join(sorted({d for ds in dirs.values() for d in ds}))})")
+    if missing:
+        libs = sorted({lib.wheel for ls in missing.values() for lib in ls})
+        run.report.notes.append(f"{len(missing)} sources reach headers the tree lacks that a wheel ships: "
+                                f"pip install {' '.join(libs)} (their units keep the includes and fail to build "
+                                f"without it)")
 
 
 def _feature_switches(files: list[SourceFile], graph: include_graph.IncludeGraph) -> dict[str, list[str]]:

@@ -36,6 +36,9 @@ class ParseConfig:
     defines_of: dict[str, list[str]] = field(default_factory=dict)
     # Stand-ins for framework headers the shims lack (framework_overlay): searched after the shims.
     overlay_dir: str | None = None
+    # Include dirs of installed wheels that ship a header-only library a translation unit includes and the tree
+    # lacks (CUTLASS: miner.source.header_wheels), per parse root: `-isystem`, after every project dir.
+    system_dirs_of: dict[str, list[str]] = field(default_factory=dict)
 
     def defines_dict(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -90,6 +93,11 @@ def clang_args(config: ParseConfig, path: str, prefix: bool = True) -> list[str]
     args += [f"-I{inc / 'shims'}"]
     if config.overlay_dir:
         args += [f"-I{config.overlay_dir}"]
+    if config.system_dirs_of.get(path):
+        from miner.cuda_libs import header_library_cache_tag
+
+        for d in config.system_dirs_of[path]:
+            args += ["-isystem", d, f"-D{header_library_cache_tag(d)}"]
     return args
 
 

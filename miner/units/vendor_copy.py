@@ -71,9 +71,23 @@ def metadata(out_dir: str, entries: list[dict[str, Any]], rel_source) -> list[di
     adds relative to the kernel's folder (`../vendor/glm-<hash>`)."""
     out = []
     for e in entries:
+        if e.get("wheel"):
+            # A wheel's header library (CUTLASS): not carried; the build finds the installed wheel's copy.
+            out.append({"library": e["parts"][0] if e["parts"] else "", "wheel": e["wheel"], "include_dir": "",
+                        "headers": list(e["headers"]), "defines": list(e.get("defines", [])),
+                        "prelude": list(e.get("prelude", [])), "source": _wheel_source(e)})
+            continue
         rel_dir = carry(out_dir, e["include_dir"], e["parts"])
         out.append({"library": os.path.splitext(e["parts"][0])[0] if e["parts"] else "",
                     "include_dir": f"../{rel_dir}", "headers": list(e["headers"]),
                     "defines": list(e.get("defines", [])), "prelude": list(e.get("prelude", [])),
                     "source": rel_source(e["include_dir"])})
     return out
+
+
+def _wheel_source(e: dict[str, Any]) -> str:
+    """`nvidia-cutlass==4.2.0.0`: the wheel the parse read the library from, or that it needs, not installed."""
+    from miner import cuda_libs
+
+    found = cuda_libs.wheel_of_header(e["headers"][0]) if e["include_dir"] and e["headers"] else None
+    return found or f"{e['wheel']} (not installed)"

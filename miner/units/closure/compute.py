@@ -233,6 +233,8 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 elif ev[0] == "shim":
                     shims.add(ev[1])
                     used_frameworks.add(ev[2])
+                elif ev[0] == "lib":  # a declaration of a wheel's header library (CUTLASS): its #include
+                    vendored(ev[1])
                 else:
                     headers.setdefault(ev[1])
         # The repo's device operators on a toolkit vector type the closure names (`operator+(const double3 &,
@@ -260,6 +262,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
         if t in shim_macros and not ctx.active_macro(t):
             shims.add(t)
             used_frameworks.add(shim_macros[t])
+    _wheel_libraries(vend, tokens, used)
     out.shims = sorted(shims)
     out.frameworks = sorted(used_frameworks)
     out.includes = _includes(ctx, files, tokens, list(headers))
@@ -267,7 +270,8 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                       out.includes)
     out.pieces = sorted(pieces, key=lambda p: ctx.sort_key(p.path, p.start))
     out.vendored = [{"include_dir": lib.include_dir, "parts": list(lib.parts), "headers": list(lib.headers),
-                     "defines": [m.name for m in vend.config_defines(lib)], "prelude": vend.prelude(lib)}
+                     "defines": [m.name for m in vend.config_defines(lib)], "prelude": vend.prelude(lib),
+                     **({"wheel": lib.wheel.wheel} if lib.wheel is not None else {})}
                     for lib in sorted(used.values(), key=lambda lib: lib.first)]
     out.unresolved = _unresolved(ctx, files, {(p.path, p.start, p.end) for p in pieces},
                                  (kernel_path, kernel_cursor.extent.start.offset, kernel_cursor.extent.end.offset),
@@ -333,7 +337,9 @@ def _events(ctx: TUContext, cur: ci.Cursor, scope: tuple[str, ...]) -> tuple[lis
                 continue
             rpath = ctx.norm(r.location.file.name)
             if rpath not in ctx.inputs:
-                if (fw := framework_of_shim(ctx, rpath)) is not None:
+                if (lib := Vendored.of(ctx).library_of(rpath)) is not None and lib.wheel is not None:
+                    events.append(("lib", rpath))
+                elif (fw := framework_of_shim(ctx, rpath)) is not None:
                     events.append(("shim", r.spelling, fw.name))
                 elif (h := _toolkit_header_of_shim(ctx, rpath)) is not None:
                     # `half2` that the repo only had through torch/extension.h: the unit, which has
@@ -395,6 +401,20 @@ def _events(ctx: TUContext, cur: ci.Cursor, scope: tuple[str, ...]) -> tuple[lis
             for gp, gc in found if found is not None else [g[0] for g in ctx.groups_named(name)]:
                 events.append(("take", gp, gc))
     return idents, events
+
+
+def _wheel_libraries(vend: Vendored, tokens: list[str], used: dict[str, Library]) -> None:
+    """A wheel's header library (CUTLASS/CuTe) the translation unit includes joins the unit's #includes when the
+    closure's text names it: its namespaces (`cutlass::half_t`, `cute::Tensor`) or its macros (`CUTLASS_DEVICE`,
+    which the parse expands and no cursor names). The declarations the walk reached in its files did already
+    ("lib" events); without the wheel, the parse found none, and the names are all there is."""
+    wheels = [lib for lib in vend.libraries if lib.wheel is not None and lib.include_dir not in used]
+    if not wheels:
+        return
+    names = set(tokens)
+    for lib in wheels:
+        if names & lib.wheel.names or any(t.startswith(lib.wheel.macro_prefixes) for t in names):
+            used.setdefault(lib.include_dir, lib)
 
 
 def _names_project_declaration(ctx: TUContext, using: ci.Cursor) -> bool:

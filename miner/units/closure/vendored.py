@@ -31,7 +31,9 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from miner.units.closure.context import _IDENT, _STRING_OR_COMMENT, Macro, TUContext
+from miner import cuda_libs
+from miner.cuda_libs import HeaderLibrary, header_library_of
+from miner.units.closure.context import _IDENT, _STRING_OR_COMMENT, Macro, TUContext, _skipped_ranges
 from miner.units.headers import FRAMEWORK, STD_HEADERS, TOOLKIT_HEADER
 
 THIRD_PARTY_DIRS = frozenset({"third_party", "third-party", "thirdparty", "3rdparty", "3rd_party", "3rd-party",
@@ -51,6 +53,10 @@ class Library:
     first: tuple[int, ...] = ()  # sort key of the first include of it in the TU
     at: dict[str, tuple[int, ...]] = field(default_factory=dict)  # spelling -> sort key of its first include
     files: set[str] = field(default_factory=set)  # its files this TU read
+    # A header-only library of an installed wheel (CUTLASS: miner.cuda_libs.HEADER_LIBRARIES) the tree lacks: not
+    # carried into the dataset, the build finds the wheel's copy. `include_dir` is the wheel's, or "" where the
+    # wheel is not installed (the unit keeps the includes all the same, and its build says what to install).
+    wheel: HeaderLibrary | None = None
 
     def holds(self, path: str) -> bool:
         return self.part_of(path) is not None
@@ -143,6 +149,7 @@ class Vendored:
                 lib.at[spelled] = key
             lib.first = min(lib.first, key) if lib.first else key
         project = {dst for _src, dst in edges if dst in ctx.inputs}
+        self._find_wheels()
         for lib in by_dir.values():
             # Self-contained, part by part (`json/`, `pcg32/` under one `dependencies/`): what its files include
             # is its own or no project file at all. A part that includes the project's headers is inlined; the
@@ -161,6 +168,70 @@ class Vendored:
             lib.files = {dst for _src, dst in edges if lib.holds(dst)}
             if _size(lib.include_dir, tuple(lib.parts)) > MAX_BYTES:
                 continue
+            self.libraries.append(lib)
+
+    def _find_wheels(self) -> None:
+        """Header-only libraries of wheels (CUTLASS/CuTe) that the project's files include and the tree lacks: where
+        the wheel is installed the parse found them in its include dir (header_wheels) and the TU's inclusion list
+        says which of the project's directives landed there; where it is not, the project's active directives
+        spelled for the library (`cutlass/...`) that found no file. Each is kept as the project's include lines,
+        never inlined (the parse has no piece of it) nor carried into the dataset."""
+        ctx = self.ctx
+        found: dict[HeaderLibrary, Library] = {}
+
+        def add(lib: HeaderLibrary, include_dir: str, spelled: str, key: tuple[int, ...], dst: str | None) -> None:
+            got = found.setdefault(lib, Library(include_dir, [], wheel=lib))
+            part = spelled.split("/", 1)[0]
+            if part not in got.parts:
+                got.parts.append(part)
+            if spelled not in got.at or key < got.at[spelled]:
+                got.at[spelled] = key
+            if dst is not None:
+                got.files.add(dst)
+
+        resolved: set[tuple[str, int]] = set()  # (project file, line start) of directives that found a file
+        reached: list[str] = []
+        for inc in ctx.tu.get_includes():
+            if inc.source is None:
+                continue
+            src, dst = ctx.norm(inc.source.name), ctx.norm(inc.include.name)
+            if src not in ctx.inputs:
+                reached.append(dst)
+                continue
+            data = ctx.read(src)
+            resolved.add((src, data.rfind(b"\n", 0, inc.location.offset) + 1))
+            if dst in ctx.inputs:
+                continue
+            spelled = self._spelling(src, inc.location.offset)
+            lib = header_library_of(spelled) if spelled else None
+            where = cuda_libs.header_library_dir(lib) if lib is not None else None
+            if lib is not None and where is not None and dst.startswith(where + os.sep) and spelled:
+                add(lib, where, spelled, ctx.sort_key(src, inc.location.offset), dst)
+        for src in ctx.order:
+            if src not in ctx.inputs:
+                continue
+            data = ctx.read(src)
+            if b"cutlass/" not in data and b"cute/" not in data:  # (HEADER_LIBRARIES' folders)
+                continue
+            skipped: list[tuple[int, int]] | None = None
+            for m in _DIRECTIVE.finditer(data):
+                spelled = m.group(2).decode("utf-8", "replace").strip().lstrip("./")
+                lib = header_library_of(spelled)
+                if lib is None or cuda_libs.header_library_dir(lib) is not None:
+                    continue  # (installed: the inclusion list above says which directives the parse took)
+                line = data.rfind(b"\n", 0, m.start()) + 1
+                if (src, line) in resolved:
+                    continue
+                if skipped is None:
+                    skipped = _skipped_ranges(ctx.tu, ctx.files.get(src))
+                if any(s <= m.start() < e for s, e in skipped):
+                    continue  # an inactive #if branch
+                add(lib, "", spelled, ctx.sort_key(src, m.start()), None)
+        for lib in found.values():
+            if lib.include_dir:  # the library's files this TU read (their names select the project's #defines)
+                lib.files |= {f for f in reached if f.startswith(lib.include_dir + os.sep)}
+            lib.first = min(lib.at.values())
+            lib.headers = sorted(lib.at, key=lambda h: lib.at[h])
             self.libraries.append(lib)
 
     def _includes_project(self, path: str, lib: Library, project: set[str]) -> bool:
@@ -213,6 +284,8 @@ class Vendored:
         return list(dict.fromkeys(line for _k, line in sorted(items)))
 
     def library_of(self, path: str) -> Library | None:
+        if not path:
+            return None
         if path not in self._of:
             self._of[path] = next((lib for lib in self.libraries if lib.holds(path)), None)
         return self._of[path]
@@ -226,6 +299,8 @@ class Vendored:
             names: set[str] = set()
             for f in lib.files:
                 names |= _identifiers(f, ctx.read(f))
+            if lib.wheel is not None:  # (its files may not be installed: its macros' prefixes)
+                names |= {n for n in ctx.macros if n.startswith(lib.wheel.macro_prefixes)}
             out: list[Macro] = []
             last = max(lib.at.values())
             for name in sorted(names):
