@@ -110,6 +110,13 @@ def test_device_function_is_a_helper_and_removed_api_is_its_own_class(built: Pat
     assert old["status"] == "failed" and old["error_class"] == "removed_triton_api"
     assert "_experimental_descriptor_load" in old["error"]
     assert "ports" not in old  # a call that changed shape, not a rename: not ported
+    # a keyword an older `tl.dot` took: refused inside triton.language itself, so an older API too
+    dot = by["old_dot_kernel"]["instantiations"][0]["build"]
+    assert dot["status"] == "failed" and dot["error_class"] == "removed_triton_api", dot
+    assert "trans_b" in dot["error"]
+    # the same TypeError from the project's own helper is the code's error, whatever the kernel line echoes
+    wrong = by["wrong_keyword_kernel"]["instantiations"][0]["build"]
+    assert wrong["status"] == "failed" and wrong["error_class"] == "compile_error", wrong
     for m in by.values():
         assert schema.errors(m) == []
 

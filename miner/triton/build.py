@@ -41,12 +41,25 @@ _CLASSES = [
     # Code the installed Triton does not accept whatever the signature (a dtype called as a constructor,
     # `tl.float32(0.0)`): not a guessed type, so not signature_type although the text says "dtype".
     ("compile_error", re.compile(r"object is not callable")),
+    # A jit helper of the project called with arguments it does not take: the code, not a guessed signature.
+    ("compile_error", re.compile(r"\w+\(\) (?:got an unexpected keyword argument|takes \d+ positional arguments? but|"
+                                 r"missing \d+ required)")),
     ("constexpr_value", re.compile(r"constexpr|power of 2|arange|must be a|shape|static_assert", re.I)),
     ("signature_type", re.compile(r"pointer|ptr|dtype|type|cast|Unsupported|scalar", re.I)),
 ]
 
 
-def classify(stage: str, error: str | None, status: str) -> str | None:
+# A `tl.*` call whose keyword or arity an older Triton accepted (`tl.dot(a, b, trans_b=True)`, gone in 2.x): the
+# TypeError is raised inside triton/language itself, which tells it from a project helper called wrongly.
+_REMOVED_ARGUMENT = re.compile(r'/triton/language/[^"\n]*", line \d+, in \w+\n(?:[^\n]*\n){0,4}?TypeError: \w+\(\) '
+                               r"(?:got an unexpected keyword argument|takes \d+ positional arguments? but|"
+                               r"missing \d+ required)")
+
+
+_AT_CONTEXT = re.compile(r" \(at \d+:\d+: [^\n]*\)$")
+
+
+def classify(stage: str, error: str | None, status: str, log: str | None = None) -> str | None:
     if status == "ok":
         return None
     if status == "timeout":
@@ -64,8 +77,13 @@ def classify(stage: str, error: str | None, status: str) -> str | None:
         return "import_error"
     if stage == "lookup":
         return "not_a_kernel"
+    if log and _REMOVED_ARGUMENT.search(log):
+        return "removed_triton_api"
+    # The kernel line the compiler echoes after the message (`(at 4:27: def k(x, BLOCK: tl.constexpr):)`) is
+    # context, not the error: its words must not pick the class.
+    message = _AT_CONTEXT.sub("", error or "")
     for name, rx in _CLASSES:
-        if rx.search(error or ""):
+        if rx.search(message):
             return name
     return "compile_error"
 
@@ -275,7 +293,7 @@ def _record(kdir: Path, unit_dir: str, meta: dict[str, Any], r: dict[str, Any], 
         rec["num_warps"], rec["num_stages"] = r["num_warps"], r["num_stages"]
     else:
         ptx.unlink(missing_ok=True)
-        rec["error_class"] = classify(r.get("stage", ""), r.get("error"), r["status"])
+        rec["error_class"] = classify(r.get("stage", ""), r.get("error"), r["status"], r.get("log"))
         rec["error"] = rec["error"] or r["status"]
         m = re.search(r"name '([A-Za-z_][A-Za-z0-9_]*)' is not defined", rec["error"])
         rec["missing_symbol"] = m.group(1) if m else None
