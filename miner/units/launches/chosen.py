@@ -31,6 +31,7 @@ def chosen_launches(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, kerne
     var, member = _variable(kernel_arg)
     if var is None:
         return
+    table_launches(st, fn, path, call, var, cfg, args, api, in_lambda, host_key)
     for chooser in _assigned_calls(fn, var):
         ref = chooser.referenced
         if ref is None or ref.kind not in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
@@ -44,6 +45,48 @@ def chosen_launches(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, kerne
         launch.via = {"function": _qualified(primary), "template_args": list(targs or []), "member": member}
         _values(st.ctx, launch, fn, call)
         st.chosen.append(launch)
+
+
+def table_launches(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, var: ci.Cursor, cfg: dict[str, str | None],
+                   args: list[str], kind: str, in_lambda: bool, host_key: tuple[str, int] | None) -> bool:
+    """A launch of a pointer read from a table of kernels (`auto f = table[i]; f<<<g, b, 0, s>>>(...)`, the table
+    a namespace-scope array `{k<A, float>, k<B, float>, ..., nullptr}`): one launch with this configuration per
+    kernel reference of the table's initializer, matched after the parse like a chooser's (`via`: the table's
+    name and file, which keep two files' `static` tables of one name apart). True when one was recorded."""
+    done = False
+    for table in _subscripted_tables(fn, var):
+        loc = table.location
+        if loc.file is None:
+            continue
+        launch = Launch(kernel=None, launcher=fn.spelling, path=path, line=call.location.line, kind=kind,
+                        config=dict(cfg), args=list(args), in_lambda=in_lambda, host_template=host_key)
+        launch.via = {"function": table.spelling, "template_args": [], "member": None,
+                      "path": st.ctx.norm(loc.file.name)}
+        _values(st.ctx, launch, fn, call)
+        st.chosen.append(launch)
+        done = True
+    return done
+
+
+def _subscripted_tables(fn: ci.Cursor, var: ci.Cursor) -> list[ci.Cursor]:
+    """Namespace-scope arrays the function stores an element of in `var` (its initializer, `var = t[i]`)."""
+    rhs: list[ci.Cursor] = [_strip(c) for c in var.get_children()
+                            if c.kind not in (K.TYPE_REF, K.NAMESPACE_REF, K.TEMPLATE_REF)][-1:]
+    for c in fn.walk_preorder():
+        if c.kind == K.BINARY_OPERATOR and _is_assignment(c):
+            kids = list(c.get_children())
+            if len(kids) == 2 and _strip(kids[0]).kind == K.DECL_REF_EXPR and _strip(kids[0]).referenced == var:
+                rhs.append(_strip(kids[1]))
+    out: list[ci.Cursor] = []
+    for r in rhs:
+        if r.kind != K.ARRAY_SUBSCRIPT_EXPR:
+            continue
+        base = _strip(next(iter(r.get_children()), r))
+        t = base.referenced if base.kind == K.DECL_REF_EXPR else None
+        if t is not None and t.kind == K.VAR_DECL and t.semantic_parent is not None and \
+                t.semantic_parent.kind in (K.TRANSLATION_UNIT, K.NAMESPACE) and t not in out:
+            out.append(t)
+    return out
 
 
 def _strip(c: ci.Cursor) -> ci.Cursor:
@@ -158,7 +201,7 @@ def match_chosen(chosen: list[Launch], refs: list[Launch]) -> list[Launch]:
         via = launch.via or {}
         name = via.get("function", "").split("::")[-1]
         for ref in refs:
-            if ref.kind != "reference" or ref.launcher != name:
+            if ref.kind != "reference" or ref.launcher != name or via.get("path", ref.path) != ref.path:
                 continue
             stored = ref.via_member
             if via.get("member") and stored and stored != via["member"]:

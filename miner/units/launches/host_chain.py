@@ -90,21 +90,24 @@ def _named_instance(st: _State, c: ci.Cursor, host_key: tuple[str, int] | None) 
     ctx = st.ctx
     ref = c.referenced
     if c.kind == K.DECL_REF_EXPR and ref is not None and ref.kind == K.FUNCTION_DECL:
-        args, target = _template_args(ref), _primary(ref)
+        lists, target = [_template_args(ref)], _primary(ref)
     elif host_key is None and K.OVERLOADED_DECL_REF in (c.kind, ref.kind if ref is not None else None):
         found = [t for t in _targets(ctx, c) if t.kind == K.FUNCTION_TEMPLATE]
         if len(found) != 1:
             return
         target = found[0]
-        written = _written_args(st, c, target.spelling)
-        args = [st.resolver(t, set()) for t in written[0]] if written else None
+        # (every list one macro invocation writes: `{ROW(float) ROW(half) nullptr}` names the template at one place)
+        lists = [[st.resolver(t, set()) for t in w] for w in _written_args(st, c, target.spelling)]
     else:
         return
-    if not args or any("(lambda at " in a for a in args) or target.location.file is None:
+    if target.location.file is None:
         return
     key = _def_key(ctx, target)
-    if key is not None and key[0] in ctx.inputs and _key(ctx, target) not in st.kernels:
-        _add(st.concrete, key, args)
+    if key is None or key[0] not in ctx.inputs or _key(ctx, target) in st.kernels:
+        return
+    for args in lists:
+        if args and not any("(lambda at " in a for a in args):
+            _add(st.concrete, key, args)
 
 
 def _def_key(ctx, d: ci.Cursor) -> tuple[str, int] | None:

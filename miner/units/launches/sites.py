@@ -9,7 +9,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.common import split_top
-from miner.units.launches.chosen import chosen_launches
+from miner.units.launches.chosen import _variable, chosen_launches, table_launches
 from miner.units.launches.cursors import _aliases, _overloaded, _primary, _template_args, _tparams, qualify_namespaces
 from miner.units.launches.dataflow import _targets_of_launch
 from miner.units.launches.functors import lambda_overrides
@@ -44,6 +44,11 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
     if len(found) > 1:
         found = _fitting(st, found, len([a for a in children if a is not callee and a is not cfg]))
     if not found:
+        var = _local_variable(callee)
+        if var is not None and fn is not None and table_launches(
+                st, fn, path, call, var, {"grid": parts[0], "block": parts[1], "shared_mem": parts[2] or "0",
+                                          "stream": parts[3] or "0"}, args_text or [], kind, in_lambda, host_key):
+            return
         # `kernel<<<...>>>(n, args...)` with `kernel` a parameter: a launch helper, whose callers are the launches.
         if kind == "<<<>>>" and fn is not None:
             note_helper(st, fn, callee, parts, args_text or [])
@@ -94,6 +99,15 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
             _record_aliases(st, launch, r)
         _values(ctx, launch, fn, call)
         st.launches.append(launch)
+
+
+def _local_variable(callee: ci.Cursor) -> ci.Cursor | None:
+    """The function's own variable a launch calls (`f<<<...>>>` with `auto f = table[i];`), not a parameter."""
+    var, member = _variable(callee)
+    if var is None or member is not None or var.semantic_parent is None or \
+            var.semantic_parent.kind in (K.TRANSLATION_UNIT, K.NAMESPACE):
+        return None
+    return var
 
 
 def _with_declarations(st: _State, spec: ci.Cursor | None, written: list[str], r: ci.Cursor) -> list[str] | None:
