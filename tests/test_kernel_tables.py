@@ -56,3 +56,24 @@ def test_a_host_template_table_written_through_macros_instantiates_its_launches(
                                    "typename PodOf<static_cast<Kind>(2)>::type"}, got
     assert {i["origin"] for i in m["instantiations"]} == {"host_template"}
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "object_macro_launch")
+
+
+def test_a_launch_written_whole_in_a_parameterless_macro_keeps_its_configuration(sweep: dict[str, Any]) -> None:
+    """`#define CALL_SWEEP k<W, S, kGeometric, kFilter><<<grid, block>>>(...)` used in each branch of a method
+    template (a multi-view-stereo pattern of the tenth set): the launch's grid was the macro's whole text, its block
+    and arguments missing; now they are the launch's own, the block folded to 64."""
+    m = only_meta(sweep, "sweep_kernel")
+    assert m["launches"], m["launches"]
+    for lc in m["launches"]:
+        assert (lc["config"]["grid"], lc["config"]["block"]) == ("grid", "block"), lc["config"]
+        assert lc["values"].get("block") == 64, lc["values"]
+        assert [a["expr"] for a in lc["args"]] == ["cost_", "width_", "height_"], lc["args"]
+    got = sorted(_args(m))
+    assert got == sorted([w, s, g, f] for w, s in (("3", "1"), ("5", "2"))
+                         for g, f in (("true", "true"), ("true", "false"), ("false", "false"))), got
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -15,11 +15,11 @@ from miner.units.launches.cursors import _aliases, _key, _primary, _Resolver, _t
 from miner.units.launches.record import _COMMENT, MAX_HOST_INSTANTIATIONS, K, Launch
 from miner.units.launches.text import (
     _angle_args,
-    _macro_params,
     _named_args,
     _src,
     expand_macros,
     macro_argument_lists,
+    object_macro_body,
 )
 
 
@@ -237,15 +237,8 @@ def _written_args(st: _State, ref: ci.Cursor, name: str) -> list[list[str]]:
         return [got[0]] if got else []
     loc = ref.extent.start
     at = (st.ctx.norm(loc.file.name), loc.offset) if loc.file is not None else None
-    # A table written by one object-like macro (`{ALL_KERNELS nullptr}`, `#define ALL_KERNELS ROWS(float)`): the
-    # reference sits on that name alone, which stands for its body.
-    for _ in range(4):
-        word = _COMMENT.sub(" ", text).strip()
-        macro = st.ctx.def_at(word, at) if re.fullmatch(r"[A-Za-z_]\w*", word) else None
-        if macro is None or _macro_params(macro.body) is not None or not macro.body.strip():
-            break
-        text = macro.body
-    expanded = expand_macros(st.ctx, text, at=at)
+    # (a table written by one object-like macro, `{ALL_KERNELS nullptr}`: the reference sits on that name alone)
+    expanded = expand_macros(st.ctx, object_macro_body(st.ctx, text, at), at=at)
     found = _named_args(expanded, name)
     if len(found) > 1:
         # One invocation that writes several references (`CASES(4, 8)` expanding to `CASE(4, 1, 8) CASE(4, 2, 8)`,

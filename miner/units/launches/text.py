@@ -181,15 +181,29 @@ def _invocation_length(text: str) -> int:
     return len(text)
 
 
+def object_macro_body(ctx: TUContext, text: str, at: tuple[str, int] | None = None) -> str:
+    """`text` when it is not the name of an object-like macro, else the body it stands for, through up to four
+    such names (`{ALL_ROWS nullptr}` with `#define ALL_ROWS ROWS(float)`; a launch written whole in a
+    parameterless `#define CALL_SWEEP k<A, B><<<g, b>>>(...)`)."""
+    for _ in range(4):
+        word = _COMMENT.sub(" ", text).strip()
+        macro = ctx.def_at(word, at) if _IDENT.fullmatch(word) else None
+        if macro is None or _macro_params(macro.body) is not None or not macro.body.strip():
+            break
+        text = macro.body.replace("\\\n", " ")
+    return text
+
+
 def _macro_launch(ctx: TUContext, text: str, at: tuple[str, int] | None = None
                   ) -> tuple[list[str | None], list[str] | None, str]:
     """Configuration and arguments of a launch written through a macro (`hipLaunchKernelGGL(k, g, b,
-    smem, stream, args...)`, a repo's `LAUNCH_1D(k, n, stream, ...)`)."""
+    smem, stream, args...)`, a repo's `LAUNCH_1D(k, n, stream, ...)`, a parameterless `CALL_K`)."""
+    text = object_macro_body(ctx, text, at)
     inv = _invocation(_COMMENT.sub(" ", text))
-    if inv is None:
+    if inv is None and "<<<" not in text:
         return [text], None, "<<<>>>"
-    name, args = inv
-    if name in _MACRO_LAUNCHES:
+    if inv is not None and inv[0] in _MACRO_LAUNCHES:
+        name, args = inv
         return [*(a or None for a in args[1:5])], args[5:], name
     expanded = expand_macros(ctx, text, at=at)
     m = re.search(r"<<<(.*?)>>>\s*\(", expanded, re.S)
