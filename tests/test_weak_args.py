@@ -152,3 +152,15 @@ def test_overload_named_only_in_a_launch_macro_of_the_other(dataset: dict[str, A
     dead = metas[1]
     assert not dead["launches"] and dead["launch_missing"]["reason"] == "other_definition", dead["launch_missing"]
     assert dead["args_missing"]["reason"] == "not_instantiated"
+
+
+def test_a_kernel_launched_only_under_if_0_states_it(dataset: dict[str, Any]) -> None:
+    """`retired_sort_step<4, Flip><<<...>>>` only inside `#if 0`: no launch the compiler ever sees, so the kernel
+    says `disabled_code` (was `unresolved`, counted as the miner's miss) and its defaults are `not_instantiated`;
+    the `#else` branch's launch is live."""
+    m = _meta(dataset, "retired_sort_step")
+    assert not m["launches"] and m["launch_missing"]["reason"] == "disabled_code", m["launch_missing"]
+    assert "disabled_launch.cu:19" in m["launch_missing"]["mentions"][0], m["launch_missing"]
+    assert m["args_missing"]["reason"] == "not_instantiated", m.get("args_missing")
+    live = _meta(dataset, "live_clear", templated=False)
+    assert [lc["launcher"] for lc in live["launches"]] == ["live_sort"], live["launches"]

@@ -34,6 +34,7 @@ class Mentions:
         self._includes = includes
         self._reach: dict[str, set[str]] = {}
         self._files_of: dict[bytes, list[str]] | None = None
+        self._dead: dict[str, list[tuple[int, int]]] = {}
 
     def _with_word(self, word: bytes) -> list[str]:
         """The files whose raw text has `word` (letters, digits, `_`) as a whole word, in file order. A name
@@ -88,6 +89,13 @@ class Mentions:
                 out.append((path, text.count(b"\n", 0, m.start()) + 1))
         return out
 
+
+    def disabled(self, path: str, line: int) -> bool:
+        """Whether `line` of `path` lies in code that a literal `#if 0` (or the `#else` of a literal `#if 1`)
+        switches off in every configuration: dead code, not a launch the parse missed."""
+        if path not in self._dead:
+            self._dead[path] = _disabled_lines(self._raw.get(path, b""))
+        return any(a <= line <= b for a, b in self._dead[path])
 
     def in_definition_of(self, name: str, path: str, line: int) -> bool:
         """Whether the mention of `name` on `line` of `path` is the head of a function of that name defined at
@@ -152,6 +160,31 @@ class Mentions:
 
 
 _DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)")
+_CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b[ \t]*([^\n]*)", re.M)
+
+
+def _disabled_lines(raw: bytes) -> list[tuple[int, int]]:
+    """(first, last) line ranges a literal `#if 0` / `#if false` (or the `#else` of `#if 1`) switches off."""
+    out: list[tuple[int, int]] = []
+    # Per open conditional: whether the branch now open is dead, where it began, whether its #else is dead.
+    stack: list[tuple[bool, int, bool]] = []
+    for m in _CONDITIONAL.finditer(raw):
+        kind, cond = m.group(1), m.group(2).split(b"//")[0].split(b"/*")[0].strip()
+        line = raw.count(b"\n", 0, m.start()) + 1
+        literal = cond if kind == b"if" else None
+        if kind in (b"if", b"ifdef", b"ifndef"):
+            stack.append((literal in (b"0", b"false"), line, literal in (b"1", b"true")))
+            continue
+        if not stack:
+            continue
+        dead, start, else_dead = stack.pop()
+        if dead:
+            out.append((start, line))
+        if kind == b"else":
+            stack.append((else_dead, line, False))
+        elif kind == b"elif":  # (not a literal condition: what follows is left alone)
+            stack.append((False, line, False))
+    return out
 
 
 _SCOPE_OPENER = re.compile(rb"(?:\bnamespace\b[\w\s:]*|\bextern\s*\"C\+*\"\s*)$")
@@ -183,9 +216,10 @@ def _matching(text: bytes, start: int, open_: bytes, close: bytes) -> int:
 
 
 def launch_missing(name: str, uses: list[tuple[str, int]], references: int, frontend: str,
-                   rel: Callable[[str], str], other_launch: bool = False) -> dict[str, Any]:
+                   rel: Callable[[str], str], other_launch: bool = False, disabled: bool = False) -> dict[str, Any]:
     """The `launch_missing` block of a kernel without a recorded launch; `rel` maps a path for display.
-    `other_launch`: every use is a launch the AST resolved to another kernel of the same name."""
+    `other_launch`: every use is a launch the AST resolved to another kernel of the same name; `disabled`: every
+    use lies in code a literal `#if 0` switches off."""
     where = [f"{rel(p)}:{line}" for p, line in uses[:5]]
     if frontend != "clang":
         return {"reason": "no_ast", "detail": f"{name} was found by the {frontend} frontend only (an inactive "
@@ -196,6 +230,9 @@ def launch_missing(name: str, uses: list[tuple[str, int]], references: int, fron
     if other_launch and not references:
         return {"reason": "other_definition", "detail": f"{name} is named only at launches of another kernel of "
                 f"that name (an overload, or a same-name kernel elsewhere): {', '.join(where)}", "mentions": where}
+    if disabled and not references:
+        return {"reason": "disabled_code", "detail": f"{name} is named only in code a literal `#if 0` switches "
+                f"off ({', '.join(where)}): nothing that is compiled launches it", "mentions": where}
     if references:
         return {"reason": "referenced_only", "detail": f"{name} is named (function pointer, kernel table) "
                 "but launched through it where the launch names no kernel", "mentions": where}

@@ -5,7 +5,8 @@ Two cases are stated, each checked against the sources rather than assumed:
 
 - `not_instantiated`: nothing launches, references or explicitly instantiates the kernel. Its name is written
   nowhere besides its definition (`launch_missing: not_referenced`), or only at launches the AST resolved to
-  another kernel of that name, an overload or a same-name kernel of another file (`other_definition`).
+  another kernel of that name, an overload or a same-name kernel of another file (`other_definition`), or only
+  in code a literal `#if 0` switches off (`disabled_code`).
 - `generated_launcher`: nothing in the mined sources names the kernel, and its translation unit includes files
   the tree lacks that a project script writes (`launch_missing: generated_source`, units/generated.py).
 - `launcher_not_instantiated`: every launch sits in a host function template whose instantiations are unknown,
@@ -77,7 +78,7 @@ def reason(meta: dict[str, Any], insts: list[dict[str, Any]], records: list[Laun
         return None
     name = meta["name"]
     missing = (meta.get("launch_missing") or {}).get("reason")
-    if not records and missing in ("not_referenced", "other_definition"):
+    if not records and missing in ("not_referenced", "other_definition", "disabled_code"):
         return {"reason": "not_instantiated",
                 "detail": f"nothing in the mined sources launches, references or explicitly instantiates {name} "
                           "(launch_missing: " + missing + "): no concrete template arguments exist there"}
