@@ -8,7 +8,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.units.closure import TUContext
-from miner.units.launches import class_scope
+from miner.units.launches import class_scope, member_types
 from miner.units.launches.chosen import note_pointer
 from miner.units.launches.cursors import _Resolver
 from miner.units.launches.finish import _finish
@@ -70,6 +70,7 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
     for rec in st.launches + st.refs:
         _finish(st, rec, insts)
     class_scope.apply(st, prober)
+    member_types.resolve(st, st.launches + st.refs)
     # (Launches of a chosen pointer name no kernel here: matched to the chooser's references after the parse.)
     return _merge(st.launches) + _merge(st.refs) + st.chosen, insts
 
