@@ -21,6 +21,7 @@ the distinct type combinations; `plan(..., omitted=[])` lists the rest.
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 import re
 from typing import Any
@@ -166,9 +167,11 @@ INTEGRAL_TYPE = re.compile(rf"(?:const\s+)?(?:{_INT_TYPE}|bool|auto|index_t|[A-Z
 _C_CAST = re.compile(rf"\(\s*{_INT_TYPE}\s*\)")
 
 
+@functools.lru_cache(maxsize=65536)
 def eval_int(text: str) -> int | None:
     """Value of a C integer constant expression made of literals (`24 * 32`, `!!0`, `(48 == 48) ? 0 : 48`),
-    or None when it names anything else."""
+    or None when it names anything else. Cached: the launch walk asks the same few texts thousands of times
+    (each an `ast.parse`)."""
     # Casts to an integer type change no value here: `int(Tile)` once Tile is 64, `(unsigned)N`.
     t = _INT_CAST.sub("(", _C_CAST.sub(" ", text.strip()))
     t = re.sub(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]+\b", r"\1", t)
