@@ -8,6 +8,7 @@ import re
 import clang.cindex as ci
 
 from miner.frontends.common import split_top
+from miner.units.launches import used_methods
 from miner.units.launches.cursors import _default_for
 from miner.units.launches.record import _IDENT, K, Launch
 from miner.units.launches.state import _State
@@ -181,6 +182,9 @@ def _finish_one(st: _State, rec: Launch, insts: dict[tuple[str, int], list[list[
             rec.resolved_text = None
         return
     known = insts.get(rec.host_template, [])
+    if known and st.class_keys.get(rec.host_template) == rec.host_template:
+        # (a method of a class template: the instances that use it)
+        known = used_methods.used_instances(st, rec.host_template, rec.launcher, known)
     if known:
         params = st.host_params.get(rec.host_template, [])
         for inst in known:

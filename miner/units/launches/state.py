@@ -77,6 +77,13 @@ class _State:
     # the class), whose type depends on the class's parameters: resolved per class instantiation by a probe
     # (class_scope.objects).
     object_calls: list[Any] = field(default_factory=list)
+    # Methods called on each concrete instance of a project class template, from non-dependent code ((class key,
+    # arguments) -> method names; `""` for a constructor), and the instances an explicit instantiation or
+    # declaration names, and those a concrete type names: C++ instantiates an implicit instance's method only where
+    # it is used (launches.used_methods).
+    method_calls: dict[tuple[tuple[str, int], tuple[str, ...]], set[str]] = field(default_factory=dict)
+    explicit_classes: set[tuple[tuple[str, int], tuple[str, ...]]] = field(default_factory=set)
+    typed_classes: set[tuple[tuple[str, int], tuple[str, ...]]] = field(default_factory=set)  # from concrete types
     # The references of one name at one macro invocation, in the parse's order (`_rank_in_expansion`).
     expansion_refs: dict[tuple[str, int, str], list[list[ci.Cursor]]] = field(default_factory=dict)
 

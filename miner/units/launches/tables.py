@@ -70,6 +70,7 @@ def _class_instance(st: _State, d: ci.Cursor, explicit: bool = False) -> None:
     args = _template_args(d)
     if key is not None and key[0] in st.ctx.inputs and args:
         _add(st.concrete, key, args)
+        (st.explicit_classes if explicit else st.typed_classes).add((key, tuple(args)))
 
 
 def _sibling_instances(st: _State, d: ci.Cursor) -> None:
