@@ -31,3 +31,40 @@ def test_a_same_named_header_is_the_one_beside_its_includer(dataset: dict[str, A
         assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
         own = m["source"]["path"].split("/")[1]
         assert m["parse_context"]["include_dirs"][0].endswith(f"{own}/include"), m["parse_context"]
+
+
+def test_an_include_in_a_skipped_branch_stays_out_of_the_unit(dataset: dict[str, Any]) -> None:
+    """`#ifdef NEW_TOOLKIT <cub/...> #else <thrust/system/cuda/detail/cub/...> #endif`: the closure kept the
+    includes of both branches, and the old toolkit's header, which this toolkit lacks, stopped the unit."""
+    m = only_meta(dataset, "clamp_scores")
+    (unit,) = unit_texts(dataset, m)
+    assert "#include <cub/device/device_radix_sort.cuh>" in unit
+    assert "thrust/system/cuda/detail" not in unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_header_the_toolkit_removed_is_kept_only_where_the_unit_names_its_library(dataset: dict[str, Any]) -> None:
+    """`<cub/iterator/counting_input_iterator.cuh>` (removed in CCCL 3.0) included for the host code: a kernel that
+    names nothing of CUB builds without it; one that uses `cub::CountingInputIterator` keeps it and fails with the
+    reason stated, not as a miner failure."""
+    plain = only_meta(dataset, "halve_ranks")
+    (unit,) = unit_texts(dataset, plain)
+    assert "counting_input_iterator" not in unit
+    assert set(build_statuses(plain).values()) == {"ok"}, build_statuses(plain)
+    user = only_meta(dataset, "iota_ranks")
+    (unit,) = unit_texts(dataset, user)
+    assert "#include <cub/iterator/counting_input_iterator.cuh>" in unit
+    (inst,) = user["instantiations"]
+    assert inst["build"]["status"] == "failed"
+    assert "was removed in CCCL 3.0" in inst["build"].get("toolkit_removed", ""), inst["build"]
+
+
+def test_a_name_only_an_uninstalled_library_declares_fails_with_a_stated_reason(dataset: dict[str, Any]) -> None:
+    """The kernel's file includes `<acme_vision/acme_core.hpp>` (a third-party library neither the project, the
+    toolkit nor the system has) and uses its `ACME_TWO_PI`: no tool can build that unit, and its build record says
+    why instead of leaving an unexplained "identifier is undefined"."""
+    m = only_meta(dataset, "rotate_points")
+    (inst,) = m["instantiations"]
+    assert inst["build"]["status"] == "failed"
+    why = inst["build"].get("toolkit_removed", "")
+    assert why.startswith("ACME_TWO_PI is declared in no file") and "<acme_vision/acme_core.hpp>" in why, inst["build"]
