@@ -68,3 +68,15 @@ def test_a_name_only_an_uninstalled_library_declares_fails_with_a_stated_reason(
     assert inst["build"]["status"] == "failed"
     why = inst["build"].get("toolkit_removed", "")
     assert why.startswith("ACME_TWO_PI is declared in no file") and "<acme_vision/acme_core.hpp>" in why, inst["build"]
+
+
+def test_a_table_of_host_template_instances_written_by_object_macros_gives_the_launch_its_arguments(
+        dataset: dict[str, Any]) -> None:
+    """`static const pack_fn pack_table[] = { PackAll nullptr };` where `PackAll` and `PackOrders` are object-like
+    macros over `PackPrecisions(...)`: the written arguments of each `pack_impl<Precision::Byte, Order::Planar>`
+    were not read (only function-like macros were expanded), so the kernel's `typename StorageOf<P>::type` took
+    `P = 128` ("argument of type int is incompatible with template parameter of type Precision")."""
+    m = only_meta(dataset, "pack_pixels")
+    assert {i["origin"] for i in m["instantiations"]} == {"host_template"}, m["instantiations"]
+    assert len(m["instantiations"]) == 4, [i["args"] for i in m["instantiations"]]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
