@@ -80,3 +80,13 @@ def test_a_table_of_host_template_instances_written_by_object_macros_gives_the_l
     assert {i["origin"] for i in m["instantiations"]} == {"host_template"}, m["instantiations"]
     assert len(m["instantiations"]) == 4, [i["args"] for i in m["instantiations"]]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_generator_state_named_only_in_the_arguments_brings_its_header(dataset: dict[str, Any]) -> None:
+    """`Grid<curandState>::Mirror` launches `mirror_rows<curandStateXORWOW>`; the kernel's own header names nothing
+    of cuRAND, so the unit lacked `<curand_kernel.h>` ("identifier curandStateXORWOW is undefined")."""
+    m = only_meta(dataset, "mirror_rows")
+    (inst,) = [i for i in m["instantiations"] if "curand" in i["args"][0]]
+    unit = (dataset["out"] / m["id"] / inst["unit"]).read_text(encoding="utf-8")
+    assert "#include <curand_kernel.h>" in unit
+    assert inst["build"]["status"] == "ok", inst["build"]

@@ -46,6 +46,11 @@ HEADER_OF = {
                     "cuda_pipeline_primitives.h"), "__nv_fp8_e4m3": "cuda_fp8.h", "__nv_fp8_e5m2": "cuda_fp8.h",
     "__nv_fp8_e8m0": "cuda_fp8.h",
     **dict.fromkeys(("__nv_fp4_e2m1", "__nv_fp4x2_e2m1", "__nv_fp4x4_e2m1"), "cuda_fp4.h"),
+    # cuRAND's generator states, which a launch may name only as a template argument (`Rotate` of a
+    # `GpuMat<curandState>`, whose kernel is `CudaRotateKernel<curandStateXORWOW>`): the unit includes its header.
+    **dict.fromkeys(("curandState", "curandState_t", "curandStateXORWOW", "curandStateXORWOW_t",
+                     "curandStatePhilox4_32_10", "curandStatePhilox4_32_10_t", "curandStateMRG32k3a",
+                     "curandStateMRG32k3a_t", "curandStateSobol32", "curandStateSobol32_t"), "curand_kernel.h"),
 }
 _C_HEADER = {"float.h": "cfloat", "limits.h": "climits", "stdint.h": "cstdint", "assert.h": "cassert",
              "stdio.h": "cstdio", "string.h": "cstring"}
