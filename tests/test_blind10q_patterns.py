@@ -90,3 +90,22 @@ def test_a_generator_state_named_only_in_the_arguments_brings_its_header(dataset
     unit = (dataset["out"] / m["id"] / inst["unit"]).read_text(encoding="utf-8")
     assert "#include <curand_kernel.h>" in unit
     assert inst["build"]["status"] == "ok", inst["build"]
+
+
+def test_a_device_side_device_synchronize_fails_with_a_stated_reason(dataset: dict[str, Any]) -> None:
+    """A parent kernel that waits for its child grid with `cudaDeviceSynchronize()` in device code: CUDA 12 removed
+    that call, so no unit (and not the original) compiles with this toolkit; the build record says so."""
+    m = only_meta(dataset, "parent_fill")
+    (inst,) = m["instantiations"]
+    assert inst["build"]["status"] == "failed"
+    assert "was removed in CUDA 12.0" in inst["build"].get("toolkit_removed", ""), inst["build"]
+
+
+def test_an_operator_only_an_uninstalled_header_declares_fails_with_a_stated_reason(dataset: dict[str, Any]) -> None:
+    """`v[i] * s` on `float2`, whose operator comes from an SDK helper header nobody here has (the parse reports no
+    missing name: operators of such a header are no identifiers): the build's "no operator * matches these
+    operands" is stated as that header's absence."""
+    m = only_meta(dataset, "scale_pairs")
+    (inst,) = m["instantiations"]
+    assert inst["build"]["status"] == "failed"
+    assert "<acme_sdk_vector_ops.h>" in inst["build"].get("toolkit_removed", ""), inst["build"]

@@ -112,6 +112,12 @@ HEADERS_REMOVED["cub/iterator/tex_ref_input_iterator.cuh"] = ("CUDA 12.0 (textur
                                                               "cub::TexObjInputIterator")
 
 
+# A kernel that waits for its child grids (`cudaDeviceSynchronize()` after a device-side launch): CUDA 12.0 removed
+# it from device code, so nvcc 13 takes the host function and refuses the call.
+_DEVICE_SYNC = re.compile(r'calling a __host__ function\("(cudaDeviceSynchronize)"\) from a '
+                          r'__(?:global|device)__ function')
+
+
 # ptxas on inline PTX written for targets before Volta (`vote.any.pred` without `.sync`): no target this
 # toolkit builds accepts it, so the original does not assemble either.
 _PTX_WITHOUT_SYNC = re.compile(r"Instruction '(\w+)' without '\.sync' is not supported on \.target sm_70 and higher")
@@ -125,6 +131,10 @@ def removed_from_toolkit(symbol: str | None, error: str | None = None) -> str | 
         header = m.group("inc").strip()
         release, instead = HEADERS_REMOVED[header]
         return (f"<{header}> was removed in {release} (replaced by {instead}): the original source does not compile "
+                "with this toolkit either")
+    if found is None and error and (m := _DEVICE_SYNC.search(error)):
+        return (f"{m.group(1)}() in device code (dynamic parallelism's old API) was removed in CUDA 12.0 (replaced by "
+                "launches into cudaStreamTailLaunch / cudaStreamFireAndForget): the original source does not compile "
                 "with this toolkit either")
     if found is None and error and (m := _PTX_WITHOUT_SYNC.search(error)):
         return (f"inline PTX `{m.group(1)}` without `.sync` is not supported on sm_70 and later targets (PTX ISA 6.4; "

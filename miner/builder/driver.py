@@ -84,13 +84,20 @@ _TOOLKIT_CONFLICT = re.compile(r"^// km:toolkit-conflict (.*)$", re.M)
 _LACKS_HEADERS = re.compile(r"^// km:lacks-headers (\S+) (.*)$", re.M)
 
 
-def _lacking(u: Unit, symbol: str | None) -> str | None:
+_NO_OPERATOR = re.compile(r'error: no operator "[^"]+" matches these operands')
+
+
+def _lacking(u: Unit, symbol: str | None, error: str | None) -> str | None:
     """The unit's stated reason (units.render._lacking_statement) where its build stopped on a name that only a
-    header nobody here has would declare; None for any other failure."""
+    header nobody here has would declare, or on an operator none declares for its operands; None for any other
+    failure."""
     m = _LACKS_HEADERS.search(u.text or "")
-    if m is None or not symbol:
+    if m is None:
         return None
-    return m.group(2).strip() if symbol.removeprefix("::") in m.group(1).split(",") else None
+    if symbol and symbol.removeprefix("::") in m.group(1).split(","):
+        return m.group(2).strip()
+    first = next((ln for ln in (error or "").splitlines() if "error" in ln), "")
+    return m.group(2).strip() if _NO_OPERATOR.search(first) else None
 
 
 def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME,
@@ -114,7 +121,7 @@ def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME
         rec["toolkit_removed"] = removed  # a stated reason: no unit can supply it
     elif r.status == "failed" and (conflict := _TOOLKIT_CONFLICT.search(u.text or "")):
         rec["toolkit_removed"] = conflict.group(1).strip()  # (units.render._vendored_cub): stated likewise
-    elif r.status == "failed" and (lacking := _lacking(u, r.missing_symbol)):
+    elif r.status == "failed" and (lacking := _lacking(u, r.missing_symbol, r.error)):
         rec["toolkit_removed"] = lacking  # a header no build here has (units.render._lacking_statement)
     if r.status != "ok":
         rec["log"] = f"{unit_dir}/{log_name}"

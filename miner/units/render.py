@@ -399,11 +399,13 @@ def _installed(name: str) -> bool:
     return any(os.path.isfile(os.path.join(d, name)) for d in (*toolkit, *wheel_include_dirs(), *_SYSTEM_INCLUDE_DIRS))
 
 
-def _lacking_statement(meta: dict[str, Any], unresolved: list[dict[str, Any]]) -> str | None:
+def _lacking_statement(meta: dict[str, Any], unresolved: list[dict[str, Any]], lacking: list[str] = ()) -> str | None:
     """`SYM,SYM reason` for the unit's `// km:lacks-headers` line: the names the parse found declared nowhere
     (closure.text._unresolved's `lacking`) in a translation unit that includes headers neither the project, the
     toolkit, a wheel nor the system has (`CV_PI` with `<opencv2/opencv.hpp>`, TensorRT's `<NvInfer.h>`). A build
-    failing on one of those names states this reason (builder.driver); None where every header is somewhere."""
+    failing on one of those names states this reason (builder.driver), and so does one that finds no operator for
+    its operands (`float2 * float2`, which the CUDA samples' `<helper_math.h>` defines) in a TU that includes such a
+    header (`lacking`, SYM `-` where the parse missed no name). None where every header is somewhere."""
     root = (meta.get("parse_context") or {}).get("root") or ""
     names = _project_file_names(root) if root else frozenset()
     syms: list[str] = []
@@ -414,7 +416,13 @@ def _lacking_statement(meta: dict[str, Any], unresolved: list[dict[str, Any]]) -
             syms.append(u["symbol"])
             headers += [h for h in missing if h not in headers]
     if not syms:
-        return None
+        headers = [h for h in lacking if os.path.basename(h) not in names and not _installed(h)]
+        if not headers:
+            return None
+        what = "it declares" if len(headers) == 1 else "they declare"
+        return (f"- the translation unit includes {', '.join(f'<{h}>' for h in headers)}, which neither the project, "
+                f"the toolkit nor the system has: the operators {what} are missing, and the original translation unit "
+                "does not compile here either")
     return (f"{','.join(syms)} {', '.join(syms)} {'is' if len(syms) == 1 else 'are'} declared in no file the "
             f"translation unit reaches, which includes {', '.join(f'<{h}>' for h in headers)}: neither the project, "
             f"the toolkit nor the system has {'it' if len(headers) == 1 else 'them'}, so the original translation "
@@ -474,7 +482,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
     records = []
     used_ids: set[str] = set()
     source_missing = _source_missing(meta)
-    lacks_headers = _lacking_statement(meta, unit.unresolved)
+    lacks_headers = _lacking_statement(meta, unit.unresolved, unit.lacking)
     for inst in insts:
         iid = inst_id(inst["args"])
         while iid in used_ids:
