@@ -399,20 +399,22 @@ def _installed(name: str) -> bool:
     return any(os.path.isfile(os.path.join(d, name)) for d in (*toolkit, *wheel_include_dirs(), *_SYSTEM_INCLUDE_DIRS))
 
 
-def _lacking_statement(meta: dict[str, Any], unresolved: list[dict[str, Any]], lacking: list[str] = ()) -> str | None:
+def _lacking_statement(meta: dict[str, Any], unresolved: list[dict[str, Any]], lacking: list[str] = (),
+                       named: set[str] | None = None) -> str | None:
     """`SYM,SYM reason` for the unit's `// km:lacks-headers` line: the names the parse found declared nowhere
     (closure.text._unresolved's `lacking`) in a translation unit that includes headers neither the project, the
     toolkit, a wheel nor the system has (`CV_PI` with `<opencv2/opencv.hpp>`, TensorRT's `<NvInfer.h>`). A build
     failing on one of those names states this reason (builder.driver), and so does one that finds no operator for
     its operands (`float2 * float2`, which the CUDA samples' `<helper_math.h>` defines) in a TU that includes such a
-    header (`lacking`, SYM `-` where the parse missed no name). None where every header is somewhere."""
+    header (`lacking`, SYM `-` where the parse missed no name). Only names the unit's text still writes (`named`):
+    a host body left out takes its names with it. None where every header is somewhere."""
     root = (meta.get("parse_context") or {}).get("root") or ""
     names = _project_file_names(root) if root else frozenset()
     syms: list[str] = []
     headers: list[str] = []
     for u in unresolved:
         missing = [h for h in u.get("lacking") or () if os.path.basename(h) not in names and not _installed(h)]
-        if missing and u.get("symbol") not in syms:
+        if missing and u.get("symbol") not in syms and (named is None or u.get("symbol") in named):
             syms.append(u["symbol"])
             headers += [h for h in missing if h not in headers]
     if not syms:
@@ -482,7 +484,8 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
     records = []
     used_ids: set[str] = set()
     source_missing = _source_missing(meta)
-    lacks_headers = _lacking_statement(meta, unit.unresolved, unit.lacking)
+    written = set(re.findall(r"[A-Za-z_]\w*", "\n".join([kernel_text, *(p["text"] for p in pieces)])))
+    lacks_headers = _lacking_statement(meta, unit.unresolved, unit.lacking, written)
     for inst in insts:
         iid = inst_id(inst["args"])
         while iid in used_ids:
