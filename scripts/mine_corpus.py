@@ -139,6 +139,7 @@ def tally(metas: list[dict[str, Any]]) -> Tally:
                 # A stated reason (the toolkit removed a name the source uses) is its own class.
                 stated = b.get("toolkit_removed") or ""
                 cls = (("stated: a header the project lacks" if "which the project does not contain" in stated
+                        else "stated: a header nobody here has" if "nor the system has" in stated
                         else "stated: a name this toolkit removed") if stated
                        else error_class(b.get("error") or ""))
                 classes[cls] += 1

@@ -101,6 +101,23 @@ TOOLKIT_REMOVED.update({
     for n in ("__shfl", "__shfl_up", "__shfl_down", "__shfl_xor", "__any", "__all", "__ballot")})
 
 
+# Toolkit headers a later toolkit no longer ships: a unit including one cannot compile with it, whatever the closure
+# does, so it keeps one only where it names that header's library (units.closure.text._includes) and a build that
+# then stops at it states why. Header -> (release, what replaces it).
+HEADERS_REMOVED: dict[str, tuple[str, str]] = {
+    f"cub/iterator/{n}_iterator.cuh": (_CCCL3, f"thrust::{r}_iterator")
+    for n, r in (("constant_input", "constant"), ("counting_input", "counting"), ("discard_output", "discard"),
+                 ("transform_input", "transform"))}
+HEADERS_REMOVED["cub/iterator/tex_ref_input_iterator.cuh"] = ("CUDA 12.0 (texture references)",
+                                                              "cub::TexObjInputIterator")
+
+
+# A kernel that waits for its child grids (`cudaDeviceSynchronize()` after a device-side launch): CUDA 12.0 removed
+# it from device code, so nvcc 13 takes the host function and refuses the call.
+_DEVICE_SYNC = re.compile(r'calling a __host__ function\("(cudaDeviceSynchronize)"\) from a '
+                          r'__(?:global|device)__ function')
+
+
 # ptxas on inline PTX written for targets before Volta (`vote.any.pred` without `.sync`): no target this
 # toolkit builds accepts it, so the original does not assemble either.
 _PTX_WITHOUT_SYNC = re.compile(r"Instruction '(\w+)' without '\.sync' is not supported on \.target sm_70 and higher")
@@ -110,6 +127,15 @@ def removed_from_toolkit(symbol: str | None, error: str | None = None) -> str | 
     """Why a missing name cannot be supplied: the toolkit removed it (the source needs an older toolkit), or None.
     With the build's `error`, also inline PTX that no target of this toolkit assembles."""
     found = TOOLKIT_REMOVED.get((symbol or "").removeprefix("::"))
+    if found is None and error and (m := _MISSING_INCLUDE.search(error)) and m.group("inc").strip() in HEADERS_REMOVED:
+        header = m.group("inc").strip()
+        release, instead = HEADERS_REMOVED[header]
+        return (f"<{header}> was removed in {release} (replaced by {instead}): the original source does not compile "
+                "with this toolkit either")
+    if found is None and error and (m := _DEVICE_SYNC.search(error)):
+        return (f"{m.group(1)}() in device code (dynamic parallelism's old API) was removed in CUDA 12.0 (replaced by "
+                "launches into cudaStreamTailLaunch / cudaStreamFireAndForget): the original source does not compile "
+                "with this toolkit either")
     if found is None and error and (m := _PTX_WITHOUT_SYNC.search(error)):
         return (f"inline PTX `{m.group(1)}` without `.sync` is not supported on sm_70 and later targets (PTX ISA 6.4; "
                 "CUDA 13 targets sm_75 and later only): the original source does not assemble with this toolkit "

@@ -81,6 +81,27 @@ def _with_build_failures(unresolved: list[dict[str, Any]], insts: list[dict[str,
 
 
 _TOOLKIT_CONFLICT = re.compile(r"^// km:toolkit-conflict (.*)$", re.M)
+_LACKS_HEADERS = re.compile(r"^// km:lacks-headers (\S+) (.*)$", re.M)
+
+
+_NO_OPERATOR = re.compile(r'error: no operator "[^"]+" matches these operands\s*\n\s*operand types are: (.*)')
+# The toolkit's vector types (`float2`, `uchar4`), whose arithmetic operators only helper headers declare.
+_VECTOR_TYPE = re.compile(r"(?:const\s+)?(?:u?char|u?short|u?int|u?long|(?:u)?longlong|float|double)[1-4]\s*&?")
+
+
+def _lacking(u: Unit, symbol: str | None, log: str) -> str | None:
+    """The unit's stated reason (units.render._lacking_statement) where its build stopped on a name that only a
+    header nobody here has would declare, or on an operator none declares for vector-type operands (`float2 *
+    float2`: the CUDA samples' helper_math.h); None for any other failure (`curandState - curandState`, an
+    instantiation that no operator fits, is the miner's)."""
+    m = _LACKS_HEADERS.search(u.text or "")
+    if m is None:
+        return None
+    if symbol and symbol.removeprefix("::") in m.group(1).split(","):
+        return m.group(2).strip()
+    op = _NO_OPERATOR.search(log or "")
+    operands = [t.strip() for t in re.split(r"\s[-+*/%<>=!&|^]{1,2}\s", op.group(1))] if op else []
+    return m.group(2).strip() if operands and all(_VECTOR_TYPE.fullmatch(t) for t in operands) else None
 
 
 def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME,
@@ -104,6 +125,8 @@ def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME
         rec["toolkit_removed"] = removed  # a stated reason: no unit can supply it
     elif r.status == "failed" and (conflict := _TOOLKIT_CONFLICT.search(u.text or "")):
         rec["toolkit_removed"] = conflict.group(1).strip()  # (units.render._vendored_cub): stated likewise
+    elif r.status == "failed" and (lacking := _lacking(u, r.missing_symbol, r.log or r.error or "")):
+        rec["toolkit_removed"] = lacking  # a header no build here has (units.render._lacking_statement)
     if r.status != "ok":
         rec["log"] = f"{unit_dir}/{log_name}"
     return rec

@@ -125,7 +125,7 @@ def _metadata(k: Kernel, text: bytes, origin: Origin, kid: str, tu: str | None,
                         *dict.fromkeys([*config.defines, *_file_defines(config, tu), *k.defines])],
             # Every dir, also those outside the input root (a project's shared `Common/` beside the mined
             # subfolder, found through --project): verify compiles the original with them.
-            "include_dirs": [_rel_dir(d, origin.root) for d in config.include_dirs],
+            "include_dirs": [_rel_dir(d, origin.root) for d in config.include_dirs_for(tu)],
             # Where source.path and the paths above are relative to, for `verify` to find the original.
             "root": origin.root,
         },

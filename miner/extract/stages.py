@@ -130,6 +130,9 @@ def _configure(run: CudaRun) -> None:
                                       if (a := build_flags.parse_args(fl["nvcc"])) != ["-std=c++17"]},
                              overlay_dir=framework_overlay([f.data for f in files + extra]),
                              defines_of=_feature_switches(files + extra, graph))
+    run.config.include_dirs_of = {f.path: dirs for f in files + extra
+                                  if (f.has_kernel or os.path.splitext(f.path)[1].lower() in include_graph.TU_SUFFIXES)
+                                  and (dirs := graph.include_dirs_of(f.path))}
     _header_wheels(run, files + extra, graph)
     switches = sorted({n for names in run.config.defines_of.values() for n in names if "=" not in n})
     if switches:

@@ -39,6 +39,14 @@ class ParseConfig:
     # Include dirs of installed wheels that ship a header-only library a translation unit includes and the tree
     # lacks (CUTLASS: miner.source.header_wheels), per parse root: `-isystem`, after every project dir.
     system_dirs_of: dict[str, list[str]] = field(default_factory=dict)
+    # Per parse root, the include dirs its own files need before the shared ones (include_graph.include_dirs_of:
+    # a monorepo whose projects each have an `include/types.h`).
+    include_dirs_of: dict[str, list[str]] = field(default_factory=dict)
+
+    def include_dirs_for(self, path: str | None) -> list[str]:
+        """The include dirs of the translation unit `path`, in the order its parse passes them."""
+        own = self.include_dirs_of.get(path or "", [])
+        return [*own, *(d for d in self.include_dirs if d not in own)]
 
     def defines_dict(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -89,7 +97,7 @@ def clang_args(config: ParseConfig, path: str, prefix: bool = True) -> list[str]
     args += config.per_file_args.get(path, [])
     args += [f"-D{d}" for d in config.defines]
     args += [f"-D{d}" for d in config.defines_of.get(path, [])]
-    args += [f"-I{d}" for d in config.include_dirs]
+    args += [f"-I{d}" for d in config.include_dirs_for(path)]
     args += [f"-I{inc / 'shims'}"]
     if config.overlay_dir:
         args += [f"-I{config.overlay_dir}"]

@@ -31,6 +31,21 @@ def include_tail(name: str) -> str:
 class IncludeGraph:
     edges: dict[str, set[str]] = field(default_factory=dict)  # file -> input files it includes
     auto_include_dirs: list[str] = field(default_factory=list)
+    # file -> the auto dirs its own includes were found in (the nearest of several same-named headers)
+    dirs_of: dict[str, list[str]] = field(default_factory=dict)
+    chose: set[str] = field(default_factory=set)  # files with an include that several same-named headers answer
+
+    def include_dirs_of(self, path: str) -> list[str]:
+        """The auto dirs the translation unit rooted at `path` needs, its own file's first: passed before the
+        run's shared dirs, so its `types.h` is the one beside it and not a sibling project's (a monorepo of
+        networks, each with its own `include/types.h`)."""
+        out: list[str] = []
+        reach = self.closure(path)
+        if not reach & self.chose:
+            return out  # the shared dirs give the same files: the parse's arguments stay as they were
+        for f in [path, *sorted(reach - {path})]:
+            out += [d for d in self.dirs_of.get(f, ()) if d not in out]
+        return out
 
     def closure(self, path: str) -> set[str]:
         seen = {path}
@@ -61,7 +76,7 @@ def build(files: list[SourceFile], include_dirs: list[str]) -> IncludeGraph:
         for m in INCLUDE.finditer(f.data):
             name = m.group(2).decode("utf-8", "replace").strip()
             found = None
-            search = ([here] if m.group(1) == b'"' else []) + include_dirs + auto
+            search = ([here] if m.group(1) == b'"' else []) + include_dirs
             for d in search:
                 cand = resolve(d, name)
                 if cand is not None and cand in by_path:
@@ -71,15 +86,34 @@ def build(files: list[SourceFile], include_dirs: list[str]) -> IncludeGraph:
                 tail = include_tail(name)
                 matches = [p for p in by_tail.get(os.path.basename(name), []) if p.endswith(tail)]
                 if len(matches) >= 1:
-                    found = sorted(matches)[0]
+                    # Of several same-named headers, the one nearest the includer (the longest shared
+                    # folder), as its own build's -I would give; an auto dir found for another project's
+                    # file used to answer it (yolo11's "types.h" read as ppocrv5's), then an earlier one.
+                    if len(matches) > 1:
+                        graph.chose.add(f.path)
+                    found = min(matches, key=lambda p: (-_shared(p, f.path), p[: len(p) - len(tail)] not in auto, p))
                     inc_dir = found[: len(found) - len(tail)]
-                    if inc_dir not in auto and inc_dir not in include_dirs:
-                        auto.append(inc_dir)
+                    if inc_dir not in include_dirs:
+                        if inc_dir not in auto:
+                            auto.append(inc_dir)
+                        own = graph.dirs_of.setdefault(f.path, [])
+                        if inc_dir not in own:
+                            own.append(inc_dir)
             if found is not None and found != f.path:
                 targets.add(found)
         graph.edges[f.path] = targets
     graph.auto_include_dirs = auto
     return graph
+
+
+def _shared(a: str, b: str) -> int:
+    """How many leading folders the paths `a` and `b` share."""
+    n = 0
+    for x, y in zip(a.split(os.sep)[:-1], b.split(os.sep)[:-1], strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 # C and POSIX headers beyond those a unit keeps (STD_HEADERS).

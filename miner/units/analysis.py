@@ -93,4 +93,4 @@ def _analyse(live: LiveTU, out: TUAnalysis) -> None:
                              functor=True)
                    for f in made]
         out.closures[key] = ClosureRecord(k.path, pieces, cl.includes, cl.shims, cl.unresolved, cl.vendored,
-                                           cl.frameworks)
+                                           cl.frameworks, cl.lacking)

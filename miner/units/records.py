@@ -74,6 +74,9 @@ class ClosureRecord:
     vendored: list[dict[str, Any]] = field(default_factory=list)
     # The frameworks (frontends.frameworks: torch, tf) whose unit shims the unit inlines for `shims`.
     frameworks: list[str] = field(default_factory=list)
+    # The TU's includes found nowhere by its parse (closure.text._lacking_headers): render states a failure they
+    # explain (units.render._lacking_statement).
+    lacking: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return plain(self)
@@ -82,7 +85,7 @@ class ClosureRecord:
     def from_dict(cls, d: dict[str, Any]) -> ClosureRecord:
         return cls(d["kernel_path"], [PieceText(**p) for p in d["pieces"]], list(d["includes"]),
                    list(d["shims"]), [dict(u) for u in d["unresolved"]], [dict(v) for v in d.get("vendored", [])],
-                   list(d.get("frameworks", ["torch"] if d["shims"] else [])))
+                   list(d.get("frameworks", ["torch"] if d["shims"] else [])), list(d.get("lacking", [])))
 
 
 @dataclass

@@ -382,6 +382,55 @@ def _source_missing(meta: dict[str, Any]) -> str | None:
     return None
 
 
+_SYSTEM_INCLUDE_DIRS = ("/usr/include", "/usr/local/include")
+
+
+@functools.lru_cache(maxsize=256)
+def _installed(name: str) -> bool:
+    """Whether `#include <name>` resolves for a build here: the toolkit, a CUDA library wheel, the system."""
+    from miner.builder.toolchain import find_nvcc
+    from miner.cuda_libs import toolkit_include_dirs, wheel_include_dirs
+    from miner.errors import MinerError
+
+    try:
+        toolkit = toolkit_include_dirs(find_nvcc())
+    except (MinerError, OSError):
+        return True  # no toolkit to ask: nothing is said to be missing
+    return any(os.path.isfile(os.path.join(d, name)) for d in (*toolkit, *wheel_include_dirs(), *_SYSTEM_INCLUDE_DIRS))
+
+
+def _lacking_statement(meta: dict[str, Any], unresolved: list[dict[str, Any]], lacking: list[str] = (),
+                       named: set[str] | None = None) -> str | None:
+    """`SYM,SYM reason` for the unit's `// km:lacks-headers` line: the names the parse found declared nowhere
+    (closure.text._unresolved's `lacking`) in a translation unit that includes headers neither the project, the
+    toolkit, a wheel nor the system has (`CV_PI` with `<opencv2/opencv.hpp>`, TensorRT's `<NvInfer.h>`). A build
+    failing on one of those names states this reason (builder.driver), and so does one that finds no operator for
+    its operands (`float2 * float2`, which the CUDA samples' `<helper_math.h>` defines) in a TU that includes such a
+    header (`lacking`, SYM `-` where the parse missed no name). Only names the unit's text still writes (`named`):
+    a host body left out takes its names with it. None where every header is somewhere."""
+    root = (meta.get("parse_context") or {}).get("root") or ""
+    names = _project_file_names(root) if root else frozenset()
+    syms: list[str] = []
+    headers: list[str] = []
+    for u in unresolved:
+        missing = [h for h in u.get("lacking") or () if os.path.basename(h) not in names and not _installed(h)]
+        if missing and u.get("symbol") not in syms and (named is None or u.get("symbol") in named):
+            syms.append(u["symbol"])
+            headers += [h for h in missing if h not in headers]
+    if not syms:
+        headers = [h for h in lacking if os.path.basename(h) not in names and not _installed(h)]
+        if not headers:
+            return None
+        what = "it declares" if len(headers) == 1 else "they declare"
+        return (f"- the translation unit includes {', '.join(f'<{h}>' for h in headers)}, which neither the project, "
+                f"the toolkit nor the system has: the operators {what} are missing, and the original translation unit "
+                "does not compile here either")
+    return (f"{','.join(syms)} {', '.join(syms)} {'is' if len(syms) == 1 else 'are'} declared in no file the "
+            f"translation unit reaches, which includes {', '.join(f'<{h}>' for h in headers)}: neither the project, "
+            f"the toolkit nor the system has {'it' if len(headers) == 1 else 'them'}, so the original translation "
+            "unit does not compile here either")
+
+
 _CUB_MARKERS = ("cub.cuh", "config.cuh", "util_namespace.cuh", "version.cuh", "util_macro.cuh")
 
 
@@ -435,6 +484,8 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
     records = []
     used_ids: set[str] = set()
     source_missing = _source_missing(meta)
+    written = set(re.findall(r"[A-Za-z_]\w*", "\n".join([kernel_text, *(p["text"] for p in pieces)])))
+    lacks_headers = _lacking_statement(meta, unit.unresolved, unit.lacking, written)
     for inst in insts:
         iid = inst_id(inst["args"])
         while iid in used_ids:
@@ -504,6 +555,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             "callable_stand_in": INFERRED_CALLABLE if re.search(rf"\b{INFERRED_CALLABLE}\b", args_text) else "",
             "toolkit_conflict": _vendored_cub(meta, own, list(dict.fromkeys(unit.includes + extra)))
             or source_missing,
+            "lacks_headers": lacks_headers,
             "pieces": own, **_namespace_context(meta),
             "kernel_text": kernel_text, "callee": callee,
             "macro_names": list(dict.fromkeys(p.name for p in unit.pieces if p.kind == "MACRO")),

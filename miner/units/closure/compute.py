@@ -37,7 +37,7 @@ from miner.units.closure.shims import (
     unresolved_bases,
 )
 from miner.units.closure.siblings import specialized_template, written_with
-from miner.units.closure.text import _cut, _includes, _unresolved
+from miner.units.closure.text import _cut, _includes, _lacking_headers, _unresolved
 from miner.units.closure.toolkit_copies import ToolkitCopies
 from miner.units.closure.unvisited import candidate_scopes, qualified_names, using_scopes
 from miner.units.closure.usings import overloaded, usings
@@ -276,6 +276,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     out.unresolved = _unresolved(ctx, files, {(p.path, p.start, p.end) for p in pieces},
                                  (kernel_path, kernel_cursor.extent.start.offset, kernel_cursor.extent.end.offset),
                                  [(p.path, s, e) for p in pieces for s, e, _w in p.cuts])
+    out.lacking = _lacking_headers(ctx)
     return out
 
 

@@ -83,6 +83,7 @@ class Closure:
     shims: list[str] = field(default_factory=list)
     frameworks: list[str] = field(default_factory=list)  # whose unit shims the unit inlines (frontends.frameworks)
     unresolved: list[dict[str, str]] = field(default_factory=list)
+    lacking: list[str] = field(default_factory=list)  # TU includes its parse found nowhere (text._lacking_headers)
     # Vendored libraries kept as #includes (closure.vendored): include_dir, parts, headers, defines, define_text.
     vendored: list[dict[str, Any]] = field(default_factory=list)
 

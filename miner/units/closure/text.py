@@ -10,14 +10,15 @@ from typing import Any
 
 import clang.cindex as ci
 
+from miner.builder.diagnostics import HEADERS_REMOVED
 from miner.source.include_graph import INCLUDE
-from miner.units.closure.arch_branches import arch_chain, arch_dependent
-from miner.units.closure.context import Closure, Macro, Piece, TUContext
+from miner.units.closure.arch_branches import _arch_test, arch_chain, arch_dependent
+from miner.units.closure.context import Closure, Macro, Piece, TUContext, _skipped_ranges
 from miner.units.closure.host_bodies import DECLARED_ONLY, DECLARED_ONLY_UNRESOLVED
 from miner.units.closure.shims import UNRESOLVED_BASE
 from miner.units.headers import FRAMEWORK as _FRAMEWORK
 from miner.units.headers import STD_HEADERS as _STD_HEADERS
-from miner.units.headers import is_toolkit_header
+from miner.units.headers import UNIT_LIBRARY_HEADER, is_toolkit_header
 
 # Names a kernel may take from a C/C++ or toolkit header that its repo only reached through a framework
 # header (FLT_MAX through torch, std::vector through a helper): the header a unit must include for each.
@@ -45,6 +46,11 @@ HEADER_OF = {
                     "cuda_pipeline_primitives.h"), "__nv_fp8_e4m3": "cuda_fp8.h", "__nv_fp8_e5m2": "cuda_fp8.h",
     "__nv_fp8_e8m0": "cuda_fp8.h",
     **dict.fromkeys(("__nv_fp4_e2m1", "__nv_fp4x2_e2m1", "__nv_fp4x4_e2m1"), "cuda_fp4.h"),
+    # cuRAND's generator states, which a launch may name only as a template argument (`Rotate` of a
+    # `GpuMat<curandState>`, whose kernel is `CudaRotateKernel<curandStateXORWOW>`): the unit includes its header.
+    **dict.fromkeys(("curandState", "curandState_t", "curandStateXORWOW", "curandStateXORWOW_t",
+                     "curandStatePhilox4_32_10", "curandStatePhilox4_32_10_t", "curandStateMRG32k3a",
+                     "curandStateMRG32k3a_t", "curandStateSobol32", "curandStateSobol32_t"), "curand_kernel.h"),
 }
 _C_HEADER = {"float.h": "cfloat", "limits.h": "climits", "stdint.h": "cstdint", "assert.h": "cassert",
              "stdio.h": "cstdio", "string.h": "cstring"}
@@ -83,16 +89,30 @@ def _includes(ctx: TUContext, files: set[str], tokens: list[str],
     """The `#include <...>` lines a unit keeps, plus the toolkit headers `needed` by declarations the closure
     names (found in our parse shims of those headers) and by names in `tokens` (HEADER_OF)."""
     out: list[str] = []
+    depends = None
     for path in sorted(files, key=lambda p: ctx.order.get(p, 0)):
-        for m in INCLUDE.finditer(ctx.read(path)):
+        data, skipped = ctx.read(path), None
+        for m in INCLUDE.finditer(data):
             name = m.group(2).decode().strip()
             angle = m.group(1) == b"<"
+            # An include in a branch this configuration skipped (`#ifdef CUDA_11 <cub/iterator/...> #else
+            # <thrust/system/cuda/detail/cub/...> #endif`) is not the translation unit's: both were kept, and the
+            # old toolkit's header stopped the unit. A branch on `__CUDA_ARCH__` stays (nvcc's host pass may take it).
+            skipped = _skipped_ranges(ctx.tu, ctx.files.get(path)) if skipped is None else skipped
+            if any(s <= m.start() < e for s, e in skipped):
+                depends = depends or arch_dependent(ctx)
+                if not _arch_test(data, next(s for s, e in skipped if s <= m.start() < e), depends):
+                    continue
             if name.startswith(TF_CUB):  # TensorFlow's alias of the toolkit's CUB ("gpu/cub/device/...")
                 name, angle = name[len(TF_CUB) - 4:], True
             # A library header (curand_kernel.h) is not kept for being included: only when the closure names
             # something it declares (`needed`), so a kernel of the same file that draws no random numbers
             # does not depend on a header the toolkit may lack.
             kept = name in _STD_HEADERS or is_toolkit_header(name)
+            # A header this toolkit no longer ships, of a library the unit names nothing of (a plugin's host code
+            # sorts with `cub::CountingInputIterator`, its kernels do not): included, it only stops the build.
+            if name in HEADERS_REMOVED and name.split("/")[0] not in tokens:
+                continue
             if not angle or _FRAMEWORK.search(name) or not kept:
                 continue
             if name not in out:
@@ -142,8 +162,9 @@ def _unresolved(ctx: TUContext, files: set[str], ranges: set[tuple[str, int, int
                 kernel: tuple[str, int, int], cuts: list[tuple[str, int, int]] = ()) -> list[dict[str, str]]:
     """Parse errors inside the kernel or a piece, less those in members the unit leaves out (`cuts`)."""
     spans = [*ranges, kernel]
-    out: list[dict[str, str]] = []
+    out: list[dict[str, Any]] = []
     seen: set[str] = set()
+    lacking = _lacking_headers(ctx)
     for d in ctx.tu.diagnostics:
         if d.severity < ci.Diagnostic.Error or d.location.file is None:
             continue
@@ -162,7 +183,28 @@ def _unresolved(ctx: TUContext, files: set[str], ranges: set[tuple[str, int, int
         if key not in seen:
             seen.add(key)
             out.append({"symbol": symbol, "reason": d.spelling,
-                        "where": f"{os.path.basename(path)}:{d.location.line}"})
+                        "where": f"{os.path.basename(path)}:{d.location.line}",
+                        # A name declared nowhere the parse reached, in a translation unit that includes headers
+                        # it found nowhere (OpenCV's, TensorRT's): where no build can find them either, the unit's
+                        # failure on it is stated (units.render._lacking_statement).
+                        **({"lacking": lacking} if lacking and _NOT_DECLARED.search(d.spelling) else {})})
+    return out
+
+
+_NOT_FOUND = re.compile(r"^'([^']+)' file not found")
+_NOT_DECLARED = re.compile(r"^(?:use of undeclared identifier|unknown type name|no template named) '")
+
+
+def _lacking_headers(ctx: TUContext) -> list[str]:
+    """The `#include`s the translation unit's parse found nowhere, less the standard, toolkit and framework headers
+    the parse leaves out by design (its stub and shims stand in for them)."""
+    out: list[str] = []
+    for d in ctx.tu.diagnostics:
+        m = _NOT_FOUND.match(d.spelling)
+        name = m.group(1) if m else ""
+        if name and name not in out and name not in _STD_HEADERS and not is_toolkit_header(name) \
+                and not _FRAMEWORK.search(name) and not UNIT_LIBRARY_HEADER.match(name):
+            out.append(name)
     return out
 
 

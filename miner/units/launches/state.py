@@ -19,7 +19,6 @@ from miner.units.launches.text import (
     _src,
     expand_macros,
     macro_argument_lists,
-    object_macro_body,
 )
 
 
@@ -86,6 +85,10 @@ class _State:
     typed_classes: set[tuple[tuple[str, int], tuple[str, ...]]] = field(default_factory=set)  # from concrete types
     # The references of one name at one macro invocation, in the parse's order (`_rank_in_expansion`).
     expansion_refs: dict[tuple[str, int, str], list[list[ci.Cursor]]] = field(default_factory=dict)
+    # (text, place, name) -> the argument lists a macro invocation writes for `name`, unique and all: a table of
+    # several hundred references sits at one invocation, whose expansion is read once.
+    written_at: dict[tuple[str, tuple[str, int] | None, str], tuple[list[list[str]], list[list[str]]]] = field(
+        default_factory=dict)
 
 
 class HostNames(list):
@@ -244,14 +247,20 @@ def _written_args(st: _State, ref: ci.Cursor, name: str) -> list[list[str]]:
         return [got[0]] if got else []
     loc = ref.extent.start
     at = (st.ctx.norm(loc.file.name), loc.offset) if loc.file is not None else None
-    # (a table written by one object-like macro, `{ALL_KERNELS nullptr}`: the reference sits on that name alone)
-    expanded = expand_macros(st.ctx, object_macro_body(st.ctx, text, at), at=at)
-    found = _named_args(expanded, name)
+    # Object-like macros too, and deeper: a table of a host template's instances written by a chain of them
+    # (`DefineAll` -> `DefineInterp` -> `DefineLayout(...)` -> ... -> `impl<InputFormat::RGB, ...>,`).
+    if (text, at, name) not in st.written_at:
+        expanded = expand_macros(st.ctx, text, at=at)
+        if not _named_args(expanded, name) and re.fullmatch(r"\w+", stripped):
+            expanded = expand_macros(st.ctx, text, depth=8, at=at, objects=True)
+        found = _named_args(expanded, name)
+        st.written_at[(text, at, name)] = found, (_named_args(expanded, name, unique=False) if len(found) > 1 else [])
+    found, every = st.written_at[(text, at, name)]
+    found = list(found)
     if len(found) > 1:
         # One invocation that writes several references (`CASES(4, 8)` expanding to `CASE(4, 1, 8) CASE(4, 2, 8)`,
         # each `k<T, BITS, ROWS, COLS><<<...>>>`): all of them sit at the invocation, so the text cannot tell them
         # apart, but the parse keeps them in the expansion's order: the n-th reference gets the n-th list.
-        every = _named_args(expanded, name, unique=False)
         rank = _rank_in_expansion(st, ref, name)
         if rank is not None and rank[1] == len(every):
             pick = every[rank[0]]

@@ -134,10 +134,12 @@ def _invocation(text: str) -> tuple[str, list[str]] | None:
     return None
 
 
-def expand_macros(ctx: TUContext, text: str, depth: int = 4, at: tuple[str, int] | None = None) -> str:
+def expand_macros(ctx: TUContext, text: str, depth: int = 4, at: tuple[str, int] | None = None,
+                  objects: bool = False) -> str:
     """One source text with the repo's function-like macro invocations in it expanded (textually,
     `depth` levels): the kernel named inside `CASE(48, 1, ...)` gets the invocation's arguments. `at`
-    (path, offset of the text) picks, of a macro defined more than once, the definition in force there."""
+    (path, offset of the text) picks, of a macro defined more than once, the definition in force there.
+    `objects`: object-like macros too (`DefineAll` standing for a chain of invocations that write a table)."""
     text = _COMMENT.sub(" ", text)
     for _ in range(depth):
         changed = False
@@ -146,6 +148,12 @@ def expand_macros(ctx: TUContext, text: str, depth: int = 4, at: tuple[str, int]
             if m.start() < pos or (macro := ctx.def_at(m.group(0), at)) is None:
                 continue
             mp = _macro_params(macro.body)
+            if mp is None and objects and macro.body.strip() and not macro.body.startswith("("):
+                body = _COMMENT.sub(" ", re.sub(r"\\\r?\n", " ", macro.body))
+                out += text[pos:m.start()] + " " + body + " "
+                pos = m.end()
+                changed = True
+                continue
             if mp is None:
                 continue
             inv = _invocation(text[m.start():])
