@@ -54,3 +54,26 @@ def test_a_project_template_wins_over_the_parse_shim_of_that_name(dataset: dict[
     (unit,) = unit_texts(dataset, m)
     assert "} MPI_Layout;" in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_specialization_under_an_arch_test_keeps_its_guard(dataset: dict[str, Any]) -> None:
+    """`template <> struct ScaleOp<Scaler<__half>, 2>` exists only under `#if __CUDA_ARCH__ >= 530`, where the
+    member it multiplies is a `__half2`; the parse took that branch and the unit copied the specialization bare, so
+    nvcc's host pass compiled `__hmul2(__half2, float)` ("no instance of overloaded function" in nccl). The unit writes
+    it under the same condition."""
+    m = only_meta(dataset, "scale_packs")
+    assert len(m["instantiations"]) == 2, [i["args"] for i in m["instantiations"]]
+    for unit in unit_texts(dataset, m):
+        head, _, rest = unit.partition("struct ScaleOp<Scaler<__half>, 2>")
+        assert head.rstrip().endswith("#if __CUDA_ARCH__ >= 530\ntemplate <>"), head[-200:]
+        assert rest.split("};", 1)[1].lstrip().startswith("#endif")
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_macro_pasted_from_a_number_comes_along(dataset: dict[str, Any]) -> None:
+    """`DEFINE_WIDTH_TRAITS(2)` pastes `LANES_FOR_WIDTH_##W` into `LANES_FOR_WIDTH_2`: a number is no identifier of
+    the kept text, so the pasted macro was never looked for ("identifier LANES_FOR_WIDTH_1 is undefined")."""
+    m = only_meta(dataset, "mark_active_lanes")
+    (unit,) = unit_texts(dataset, m)
+    assert "#define LANES_FOR_WIDTH_1 32" in unit and "#define LANES_FOR_WIDTH_2 16" in unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -285,3 +285,62 @@ def _only_defines_of(chain: bytes, name: str) -> str | None:
         if ln.strip() and not ln.strip().startswith((b"//", b"/*", b"*")):
             return None
     return chain.decode("utf-8", "replace") + "\n"
+
+
+# Names a guard may test and still mean the same in the unit: the compiler's, and the runtime's version (every unit
+# that uses the CUDA runtime includes it).
+_GUARD_NAMES = re.compile(r"defined|__CUDA_ARCH__|__CUDA_ARCH_FEAT_\w+|__CUDACC__|__NVCC__|__CUDACC_VER_\w+__|"
+                          r"CUDART_VERSION")
+
+
+def arch_guards(data: bytes, start: int, end: int) -> list[str]:
+    """The `#if` conditions of the chains around the declaration at [start, end) that test `__CUDA_ARCH__` in a
+    single branch which nvcc's host pass skips (`#if __CUDA_ARCH__ >= 530` ... `#endif` around a specialization that
+    uses `__hmul2` on a member which is `__half2` only there): the parse took that branch, so the closure copied
+    the declaration bare, and the unit's host pass compiled it against the other type of the member ("no instance
+    of overloaded function"). The unit writes the declaration under the same conditions. A chain with another
+    branch (the host's alternative), or a condition naming other macros, gives nothing (the declaration is copied
+    as before)."""
+    stack: list[list[tuple[bytes, bytes]]] = []  # open chains: their branches (kind, condition) so far
+    for m in _DIRECTIVE.finditer(data, 0, start):
+        kind, cond = m.group(1), m.group(2)
+        if kind in (b"if", b"ifdef", b"ifndef"):
+            stack.append([(kind, cond)])
+        elif kind in (b"elif", b"else") and stack:
+            stack[-1].append((kind, cond))
+        elif kind == b"endif" and stack:
+            stack.pop()
+    if not stack:
+        return []
+    # Whether each open chain closes after the declaration with no other branch: scan on from its end.
+    open_chains = list(range(len(stack)))
+    alone = [len(branches) == 1 for branches in stack]
+    depth = 0
+    for m in _DIRECTIVE.finditer(data, end):
+        if not open_chains:
+            break
+        kind = m.group(1)
+        if kind in (b"if", b"ifdef", b"ifndef"):
+            depth += 1
+        elif kind == b"endif":
+            if depth:
+                depth -= 1
+            else:
+                open_chains.pop()
+        elif depth == 0:
+            alone[open_chains[-1]] = False
+    out = []
+    for idx, (branches, single) in enumerate(zip(stack, alone, strict=True)):
+        kind, cond = branches[0]
+        cond = re.sub(rb"/\*.*?\*/", b" ", cond.split(b"//")[0]).strip()
+        if kind != b"if" or b"__CUDA_ARCH__" not in cond:
+            if kind != b"ifdef" or cond != b"__CUDA_ARCH__":
+                continue
+            cond = b"defined(__CUDA_ARCH__)"
+        text = cond.decode("latin-1")
+        if not single or idx in open_chains or \
+                any(not _GUARD_NAMES.fullmatch(w) for w in re.findall(r"[A-Za-z_]\w*", text)) or \
+                _host_value(b"if", cond) is not False:
+            continue
+        out.append(text)
+    return out

@@ -11,7 +11,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.source.include_graph import INCLUDE
-from miner.units.closure.arch_branches import arch_chain, arch_dependent
+from miner.units.closure.arch_branches import arch_chain, arch_dependent, arch_guards
 from miner.units.closure.context import Closure, Macro, Piece, TUContext
 from miner.units.closure.host_bodies import DECLARED_ONLY, DECLARED_ONLY_UNRESOLVED
 from miner.units.closure.shims import UNRESOLVED_BASE
@@ -177,6 +177,9 @@ def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_sta
         items.append((ctx.sort_key(p.path, p.start), {
             "kind": p.kind, "name": p.name, "namespaces": list(p.namespaces),
             "text": (opened + "\n" if opened else "") + _text(ctx, p),
+            # (a declaration the source writes under `#if __CUDA_ARCH__ >= X` alone: under it in the unit too, or
+            # the host pass compiles what the original's never sees)
+            "guards": arch_guards(ctx.read(p.path), p.start, p.end),
             "c_linkage": p.c_linkage, "path": p.path, "line": ctx.read(p.path).count(b"\n", 0, p.start) + 1}))
     defined: set[str] = set()
     for m in closure.macros:  # in source order; a redefinition undefines the one before it
