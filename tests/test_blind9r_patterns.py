@@ -77,3 +77,23 @@ def test_a_macro_pasted_from_a_number_comes_along(dataset: dict[str, Any]) -> No
     (unit,) = unit_texts(dataset, m)
     assert "#define LANES_FOR_WIDTH_1 32" in unit and "#define LANES_FOR_WIDTH_2 16" in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_parameter_used_as_a_class_takes_no_scalar_beside_real_arguments(dataset: dict[str, Any]) -> None:
+    """`tile_run<Cfg>` names `Cfg::Params` and `Cfg::kThreads`; a benchmark class template nothing instantiates takes
+    `(void*)tile_run<Cfg>`, whose defaults gave `float` as a `reference` beside the two real `TileConfig<128, ...>`
+    of the launching host template (lc0's `attention_kernel_batched_impl`: "expected an identifier" for
+    `float::Params`). A defaulted reference is a guess like a defaulted launch, and a scalar never stands for a
+    class."""
+    m = only_meta(dataset, "tile_run")
+    assert sorted(i["args"][0] for i in m["instantiations"]) == ["TileConfig<128, false>", "TileConfig<128, true>"]
+    assert {i["origin"] for i in m["instantiations"]} == {"host_template"}
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_class_parameter_without_arguments_states_why(dataset: dict[str, Any]) -> None:
+    """`tile_probe<Cfg>` is only referenced in the uninstantiated class template: its `float` default cannot be a
+    class, and the metadata says so (`args_missing: class_parameter`) instead of passing as a real argument."""
+    m = only_meta(dataset, "tile_probe")
+    assert [i["origin"] for i in m["instantiations"]] == ["inferred"]
+    assert (m.get("args_missing") or {}).get("reason") == "class_parameter", m.get("args_missing")

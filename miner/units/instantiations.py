@@ -267,7 +267,10 @@ def _candidates(launches: list[Launch], explicit: list[list[str]]
             out.append((launch.template_args, "reference" if ref else
                         "dispatch" if launch.in_lambda else "call_site"))
         elif launch.host_template_args:
-            origin = "reference" if ref else "inferred" if launch.host_defaulted else "host_template"
+            # (a reference in a host template nothing instantiates took that template's defaults: a guess like any
+            # launch's there, which known instantiations push out; it was kept as `reference`, a `float` for lc0's
+            # `attention_kernel_batched_impl<Attention>` beside the two real `AttentionKernel<...>`)
+            origin = "inferred" if launch.host_defaulted else "reference" if ref else "host_template"
             out += [(a, origin) for a in launch.host_template_args]
         elif launch.resolved_text:
             out.append((launch.resolved_text, "reference" if ref else "call_site"))
@@ -384,6 +387,24 @@ def _callee_before(text: str, at: int) -> str | None:
     return None
 
 
+# Types that have no members: a parameter the kernel names members through (`typename AK::Params`) is no such type.
+_SCALARS = re.compile(r"(?:(?:un)?signed\s+)?(?:float|double|int|char|short|long(?:\s+long)?|bool|size_t|"
+                      r"u?int(?:8|16|32|64)_t|half|__half|c10::Half|at::Half|__nv_bfloat16|c10::BFloat16|"
+                      r"at::BFloat16|unsigned)")
+
+
+def class_types(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
+    """Type parameters the kernel names a member through (`AK::kNumThreads`, `typename AK::Params`): classes."""
+    names = {t["name"] for t in meta.get("template_params") or [] if t["kind"] == "type"}
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", kernel_text, flags=re.S)
+    return frozenset(n for n in names if re.search(rf"(?<![\w:]){re.escape(n)}\s*::\s*[A-Za-z_~]", text))
+
+
+def _scalar_for_class(args: tuple[str, ...], names: list[str], classes: frozenset[str]) -> bool:
+    return any(i < len(names) and names[i] in classes and _SCALARS.fullmatch(a.strip())
+               for i, a in enumerate(args))
+
+
 def _callable_stand_ins(found: list[tuple[tuple[str, ...], str]], meta: dict[str, Any], kernel_text: str
                         ) -> list[tuple[tuple[str, ...], str]]:
     """Inferred instantiations with the function-object stand-in where a type parameter is only called."""
@@ -427,6 +448,16 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
     # A guess only stands in for nothing: known instantiations push out inferred ones.
     if any(o != "inferred" for o in best.values()):
         best = {a: o for a, o in best.items() if o != "inferred"}
+    # A scalar never stands for a parameter the kernel uses as a class (`float::Params` is no C++): where another
+    # instantiation exists, such one is listed as not rendered (weak_args states the reason when none does).
+    classes = class_types(meta, kernel_text) if kernel_text else frozenset()
+    scalar = [a for a in best if _scalar_for_class(a, names, classes)]
+    if scalar and len(scalar) < len(best):
+        for a in scalar:
+            if omitted is not None:
+                omitted.append({"args": list(a), "template_args": dict(zip(names, a, strict=False)),
+                                "origin": best[a], "why": "scalar_for_class"})
+            del best[a]
     # Arguments still written in a template's own scope (`typename base_type::index_type`, a `<dependent type>`
     # libclang could not spell) name nothing at namespace scope, so their unit cannot build: where the same
     # kernel has instantiations with concrete arguments, they are listed as not rendered instead.
