@@ -97,3 +97,14 @@ def test_a_class_parameter_without_arguments_states_why(dataset: dict[str, Any])
     m = only_meta(dataset, "tile_probe")
     assert [i["origin"] for i in m["instantiations"]] == ["inferred"]
     assert (m.get("args_missing") or {}).get("reason") == "class_parameter", m.get("args_missing")
+
+
+def test_a_dependent_type_argument_is_not_written_typename_typename(dataset: dict[str, Any]) -> None:
+    """`using Cfg = typename PickConfig<width>::Kernel;` gives `tile_copy<Cfg>` the argument `typename
+    PickConfig<64>::Kernel`; put in for `Cfg` in `typename Cfg::Params`, the launcher's parameter read `typename
+    typename ...` ("expected an identifier", lc0's backward attention kernels)."""
+    m = only_meta(dataset, "tile_copy")
+    assert sorted(i["args"][0] for i in m["instantiations"]) == ["typename PickConfig<256>::Kernel",
+                                                                 "typename PickConfig<64>::Kernel"]
+    assert all("typename typename" not in u for u in unit_texts(dataset, m))
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
