@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from miner import cuda_libs
 from miner.source import configured_headers
 from tests.conftest import FIXTURES, build_statuses, extract_and_build, only_meta, unit_texts
 
@@ -107,4 +108,16 @@ def test_a_dependent_type_argument_is_not_written_typename_typename(dataset: dic
     assert sorted(i["args"][0] for i in m["instantiations"]) == ["typename PickConfig<256>::Kernel",
                                                                  "typename PickConfig<64>::Kernel"]
     assert all("typename typename" not in u for u in unit_texts(dataset, m))
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.mark.skipif(cuda_libs.header_library_dir(cuda_libs.HEADER_LIBRARIES[0]) is None,
+                    reason="nvidia-cutlass is not installed")
+def test_a_quoted_cutlass_include_is_no_header_the_project_lacks(dataset: dict[str, Any]) -> None:
+    """`#include "cutlass/array.h"` in a tree without CUTLASS: the wheel's headers answer it, but the unit said
+    `km:toolkit-conflict ... includes "cutlass/array.h", which the project does not contain` and mine_corpus counted
+    the kernel as stated (lc0's backward attention kernels), whatever its real build result."""
+    m = only_meta(dataset, "add_pairs")
+    (unit,) = unit_texts(dataset, m)
+    assert "km:toolkit-conflict" not in unit and "#include <cutlass/array.h>" in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -11,6 +11,7 @@ from typing import Any
 from miner import __version__
 from miner.builder.compiler import ARCH_SPECIFIC
 from miner.builder.diagnostics import _CCCL3, CUB_REMOVED
+from miner.cuda_libs import header_library_of
 from miner.dataset import atomic
 from miner.frontends import frameworks
 from miner.resources import template_env
@@ -376,6 +377,8 @@ def _source_missing(meta: dict[str, Any]) -> str | None:
         name = m.group(1).strip()
         if os.path.isfile(os.path.join(os.path.dirname(path), name)) or not root:
             continue
+        if header_library_of(name) is not None:
+            continue  # (CUTLASS/CuTe: a wheel's, miner.cuda_libs; without it the build says what to install)
         names = _project_file_names(root)
         # A header the build writes from a template the project holds (`nccl.h` from `nccl.h.in`,
         # miner.source.configured_headers) is the project's: the miner writes it as the build would.
