@@ -121,3 +121,14 @@ def test_a_quoted_cutlass_include_is_no_header_the_project_lacks(dataset: dict[s
     (unit,) = unit_texts(dataset, m)
     assert "km:toolkit-conflict" not in unit and "#include <cutlass/array.h>" in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_headers_the_build_copies_under_another_folder_name_are_read_in_place(dataset: dict[str, Any]) -> None:
+    """`#include "meshio/meshio_device.h"`: the tree holds `vendor/meshio-kit/include/meshio_device.h`, which the
+    CMake files copy into the build tree's `meshcomm/meshio/`. No `-I` finds it, so the transport's enums were
+    undefined in the unit (nccl's GIN kernels and `doca_gpunetio/`). The folder is reached through a link in the
+    cache and its files are inlined as the project's."""
+    m = only_meta(dataset, "post_all")
+    (unit,) = unit_texts(dataset, m)
+    assert "MESHIO_POST_DEFAULT = 0," in unit and "struct meshio_queue {" in unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

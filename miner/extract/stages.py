@@ -34,6 +34,7 @@ from miner.source import (
     compile_db,
     configured_headers,
     context,
+    copied_headers,
     feature_guards,
     header_wheels,
     include_graph,
@@ -122,7 +123,7 @@ def _configure(run: CudaRun) -> None:
     assert run.disc is not None
     files, extra = run.files, run.extra
     run.graph = graph = include_graph.build(files + extra, run.include_dirs)
-    if _generated_headers(run, graph):
+    if _generated_headers(run, graph) | _copied_headers(run, graph):
         extra = run.extra
         run.graph = graph = include_graph.build(files + extra, run.include_dirs)
     run.flags_of = flags_of = _project_flags(files + extra, graph, run.per_file, run.opts.project, run.disc.roots)
@@ -182,6 +183,26 @@ def _generated_headers(run: CudaRun, graph: include_graph.IncludeGraph) -> bool:
                             "units inline what they use): " + ", ".join(
                                 f"{name} from {_rel(t, run.disc.roots[0]) if run.disc.roots else t}"
                                 for name, (t, _x) in sorted(made.items())))
+    return True
+
+
+def _copied_headers(run: CudaRun, graph: include_graph.IncludeGraph) -> bool:
+    """Folders of project headers the build copies under another name (miner.source.copied_headers): reached
+    through links in a cache folder that joins the include dirs."""
+    assert run.disc is not None
+    files = run.files + run.extra
+    found = _toolkit_finder(files, run.include_dirs + graph.auto_include_dirs, shims=False)
+    if found is None:
+        return False
+    links = copied_headers.aliases({f.path: f.data for f in files}, found,
+                                   [*run.disc.roots, *([run.opts.project] if run.opts.project else [])])
+    folder = copied_headers.write_links(links)
+    if folder is None:
+        return False
+    run.include_dirs = [*run.include_dirs, folder]
+    root = run.disc.roots[0] if run.disc.roots else "/"
+    run.report.notes.append("folders of headers the build copies under another name, read in place: " + ", ".join(
+        f"{alias}/ = {_rel(target, root)}/" for alias, target in sorted(links.items())))
     return True
 
 
