@@ -132,3 +132,13 @@ def test_headers_the_build_copies_under_another_folder_name_are_read_in_place(da
     (unit,) = unit_texts(dataset, m)
     assert "MESHIO_POST_DEFAULT = 0," in unit and "struct meshio_queue {" in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_helper_written_only_for_the_clang_parser_keeps_its_guard(dataset: dict[str, Any]) -> None:
+    """`#if defined(__clang__) && defined(__CUDA__)` around the project's own `__stwt`: libclang (the parse) takes
+    that branch, nvcc never does and declares `__stwt` itself, so the bare copy made the call ambiguous ("more than
+    one instance of overloaded function", nccl's GIN proxy). The unit keeps the condition."""
+    m = only_meta(dataset, "store_through")
+    (unit,) = unit_texts(dataset, m)
+    assert "#if defined(__clang__) && defined(__CUDA__)\n__device__ inline void __stwt" in unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
