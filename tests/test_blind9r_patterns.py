@@ -142,3 +142,15 @@ def test_a_helper_written_only_for_the_clang_parser_keeps_its_guard(dataset: dic
     (unit,) = unit_texts(dataset, m)
     assert "#if defined(__clang__) && defined(__CUDA__)\n__device__ inline void __stwt" in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_function_under_an_arch_test_stays_bare_for_the_kernel_specialization_calling_it(
+        dataset: dict[str, Any]) -> None:
+    """`halve<__half>` is specialized under `#if __CUDA_ARCH__ >= 530` and calls `halve_in_place`, defined under the
+    same test. The unit writes the kernel bare (its host pass compiles the body), so the function must stay bare too:
+    guarded like the struct specializations, it was undefined in the host pass (MMCV's `bbox_overlaps_cuda_kernel`)."""
+    spec = [m for m in dataset["metas"] if m["name"] == "halve" and m["is_specialization"]]
+    assert len(spec) == 1
+    (unit,) = unit_texts(dataset, spec[0])
+    assert "#if __CUDA_ARCH__ >= 530\n__device__ void halve_in_place" not in unit
+    assert set(build_statuses(spec[0]).values()) == {"ok"}, build_statuses(spec[0])

@@ -293,7 +293,7 @@ _GUARD_NAMES = re.compile(r"defined|__CUDA_ARCH__|__CUDA_ARCH_FEAT_\w+|__CUDACC_
                           r"CUDART_VERSION|__clang__|__clang_major__|__clang_minor__|__CUDA__")
 # What the parse defines because libclang is the parser (nvcc defines none of them): a branch testing them holds
 # code for clang's CUDA mode only (a helper nvcc's headers already declare), whatever `__CUDA_ARCH__` says.
-_PARSER_ONLY = re.compile(r"\b(?:__clang__|__clang_major__|__clang_minor__|__CUDA__)\b")
+PARSER_ONLY = re.compile(r"\b(?:__clang__|__clang_major__|__clang_minor__|__CUDA__)\b")
 
 
 def arch_guards(data: bytes, start: int, end: int) -> list[str]:
@@ -343,7 +343,7 @@ def arch_guards(data: bytes, start: int, end: int) -> list[str]:
         elif kind != b"if":
             continue
         text = cond.decode("latin-1")
-        parser_only = _PARSER_ONLY.search(text) is not None
+        parser_only = PARSER_ONLY.search(text) is not None
         if not single or idx in open_chains or not (parser_only or "__CUDA_ARCH__" in text) or \
                 any(not _GUARD_NAMES.fullmatch(w) for w in re.findall(r"[A-Za-z_]\w*", text)) or \
                 not parser_only and _host_value(b"if", cond) is not False:
