@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import operator
 import re
+from collections.abc import Callable
 from typing import Any
 
 from miner.frontends.common import split_top, substitute  # noqa: F401 - re-exported for render
@@ -256,8 +257,8 @@ def _normalize(args: list[str], tparams: list[dict[str, Any]]) -> tuple[str, ...
 # ------------------------------------------------------------------------------------------- plan
 
 
-def _candidates(launches: list[Launch], explicit: list[list[str]]
-                ) -> list[tuple[list[str], str]]:
+def _candidates(launches: list[Launch], explicit: list[list[str]],
+                scalar_for_class: Callable[[list[str]], bool] = lambda _a: False) -> list[tuple[list[str], str]]:
     out: list[tuple[list[str], str]] = []
     for launch in launches:
         ref = launch.kind == "reference"
@@ -267,11 +268,13 @@ def _candidates(launches: list[Launch], explicit: list[list[str]]
             out.append((launch.template_args, "reference" if ref else
                         "dispatch" if launch.in_lambda else "call_site"))
         elif launch.host_template_args:
-            # (a reference in a host template nothing instantiates took that template's defaults: a guess like any
-            # launch's there, which known instantiations push out; it was kept as `reference`, a `float` for lc0's
-            # `attention_kernel_batched_impl<Attention>` beside the two real `AttentionKernel<...>`)
-            origin = "inferred" if launch.host_defaulted else "reference" if ref else "host_template"
-            out += [(a, origin) for a in launch.host_template_args]
+            origin = "reference" if ref else "inferred" if launch.host_defaulted else "host_template"
+            # (a reference in a host template nothing instantiates took that template's defaults: where that put a
+            # scalar for a parameter the kernel uses as a class, it is a guess like any defaulted launch's, which
+            # known instantiations push out; kept as `reference`, lc0's `attention_kernel_batched_impl<Attention>`
+            # had a `float` beside the two real `AttentionKernel<...>`)
+            out += [(a, "inferred" if ref and launch.host_defaulted and scalar_for_class(a) else origin)
+                    for a in launch.host_template_args]
         elif launch.resolved_text:
             out.append((launch.resolved_text, "reference" if ref else "call_site"))
     out += [([a.strip() for a in args], "explicit") for args in explicit]
@@ -439,7 +442,8 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
         return [{"args": [], "template_args": {}, "origin": "specialization" if meta["is_specialization"]
                  else "none"}]
     best: dict[tuple[str, ...], str] = {}
-    for args, origin in _candidates(launches, explicit):
+    classes = class_types(meta, kernel_text) if kernel_text else frozenset()
+    for args, origin in _candidates(launches, explicit, lambda a: _scalar_for_class(tuple(a), names, classes)):
         norm = _normalize(list(args), tparams)
         if norm is None:
             continue
@@ -450,7 +454,6 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
         best = {a: o for a, o in best.items() if o != "inferred"}
     # A scalar never stands for a parameter the kernel uses as a class (`float::Params` is no C++): where another
     # instantiation exists, such one is listed as not rendered (weak_args states the reason when none does).
-    classes = class_types(meta, kernel_text) if kernel_text else frozenset()
     scalar = [a for a in best if _scalar_for_class(a, names, classes)]
     if scalar and len(scalar) < len(best):
         for a in scalar:
