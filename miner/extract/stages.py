@@ -34,6 +34,7 @@ from miner.source import (
     compile_db,
     configured_headers,
     context,
+    copied_headers,
     feature_guards,
     header_wheels,
     include_graph,
@@ -122,6 +123,9 @@ def _configure(run: CudaRun) -> None:
     assert run.disc is not None
     files, extra = run.files, run.extra
     run.graph = graph = include_graph.build(files + extra, run.include_dirs)
+    if _generated_headers(run, graph) | _copied_headers(run, graph):
+        extra = run.extra
+        run.graph = graph = include_graph.build(files + extra, run.include_dirs)
     run.flags_of = flags_of = _project_flags(files + extra, graph, run.per_file, run.opts.project, run.disc.roots)
     run.config = ParseConfig(include_dirs=run.include_dirs + graph.auto_include_dirs,
                              defines=list(run.opts.defines), per_file_args=run.per_file,
@@ -156,6 +160,53 @@ def _configure(run: CudaRun) -> None:
         run.report.notes.append(f"defined for the translation units that reach a conditional whose branch in force "
                                 f"includes a header found nowhere (the build's value): "
                                 f"{', '.join(sorted({n for names in valued.values() for n in names}))}")
+
+
+def _generated_headers(run: CudaRun, graph: include_graph.IncludeGraph) -> bool:
+    """Headers the build writes from a template that holds declarations (`nccl.h` from `nccl.h.in`), which the
+    tree lacks: written as the build would (miner.source.configured_headers.generated) into a folder of the
+    cache that joins the include dirs, and taken as project context, so the parse sees their types and the
+    units inline what they use. Without them every use of the library's handle types (`ncclComm_t`) failed."""
+    assert run.disc is not None
+    files = run.files + run.extra
+    # Without the parse shims: the project's own template wins over the shim that stands in for the library
+    # where a project only uses it (shims/nccl.h declares a few of NCCL's names, not the device API's).
+    found = _toolkit_finder(files, run.include_dirs + graph.auto_include_dirs, shims=False)
+    if found is None:
+        return False
+    made = configured_headers.generated({f.path: f.data for f in files}, found,
+                                        [*run.disc.roots, *([run.opts.project] if run.opts.project else [])])
+    folder = configured_headers.write_generated({name: text for name, (_t, text) in made.items()})
+    if folder is None:
+        return False
+    run.include_dirs = [*run.include_dirs, folder]
+    run.extra = [*run.extra, *(SourceFile(os.path.join(folder, name), text.encode(), False)
+                               for name, (_t, text) in sorted(made.items()))]
+    run.report.notes.append("headers the build writes from a template, written as a default configure would (the "
+                            "units inline what they use): " + ", ".join(
+                                f"{name} from {_rel(t, run.disc.roots[0]) if run.disc.roots else t}"
+                                for name, (t, _x) in sorted(made.items())))
+    return True
+
+
+def _copied_headers(run: CudaRun, graph: include_graph.IncludeGraph) -> bool:
+    """Folders of project headers the build copies under another name (miner.source.copied_headers): reached
+    through links in a cache folder that joins the include dirs."""
+    assert run.disc is not None
+    files = run.files + run.extra
+    found = _toolkit_finder(files, run.include_dirs + graph.auto_include_dirs, shims=False)
+    if found is None:
+        return False
+    links = copied_headers.aliases({f.path: f.data for f in files}, found,
+                                   [*run.disc.roots, *([run.opts.project] if run.opts.project else [])])
+    folder = copied_headers.write_links(links)
+    if folder is None:
+        return False
+    run.include_dirs = [*run.include_dirs, folder]
+    root = run.disc.roots[0] if run.disc.roots else "/"
+    run.report.notes.append("folders of headers the build copies under another name, read in place: " + ", ".join(
+        f"{alias}/ = {_rel(target, root)}/" for alias, target in sorted(links.items())))
+    return True
 
 
 def _header_wheels(run: CudaRun, files: list[SourceFile], graph: include_graph.IncludeGraph) -> None:
@@ -201,7 +252,8 @@ def _header_switches(files: list[SourceFile], graph: include_graph.IncludeGraph,
     return {path: sorted(defs, key=lambda d: d.partition("=")[0]) for path, defs in merged.items()}
 
 
-def _toolkit_finder(files: list[SourceFile], include_dirs: list[str]) -> Callable[[str, str, bool], bool] | None:
+def _toolkit_finder(files: list[SourceFile], include_dirs: list[str],
+                    shims: bool = True) -> Callable[[str, str, bool], bool] | None:
     """missing_headers.finder over the project, the toolkit and the shims; None without nvcc (a toolkit header
     would look missing)."""
     from miner.builder.toolchain import find_nvcc
@@ -214,7 +266,8 @@ def _toolkit_finder(files: list[SourceFile], include_dirs: list[str]) -> Callabl
         return None
     if not toolkit:
         return None
-    return missing_headers.finder([f.path for f in files], include_dirs, toolkit, (str(stub_dir() / "shims"),))
+    return missing_headers.finder([f.path for f in files], include_dirs, toolkit,
+                                  (str(stub_dir() / "shims"),) if shims else ())
 
 
 def _configured_headers(files: list[SourceFile], graph: include_graph.IncludeGraph,

@@ -143,7 +143,11 @@ def substitute(text: str, mapping: dict[str, str]) -> str:
     boundary (`0const0 0float0 *`)."""
     for name, value in mapping.items():
         if name:
-            text = re.sub(rf"\b{re.escape(name)}\b", value, text)
+            # (a value that is itself `typename X<...>::Kernel` where the text says `typename AK::Params`: one
+            # `typename`, `typename typename` is no C++: lc0's backward attention launcher)
+            dependent = value.startswith("typename ")
+            text = re.sub(rf"(\btypename\s+)?\b{re.escape(name)}\b",
+                          lambda m, v=value, d=dependent: v if d and m.group(1) else (m.group(1) or "") + v, text)
     return text
 
 

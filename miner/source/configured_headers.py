@@ -17,7 +17,14 @@ those set; `add_subdirectory` toward that file), and a block whose condition nam
 translation units that reach its includer: `#define NAME @VAR@` / `${VAR}`, `#cmakedefine NAME ...` (defined
 where VAR is on) and `#cmakedefine01 NAME` (1 or 0). A `#define` whose value names a variable the reading left
 unknown is not given. Only templates that hold nothing but macros (directives, comments, namespace braces) are
-read this way: a declaration in a template would be missing from the units all the same.
+read this way.
+
+A template that holds declarations (`nccl.h.in`: the library's handle types and API beside its version macros) is
+written out instead, as the build would write it (`generated`, `configured_text`), into a folder of the user's cache
+that the parse searches; it is project context, so units inline what they use of it. Its placeholders may be the
+project's own (`${nccl:Major}`), replaced by a `sed` in a Makefile or a `string(REPLACE)` in a `cmake -P` script:
+those scripts are read for the value they put in (a make variable, a CMake variable, `file(READ)` of a version
+fragment and `math(EXPR)` included).
 """
 
 from __future__ import annotations
@@ -450,6 +457,8 @@ def _forget(cmd: _Cmd, env: _Vars) -> None:
                 env.normal[env.expand(args[3].text)] = None
             elif sub in idx and len(args) > idx[sub]:
                 env.normal[env.expand(args[idx[sub]].text)] = None
+        elif cmd.name in ("file", "math") and len(args) >= 3 and args[0].text.upper() in ("READ", "EXPR"):
+            env.normal[env.expand(args[2 if cmd.name == "file" else 1].text)] = None
         elif cmd.name == "list" and len(args) >= 2:
             env.normal[env.expand(args[1].text)] = None
     except _Unknown:
@@ -519,6 +528,18 @@ def _command(reading: _Reading, cmd: _Cmd, folder: str, env: _Vars) -> None:
     if name == "string" and args:
         _string(args, env)
         return
+    if name == "file" and len(args) >= 3 and args[0].text.upper() == "READ" and len(args) == 3:
+        # `file(READ version.mk TEXT)` then `string(REGEX REPLACE ...)`: a version kept in a make fragment
+        path = env.expand(args[1].text)
+        path = os.path.normpath(path if os.path.isabs(path) else os.path.join(folder, path))
+        text = _read_text(path) if _under(os.path.realpath(path), os.path.realpath(reading.top)) else None
+        if text is None:
+            raise _Unknown(path)
+        env.normal[env.expand(args[2].text)] = text
+        return
+    if name == "math" and len(args) >= 3 and args[0].text.upper() == "EXPR":
+        env.normal[env.expand(args[1].text)] = str(_arithmetic(env.expand(args[2].text)))
+        return
     if name == "list" and len(args) >= 2 and args[0].text.upper() in ("APPEND", "PREPEND"):
         target = env.expand(args[1].text)
         items = _values(args[2:], env)
@@ -535,6 +556,25 @@ def _command(reading: _Reading, cmd: _Cmd, folder: str, env: _Vars) -> None:
         return
 
 
+_MATH = re.compile(r"\s*(?:0[xX][0-9a-fA-F]+|\d+|[-+*/%()~&|^]|<<|>>)")
+
+
+def _arithmetic(expr: str) -> int:
+    """`math(EXPR)`'s integer expression; _Unknown for anything but integers and C operators."""
+    pos, toks = 0, []
+    while pos < len(expr.rstrip()):
+        m = _MATH.match(expr, pos)
+        if not m:
+            raise _Unknown(expr)
+        toks.append(m.group(0).strip())
+        pos = m.end()
+    text = " ".join(t if not t[0].isdigit() else str(int(t, 0)) for t in toks).replace("/", "//")
+    try:
+        return int(eval(text, {"__builtins__": {}}, {}))  # noqa: S307 - only integers and operators (checked)
+    except (SyntaxError, ZeroDivisionError, TypeError, ValueError) as exc:
+        raise _Unknown(expr) from exc
+
+
 def _string(args: list[_Arg], env: _Vars) -> None:
     sub = args[0].text.upper()
     if sub in ("TOUPPER", "TOLOWER", "STRIP") and len(args) >= 3:
@@ -547,7 +587,8 @@ def _string(args: list[_Arg], env: _Vars) -> None:
     elif sub == "REGEX" and len(args) >= 5 and args[1].text.upper() == "REPLACE":
         pattern, repl = env.expand(args[2].text), env.expand(args[3].text)
         repl = re.sub(r"\\(\d)", r"\\g<\1>", repl)
-        env.normal[env.expand(args[4].text)] = re.sub(pattern, repl, "".join(_values(args[5:], env)))
+        # (CMake's `.` matches a newline too: `.*NAME *:= *([0-9]+).*` over a whole file's text)
+        env.normal[env.expand(args[4].text)] = re.sub(pattern, repl, "".join(_values(args[5:], env)), flags=re.S)
     elif sub in ("APPEND", "PREPEND") and len(args) >= 2:
         target = env.expand(args[1].text)
         old = env.get(target) if env.defined(target) else ""
@@ -731,22 +772,16 @@ def templates(roots: Iterable[str]) -> list[str]:
     return sorted(out)
 
 
-def defines(texts: dict[str, bytes], found: Callable[[str, str, bool], bool], roots: Iterable[str],
-            stop: str | None = None) -> dict[str, list[str]]:
-    """Per source file, the defines of the configured headers it includes that the tree lacks but whose CMake
-    template it holds (`#include <lib/config.h>`, `lib/config.h.in` configured by the project's CMake files).
-    The templates are looked for under `roots`; the CMake files are read from the top of the project, which
-    is not above `stop` (default: the root that holds the template)."""
-    from miner.source.checkout import project_root
-
-    roots = list(roots)
+def _wanted(texts: dict[str, bytes], found: Callable[[str, str, bool], bool],
+            roots: list[str]) -> Iterable[tuple[str, str, str, str]]:
+    """(includer, include as spelled, template, root holding the template) for each include the tree lacks
+    whose configure template it holds."""
     found_templates = templates(roots)
     if not found_templates:
-        return {}
+        return
     by_tail: dict[str, list[str]] = {}
     for t in found_templates:
         by_tail.setdefault(os.path.splitext(t)[0].replace(os.sep, "/"), []).append(t)
-    out: dict[str, list[str]] = {}
     for path, data in texts.items():
         if b"include" not in data:
             continue
@@ -763,7 +798,222 @@ def defines(texts: dict[str, bytes], found: Callable[[str, str, bool], bool], ro
             template = cands[0]
             root = next((r for r in sorted(roots, key=len, reverse=True) if _under(template, r)),
                         os.path.dirname(template))
-            values = template_defines(template, cmake_variables(template, stop or project_root(root)))
-            if values:
-                out[path] = [*out.get(path, []), *(v for v in values if v not in out.get(path, []))]
+            yield path, name, template, root
+
+
+def defines(texts: dict[str, bytes], found: Callable[[str, str, bool], bool], roots: Iterable[str],
+            stop: str | None = None) -> dict[str, list[str]]:
+    """Per source file, the defines of the configured headers it includes that the tree lacks but whose CMake
+    template it holds (`#include <lib/config.h>`, `lib/config.h.in` configured by the project's CMake files).
+    The templates are looked for under `roots`; the CMake files are read from the top of the project, which
+    is not above `stop` (default: the root that holds the template)."""
+    from miner.source.checkout import project_root
+
+    out: dict[str, list[str]] = {}
+    for path, _name, template, root in _wanted(texts, found, list(roots)):
+        values = template_defines(template, cmake_variables(template, stop or project_root(root)))
+        if values:
+            out[path] = [*out.get(path, []), *(v for v in values if v not in out.get(path, []))]
     return out
+
+
+def generated(texts: dict[str, bytes], found: Callable[[str, str, bool], bool], roots: Iterable[str],
+              stop: str | None = None) -> dict[str, tuple[str, str]]:
+    """The configured headers the sources include that the tree lacks and whose template holds declarations
+    (`nccl.h` from `nccl.h.in`: the library's handle types and API beside its version macros), as the build
+    would write them: include name as spelled -> (template, text). The defines of a macro-only template go
+    to the parse as `-D`s instead (`defines`); a template whose placeholders cannot all be given is left out."""
+    from miner.source.checkout import project_root
+
+    out: dict[str, tuple[str, str]] = {}
+    for _path, name, template, root in _wanted(texts, found, list(roots)):
+        if name in out or ".." in name.split("/") or os.path.isabs(name):
+            continue
+        text = configured_text(template, stop or project_root(root))
+        if text is not None:
+            out[name] = (template, text)
+    return out
+
+
+# ----------------------------------------------------------------------------------------- templates with code
+
+# Where generated headers are written (write_generated): a folder of the user's cache, one per set of contents.
+_GENERATED = os.path.join("kernel-miner", "configured")
+
+
+def is_generated(path: str) -> bool:
+    """Whether `path` is a header written by write_generated (project context that lies outside the tree)."""
+    return os.sep + _GENERATED + os.sep in path
+
+
+def write_generated(headers: dict[str, str]) -> str | None:
+    """Write `headers` (include name -> text) into a cache folder named after their contents (so parse-cache
+    keys stay stable across runs) and return it; None where there is nothing to write or it cannot be."""
+    import hashlib
+
+    if not headers:
+        return None
+    digest = hashlib.sha256(repr(sorted(headers.items())).encode()).hexdigest()[:16]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.realpath(os.path.join(base, _GENERATED, digest))
+    try:
+        for name, text in headers.items():
+            dst = os.path.join(folder, name)
+            if os.path.isfile(dst) and _read_text(dst) == text:
+                continue
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            tmp = f"{dst}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, dst)
+    except OSError:
+        return None
+    return folder
+
+# The placeholders a template may hold: CMake's `@VAR@` and `${VAR}`, and a project's own `${ns:Name}` that its
+# build replaces with `sed` or `string(REPLACE)`.
+_PLACEHOLDER = re.compile(r"@\w+@|\$\{[^{}\s]+\}")
+_MAKE_ASSIGN = re.compile(r"^[ \t]*(?:export[ \t]+|override[ \t]+)?([A-Za-z_]\w*)[ \t]*(?::{1,3}|\?|)=[ \t]*([^\n#]*)",
+                          re.M)
+_MAKE_REF = re.compile(r"\$[({](\w+)[)}]")
+# `s/PATTERN/REPLACEMENT/g` of a `sed` in a build script (any delimiter)
+_SED = re.compile(r"\bs([/|#,:])((?:\\.|(?!\1).)+)\1((?:\\.|(?!\1).)*)\1g?")
+
+
+def _build_scripts(stop: str) -> tuple[list[str], list[str]]:
+    """The project's CMake files (`CMakeLists.txt`, `*.cmake`) and make files (`Makefile`, `*.mk`)."""
+    cmake, make = [], []
+    count = 0
+    for d, dirs, names in os.walk(stop):
+        dirs[:] = sorted(x for x in dirs if x not in _SKIP_DIRS and not x.startswith("."))
+        count += len(names)
+        if count > _MAX_FILES:
+            break
+        for n in sorted(names):
+            if n == "CMakeLists.txt" or n.endswith(".cmake"):
+                cmake.append(os.path.join(d, n))
+            elif n in ("Makefile", "makefile", "GNUmakefile") or n.endswith(".mk"):
+                make.append(os.path.join(d, n))
+    return cmake, make
+
+
+def _unescape(pattern: str) -> str:
+    """A placeholder as a shell/make/CMake script spells it (`\\$${ns:Name}` in a Makefile's sed, `\\${ns:Name}` in
+    CMake) -> as the template holds it."""
+    return re.sub(r"\\(.)", r"\1", pattern.replace("$$", "$"))
+
+
+@functools.cache
+def _make_variables(stop: str) -> dict[str, str]:
+    """`NAME := value` (and `=`, `?=`) of the project's make files; the first wins, `$(X)` expanded once."""
+    out: dict[str, str] = {}
+    for path in _build_scripts(stop)[1]:
+        for m in _MAKE_ASSIGN.finditer(_read_text(path) or ""):
+            out.setdefault(m.group(1), m.group(2).strip())
+    return {k: _MAKE_REF.sub(lambda r: out.get(r.group(1), r.group(0)), v) for k, v in out.items()}
+
+
+def _replacements(template: str, text: str, stop: str) -> dict[str, str | None]:
+    """Placeholder -> value, from the build scripts that replace what the template holds: CMake's
+    `string(REPLACE "${ns:Name}" "${VAR}" ...)` and a Makefile's `sed -e "s/\\$${ns:Name}/$(VAR)/g"` (None: a
+    value this reading cannot know, such as one a shell command computes)."""
+    held = set(_PLACEHOLDER.findall(text))
+    if not held:
+        return {}
+    variables = dict(cmake_variables(template, stop))
+    make = _make_variables(stop)
+    cmake_files, make_files = _build_scripts(stop)
+    # The script that replaces runs as `cmake -DNAME=${VAR} -P script.cmake`: its NAME is the caller's VAR.
+    for path in cmake_files:
+        for m in re.finditer(r"(?<![\w$])-D([A-Za-z_]\w*)=(\$\{\w+\}|[\w.]+)", _read_text(path) or ""):
+            try:
+                variables.setdefault(m.group(1), _Vars(dict(variables), {}).expand(m.group(2)))
+            except _Unknown:
+                variables.setdefault(m.group(1), None)
+    out: dict[str, str | None] = {}
+    for path in cmake_files:
+        body = _read_text(path) or ""
+        if "REPLACE" not in body.upper():
+            continue
+        for cmd in _commands(body):
+            if cmd.name != "string" or len(cmd.args) < 4 or cmd.args[0].text.upper() != "REPLACE":
+                continue
+            ph = _unescape(cmd.args[1].text)
+            if ph not in held or out.get(ph) is not None:
+                continue
+            try:
+                out[ph] = _Vars(dict(variables), {}).expand(cmd.args[2].text)
+            except _Unknown:
+                out[ph] = None
+    for path in make_files:
+        body = _read_text(path) or ""
+        if "sed" not in body:
+            continue
+        for m in _SED.finditer(body):
+            ph = _unescape(m.group(2))
+            if ph not in held or out.get(ph) is not None:
+                continue
+            value = _unescape(m.group(3))
+            if any(n not in make or "$" in make[n] for n in _MAKE_REF.findall(value)):
+                out[ph] = None  # (a variable the recipe computes: `$(eval V := $(shell ...))`)
+                continue
+            out[ph] = _MAKE_REF.sub(lambda r: make[r.group(1)], value)
+    return out
+
+
+def _in_literal(line: str, at: int) -> bool:
+    """Whether offset `at` of a line lies in a string literal or a comment (by counting quotes: a sketch that
+    suffices for a header template's lines)."""
+    before = line[:at]
+    return before.count('"') - before.count('\\"') & 1 == 1 or "//" in before or "/*" in before
+
+
+def configured_text(template: str, stop: str) -> str | None:
+    """The header the build writes from `template` (one that holds declarations): `#cmakedefine` lines
+    decided, `@VAR@` and `${VAR}` from the CMake variables of a default configure, a project's own
+    placeholders from the `sed`/`string(REPLACE)` that replaces them. A `#define` whose value stays unknown is
+    left out (as a configure with that variable unset would write nothing useful there), an unknown
+    placeholder inside a string literal or comment becomes empty; anywhere else the template is not used
+    (None): code with a hole would not compile."""
+    text = _read_text(template)
+    if text is None or _only_macros(text):
+        return None
+    variables = cmake_variables(template, stop)
+    rules = _replacements(template, text, stop)
+    for ph, value in rules.items():
+        if value is not None:
+            text = text.replace(ph, value)
+    lines = []
+    for line in text.split("\n"):
+        d = re.match(r"[ \t]*#[ \t]*(cmakedefine01|cmakedefine)[ \t]+([A-Za-z_]\w*)(.*)$", line)
+        if d:
+            var = variables.get(d.group(2))
+            on = var is not None and _truthy(var)
+            if d.group(1) == "cmakedefine01":
+                line = f"#define {d.group(2)} {1 if on else 0}"
+            elif not on:
+                line = f"/* #undef {d.group(2)} */"
+            else:
+                line = f"#define {d.group(2)}{d.group(3)}"
+
+        def value(m: re.Match[str]) -> str:
+            name = m.group(0)[1:-1] if m.group(0).startswith("@") else m.group(0)[2:-1]
+            v = variables.get(name) if re.fullmatch(r"\w+", name) else None
+            if v is None:
+                raise _Unknown(name)
+            return v
+
+        for m in reversed(list(_PLACEHOLDER.finditer(line))):
+            try:
+                line = line[:m.start()] + value(m) + line[m.end():]
+            except _Unknown:
+                define = re.match(r"[ \t]*#[ \t]*define[ \t]+(\w+)", line)
+                if _in_literal(line, m.start()):
+                    line = line[:m.start()] + line[m.end():]
+                elif define:
+                    line = f"/* #undef {define.group(1)}: its configured value is unknown to kernel-miner */"
+                    break
+                else:
+                    return None
+        lines.append(line)
+    return "\n".join(lines)

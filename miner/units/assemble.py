@@ -90,7 +90,8 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
         if not uses and k.frontend == "clang" and (found := generated.writers(meta, root)):
             meta["launch_missing"] = generated.launch_missing(k.name, found)
     # Template arguments that are only defaults: why, where the sources hold none (else the miner's miss).
-    why = weak_args.reason(meta, insts, records, weak_args.launcher_uses(records, mentions) if mentions else None)
+    why = weak_args.reason(meta, insts, records, weak_args.launcher_uses(records, mentions) if mentions else None,
+                           instantiations.class_types(meta, text) if text else frozenset())
     if why is not None:
         meta["args_missing"] = why
     # Functor structs made where the launch was seen, when the kernel's closure was taken in another TU.
@@ -116,6 +117,8 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
     unresolved += [{"symbol": f"{k.name}<{', '.join(o['args'])}>", "where": f"{_rel(k.path, root)}:{k.start_line}",
                     "reason": f"{o['origin']} instantiation not rendered: its arguments name what only the "
                               "template's own scope declares" if o.get("why") == "unresolved" else
+                              f"{o['origin']} instantiation not rendered: a scalar given to a parameter the kernel "
+                              "names members through" if o.get("why") == "scalar_for_class" else
                               f"instantiation limit reached ({instantiations.MAX_INSTANTIATIONS}): "
                               f"{o['origin']} instantiation not rendered"} for o in omitted]
     meta["unresolved"] = unresolved + unit.unresolved

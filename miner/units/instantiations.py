@@ -24,6 +24,7 @@ import ast
 import functools
 import operator
 import re
+from collections.abc import Callable
 from typing import Any
 
 from miner.frontends.common import split_top, substitute  # noqa: F401 - re-exported for render
@@ -259,8 +260,8 @@ def _normalize(args: list[str], tparams: list[dict[str, Any]]) -> tuple[str, ...
 # ------------------------------------------------------------------------------------------- plan
 
 
-def _candidates(launches: list[Launch], explicit: list[list[str]]
-                ) -> list[tuple[list[str], str]]:
+def _candidates(launches: list[Launch], explicit: list[list[str]],
+                scalar_for_class: Callable[[list[str]], bool] = lambda _a: False) -> list[tuple[list[str], str]]:
     out: list[tuple[list[str], str]] = []
     for launch in launches:
         ref = launch.kind == "reference"
@@ -271,7 +272,12 @@ def _candidates(launches: list[Launch], explicit: list[list[str]]
                         "dispatch" if launch.in_lambda else "call_site"))
         elif launch.host_template_args:
             origin = "reference" if ref else "inferred" if launch.host_defaulted else "host_template"
-            out += [(a, origin) for a in launch.host_template_args]
+            # (a reference in a host template nothing instantiates took that template's defaults: where that put a
+            # scalar for a parameter the kernel uses as a class, it is a guess like any defaulted launch's, which
+            # known instantiations push out; kept as `reference`, lc0's `attention_kernel_batched_impl<Attention>`
+            # had a `float` beside the two real `AttentionKernel<...>`)
+            out += [(a, "inferred" if ref and launch.host_defaulted and scalar_for_class(a) else origin)
+                    for a in launch.host_template_args]
         elif launch.resolved_text:
             out.append((launch.resolved_text, "reference" if ref else "call_site"))
     out += [([a.strip() for a in args], "explicit") for args in explicit]
@@ -387,6 +393,24 @@ def _callee_before(text: str, at: int) -> str | None:
     return None
 
 
+# Types that have no members: a parameter the kernel names members through (`typename AK::Params`) is no such type.
+_SCALARS = re.compile(r"(?:(?:un)?signed\s+)?(?:float|double|int|char|short|long(?:\s+long)?|bool|size_t|"
+                      r"u?int(?:8|16|32|64)_t|half|__half|c10::Half|at::Half|__nv_bfloat16|c10::BFloat16|"
+                      r"at::BFloat16|unsigned)")
+
+
+def class_types(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
+    """Type parameters the kernel names a member through (`AK::kNumThreads`, `typename AK::Params`): classes."""
+    names = {t["name"] for t in meta.get("template_params") or [] if t["kind"] == "type"}
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", kernel_text, flags=re.S)
+    return frozenset(n for n in names if re.search(rf"(?<![\w:]){re.escape(n)}\s*::\s*[A-Za-z_~]", text))
+
+
+def _scalar_for_class(args: tuple[str, ...], names: list[str], classes: frozenset[str]) -> bool:
+    return any(i < len(names) and names[i] in classes and _SCALARS.fullmatch(a.strip())
+               for i, a in enumerate(args))
+
+
 def _callable_stand_ins(found: list[tuple[tuple[str, ...], str]], meta: dict[str, Any], kernel_text: str
                         ) -> list[tuple[tuple[str, ...], str]]:
     """Inferred instantiations with the function-object stand-in where a type parameter is only called."""
@@ -421,7 +445,8 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
         return [{"args": [], "template_args": {}, "origin": "specialization" if meta["is_specialization"]
                  else "none"}]
     best: dict[tuple[str, ...], str] = {}
-    for args, origin in _candidates(launches, explicit):
+    classes = class_types(meta, kernel_text) if kernel_text else frozenset()
+    for args, origin in _candidates(launches, explicit, lambda a: _scalar_for_class(tuple(a), names, classes)):
         norm = _normalize(list(args), tparams)
         if norm is None:
             continue
@@ -430,6 +455,15 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
     # A guess only stands in for nothing: known instantiations push out inferred ones.
     if any(o != "inferred" for o in best.values()):
         best = {a: o for a, o in best.items() if o != "inferred"}
+    # A scalar never stands for a parameter the kernel uses as a class (`float::Params` is no C++): where another
+    # instantiation exists, such one is listed as not rendered (weak_args states the reason when none does).
+    scalar = [a for a in best if _scalar_for_class(a, names, classes)]
+    if scalar and len(scalar) < len(best):
+        for a in scalar:
+            if omitted is not None:
+                omitted.append({"args": list(a), "template_args": dict(zip(names, a, strict=False)),
+                                "origin": best[a], "why": "scalar_for_class"})
+            del best[a]
     # Arguments still written in a template's own scope (`typename base_type::index_type`, a `<dependent type>`
     # libclang could not spell) name nothing at namespace scope, so their unit cannot build: where the same
     # kernel has instantiations with concrete arguments, they are listed as not rendered instead.

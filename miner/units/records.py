@@ -57,6 +57,8 @@ class PieceText:
     # Taken from another translation unit's closure for the types these name in its launches' template
     # arguments (a functor class defined in that .cu): only in the units whose arguments name one of them.
     needs: list[str] = field(default_factory=list)
+    # `#if` conditions the source writes the declaration under and the unit repeats (closure.arch_branches.arch_guards)
+    guards: list[str] = field(default_factory=list)
 
 
 @dataclass

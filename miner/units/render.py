@@ -11,12 +11,14 @@ from typing import Any
 from miner import __version__
 from miner.builder.compiler import ARCH_SPECIFIC
 from miner.builder.diagnostics import _CCCL3, CUB_REMOVED
+from miner.cuda_libs import header_library_of
 from miner.dataset import atomic
 from miner.frontends import frameworks
 from miner.resources import template_env
 from miner.source import build_flags
 from miner.units.closure.context import _STRING_OR_COMMENT
 from miner.units.closure.text import HEADER_OF
+from miner.units.headers import STD_HEADERS, is_toolkit_header
 from miner.units.instantiations import INFERRED_CALLABLE, INTEGRAL_TYPE, inst_id, split_top, substitute
 from miner.units.records import ClosureRecord, Launch
 
@@ -376,7 +378,15 @@ def _source_missing(meta: dict[str, Any]) -> str | None:
         name = m.group(1).strip()
         if os.path.isfile(os.path.join(os.path.dirname(path), name)) or not root:
             continue
-        if os.path.basename(name) not in _project_file_names(root):
+        if header_library_of(name) is not None or is_toolkit_header(name) or name in STD_HEADERS:
+            # (CUTLASS/CuTe: a wheel's, miner.cuda_libs, without it the build says what to install; a toolkit or
+            # standard header written with quotes, `#include "cuda_runtime.h"` in nccl's examples)
+            continue
+        names = _project_file_names(root)
+        # A header the build writes from a template the project holds (`nccl.h` from `nccl.h.in`,
+        # miner.source.configured_headers) is the project's: the miner writes it as the build would.
+        if os.path.basename(name) not in names and not any(os.path.basename(name) + s in names
+                                                           for s in (".in", ".cmake", ".cmakein")):
             return (f"{rel} includes \"{name}\", which the project does not contain: the original translation "
                     "unit does not compile either")
     return None

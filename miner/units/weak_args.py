@@ -9,6 +9,8 @@ Two cases are stated, each checked against the sources rather than assumed:
   in code a literal `#if 0` switches off (`disabled_code`).
 - `generated_launcher`: nothing in the mined sources names the kernel, and its translation unit includes files
   the tree lacks that a project script writes (`launch_missing: generated_source`, units/generated.py).
+- `class_parameter`: a type parameter the kernel names members through (`typename AK::Params`) has no argument a
+  launch gives; a scalar default is no class, so such a unit cannot build whatever else is right.
 - `launcher_not_instantiated`: every launch sits in a host function template whose instantiations are unknown,
   and no such template is named anywhere besides its own definition and the bodies of its same-name overloads
   (`SetData(ContextPtr c, ...)` forwarding to `SetData(cudaStream_t s, ...)`): nothing calls or instantiates it.
@@ -71,8 +73,9 @@ def launcher_uses(records: Iterable[Launch], mentions: Mentions) -> dict[str, in
 
 
 def reason(meta: dict[str, Any], insts: list[dict[str, Any]], records: list[Launch],
-           launchers: dict[str, int] | None) -> dict[str, Any] | None:
-    """The `args_missing` block of a template kernel left with only inferred arguments, or None."""
+           launchers: dict[str, int] | None, classes: frozenset[str] = frozenset()) -> dict[str, Any] | None:
+    """The `args_missing` block of a template kernel left with only inferred arguments, or None. `classes`: the type
+    parameters the kernel names members through (instantiations.class_types)."""
     if not meta.get("template_params") or meta.get("is_specialization") or \
             not all(i.get("origin") in WEAK for i in insts):
         return None
@@ -91,4 +94,9 @@ def reason(meta: dict[str, Any], insts: list[dict[str, Any]], records: list[Laun
         return {"reason": "launcher_not_instantiated",
                 "detail": f"{name} is launched only in host template(s) {', '.join(names)}, which nothing in the "
                           "mined sources calls or instantiates: no concrete template arguments exist there"}
+    named = sorted({n for i in insts for n in (i.get("template_args") or {}) if n in classes})
+    if named:
+        return {"reason": "class_parameter",
+                "detail": f"{name} names members through {', '.join(named)} (a class, never a scalar), and no launch "
+                          "the miner followed gives one: the default it takes stands for nothing and cannot build"}
     return None

@@ -285,3 +285,68 @@ def _only_defines_of(chain: bytes, name: str) -> str | None:
         if ln.strip() and not ln.strip().startswith((b"//", b"/*", b"*")):
             return None
     return chain.decode("utf-8", "replace") + "\n"
+
+
+# Names a guard may test and still mean the same in the unit: the compiler's, and the runtime's version (every unit
+# that uses the CUDA runtime includes it).
+_GUARD_NAMES = re.compile(r"defined|__CUDA_ARCH__|__CUDA_ARCH_FEAT_\w+|__CUDACC__|__NVCC__|__CUDACC_VER_\w+__|"
+                          r"CUDART_VERSION|__clang__|__clang_major__|__clang_minor__|__CUDA__")
+# What the parse defines because libclang is the parser (nvcc defines none of them): a branch testing them holds
+# code for clang's CUDA mode only (a helper nvcc's headers already declare), whatever `__CUDA_ARCH__` says.
+PARSER_ONLY = re.compile(r"\b(?:__clang__|__clang_major__|__clang_minor__|__CUDA__)\b")
+
+
+def arch_guards(data: bytes, start: int, end: int) -> list[str]:
+    """The `#if` conditions of the chains around the declaration at [start, end) that test `__CUDA_ARCH__` in a
+    single branch which nvcc's host pass skips (`#if __CUDA_ARCH__ >= 530` ... `#endif` around a specialization that
+    uses `__hmul2` on a member which is `__half2` only there): the parse took that branch, so the closure copied
+    the declaration bare, and the unit's host pass compiled it against the other type of the member ("no instance
+    of overloaded function"). The unit writes the declaration under the same conditions; so too under a test of
+    what only the parser defines (`#if defined(__clang__) && defined(__CUDA__)`: a helper clang's CUDA mode lacks,
+    which nvcc declares, so a bare copy was "more than one instance of overloaded function"). A chain with another
+    branch (the host's alternative), or a condition naming other macros, gives nothing (the declaration is copied
+    as before)."""
+    stack: list[list[tuple[bytes, bytes]]] = []  # open chains: their branches (kind, condition) so far
+    for m in _DIRECTIVE.finditer(data, 0, start):
+        kind, cond = m.group(1), m.group(2)
+        if kind in (b"if", b"ifdef", b"ifndef"):
+            stack.append([(kind, cond)])
+        elif kind in (b"elif", b"else") and stack:
+            stack[-1].append((kind, cond))
+        elif kind == b"endif" and stack:
+            stack.pop()
+    if not stack:
+        return []
+    # Whether each open chain closes after the declaration with no other branch: scan on from its end.
+    open_chains = list(range(len(stack)))
+    alone = [len(branches) == 1 for branches in stack]
+    depth = 0
+    for m in _DIRECTIVE.finditer(data, end):
+        if not open_chains:
+            break
+        kind = m.group(1)
+        if kind in (b"if", b"ifdef", b"ifndef"):
+            depth += 1
+        elif kind == b"endif":
+            if depth:
+                depth -= 1
+            else:
+                open_chains.pop()
+        elif depth == 0:
+            alone[open_chains[-1]] = False
+    out = []
+    for idx, (branches, single) in enumerate(zip(stack, alone, strict=True)):
+        kind, cond = branches[0]
+        cond = re.sub(rb"/\*.*?\*/", b" ", cond.split(b"//")[0]).strip()
+        if kind == b"ifdef" and cond in (b"__CUDA_ARCH__", b"__clang__", b"__CUDA__"):
+            cond = b"defined(" + cond + b")"
+        elif kind != b"if":
+            continue
+        text = cond.decode("latin-1")
+        parser_only = PARSER_ONLY.search(text) is not None
+        if not single or idx in open_chains or not (parser_only or "__CUDA_ARCH__" in text) or \
+                any(not _GUARD_NAMES.fullmatch(w) for w in re.findall(r"[A-Za-z_]\w*", text)) or \
+                not parser_only and _host_value(b"if", cond) is not False:
+            continue
+        out.append(text)
+    return out

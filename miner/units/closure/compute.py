@@ -493,7 +493,7 @@ def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...],
                              if t not in chosen and ctx.active_macro(t)]
                     # `Start(ctx, MSG)` with `#define Start(c, KIND) ... BLOCK_##KIND`: the argument is a word of the
                     # kept text, and the pasted name (`BLOCK_MSG`) a macro.
-                    todo += [t for t in pasted.pasted_with_words(params, body, words)
+                    todo += [t for t in pasted.pasted_with_words(params, body, words, ctx.macros)
                              if t not in chosen and ctx.active_macro(t)]
     return sorted((m for ms in chosen.values() for m in ms), key=lambda m: ctx.sort_key(m.path, m.start))
 

@@ -14,7 +14,7 @@ depth and size, a function-like macro's arguments only from its own replacement.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 _TOKEN = re.compile(r'[A-Za-z_]\w*|\d[\w.]*|"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|##|#|\s+|.', re.S)
 _IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -130,15 +130,19 @@ def expansion_names(text: str, lookup: Lookup) -> set[str]:
     return seen
 
 
-def pasted_with_words(params: tuple[str, ...] | None, body: str, words: set[str]) -> set[str]:
+def pasted_with_words(params: tuple[str, ...] | None, body: str, words: set[str],
+                      macros: Iterable[str] = ()) -> set[str]:
     """The names a function-like macro pastes from a fixed part and a parameter (`PREFIX_##KIND`, `KIND##_SUFFIX`)
-    when the parameter is one of `words` (the identifiers of the text that invokes it)."""
+    when the parameter is one of `words` (the identifiers of the text that invokes it). A number is no identifier:
+    `BytePack<RegSize_for_size_##PackSize>` invoked with `4` pastes `RegSize_for_size_4`, so the `macros` (names)
+    that are the fixed prefix and a number come too."""
     if not params or "##" not in body:
         return set()
     out: set[str] = set()
     for a, b in re.findall(r"(\w+)\s*##\s*(\w+)", body):
         if b in params and a not in params:
             out |= {a + w for w in words}
+            out |= {n for n in macros if n.startswith(a) and n[len(a):].isdigit()}
         elif a in params and b not in params:
             out |= {w + b for w in words}
     return out

@@ -12,7 +12,7 @@ import clang.cindex as ci
 
 from miner.builder.diagnostics import HEADERS_REMOVED
 from miner.source.include_graph import INCLUDE
-from miner.units.closure.arch_branches import _arch_test, arch_chain, arch_dependent
+from miner.units.closure.arch_branches import PARSER_ONLY, _arch_test, arch_chain, arch_dependent, arch_guards
 from miner.units.closure.context import Closure, Macro, Piece, TUContext, _skipped_ranges
 from miner.units.closure.host_bodies import DECLARED_ONLY, DECLARED_ONLY_UNRESOLVED
 from miner.units.closure.shims import UNRESOLVED_BASE
@@ -208,6 +208,9 @@ def _lacking_headers(ctx: TUContext) -> list[str]:
     return out
 
 
+_FUNCTION_PIECES = ("FUNCTION_DECL", "FUNCTION_TEMPLATE", "CXX_METHOD", "CONSTRUCTOR", "DESTRUCTOR")
+
+
 def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_start: int) -> list[dict[str, Any]]:
     """Pieces and macros as text, interleaved in source order, each with its namespace chain; those
     after the kernel in the source (its own specializations, say) are marked to follow it."""
@@ -219,6 +222,12 @@ def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_sta
         items.append((ctx.sort_key(p.path, p.start), {
             "kind": p.kind, "name": p.name, "namespaces": list(p.namespaces),
             "text": (opened + "\n" if opened else "") + _text(ctx, p),
+            # (a declaration the source writes under `#if __CUDA_ARCH__ >= X` alone: under it in the unit too, or
+            # the host pass compiles what the original's never sees. Not a function under an arch test: a kernel
+            # specialization written under the same test calls it, and the unit writes the kernel bare, so the
+            # host pass would miss it: MMCV's `bbox_overlaps_cuda_kernel_half`)
+            "guards": [g for g in arch_guards(ctx.read(p.path), p.start, p.end)
+                       if p.kind not in _FUNCTION_PIECES or PARSER_ONLY.search(g)],
             "c_linkage": p.c_linkage, "path": p.path, "line": ctx.read(p.path).count(b"\n", 0, p.start) + 1}))
     defined: set[str] = set()
     for m in closure.macros:  # in source order; a redefinition undefines the one before it

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from miner import cuda_libs
 from miner.cuda_libs import HeaderLibrary, header_library_of
+from miner.source.configured_headers import is_generated
 from miner.units.closure.context import _IDENT, _STRING_OR_COMMENT, Macro, TUContext, _skipped_ranges
 from miner.units.headers import FRAMEWORK, STD_HEADERS, TOOLKIT_HEADER
 
@@ -83,7 +84,9 @@ def _inputs_root(inputs: frozenset[str]) -> str:
     """The folder that holds every input: the same for every TU of a run (a worker parses many), and
     `commonpath` over a few hundred paths was a hundredth of a cold MMCV run."""
     if inputs not in _ROOTS:
-        root = os.path.commonpath(sorted(inputs)) if inputs else "/"
+        # (a header the build writes from a template lies in the user's cache: not a folder of the project)
+        tree = [p for p in inputs if not is_generated(p)] or list(inputs)
+        root = os.path.commonpath(sorted(tree)) if tree else "/"
         if os.path.isfile(root):
             root = os.path.dirname(root)
         _ROOTS.clear()  # (one run's inputs at a time)
