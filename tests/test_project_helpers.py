@@ -65,7 +65,7 @@ def test_an_explicit_instantiation_with_a_qualified_return_type_fixes_the_host_t
     # a member alias of it
     m = only_meta(dataset, "scale_values")
     assert [(i["origin"], i["args"]) for i in m["instantiations"]] == [
-        ("host_template", ["float", "typename holder<float>::index_type"])], m["instantiations"]
+        ("host_template", ["float", "long"])], m["instantiations"]  # holder<float>::index_type, read by the compiler
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
 
 

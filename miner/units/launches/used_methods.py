@@ -50,6 +50,10 @@ def used_instances(st: _State, class_key: tuple[str, int], method: str, known: l
 
 
 def _used(st: _State, class_key: tuple[str, int], method: str, args: list[str]) -> bool:
+    cls = st.classes.get(class_key)
+    # (libclang spells a class template's constructor `slot_map<Key, Value>`)
+    if cls is None or method.split("<", 1)[0].strip() in (cls.spelling, "~" + cls.spelling):
+        return True  # a constructor or destructor: every instance has run one
     inst = (class_key, tuple(args))
     # Sure only of an instance a concrete type names in this translation unit (a member, a variable, a base
     # class), which no explicit instantiation names: one that a host template's instantiation brought may be
