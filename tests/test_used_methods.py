@@ -43,3 +43,12 @@ def test_instances_a_template_brings_keep_every_method(dataset: dict[str, Any]) 
     fill = only_meta(dataset, "fill_kernel")
     assert {"int", "double"} <= _types(fill), _types(fill)
     assert {"int", "double"} <= _types(only_meta(dataset, "rotate_kernel"))
+
+
+def test_a_substituted_value_with_a_backslash_is_text_not_a_regex_template() -> None:
+    """A template argument holding a character literal (`'\\x00'`) put in for a parameter: `re.sub` read the value
+    as a replacement template ("bad escape \\x") and the whole extract stopped with an internal error (a compression
+    library of the eleventh set lost half its kernels)."""
+    from miner.frontends.common import substitute
+
+    assert substitute("Pad<T, FILL> p;", {"T": "char", "FILL": "'\\x00'"}) == "Pad<char, '\\x00'> p;"
