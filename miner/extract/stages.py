@@ -162,20 +162,30 @@ def _configure(run: CudaRun) -> None:
                                 f"{', '.join(sorted({n for names in valued.values() for n in names}))}")
 
 
+def _project_files_and_finder(run: CudaRun, graph: include_graph.IncludeGraph
+                              ) -> tuple[dict[str, bytes], Any, list[str]] | None:
+    """The run's files by path, a header finder without the parse shims, and the project's roots: what the
+    build-written and build-copied headers are read from; None without a finder."""
+    assert run.disc is not None
+    files = run.files + run.extra
+    found = _toolkit_finder(files, run.include_dirs + graph.auto_include_dirs, shims=False)
+    if found is None:
+        return None
+    return ({f.path: f.data for f in files}, found,
+            [*run.disc.roots, *([run.opts.project] if run.opts.project else [])])
+
+
 def _generated_headers(run: CudaRun, graph: include_graph.IncludeGraph) -> bool:
     """Headers the build writes from a template that holds declarations (`nccl.h` from `nccl.h.in`), which the
     tree lacks: written as the build would (miner.source.configured_headers.generated) into a folder of the
     cache that joins the include dirs, and taken as project context, so the parse sees their types and the
     units inline what they use. Without them every use of the library's handle types (`ncclComm_t`) failed."""
-    assert run.disc is not None
-    files = run.files + run.extra
-    # Without the parse shims: the project's own template wins over the shim that stands in for the library
-    # where a project only uses it (shims/nccl.h declares a few of NCCL's names, not the device API's).
-    found = _toolkit_finder(files, run.include_dirs + graph.auto_include_dirs, shims=False)
-    if found is None:
+    # (without the parse shims: the project's own template wins over the shim that stands in for the library
+    # where a project only uses it; shims/nccl.h declares a few of NCCL's names, not the device API's)
+    got = _project_files_and_finder(run, graph)
+    if got is None:
         return False
-    made = configured_headers.generated({f.path: f.data for f in files}, found,
-                                        [*run.disc.roots, *([run.opts.project] if run.opts.project else [])])
+    made = configured_headers.generated(*got)
     folder = configured_headers.write_generated({name: text for name, (_t, text) in made.items()})
     if folder is None:
         return False
@@ -192,13 +202,10 @@ def _generated_headers(run: CudaRun, graph: include_graph.IncludeGraph) -> bool:
 def _copied_headers(run: CudaRun, graph: include_graph.IncludeGraph) -> bool:
     """Folders of project headers the build copies under another name (miner.source.copied_headers): reached
     through links in a cache folder that joins the include dirs."""
-    assert run.disc is not None
-    files = run.files + run.extra
-    found = _toolkit_finder(files, run.include_dirs + graph.auto_include_dirs, shims=False)
-    if found is None:
+    got = _project_files_and_finder(run, graph)
+    if got is None:
         return False
-    links = copied_headers.aliases({f.path: f.data for f in files}, found,
-                                   [*run.disc.roots, *([run.opts.project] if run.opts.project else [])])
+    links = copied_headers.aliases(*got)
     folder = copied_headers.write_links(links)
     if folder is None:
         return False
