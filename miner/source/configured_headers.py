@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 _SUFFIXES = (".in", ".cmake", ".cmakein")
@@ -755,20 +755,28 @@ def template_defines(template: str, variables: dict[str, str | None]) -> list[st
 # ------------------------------------------------------------------------------------------------------ the project
 
 
-def templates(roots: Iterable[str]) -> list[str]:
-    """The configure templates of header files under `roots` (`x.h.in`, `x.hpp.cmake`)."""
-    out: list[str] = []
+def project_folders(roots: Iterable[str], limit: int, skip: frozenset[str] | set[str] = frozenset(_SKIP_DIRS)
+                    ) -> Iterator[tuple[str, list[str]]]:
+    """(folder, file names) under each root in a stable order, hidden and `skip` folders left out; stops once more
+    than `limit` files were listed (a checkout of a whole monorepo is not searched to its end)."""
     count = 0
     for root in sorted(set(roots)):
         for d, dirs, names in os.walk(root):
-            dirs[:] = sorted(x for x in dirs if x not in _SKIP_DIRS and not x.startswith("."))
+            dirs[:] = sorted(x for x in dirs if x not in skip and not x.startswith("."))
             count += len(names)
-            if count > 20 * _MAX_FILES:
-                return out
-            for n in names:
-                stem, suffix = os.path.splitext(n)
-                if suffix in _SUFFIXES and os.path.splitext(stem)[1] in (".h", ".hpp", ".hh", ".cuh", ".hxx"):
-                    out.append(os.path.join(d, n))
+            if count > limit:
+                return
+            yield d, names
+
+
+def templates(roots: Iterable[str]) -> list[str]:
+    """The configure templates of header files under `roots` (`x.h.in`, `x.hpp.cmake`)."""
+    out: list[str] = []
+    for d, names in project_folders(roots, 20 * _MAX_FILES):
+        for n in names:
+            stem, suffix = os.path.splitext(n)
+            if suffix in _SUFFIXES and os.path.splitext(stem)[1] in (".h", ".hpp", ".hh", ".cuh", ".hxx"):
+                out.append(os.path.join(d, n))
     return sorted(out)
 
 

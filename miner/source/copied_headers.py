@@ -19,6 +19,8 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
+from miner.source.configured_headers import project_folders
+
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 _SKIP_DIRS = {".git", "build", "node_modules", "__pycache__"}
 _BUILD_FILES = ("CMakeLists.txt", "Makefile", "makefile", "GNUmakefile")
@@ -29,17 +31,11 @@ def _tree(roots: Iterable[str]) -> tuple[dict[str, list[str]], list[str]]:
     """Project files by name, and the build files' paths."""
     by_name: dict[str, list[str]] = defaultdict(list)
     builds: list[str] = []
-    count = 0
-    for root in sorted(set(roots)):
-        for d, dirs, names in os.walk(root):
-            dirs[:] = sorted(x for x in dirs if x not in _SKIP_DIRS and not x.startswith("."))
-            count += len(names)
-            if count > _MAX_FILES:
-                return by_name, builds
-            for n in names:
-                by_name[n].append(os.path.join(d, n))
-                if n in _BUILD_FILES or n.endswith((".cmake", ".mk")):
-                    builds.append(os.path.join(d, n))
+    for d, names in project_folders(roots, _MAX_FILES, _SKIP_DIRS):
+        for n in names:
+            by_name[n].append(os.path.join(d, n))
+            if n in _BUILD_FILES or n.endswith((".cmake", ".mk")):
+                builds.append(os.path.join(d, n))
     return by_name, builds
 
 

@@ -168,6 +168,18 @@ INTEGRAL_TYPE = re.compile(rf"(?:const\s+)?(?:{_INT_TYPE}|bool|auto|index_t|[A-Z
 _C_CAST = re.compile(rf"\(\s*{_INT_TYPE}\s*\)")
 
 
+def _omit(best: dict[Any, str], bad: list[Any], why: str, names: list[str],
+          omitted: list[dict[str, Any]] | None) -> None:
+    """Take `bad` out of `best` where other instantiations stay, listing each as not rendered (`why`)."""
+    if not bad or len(bad) >= len(best):
+        return
+    for a in bad:
+        if omitted is not None:
+            omitted.append({"args": list(a), "template_args": dict(zip(names, a, strict=False)),
+                            "origin": best[a], "why": why})
+        del best[a]
+
+
 @functools.lru_cache(maxsize=65536)
 def eval_int(text: str) -> int | None:
     """Value of a C integer constant expression made of literals (`24 * 32`, `!!0`, `(48 == 48) ? 0 : 48`),
@@ -457,23 +469,11 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
         best = {a: o for a, o in best.items() if o != "inferred"}
     # A scalar never stands for a parameter the kernel uses as a class (`float::Params` is no C++): where another
     # instantiation exists, such one is listed as not rendered (weak_args states the reason when none does).
-    scalar = [a for a in best if _scalar_for_class(a, names, classes)]
-    if scalar and len(scalar) < len(best):
-        for a in scalar:
-            if omitted is not None:
-                omitted.append({"args": list(a), "template_args": dict(zip(names, a, strict=False)),
-                                "origin": best[a], "why": "scalar_for_class"})
-            del best[a]
+    _omit(best, [a for a in best if _scalar_for_class(a, names, classes)], "scalar_for_class", names, omitted)
     # Arguments still written in a template's own scope (`typename base_type::index_type`, a `<dependent type>`
     # libclang could not spell) name nothing at namespace scope, so their unit cannot build: where the same
     # kernel has instantiations with concrete arguments, they are listed as not rendered instead.
-    stuck = [a for a in best if any(_UNRESOLVED_ARG.search(x) for x in a)]
-    if stuck and len(stuck) < len(best):
-        for a in stuck:
-            if omitted is not None:
-                omitted.append({"args": list(a), "template_args": dict(zip(names, a, strict=False)),
-                                "origin": best[a], "why": "unresolved"})
-            del best[a]
+    _omit(best, [a for a in best if any(_UNRESOLVED_ARG.search(x) for x in a)], "unresolved", names, omitted)
     if not best:
         head = []
         # (index-like type parameters and shift-count value parameters: the names _default reads)
