@@ -18,6 +18,7 @@ the kernel or the function its launch sits in, directly or as the leading part o
 
 from __future__ import annotations
 
+import functools
 import re
 
 from miner.frontends import treesitter_frontend
@@ -27,6 +28,7 @@ from miner.source.include_graph import IncludeGraph
 from miner.units.records import KernelKey, Launch
 
 _DEFINED = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
+_CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*if", re.M)
 _PASTE = re.compile(rb"([A-Za-z_]\w*)[ \t]*##")
 
 
@@ -73,17 +75,23 @@ def switched_launches(kernels: list[Kernel], tu_of: dict[str, str], launches: di
     return groups
 
 
+@functools.lru_cache(maxsize=4096)
+def _word(name: str) -> re.Pattern[bytes]:
+    return re.compile(rb"(?<![\w.])" + re.escape(name.encode()) + rb"(?!\w)")
+
+
 def _switch_naming(text: bytes, names: set[str], taken: set[str]) -> list[str]:
     """The defines that turn on a branch of `text` naming one of `names` (empty: none does)."""
-    if b"#" not in text:
+    if not _CONDITIONAL.search(text):  # (no conditional branch: nothing a define turns on)
         return []
     offsets = []
     for name in sorted(names):
-        word = re.compile(rb"(?<![\w.])" + re.escape(name.encode()) + rb"(?!\w)")
-        offsets += [m.start() for m in word.finditer(text)]
+        if name.encode() in text:
+            offsets += [m.start() for m in _word(name).finditer(text)]
     # `launch_##KIND##_<...>` inside a macro: the leading part of a name pasted together.
-    offsets += [m.start() for m in _PASTE.finditer(text)
-                if any(n.startswith(m.group(1).decode()) and n != m.group(1).decode() for n in names)]
+    if b"##" in text:
+        offsets += [m.start() for m in _PASTE.finditer(text)
+                    if any(n.startswith(m.group(1).decode()) and n != m.group(1).decode() for n in names)]
     for off in sorted(offsets):
         defines = treesitter_frontend.activating_defines(text, off)
         wanted = [d for d in defines if is_feature_name(d.partition("=")[0]) and d.partition("=")[0] not in taken]

@@ -38,6 +38,13 @@ def _parser() -> tree_sitter.Parser:
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_cuda.language()))
 
 
+@functools.lru_cache(maxsize=16)
+def _tree(data: bytes) -> tree_sitter.Tree:
+    """One parse per file text: the launch-switch search asks about many offsets of the same file (bytes cache
+    their hash, so the lookup costs one comparison on a hit)."""
+    return _parser().parse(data)
+
+
 def _declarator_name(node: tree_sitter.Node) -> tuple[str, int] | None:
     """Name and byte offset of the declared identifier inside a (nested) declarator."""
     stack = [node]
@@ -220,8 +227,8 @@ def activating_defines(data: bytes, offset: int) -> list[str]:
     (`#ifdef X` -> X, `#if defined(X) && Y` -> X, Y, the `#else` of `#ifndef X` -> X,
     `#if X >= 3` -> X=3, `#if X >= NEEDED` with `#define NEEDED 3` earlier in the file -> X=3); a branch that
     needs a name undefined adds nothing."""
-    node = _parser().parse(data).root_node.named_descendant_for_byte_range(offset, offset)
-    consts = _numeric_defines(data[:offset])
+    node = _tree(data).root_node.named_descendant_for_byte_range(offset, offset)
+    consts = {name: value for at, name, value in _numeric_defines(data) if at < offset}
     out: list[str] = []
     while node is not None and node.parent is not None:
         parent = node.parent
@@ -245,16 +252,17 @@ _NUMERIC_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+\(?[ \t]*((
                              rb"[ \t]*(?://[^\n]*)?$", re.M)
 
 
-def _numeric_defines(data: bytes) -> dict[str, int]:
-    """Object-like macros defined as a plain number (`#define NEEDED_VERSION 130300`), by name: a version
-    test usually compares the library's macro with such a named threshold written earlier in the file."""
-    out: dict[str, int] = {}
+@functools.lru_cache(maxsize=16)
+def _numeric_defines(data: bytes) -> tuple[tuple[int, str, int], ...]:
+    """Object-like macros defined as a plain number (`#define NEEDED_VERSION 130300`), with their offsets: a
+    version test usually compares the library's macro with such a named threshold written earlier in the file."""
+    out: list[tuple[int, str, int]] = []
     for m in _NUMERIC_DEFINE.finditer(data):
         try:
-            out[m.group(1).decode()] = int(m.group(2).decode(), 0)
+            out.append((m.start(), m.group(1).decode(), int(m.group(2).decode(), 0)))
         except ValueError:  # (`0755`-style octal, `1e3`): not a threshold to read
             continue
-    return out
+    return tuple(out)
 
 
 def _defines_for(cond: tree_sitter.Node, want: bool, consts: dict[str, int] | None = None) -> list[str]:
