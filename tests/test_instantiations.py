@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,6 +14,7 @@ import pytest
 from miner.units import instantiations
 from miner.units.instantiations import eval_int, plan
 from miner.units.records import Launch
+from tests.conftest import FIXTURES, ROOT
 
 
 def tp(name: str, kind: str = "type", type_: str | None = None, default: str | None = None) -> dict[str, Any]:
@@ -149,3 +155,23 @@ def test_a_type_parameter_read_as_a_subscript_defaults_to_int() -> None:
     text = "{ out[i] = feat[rows[i / c] * c + i % c]; }"
     assert ids(plan(m, [], [], kernel_text=text)) == {"float_int": "inferred"}
     assert ids(plan(m, [], [], kernel_text="{ out[i] = feat[i] + rows[i]; }")) == {"float_float": "inferred"}
+
+
+def test_a_type_parameter_read_into_a_local_that_subscripts_defaults_to_int() -> None:
+    m = dict(meta(tp("T")), params=[{"name": "in", "type": "T *"}, {"name": "bins", "type": "uint32_t *"}])
+    text = "{ for (;;) { auto item = in[j]; atomicAdd(&bins[item], 1); } }"
+    assert ids(plan(m, [], [], kernel_text=text)) == {"int": "inferred"}
+    assert ids(plan(m, [], [], kernel_text="{ auto item = in[j]; out[j] = item * 2; }")) == {"float": "inferred"}
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_an_unlaunched_histogram_unit_compiles(tmp_path: Path) -> None:
+    """The kernel in tests/fixtures/unlaunched_histogram, extracted and built with the real nvcc: `T = float` was
+    "expression must have integral or unscoped enum type" at `bins[item]`."""
+    out = tmp_path / "out"
+    subprocess.run([sys.executable, "-m", "miner", "extract", str(FIXTURES / "unlaunched_histogram"), "-o",
+                    str(out), "--build", "-q"], check=True, cwd=ROOT)
+    (meta_path,) = out.glob("*/metadata.json")
+    insts = json.loads(meta_path.read_text())["instantiations"]
+    assert [(i["template_args"], i["origin"], i["build"]["status"]) for i in insts] == [
+        ({"T": "int"}, "inferred", "ok")]

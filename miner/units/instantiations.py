@@ -331,7 +331,8 @@ def shift_counts(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
 
 def subscript_types(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
     """Type parameters whose values the kernel uses as array subscripts: a pointer parameter to one is read
-    inside another subscript (`grad[in_map[row] * ch + c]` with `const Itype *in_map`). Such a parameter is an
+    inside another subscript (`grad[in_map[row] * ch + c]` with `const Itype *in_map`), or into a local that a
+    subscript uses (`auto item = in[j]; atomicAdd(&bins[item], 1);`). Such a parameter is an
     index type, whatever its name: the `float` default is "expression must have integral or unscoped enum
     type" there."""
     text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", kernel_text, flags=re.S)
@@ -341,8 +342,13 @@ def subscript_types(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
             continue
         t = re.escape(tp["name"])
         for p in meta.get("params") or ():
-            if p.get("name") and re.search(rf"\b{t}\b[\w\s]*\*", p.get("type") or "") and re.search(
-                    rf"\[[^\[\];{{}}]*\b{re.escape(p['name'])}\s*\[", text):
+            if not p.get("name") or not re.search(rf"\b{t}\b[\w\s]*\*", p.get("type") or ""):
+                continue
+            name = re.escape(p["name"])
+            # (or a local read from it first: `auto item = in[j]; bins[item] += 1;`)
+            locals_ = re.findall(rf"\b(?:const\s+)?(?:auto|{t})\s+(?:const\s+)?([A-Za-z_]\w*)\s*=\s*{name}\s*\[", text)
+            if re.search(rf"\[[^\[\];{{}}]*\b{name}\s*\[", text) or any(
+                    re.search(rf"\[[^\[\];{{}}]*\b{re.escape(v)}\b[^\[\];{{}}]*\]", text) for v in locals_):
                 out.add(tp["name"])
     return frozenset(out)
 

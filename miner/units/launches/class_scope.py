@@ -26,6 +26,7 @@ import clang.cindex as ci
 from miner.frontends.common import split_top
 from miner.units.closure import TUContext
 from miner.units.closure.shims import _enclosing_namespaces
+from miner.units.launches import value_spelling
 from miner.units.launches.cursors import _evaluated, _key, _tparams
 from miner.units.launches.record import _COMMENT, _IDENT, K, Launch
 from miner.units.launches.state import _add, _DepCall, _State
@@ -302,7 +303,7 @@ def _read(tu: ci.TranslationUnit, main: str, norm) -> dict[str, dict[str, str]]:
                 if ch.location.line in bad:
                     continue
                 if ch.kind == K.TYPE_ALIAS_DECL:
-                    t = ch.underlying_typedef_type.get_canonical().spelling
+                    t = value_spelling.type_spelling(ch.underlying_typedef_type)
                     if t and "type-parameter" not in t and "<dependent" not in t:
                         got[ch.spelling] = t
                 elif ch.kind == K.VAR_DECL and (v := _evaluated(ch)) is not None:

@@ -11,6 +11,7 @@ import clang.cindex as ci
 
 from miner.frontends.common import split_top
 from miner.units.closure import TUContext
+from miner.units.launches import value_spelling
 from miner.units.launches.record import _CLASS_TEMPLATES, _DEFAULT_TYPE, _FUNCS, _IDENT, _NUM, _TPARAMS, K
 from miner.units.launches.text import _src, substitute
 
@@ -35,7 +36,7 @@ def _template_args(ref: ci.Cursor, as_written: list[str] | None = None) -> list[
                 # A template template argument (`template class Map<int, detail::pool_allocator>;`): libclang
                 # names it nowhere but in the specialization's type, which spells it qualified.
                 if written is None:
-                    written = _type_args(ref.type.get_canonical().spelling)
+                    written = _type_args(value_spelling.type_spelling(ref.type))
                 if written is None or i >= len(written):
                     return None
                 out.append(written[i])
@@ -61,7 +62,7 @@ def _template_args(ref: ci.Cursor, as_written: list[str] | None = None) -> list[
             else:
                 out.append(str(ref.get_template_argument_value(i)))
         elif kind == ci.TemplateArgumentKind.TYPE:
-            out.append(ref.get_template_argument_type(i).get_canonical().spelling)
+            out.append(value_spelling.type_spelling(ref.get_template_argument_type(i)))
         elif (kind in (ci.TemplateArgumentKind.DECLARATION, ci.TemplateArgumentKind.NULLPTR)
               and as_written is not None and i < len(as_written) and as_written[i].strip()):
             out.append(as_written[i].strip())
@@ -188,7 +189,8 @@ def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[s
             dependent = canon.kind == ci.TypeKind.UNEXPOSED or "type-parameter" in canon.spelling
             member = d.semantic_parent is not None and d.semantic_parent.kind in _CLASS_TEMPLATES
             local = d.semantic_parent is not None and d.semantic_parent.kind in _FUNCS
-            out[d.spelling] = (d.underlying_typedef_type.spelling if member else "") if dependent else canon.spelling
+            out[d.spelling] = ((d.underlying_typedef_type.spelling if member else "") if dependent
+                              else value_spelling.type_spelling(canon))
             if dependent and member:  # unknown unless they are the host's own parameters (checked in _finish)
                 for p in _tparams(d.semantic_parent):
                     out.setdefault(p.spelling, "")

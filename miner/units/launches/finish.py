@@ -8,7 +8,7 @@ import re
 import clang.cindex as ci
 
 from miner.frontends.common import split_top
-from miner.units.launches import used_methods
+from miner.units.launches import used_methods, value_spelling
 from miner.units.launches.cursors import _default_for
 from miner.units.launches.record import _IDENT, K, Launch
 from miner.units.launches.state import _State
@@ -197,7 +197,7 @@ def _finish_one(st: _State, rec: Launch, insts: dict[tuple[str, int], list[list[
                 t = p.type.get_canonical()
                 if p.kind == K.TEMPLATE_NON_TYPE_PARAMETER and t.kind == ci.TypeKind.ENUM \
                         and re.fullmatch(r"-?\d+", mapping.get(p.spelling, "").strip()):
-                    typed[p.spelling] = f"static_cast<{t.spelling}>({mapping[p.spelling].strip()})"
+                    typed[p.spelling] = value_spelling.value_of_type(t, mapping[p.spelling].strip())
             args = [_fold_conditional(_fold_traits(st, st.resolver(
                         substitute(t, mapping if t.strip() in names else typed), set())))
                     for t in rec.resolved_text]

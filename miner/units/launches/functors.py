@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import clang.cindex as ci
 
 from miner.units.closure.shims import _enclosing_namespaces
+from miner.units.launches import value_spelling
 from miner.units.launches.cursors import _key, _primary, _targets, _tparams
 from miner.units.launches.record import K
 from miner.units.launches.state import _add, _DepCall, _State, _written_args
@@ -130,7 +131,7 @@ def _struct(st: _State, lam: ci.Cursor, name: str, host_key: tuple[str, int] | N
         if d is None or d.kind not in (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL) or d.semantic_parent is None \
                 or d.semantic_parent.kind not in _CLASSES:
             continue
-        under = d.underlying_typedef_type.get_canonical().spelling
+        under = value_spelling.type_spelling(d.underlying_typedef_type)
         if re.search(r"type-parameter|<dependent|lambda at", under):
             return None
         aliases.setdefault(d.spelling, under)

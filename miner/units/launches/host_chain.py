@@ -9,6 +9,7 @@ from typing import Any
 
 import clang.cindex as ci
 
+from miner.units.launches import value_spelling
 from miner.units.launches.cursors import _aliases, _key, _primary, _targets, _template_args, _tparams
 from miner.units.launches.record import _FUNCS, _MAX_DEPTH, K
 from miner.units.launches.state import LAMBDA, _add, _DepCall, _State, _written_args, host_names, subtree_flags
@@ -271,15 +272,15 @@ def _lambda_lists(st: _State, call: ci.Cursor, children: list[ci.Cursor]) -> Non
         for i in range(max(ref.get_num_template_arguments(), 0)):
             try:
                 if ref.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE:
-                    texts.append(ref.get_template_argument_type(i).get_canonical().spelling)
+                    texts.append(value_spelling.type_spelling(ref.get_template_argument_type(i)))
             except ValueError:
                 break
     for d in children[0].walk_preorder():  # the callee as written: `for_each<tiles_t>`
         if d.kind == K.TYPE_REF and d.referenced is not None:
             r = d.referenced
             if r.kind in (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL):
-                texts += [r.underlying_typedef_type.get_canonical().spelling, r.underlying_typedef_type.spelling]
-            texts.append(d.type.get_canonical().spelling)
+                texts += [value_spelling.type_spelling(r.underlying_typedef_type), r.underlying_typedef_type.spelling]
+            texts.append(value_spelling.type_spelling(d.type))
     texts.append(_src(st.ctx, children[0]))
     vals = _list_values(texts)
     key = _key(st.ctx, parms[0])

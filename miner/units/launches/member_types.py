@@ -1,7 +1,7 @@
 """Template arguments that name a member type of a concrete class template instance, read by the compiler.
 
 A host template `impl<Kind k>` that launches `k<typename PodOf<k>::type>` (through `using out_t = typename
-PodOf<k>::type;`) leaves, once `k` is bound, `typename PodOf<static_cast<Kind>(1)>::type` in the launch's
+PodOf<k>::type;`) leaves, once `k` is bound, `typename PodOf<Kind::F32>::type` in the launch's
 arguments: a valid unit, but no concrete type in the dataset's metadata. Each such text that names no template
 parameter any more is declared in a probe struct in the launching function's namespace, the main file is parsed
 once more with the probes appended (`LiveTU.probe`), and the alias's canonical type (`float`, `__half`)

@@ -19,6 +19,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.common import split_top
+from miner.units.launches import value_spelling
 from miner.units.launches.class_scope import scope_params
 from miner.units.launches.record import _FUNCS, _IDENT, K, Launch
 from miner.units.launches.state import _add as _add_inst
@@ -96,7 +97,7 @@ def _bindings(fn: ci.Cursor, path: str, offset: int, names: set[str]) -> dict[st
                 continue
             for d in stmt.get_children():
                 if d.kind in _ALIASES and d.spelling in names:
-                    t = d.underlying_typedef_type.get_canonical().spelling
+                    t = value_spelling.type_spelling(d.underlying_typedef_type)
                     if t not in out.setdefault(d.spelling, []):
                         out[d.spelling].append(t)
     return out

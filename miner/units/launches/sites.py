@@ -9,6 +9,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.common import split_top
+from miner.units.launches import value_spelling
 from miner.units.launches.chosen import _variable, chosen_launches, table_launches
 from miner.units.launches.cursors import _aliases, _overloaded, _primary, _template_args, _tparams, qualify_namespaces
 from miner.units.launches.dataflow import _targets_of_launch
@@ -142,7 +143,7 @@ def _with_declarations(st: _State, spec: ci.Cursor | None, written: list[str], r
 
 def _template_args_at(spec: ci.Cursor, i: int) -> str | None:
     if spec.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE:
-        return spec.get_template_argument_type(i).get_canonical().spelling
+        return value_spelling.type_spelling(spec.get_template_argument_type(i))
     ptypes = [p.type.get_canonical().spelling if p.kind == K.TEMPLATE_NON_TYPE_PARAMETER else ""
               for p in _tparams(_primary(spec))]
     t = ptypes[i] if i < len(ptypes) else ""
@@ -184,7 +185,7 @@ _CV = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict)\b|&")
 
 def _type_text(t: ci.Type, host: list[str]) -> str:
     """A type as text: canonical, with a host template's parameters by name (`type-parameter-0-1` -> Tg)."""
-    text = t.get_canonical().spelling
+    text = value_spelling.type_spelling(t)
     if re.search(r",\s*>|<\s*,|,\s*,", text):
         # libclang spells a template template parameter used as an argument as nothing
         # (`typename Map<T, >::index_type`): the type as written (`index_type *`) is the better text.

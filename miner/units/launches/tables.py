@@ -11,7 +11,7 @@ import clang.cindex as ci
 from miner.units import macro_text
 from miner.units.closure import written_with
 from miner.units.instantiations import eval_int, explicit_in, writing_template
-from miner.units.launches import deduced
+from miner.units.launches import deduced, value_spelling
 from miner.units.launches.cursors import _key, _primary, _targets, _template_args, _tparams
 from miner.units.launches.record import _CLASS_TEMPLATES, _COMMENT, _FUNCS, _IDENT, _SCOPES, K, Launch
 from miner.units.launches.state import _add, _kernel_key, _record_aliases, _State, _written_args
@@ -98,7 +98,7 @@ def _partial(st: _State, d: ci.Cursor) -> None:
     if got:
         # A written argument that is a typedef (`struct F<GPUDevice, T>` with `typedef Eigen::GpuDevice GPUDevice;`,
         # TensorFlow's functor style) is matched as the type it names: instantiations spell the type itself.
-        aliases = {r.spelling: r.referenced.underlying_typedef_type.get_canonical().spelling
+        aliases = {r.spelling: value_spelling.type_spelling(r.referenced.underlying_typedef_type)
                    for r in d.get_children() if r.kind == K.TYPE_REF and r.referenced is not None
                    and r.referenced.kind in (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL)}
         pattern = [_aliased(a, aliases) for a in got[0]]

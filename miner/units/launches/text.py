@@ -148,9 +148,8 @@ def expand_macros(ctx: TUContext, text: str, depth: int = 4, at: tuple[str, int]
             if m.start() < pos or (macro := ctx.def_at(m.group(0), at)) is None:
                 continue
             mp = _macro_params(macro.body)
-            if mp is None and objects and macro.body.strip() and not macro.body.startswith("("):
-                body = _COMMENT.sub(" ", re.sub(r"\\\r?\n", " ", macro.body))
-                out += text[pos:m.start()] + " " + body + " "
+            if objects and (body := _object_body(macro.body)) is not None:
+                out += text[pos:m.start()] + " " + _COMMENT.sub(" ", body) + " "
                 pos = m.end()
                 changed = True
                 continue
@@ -196,10 +195,18 @@ def object_macro_body(ctx: TUContext, text: str, at: tuple[str, int] | None = No
     for _ in range(4):
         word = _COMMENT.sub(" ", text).strip()
         macro = ctx.def_at(word, at) if _IDENT.fullmatch(word) else None
-        if macro is None or _macro_params(macro.body) is not None or not macro.body.strip():
+        if macro is None or (body := _object_body(macro.body)) is None:
             break
-        text = macro.body.replace("\\\n", " ")
+        text = body
     return text
+
+
+def _object_body(body: str) -> str | None:
+    """The replacement text of an object-like macro, on one line; None for a function-like or empty one. (Both
+    expansions, of a whole text that is one name and of every name in a text, read it here.)"""
+    if body.startswith("(") or not body.strip():
+        return None
+    return re.sub(r"\\\r?\n", " ", body)
 
 
 def _macro_launch(ctx: TUContext, text: str, at: tuple[str, int] | None = None

@@ -8,7 +8,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.units.closure import TUContext
-from miner.units.launches import class_scope, member_types, used_methods
+from miner.units.launches import class_scope, member_types, used_methods, value_spelling
 from miner.units.launches.chosen import note_pointer
 from miner.units.launches.cursors import _Resolver
 from miner.units.launches.finish import _finish
@@ -29,6 +29,7 @@ from miner.units.launches.tables import (
 from miner.units.launches.tags import tag_lambda
 from miner.units.launches.values import _taken_branches
 
+_CUDA_ATTRS = {K.CUDAGLOBAL_ATTR, K.CUDADEVICE_ATTR, K.CUDAHOST_ATTR}
 _CASTS_AND_STORES = {K.CSTYLE_CAST_EXPR, K.CXX_REINTERPRET_CAST_EXPR, K.CXX_STATIC_CAST_EXPR, K.BINARY_OPERATOR}
 
 
@@ -41,10 +42,13 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
     for path, d in defs:
         if d.kind == K.VAR_DECL:
             _walk(st, d, path, None)
-        elif (path, d.location.offset) not in kernels or not any(
-                ch.kind == K.CUDAGLOBAL_ATTR for ch in d.get_children()):
-            # (A host function one macro wrote with a kernel shares the kernel's location.)
-            _walk(st, d, path, d)
+            continue
+        attrs = {ch.kind for ch in d.get_children() if ch.kind in _CUDA_ATTRS}
+        if K.CUDAGLOBAL_ATTR in attrs and (path, d.location.offset) in kernels:
+            continue  # (a host function one macro wrote with a kernel shares the kernel's location: walked)
+        if attrs == {K.CUDADEVICE_ATTR} and not _may_launch(ctx, d):
+            continue  # device code calls no host function; it launches only through `<<<>>>` or a launch API
+        _walk(st, d, path, d)
     recover_dropped(st, defs)
     recover_dropped_calls(st, defs)
     finish_helpers(st)
@@ -70,9 +74,37 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
     for rec in st.launches + st.refs:
         _finish(st, rec, insts)
     class_scope.apply(st, prober)
+    _respell_values(ctx, st.launches + st.refs + st.chosen, insts)
     member_types.resolve(st, st.launches + st.refs)
     # (Launches of a chosen pointer name no kernel here: matched to the chooser's references after the parse.)
     return _merge(st.launches) + _merge(st.refs) + st.chosen, insts
+
+
+def _respell_values(ctx: TUContext, found: list[Launch], insts: dict[tuple[str, int], list[list[str]]]) -> None:
+    """Arguments put together from text name an enumerator by its value (the resolver's constants); inside a
+    class template's argument list that value goes back to the parameter's enum type."""
+    params = value_spelling.project_params(ctx)
+    if not params:
+        return
+
+    def fix(args: list[str]) -> list[str]:
+        return [value_spelling.respell(a, params) for a in args]
+    for rec in found:
+        if rec.template_args is not None:
+            rec.template_args = fix(rec.template_args)
+        rec.host_template_args = [fix(a) for a in rec.host_template_args]
+        rec.dispatch_args = [fix(a) for a in rec.dispatch_args]
+    for key, lists in insts.items():
+        insts[key] = [fix(a) for a in lists]
+
+
+def _may_launch(ctx: TUContext, d: ci.Cursor) -> bool:
+    """Whether a device function's text could launch a kernel (dynamic parallelism: `<<<>>>`, a launch API)."""
+    e = d.extent
+    if e.start.file is None or e.end.file is None or e.start.file.name != e.end.file.name:
+        return True
+    body = ctx.read(ctx.norm(e.start.file.name))[e.start.offset:e.end.offset]
+    return b"<<<" in body or b"Launch" in body
 
 
 def _merge(records: list[Launch]) -> list[Launch]:
