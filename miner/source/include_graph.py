@@ -8,7 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from miner.source.discover import SourceFile
-from miner.units.headers import STD_HEADERS, is_toolkit_header
+from miner.units.headers import STD_HEADERS, SYSTEM_HEADERS, is_toolkit_header
 
 INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 TU_SUFFIXES = {".cu", ".hip", ".cpp", ".cc", ".cxx"}
@@ -116,19 +116,11 @@ def _shared(a: str, b: str) -> int:
     return n
 
 
-# C and POSIX headers beyond those a unit keeps (STD_HEADERS).
-_SYSTEM_C = frozenset("""
-    stdarg.h signal.h setjmp.h locale.h wchar.h wctype.h complex.h fenv.h iso646.h tgmath.h uchar.h stdalign.h
-    stdatomic.h stdnoreturn.h threads.h unistd.h pthread.h fcntl.h dirent.h sys/types.h sys/stat.h sys/time.h
-    sys/mman.h malloc.h alloca.h memory.h strings.h
-""".split())
-
-
 def _system_header(name: str) -> bool:
     """A standard, POSIX or CUDA toolkit header name (`math.h`, `vector`, `cuda_fp16.h`): never matched
     to a project file by its tail. A repo's own `include/math.h` found for `#include <math.h>` became an
     -I dir that shadowed the C library's math.h in every translation unit."""
-    return name in STD_HEADERS or name in _SYSTEM_C or is_toolkit_header(name)
+    return name in STD_HEADERS or name in SYSTEM_HEADERS or is_toolkit_header(name)
 
 
 _MAIN = re.compile(rb"\bint\s+main\s*\(")

@@ -16,6 +16,13 @@ STD_HEADERS = frozenset("""
     assert.h ctype.h errno.h float.h inttypes.h limits.h math.h signal.h stdarg.h stdbool.h stddef.h stdint.h
     stdio.h stdlib.h string.h time.h
 """.split())
+# C, POSIX and Linux headers beyond those (every Linux toolchain has them): a unit keeps one only where its text
+# names what it declares (closure.text.HEADER_OF: `__be32` -> linux/types.h), and the build looks for none.
+SYSTEM_HEADERS = frozenset("""
+    stdarg.h signal.h setjmp.h locale.h wchar.h wctype.h complex.h fenv.h iso646.h tgmath.h uchar.h stdalign.h
+    stdatomic.h stdnoreturn.h threads.h unistd.h pthread.h fcntl.h dirent.h sys/types.h sys/stat.h sys/time.h
+    sys/mman.h malloc.h alloca.h memory.h strings.h linux/types.h asm/types.h
+""".split())
 # Headers that ship with the CUDA toolkit's compiler and runtime (not cuBLAS, cuDNN, cuRAND, NCCL, ...).
 TOOLKIT_HEADER = re.compile(
     r"^(cuda\.h|cuda_\w+\.h|device_(functions|launch_parameters|types|atomic_functions)\.h"

@@ -11,7 +11,7 @@ from miner.builder import toolchain as nvcc_tool
 from miner.builder.ptxas import parse_resources
 from miner.builder.toolchains.base import Toolchain
 from miner.dataset.folder import LIBRARY
-from miner.units.headers import STD_HEADERS, TOOLKIT_HEADER
+from miner.units.headers import STD_HEADERS, SYSTEM_HEADERS, TOOLKIT_HEADER
 
 if TYPE_CHECKING:
     from miner.builder.toolchain import BuildOptions
@@ -59,7 +59,8 @@ class Nvcc(Toolchain):
         for u in units:
             guarded = set(_HAS_INCLUDE.findall(u.text))  # `#if __has_include(<cuda_bf16.h>)`: optional
             for header in dict.fromkeys(h.strip() for h in _ANGLE_INCLUDE.findall(u.text)):
-                if header in STD_HEADERS or TOOLKIT_HEADER.match(header) or header in u.vendored:
+                if header in STD_HEADERS or header in SYSTEM_HEADERS or TOOLKIT_HEADER.match(header) \
+                        or header in u.vendored:
                     continue
                 found = cuda_libs.locate(header, self.path)
                 if found.where == "wheel" and found.include_dir:

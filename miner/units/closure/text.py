@@ -39,6 +39,11 @@ HEADER_OF = {
     "__bfloat162float": "cuda_bf16.h", "__half": "cuda_fp16.h", "__half2": "cuda_fp16.h",
     "__float2half": "cuda_fp16.h", "__half2float": "cuda_fp16.h",
     "cooperative_groups": "cooperative_groups.h",
+    # Linux's fixed-endian and fixed-width kernel types in structs a device function reads (a NIC's work queue
+    # entry: `__be32 lkey;`), and POSIX's: every Linux toolchain has these headers.
+    **dict.fromkeys(("__be16", "__be32", "__be64", "__le16", "__le32", "__le64", "__u8", "__u16", "__u32",
+                     "__u64", "__s8", "__s16", "__s32", "__s64"), "linux/types.h"),
+    **dict.fromkeys(("pid_t", "ssize_t", "off_t", "mode_t", "useconds_t"), "sys/types.h"),
     # `#if CUDA_VERSION >= 9000` in a header whose includer brought cuda.h: undefined, the unit took the
     # pre-CUDA-9 branch (`__shfl_xor`, gone from the toolkit).
     "CUDA_VERSION": "cuda.h", "CUDART_VERSION": "cuda_runtime_api.h",
