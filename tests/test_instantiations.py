@@ -175,3 +175,11 @@ def test_an_unlaunched_histogram_unit_compiles(tmp_path: Path) -> None:
     insts = json.loads(meta_path.read_text())["instantiations"]
     assert [(i["template_args"], i["origin"], i["build"]["status"]) for i in insts] == [
         ({"T": "int"}, "inferred", "ok")]
+
+
+def test_a_type_parameter_whose_every_bit_is_set_defaults_to_int() -> None:
+    """`if (coded[i] == ~((T)0x0))` (an "empty" marker of a code table): `~` takes no float."""
+    m = dict(meta(tp("T")), params=[{"name": "coded", "type": "T *"}])
+    assert ids(plan(m, [], [], kernel_text="{ if (coded[i] == ~((T)0x0)) return; }")) == {"int": "inferred"}
+    assert ids(plan(m, [], [], kernel_text="{ x = ~static_cast<T>(0); }")) == {"int": "inferred"}
+    assert ids(plan(m, [], [], kernel_text="{ coded[i] = -coded[i]; }")) == {"float": "inferred"}

@@ -332,7 +332,8 @@ def shift_counts(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
 def subscript_types(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
     """Type parameters whose values the kernel uses as array subscripts: a pointer parameter to one is read
     inside another subscript (`grad[in_map[row] * ch + c]` with `const Itype *in_map`), or into a local that a
-    subscript uses (`auto item = in[j]; atomicAdd(&bins[item], 1);`). Such a parameter is an
+    subscript uses (`auto item = in[j]; atomicAdd(&bins[item], 1);`), or whose every bit the kernel sets
+    (`x == ~((T)0)`, an "empty" marker). Such a parameter is an
     index type, whatever its name: the `float` default is "expression must have integral or unscoped enum
     type" there."""
     text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", kernel_text, flags=re.S)
@@ -350,6 +351,9 @@ def subscript_types(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
             if re.search(rf"\[[^\[\];{{}}]*\b{name}\s*\[", text) or any(
                     re.search(rf"\[[^\[\];{{}}]*\b{re.escape(v)}\b[^\[\];{{}}]*\]", text) for v in locals_):
                 out.add(tp["name"])
+        # `~((T)0)`, `~T(0)`, `~static_cast<T>(0)`: every bit set, a value only an integer type has
+        if re.search(rf"~\s*\(*\s*(?:\(\s*{t}\s*\)|{t}\s*\(|static_cast\s*<\s*{t}\s*>)", text):
+            out.add(tp["name"])
     return frozenset(out)
 
 
