@@ -326,6 +326,18 @@ def _namespace_context(meta: dict[str, Any]) -> dict[str, Any]:
             "launcher_using": "::".join(n for n in chain[cut:] if n), "named_namespaces": [n for n in chain if n]}
 
 
+def _written_in(chain: list[str], name: str, kernel_text: str) -> list[str]:
+    """The namespaces the kernel's text goes in: its own chain, less the trailing ones its definition names as a
+    qualifier (`__global__ void codec::scale(...)`, defined out of line after its declaration in `namespace
+    codec`): a qualified name inside its own namespace is "nonstandard" to nvcc."""
+    head = kernel_text.split("{", 1)[0]
+    m = re.search(rf"((?:[A-Za-z_]\w*\s*::\s*)+){re.escape(name)}\s*\(", head)
+    if not m:
+        return chain
+    written = [q.strip() for q in m.group(1).split("::") if q.strip()]
+    return chain[:len(chain) - len(written)] if chain[len(chain) - len(written):] == written else chain
+
+
 # The toolkit's typedefs of its 16-bit types (`typedef __half half;` in cuda_fp16.h): a template argument
 # `half` (`apply_penalty<half, false>` from a host template whose file reached cuda_fp16.h through a project
 # header the closure took nothing from) needs the header the typedef is in.
@@ -567,6 +579,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             or source_missing,
             "lacks_headers": lacks_headers,
             "pieces": own, **_namespace_context(meta),
+            "text_namespaces": _written_in(_namespace_context(meta)["namespaces"], meta["name"], kernel_text),
             "kernel_text": kernel_text, "callee": callee,
             "macro_names": list(dict.fromkeys(p.name for p in unit.pieces if p.kind == "MACRO")),
             # Names the unit defines with C linkage: one symbol per program, whatever the namespace, so a

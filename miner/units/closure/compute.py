@@ -280,6 +280,21 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     return out
 
 
+def _declared_before(ctx: TUContext, cur: ci.Cursor) -> tuple[Piece, ci.Cursor] | None:
+    """For a function defined out of line with its namespace's qualifier (`__global__ void codec::scale(...)
+    {...}` in an implementation file, declared inside `namespace codec` in a header): the piece that declares it
+    first. A qualified definition needs that declaration before it ("name followed by '::' must be a class or
+    namespace name" otherwise)."""
+    if cur.kind not in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) or cur.semantic_parent is None \
+            or cur.semantic_parent.kind != K.NAMESPACE or cur.lexical_parent == cur.semantic_parent:
+        return None
+    first = cur.canonical
+    if first is None or first.location.file is None or first == cur:
+        return None
+    found = ctx.piece_at(ctx.norm(first.location.file.name), first.extent.start.offset)
+    return found if found is not None and found[1] != cur else None
+
+
 def _events(ctx: TUContext, cur: ci.Cursor, scope: tuple[str, ...]) -> tuple[list[str], list[tuple]]:
     """What the closure's walk of one declaration finds, in order, for `compute` to replay: its identifiers, and
     ("take", piece, cursor) | ("ref", (definition's path, offset), (piece, cursor) or None) | ("text", its own
@@ -300,6 +315,8 @@ def _events(ctx: TUContext, cur: ci.Cursor, scope: tuple[str, ...]) -> tuple[lis
     own = _own_text(ctx, cur, drop)
     idents = _IDENT.findall(own)
     events.append(("text", own))
+    if (first := _declared_before(ctx, cur)) is not None:
+        events.append(("ref", (first[0].path, first[0].start), first))
     for c in _walk(cur, drop):
         if c.kind == K.NAMESPACE_REF and c.referenced is not None and c.referenced.kind == K.NAMESPACE_ALIAS:
             refs = [c.referenced]  # `my_cub::BlockLoad`: the alias `namespace my_cub = cub;` comes along
