@@ -8,7 +8,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.units.closure import TUContext
-from miner.units.launches import class_scope, member_types, used_methods, value_spelling
+from miner.units.launches import class_scope, member_types, range_dispatch, used_methods, value_spelling
 from miner.units.launches.chosen import note_pointer
 from miner.units.launches.cursors import _Resolver
 from miner.units.launches.finish import _finish
@@ -166,6 +166,7 @@ def _walk_body(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None, hos
             elif fn is not None:
                 used_methods.note_call(st, ref)
                 _host_call(st, c, children, ref, host_key)
+                range_dispatch.note_call(st, children, ref)
                 deduced_call(st, c, children, host_key)
                 note_call(st, fn, path, c, children, in_lambda, host_key)
         elif kind in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF) and (
