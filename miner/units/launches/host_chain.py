@@ -56,13 +56,28 @@ def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.C
             if key is None or key[0] not in ctx.inputs:
                 continue
             texts = _written_args(st, callee, t.spelling)
-            if texts:
+            if texts and _kinds_fit(callee, _tparams(t), texts[0]):
                 params = [p.spelling for p in st.host_params.get(host_key, [])]
                 alias = {k: v for k, v in _aliases(ctx, callee, st.lists).items() if v}
                 written = _deduce_rest(st, t, [substitute_aliases(x, alias) for x in texts[0]], children, params)
                 if written is not None:
                     st.dep_calls.append(_DepCall(host_key, params, key, written))
         break
+
+
+def _kinds_fit(callee: ci.Cursor, tparams: list[ci.Cursor], written: list[str]) -> bool:
+    """Whether written template arguments can be this overload's: a type (a name the call refers to as a type,
+    `f<Config>` with `typedef ... Config;`) for a value parameter, or a number for a type parameter, is another
+    overload's."""
+    types = {d.spelling for d in callee.walk_preorder() if d.kind == K.TYPE_REF}
+    types |= {d.spelling.rpartition(" ")[2] for d in callee.walk_preorder() if d.kind == K.TYPE_REF}
+    for p, text in zip(tparams, written, strict=False):
+        text = text.strip()
+        if p.kind == K.TEMPLATE_NON_TYPE_PARAMETER and (text in types or text.startswith("typename ")):
+            return False
+        if p.kind == K.TEMPLATE_TYPE_PARAMETER and re.fullmatch(r"-?\d+[uUlL]*", text):
+            return False
+    return True
 
 
 def _deduce_rest(st: _State, t: ci.Cursor, written: list[str], children: list[ci.Cursor], params: list[str]
@@ -76,6 +91,10 @@ def _deduce_rest(st: _State, t: ci.Cursor, written: list[str], children: list[ci
     args = children[1:]
     parms = [c for c in t.get_children() if c.kind == K.PARM_DECL]
     if len(parms) < len(args) and not any("..." in _src(st.ctx, p) for p in parms[-1:]):
+        return None
+    # (too few arguments for the parameters without a default: another overload of the name, one with fewer
+    # parameters, which the written arguments would then be mapped onto wrongly)
+    if len(args) < sum(1 for p in parms if "=" not in _src(st.ctx, p)):
         return None
     if len(written) >= len(_tparams(t)):
         return written
