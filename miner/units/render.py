@@ -63,7 +63,7 @@ _DEVICE_CODE = re.compile(r"\b__(?:global|device)__\b")
 # sm_100a: `tcgen05`): ptxas rejects them for plain sm_90 ("Instruction 'wgmma.fence' not supported on .target
 # 'sm_90'"), and the original's build names the `a` target (`-gencode arch=compute_90a,code=sm_90a`).
 _ARCH_SPECIFIC = re.compile(
-    r"\b(?:wgmma|setmaxnreg|tcgen05)\.|\b__CUDA_ARCH_FEAT_SM\d+_ALL\b|\b__CUDA_ARCH_SPECIFIC__\b")
+    r"\b(?:wgmma|setmaxnreg|tcgen05)\.|\btensormap\.replace\b|\b__CUDA_ARCH_FEAT_SM\d+_ALL\b|\b__CUDA_ARCH_SPECIFIC__\b")
 
 
 def _arch_specific(kernel_text: str, pieces: list[dict[str, Any]]) -> bool:
