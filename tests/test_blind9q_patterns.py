@@ -54,7 +54,8 @@ def test_a_bundled_toolkit_detail_header_is_included_through_its_public_header(d
 def test_a_kernel_using_arch_specific_instructions_builds_for_the_arch_specific_target(dataset: dict[str, Any]) -> None:
     """`wgmma.fence`, `setmaxnreg` and `tensormap.replace` exist only on sm_90a: ptxas rejected them for sm_90
     ("Instruction 'wgmma.fence' not supported on .target 'sm_90'"). The unit says so
-    (`// km:nvcc-flags --km-arch-specific`) and is built for the `a` variant of every target; a kernel without them keeps the run's targets."""
+    (`// km:nvcc-flags --km-arch-specific`) and is built for the `a` variant of every target; a kernel without them
+    keeps the run's targets."""
     for name in ("fenced_store", "consumer_warpgroup", "patch_descriptor"):
         m = only_meta(dataset, name)
         (unit,) = unit_texts(dataset, m)
