@@ -94,7 +94,7 @@ def _deduce_rest(st: _State, t: ci.Cursor, written: list[str], children: list[ci
         return None
     # (too few arguments for the parameters without a default: another overload of the name, one with fewer
     # parameters, which the written arguments would then be mapped onto wrongly)
-    if len(args) < sum(1 for p in parms if "=" not in _src(st.ctx, p)):
+    if len(args) < sum(1 for p in parms if "=" not in (text := _src(st.ctx, p)) and "..." not in text):
         return None
     if len(written) >= len(_tparams(t)):
         return written
