@@ -14,7 +14,7 @@ from typing import Any
 
 from miner.errors import UsageError
 from miner.extract import cache as extract_cache
-from miner.extract import guarded, switched
+from miner.extract import error_branches, guarded, switched
 from miner.extract import instances as instance_files
 from miner.extract.options import ExtractOptions, ExtractReport
 from miner.extract.unit_data import UnitData, analysis_of
@@ -347,6 +347,7 @@ def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], 
                 groups[(tu_of.get(k.path, k.path), tuple(defines))].append(k)
     replaced: set[int] = set()  # kernels whose parse alone gave a closure the includer's parse replaces
     retaken: set[int] = set()  # template kernels a build switch gives concrete launches (extract.switched)
+    errored: set[int] = set()  # kernels an active #error stops (extract.error_branches)
     if graph is not None and data is not None:
         for key, found in guarded.guarded_includers(kernels, tu_of, graph, data).items():
             groups[key].extend(found)
@@ -355,6 +356,10 @@ def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], 
                                                      config.defines).items():
             groups[key].extend(k for k in found if id(k) not in replaced)
             retaken |= {id(k) for k in found}
+        for key, found in error_branches.error_branches(kernels, tu_of, data, config.defines).items():
+            found = [k for k in found if id(k) not in replaced and id(k) not in retaken]
+            groups[key].extend(found)
+            errored |= {id(k) for k in found}
     if not groups:
         return kernels
     swap: dict[int, Kernel] = {}
@@ -377,6 +382,9 @@ def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], 
                 before = [lc for lc in units.launches.get((w.path, w.start_offset), []) if lc.kind != "reference"]
                 if not any(switched.concrete(lc) for lc in mine) and (before or not mine):
                     continue
+                units.closures.pop((w.path, w.start_offset), None)
+                units.launches.pop((w.path, w.start_offset), None)
+            if match is not None and id(w) in errored:
                 units.closures.pop((w.path, w.start_offset), None)
                 units.launches.pop((w.path, w.start_offset), None)
             if match is not None:

@@ -248,6 +248,38 @@ def activating_defines(data: bytes, offset: int) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def earlier_branches(data: bytes, offset: int) -> list[int]:
+    """The offsets of the code of each branch before the one holding `offset`, of the `#if` / `#ifdef` chain whose
+    later branch (`#elif`, `#else`) holds it, first branch first; empty where `offset` sits in no later branch."""
+    node = _tree(data).root_node.named_descendant_for_byte_range(offset, offset)
+    chain: list = []  # the branch nodes from the one holding `offset` up to the chain's `#if`
+    while node is not None and node.parent is not None:
+        parent = node.parent
+        if parent.type in _BRANCHES and (parent.type == "preproc_else" or not chain
+                                         or parent.child_by_field_name("alternative") == chain[-1]):
+            if chain and parent.child_by_field_name("alternative") != chain[-1]:
+                break
+            chain.append(parent)
+            if parent.type in ("preproc_if", "preproc_ifdef"):
+                break
+        elif chain:
+            break
+        node = parent
+    if len(chain) < 2 or chain[-1].type not in ("preproc_if", "preproc_ifdef"):
+        return []
+    out = []
+    for branch in reversed(chain[1:]):
+        skip = {branch.child_by_field_name(f) for f in ("condition", "name", "alternative")}
+        body = [c for c in branch.named_children if c not in skip]
+        if not body:
+            return []
+        out.append(body[0].start_byte)
+    return out
+
+
+_BRANCHES = ("preproc_if", "preproc_ifdef", "preproc_elif", "preproc_elifdef", "preproc_else")
+
+
 _NUMERIC_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+\(?[ \t]*((?:0[xX])?[0-9a-fA-F]+)[uUlL]*[ \t]*\)?"
                              rb"[ \t]*(?://[^\n]*)?$", re.M)
 
