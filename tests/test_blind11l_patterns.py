@@ -1,0 +1,39 @@
+"""`extract --build` on tests/fixtures/blind11l: patterns found on the eleventh set's inference-engine kernels
+(issue 14, scripts/corpus_repos_blind11.txt, development repos since session 14), each reproduced by code of our own
+and judged by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind11l")
+
+
+def test_a_macro_that_specializes_two_class_templates_brings_both_primaries(dataset: dict[str, Any]) -> None:
+    """`MAP_KIND(kReal, float);` writes `kind_of<float>` and `type_of<Kind::kReal>`: the parse folds both into one
+    piece named after the first, so the unit kept the macro's text but not the second's primary template
+    ("type_of is not a template")."""
+    m = only_meta(dataset, "tag_values")
+    (unit,) = unit_texts(dataset, m)
+    assert "struct type_of;" in unit and "struct kind_of;" in unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_using_declaration_of_an_internal_std_header_brings_the_public_one(dataset: dict[str, Any]) -> None:
+    """`using std::shared_ptr;` in a project header the kernel needs nothing else of: libclang places shared_ptr in
+    `bits/shared_ptr.h`; the unit includes the standard header that brought it in (`<memory>`), was "namespace std
+    has no member shared_ptr"."""
+    m = only_meta(dataset, "scale_span")
+    (unit,) = unit_texts(dataset, m)
+    assert "using std::shared_ptr;" in unit and "#include <memory>" in unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
