@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from miner import cuda_libs
 from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -36,4 +37,15 @@ def test_a_using_declaration_of_an_internal_std_header_brings_the_public_one(dat
     m = only_meta(dataset, "scale_span")
     (unit,) = unit_texts(dataset, m)
     assert "using std::shared_ptr;" in unit and "#include <memory>" in unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.mark.skipif(cuda_libs.header_library_dir(cuda_libs.HEADER_LIBRARIES[0]) is None,
+                    reason="nvidia-cutlass is not installed")
+def test_an_alias_of_a_wheel_namespace_stays_out_of_a_unit_without_the_wheel(dataset: dict[str, Any]) -> None:
+    """`namespace ct = cutlass;` in a project header, for a kernel that names nothing of CUTLASS: the unit includes
+    none of the wheel's headers, and the kept alias was "name must be a namespace name"."""
+    m = only_meta(dataset, "twice_all")
+    (unit,) = unit_texts(dataset, m)
+    assert "namespace ct = cutlass;" not in unit and "cutlass/" not in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -58,6 +58,10 @@ def usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple
         lib = Vendored.of(ctx).library_of(tpath)
         if lib is not None and lib.include_dir in libraries:
             keep = True  # `using namespace glm;` with glm kept as an #include
+        elif lib is not None and lib.wheel is not None:
+            # `namespace GMMA = cute::SM90::GMMA;` in a project header, in a unit that names nothing of the wheel's
+            # library (so does not include it): the alias alone was "name must be a namespace name".
+            keep = False
         elif tpath in ctx.inputs:
             if target.kind == K.NAMESPACE:
                 chain = _namespace_chain(target)
