@@ -5,11 +5,13 @@ and judged by the real libclang parse and the real nvcc."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from miner import cuda_libs
+from miner.units.render import _source_missing
 from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -49,3 +51,19 @@ def test_an_alias_of_a_wheel_namespace_stays_out_of_a_unit_without_the_wheel(dat
     (unit,) = unit_texts(dataset, m)
     assert "namespace ct = cutlass;" not in unit and "cutlass/" not in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_header_found_through_an_include_dir_above_the_mined_folder_is_the_projects(tmp_path: Path) -> None:
+    """Mining `src/lib/kernels` of a checkout whose files include `src/lib/utils/helpers.h` from the top (the parse's
+    include dir `../../..`): a failed unit was stated as "includes src/lib/utils/helpers.h, which the project does not
+    contain" (118 of lmdeploy's failures), hiding its real first error. A header no include dir holds still is."""
+    kernels = tmp_path / "src" / "lib" / "kernels"
+    (tmp_path / "src" / "lib" / "utils").mkdir(parents=True)
+    kernels.mkdir(parents=True)
+    (tmp_path / "src" / "lib" / "utils" / "helpers.h").write_text("#pragma once\n")
+    (kernels / "scale.cu").write_text('#include "src/lib/utils/helpers.h"\n__global__ void k() {}\n')
+    meta = {"source": {"path": "scale.cu"},
+            "parse_context": {"root": str(kernels), "include_dirs": ["../../.."], "translation_unit": "scale.cu"}}
+    assert _source_missing(meta) is None
+    (kernels / "scale.cu").write_text('#include "src/lib/utils/absent.h"\n__global__ void k() {}\n')
+    assert "which the project does not contain" in (_source_missing(meta) or "")

@@ -374,9 +374,16 @@ def _source_missing(meta: dict[str, Any]) -> str | None:
             text = f.read()
     except OSError:
         return None
+    # The parse's include directories, relative to the root (`../../..` of a mined subfolder, whose headers
+    # include `src/lib/utils/helpers.h` from the checkout's top): a header found there is the project's, though the
+    # mined folder does not hold it.
+    given = (meta.get("parse_context") or {}).get("include_dirs") or []
+    dirs = [os.path.normpath(os.path.join(root, d)) for d in given]
     for m in _QUOTED_INCLUDE.finditer(text):
         name = m.group(1).strip()
         if os.path.isfile(os.path.join(os.path.dirname(path), name)) or not root:
+            continue
+        if any(os.path.isfile(os.path.join(d, name)) for d in dirs):
             continue
         if header_library_of(name) is not None or is_toolkit_header(name) or name in STD_HEADERS:
             # (CUTLASS/CuTe: a wheel's, miner.cuda_libs, without it the build says what to install; a toolkit or
