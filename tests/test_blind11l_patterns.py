@@ -67,3 +67,15 @@ def test_a_header_found_through_an_include_dir_above_the_mined_folder_is_the_pro
     assert _source_missing(meta) is None
     (kernels / "scale.cu").write_text('#include "src/lib/utils/absent.h"\n__global__ void k() {}\n')
     assert "which the project does not contain" in (_source_missing(meta) or "")
+
+
+def test_a_value_pack_takes_the_launch_arguments_and_its_size(dataset: dict[str, Any]) -> None:
+    """`template <int... Ds>` launched as `permute_nibbles<0, 1, 3, 2>`: four arguments for one parameter were no
+    instantiation, the unit guessed `Ds = 0` and wrote `static_cast<int...>(0)` and `Dims<int, sizeof...(0)>`
+    ("the sizeof... operator can be used only in a variadic template"). The pack takes the launch's values and
+    `sizeof...(Ds)` their count."""
+    m = only_meta(dataset, "permute_nibbles")
+    assert [(i["args"], i["origin"]) for i in m["instantiations"]] == [(["0, 1, 3, 2"], "call_site")]
+    (unit,) = unit_texts(dataset, m)
+    assert "template __global__ void permute_nibbles<0, 1, 3, 2>(unsigned*, const unsigned*, Dims<int, 4>);" in unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -143,9 +143,16 @@ def _object_macros(pieces: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
+_SIZEOF_PACK = re.compile(r"\bsizeof\s*\.\.\.\s*\(\s*([A-Za-z_]\w*)\s*\)")
+
+
 def concrete_type(type_text: str, mapping: dict[str, str], macros: dict[str, str]) -> str:
     """A parameter type with the instantiation's arguments put in, looking through object-like macros
     that hide a template parameter (`#define Acc4R PackedTensorAccessor32<scalar_t, 4>`)."""
+    # `Array<int, sizeof...(Ds)>` with `Ds` given `0, 1, 3, 2`: the pack's size, before its name is put in
+    # (`sizeof...(0, 1, 3, 2)` is no C++).
+    type_text = _SIZEOF_PACK.sub(lambda m: str(len(split_top(mapping[m.group(1)])) if mapping[m.group(1)].strip()
+                                               else 0) if m.group(1) in mapping else m.group(0), type_text)
     expanded = type_text
     for _ in range(8):
         nxt = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: macros.get(m.group(0), m.group(0)), expanded)
@@ -305,7 +312,7 @@ def _typed_args(tparams: list[dict[str, Any]], args: list[str], pieces: list[dic
     out = []
     for i, a in enumerate(args):
         tp = tparams[i] if i < len(tparams) else {}
-        t = (tp.get("type") or "").strip()
+        t = (tp.get("type") or "").strip().removesuffix("...").rstrip()  # (a pack's elements: `int... Ds`)
         if (tp.get("kind") == "value" and t and re.fullmatch(r"-?\d+", a.strip())
                 and not INTEGRAL_TYPE.fullmatch(t) and not set(re.findall(r"\w+", t)) & names):
             a = f"static_cast<{enums.get(t, t)}>({a.strip()})"
