@@ -79,3 +79,12 @@ def test_a_value_pack_takes_the_launch_arguments_and_its_size(dataset: dict[str,
     (unit,) = unit_texts(dataset, m)
     assert "template __global__ void permute_nibbles<0, 1, 3, 2>(unsigned*, const unsigned*, Dims<int, 4>);" in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_dropped_launch_takes_its_template_values_from_the_functions_constants(dataset: dict[str, Any]) -> None:
+    """`sweep<BLOCK_X, BLOCK_DIM, LOG_TILE><<<...>>>(dsink.data().get(), ...)` in a statement the parse dropped (a
+    `thrust::device_vector` it could not declare), with `constexpr int BLOCK_X = 128;` above it: the launch read back
+    from the text kept the names, which the unit does not declare ("identifier BLOCK_X is undefined")."""
+    m = only_meta(dataset, "sweep")
+    assert [i["args"] for i in m["instantiations"]] == [["128", "256", "5"]]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
