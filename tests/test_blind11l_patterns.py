@@ -88,3 +88,14 @@ def test_a_dropped_launch_takes_its_template_values_from_the_functions_constants
     m = only_meta(dataset, "sweep")
     assert [i["args"] for i in m["instantiations"]] == [["128", "256", "5"]]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_member_a_kept_friend_calls_keeps_its_body(dataset: dict[str, Any]) -> None:
+    """`friend bool operator==(const Buffer&, const Buffer&)`, defined after the class as `a.as_tuple() ==
+    b.as_tuple()`, comes with the namespace's `operator==` set (the kernel compares a device `Tag`); the host-only
+    `auto as_tuple() const` was left declared only ("cannot deduce the return type of function as_tuple ... it has
+    not been defined", 89 of lmdeploy's instantiations)."""
+    m = only_meta(dataset, "count_same")
+    (unit,) = unit_texts(dataset, m)
+    assert "auto as_tuple() const { return std::tie(data_, size_); }" in unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
