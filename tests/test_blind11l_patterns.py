@@ -12,7 +12,7 @@ import pytest
 
 from miner import cuda_libs
 from miner.units.render import _source_missing
-from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
+from tests.conftest import FIXTURES, build_statuses, extract_and_build, load_dataset, only_meta, run_miner, unit_texts
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -98,4 +98,22 @@ def test_a_member_a_kept_friend_calls_keeps_its_body(dataset: dict[str, Any]) ->
     m = only_meta(dataset, "count_same")
     (unit,) = unit_texts(dataset, m)
     assert "auto as_tuple() const { return std::tie(data_, size_); }" in unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_an_archive_checkouts_headers_above_the_mined_folder_are_its_context(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`src/lib/kernels` of a checkout without `.git` (the corpora are git archives), whose files include
+    `src/lib/utils/helpers.h` from the checkout's top: the project was the mined folder alone, so the helper was no
+    input nor context, and the unit lacked it ("identifier halve is undefined"; lmdeploy's `src/turbomind/core`).
+    The top its includes are spelled from (found through an input they name) is the project's."""
+    src = tmp_path_factory.mktemp("archive-src") / "archive"
+    shutil.copytree(FIXTURES / "blind11l_archive", src)
+    out = tmp_path_factory.mktemp("archive-out")
+    cache = tmp_path_factory.mktemp("archive-cache")
+    run_miner("extract", src / "src" / "lib" / "kernels", "-o", out, "--build", "-j", "2",
+              env={"XDG_CACHE_HOME": str(cache)}, timeout=600)
+    (m,) = [m for m in load_dataset(out) if m["name"] == "halve_all"]
+    unit = (out / m["id"] / m["instantiations"][0]["unit"]).read_text(encoding="utf-8")
+    assert "LIB_HD float halve(float x)" in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
