@@ -158,6 +158,21 @@ def _project_files(roots: set[str], skip: set[str]) -> dict[str, list[str]]:
     return by_name
 
 
+def _spelled_tops(inputs: dict[str, bytes], tails: dict[str, list[str]]) -> set[str]:
+    """The folders above the inputs that their includes are spelled from (`.../src/lib` gives `...` for an input
+    `.../src/lib/kernels/core/array.h` that `#include "src/lib/kernels/core/array.h"` names)."""
+    out: set[str] = set()
+    for data in inputs.values():
+        for name in _includes(data):
+            if name.startswith(".") or "/" not in name:
+                continue
+            tail = include_tail(name)
+            for q in tails.get(os.path.basename(name), ()):
+                if q.endswith(tail) and len(q) > len(tail):
+                    out.add(q[:-len(tail)])
+    return {t for t in out if not any(t.startswith(u + os.sep) for u in out)}
+
+
 def _read(path: str) -> bytes | None:
     try:
         with open(path, "rb") as fh:
@@ -197,6 +212,12 @@ def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
         return []
     projects = ({os.path.realpath(project)} if project else
                 {project_root(r) for r in roots} | {project_root(p) for p in inputs})
+    if not project:
+        # A checkout without `.git` (an archive) gave the mined folder itself as the project, so the headers that its
+        # files include from the checkout's top (`src/lib/utils/helpers.h` from `src/lib/kernels/`) were found
+        # nowhere. Where an input answers an include spelled from such a top, that top is the project's too.
+        tops = _spelled_tops(inputs, tails)
+        projects = {r for r in projects if not any(r.startswith(t + os.sep) for t in tops)} | tops
     pool = _project_files(projects, set(inputs))
     todo: list[str] = []
 

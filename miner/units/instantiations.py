@@ -246,9 +246,23 @@ def _raise() -> int:
     raise ZeroDivisionError
 
 
-def _normalize(args: list[str], tparams: list[dict[str, Any]]) -> tuple[str, ...] | None:
+def pack_names(meta: dict[str, Any]) -> frozenset[str]:
+    """The kernel's template parameter packs (`int... Ds`, recorded with the type `int...`; `class... Ts`, whose
+    record says nothing, from the signature's `... Ts`)."""
+    sig = meta.get("signature") or ""
+    return frozenset(tp["name"] for tp in meta.get("template_params") or () if tp.get("name") and (
+        (tp.get("type") or "").rstrip().endswith("...")
+        or re.search(rf"\.\.\.\s*{re.escape(tp['name'])}\b", sig)))
+
+
+def _normalize(args: list[str], tparams: list[dict[str, Any]],
+               packs: frozenset[str] = frozenset()) -> tuple[str, ...] | None:
     """One argument per template parameter: missing trailing ones from their defaults, value arguments
-    folded to literals (`W * 32` after substitution -> `768`, `!!0` for a bool -> `false`)."""
+    folded to literals (`W * 32` after substitution -> `768`, `!!0` for a bool -> `false`). A trailing pack
+    takes the rest, joined by `, ` (`permute<0, 1, 3, 2>` of `template <int... Ds>`: `Ds` is `0, 1, 3, 2`)."""
+    if tparams and tparams[-1]["name"] in packs and len(args) >= len(tparams):
+        last = len(tparams) - 1
+        args = [*args[:last], ", ".join(re.sub(r"\s+", " ", a).strip() for a in args[last:])]
     if len(args) > len(tparams):
         return None
     out: list[str] = []
@@ -260,7 +274,9 @@ def _normalize(args: list[str], tparams: list[dict[str, Any]]) -> tuple[str, ...
             a = substitute(tp["default"], mapping)
         else:
             return None
-        if tp["kind"] == "value":
+        if tp["kind"] == "value" and tp["name"] in packs:
+            a = ", ".join(str(v) if (v := eval_int(x)) is not None else x.strip() for x in split_top(a))
+        elif tp["kind"] == "value":
             v = eval_int(a)
             if v is not None:
                 a = ("true" if v else "false") if (tp.get("type") or "").strip() == "bool" else str(v)
@@ -468,8 +484,9 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
                  else "none"}]
     best: dict[tuple[str, ...], str] = {}
     classes = class_types(meta, kernel_text) if kernel_text else frozenset()
+    packs = pack_names(meta)
     for args, origin in _candidates(launches, explicit, lambda a: _scalar_for_class(tuple(a), names, classes)):
-        norm = _normalize(list(args), tparams)
+        norm = _normalize(list(args), tparams, packs)
         if norm is None:
             continue
         if norm not in best or ORIGINS.index(origin) < ORIGINS.index(best[norm]):

@@ -143,9 +143,16 @@ def _object_macros(pieces: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
+_SIZEOF_PACK = re.compile(r"\bsizeof\s*\.\.\.\s*\(\s*([A-Za-z_]\w*)\s*\)")
+
+
 def concrete_type(type_text: str, mapping: dict[str, str], macros: dict[str, str]) -> str:
     """A parameter type with the instantiation's arguments put in, looking through object-like macros
     that hide a template parameter (`#define Acc4R PackedTensorAccessor32<scalar_t, 4>`)."""
+    # `Array<int, sizeof...(Ds)>` with `Ds` given `0, 1, 3, 2`: the pack's size, before its name is put in
+    # (`sizeof...(0, 1, 3, 2)` is no C++).
+    type_text = _SIZEOF_PACK.sub(lambda m: str(len(split_top(mapping[m.group(1)])) if mapping[m.group(1)].strip()
+                                               else 0) if m.group(1) in mapping else m.group(0), type_text)
     expanded = type_text
     for _ in range(8):
         nxt = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: macros.get(m.group(0), m.group(0)), expanded)
@@ -305,7 +312,7 @@ def _typed_args(tparams: list[dict[str, Any]], args: list[str], pieces: list[dic
     out = []
     for i, a in enumerate(args):
         tp = tparams[i] if i < len(tparams) else {}
-        t = (tp.get("type") or "").strip()
+        t = (tp.get("type") or "").strip().removesuffix("...").rstrip()  # (a pack's elements: `int... Ds`)
         if (tp.get("kind") == "value" and t and re.fullmatch(r"-?\d+", a.strip())
                 and not INTEGRAL_TYPE.fullmatch(t) and not set(re.findall(r"\w+", t)) & names):
             a = f"static_cast<{enums.get(t, t)}>({a.strip()})"
@@ -386,9 +393,16 @@ def _source_missing(meta: dict[str, Any]) -> str | None:
             text = f.read()
     except OSError:
         return None
+    # The parse's include directories, relative to the root (`../../..` of a mined subfolder, whose headers
+    # include `src/lib/utils/helpers.h` from the checkout's top): a header found there is the project's, though the
+    # mined folder does not hold it.
+    given = (meta.get("parse_context") or {}).get("include_dirs") or []
+    dirs = [os.path.normpath(os.path.join(root, d)) for d in given]
     for m in _QUOTED_INCLUDE.finditer(text):
         name = m.group(1).strip()
         if os.path.isfile(os.path.join(os.path.dirname(path), name)) or not root:
+            continue
+        if any(os.path.isfile(os.path.join(d, name)) for d in dirs):
             continue
         if header_library_of(name) is not None or is_toolkit_header(name) or name in STD_HEADERS:
             # (CUTLASS/CuTe: a wheel's, miner.cuda_libs, without it the build says what to install; a toolkit or

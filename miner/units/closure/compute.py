@@ -133,7 +133,10 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 work.append((gc, gp.namespaces))
                 with_operators(gp)
                 for ip, ic in ctx.inner.get(key, ()):
-                    if ip.name and ip.kind in ("FUNCTION_DECL", "FUNCTION_TEMPLATE") and ip.name != gp.name:
+                    # (a class's too: `CVT(kHalf, half)` writing `to_dtype<half>` and `from_dtype<kHalf>`)
+                    if ip.name and ip.name != gp.name and (
+                            ip.kind in ("FUNCTION_DECL", "FUNCTION_TEMPLATE")
+                            or (ic.kind in _CLASS_KINDS and specialized_template(ic) is not None)):
                         work.append((ic, ip.namespaces))
                         take(ip, ic)  # (its name's set: the primary template it specializes)
         if pc.kind in _CLASS_KINDS and (piece.path, piece.start) not in with_members:

@@ -52,6 +52,7 @@ def host_bodies_to_drop(ctx: TUContext, cls: ci.Cursor,
     for mp, _mc in ctx.members.get(_class_key(ctx.norm, cls), ()):
         # its members defined out of line (those the closure takes: device ones) may call it too
         named |= set(_IDENT.findall(_blanked(ctx, mp.path)[mp.start:mp.end]))
+    named |= _friend_names(ctx, cls)
     keep: set[tuple[int, int]] = set()
     changed = True
     while changed:
@@ -88,6 +89,26 @@ def _candidates(cls: ci.Cursor, text: str, dropped: dict[tuple[int, int], str],
             continue
         # A constructor is never called by its name: only a special one (kept above) can be reached.
         out[ext] = ("" if ctor else m.spelling, (start, body.extent.end.offset))
+
+
+def _friend_names(ctx: TUContext, cls: ci.Cursor) -> set[str]:
+    """The identifiers of the definitions of the functions `cls` befriends (`friend bool operator==(const Buffer&,
+    const Buffer&);`, defined after the class as `a.as_tuple() == b.as_tuple()`): part of the class's interface, a
+    unit may hold them (an overload set of its namespace), and a member they call whose return type is deduced
+    (`auto as_tuple() const`) is no use declared only ("cannot deduce the return type ... it has not been
+    defined")."""
+    out: set[str] = set()
+    for f in cls.get_children():
+        if f.kind != K.FRIEND_DECL:
+            continue
+        for ch in f.get_children():
+            d = ch.get_definition() if ch.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) else None
+            if d is None or d.extent.start.file is None:
+                continue
+            path = ctx.norm(d.extent.start.file.name)
+            if path in ctx.inputs:
+                out |= set(_IDENT.findall(_blanked(ctx, path)[d.extent.start.offset:d.extent.end.offset]))
+    return out
 
 
 def _kept_always(m: ci.Cursor, cls: ci.Cursor, head: str) -> bool:

@@ -58,6 +58,10 @@ def usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple
         lib = Vendored.of(ctx).library_of(tpath)
         if lib is not None and lib.include_dir in libraries:
             keep = True  # `using namespace glm;` with glm kept as an #include
+        elif lib is not None and lib.wheel is not None:
+            # `namespace GMMA = cute::SM90::GMMA;` in a project header, in a unit that names nothing of the wheel's
+            # library (so does not include it): the alias alone was "name must be a namespace name".
+            keep = False
         elif tpath in ctx.inputs:
             if target.kind == K.NAMESPACE:
                 chain = _namespace_chain(target)
@@ -78,7 +82,7 @@ def usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple
             h = _toolkit_header_of_shim(ctx, tpath)
             # (std's namespace is everywhere: a standard header's shim decides nothing)
             keep = h is None or h in STD_HEADERS or _header_family(h) in families
-            std = h if h in STD_HEADERS else _system_std_header(tpath) if h is None else None
+            std = h if h in STD_HEADERS else _public_std_header(ctx, tpath) if h is None else None
             if keep and std is not None and std not in includes:
                 # `using std::bit_cast;` of a project header none of whose other pieces the unit holds: the
                 # standard header it names comes along (was "namespace std has no member bit_cast").
@@ -97,6 +101,30 @@ def _system_std_header(path: str) -> str | None:
     one (`bits/stl_vector.h`) or anything else."""
     m = _SYSTEM_STD.search(path)
     return m.group(1) if m and m.group(1) in STD_HEADERS else None
+
+
+def _public_std_header(ctx: TUContext, path: str) -> str | None:
+    """The standard header that brought a system library file into the translation unit: itself when it is one
+    (`/usr/include/c++/12/bit`), else the nearest standard header up its include chain (`bits/shared_ptr.h`,
+    which `<memory>` included: `using std::shared_ptr;` was kept without it, "namespace std has no member
+    shared_ptr")."""
+    parents = ctx.memo("_include_parents", lambda: _include_parents(ctx))
+    seen: set[str] = set()
+    while path not in seen:
+        seen.add(path)
+        if (std := _system_std_header(path)) is not None:
+            return std
+        path = parents.get(path, path)
+    return None
+
+
+def _include_parents(ctx: TUContext) -> dict[str, str]:
+    """file -> the file whose #include first brought it into the translation unit."""
+    out: dict[str, str] = {}
+    for inc in ctx.tu.get_includes():
+        if inc.source is not None:
+            out.setdefault(ctx.norm(inc.include.name), ctx.norm(inc.source.name))
+    return out
 
 
 def _using_pieces(ctx: TUContext, files: set[str]) -> list[tuple[Piece, ci.Cursor]]:

@@ -19,6 +19,8 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.common import split_top
+from miner.units.instantiations import eval_int
+from miner.units.launch_formula import formula, local_initializers
 from miner.units.launches import value_spelling
 from miner.units.launches.class_scope import scope_params
 from miner.units.launches.record import _FUNCS, _IDENT, K, Launch
@@ -184,16 +186,34 @@ def _add(st: _State, fn: ci.Cursor, path: str, kkey: tuple[str, int], offset: in
     # launch_formulas reads only the call's start (file and offset): the statement's own start stands in.
     call: Any = SimpleNamespace(extent=SimpleNamespace(start=SimpleNamespace(
         file=SimpleNamespace(name=path), offset=offset)))
+    # `sweep<BLOCK_X, BLOCK_DIM><<<...>>>` with `constexpr int BLOCK_X = 128;` above it in the function: a value
+    # argument's local constants folded to the number (the AST, which would have given it, dropped the statement).
+    valued = _local_values(st, fn, path, offset, targs)
     for combo in combos or [{}]:
         launch = Launch(kernel=kkey, launcher=fn.spelling, path=path, line=line, kind="<<<>>>",
                         config={"grid": parts[0], "block": parts[1], "shared_mem": parts[2] or "0",
                                 "stream": parts[3] or "0"},
-                        args=args, template_args=[substitute(t, combo) for t in targs] if combo else None,
+                        args=args, template_args=[substitute(t, combo) for t in valued] if combo
+                        else valued if valued != targs else None,
                         template_args_text=targs, in_lambda=bool(combo), host_template=host_key)
         if host_key in st.classes:  # the class's and the member template's parameters as named here
             launch._scope = scope_params(fn, st.classes[host_key])  # type: ignore[attr-defined]
         _values(st.ctx, launch, fn, call)
         st.launches.append(launch)
+
+
+def _local_values(st: _State, fn: ci.Cursor, path: str, offset: int, targs: list[str]) -> list[str]:
+    """`targs` with each argument that the function's own variables before `offset` fold to an integer written as
+    that integer; the others as they are."""
+    names = {n for t in targs for n in _IDENT.findall(t)}
+    locals_ = local_initializers(fn, offset, path, st.ctx.read) if names else {}
+    if not names & set(locals_):
+        return targs
+    out = []
+    for t in targs:
+        v = eval_int(formula(t, locals_, {}, set()) or t) if set(_IDENT.findall(t)) & set(locals_) else None
+        out.append(str(v) if v is not None else t)
+    return out
 
 
 def _bodies_with_errors(st: _State, defs: list[tuple[str, ci.Cursor]], errors: dict[str, list[int]]
