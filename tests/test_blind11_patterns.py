@@ -88,3 +88,13 @@ def test_a_defaulted_comparison_is_kept_as_written(dataset: dict[str, Any]) -> N
     assert "= defaul;" not in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
 
+
+
+def test_a_header_outside_the_mined_folder_is_no_header_the_project_lacks(dataset: dict[str, Any]) -> None:
+    """`#include "common/shared/groups.hpp"` from the mined `cuda` folder, answered by the project root (an include
+    dir of the parse, through --project): the unit said `km:toolkit-conflict ... which the project does not
+    contain`, and a failed build counted as stated, since only the mined folder's file names were looked at."""
+    m = only_meta(dataset, "grid_search")
+    (unit,) = unit_texts(dataset, m)
+    assert "which the project does not contain" not in unit
+    assert not any("does not contain" in (u.get("reason") or "") for u in m.get("unresolved") or [])

@@ -374,9 +374,15 @@ def _source_missing(meta: dict[str, Any]) -> str | None:
             text = f.read()
     except OSError:
         return None
+    # The parse's include dirs (relative to the root; a project folder outside a mined subfolder, found through
+    # --project, among them): an include they answer is the project's (`"mlx/backend/common/binary.h"` from
+    # `mlx/backend/cuda` was said to be missing, the root holding only the mined folder).
+    dirs = [os.path.join(root, d) for d in (meta.get("parse_context") or {}).get("include_dirs") or ()]
     for m in _QUOTED_INCLUDE.finditer(text):
         name = m.group(1).strip()
         if os.path.isfile(os.path.join(os.path.dirname(path), name)) or not root:
+            continue
+        if any(os.path.isfile(os.path.join(d, name)) for d in dirs):
             continue
         if header_library_of(name) is not None or is_toolkit_header(name) or name in STD_HEADERS:
             # (CUTLASS/CuTe: a wheel's, miner.cuda_libs, without it the build says what to install; a toolkit or
