@@ -98,3 +98,15 @@ def test_a_header_outside_the_mined_folder_is_no_header_the_project_lacks(datase
     (unit,) = unit_texts(dataset, m)
     assert "which the project does not contain" not in unit
     assert not any("does not contain" in (u.get("reason") or "") for u in m.get("unresolved") or [])
+
+
+def test_a_library_include_in_a_skipped_branch_stays_out(dataset: dict[str, Any]) -> None:
+    """A header the backends share includes `<thrust/system/cuda/detail/execution_policy.h>` under `#if
+    defined(GRID_COMPILING_CUDA)` and the HIP one under `#else`; the kernel names `thrust::` and its own files
+    include none of it, so the unit takes the library headers its project headers include. The skipped branch's
+    came too, and the unit stopped at `thrust/system/hip/...: No such file or directory`."""
+    m = only_meta(dataset, "grid_scale")
+    (unit,) = unit_texts(dataset, m)
+    assert "#include <thrust/system/cuda/detail/execution_policy.h>" in unit
+    assert "thrust/system/hip" not in unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
