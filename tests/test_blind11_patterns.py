@@ -110,3 +110,17 @@ def test_a_library_include_in_a_skipped_branch_stays_out(dataset: dict[str, Any]
     assert "#include <thrust/system/cuda/detail/execution_policy.h>" in unit
     assert "thrust/system/hip" not in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_kernel_handed_to_a_graph_node_helper_through_a_local_is_launched(dataset: dict[str, Any]) -> None:
+    """`auto kernel = grid_axpy<double, 4>; enc.add_node(kernel, grid, block, x, y, a, n);` where `add_node(F*
+    func, dim3 grid, dim3 block, Params&&... params)` hands the arguments' addresses to a method defined in a host
+    source: no launch in the helper's body, and the argument names a local, not the kernel. The kernel was only
+    `referenced`; the call is its launch now, with the helper's grid and block and the pack's arguments."""
+    m = only_meta(dataset, "grid_axpy")
+    assert m.get("launch_missing") is None, m.get("launch_missing")
+    (launch,) = m["launches"]
+    assert launch["kind"] == "<<<>>>" and launch["template_args"] == ["double", "4"]
+    assert launch["config"]["block"] == "(dim3(128))"
+    assert [a["expr"] for a in launch["args"]] == ["x", "y", "a", "n"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
