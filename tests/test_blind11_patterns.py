@@ -119,7 +119,10 @@ def test_a_kernel_handed_to_a_graph_node_helper_through_a_local_is_launched(data
     `referenced`; the call is its launch now, with the helper's grid and block and the pack's arguments."""
     m = only_meta(dataset, "grid_axpy")
     assert m.get("launch_missing") is None, m.get("launch_missing")
-    (launch,) = m["launches"]
+    (launch,) = [la for la in m["launches"] if la["launcher"] == "axpy"]
+    # The same call inside a generic lambda (a dependent call: its callee is an overload set of one) is a launch too.
+    (dependent,) = [la for la in m["launches"] if la["launcher"] == "axpy_any"]
+    assert dependent["template_args"][0] == "float" and dependent["config"]["block"] == "(dim3(128))"
     assert launch["kind"] == "<<<>>>" and launch["template_args"] == ["double", "4"]
     assert launch["config"]["block"] == "(dim3(128))"
     assert [a["expr"] for a in launch["args"]] == ["x", "y", "a", "n"]

@@ -190,13 +190,15 @@ _FUNCTION_KINDS = (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD)
 
 def _callee_declaration(call: ci.Cursor) -> ci.Cursor | None:
     """The function (template) a call names: the template a specialization comes from, or, for a dependent call
-    (inside a generic lambda), what its callee expression refers to."""
+    (inside a generic lambda: `enc.add_node(kernel, ...)` whose kernel depends on the lambda's `auto`), the one
+    declaration of the overload set its callee names."""
     ref = call.referenced
     if ref is None:
         kids = list(call.get_children())
-        ref = next((d.referenced for d in (kids[0].walk_preorder() if kids else ())
-                    if d.kind in (K.MEMBER_REF_EXPR, K.OVERLOADED_DECL_REF, K.DECL_REF_EXPR)
-                    and d.referenced is not None and d.referenced.kind in _FUNCTION_KINDS), None)
+        for d in kids[0].walk_preorder() if kids else ():
+            if d.kind == K.OVERLOADED_DECL_REF and ci.conf.lib.clang_getNumOverloadedDecls(d) == 1:
+                ref = ci.conf.lib.clang_getOverloadedDecl(d, 0)
+                break
     if ref is None or ref.kind not in _FUNCTION_KINDS:
         return None
     pattern = ci.conf.lib.clang_getSpecializedCursorTemplate(ref)
