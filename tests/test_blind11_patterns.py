@@ -12,6 +12,7 @@ import pytest
 
 from miner.source import build_flags
 from miner.source.include_graph import tail_match
+from miner.units.closure.context import _misread_function_end
 from tests.conftest import FIXTURES, build_statuses, load_dataset, only_meta, run_miner, unit_texts
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -127,3 +128,19 @@ def test_a_kernel_handed_to_a_graph_node_helper_through_a_local_is_launched(data
     assert launch["config"]["block"] == "(dim3(128))"
     assert [a["expr"] for a in launch["args"]] == ["x", "y", "a", "n"]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_function_the_parse_read_as_a_variable_keeps_its_body(dataset: dict[str, Any]) -> None:
+    """`__device__ thrust::complex<float> complex_twice(thrust::complex<float> a, ...) { ... }`: the parse has no
+    thrust, reads a variable `complex_twice` with two constructor arguments, and the piece ended at the name (the
+    unit wrote `... thrust::complex<float> complex_twice;`: "an inline __device__ variable must have internal
+    linkage"). The body after the name is the piece's too; so for an explicit specialization of a library template
+    (`template <> complex<__half> sqrt<__half>(const complex<__half>& a) { ... }`)."""
+    m = only_meta(dataset, "grid_accumulate")
+    (unit,) = unit_texts(dataset, m)
+    assert "return a + b + b;" in unit and "complex_twice;" not in unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    text = b"template <>\nHD complex<__half> sqrt<__half>(const complex<__half>& a)\n{\n    return f(a);\n}\nint x;"
+    at = text.index(b"sqrt") + len(b"sqrt")
+    assert _misread_function_end(text, at) == text.index(b"}") + 1
+    assert _misread_function_end(b"int x = 3; int f() {}", 5) is None
