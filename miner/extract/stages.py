@@ -122,10 +122,11 @@ def _project_context(run: CudaRun) -> None:
 def _configure(run: CudaRun) -> None:
     assert run.disc is not None
     files, extra = run.files, run.extra
-    run.graph = graph = include_graph.build(files + extra, run.include_dirs)
+    bounds = context.tail_bounds([f.path for f in files], run.disc.roots, run.opts.project)
+    run.graph = graph = include_graph.build(files + extra, run.include_dirs, bounds)
     if _generated_headers(run, graph) | _copied_headers(run, graph):
         extra = run.extra
-        run.graph = graph = include_graph.build(files + extra, run.include_dirs)
+        run.graph = graph = include_graph.build(files + extra, run.include_dirs, bounds)
     run.flags_of = flags_of = _project_flags(files + extra, graph, run.per_file, run.opts.project, run.disc.roots)
     run.config = ParseConfig(include_dirs=run.include_dirs + graph.auto_include_dirs,
                              defines=list(run.opts.defines), per_file_args=run.per_file,

@@ -387,6 +387,25 @@ def _inherited_cmake_defines(folder: str, stop: str) -> list[tuple[str, str]]:
     return out
 
 
+_SET_STD = re.compile(r"\bset\s*\(\s*CMAKE_(CUDA|CXX)_STANDARD\s+\"?(\d\d)\b")
+
+
+def _inherited_std(folder: str, stop: str) -> tuple[str, str] | None:
+    """(-std, where) from `set(CMAKE_CUDA_STANDARD NN)`, else `set(CMAKE_CXX_STANDARD NN)`, in the nearest
+    CMakeLists.txt above `folder` (up to `stop`) that sets one: a CMake variable reaches every subdirectory, so
+    a backend folder whose own CMakeLists.txt only adds sources and options builds at the root's dialect (C++20
+    headers, `bool operator==(const T&) const = default;`, compiled at nvcc's C++17 failed)."""
+    d = folder
+    while d != stop and (d + os.sep).startswith(stop + os.sep):
+        d = os.path.dirname(d)
+        path = os.path.join(d, "CMakeLists.txt")
+        if os.path.isfile(path):
+            found = {lang: int(num) for lang, num in _SET_STD.findall(uncommented(_read(path)))}
+            if found:
+                return std_flag(found.get("CUDA", found.get("CXX", 0))), os.path.relpath(path, stop)
+    return None
+
+
 def merge(flags: list[str]) -> list[str]:
     """One `-std` (the newest), each other flag once, a `-U` cancelling an earlier `-D` of that name
     (torch-ngp undoes torch's `__CUDA_NO_HALF_OPERATORS__`) as nvcc would."""
@@ -427,6 +446,8 @@ def find(path: str, stop: str) -> dict[str, Any] | None:
             if got[0]:
                 if "CMakeLists.txt" in got[1]:
                     more = _inherited_cmake_defines(d, stop)
+                    if not any(f.startswith("-std=") for f in got[0]) and (std := _inherited_std(d, stop)):
+                        more.append(std)
                     flags += [f for f, _ in more]
                     for f, w in more:
                         if f.startswith("-D"):

@@ -22,7 +22,7 @@ from collections import defaultdict
 from miner.source.checkout import project_root
 from miner.source.discover import _SKIP_DIRS as _DISCOVER_SKIP_DIRS
 from miner.source.discover import SOURCE_SUFFIXES, SourceFile, _check_text
-from miner.source.include_graph import INCLUDE, TU_SUFFIXES, include_tail, resolve
+from miner.source.include_graph import INCLUDE, TU_SUFFIXES, include_tail, resolve, tail_match
 from miner.units.headers import STD_HEADERS, is_toolkit_header
 
 _SKIP_DIRS = _DISCOVER_SKIP_DIRS | {"build", "dist"}
@@ -113,14 +113,19 @@ def _unnamed(files: list[SourceFile]) -> set[str]:
 
 
 
-def _includes(data: bytes) -> list[str]:
+def _includes(data: bytes, roots: frozenset[str] = frozenset()) -> list[str]:
     """Quoted includes, and `<dir/file>` or `<file.h>` ones a project may own (`<utils/helper.h>`, a
     `<cuda_helper.h>` of its own); `<vector>`, `<cuda_fp16.h>` and framework headers (`torch/...`, `cub/...`)
-    are the toolchain's."""
+    are the toolchain's, unless quoted and at that path under a project root: a project's own `cuda/` folder
+    (`#include "cuda/components/groups.cuh"` beside `hip/`) is no libcu++ header, and its declarations are
+    the units' to inline."""
     out = []
     for m in INCLUDE.finditer(data):
         name = m.group(2).decode("utf-8", "replace").strip()
-        if not _SYSTEM_DIR.match(name) and (m.group(1) == b'"' or "/" in name or _maybe_project(name)):
+        if _SYSTEM_DIR.match(name):
+            if m.group(1) == b'"' and any(os.path.isfile(os.path.join(r, name)) for r in roots):
+                out.append(name)
+        elif m.group(1) == b'"' or "/" in name or _maybe_project(name):
             out.append(name)
     return out
 
@@ -182,11 +187,26 @@ def _read(path: str) -> bytes | None:
     return None if _check_text(path, data) else data
 
 
+def _projects(paths: list[str], roots: list[str], project: str | None) -> set[str]:
+    return ({os.path.realpath(project)} if project else
+            {project_root(r) for r in roots} | {project_root(p) for p in paths})
+
+
+def tail_bounds(paths: list[str], roots: list[str], project: str | None) -> frozenset[str]:
+    """The project roots no include found by its tail may reach above (include_graph.tail_match). Only a stated
+    project or a git checkout: the folder that stands in for a project when there is neither is often below
+    the include dir an include implies."""
+    return frozenset(d for d in _projects(paths, roots, project)
+                     if project or os.path.exists(os.path.join(d, ".git")))
+
+
 def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
          project: str | None = None) -> list[SourceFile]:
     """Context files the inputs need: unresolved includes, transitively, and includers of kernel
     headers that no input translation unit includes. Empty when the inputs are self-sufficient."""
     inputs = {f.path: f.data for f in files}
+    projects = _projects(list(inputs), roots, project)
+    bounds = tail_bounds(list(inputs), roots, project)
     context: dict[str, bytes] = {}
     tails: dict[str, list[str]] = defaultdict(list)
     for p in inputs:
@@ -198,20 +218,18 @@ def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
             if cand is not None and (cand in inputs or cand in context):
                 return True
         tail = include_tail(name)
-        return any(p.endswith(tail) for p in tails.get(os.path.basename(name), ()))
+        return any(tail_match(p, tail, bounds) for p in tails.get(os.path.basename(name), ()))
 
-    missing = [(name, os.path.dirname(p)) for p, data in inputs.items() for name in _includes(data)
+    missing = [(name, os.path.dirname(p)) for p, data in inputs.items() for name in _includes(data, bounds)
                if not resolves(name, os.path.dirname(p))]
     is_tu = {p: os.path.splitext(p)[1].lower() in TU_SUFFIXES for p in inputs}
     headers = {p for p, data in inputs.items() if b"__global__" in data and not is_tu[p]}
     included = {q for p, data in inputs.items() if is_tu[p]
-                for name in _includes(data) for q in headers if q.endswith(include_tail(name))}
+                for name in _includes(data, bounds) for q in headers if tail_match(q, include_tail(name), bounds)}
     orphans = headers - included
     unnamed = _unnamed(files)
     if not missing and not orphans and not unnamed:
         return []
-    projects = ({os.path.realpath(project)} if project else
-                {project_root(r) for r in roots} | {project_root(p) for p in inputs})
     if not project:
         # A checkout without `.git` (an archive) gave the mined folder itself as the project, so the headers that its
         # files include from the checkout's top (`src/lib/utils/helpers.h` from `src/lib/kernels/`) were found
@@ -237,7 +255,7 @@ def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
         if near is not None and os.path.isfile(near):
             return near
         tail = include_tail(name)
-        cands = sorted(p for p in pool.get(os.path.basename(name), ()) if p.endswith(tail))
+        cands = sorted(p for p in pool.get(os.path.basename(name), ()) if tail_match(p, tail, bounds))
         return cands[0] if cands else None
 
     for name, here in missing:
@@ -253,14 +271,15 @@ def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
             data = _read(p)
             if not data:
                 continue
-            if orphans and any(h.endswith(include_tail(n)) for n in _includes(data) for h in orphans):
+            if orphans and any(tail_match(h, include_tail(n), bounds)
+                               for n in _includes(data, bounds) for h in orphans):
                 take(p, data)
             elif naming < MAX_NAMING_FILES and names_any(data, unnamed):
                 naming += 1
                 take(p, data)
     while todo:
         path = todo.pop()
-        for name in _includes(context[path]):
+        for name in _includes(context[path], bounds):
             if not resolves(name, os.path.dirname(path)) and (found := lookup(name, os.path.dirname(path))) is not None:
                 take(found)
     return [SourceFile(path=p, data=d, explicit=False) for p, d in sorted(context.items())]

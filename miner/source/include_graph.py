@@ -27,6 +27,18 @@ def include_tail(name: str) -> str:
     return "/" + name.lstrip("./")
 
 
+def tail_match(path: str, tail: str, roots: frozenset[str] = frozenset()) -> bool:
+    """Whether the file `path` answers an include whose tail is `tail`: it ends with it, and the include dir that
+    match implies is not above the project root holding the file. A checkout folder named like the project's
+    include prefix (`<proj>/core/types.hpp` answering `#include <proj/core/types.hpp>`, whose real file is
+    `<proj>/include/proj/core/types.hpp`) matched through the checkout's own name: the wrong header was taken,
+    and its folder's parent became an include dir."""
+    if not path.endswith(tail):
+        return False
+    inc_dir = path[: len(path) - len(tail)]
+    return not any(path.startswith(r + os.sep) and len(inc_dir) < len(r) for r in roots)
+
+
 @dataclass
 class IncludeGraph:
     edges: dict[str, set[str]] = field(default_factory=dict)  # file -> input files it includes
@@ -58,8 +70,9 @@ class IncludeGraph:
         return seen
 
 
-def build(files: list[SourceFile], include_dirs: list[str]) -> IncludeGraph:
-    """Resolve `#include`s among the inputs; an include found only by its tail adds an -I dir.
+def build(files: list[SourceFile], include_dirs: list[str], roots: frozenset[str] = frozenset()) -> IncludeGraph:
+    """Resolve `#include`s among the inputs; an include found only by its tail adds an -I dir (never one above
+    the project `roots`: tail_match).
 
     Real repos compile with -I flags we are not told about (`#include "helper.hpp"` from a
     sibling folder); the include's path tail matched against the inputs recovers them.
@@ -84,7 +97,7 @@ def build(files: list[SourceFile], include_dirs: list[str]) -> IncludeGraph:
                     break
             if found is None and not _system_header(name):
                 tail = include_tail(name)
-                matches = [p for p in by_tail.get(os.path.basename(name), []) if p.endswith(tail)]
+                matches = [p for p in by_tail.get(os.path.basename(name), []) if tail_match(p, tail, roots)]
                 if len(matches) >= 1:
                     # Of several same-named headers, the one nearest the includer (the longest shared
                     # folder), as its own build's -I would give; an auto dir found for another project's

@@ -88,6 +88,50 @@ class Closure:
     vendored: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _misread_function_end(data: bytes, end: int) -> int | None:
+    """The end of the body of a function the parse read as a variable, else None. A function whose return and
+    parameter types come from a library the parse lacks (`__device__ thrust::complex<float> add(thrust::complex<float>
+    a, ...) { ... }`, `template <> complex<__half> sqrt<__half>(const complex<__half>& a) { ... }` specializing a
+    thrust template) is a VAR_DECL cut at its name: the unit wrote `... thrust::complex<float> add;`. After the
+    name: optional template arguments, a parenthesized list, then a body."""
+    i = _skip_space(data, end)
+    for open_, close in ((b"<", b">"), (b"(", b")")):
+        if data[i:i + 1] == open_:
+            j = _balanced(data, i, open_, close)
+            if j is None:
+                return None
+            i = _skip_space(data, j)
+        elif open_ == b"(":
+            if i == _skip_space(data, end) and data[i:i + 1] == b"{" and data[end - 1:end] == b")":
+                break  # (the extent already holds the parameter list)
+            return None
+    while m := re.match(rb"(?:const|noexcept|override|final)\b\s*", data[i:i + 16]):
+        i += m.end()
+    if data[i:i + 1] != b"{":
+        return None
+    return _balanced(data, i, b"{", b"}")
+
+
+def _skip_space(data: bytes, i: int) -> int:
+    while i < len(data) and data[i:i + 1].isspace():
+        i += 1
+    return i
+
+
+def _balanced(data: bytes, i: int, open_: bytes, close: bytes) -> int | None:
+    """The offset after the bracket that closes the one at `i`."""
+    depth = 0
+    for j in range(i, min(len(data), i + 200_000)):
+        ch = data[j:j + 1]
+        if ch == open_:
+            depth += 1
+        elif ch == close:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    return None
+
+
 class TUContext:
     """Indexes one translation unit's repo-owned declarations and macros for closure queries."""
 
@@ -185,6 +229,8 @@ class TUContext:
                 # starts at the `#if` (the kernel's own does too: frontends.common.conditional_start)
                 start = conditional_start(self.read(path), start, e.end.offset)
                 end = self._cut_at_name(path, c, e.end.offset) if kind in _FUNCTION_KINDS else e.end.offset
+                if kind == K.VAR_DECL and (body_end := _misread_function_end(self.read(path), end)) is not None:
+                    end = body_end
                 p = Piece(path, start, end, ns, c.kind.name, name,
                           c_linkage=c_link and kind in (K.FUNCTION_DECL, K.VAR_DECL))
                 self.pieces.setdefault(path, []).append((p.start, p.end, p, c))

@@ -80,6 +80,11 @@ def _candidates(cls: ci.Cursor, text: str, dropped: dict[tuple[int, int], str],
         body = next((ch for ch in m.get_children() if ch.kind == K.COMPOUND_STMT), None)
         if body is None or _kept_always(m, cls, text[e.start.offset:body.extent.start.offset]):
             continue
+        if m.is_default_method() or not text.startswith("{", body.extent.start.offset):
+            # `bool operator==(const T&) const = default;` (C++20): the body the parse gives it is the compiler's,
+            # located on the `default` keyword; cutting there left `= defaul;`. nvcc makes a defaulted member
+            # callable on both sides, so it stays as written.
+            continue
         # (a constructor template's spelling may carry the class's arguments: `pair<T1, T2>`)
         ctor = m.kind == K.CONSTRUCTOR or (m.kind == K.FUNCTION_TEMPLATE
                                            and m.spelling.split("<", 1)[0] == cls.spelling.split("<", 1)[0])

@@ -153,9 +153,15 @@ def _library_includes(ctx: TUContext, tokens: list[str], have: list[str]) -> lis
     for path in sorted(ctx.order, key=lambda p: ctx.order[p]) if folders else ():
         if path not in ctx.inputs:
             continue
+        skipped = None
         for m in INCLUDE.finditer(ctx.read(path)):
             name = m.group(2).decode().strip()
             angle = m.group(1) == b"<"
+            # Not one of a branch this configuration skipped (`#if defined(X_COMPILING_CUDA) <thrust/system/cuda/..>
+            # #else <thrust/system/hip/...> #endif` in a header the backends share), as in _includes.
+            skipped = _skipped_ranges(ctx.tu, ctx.files.get(path)) if skipped is None else skipped
+            if any(s <= m.start() < e for s, e in skipped):
+                continue
             if name.startswith(TF_CUB):
                 name, angle = name[len(TF_CUB) - 4:], True
             if angle and name.startswith(tuple(folders)) and name not in out:

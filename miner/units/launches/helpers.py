@@ -98,16 +98,21 @@ _PLAIN_REF = re.compile(r"^[&(\s]*(?:\(\s*void\s*\*\s*\)\s*)?&?\s*(?:[\w:]*::)?(
 
 def note_call(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: list[ci.Cursor], in_lambda: bool,
               host_key: tuple[str, int] | None) -> None:
-    """Keep a call that passes a kernel itself as an argument until every helper of the TU is known."""
-    if not subtree_flags(st, call) & REF:
-        return  # (its arguments are in its subtree: none names a kernel)
+    """Keep a call that passes a kernel itself as an argument (or a local pointer initialized with one) until
+    every helper of the TU is known."""
     name = call.spelling
     if not name and children:  # a dependent call (in a template) has no spelling: its callee's overload set does
         name = next((d.spelling for d in children[0].walk_preorder() if d.kind == K.OVERLOADED_DECL_REF), "")
     if not name:
         return
+    via: dict[int, list[tuple[ci.Cursor, ci.Cursor]]] = {}
+    if not subtree_flags(st, call) & REF:
+        # (its arguments are in its subtree: none names a kernel) `auto kernel = k<T, 4>; enc.add(kernel, ...)`
+        via = _local_pointers(st, list(call.get_arguments()) or children[1:])
+        if not via:
+            return
     args = list(call.get_arguments()) or children[1:]
-    found = [(i, refs) for i, a in enumerate(args) if len(refs := _kernel_refs(st, a)) == 1]
+    found = [(i, refs) for i, a in enumerate(args) if len(refs := via.get(i) or _kernel_refs(st, a)) == 1]
     if not found:
         return  # no argument names one kernel: the arguments' texts are not needed (most calls)
     obj, cls = _object_of(call, children, args)
@@ -118,10 +123,34 @@ def note_call(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: l
     texts = [_src(st.ctx, a) for a in args]
     for i, refs in found:
         m = _PLAIN_REF.match(_COMMENT.sub(" ", texts[i]))
-        if len(refs) == 1 and m and m.group(1) == refs[0][1].spelling:
+        if len(refs) == 1 and (i in via or (m and m.group(1) == refs[0][1].spelling)):
             ref, target = refs[0]
             st.helper_calls.append(HelperCall(fn, path, call, name, i, ref, target, texts, in_lambda, host_key,
                                               obj))
+
+
+def _local_pointers(st: _State, args: list[ci.Cursor]) -> dict[int, list[tuple[ci.Cursor, ci.Cursor]]]:
+    """Argument index -> the one kernel reference of the local variable the argument names, for a variable
+    initialized with a kernel (`auto kernel = k<T, 4>;`, then `encoder.add_node(kernel, grid, block, ...)`)."""
+    out: dict[int, list[tuple[ci.Cursor, ci.Cursor]]] = {}
+    for i, a in enumerate(args):
+        c = a
+        while c.kind == K.UNEXPOSED_EXPR and len(kids := list(c.get_children())) == 1:
+            c = kids[0]
+        v = c.referenced if c.kind == K.DECL_REF_EXPR else None
+        if v is None or v.kind != K.VAR_DECL or v.semantic_parent is None or v.semantic_parent.kind in _CLASSES:
+            continue
+        if v.semantic_parent.kind in (K.NAMESPACE, K.TRANSLATION_UNIT):
+            continue  # (a table or global: chosen kernel pointers are launches.chosen's)
+        t = v.type.get_canonical()
+        if t.kind == ci.TypeKind.POINTER:
+            t = t.get_pointee()
+        if t.kind not in (ci.TypeKind.FUNCTIONPROTO, ci.TypeKind.FUNCTIONNOPROTO, ci.TypeKind.UNEXPOSED,
+                          ci.TypeKind.AUTO, ci.TypeKind.DEPENDENT):
+            continue
+        if len(refs := _kernel_refs(st, v)) == 1:
+            out[i] = refs
+    return out
 
 
 def _object_of(call: ci.Cursor, children: list[ci.Cursor], args: list[ci.Cursor]
@@ -156,12 +185,61 @@ def _fits(h: Helper, hc: HelperCall) -> bool:
     return h.index == hc.index and (len(hc.args) == len(h.params) or bool(h.pack and len(hc.args) >= len(h.params) - 1))
 
 
+_FUNCTION_KINDS = (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD)
+
+
+def _callee_declaration(call: ci.Cursor) -> ci.Cursor | None:
+    """The function (template) a call names: the template a specialization comes from, or, for a dependent call
+    (inside a generic lambda: `enc.add_node(kernel, ...)` whose kernel depends on the lambda's `auto`), the one
+    declaration of the overload set its callee names."""
+    ref = call.referenced
+    if ref is None:
+        kids = list(call.get_children())
+        for d in kids[0].walk_preorder() if kids else ():
+            if d.kind == K.OVERLOADED_DECL_REF and ci.conf.lib.clang_getNumOverloadedDecls(d) == 1:
+                ref = ci.conf.lib.clang_getOverloadedDecl(d, 0)
+                break
+    if ref is None or ref.kind not in _FUNCTION_KINDS:
+        return None
+    pattern = ci.conf.lib.clang_getSpecializedCursorTemplate(ref)
+    return pattern if pattern is not None and pattern.kind in _FUNCTION_KINDS else ref
+
+
+def _signature_helper(st: _State, hc: HelperCall) -> Helper | None:
+    """A helper known by its signature alone: the kernel, then two `dim3` parameters (grid, block), then other
+    parameters (a `smem`/`shared` size, a stream), and a trailing parameter pack, the kernel's arguments:
+    `template <typename F, typename... Params> void add_node(F* func, dim3 grid, dim3 block, Params&&... params)`,
+    whose body hands the arguments' addresses to a graph or launch API defined in a host source (no launch the
+    parse sees). The call is the launch, as for a helper whose body launches."""
+    decl = _callee_declaration(hc.call)
+    if decl is None:
+        return None
+    params = [p for p in decl.get_children() if p.kind == K.PARM_DECL]
+    i = hc.index
+    if len(params) < i + 4:
+        return None
+    names = [p.spelling for p in params]
+    last = _COMMENT.sub(" ", _src(st.ctx, params[-1]))
+    if "..." not in last or not all(params[j].type.get_canonical().spelling.endswith("dim3") for j in (i + 1, i + 2)):
+        return None
+    smem = stream = None
+    for p in params[i + 3:-1]:
+        spelled = p.type.spelling
+        if stream is None and ("Stream" in spelled or "stream" in p.spelling):
+            stream = p.spelling
+        elif smem is None and re.search(r"smem|shared|shmem", p.spelling, re.I):
+            smem = p.spelling
+    return Helper(i, names, names[-1], [names[i + 1], names[i + 2], smem, stream], [names[-1] + "..."], {})
+
+
 def finish_helpers(st: _State) -> None:
     """A launch for each call of a known helper with a kernel where the helper launches its parameter."""
     for hc in st.helper_calls:
         helper = next((h for h in st.helpers.get(hc.name, ()) if _fits(h, hc)), None)
         if helper is None and (fw := FRAMEWORK_HELPERS.get(hc.name)) is not None and _fits(fw, hc):
             helper = fw
+        if helper is None and (sig := _signature_helper(st, hc)) is not None and _fits(sig, hc):
+            helper = sig
         kkey = _kernel_key(st, hc.target)
         if helper is None or kkey is None:
             continue
