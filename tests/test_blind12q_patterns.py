@@ -88,3 +88,13 @@ def test_a_configured_header_gives_its_function_like_macros_and_the_toolkit_vers
     assert "__shfl_down_sync" in unit and "__shfl_down(" not in unit, unit
     assert any(d.startswith("ACME_IS_ON(F)=") for d in m["parse_context"]["defines"]), m["parse_context"]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_qualifier_macro_nothing_defines_before_launched_functions_is_global(dataset: dict[str, Any]) -> None:
+    """`KERNELQUALIFIER void fill_slots(...)` with the macro from a helper library the build downloads: no file
+    holds `__global__`, so no kernel was found. The functions it writes are launched with chevrons, so it stands
+    for `__global__`; the units define it so and build."""
+    for name in ("fill_slots", "count_slots"):
+        m = only_meta(dataset, name)
+        assert "KERNELQUALIFIER=__global__" in m["parse_context"]["defines"], m["parse_context"]
+        assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

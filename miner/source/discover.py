@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from miner.errors import UsageError
+from miner.source import qualifier_macros
 
 SOURCE_SUFFIXES = {".cu", ".cuh", ".hip", ".h", ".hpp", ".hh", ".hxx", ".cpp", ".cc", ".cxx", ".inl"}
 # `#include "kernel_files/step.cuknl"`: a quoted include, resolved beside its includer.
@@ -21,10 +22,12 @@ class SourceFile:
     path: str  # real path
     data: bytes
     explicit: bool  # named on the command line rather than found in a directory
+    # Writes kernels with a qualifier macro nothing defines (miner.source.qualifier_macros), not `__global__`.
+    macro_kernels: bool = False
 
     @property
     def has_kernel(self) -> bool:
-        return b"__global__" in self.data
+        return self.macro_kernels or b"__global__" in self.data
 
 
 @dataclass
@@ -33,6 +36,8 @@ class Discovery:
     failures: list[str] = field(default_factory=list)  # one line each
     notes: list[str] = field(default_factory=list)  # skipped quietly; shown with --verbose
     roots: list[str] = field(default_factory=list)  # directories given (for include resolution)
+    # Kernel qualifier macros nothing defines -> what they stand for (`GLOBALQUALIFIER` -> `__global__`).
+    kernel_macros: dict[str, str] = field(default_factory=dict)
 
     def kernel_files(self) -> list[SourceFile]:
         return [f for f in self.files if f.has_kernel]
@@ -159,4 +164,7 @@ def discover(paths: list[str]) -> Discovery:
     for f in out.files:
         unique.setdefault(f.path, f)
     out.files = sorted(unique.values(), key=lambda f: f.path)
+    out.kernel_macros = qualifier_macros.kernel_qualifiers(f.data for f in out.files)
+    for f in out.files:
+        f.macro_kernels = qualifier_macros.uses(f.data, out.kernel_macros)
     return out
