@@ -89,6 +89,21 @@ _NO_OPERATOR = re.compile(r'error: no operator "[^"]+" matches these operands\s*
 _VECTOR_TYPE = re.compile(r"(?:const\s+)?(?:u?char|u?short|u?int|u?long|(?:u)?longlong|float|double)[1-4]\s*&?")
 
 
+# nvcc's first error: its message line, the source line, and the caret under the column it stopped at.
+_FIRST_ERROR = re.compile(r"^[^\n]*\berror: [^\n]*\n([^\n]*)\n([ \t]*)\^", re.M)
+
+
+def _first_error_word(log: str) -> str | None:
+    """The identifier under the caret of nvcc's first error: `glm` of `glm::mat3 f(...)` when `glm` is declared
+    nowhere ("explicit type is missing", with no name in the message; the symbol the log names later, a
+    parameter the broken declaration lost, is a consequence)."""
+    m = _FIRST_ERROR.search(log or "")
+    if m is None:
+        return None
+    w = re.match(r"[A-Za-z_]\w*", m.group(1)[len(m.group(2)):])
+    return w.group(0) if w else None
+
+
 def _lacking(u: Unit, symbol: str | None, log: str) -> str | None:
     """The unit's stated reason (units.render._lacking_statement) where its build stopped on a name that only a
     header nobody here has would declare, or on an operator none declares for vector-type operands (`float2 *
@@ -98,6 +113,8 @@ def _lacking(u: Unit, symbol: str | None, log: str) -> str | None:
     if m is None:
         return None
     if symbol and symbol.removeprefix("::") in m.group(1).split(","):
+        return m.group(2).strip()
+    if (at := _first_error_word(log)) and at in m.group(1).split(","):
         return m.group(2).strip()
     op = _NO_OPERATOR.search(log or "")
     operands = [t.strip() for t in re.split(r"\s[-+*/%<>=!&|^]{1,2}\s", op.group(1))] if op else []

@@ -129,7 +129,10 @@ def _configure(run: CudaRun) -> None:
         run.graph = graph = include_graph.build(files + extra, run.include_dirs, bounds)
     run.flags_of = flags_of = _project_flags(files + extra, graph, run.per_file, run.opts.project, run.disc.roots)
     run.config = ParseConfig(include_dirs=run.include_dirs + graph.auto_include_dirs,
-                             defines=list(run.opts.defines), per_file_args=run.per_file,
+                             defines=[*run.opts.defines, *(f"{m}={v}" for m, v in run.disc.kernel_macros.items()
+                                                           if not any(d.partition("=")[0] == m
+                                                                      for d in run.opts.defines))],
+                             per_file_args=run.per_file,
                              context=frozenset(f.path for f in extra),
                              args_of={p: a for p, fl in flags_of.items()
                                       if (a := build_flags.parse_args(fl["nvcc"])) != ["-std=c++17"]},

@@ -7,4 +7,5 @@
   provenance     git remote, commit and SPDX license of the kernel's repository
   missing_headers  build values that switch a conditional off a header found nowhere (`OPENFST_VER=10800`)
   cmake_version  CMake conditions on the CUDA toolkit's version, decided for the installed nvcc
+  qualifier_macros  kernel qualifier macros nothing defines (`GLOBALQUALIFIER void k(`), told by the launches
 """

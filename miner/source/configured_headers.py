@@ -645,11 +645,29 @@ def cmake_variables(template: str, stop: str) -> dict[str, str | None]:
     target = _configuring_dir(template, stop) or os.path.dirname(template)
     top = _top(target, stop)
     env = _Vars({"CMAKE_BUILD_TYPE": "", "CMAKE_SOURCE_DIR": top, "PROJECT_SOURCE_DIR": top,
-                 "CMAKE_BINARY_DIR": None, "PROJECT_BINARY_DIR": None}, {})
+                 "CMAKE_BINARY_DIR": None, "PROJECT_BINARY_DIR": None, **_toolkit_variables()}, {})
     reading = _Reading(top, target, template)
     _run_dir(reading, top, env)
     found = reading.found or env
     return {**found.cache, **found.normal}
+
+
+def _toolkit_variables() -> dict[str, str | None]:
+    """The version variables `find_package(CUDA)` / `find_package(CUDAToolkit)` / `enable_language(CUDA)` set, for
+    the toolkit the units are built with: `if(CUDA_VERSION VERSION_GREATER_EQUAL "9.0") set(HAVE_SHFL_SYNC 1)` is
+    what a configure with that toolkit decides. Unknown, the block was left out and the configured header lacked
+    the macro, so the units took the old-toolkit branch (`__shfl_down`, removed) or failed on the `#if`."""
+    from miner.source import cmake_version
+
+    version = cmake_version.toolkit_version()
+    if version is None:
+        return {}
+    full = f"{version[0]}.{version[1]}"
+    out: dict[str, str | None] = {}
+    for prefix in ("CUDA_VERSION", "CUDAToolkit_VERSION"):
+        out.update({prefix: full, f"{prefix}_MAJOR": str(version[0]), f"{prefix}_MINOR": str(version[1])})
+    out.update({"CUDA_VERSION_STRING": full, "CMAKE_CUDA_COMPILER_VERSION": full})
+    return out
 
 
 # -------------------------------------------------------------------------------------------------------- template
@@ -691,6 +709,7 @@ def template_defines(template: str, variables: dict[str, str | None]) -> list[st
     if text is None or not _only_macros(text):
         return []
     out: dict[str, str] = {}
+    params: dict[str, str] = {}  # name -> `(F)` of a function-like macro, "" else
     stack: list[list[bool]] = []  # [this branch on, a branch was on, enclosing on]
     guard: str | None = None
     for m in _DIRECTIVE.finditer(text):
@@ -728,12 +747,15 @@ def template_defines(template: str, variables: dict[str, str | None]) -> list[st
             continue
         if kind == "define":
             d = re.match(r"([A-Za-z_]\w*)(\([^)]*\))?\s*(.*)$", rest, re.S)
-            if not d or d.group(2) or d.group(1) == guard:
+            if not d or d.group(1) == guard:
                 continue
             try:
                 out[d.group(1)] = _substitute(d.group(3), variables).strip()
             except _Unknown:
                 continue
+            # A function-like one (`#define LIB_IS_ON(F) F() == 1`, `#define LIB_HAVE_X() @HAVE_X@`) is a define
+            # too (`-D'LIB_IS_ON(F)=F() == 1'`): without it every `#if LIB_IS_ON(LIB_HAVE_X)` stops the build.
+            params[d.group(1)] = re.sub(r"\s+", "", d.group(2) or "")
         elif kind == "undef":
             out.pop(rest.split()[0] if rest else "", None)
         elif kind in ("cmakedefine", "cmakedefine01"):
@@ -749,7 +771,7 @@ def template_defines(template: str, variables: dict[str, str | None]) -> list[st
                     out[d.group(1)] = _substitute(d.group(2), variables).strip()
                 except _Unknown:
                     continue
-    return [f"{k}={v}" for k, v in out.items()]
+    return [f"{k}{params.get(k, '')}={v}" for k, v in out.items()]
 
 
 # ------------------------------------------------------------------------------------------------------ the project
@@ -801,6 +823,11 @@ def _wanted(texts: dict[str, bytes], found: Callable[[str, str, bool], bool],
             tail = "/" + name.lstrip("./")
             cands = by_tail.get(beside, []) if quoted else []
             cands = cands or [t for k, lst in sorted(by_tail.items()) if k.endswith(tail) for t in lst]
+            # `<lib/config.h>` from `cmake/config.h.in`: `configure_file()` writes it under a folder the tree
+            # does not have (`${generated}/lib/config.h`), so the include's folder need not match the template's;
+            # the one template of that file name is it.
+            same = [t for k, lst in by_tail.items() if k.rsplit("/", 1)[-1] == name.rsplit("/", 1)[-1] for t in lst]
+            cands = cands or (same if len(same) == 1 else [])
             if not cands:
                 continue
             template = cands[0]

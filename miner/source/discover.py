@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from miner.errors import UsageError
+from miner.source import qualifier_macros
 
 SOURCE_SUFFIXES = {".cu", ".cuh", ".hip", ".h", ".hpp", ".hh", ".hxx", ".cpp", ".cc", ".cxx", ".inl"}
+# `#include "kernel_files/step.cuknl"`: a quoted include, resolved beside its includer.
+_QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".venv"}
 
 
@@ -18,10 +22,12 @@ class SourceFile:
     path: str  # real path
     data: bytes
     explicit: bool  # named on the command line rather than found in a directory
+    # Writes kernels with a qualifier macro nothing defines (miner.source.qualifier_macros), not `__global__`.
+    macro_kernels: bool = False
 
     @property
     def has_kernel(self) -> bool:
-        return b"__global__" in self.data
+        return self.macro_kernels or b"__global__" in self.data
 
 
 @dataclass
@@ -30,6 +36,8 @@ class Discovery:
     failures: list[str] = field(default_factory=list)  # one line each
     notes: list[str] = field(default_factory=list)  # skipped quietly; shown with --verbose
     roots: list[str] = field(default_factory=list)  # directories given (for include resolution)
+    # Kernel qualifier macros nothing defines -> what they stand for (`GLOBALQUALIFIER` -> `__global__`).
+    kernel_macros: dict[str, str] = field(default_factory=dict)
 
     def kernel_files(self) -> list[SourceFile]:
         return [f for f in self.files if f.has_kernel]
@@ -106,6 +114,39 @@ def _walk(root: str, out: Discovery) -> None:
     out.files.sort(key=lambda f: f.path)
 
 
+def _under(path: str, roots: list[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
+def _add_included_kernel_files(out: Discovery) -> None:
+    """A file a source of the walked folders includes is CUDA source whatever its suffix: kernels kept in
+    `step.cuknl` (or `.inc`, `.cuinl`) files that a `.cu` includes are the project's kernels, and the suffix list
+    alone never reaches them. Only files inside the given folders that define a kernel are added (others stay
+    headers the parse finds on its own), transitively (such a file may include the next)."""
+    if not out.roots:
+        return
+    have = {f.path for f in out.files}
+    todo = list(out.files)
+    while todo:
+        f = todo.pop()
+        here = os.path.dirname(f.path)
+        for m in _QUOTED_INCLUDE.finditer(f.data):
+            name = os.fsdecode(m.group(1)).strip()
+            cand = os.path.join(here, name)
+            if not os.path.isfile(cand):
+                continue
+            real = os.path.realpath(cand)
+            if real in have or not _under(real, out.roots) or Path(real).suffix.lower() in SOURCE_SUFFIXES:
+                continue
+            have.add(real)
+            scratch = Discovery()
+            _read(real, explicit=False, out=scratch)
+            for g in scratch.files:  # an unreadable or binary file is left out quietly, as in a walk
+                todo.append(g)  # a kernel-less one is still followed: it may include the kernels' file
+                if g.has_kernel:
+                    out.files.append(g)
+
+
 def discover(paths: list[str]) -> Discovery:
     """Read every input; raises UsageError only when nothing at all can be done."""
     out = Discovery()
@@ -117,9 +158,13 @@ def discover(paths: list[str]) -> Discovery:
             _walk(p, out)
         else:
             _read(p, explicit=True, out=out)
+    _add_included_kernel_files(out)
     # One file reached twice (a symlink, or a file and its directory) is one input.
     unique: dict[str, SourceFile] = {}
     for f in out.files:
         unique.setdefault(f.path, f)
     out.files = sorted(unique.values(), key=lambda f: f.path)
+    out.kernel_macros = qualifier_macros.kernel_qualifiers(f.data for f in out.files)
+    for f in out.files:
+        f.macro_kernels = qualifier_macros.uses(f.data, out.kernel_macros)
     return out

@@ -232,7 +232,7 @@ def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_sta
         opened = "".join(f"namespace {n} {{ " for n in p.declares) + "}" * len(p.declares)
         items.append((ctx.sort_key(p.path, p.start), {
             "kind": p.kind, "name": p.name, "namespaces": list(p.namespaces),
-            "text": (opened + "\n" if opened else "") + _text(ctx, p),
+            "text": (opened + "\n" if opened else "") + _undef_before(ctx, p) + _text(ctx, p),
             # (a declaration the source writes under `#if __CUDA_ARCH__ >= X` alone: under it in the unit too, or
             # the host pass compiles what the original's never sees. Not a function under an arch test: a kernel
             # specialization written under the same test calls it, and the unit writes the kernel bare, so the
@@ -254,7 +254,35 @@ def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_sta
     count = Counter(m.name for m in closure.macros)
     ordered = [dict(d, after=key > kernel_key and (d["kind"] != "MACRO" or count[d["name"]] > 1))
                for key, d in sorted(items, key=lambda t: t[0])]
-    return _macros_before_templates(ordered, [m.name for m in closure.macros])
+    return _macros_before_templates(_without_extern_twins(ordered), [m.name for m in closure.macros])
+
+
+_EXTERN = re.compile(r"^\s*extern\b(?!\s*\")", re.M)
+
+
+def _without_extern_twins(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`extern __device__ Counters dct;` (the header) and `__device__ Counters dct;` (the .cu that owns it) both in
+    the unit: a project built with separable compilation (`-rdc`) accepts the pair, nvcc's whole-program mode
+    stops in the host pass ("redefinition of 'Counters dct'"). The definition alone says all the declaration
+    does; it is dropped where the definition comes before the kernel (else the kernel needs it)."""
+    def key(d: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+        return d["name"], tuple(d["namespaces"])
+
+    defined = {key(d) for d in items if d["kind"] == "VAR_DECL" and not d["after"] and not _EXTERN.search(d["text"])}
+    return [d for d in items if not (d["kind"] == "VAR_DECL" and _EXTERN.search(d["text"]) and key(d) in defined)]
+
+
+def _undef_before(ctx: TUContext, p: Piece) -> str:
+    """`#ifdef M_PI #undef M_PI #endif` then `__device__ static const float M_PI = ...;`: the project declares a
+    name a system header defines as a macro and clears the macro first. The unit has the same system headers,
+    so the declaration keeps its `#undef` (else nvcc reads `float 3.14159...` and stops: "expected an
+    identifier"). An `#undef` of a name nothing defines is harmless."""
+    name = getattr(p, "name", "") or ""
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        return ""
+    before = ctx.read(p.path)[:p.start]
+    return f"#undef {name}\n" if re.search(rb"^[ \t]*#[ \t]*undef[ \t]+" + re.escape(name.encode()) + rb"\b",
+                                            before, re.M) else ""
 
 
 _TEMPLATES = ("FUNCTION_TEMPLATE", "CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION")

@@ -12,7 +12,7 @@ import clang.cindex as ci
 from miner.frontends.common import split_top
 from miner.units.closure import TUContext
 from miner.units.launches import value_spelling
-from miner.units.launches.record import _CLASS_TEMPLATES, _DEFAULT_TYPE, _FUNCS, _IDENT, _NUM, _TPARAMS, K
+from miner.units.launches.record import _CLASS_TEMPLATES, _COMMENT, _DEFAULT_TYPE, _FUNCS, _IDENT, _NUM, _TPARAMS, K
 from miner.units.launches.text import _src, substitute
 
 
@@ -318,7 +318,9 @@ class _Resolver:
             seen = 0
             cur = name
             while (defs := self.ctx.active_defs(cur)) and seen < 8:
-                body = defs[-1].body.strip()
+                # (`#define CHANNELS 3 // Default 3, RGB`: the comment is no part of the value; kept, the
+                # template argument `(3 // Default 3, RGB)` commented out the rest of the unit's line)
+                body = _COMMENT.sub(" ", defs[-1].body).strip()
                 if body.startswith("("):
                     break
                 cur, seen = body, seen + 1
