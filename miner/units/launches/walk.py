@@ -43,10 +43,9 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
         if d.kind == K.VAR_DECL:
             _walk(st, d, path, None)
             continue
-        attrs = {ch.kind for ch in d.get_children() if ch.kind in _CUDA_ATTRS}
-        if K.CUDAGLOBAL_ATTR in attrs and (path, d.location.offset) in kernels:
+        if (path, d.location.offset) in kernels and any(ch.kind == K.CUDAGLOBAL_ATTR for ch in d.get_children()):
             continue  # (a host function one macro wrote with a kernel shares the kernel's location: walked)
-        if attrs == {K.CUDADEVICE_ATTR} and not _may_launch(ctx, d):
+        if _device_only(ctx, d):
             continue  # device code calls no host function; it launches only through `<<<>>>` or a launch API
         _walk(st, d, path, d)
     recover_dropped(st, defs)
@@ -98,13 +97,17 @@ def _respell_values(ctx: TUContext, found: list[Launch], insts: dict[tuple[str, 
         insts[key] = [fix(a) for a in lists]
 
 
-def _may_launch(ctx: TUContext, d: ci.Cursor) -> bool:
-    """Whether a device function's text could launch a kernel (dynamic parallelism: `<<<>>>`, a launch API)."""
+def _device_only(ctx: TUContext, d: ci.Cursor) -> bool:
+    """A `__device__` function (not `__host__` too) whose text cannot launch a kernel (dynamic parallelism:
+    `<<<>>>`, a launch API). Its text is read first, so only such functions pay for a look at their attributes."""
     e = d.extent
     if e.start.file is None or e.end.file is None or e.start.file.name != e.end.file.name:
-        return True
-    body = ctx.read(ctx.norm(e.start.file.name))[e.start.offset:e.end.offset]
-    return b"<<<" in body or b"Launch" in body
+        return False
+    text = ctx.read(ctx.norm(e.start.file.name))[e.start.offset:e.end.offset]
+    head = text.split(b"{", 1)[0]
+    if b"__device__" not in head or b"<<<" in text or b"Launch" in text:
+        return False
+    return {ch.kind for ch in d.get_children() if ch.kind in _CUDA_ATTRS} == {K.CUDADEVICE_ATTR}
 
 
 def _merge(records: list[Launch]) -> list[Launch]:
