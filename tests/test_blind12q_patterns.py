@@ -98,3 +98,14 @@ def test_a_qualifier_macro_nothing_defines_before_launched_functions_is_global(d
         m = only_meta(dataset, name)
         assert "KERNELQUALIFIER=__global__" in m["parse_context"]["defines"], m["parse_context"]
         assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_placeholder_the_source_leaves_undeclared_fails_with_a_stated_reason(dataset: dict[str, Any]) -> None:
+    """An exercise's kernel writes `int i = FIXME;` for the learner to fill in: the name is declared nowhere, every
+    header is here, and nvcc stops on it too, so no tool can build the original; the record says so instead of an
+    unexplained "identifier FIXME is undefined"."""
+    m = only_meta(dataset, "scale_exercise")
+    (inst,) = m["instantiations"]
+    assert inst["build"]["status"] == "failed"
+    why = inst["build"].get("toolkit_removed", "")
+    assert why.startswith("FIXME is declared nowhere") and "placeholder" in why, inst["build"]

@@ -380,6 +380,26 @@ def _project_file_names(root: str) -> frozenset[str]:
     return frozenset(names)
 
 
+_BUILD_FILES = re.compile(r"^(?:CMakeLists\.txt|.*\.cmake|Makefile.*|.*\.mk|setup\.py|.*\.bzl|BUILD(?:\.bazel)?|"
+                          r"meson\.build|.*\.gyp|SConstruct|SConscript)$")
+
+
+@functools.cache
+def _build_file_words(root: str) -> frozenset[str]:
+    """The words of the project's build files: a name one of them says may be a `-DNAME=...` the build passes."""
+    words: set[str] = set()
+    for dirpath, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for f in files:
+            if _BUILD_FILES.match(f):
+                try:
+                    with open(os.path.join(dirpath, f), encoding="utf-8", errors="replace") as fh:
+                        words.update(re.findall(r"[A-Za-z_]\w*", fh.read(1_000_000)))
+                except OSError:
+                    continue
+    return frozenset(words)
+
+
 def _source_missing(meta: dict[str, Any]) -> str | None:
     """Why a unit cannot compile when the kernel's own file includes a header the project does not contain
     (`#include "range.hpp"` in a sample whose folder lacks it): the names it would declare are nowhere, and the
@@ -455,6 +475,16 @@ def _lacking_statement(meta: dict[str, Any], unresolved: list[dict[str, Any]], l
             headers += [h for h in missing if h not in headers]
     if not syms:
         headers = [h for h in lacking if os.path.basename(h) not in names and not _installed(h)]
+        said = _build_file_words(root) if root and any(u.get("nowhere") for u in unresolved) else frozenset()
+        nowhere = list(dict.fromkeys(u["symbol"] for u in unresolved
+                                     if u.get("nowhere") and (named is None or u.get("symbol") in named)
+                                     and u.get("symbol") not in said))
+        if not headers and nowhere:
+            # (the build states it only where nvcc, with the real toolkit, stops on that name too)
+            return (f"{','.join(nowhere)} {', '.join(nowhere)} {'is' if len(nowhere) == 1 else 'are'} declared "
+                    "nowhere: not in the project's files the translation unit reaches, the toolkit or the system, "
+                    "and every header it includes is here, so the original translation unit does not compile "
+                    "either (an unfinished source: a placeholder left to fill in)")
         if not headers:
             return None
         what = "it declares" if len(headers) == 1 else "they declare"

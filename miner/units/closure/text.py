@@ -176,6 +176,7 @@ def _unresolved(ctx: TUContext, files: set[str], ranges: set[tuple[str, int, int
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     lacking = _lacking_headers(ctx)
+    plain = not lacking and _plain(ctx)
     for d in ctx.tu.diagnostics:
         if d.severity < ci.Diagnostic.Error or d.location.file is None:
             continue
@@ -198,8 +199,21 @@ def _unresolved(ctx: TUContext, files: set[str], ranges: set[tuple[str, int, int
                         # A name declared nowhere the parse reached, in a translation unit that includes headers
                         # it found nowhere (OpenCV's, TensorRT's): where no build can find them either, the unit's
                         # failure on it is stated (units.render._lacking_statement).
-                        **({"lacking": lacking} if lacking and _NOT_DECLARED.search(d.spelling) else {})})
+                        **({"lacking": lacking} if lacking and _NOT_DECLARED.search(d.spelling) else {}),
+                        # One declared nowhere in a translation unit whose every header is here and none a
+                        # framework's stand-in: the source itself lacks it (an exercise's `FIXME` placeholder).
+                        **({"nowhere": True} if plain and _UNDECLARED_ID.search(d.spelling) else {})})
     return out
+
+
+_UNDECLARED_ID = re.compile(r"^use of undeclared identifier '")
+
+
+def _plain(ctx: TUContext) -> bool:
+    """Whether the translation unit includes no framework header (whose parse stand-ins may lack a name the real
+    header declares)."""
+    return not any(_FRAMEWORK.search(m.group(2).decode("utf-8", "replace"))
+                   for path in ctx.order for m in INCLUDE.finditer(ctx.read(path)))
 
 
 _NOT_FOUND = re.compile(r"^'([^']+)' file not found")
