@@ -134,10 +134,9 @@ def _local_pointers(st: _State, args: list[ci.Cursor]) -> dict[int, list[tuple[c
     initialized with a kernel (`auto kernel = k<T, 4>;`, then `encoder.add_node(kernel, grid, block, ...)`)."""
     out: dict[int, list[tuple[ci.Cursor, ci.Cursor]]] = {}
     for i, a in enumerate(args):
-        c = a
-        while c.kind == K.UNEXPOSED_EXPR and len(kids := list(c.get_children())) == 1:
-            c = kids[0]
-        v = c.referenced if c.kind == K.DECL_REF_EXPR else None
+        # (libclang's referenced() sees through the implicit casts around a variable's name: no child walk here,
+        # where every call whose arguments name no kernel comes through)
+        v = a.referenced if a.kind in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR) else None
         if v is None or v.kind != K.VAR_DECL or v.semantic_parent is None or v.semantic_parent.kind in _CLASSES:
             continue
         if v.semantic_parent.kind in (K.NAMESPACE, K.TRANSLATION_UNIT):
