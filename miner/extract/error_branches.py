@@ -19,15 +19,14 @@ from miner.frontends.model import Kernel
 from miner.source.feature_guards import is_feature_name
 
 _ERROR = re.compile(rb"^[ \t]*#[ \t]*error\b", re.M)
-_DEFINED = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
 
 
-def error_branches(kernels: list[Kernel], tu_of: dict[str, str], data: dict[str, bytes], defined: list[str]
-                   ) -> dict[tuple[str, tuple[str, ...]], list[Kernel]]:
+def error_branches(kernels: list[Kernel], tu_of: dict[str, str], data: dict[str, bytes], defined: list[str],
+                   project: set[str]) -> dict[tuple[str, tuple[str, ...]], list[Kernel]]:
     """(translation unit, defines) -> the kernels an active `#error` of their own text stops, for the defines of
-    the first branch of that `#if` chain."""
+    the first branch of that `#if` chain. `defined`: the configuration's defines; `project`: the names the
+    project's files define (switched.project_defines)."""
     have = {d.partition("=")[0] for d in defined}
-    project = {m.group(1).decode() for t in data.values() for m in _DEFINED.finditer(t)}
     groups: dict[tuple[str, tuple[str, ...]], list[Kernel]] = {}
     for k in kernels:
         text = data.get(k.path, b"")

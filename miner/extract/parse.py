@@ -352,11 +352,12 @@ def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], 
         for key, found in guarded.guarded_includers(kernels, tu_of, graph, data).items():
             groups[key].extend(found)
             replaced |= {id(k) for k in found}
+        project = switched.project_defines(data)
         for key, found in switched.switched_launches(kernels, tu_of, units.launches, graph, data,
-                                                     config.defines).items():
+                                                     config.defines, project).items():
             groups[key].extend(k for k in found if id(k) not in replaced)
             retaken |= {id(k) for k in found}
-        for key, found in error_branches.error_branches(kernels, tu_of, data, config.defines).items():
+        for key, found in error_branches.error_branches(kernels, tu_of, data, config.defines, project).items():
             found = [k for k in found if id(k) not in replaced and id(k) not in retaken]
             groups[key].extend(found)
             errored |= {id(k) for k in found}

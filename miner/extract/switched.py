@@ -49,14 +49,20 @@ def concrete(launch: Launch) -> bool:
     return bool(launch.template_args)
 
 
+def project_defines(data: dict[str, bytes]) -> set[str]:
+    """The names the project's files `#define` (`#ifndef X` / `#define X 0` / `#endif` is a default the build
+    overrides, not a definition of the project)."""
+    return {m.group(1).decode() for text in data.values() for m in _DEFINED.finditer(text)
+            if not _is_default(text, m.start(), m.group(1))}
+
+
 def switched_launches(kernels: list[Kernel], tu_of: dict[str, str], launches: dict[KernelKey, list[Launch]],
-                      graph: IncludeGraph, data: dict[str, bytes], defined: list[str]
+                      graph: IncludeGraph, data: dict[str, bytes], defined: list[str], project: set[str]
                       ) -> dict[tuple[str, tuple[str, ...]], list[Kernel]]:
     """(translation unit, defines) -> the template kernels without a concrete launch whose launch site a switch
-    of that unit's files turns on. `defined` are the configuration's defines."""
-    # (`#ifndef X` / `#define X 0` / `#endif` is a default the build overrides, not a definition of the project)
-    project = {m.group(1).decode() for text in data.values() for m in _DEFINED.finditer(text)
-               if not _is_default(text, m.start(), m.group(1))}
+    of that unit's files turns on. `defined` are the configuration's defines, `project` those the project's files
+    write (project_defines)."""
+    project = project_defines(data)
     have = {d.partition("=")[0] for d in defined}
     groups: dict[tuple[str, tuple[str, ...]], list[Kernel]] = {}
     for k in kernels:

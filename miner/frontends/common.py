@@ -22,6 +22,22 @@ def strip_comments(text: str) -> str:
     return re.sub(r"//[^\n]*", " ", text)
 
 
+def matching(text: str | bytes, at: int, open_: str | bytes, close: str | bytes, limit: int | None = None) -> int:
+    """The offset of the `close` that closes the `open_` at `at` (str or bytes alike), or -1; `limit` bounds the
+    scan (a bracket left open in a large file)."""
+    depth = 0
+    end = len(text) if limit is None else min(len(text), at + limit)
+    for i in range(at, end):
+        ch = text[i:i + 1]
+        if ch == open_:
+            depth += 1
+        elif ch == close:
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
 def _balanced_call(text: str, start: int) -> str:
     """Return `name(args)` starting at `start`, following nested parentheses."""
     depth = 0

@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from miner.frontends.common import matching
+
 _COMMENT_OR_STRING = re.compile(rb'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"', re.S)
 _STATEMENT_START = re.compile(rb"[;{}]")
 _WORD = re.compile(rb"\w+")
@@ -116,12 +118,12 @@ class Mentions:
         pat = re.compile(rb"(?<![\w.>:])" + re.escape(name.encode()) + rb"\s*\(")
         heads: list[tuple[int, int, int]] = []  # (name offset, body start, body end) of each definition
         for m in pat.finditer(text, 0, nxt):
-            close = _matching(text, m.end() - 1, b"(", b")")
+            close = matching(text, m.end() - 1, b"(", b")")
             # `) const noexcept -> T {`: the body's brace after the declarator, no `;` between
             tail = re.match(rb"[\s\w:<>,*&\->]*?\{", text[close + 1:close + 400]) if close >= 0 else None
             if tail is not None and _namespace_scope(text, m.start()):
                 brace = close + tail.end()
-                heads.append((m.start(), brace, _matching(text, brace, b"{", b"}")))
+                heads.append((m.start(), brace, matching(text, brace, b"{", b"}")))
         qualified = re.compile(rb"(?:::|\.|->)\s*(?:template\s+)?" + re.escape(name.encode()) + rb"(?!\w)")
         if qualified.search(text, at, nxt):
             return False  # a member of another class or object named here: a real use
@@ -199,20 +201,6 @@ def _namespace_scope(text: bytes, pos: int) -> bool:
         elif stack:
             stack.pop()
     return all(stack)
-
-
-def _matching(text: bytes, start: int, open_: bytes, close: bytes) -> int:
-    """Offset of the bracket closing the one at `start`, or -1."""
-    depth = 0
-    for i in range(start, len(text)):
-        ch = text[i:i + 1]
-        if ch == open_:
-            depth += 1
-        elif ch == close:
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
 
 
 def launch_missing(name: str, uses: list[tuple[str, int]], references: int, frontend: str,

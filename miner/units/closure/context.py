@@ -13,7 +13,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.clang_frontend import skipped_in
-from miner.frontends.common import conditional_start
+from miner.frontends.common import conditional_start, matching
 from miner.frontends.config import stub_dir
 
 K = ci.CursorKind
@@ -97,7 +97,7 @@ def _misread_function_end(data: bytes, end: int) -> int | None:
     i = _skip_space(data, end)
     for open_, close in ((b"<", b">"), (b"(", b")")):
         if data[i:i + 1] == open_:
-            j = _balanced(data, i, open_, close)
+            j = _after(data, i, open_, close)
             if j is None:
                 return None
             i = _skip_space(data, j)
@@ -109,27 +109,19 @@ def _misread_function_end(data: bytes, end: int) -> int | None:
         i += m.end()
     if data[i:i + 1] != b"{":
         return None
-    return _balanced(data, i, b"{", b"}")
+    return _after(data, i, b"{", b"}")
+
+
+def _after(data: bytes, i: int, open_: bytes, close: bytes) -> int | None:
+    """The offset after the bracket that closes the one at `i`."""
+    j = matching(data, i, open_, close, limit=200_000)
+    return None if j < 0 else j + 1
 
 
 def _skip_space(data: bytes, i: int) -> int:
     while i < len(data) and data[i:i + 1].isspace():
         i += 1
     return i
-
-
-def _balanced(data: bytes, i: int, open_: bytes, close: bytes) -> int | None:
-    """The offset after the bracket that closes the one at `i`."""
-    depth = 0
-    for j in range(i, min(len(data), i + 200_000)):
-        ch = data[j:j + 1]
-        if ch == open_:
-            depth += 1
-        elif ch == close:
-            depth -= 1
-            if depth == 0:
-                return j + 1
-    return None
 
 
 class TUContext:

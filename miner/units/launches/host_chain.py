@@ -69,8 +69,8 @@ def _kinds_fit(callee: ci.Cursor, tparams: list[ci.Cursor], written: list[str]) 
     """Whether written template arguments can be this overload's: a type (a name the call refers to as a type,
     `f<Config>` with `typedef ... Config;`) for a value parameter, or a number for a type parameter, is another
     overload's."""
-    types = {d.spelling for d in callee.walk_preorder() if d.kind == K.TYPE_REF}
-    types |= {d.spelling.rpartition(" ")[2] for d in callee.walk_preorder() if d.kind == K.TYPE_REF}
+    types = {name for d in callee.walk_preorder() if d.kind == K.TYPE_REF
+             for name in (d.spelling, d.spelling.rpartition(" ")[2])}
     for p, text in zip(tparams, written, strict=False):
         text = text.strip()
         if p.kind == K.TEMPLATE_NON_TYPE_PARAMETER and (text in types or text.startswith("typename ")):
