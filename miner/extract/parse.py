@@ -18,7 +18,7 @@ from miner.extract import error_branches, guarded, switched
 from miner.extract import instances as instance_files
 from miner.extract.options import ExtractOptions, ExtractReport
 from miner.extract.unit_data import UnitData, analysis_of
-from miner.frontends import clang_frontend, hip_config, pch, treesitter_frontend
+from miner.frontends import clang_frontend, hip_config, pch, prelude, treesitter_frontend
 from miner.frontends.config import ParseConfig, clang_args
 from miner.frontends.model import Kernel
 from miner.frontends.parse_cache import ParseCache
@@ -139,8 +139,11 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                     todo.append(r)
             if todo:
                 if not pch_config:
-                    pch_config.append(_with_torch_pch(plain_config, [*files, *extra],
-                                                      {r: reach[r] for r in todo}, pch_folder))
+                    with_torch = _with_torch_pch(plain_config, [*files, *extra], {r: reach[r] for r in todo},
+                                                 pch_folder)
+                    pch_config.append(prelude.plan(
+                        todo, with_torch, data, graph.edges, pch_folder,
+                        lambda r: bool(with_torch.torch_pch) and r in with_torch.torch_tus))
                 fresh = _run_clang(todo, pch_config[0], inputs, opts.jobs, opts.units, tick, groups)
                 for res in fresh:
                     if cache is not None:
@@ -231,7 +234,7 @@ class CachedParse:
             self.reach[tu] = self.graph.closure(tu)
         # Keyed like the main parses, without the precompiled prefix: it changes the cost, not the result
         # (and its path is a fresh temporary folder each run).
-        plain = replace(variant, torch_pch=None)
+        plain = pch.without(variant)
         return (self.cache.key(tu, clang_args(plain, tu), self.units, self.reach[tu], self.data, self.inputs,
                                variant.context) if self.cache is not None else json.dumps(clang_args(plain, tu)))
 
@@ -262,7 +265,7 @@ class CachedParse:
         if not names or not all(hip_config.is_guard(n) for n in names):
             return None  # the digest looks at the branches of HIP guards only
         # The precompiled prefix changes the cost, not the tokens (pch.with_defines drops it where it would).
-        if replace(variant, defines=list(self.base.defines), torch_pch=None) != replace(self.base, torch_pch=None):
+        if pch.without(replace(variant, defines=list(self.base.defines))) != pch.without(self.base):
             return None
         digest = pickle.loads(ref).preprocessed
         return (digest, names) if digest else None
@@ -307,8 +310,8 @@ def _parse_variant(job: tuple[str, ParseConfig, set[str], bool, tuple[str, tuple
                    ) -> clang_frontend.ParseResult:
     tu, variant, inputs, units, same_as = job
     res = clang_frontend.parse(tu, variant, inputs, analyse=_analysis(units), same_as=same_as)
-    if res.error and variant.torch_pch:  # the prefix refused (it should not): the plain stub
-        res = clang_frontend.parse(tu, replace(variant, torch_pch=None), inputs, analyse=_analysis(units),
+    if res.error and (variant.torch_pch or variant.prelude_of):  # a prefix refused (it should not): the stub
+        res = clang_frontend.parse(tu, pch.without(variant), inputs, analyse=_analysis(units),
                                    same_as=same_as)
     return res
 

@@ -27,6 +27,9 @@ class ParseConfig:
     # torch headers: the shim's standard library is most of their parse time.
     torch_pch: str | None = None
     torch_tus: frozenset[str] = frozenset()
+    # The parse stub and the standard headers a translation unit without torch surely includes, precompiled
+    # (frontends.prelude): per parse root, the prelude it takes.
+    prelude_of: dict[str, str] = field(default_factory=dict)
     # What the project's build files say of a file (miner.source.build_flags.parse_args): its dialect
     # ("-std=c++20"; files not listed are parsed as nvcc's default, C++17) and the torch half defines
     # where the build undoes some.
@@ -84,10 +87,9 @@ def clang_args(config: ParseConfig, path: str, prefix: bool = True) -> list[str]
         *config.args_of.get(path, ["-std=c++17"]),
         "-nocudainc", "-nocudalib", "-ferror-limit=0", "-Wno-unknown-cuda-version",
     ]
-    if (prefix and config.torch_pch and path in config.torch_tus and path not in config.per_file_args
-            and path not in config.defines_of  # a -D the prefix was built without: clang refuses it
-            and config.args_of.get(path, ["-std=c++17"]) == config.args_of.get(config.torch_pch, ["-std=c++17"])):
-        args += ["-include-pch", config.torch_pch]
+    pch = _prefix_of(config, path) if prefix else None
+    if pch:
+        args += ["-include-pch", pch]
     elif prefix:
         args += ["-include", str(inc / "km_cuda_parse.h")]
     gcc_inc = compiler_include_dir()
@@ -107,6 +109,16 @@ def clang_args(config: ParseConfig, path: str, prefix: bool = True) -> list[str]
         for d in config.system_dirs_of[path]:
             args += ["-isystem", d, f"-D{header_library_cache_tag(d)}"]
     return args
+
+
+def _prefix_of(config: ParseConfig, path: str) -> str | None:
+    """The precompiled prefix the parse of `path` takes: the torch one, else its prelude, else none."""
+    pch = config.torch_pch if config.torch_pch and path in config.torch_tus else config.prelude_of.get(path)
+    if (pch and path not in config.per_file_args
+            and path not in config.defines_of  # a -D the prefix was built without: clang refuses it
+            and config.args_of.get(path, ["-std=c++17"]) == config.args_of.get(pch, ["-std=c++17"])):
+        return pch
+    return None
 
 
 # libcu++'s standard headers (`<cuda/std/type_traits>`): the parse has no toolkit include dir, and without

@@ -44,17 +44,29 @@ def build(config: ParseConfig, folder: str) -> str | None:
         tu.save(out)
     except (ci.TranslationUnitLoadError, ci.TranslationUnitSaveError, OSError):
         return None
-    _PREFIX_FILES[out] = tuple(sorted(files))
+    register(out, files)
     return out
+
+
+def register(pch: str, files: set[str]) -> None:
+    """Record the files the prefix `pch` was built from (for `with_defines`)."""
+    _PREFIX_FILES[pch] = tuple(sorted(files))
 
 
 def with_defines(config: ParseConfig, defines: list[str]) -> ParseConfig:
     """`config` with `defines` added (a kernel's inactive #if branch, a project's HIP guards), keeping the
     precompiled prefix where it would come out the same: no file it was built from names one of them.
     Those parses used to go without the prefix, each paying the whole torch shim again."""
-    names = {d.partition("=")[0] for d in defines}
-    keep = bool(config.torch_pch) and not any(_prefix_names(config.torch_pch, name) for name in sorted(names))
-    return replace(config, defines=[*config.defines, *defines], torch_pch=config.torch_pch if keep else None)
+    names = sorted({d.partition("=")[0] for d in defines})
+    keep = bool(config.torch_pch) and not any(_prefix_names(config.torch_pch, name) for name in names)
+    preludes = {p: not any(_prefix_names(p, name) for name in names) for p in set(config.prelude_of.values())}
+    return replace(config, defines=[*config.defines, *defines], torch_pch=config.torch_pch if keep else None,
+                   prelude_of={tu: p for tu, p in config.prelude_of.items() if preludes[p]})
+
+
+def without(config: ParseConfig) -> ParseConfig:
+    """`config` without precompiled prefixes: what a parse gives does not depend on them."""
+    return replace(config, torch_pch=None, prelude_of={})
 
 
 @functools.cache
