@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from miner.frontends import pch
 from miner.frontends.common import (
     attributes_from_prefix,
     conditional_start,
@@ -274,6 +275,7 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
         result.error = f"libclang could not parse the file: {exc}"
         return result
     cindex_speed.hold_top_level(tu, local_only)
+    tu.__dict__["km_prefix_parents"] = pch.parents_of(args)
 
     def probe(text: str) -> ci.TranslationUnit | None:
         base = dict(unsaved).get(path)

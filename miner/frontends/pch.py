@@ -16,6 +16,7 @@ from miner.frontends.config import ParseConfig, clang_args, stub_dir
 _TORCH_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"](ATen|torch|c10|THC)/', re.M)
 # Files each prefix built in this process was read from (the stub, the shims, the C++ headers they pull in).
 _PREFIX_FILES: dict[str, tuple[str, ...]] = {}
+_PREFIX_PARENTS: dict[str, dict[str, str]] = {}
 
 
 def includes_torch(data: bytes) -> bool:
@@ -48,9 +49,21 @@ def build(config: ParseConfig, folder: str) -> str | None:
     return out
 
 
-def register(pch: str, files: set[str]) -> None:
-    """Record the files the prefix `pch` was built from (for `with_defines`)."""
+def register(pch: str, files: set[str], parents: dict[str, str] | None = None) -> None:
+    """Record the files the prefix `pch` was built from (for `with_defines`) and, where its files come in the
+    order of the plain parse (a prelude), the file whose #include first brought each one in: a parse through
+    the prefix does not enter them, and `closure.usings` walks that chain up to a standard header."""
     _PREFIX_FILES[pch] = tuple(sorted(files))
+    if parents is not None:
+        _PREFIX_PARENTS[pch] = parents
+
+
+def parents_of(args: list[str]) -> dict[str, str]:
+    """The include parents of the prefix a parse with `args` reads (empty: none, or not in the plain order)."""
+    for i, a in enumerate(args[:-1]):
+        if a == "-include-pch":
+            return _PREFIX_PARENTS.get(args[i + 1], {})
+    return {}
 
 
 def with_defines(config: ParseConfig, defines: list[str]) -> ParseConfig:

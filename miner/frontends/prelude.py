@@ -56,6 +56,7 @@ class _Scan:
         self.includes: list[tuple[bytes, bytes]] = []  # (delimiter, name)
         self.macros: set[bytes] = set()
         self.maybe: list[bytes] = []  # every header it may include
+        self.ordered: list[tuple[bytes, bytes, bool]] = []  # every include: delimiter, name, outside every #if
         self.undefs: set[bytes] = set()
         directives = list(_DIRECTIVE.finditer(data))
         guard = None
@@ -87,8 +88,10 @@ class _Scan:
             elif kind == b"include":
                 m = _INCLUDE_NAME.match(rest)
                 if m:
+                    sure = all(c == "true" for c in stack)
                     self.maybe.append(m.group(2).strip())
-                    if all(c == "true" for c in stack):
+                    self.ordered.append((m.group(1), m.group(2).strip(), sure))
+                    if sure:
                         self.includes.append((m.group(1), m.group(2).strip()))
 
 
@@ -110,8 +113,11 @@ def _cplusplus(kind: bytes, rest: bytes) -> str:
 
 def sure_headers(root: str, data: dict[str, bytes], edges: dict[str, set[str]],
                  scans: dict[str, _Scan]) -> tuple[tuple[str, ...], set[bytes]]:
-    """The prelude headers `root` includes outside every `#if`, in the order it first does, and the macro
-    names its project files (every one it may reach) define or undefine."""
+    """The prelude headers `root` includes first, in the order it does: those it includes outside every `#if`
+    (directly or through project headers it includes so) up to the first include that might bring other system
+    headers in between (a conditional include, a header no prelude holds), so that the files a prelude reads come
+    in the order, and from the includers, of the plain parse; and the macro names its project files (every one
+    it may reach) define or undefine."""
     def scan(f: str) -> _Scan:
         if f not in scans:
             scans[f] = _Scan(data.get(f, b""))
@@ -120,16 +126,25 @@ def sure_headers(root: str, data: dict[str, bytes], edges: dict[str, set[str]],
     out: list[str] = []
     seen = {root}
 
-    def visit(f: str) -> None:
-        for delim, raw in scan(f).includes:
+    def visit(f: str) -> bool:
+        """False at the first include that ends the sequence."""
+        for delim, raw, sure in scan(f).ordered:
             name = raw.decode("utf-8", "replace")
             target = _target(f, name, edges)
-            if target is None and (delim == b"<" and name in _PRELUDE_HEADERS or _is_shim(name)):
-                if name not in out:
-                    out.append(name)
-            elif target is not None and target not in seen:
+            held = target is None and (delim == b"<" and name in _PRELUDE_HEADERS or _is_shim(name))
+            if held and name in out:
+                continue  # included already: its guard makes it nothing
+            if not sure:
+                return False
+            if held:
+                out.append(name)
+            elif target is None:
+                return False
+            elif target not in seen:
                 seen.add(target)
-                visit(target)
+                if not visit(target):
+                    return False
+        return True
 
     visit(root)
     reach, stack = {root}, [root]
@@ -206,7 +221,12 @@ def plan(roots: list[str], config: ParseConfig, data: dict[str, bytes], edges: d
     # The stub alone first, per dialect: it serves every unit whose own set has no prelude (or clashes), and
     # its files are where the plain parse reads them too (`-include` puts the stub first): not checked.
     candidates = [((), d) for d in sorted({d for _, d in counts})]
-    candidates += [k for k, n in counts.most_common() if n >= 2 and k[0]][:MAX_PRELUDES]
+    # A prelude serves the units whose sequence starts with its headers: per unit, the longest such start that
+    # another unit shares; the starts most units want are built.
+    starts = Counter((h[:n], d) for h, d in counts.elements() for n in range(1, len(h) + 1))
+    want = Counter(max(((h[:n], d) for n in range(1, len(h) + 1) if starts[(h[:n], d)] >= 2),
+                       key=lambda k: len(k[0]), default=None) for h, d in counts.elements())
+    candidates += [k for k, _ in want.most_common() if k is not None][:MAX_PRELUDES]
     built: list[tuple[tuple[str, ...], str, str, frozenset[bytes]]] = []  # headers, dialect, pch, words
     first: dict[str, set[str]] = {}  # dialect -> the files of its stub-only prelude
     for i, (headers, dialect) in enumerate(candidates):
@@ -226,7 +246,7 @@ def plan(roots: list[str], config: ParseConfig, data: dict[str, bytes], edges: d
     for _, dialect, path, _ in built:
         args_of[path] = dialect.split()
     for r, (headers, dialect, macros) in wanted.items():
-        fits = [b for b in built if b[1] == dialect and set(b[0]) <= set(headers)
+        fits = [b for b in built if b[1] == dialect and headers[:len(b[0])] == b[0]
                 and not ((macros | _shims_outside(headers, b[0])) & b[3])]
         if fits:
             best = max(fits, key=lambda b: len(b[0]))
@@ -258,10 +278,14 @@ def _build(config: ParseConfig, headers: tuple[str, ...], dialect: list[str],
         if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
             return None
         files = {prefix, str(stub_dir() / "km_cuda_parse.h")} | {inc.include.name for inc in tu.get_includes()}
+        parents: dict[str, str] = {}
+        for inc in tu.get_includes():
+            if inc.source is not None:
+                parents.setdefault(inc.include.name, inc.source.name)
         tu.save(out)
     except (ci.TranslationUnitLoadError, ci.TranslationUnitSaveError, OSError):
         return None
-    pch.register(out, files)
+    pch.register(out, files, parents)
     return out, files
 
 

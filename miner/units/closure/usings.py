@@ -120,7 +120,8 @@ def _public_std_header(ctx: TUContext, path: str) -> str | None:
 
 def _include_parents(ctx: TUContext) -> dict[str, str]:
     """file -> the file whose #include first brought it into the translation unit."""
-    out: dict[str, str] = {}
+    # A precompiled prelude's files, which this parse did not enter, came first (frontends.prelude).
+    out = {ctx.norm(f): ctx.norm(p) for f, p in ctx.tu.__dict__.get("km_prefix_parents", {}).items()}
     for inc in ctx.tu.get_includes():
         if inc.source is not None:
             out.setdefault(ctx.norm(inc.include.name), ctx.norm(inc.source.name))
