@@ -1,0 +1,43 @@
+"""`extract --build` on tests/fixtures/blind14: patterns found on the fourteenth set of repositories (issue 14,
+scripts/corpus_repos_blind14.txt, development repos since session 15), each reproduced by code of our own and
+judged by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def port_sim(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/port_sim")
+
+
+def test_a_cuda_project_written_with_hip_names_is_mined_as_cuda(port_sim: dict[str, Any]) -> None:
+    """`src/utils/gpu.hpp` includes <hip/hip_runtime.h> only under `#ifdef O_HIP` and, on its CUDA side, defines
+    `hipLaunchKernelGGL(F, G, B, M, S, ...)` as `F<<<G, B, M, S>>>(__VA_ARGS__)`; every launch is written with
+    that name. Both kernels were taken for HIP sources (`variant.toolchain: hip`) and never built by nvcc."""
+    for name in ("relax_cells", "gpu_zero"):
+        m = only_meta(port_sim, name)
+        assert m.get("variant") is None, m.get("variant")
+        assert m["launches"], name
+        assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_makefile_gives_the_defines_of_the_build_type_it_includes(port_sim: dict[str, Any]) -> None:
+    """The recipe runs `$(GPUCXX) $(GPUFLAGS)` (`GPUCXX ?= nvcc`), `GPUFLAGS += $(DFLAGS)`, and `DFLAGS` is filled
+    by `include builds/make.type.$(TYPE)` with `TYPE ?= base`: `-DPRECISION=2` decides which `typedef ... Real;`
+    exists. Without it every unit failed on `Real` ("incomplete type void"). An option's define (`ifeq
+    ($(findstring -DSTRICT,...))`) and the HIP side's (`ifdef HIPCONFIG`) are not the build's."""
+    m = only_meta(port_sim, "relax_cells")
+    nvcc = m["build_flags"]["nvcc"]
+    assert "-DPRECISION=2" in nvcc and "-DDENSITY_FLOOR" in nvcc, m["build_flags"]
+    assert "-DSTRICT_BOUNDS" not in nvcc and "-DO_HIP" not in nvcc and "-DPRECISION=1" not in nvcc, nvcc
+    assert "--extended-lambda" in nvcc, nvcc
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
