@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import build_statuses, extract_and_build, only_meta
+from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -40,4 +40,21 @@ def test_a_makefile_gives_the_defines_of_the_build_type_it_includes(port_sim: di
     assert "-DPRECISION=2" in nvcc and "-DDENSITY_FLOOR" in nvcc, m["build_flags"]
     assert "-DSTRICT_BOUNDS" not in nvcc and "-DO_HIP" not in nvcc and "-DPRECISION=1" not in nvcc, nvcc
     assert "--extended-lambda" in nvcc, nvcc
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def scoped_macro(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/scoped_macro")
+
+
+def test_a_macro_its_file_undefines_after_one_declaration_stays_out_of_units_before_it(
+        scoped_macro: dict[str, Any]) -> None:
+    """`bind.h` includes the kernel's header, then writes `#define Float typename Solver::Float` for one
+    declaration and `#undef Float` after it. The kernel's `typedef typename Vector::Float Float;` names `Float`,
+    no definition precedes the kernel, and the closure took the later one: `template<class Float>` of every helper
+    became `template<class typename Solver::Float>` ("expected an identifier")."""
+    m = only_meta(scoped_macro, "scale_rows")
+    (unit,) = unit_texts(scoped_macro, m)
+    assert "#define Float" not in unit, unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -462,6 +462,17 @@ def _unvisited(ctx: TUContext, cur: ci.Cursor,
     return qualified_names(_STRING_OR_COMMENT.sub(" ", text))
 
 
+def _undefined_after(ctx: TUContext, m: Macro) -> bool:
+    """Whether the file of `m` `#undef`s its name after it, before defining it again: a scoped macro."""
+    data = ctx.read(m.path)
+    name = re.escape(m.name.encode())
+    undef = re.compile(rb"^[ \t]*#[ \t]*undef[ \t]+" + name + rb"\b", re.M).search(data, m.end)
+    if undef is None:
+        return False
+    again = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+" + name + rb"\b", re.M).search(data, m.end, undef.start())
+    return again is None
+
+
 def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...],
             vendored: Callable[[str], bool] = lambda _p: False,
             last_piece: tuple[int, ...] | None = None) -> list[Macro]:
@@ -493,6 +504,14 @@ def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...],
                 later = [m for m in cands if kernel_key < ctx.sort_key(m.path, m.start) < last_piece]
                 if len(before) + len(later) > 1:
                     before += sorted(later, key=lambda m: ctx.sort_key(m.path, m.start))
+            if not before:
+                # Defined only after the kernel: a definition its own file `#undef`s a few lines on (`#define
+                # Float typename Solver::Float` / one declaration / `#undef Float`) is in force there alone,
+                # never at the kernel; taken, it turned every later `class Float` into `class typename ...`.
+                cands = [m for m in cands if not _undefined_after(ctx, m)]
+                if not cands:
+                    chosen[name] = []
+                    continue
             chosen[name] = before or [min(cands, key=lambda m: ctx.sort_key(m.path, m.start))]
             todo += [t for m in chosen[name] for t in _IDENT.findall(m.body) if ctx.active_macro(t) and t not in chosen]
             # A definition the unit writes with its `#if` chain (arch_branches.arch_chain): the chain's conditions
