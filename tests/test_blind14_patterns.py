@@ -58,3 +58,20 @@ def test_a_macro_its_file_undefines_after_one_declaration_stays_out_of_units_bef
     (unit,) = unit_texts(scoped_macro, m)
     assert "#define Float" not in unit, unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def cut_branch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/cut_branch")
+
+
+def test_a_member_cut_out_of_a_class_keeps_the_conditionals_around_its_declaration(
+        cut_branch: dict[str, Any]) -> None:
+    """`#if CUDA_VERSION >= 12000` / `_CCCL_DEVICE ... Ld(double4_16a &val, ...)` / `#else` / `... Ld(double4 &val,
+    ...)` / `#endif` / the body: the parse cannot resolve the member (a qualifier macro and a type of headers it does
+    not read), so the unit leaves it out; its range starts after the `#if` and took the `#else` and `#endif`
+    with it ("unterminated #if")."""
+    m = only_meta(cut_branch, "copy_modified")
+    (unit,) = unit_texts(cut_branch, m)
+    assert unit.count("#if CUDA_VERSION >= 12000") == 1 and "host-only member left out" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -75,8 +75,15 @@ def _text(ctx: TUContext, p: Piece | Macro) -> str:
     return _cut(ctx.read(p.path), p.start, p.end, [(s, e) for s, e, _w in cuts], notes).decode("utf-8", "replace")
 
 
+_CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|else|endif)\b[^\n]*", re.M)
+
+
 def _cut(data: bytes, start: int, end: int, cuts: list[tuple[int, int]], note: list[str] | None = None) -> bytes:
-    """data[start:end] without the ranges in `cuts` (each replaced by its note, if given)."""
+    """data[start:end] without the ranges in `cuts` (each replaced by its note, if given). A cut keeps the
+    conditional directives inside it, each on a line of its own: a member whose declaration the source writes
+    twice (`#if CUDA_VERSION >= 12000` / `Ld(double4_16a &val, ...)` / `#else` / `Ld(double4 &val, ...)` /
+    `#endif` / its body) starts after the `#if`, so cutting its range took the `#else` and `#endif` and left
+    the `#if` unterminated."""
     out, pos = [], start
     for i, (s, e) in enumerate(sorted(cuts)):
         if s < pos or e > end:
@@ -84,6 +91,9 @@ def _cut(data: bytes, start: int, end: int, cuts: list[tuple[int, int]], note: l
         out.append(data[pos:s])
         if note:
             out.append(note[i].encode())
+        out += [b"\n" + m.group(0).strip() for m in _CONDITIONAL.finditer(data, s, e)]
+        if out[-1].startswith(b"\n#"):
+            out.append(b"\n")
         pos = e
     out.append(data[pos:end])
     return b"".join(out)
