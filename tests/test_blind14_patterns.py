@@ -67,11 +67,27 @@ def cut_branch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def test_a_member_cut_out_of_a_class_keeps_the_conditionals_around_its_declaration(
         cut_branch: dict[str, Any]) -> None:
-    """`#if CUDA_VERSION >= 12000` / `_CCCL_DEVICE ... Ld(double4_16a &val, ...)` / `#else` / `... Ld(double4 &val,
-    ...)` / `#endif` / the body: the parse cannot resolve the member (a qualifier macro and a type of headers it does
-    not read), so the unit leaves it out; its range starts after the `#if` and took the `#else` and `#endif`
-    with it ("unterminated #if")."""
+    """`#if CUDA_VERSION >= 12000` / `static void Describe(const double4_16a &val, ...)` / `#else` / `... (const
+    double4 &val, ...)` / `#endif` / the body: a host-only member whose type the parse does not know, so the unit
+    leaves it out; its range starts after the `#if` and took the `#else` and `#endif` with it ("unterminated
+    #if")."""
     m = only_meta(cut_branch, "copy_modified")
     (unit,) = unit_texts(cut_branch, m)
     assert unit.count("#if CUDA_VERSION >= 12000") == 1 and "host-only member left out" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def cccl_qualifiers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/cccl_qualifiers")
+
+
+def test_members_spelled_with_ccl_execution_space_macros_are_device_code_with_their_header(
+        cccl_qualifiers: dict[str, Any]) -> None:
+    """`static _CCCL_DEVICE _CCCL_FORCEINLINE T Add(T *ptr, T val)` in a header that includes nothing: the project
+    had CCCL's macros through Thrust, included by the launching file. The parse took the member for host code
+    naming an unknown type, and the unit named `_CCCL_DEVICE` without the header that defines it."""
+    m = only_meta(cccl_qualifiers, "expand_frontier")
+    (unit,) = unit_texts(cccl_qualifiers, m)
+    assert "#include <cuda/__cccl_config>" in unit and "_CCCL_DEVICE" in unit, unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -320,7 +320,8 @@ def _from_make(path: str) -> list[str]:
             out += [t for w in (m.group(1) or m.group(2) or "").split() if "$" not in w for t in tokens(w)]
     for name in flag_vars:
         value = make_vars.expand(variables.get(name, ""), variables)
-        out += [t for w in value.split() if "$" not in w for t in tokens(w)]
+        # (a flag the line itself wrote stays where it was: merge moves a repeated -D to its last place)
+        out += [t for w in value.split() if "$" not in w for t in tokens(w) if t not in out]
     return out
 
 

@@ -64,6 +64,15 @@
 #define CUDARTAPI
 #define CUDART_CB
 #define __CUDA_DEPRECATED
+/* CCCL's execution-space and inlining macros (cuda/std/__cccl/execution_space.h, visibility.h), which code
+ * written against modern Thrust/CUB spells instead of __device__ (`static _CCCL_DEVICE __forceinline__ T
+ * Add(...)`): without them such members parse as host code that names an unknown type, and are left out. */
+#ifndef _CCCL_DEVICE
+#define _CCCL_HOST __host__
+#define _CCCL_DEVICE __device__
+#define _CCCL_HOST_DEVICE __host__ __device__
+#define _CCCL_FORCEINLINE __forceinline__
+#endif
 
 /* The C library as device code sees it. The C headers themselves are left to the files that include
  * them (torch's shim brings the STL): with glibc's and libstdc++'s macros a translation unit holds

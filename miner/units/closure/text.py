@@ -50,6 +50,8 @@ HEADER_OF = {
     **dict.fromkeys(("__pipeline_commit", "__pipeline_wait_prior", "__pipeline_memcpy_async"),
                     "cuda_pipeline_primitives.h"), "__nv_fp8_e4m3": "cuda_fp8.h", "__nv_fp8_e5m2": "cuda_fp8.h",
     "__nv_fp8_e8m0": "cuda_fp8.h",
+    # CCCL's execution-space macros (`_CCCL_DEVICE` for `__device__`): the project had them through Thrust or CUB.
+    **dict.fromkeys(("_CCCL_HOST", "_CCCL_DEVICE", "_CCCL_HOST_DEVICE", "_CCCL_FORCEINLINE"), "cuda/__cccl_config"),
     **dict.fromkeys(("__nv_fp4_e2m1", "__nv_fp4x2_e2m1", "__nv_fp4x4_e2m1"), "cuda_fp4.h"),
     # cuRAND's generator states, which a launch may name only as a template argument (`Rotate` of a
     # `GpuMat<curandState>`, whose kernel is `CudaRotateKernel<curandStateXORWOW>`): the unit includes its header.
