@@ -25,6 +25,7 @@ from miner.units.closure.context import (
 )
 from miner.units.closure.dropped import dropped_pieces, names_in, visible
 from miner.units.closure.host_bodies import host_bodies_to_drop
+from miner.units.closure.invalid_vars import invalid_variables
 from miner.units.closure.operators import operators_of
 from miner.units.closure.shims import (
     _DEVICE_ATTRS,
@@ -395,6 +396,12 @@ def _events(ctx: TUContext, cur: ci.Cursor, scope: tuple[str, ...]) -> tuple[lis
                 if found_here := ctx.by_name.get((ns + quals, name), [])[:1]:
                     events.append(("take", *found_here[0]))
                     break
+    if invalid := invalid_variables(ctx):
+        # A variable the parse found invalid is named by no expression of the AST (closure.invalid_vars).
+        for name in dict.fromkeys(idents):
+            if found := next((hit for i in range(len(scope), -1, -1) if (hit := invalid.get((scope[:i], name)))),
+                             None):
+                events.append(("take", *found))
     if ctx.has_errors(cur) or _is_variable_template(cur):
         # A variable template is one cursor without children in libclang 18: what its initializer
         # names is found through its text, as in a function whose expressions the parse dropped.

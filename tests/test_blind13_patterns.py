@@ -1,0 +1,49 @@
+"""`extract --build` on tests/fixtures/blind13q: patterns found on the thirteenth set of repositories (issue 14,
+scripts/corpus_repos_blind13.txt, development repos since session 15), each reproduced by code of our own and
+judged by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind13q")
+
+
+def test_a_legacy_texture_reference_is_kept_and_its_removal_stated(dataset: dict[str, Any]) -> None:
+    """`texture<float, 2, cudaReadModeElementType> lutTable2D;` in a header, read by `tex2D(lutTable2D, u, v)` in a
+    device function: the parse stub has no `texture` template, clang keeps the declaration as invalid and no
+    expression that names it, so the unit lacked it ("identifier lutTable2D is undefined", unstated). The unit
+    keeps the references as written (a toolkit before 12.0 builds it) and the build states why this one cannot."""
+    m = only_meta(dataset, "lut_resample")
+    (unit,) = unit_texts(dataset, m)
+    for decl in ("texture<float, 1, cudaReadModeElementType> lutWeights;",
+                 "texture<float, 2, cudaReadModeElementType> lutTable2D;", "texture<float2> lutSamples;"):
+        assert decl in unit, unit
+    (inst,) = m["instantiations"]
+    assert inst["build"]["status"] == "failed"
+    why = inst["build"].get("toolkit_removed", "")
+    assert why.startswith("texture references") and "CUDA 12.0" in why, inst["build"]
+    assert set(build_statuses(only_meta(dataset, "lut_scale")).values()) == {"ok"}
+
+
+def test_a_using_declaration_inside_an_included_vendored_library_is_not_copied(dataset: dict[str, Any]) -> None:
+    """`external/vmath` (a vendored header library the unit #includes) writes `namespace vmath {
+    VMATH_USING_STD_DEVICE_MATH }` under `#if defined(VMATH_CUDACC) && defined(VMATH_DEVICE_PASS)`, a macro of
+    using-declarations defined for the device pass only (Eigen's `EIGEN_USING_STD_COMPLEX_OPERATORS`). The unit
+    copied the library's using-declarations beside its #include, without that guard: nvcc's host pass read
+    `VMATH_USING_STD_DEVICE_MATH;` ("this declaration has no storage class or type specifier")."""
+    m = only_meta(dataset, "march_rays")
+    (unit,) = unit_texts(dataset, m)
+    assert "#include <vmath/vmath.h>" in unit
+    assert "VMATH_USING_STD_DEVICE_MATH" not in unit and "using std::size_t" not in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
