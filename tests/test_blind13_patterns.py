@@ -63,3 +63,19 @@ def test_a_kernel_of_cub_itself_states_the_thrust_its_release_needs(dataset: dic
     assert why.startswith("the kernel is CUB's own (CUB 2.2.0") and "thrust/system/cuda" in why, inst["build"]
     m = only_meta(dataset, "FillSlotsKernel")
     assert not any(i["build"].get("toolkit_removed") for i in m["instantiations"]), m["instantiations"]
+
+
+def test_thrust_headers_of_the_files_host_code_are_not_in_a_unit_that_names_no_thrust(
+        dataset: dict[str, Any]) -> None:
+    """`cells.cu` includes `<thrust/sort.h>`, `<thrust/device_vector.h>` and CUB for its host code and one kernel;
+    `cell_index` names none of them. Its unit kept every toolkit include of the file: nvcc's front end spent seconds
+    on thrust per unit (an SPH solver's 333 units at ~16 s each, 2 s without), for nothing the kernel uses.
+    `cell_total`, which names `cub::`, keeps them."""
+    m = only_meta(dataset, "cell_index")
+    (unit,) = unit_texts(dataset, m)
+    assert "#include <thrust/" not in unit and "#include <cub/" not in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    m = only_meta(dataset, "cell_total")
+    (unit,) = unit_texts(dataset, m)
+    assert "#include <cub/block/block_reduce.cuh>" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
