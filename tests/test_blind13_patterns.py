@@ -70,12 +70,13 @@ def test_thrust_headers_of_the_files_host_code_are_not_in_a_unit_that_names_no_t
     """`cells.cu` includes `<thrust/sort.h>`, `<thrust/device_vector.h>` and CUB for its host code and one kernel;
     `cell_index` names none of them. Its unit kept every toolkit include of the file: nvcc's front end spent seconds
     on thrust per unit (an SPH solver's 333 units at ~16 s each, 2 s without), for nothing the kernel uses.
-    `cell_total`, which names `cub::`, keeps them."""
+    `cell_total`, which names `cub::`, and `warp_lanes`, which writes CUB's macro `CUB_PTX_WARP_THREADS`, keep them."""
     m = only_meta(dataset, "cell_index")
     (unit,) = unit_texts(dataset, m)
     assert "#include <thrust/" not in unit and "#include <cub/" not in unit, unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
-    m = only_meta(dataset, "cell_total")
-    (unit,) = unit_texts(dataset, m)
-    assert "#include <cub/block/block_reduce.cuh>" in unit, unit
-    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    for name in ("cell_total", "warp_lanes"):  # `cub::BlockReduce`; CUB's macro `CUB_PTX_WARP_THREADS`
+        m = only_meta(dataset, name)
+        (unit,) = unit_texts(dataset, m)
+        assert "#include <cub/util_arch.cuh>" in unit, unit
+        assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

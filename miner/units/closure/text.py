@@ -153,8 +153,8 @@ def _names_cccl(ctx: TUContext, files: set[str], tokens: list[str]) -> bool:
     """Whether the unit may use thrust or CUB: its text names either namespace (one brings the other), or one of its
     files opens them to unqualified use (`using namespace cub;`, `namespace cb = cub;`) or writes code inside
     them (CUB's own files: `CUB_NAMESPACE_BEGIN`)."""
-    if {"thrust", "cub"} & set(tokens):
-        return True
+    if {"thrust", "cub"} & set(tokens) or any(t.startswith(("CUB_", "THRUST_")) for t in tokens):
+        return True  # (their macros too: `CUB_PTX_WARP_THREADS`)
     return any(_USES_CCCL.search(ctx.read(path)) for path in files)
 
 
