@@ -518,10 +518,10 @@ def _vendored_cub(meta: dict[str, Any], pieces: list[dict[str, Any]], includes: 
         while d and os.path.dirname(d) != d:
             if os.path.basename(d) == "cub" and any(os.path.isfile(os.path.join(d, f)) for f in _CUB_MARKERS):
                 rel = os.path.relpath(d, root) if root and d.startswith(root + os.sep) else d
-                if path == paths[0]:
-                    # The kernel is CUB's own (the mined tree is CUB): the toolkit's thrust, not the unit's CUB
+                if path == paths[0] and root and (d == root or root.startswith(d + os.sep)):
+                    # The mined tree is CUB and the kernel one of its own: the toolkit's thrust, not the unit's CUB
                     # text, is what stops its original translation unit (units.cub_release).
-                    return own_kernel_reason(path, d, rel if rel != d else os.path.basename(d), _CCCL3)
+                    return own_kernel_reason(path, d, os.path.basename(d), _CCCL3)
                 return (f"the unit takes code of a vendored CUB ({rel}) and includes the toolkit's thrust/CUB, which "
                         f"needs the toolkit's own CUB ({_CCCL3}): the original source does not compile with this "
                         "toolkit either")
