@@ -86,3 +86,16 @@ def test_thrust_headers_of_the_files_host_code_are_not_in_a_unit_that_names_no_t
         (unit,) = unit_texts(dataset, m)
         assert "#include <cub/util_arch.cuh>" in unit, unit
         assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_header_included_in_two_namespaces_gives_each_kernel_its_own_copy(dataset: dict[str, Any]) -> None:
+    """`kernel_fun_iker.h` has no include guard and is included inside `namespace sph {` and, through
+    `vres_iker.cu` (which `solver_ker.cu` includes whole), inside `namespace vres {`: one text, two declarations
+    `sph::kfun::weight` and `vres::kfun::weight`. The index folded the second into the first, so `vres_density`'s
+    unit had `kfun` only inside `sph` ("name followed by '::' must be a class or namespace name"); an SPH solver's
+    variable-resolution kernels failed so, 67 instantiations."""
+    m = only_meta(dataset, "vres_density")
+    (unit,) = unit_texts(dataset, m)
+    assert "namespace vres {\nnamespace kfun {" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    assert set(build_statuses(only_meta(dataset, "sph_density")).values()) == {"ok"}

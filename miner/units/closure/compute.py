@@ -370,7 +370,8 @@ def _events(ctx: TUContext, cur: ci.Cursor, scope: tuple[str, ...]) -> tuple[lis
                 continue
             d = r.get_definition() or r
             dpath = ctx.norm(d.location.file.name) if d.location.file else rpath
-            events.append(("ref", (dpath, d.location.offset), ctx.piece_at(dpath, d.location.offset)))
+            events.append(("ref", (dpath, d.location.offset),
+                           ctx.piece_at(dpath, d.location.offset, _enclosing_namespaces(d))))
     for name in dict.fromkeys(idents):
         # A type named through a using-declaration (`namespace k { using ::int32; }`, then `int32 n;` in
         # `k::inner`) is a UsingType to libclang 18, which exposes no TYPE_REF for it: no reference reaches the
