@@ -97,5 +97,7 @@ def test_a_header_included_in_two_namespaces_gives_each_kernel_its_own_copy(data
     m = only_meta(dataset, "vres_density")
     (unit,) = unit_texts(dataset, m)
     assert "namespace vres {\nnamespace kfun {" in unit, unit
-    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
-    assert set(build_statuses(only_meta(dataset, "sph_density")).values()) == {"ok"}
+    # `kfun::weight_k<K>(...)` in a template kernel is a dependent call: every `weight_k` of the TU comes along,
+    # each copy in its own namespace (one key per text had kept whichever came first).
+    for name in ("vres_density", "sph_density", "vres_smooth", "sph_smooth"):
+        assert set(build_statuses(only_meta(dataset, name)).values()) == {"ok"}, name

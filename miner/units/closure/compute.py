@@ -125,7 +125,9 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     def take(piece: Piece, pc: ci.Cursor) -> None:
         # Overloads and specializations share a name: take the whole set at that scope.
         for gp, gc in ctx.by_name.get((piece.namespaces, piece.name), [(piece, pc)]):
-            key = (gp.path, gp.start)
+            key: tuple = (gp.path, gp.start)
+            if key in ctx.twice:  # one text in two namespaces: each copy is taken on its own
+                key = (*key, gp.namespaces)
             if key not in seen and vendored(gp.path):
                 seen.add(key)  # kept as the library's #include, not inlined
             elif key not in seen:

@@ -168,6 +168,8 @@ class TUContext:
         self.members: dict[tuple[str, int], list[tuple[Piece, ci.Cursor]]] = {}
         # piece (path, start) -> the declarations nested in it that _outermost folded into it
         self.inner: dict[tuple[str, int], list[tuple[Piece, ci.Cursor]]] = {}
+        # (path, start) of a text included in several namespaces: one piece per namespace (_outermost)
+        self.twice: set[tuple[str, int]] = set()
         self._index(tu.cursor, ())
         for path, lst in self.pieces.items():
             lst.sort(key=lambda t: (t[0], -t[1]))
@@ -323,6 +325,7 @@ class TUContext:
                 # `namespace sph {` and `namespace vres {`, declares two things; each inclusion is its own piece
                 # (piece_at tells them apart by their namespaces).
                 out.append(item)
+                self.twice.add((item[2].path, item[2].start))
                 continue
             if out and item[0] >= out[-1][0] and item[1] <= out[-1][1] and item is not out[-1]:
                 outer = out[-1]
