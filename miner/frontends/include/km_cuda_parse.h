@@ -243,6 +243,10 @@ typedef struct CUfunc_st *cudaFunction_t;
 typedef struct cudaArray *cudaArray_t;
 typedef unsigned long long cudaTextureObject_t;
 typedef unsigned long long cudaSurfaceObject_t;
+/* texture_types.h's modes (still in CUDA 13): a legacy texture reference names them in its template arguments. */
+enum cudaTextureAddressMode { cudaAddressModeWrap, cudaAddressModeClamp, cudaAddressModeMirror, cudaAddressModeBorder };
+enum cudaTextureFilterMode { cudaFilterModePoint, cudaFilterModeLinear };
+enum cudaTextureReadMode { cudaReadModeElementType, cudaReadModeNormalizedFloat };
 typedef enum cudaError {
   cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
   cudaErrorInitializationError = 3, cudaErrorCudartUnloading = 4, cudaErrorInvalidConfiguration = 9,
