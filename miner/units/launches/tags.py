@@ -33,18 +33,26 @@ def _tag_value(arg: ci.Cursor, text: str) -> str | None:
     return None
 
 
-def _generic_lambda(var: ci.Cursor) -> ci.Cursor | None:
-    """The one `auto` parameter of the generic lambda a variable is initialized with, if it is one."""
+class TagColumn(list):
+    """One `auto` parameter's tag values over the calls of a lambda of several: the i-th values of the columns
+    of one `group` (the lambda) were passed together, so they are put in as rows, never crossed (`invoke(Int<8>,
+    Int<4>)`, `invoke(Int<64>, Int<16>)` are two launches, not four)."""
+
+    group: tuple[str, int] | None = None
+
+
+def _generic_lambda(var: ci.Cursor) -> list[ci.Cursor | None] | None:
+    """The parameters of the generic lambda a variable is initialized with (None for one that is no `auto`), if
+    it is one with an `auto` parameter."""
     lam = next((x for x in var.get_children() if x.kind == K.LAMBDA_EXPR), None)
     if lam is None:
         inits = [x for x in var.get_children() if x.kind in _WRAPPERS]
         lam = next((y for x in inits for y in x.walk_preorder() if y.kind == K.LAMBDA_EXPR), None)
     if lam is None:
         return None
-    parms = [p for p in lam.get_children() if p.kind == K.PARM_DECL]
-    if len(parms) != 1 or parms[0].type.get_canonical().kind not in (ci.TypeKind.UNEXPOSED, ci.TypeKind.AUTO):
-        return None
-    return parms[0]
+    parms = [p if p.type.get_canonical().kind in (ci.TypeKind.UNEXPOSED, ci.TypeKind.AUTO) else None
+             for p in lam.get_children() if p.kind == K.PARM_DECL]
+    return parms if any(p is not None for p in parms) else None
 
 
 def _callee_var(call: ci.Cursor) -> ci.Cursor | None:
@@ -57,13 +65,14 @@ def _callee_var(call: ci.Cursor) -> ci.Cursor | None:
 
 
 def tag_lambda(st: _State, var: ci.Cursor, fn: ci.Cursor) -> None:
-    """`var` a local initialized with a one-`auto`-parameter lambda: record the tag values it is called with
-    in `fn` as that parameter's value list (all calls must pass a tag; otherwise nothing is recorded)."""
-    parm = _generic_lambda(var)
-    if parm is None:
+    """`var` a local initialized with a generic lambda: record the tag values it is called with in `fn` as its
+    `auto` parameters' value lists. A parameter gets one only if every call passes it a tag; with several such
+    parameters the calls are rows (`TagColumn`)."""
+    parms = _generic_lambda(var)
+    if parms is None:
         return
     vkey = _key(st.ctx, var)
-    values: list[str] = []
+    rows: list[list[str | None]] = []
     for call in fn.walk_preorder():
         if call.kind != K.CALL_EXPR:
             continue
@@ -71,14 +80,23 @@ def tag_lambda(st: _State, var: ci.Cursor, fn: ci.Cursor) -> None:
         if target is None or _key(st.ctx, target) != vkey:
             continue
         args = list(call.get_children())[1:]
-        value = _tag_value(args[0], _src(st.ctx, args[0])) if len(args) == 1 else None
-        if value is None:
-            return  # called with something that is not a tag: its values are not a closed list
-        if value not in values:
-            values.append(value)
-    key = _key(st.ctx, parm)
-    if values and key is not None:
-        st.lists[key] = values
+        if len(args) == len(parms) + 1 and args[0].type.get_canonical().get_pointee().kind == ci.TypeKind.FUNCTIONPROTO:
+            args = args[1:]  # (a call in a non-template function names the lambda's `operator()` first)
+        if len(args) != len(parms):
+            return  # (defaulted or variadic: not a closed list)
+        rows.append([_tag_value(a, _src(st.ctx, a)) if p is not None else None
+                     for a, p in zip(args, parms, strict=True)])
+    # The parameters every call passes a tag (a type tag such as `uint8_t{}` or an outer lambda's own `auto` in
+    # another place leaves that parameter unknown, not the lambda).
+    tagged = [i for i, p in enumerate(parms) if p is not None and rows and all(r[i] is not None for r in rows)]
+    group = vkey if len(tagged) > 1 else None
+    for i in tagged:
+        key = _key(st.ctx, parms[i])  # type: ignore[arg-type]
+        if key is None:
+            continue
+        column = TagColumn(r[i] for r in rows) if group is not None else TagColumn(dict.fromkeys(r[i] for r in rows))
+        column.group = group
+        st.lists[key] = column
 
 
 def read_tags(text: str, names: set[str]) -> str:

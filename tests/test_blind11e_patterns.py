@@ -1,0 +1,37 @@
+"""`extract --build` on tests/fixtures/blind11e: patterns left on the eleventh set's development repos (issue 14,
+scripts/corpus_repos_blind11.txt: lmdeploy's and mlx's kernels, session 15), each reproduced by code of our own
+and judged by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind11e")
+
+
+def _args(meta: dict[str, Any]) -> list[dict[str, str]]:
+    return [inst["template_args"] for inst in meta["instantiations"]]
+
+
+def test_a_lambda_of_several_tag_parameters_is_launched_once_per_call(dataset: dict[str, Any]) -> None:
+    """`invoke(Int<8>, Int<4>, Int<1>)` and two more calls of a lambda of three `auto` parameters, from another
+    lambda and in a plain function (whose calls name the lambda's `operator()` first): only one-parameter lambdas
+    were read, so `width.value` stayed unknown and the kernel got the guess 128 (its static assertion failed).
+    Each call is one instantiation; the tags of different calls are never crossed."""
+    m = only_meta(dataset, "gate_kernel")
+    assert sorted((a["kWidth"], a["kItems"], a["kClear"]) for a in _args(m)) == [
+        ("160", "10", "false"), ("64", "16", "true"), ("8", "4", "true")]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    m = only_meta(dataset, "flatten_kernel")
+    assert sorted((a["kDim"], a["kCta"]) for a in _args(m)) == [("128", "64"), ("64", "32")]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
