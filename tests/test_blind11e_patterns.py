@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import build_statuses, extract_and_build, only_meta
+from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -34,4 +34,17 @@ def test_a_lambda_of_several_tag_parameters_is_launched_once_per_call(dataset: d
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
     m = only_meta(dataset, "flatten_kernel")
     assert sorted((a["kDim"], a["kCta"]) for a in _args(m)) == [("128", "64"), ("64", "32")]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_host_friend_defined_in_its_class_is_declared_only(dataset: dict[str, Any]) -> None:
+    """`friend std::ostream& operator<<(std::ostream& os, const Queue& q) { os << q.impl_; ... }` in a host class
+    that a unit takes (its `==` belongs to the overload set of a device `==`): the unit has `<memory>`, whose
+    `std::ostream` is incomplete, so printing the `shared_ptr` failed ("no operator "<<" matches", 28 of lmdeploy's
+    failures). A host-only friend defined in its class is found by argument lookup only; no device code calls
+    it, so it is declared only, as a host member is."""
+    m = only_meta(dataset, "count_equal")
+    (unit,) = unit_texts(dataset, m)
+    assert "friend std::ostream& operator<<(std::ostream& os, const Queue& q)\n    ;" in unit
+    assert "os << q.impl_" not in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
