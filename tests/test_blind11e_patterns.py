@@ -48,3 +48,16 @@ def test_a_host_friend_defined_in_its_class_is_declared_only(dataset: dict[str, 
     assert "friend std::ostream& operator<<(std::ostream& os, const Queue& q)\n    ;" in unit
     assert "os << q.impl_" not in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_fetched_librarys_include_is_no_copy_of_a_project_folder(dataset: dict[str, Any]) -> None:
+    """`#include <fmtx/format.h>` of a library the build fetches (`FetchContent_Declare(fmtx ...)`, `fmtx::fmtx`):
+    the tree has no `fmtx/`, and the copied-headers rule read the project's own `gemm/format.h` as it because the
+    build files name `fmtx`. That header includes the class reading `bits<T>` before `bits` is defined (an include
+    cycle), so the unit put `SubPtr` first ("identifier bits is undefined", lmdeploy's `fmt/format.h`). Only a build
+    that writes the folder into a path (a copy's destination) counts."""
+    m = only_meta(dataset, "scale_packed")
+    (unit,) = unit_texts(dataset, m)
+    assert unit.index("inline constexpr int bits") < unit.index("struct SubPtr")
+    assert "struct Format" not in unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
