@@ -61,3 +61,18 @@ def test_a_fetched_librarys_include_is_no_copy_of_a_project_folder(dataset: dict
     assert unit.index("inline constexpr int bits") < unit.index("struct SubPtr")
     assert "struct Format" not in unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_lambda_called_with_type_tags_is_launched_once_per_type(dataset: dict[str, Any]) -> None:
+    """`invoke(t{})` for each dispatched type (in a case macro), read back as `using T = decltype(t);`, and a lambda
+    whose first parameter is another lambda's (`dispatch(uint8_t{})`, `dispatch(T{})` calling `invoke(tkv,
+    std::integral_constant<int, 64>{})`): only integral tags were read, so `T` and `Tkv` stayed unknown and the
+    kernels got the guess `float` (lmdeploy's `TM_DISPATCH_PRIMARY_DTYPES(dtype, invoke)` and `flattenKV_v2`)."""
+    m = only_meta(dataset, "act_kernel")
+    assert sorted((a["kVec"], a["T"]) for a in _args(m)) == [("4", "__half"), ("4", "double")]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    m = only_meta(dataset, "store_kernel")
+    assert sorted((a["T"], a["Tkv"], a["kDim"]) for a in _args(m)) == [
+        ("float", "float", "128"), ("float", "float", "64"), ("float", "unsigned char", "128"),
+        ("float", "unsigned char", "64")]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
