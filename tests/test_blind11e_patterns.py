@@ -76,3 +76,19 @@ def test_a_lambda_called_with_type_tags_is_launched_once_per_type(dataset: dict[
         ("float", "float", "128"), ("float", "float", "64"), ("float", "unsigned char", "128"),
         ("float", "unsigned char", "64")]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_lambda_handed_to_a_dispatch_function_takes_the_tags_it_is_called_with(dataset: dict[str, Any]) -> None:
+    """`dispatch_float_types(dt, [&](auto type_tag) { using CTYPE = typename decltype(type_tag)::type; ... })`, whose
+    body's cases call `f(type_identity<float>{})`, and `dispatch_bool(v, [&](auto large) {...})` calling
+    `f(std::true_type{})` / `f(std::false_type{})` (mlx launches nearly every kernel so): the lambda's parameters
+    were unknown, so the kernels got guesses their static assertions reject. They take the tags of the calls in
+    the dispatch function's body; an identity wrapper's tag stands for the type it holds."""
+    m = only_meta(dataset, "fill_kernel")
+    got = sorted((a["T"], a["IdxT"]) for a in _args(m))
+    assert [t for t, _ in got] == ["double", "double", "float", "float"], got
+    assert {i for _, i in got} == {"std::conditional_t<true, long, int>", "std::conditional_t<false, long, int>"}
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    m = only_meta(dataset, "sum_kernel")
+    assert sorted(a["BLOCK_DIM"] for a in _args(m)) == ["256", "32"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

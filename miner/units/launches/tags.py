@@ -100,7 +100,26 @@ def _type_tag(st: _State, arg: ci.Cursor, text: str) -> str | None:
         return written if re.fullmatch(r"[A-Za-z_]\w*", written) else None
     from miner.units.launches import value_spelling
 
-    return value_spelling.type_spelling(canon)
+    # (`type_identity<float>{}` stands for `float`: read back as `typename decltype(tag)::type`, see read_tags)
+    return value_spelling.type_spelling(_identity_wrapped(canon) or canon)
+
+
+def _identity_wrapped(canon: ci.Type) -> ci.Type | None:
+    """`float` for `type_identity<float>` (a class template specialization of one type argument whose member
+    `type` is that argument), else None."""
+    if canon.get_num_template_arguments() != 1:
+        return None
+    arg = canon.get_template_argument_type(0)
+    if arg.kind == ci.TypeKind.INVALID:
+        return None
+    tmpl = ci.conf.lib.clang_getSpecializedCursorTemplate(canon.get_declaration())
+    if tmpl is None or tmpl.kind != K.CLASS_TEMPLATE:
+        return None
+    params = [c.spelling for c in tmpl.get_children() if c.kind == K.TEMPLATE_TYPE_PARAMETER]
+    for ch in tmpl.get_children():
+        if ch.kind in (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL) and ch.spelling == "type":
+            return arg if params and ch.underlying_typedef_type.spelling == params[0] else None
+    return None
 
 
 def _cell(st: _State, arg: ci.Cursor) -> _Cell:
@@ -204,12 +223,16 @@ def _expand(st: _State, rows: list[list[_Cell]]) -> list[list[str | None]]:
 
 
 def _record(st: _State, var: ci.Cursor, rows: list[list[str | None]]) -> None:
-    parms = _generic_lambda(var) or []
+    _record_parms(st, _generic_lambda(var) or [], _key(st.ctx, var), rows)
+
+
+def _record_parms(st: _State, parms: list[ci.Cursor | None], lkey: tuple[str, int] | None,
+                  rows: list[list[str | None]]) -> None:
     keys = st.__dict__.setdefault("_tag_keys", {})
     # The parameters every call passes a tag (a parameter some call passes anything else stays unknown, and the
     # lambda's other parameters keep their lists).
     tagged = [i for i, p in enumerate(parms) if p is not None and rows and all(r[i] is not None for r in rows)]
-    group = _key(st.ctx, var) if len(tagged) > 1 else None
+    group = lkey if len(tagged) > 1 else None
     for i in tagged:
         key = _key(st.ctx, parms[i])  # type: ignore[arg-type]
         if key is None:
@@ -220,12 +243,79 @@ def _record(st: _State, var: ci.Cursor, rows: list[list[str | None]]) -> None:
         keys[repr(key)] = key
 
 
+def dispatched_lambda(st: _State, call: ci.Cursor, children: list[ci.Cursor]) -> None:
+    """A generic lambda handed to a function template whose body calls it with tags (`dispatch_float_types(dt, [&](
+    auto type_tag) {...})`, the body's cases writing `f(type_identity<float>{})`; `dispatch_bool(v, [&](auto large)
+    {...})` calling `f(std::true_type{})` and `f(std::false_type{})`): its parameters take the tags of those calls,
+    as a lambda held in a local does from the calls in its function."""
+    args = children[1:]
+    for i, a in enumerate(args):
+        lam = a
+        while lam.kind in _WRAPPERS and len(kids := list(lam.get_children())) == 1:
+            lam = kids[0]
+        if lam.kind != K.LAMBDA_EXPR:
+            continue
+        parms = [p if p.type.get_canonical().kind in (ci.TypeKind.UNEXPOSED, ci.TypeKind.AUTO) else None
+                 for p in lam.get_children() if p.kind == K.PARM_DECL]
+        if not any(p is not None for p in parms) or any(_key(st.ctx, p) in st.lists for p in parms if p is not None):
+            continue
+        for fn in _callee_templates(call, children, len(args)):
+            fparms = [p for p in fn.get_children() if p.kind == K.PARM_DECL]
+            if i >= len(fparms):
+                continue
+            rows = _calls_of(st, fn, fparms[i], len(parms))
+            if rows:
+                _record_parms(st, parms, _key(st.ctx, lam), _expand(st, rows))
+                break
+
+
+def _callee_templates(call: ci.Cursor, children: list[ci.Cursor], nargs: int) -> list[ci.Cursor]:
+    """The definitions of the function templates a call may name (its instantiation's template; the overload set
+    of a dependent call inside another generic lambda), of that many parameters."""
+    lib = ci.conf.lib
+    ref = call.referenced
+    cands: list[ci.Cursor] = []
+    if ref is not None:
+        cands.append(ref if ref.kind == K.FUNCTION_TEMPLATE else lib.clang_getSpecializedCursorTemplate(ref))
+    elif children:
+        d = next((x for x in children[0].walk_preorder() if x.kind == K.OVERLOADED_DECL_REF), None)
+        if d is not None:
+            cands += [lib.clang_getOverloadedDecl(d, j) for j in range(lib.clang_getNumOverloadedDecls(d))]
+    out: list[ci.Cursor] = []
+    for t in cands:
+        d = t.get_definition() if t is not None and t.kind == K.FUNCTION_TEMPLATE else None
+        if d is not None and len([p for p in d.get_children() if p.kind == K.PARM_DECL]) == nargs and d not in out:
+            out.append(d)
+    return out
+
+
+def _calls_of(st: _State, fn: ci.Cursor, parm: ci.Cursor, arity: int) -> list[list[_Cell]] | None:
+    """The tag rows of the calls of `parm` (a callable parameter) in `fn`'s body; None where one passes no tag."""
+    pkey = _key(st.ctx, parm)
+    rows: list[list[_Cell]] = []
+    for call in fn.walk_preorder():
+        if call.kind != K.CALL_EXPR:
+            continue
+        target = _callee_var(call)
+        if target is None or _key(st.ctx, target) != pkey:
+            continue
+        args = list(call.get_children())[1:]
+        if len(args) != arity:
+            return None
+        row = [_cell(st, a) for a in args]
+        if any(c is None or c[0] == "ref" for c in row):
+            return None
+        rows.append(row)
+    return rows
+
+
 def read_tags(text: str, names: set[str]) -> str:
     """`decltype(tag)::value`, `tag.value`, `tag::value`, `tag()` and `tag.operator()()` as `tag`, for each of
     `names` (tags whose value is about to be put in)."""
     for n in names:
         e = re.escape(n)
         text = re.sub(rf"\bdecltype\s*\(\s*{e}\s*\)\s*::\s*value\b", n, text)
+        text = re.sub(rf"\btypename\s+decltype\s*\(\s*{e}\s*\)\s*::\s*type\b", n, text)  # (an identity tag)
         text = re.sub(rf"\bdecltype\s*\(\s*{e}\s*\)", n, text)  # (a type tag: `using T = decltype(t);`)
         text = re.sub(rf"(?<![\w.:]){e}\s*(?:\.|::)\s*value\b", n, text)
         text = re.sub(rf"(?<![\w.:]){e}\s*\(\s*\)", n, text)

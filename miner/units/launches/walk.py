@@ -18,7 +18,7 @@ from miner.units.launches.host_chain import _class_use, _host_call, _lambda_list
 from miner.units.launches.record import _API, _TYPED_USES, K, Launch
 from miner.units.launches.recovered import recover_dropped, recover_dropped_calls
 from miner.units.launches.sites import _api_launch, _chevron
-from miner.units.launches.state import _State
+from miner.units.launches.state import LAMBDA, _State, subtree_flags
 from miner.units.launches.tables import (
     _class_instance,
     _definitions,
@@ -26,7 +26,7 @@ from miner.units.launches.tables import (
     _host_of,
     _reference,
 )
-from miner.units.launches.tags import tag_lambda
+from miner.units.launches.tags import dispatched_lambda, tag_lambda
 from miner.units.launches.values import _taken_branches
 
 _CUDA_ATTRS = {K.CUDAGLOBAL_ATTR, K.CUDADEVICE_ATTR, K.CUDAHOST_ATTR}
@@ -162,6 +162,8 @@ def _walk_body(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None, hos
                         and x.spelling == "__cudaPushCallConfiguration"), None)
             ref = c.referenced
             _lambda_lists(st, c, children)
+            if subtree_flags(st, c) & LAMBDA:
+                dispatched_lambda(st, c, children)
             if cfg is not None:
                 _chevron(st, fn or root, path, c, children, cfg, in_lambda, host_key)
             elif ref is not None and ref.spelling in _API and fn is not None:
