@@ -92,3 +92,15 @@ def test_a_lambda_handed_to_a_dispatch_function_takes_the_tags_it_is_called_with
     m = only_meta(dataset, "sum_kernel")
     assert sorted(a["BLOCK_DIM"] for a in _args(m)) == ["256", "32"]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_grid_sized_with_libcuxx_ceil_div_keeps_the_dispatch_call(dataset: dict[str, Any]) -> None:
+    """`dispatch_width(cuda::ceil_div(n, N_READS), [&](auto width) { k<width()><<<...>>>(...); })`: the parse's CCCL
+    stand-in for `<cuda/cmath>` declared no `ceil_div`, the call was invalid and its lambda, with the launch inside,
+    dropped out of the AST (mlx sizes 58 grids so). A parse shim declares libcu++'s integer helpers; the unit
+    includes the real header."""
+    m = only_meta(dataset, "widen_kernel")
+    assert sorted(a["WIDTH"] for a in _args(m)) == ["4", "8"]
+    (unit, _) = unit_texts(dataset, m)
+    assert "#include <cuda/cmath>" in unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
