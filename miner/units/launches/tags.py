@@ -14,6 +14,7 @@ import re
 
 import clang.cindex as ci
 
+from miner.units.launches import value_spelling
 from miner.units.launches.cursors import _key
 from miner.units.launches.record import K
 from miner.units.launches.state import _State
@@ -98,8 +99,6 @@ def _type_tag(st: _State, arg: ci.Cursor, text: str) -> str | None:
         written = m.group(1) if m is not None else ""
         # (a host template's own parameter, `T{}`: by name, bound per instantiation in _finish)
         return written if re.fullmatch(r"[A-Za-z_]\w*", written) else None
-    from miner.units.launches import value_spelling
-
     # (`type_identity<float>{}` stands for `float`: read back as `typename decltype(tag)::type`, see read_tags)
     return value_spelling.type_spelling(_identity_wrapped(canon) or canon)
 
@@ -241,72 +240,6 @@ def _record_parms(st: _State, parms: list[ci.Cursor | None], lkey: tuple[str, in
         column.group = group
         st.lists[key] = column
         keys[repr(key)] = key
-
-
-def dispatched_lambda(st: _State, call: ci.Cursor, children: list[ci.Cursor]) -> None:
-    """A generic lambda handed to a function template whose body calls it with tags (`dispatch_float_types(dt, [&](
-    auto type_tag) {...})`, the body's cases writing `f(type_identity<float>{})`; `dispatch_bool(v, [&](auto large)
-    {...})` calling `f(std::true_type{})` and `f(std::false_type{})`): its parameters take the tags of those calls,
-    as a lambda held in a local does from the calls in its function."""
-    args = children[1:]
-    for i, a in enumerate(args):
-        lam = a
-        while lam.kind in _WRAPPERS and len(kids := list(lam.get_children())) == 1:
-            lam = kids[0]
-        if lam.kind != K.LAMBDA_EXPR:
-            continue
-        parms = [p if p.type.get_canonical().kind in (ci.TypeKind.UNEXPOSED, ci.TypeKind.AUTO) else None
-                 for p in lam.get_children() if p.kind == K.PARM_DECL]
-        if not any(p is not None for p in parms) or any(_key(st.ctx, p) in st.lists for p in parms if p is not None):
-            continue
-        for fn in _callee_templates(call, children, len(args)):
-            fparms = [p for p in fn.get_children() if p.kind == K.PARM_DECL]
-            if i >= len(fparms):
-                continue
-            rows = _calls_of(st, fn, fparms[i], len(parms))
-            if rows:
-                _record_parms(st, parms, _key(st.ctx, lam), _expand(st, rows))
-                break
-
-
-def _callee_templates(call: ci.Cursor, children: list[ci.Cursor], nargs: int) -> list[ci.Cursor]:
-    """The definitions of the function templates a call may name (its instantiation's template; the overload set
-    of a dependent call inside another generic lambda), of that many parameters."""
-    lib = ci.conf.lib
-    ref = call.referenced
-    cands: list[ci.Cursor] = []
-    if ref is not None:
-        cands.append(ref if ref.kind == K.FUNCTION_TEMPLATE else lib.clang_getSpecializedCursorTemplate(ref))
-    elif children:
-        d = next((x for x in children[0].walk_preorder() if x.kind == K.OVERLOADED_DECL_REF), None)
-        if d is not None:
-            cands += [lib.clang_getOverloadedDecl(d, j) for j in range(lib.clang_getNumOverloadedDecls(d))]
-    out: list[ci.Cursor] = []
-    for t in cands:
-        d = t.get_definition() if t is not None and t.kind == K.FUNCTION_TEMPLATE else None
-        if d is not None and len([p for p in d.get_children() if p.kind == K.PARM_DECL]) == nargs and d not in out:
-            out.append(d)
-    return out
-
-
-def _calls_of(st: _State, fn: ci.Cursor, parm: ci.Cursor, arity: int) -> list[list[_Cell]] | None:
-    """The tag rows of the calls of `parm` (a callable parameter) in `fn`'s body; None where one passes no tag."""
-    pkey = _key(st.ctx, parm)
-    rows: list[list[_Cell]] = []
-    for call in fn.walk_preorder():
-        if call.kind != K.CALL_EXPR:
-            continue
-        target = _callee_var(call)
-        if target is None or _key(st.ctx, target) != pkey:
-            continue
-        args = list(call.get_children())[1:]
-        if len(args) != arity:
-            return None
-        row = [_cell(st, a) for a in args]
-        if any(c is None or c[0] == "ref" for c in row):
-            return None
-        rows.append(row)
-    return rows
 
 
 def read_tags(text: str, names: set[str]) -> str:

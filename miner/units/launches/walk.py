@@ -11,6 +11,7 @@ from miner.units.closure import TUContext
 from miner.units.launches import class_scope, member_types, range_dispatch, used_methods, value_spelling
 from miner.units.launches.chosen import note_pointer
 from miner.units.launches.cursors import _Resolver
+from miner.units.launches.dispatch_functions import dispatched_lambda
 from miner.units.launches.finish import _finish
 from miner.units.launches.functors import deduced_call
 from miner.units.launches.helpers import finish_helpers, note_call
@@ -26,7 +27,7 @@ from miner.units.launches.tables import (
     _host_of,
     _reference,
 )
-from miner.units.launches.tags import dispatched_lambda, tag_lambda
+from miner.units.launches.tags import tag_lambda
 from miner.units.launches.values import _taken_branches
 
 _CUDA_ATTRS = {K.CUDAGLOBAL_ATTR, K.CUDADEVICE_ATTR, K.CUDAHOST_ATTR}
