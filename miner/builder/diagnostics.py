@@ -123,6 +123,12 @@ _DEVICE_SYNC = re.compile(r'calling a __host__ function\("(cudaDeviceSynchronize
 _PTX_WITHOUT_SYNC = re.compile(r"Instruction '(\w+)' without '\.sync' is not supported on \.target sm_70 and higher")
 
 
+# A legacy texture or surface reference (`texture<float, 2, cudaReadModeElementType> lut;` at namespace scope, read
+# by tex1D/tex2D/tex1Dfetch, bound by cudaBindTexture): CUDA 12.0 removed the `texture`/`surface` templates and
+# their functions, so nvcc 13 stops on the declaration the unit keeps as the source wrote it.
+_TEXTURE_REFERENCE = re.compile(r"\b(texture|surface) is not a template\b")
+
+
 def removed_from_toolkit(symbol: str | None, error: str | None = None) -> str | None:
     """Why a missing name cannot be supplied: the toolkit removed it (the source needs an older toolkit), or None.
     With the build's `error`, also inline PTX that no target of this toolkit assembles."""
@@ -136,6 +142,12 @@ def removed_from_toolkit(symbol: str | None, error: str | None = None) -> str | 
         return (f"{m.group(1)}() in device code (dynamic parallelism's old API) was removed in CUDA 12.0 (replaced by "
                 "launches into cudaStreamTailLaunch / cudaStreamFireAndForget): the original source does not compile "
                 "with this toolkit either")
+    if found is None and error and (m := _TEXTURE_REFERENCE.search(error)):
+        kind = m.group(1)
+        use = "read by tex1D/tex2D/tex1Dfetch" if kind == "texture" else "used by surf2Dread/surf2Dwrite"
+        return (f"{kind} references (`{kind}<...>` variables {use}) were removed in CUDA 12.0 (replaced by {kind} "
+                f"objects, cuda{kind.title()}Object_t): the original source does not compile with this toolkit "
+                "either")
     if found is None and error and (m := _PTX_WITHOUT_SYNC.search(error)):
         return (f"inline PTX `{m.group(1)}` without `.sync` is not supported on sm_70 and later targets (PTX ISA 6.4; "
                 "CUDA 13 targets sm_75 and later only): the original source does not assemble with this toolkit "

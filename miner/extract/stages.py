@@ -345,6 +345,9 @@ def _write(run: CudaRun) -> None:
     mentions = Mentions([*data.items(), *((f.path, f.data) for f in run.extra)],
                         run.graph.edges if run.graph is not None else None)
     ordinals: dict[tuple[str, str], int] = defaultdict(int)
+    # HIP names the project defines for its own CUDA build (`#define hipLaunchKernelGGL(F, G, B, M, S, ...)
+    # F<<<G, B, M, S>>>(__VA_ARGS__)`): a launch written with them is no sign of a HIP source
+    cuda_macros = hip_config.cuda_side_macros([*data.items(), *((f.path, f.data) for f in run.extra)])
     metas: list[dict[str, Any] | None] = []
     replaced: set[tuple[str | None, str]] = set()
     misses: list[tuple[int, tuple[Any, ...]]] = []  # (place in metas, render_kernel's arguments)
@@ -364,7 +367,7 @@ def _write(run: CudaRun) -> None:
         meta = _metadata(k, text, origin, kid, tu_of.get(k.path), config)
         if (bf := run.flags_of.get(tu_of.get(k.path) or k.path) or run.flags_of.get(k.path)):
             meta["build_flags"] = bf
-        native = hip_config.native_reason(k.path, data[k.path])
+        native = hip_config.native_reason(k.path, data[k.path], cuda_macros)
         if native:
             meta["variant"] = {"toolchain": "hip", "defines": [], "reason": native}
         write(meta, k, text, run.unit_data, origin.root)

@@ -50,16 +50,47 @@ def is_guard(name: str) -> bool:
     return _GUARD.fullmatch(name.encode()) is not None
 
 
-def native_reason(path: str, data: bytes) -> str | None:
+def native_reason(path: str, data: bytes, cuda_macros: frozenset[str] = frozenset()) -> str | None:
     """Why a kernel file is HIP code already, or None. A `#include <hip/...>` on the HIP side of a HIP guard
-    (`#ifdef USE_HIP` ... `#else #include <cuda_runtime.h>`) is no reason: that file is CUDA in the CUDA build."""
+    (`#ifdef USE_HIP` ... `#else #include <cuda_runtime.h>`) is no reason: that file is CUDA in the CUDA build.
+    Nor is a `hipLaunchKernelGGL` launch where the project itself defines that name for its CUDA build
+    (`cuda_macros`, from `cuda_side_macros`): a CUDA-first project written with HIP's spelling maps it to
+    `<<<...>>>` in its own portability header, and its kernels are CUDA's."""
     if os.path.splitext(path)[1].lower() == ".hip":
         return "HIP source (.hip file)"
     for m in _HIP_SOURCE.finditer(data):
+        launch = b"hipLaunchKernelGGL" in m.group(0)
+        if launch and "hipLaunchKernelGGL" in cuda_macros:
+            continue
         if not _on_hip_side(data, m.start()):
-            return ("HIP source (hipLaunchKernelGGL)" if b"hipLaunchKernelGGL" in m.group(0)
-                    else "HIP source (hip/ headers)")
+            return "HIP source (hipLaunchKernelGGL)" if launch else "HIP source (hip/ headers)"
     return None
+
+
+_DEFINE_HIP = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(hip\w+)", re.M)
+
+
+def cuda_side_macros(files: list[tuple[str, bytes]]) -> frozenset[str]:
+    """The HIP runtime names (`hipLaunchKernelGGL`, `hipMalloc`) the project's own files `#define` outside the
+    HIP side of a guard: in its CUDA build they are the project's macros over CUDA, not HIP's API."""
+    out: set[str] = set()
+    for _path, data in files:
+        if b"define" not in data or b"hip" not in data:
+            continue
+        for m in _DEFINE_HIP.finditer(data):
+            if not _on_hip_side(data, m.start()):
+                out.add(m.group(1).decode())
+    return frozenset(out)
+
+
+# A condition's HIP guard for telling sides apart: `_GUARD`'s names and any upper-case name with a HIP or ROCM word
+# (`#ifdef O_HIP`, `#if defined(HIP_BUILD)`), which selects the ROCm build of a project that ports itself. Only the
+# side test reads these; the HIP configuration parsed for variants stays the one `_GUARD` names.
+_SIDE_GUARD = re.compile(rb"\b(?:[A-Z0-9]+_)*(?:HIP|ROCM)(?:_[A-Z0-9]+)*\b")
+
+
+def _hip_test(cond: bytes) -> bool:
+    return bool(_GUARD.search(cond) or _SIDE_GUARD.search(cond))
 
 
 _DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b([^\n]*)", re.M)
@@ -72,11 +103,11 @@ def _on_hip_side(data: bytes, at: int) -> bool:
         kind, cond = m.group(1), m.group(2)
         if kind in (b"if", b"ifdef", b"ifndef"):
             neg = kind == b"ifndef" or bool(re.match(rb"\s*!", cond))
-            stack.append([bool(_GUARD.search(cond)), not neg])
+            stack.append([_hip_test(cond), not neg])
         elif kind in (b"elif", b"else") and stack:
             top = stack[-1]
             if kind == b"elif":
-                top[0], top[1] = bool(_GUARD.search(cond)), not re.match(rb"\s*!", cond)
+                top[0], top[1] = _hip_test(cond), not re.match(rb"\s*!", cond)
             else:
                 top[1] = not top[1]
         elif kind == b"endif" and stack:

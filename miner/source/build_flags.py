@@ -36,7 +36,7 @@ import re
 import tokenize
 from typing import Any
 
-from miner.source import cmake_modules, cmake_version, py_build
+from miner.source import cmake_modules, cmake_version, make_vars, py_build
 from miner.source.flag_spelling import normal, std_flag, uncommented
 
 # torch.utils.cpp_extension.COMMON_NVCC_FLAGS, which every CUDAExtension / load() build passes first.
@@ -284,13 +284,21 @@ _MAKE_NVCC_LINE = re.compile(r"^\s*(?:export\s+)?\w*(?:NVCC|CUDA|NV|CU)\w*FLAGS\
 _MAKE_COND = re.compile(r"^\s*(ifeq|ifneq|ifdef|ifndef|else|endif)\b(.*)$")
 
 
-def _from_make(text: str) -> list[str]:
+_MAKE_FLAGS_VAR = re.compile(r"^\w*(?:NVCC|CUDA|NV|CU)\w*FLAGS$")
+
+
+def _from_make(path: str) -> list[str]:
     """Flags of a Makefile's nvcc variables (`NVCCFLAGS += -DX`, `CUDA_FLAGS := ...`) and nvcc recipe lines,
-    outside conditions other than the platform (`ifeq ($(USE_CUDNN), 1)` adds an option)."""
+    outside conditions other than the platform (`ifeq ($(USE_CUDNN), 1)` adds an option). The variables are
+    expanded as make would (miner.source.make_vars): a flags variable that appends another (`GPUFLAGS +=
+    $(DFLAGS)`), filled by a makefile included through a variable's default (`include
+    builds/make.type.$(TYPE)`, `TYPE ?= hydro`), gives that one's `-D`s; a variable a recipe passes to nvcc
+    (`$(GPUCXX) $(GPUFLAGS) -c $<` with `GPUCXX ?= nvcc`) is a flags variable whatever its name."""
     out: list[str] = []
     branches = _Branches()
-    for line in text.splitlines():
-        line = line.split("#", 1)[0]
+    variables: dict[str, str] = {}
+    flag_vars: dict[str, None] = {}
+    for line in make_vars.lines(path, _read, variables):
         c = _MAKE_COND.match(line)
         if c:
             kind, rest = c.group(1), c.group(2)
@@ -301,9 +309,19 @@ def _from_make(text: str) -> list[str]:
             else:
                 branches.leave()
             continue
+        if not branches.cuda():
+            continue  # an option's assignment is not what the build always passes, nor is its recipe
+        name = make_vars.assign(line, variables)
+        if name and _MAKE_FLAGS_VAR.match(name):
+            flag_vars[name] = None
+        flag_vars.update(dict.fromkeys(make_vars.recipe_flag_variables(line, variables)))
         m = _MAKE_NVCC_LINE.match(line)
-        if m and branches.cuda():
+        if m:
             out += [t for w in (m.group(1) or m.group(2) or "").split() if "$" not in w for t in tokens(w)]
+    for name in flag_vars:
+        value = make_vars.expand(variables.get(name, ""), variables)
+        # (a flag the line itself wrote stays where it was: merge moves a repeated -D to its last place)
+        out += [t for w in value.split() if "$" not in w for t in tokens(w) if t not in out]
     return out
 
 
@@ -348,7 +366,7 @@ def _folder_flags_of(folder: str, root: str, rel: str, names: tuple[str, ...]
         if name == "CMakeLists.txt" or name.endswith(".cmake"):
             got: list[str] | None = _from_cmake(_read(path), cmake_cache_defaults(root))
         elif name in _MAKEFILES or name.endswith(".mk"):
-            got = _from_make(_read(path)) or None  # a Makefile that gives nvcc nothing is no CUDA build file
+            got = _from_make(path) or None  # a Makefile that gives nvcc nothing is no CUDA build file
         elif _BUILD_PY.match(name):
             py = _from_python(path, root, rel)
             got = py[0] if py else None

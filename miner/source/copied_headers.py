@@ -70,11 +70,25 @@ def aliases(texts: dict[str, bytes], found: Callable[[str, str, bool], bool], ro
         if os.path.basename(folder) == prefix:
             continue  # (an -I the miner lacks, not a copy: include_graph's tail matching finds those)
         if scripts is None:
-            scripts = "\n".join(_read(p) for p in builds)
-        if not re.search(rf"(?<![\w-]){re.escape(prefix)}(?![\w-])", scripts):
-            continue  # the build never names that folder: no evidence of a copy
+            scripts = "\n".join(_paths_written(_read(p)) for p in builds)
+        if not re.search(rf"(?<=/){re.escape(prefix)}(?![\w.-])", scripts):
+            # The build never writes that folder into a path (a copy's destination, `.../include/proj/P`): no
+            # evidence of a copy. A library the build fetches or links (`FetchContent_Declare(fmt ...)`,
+            # `fmt::fmt`, `<fmt/format.h>` in a comment) is named too, but its headers are no copy of the
+            # project's (lmdeploy's `fmt/format.h` was read as its own `kernels/gemm/format.h`, an include cycle
+            # that put a class before the variable template it reads).
+            continue
         out[prefix] = folder
     return out
+
+
+_COMMENT = re.compile(r"#[^\n]*")
+_URL = re.compile(r"\S+://\S+")
+
+
+def _paths_written(script: str) -> str:
+    """A build file without its comments and URLs (a fetched library's repository is no folder of the tree)."""
+    return _URL.sub(" ", _COMMENT.sub(" ", script))
 
 
 def _read(path: str) -> str:

@@ -114,8 +114,9 @@ class Index:
 # A platform switch: `WITH_CUDA`, `USE_ROCM`, `CUDA_FOUND`, `BUILD_CUDA_MODULE`, `torch.cuda`, `torch.version.hip`,
 # `is_rocm`;
 # not an option that merely names CUDA (`GGML_CUDA_FORCE_MMQ`, a header named `CUDAGeneratorImpl.h`).
+# (`HIPCONFIG`, the path of ROCm's hipconfig a Makefile tests with `ifdef HIPCONFIG`, names the platform too)
 _PLATFORM_WORD = re.compile(r"^(?:\w+_)?(cuda|hip|rocm)(?:_found|_home|_available|_enabled|_compiler|_module|_support"
-                            r"|_backend)?$", re.I)
+                            r"|_backend|_?config)?$", re.I)
 
 
 def platform_of(condition: str) -> str | None:

@@ -18,6 +18,7 @@ from miner.resources import template_env
 from miner.source import build_flags
 from miner.units.closure.context import _STRING_OR_COMMENT
 from miner.units.closure.text import HEADER_OF
+from miner.units.cub_release import own_kernel_reason
 from miner.units.headers import STD_HEADERS, is_toolkit_header
 from miner.units.instantiations import INFERRED_CALLABLE, INTEGRAL_TYPE, inst_id, split_top, substitute
 from miner.units.records import ClosureRecord, Launch
@@ -517,6 +518,10 @@ def _vendored_cub(meta: dict[str, Any], pieces: list[dict[str, Any]], includes: 
         while d and os.path.dirname(d) != d:
             if os.path.basename(d) == "cub" and any(os.path.isfile(os.path.join(d, f)) for f in _CUB_MARKERS):
                 rel = os.path.relpath(d, root) if root and d.startswith(root + os.sep) else d
+                if path == paths[0] and root and (d == root or root.startswith(d + os.sep)):
+                    # The mined tree is CUB and the kernel one of its own: the toolkit's thrust, not the unit's CUB
+                    # text, is what stops its original translation unit (units.cub_release).
+                    return own_kernel_reason(path, d, os.path.basename(d), _CCCL3)
                 return (f"the unit takes code of a vendored CUB ({rel}) and includes the toolkit's thrust/CUB, which "
                         f"needs the toolkit's own CUB ({_CCCL3}): the original source does not compile with this "
                         "toolkit either")

@@ -64,6 +64,15 @@
 #define CUDARTAPI
 #define CUDART_CB
 #define __CUDA_DEPRECATED
+/* CCCL's execution-space and inlining macros (cuda/std/__cccl/execution_space.h, visibility.h), which code
+ * written against modern Thrust/CUB spells instead of __device__ (`static _CCCL_DEVICE __forceinline__ T
+ * Add(...)`): without them such members parse as host code that names an unknown type, and are left out. */
+#ifndef _CCCL_DEVICE
+#define _CCCL_HOST __host__
+#define _CCCL_DEVICE __device__
+#define _CCCL_HOST_DEVICE __host__ __device__
+#define _CCCL_FORCEINLINE __forceinline__
+#endif
 
 /* The C library as device code sees it. The C headers themselves are left to the files that include
  * them (torch's shim brings the STL): with glibc's and libstdc++'s macros a translation unit holds
@@ -234,6 +243,10 @@ typedef struct CUfunc_st *cudaFunction_t;
 typedef struct cudaArray *cudaArray_t;
 typedef unsigned long long cudaTextureObject_t;
 typedef unsigned long long cudaSurfaceObject_t;
+/* texture_types.h's modes (still in CUDA 13): a legacy texture reference names them in its template arguments. */
+enum cudaTextureAddressMode { cudaAddressModeWrap, cudaAddressModeClamp, cudaAddressModeMirror, cudaAddressModeBorder };
+enum cudaTextureFilterMode { cudaFilterModePoint, cudaFilterModeLinear };
+enum cudaTextureReadMode { cudaReadModeElementType, cudaReadModeNormalizedFloat };
 typedef enum cudaError {
   cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
   cudaErrorInitializationError = 3, cudaErrorCudartUnloading = 4, cudaErrorInvalidConfiguration = 9,

@@ -25,6 +25,7 @@ from miner.units.closure.context import (
 )
 from miner.units.closure.dropped import dropped_pieces, names_in, visible
 from miner.units.closure.host_bodies import host_bodies_to_drop
+from miner.units.closure.invalid_vars import invalid_variables
 from miner.units.closure.operators import operators_of
 from miner.units.closure.shims import (
     _DEVICE_ATTRS,
@@ -124,7 +125,9 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     def take(piece: Piece, pc: ci.Cursor) -> None:
         # Overloads and specializations share a name: take the whole set at that scope.
         for gp, gc in ctx.by_name.get((piece.namespaces, piece.name), [(piece, pc)]):
-            key = (gp.path, gp.start)
+            key: tuple = (gp.path, gp.start)
+            if key in ctx.twice:  # one text in two namespaces: each copy is taken on its own
+                key = (*key, gp.namespaces)
             if key not in seen and vendored(gp.path):
                 seen.add(key)  # kept as the library's #include, not inlined
             elif key not in seen:
@@ -369,7 +372,8 @@ def _events(ctx: TUContext, cur: ci.Cursor, scope: tuple[str, ...]) -> tuple[lis
                 continue
             d = r.get_definition() or r
             dpath = ctx.norm(d.location.file.name) if d.location.file else rpath
-            events.append(("ref", (dpath, d.location.offset), ctx.piece_at(dpath, d.location.offset)))
+            events.append(("ref", (dpath, d.location.offset),
+                           ctx.piece_at(dpath, d.location.offset, _enclosing_namespaces(d))))
     for name in dict.fromkeys(idents):
         # A type named through a using-declaration (`namespace k { using ::int32; }`, then `int32 n;` in
         # `k::inner`) is a UsingType to libclang 18, which exposes no TYPE_REF for it: no reference reaches the
@@ -395,6 +399,12 @@ def _events(ctx: TUContext, cur: ci.Cursor, scope: tuple[str, ...]) -> tuple[lis
                 if found_here := ctx.by_name.get((ns + quals, name), [])[:1]:
                     events.append(("take", *found_here[0]))
                     break
+    if invalid := invalid_variables(ctx):
+        # A variable the parse found invalid is named by no expression of the AST (closure.invalid_vars).
+        for name in dict.fromkeys(idents):
+            if found := next((hit for i in range(len(scope), -1, -1) if (hit := invalid.get((scope[:i], name)))),
+                             None):
+                events.append(("take", *found))
     if ctx.has_errors(cur) or _is_variable_template(cur):
         # A variable template is one cursor without children in libclang 18: what its initializer
         # names is found through its text, as in a function whose expressions the parse dropped.
@@ -462,6 +472,17 @@ def _unvisited(ctx: TUContext, cur: ci.Cursor,
     return qualified_names(_STRING_OR_COMMENT.sub(" ", text))
 
 
+def _undefined_after(ctx: TUContext, m: Macro) -> bool:
+    """Whether the file of `m` `#undef`s its name after it, before defining it again: a scoped macro."""
+    data = ctx.read(m.path)
+    name = re.escape(m.name.encode())
+    undef = re.compile(rb"^[ \t]*#[ \t]*undef[ \t]+" + name + rb"\b", re.M).search(data, m.end)
+    if undef is None:
+        return False
+    again = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+" + name + rb"\b", re.M).search(data, m.end, undef.start())
+    return again is None
+
+
 def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...],
             vendored: Callable[[str], bool] = lambda _p: False,
             last_piece: tuple[int, ...] | None = None) -> list[Macro]:
@@ -493,6 +514,14 @@ def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...],
                 later = [m for m in cands if kernel_key < ctx.sort_key(m.path, m.start) < last_piece]
                 if len(before) + len(later) > 1:
                     before += sorted(later, key=lambda m: ctx.sort_key(m.path, m.start))
+            if not before:
+                # Defined only after the kernel: a definition its own file `#undef`s a few lines on (`#define
+                # Float typename Solver::Float` / one declaration / `#undef Float`) is in force there alone,
+                # never at the kernel; taken, it turned every later `class Float` into `class typename ...`.
+                cands = [m for m in cands if not _undefined_after(ctx, m)]
+                if not cands:
+                    chosen[name] = []
+                    continue
             chosen[name] = before or [min(cands, key=lambda m: ctx.sort_key(m.path, m.start))]
             todo += [t for m in chosen[name] for t in _IDENT.findall(m.body) if ctx.active_macro(t) and t not in chosen]
             # A definition the unit writes with its `#if` chain (arch_branches.arch_chain): the chain's conditions

@@ -168,6 +168,8 @@ class TUContext:
         self.members: dict[tuple[str, int], list[tuple[Piece, ci.Cursor]]] = {}
         # piece (path, start) -> the declarations nested in it that _outermost folded into it
         self.inner: dict[tuple[str, int], list[tuple[Piece, ci.Cursor]]] = {}
+        # (path, start) of a text included in several namespaces: one piece per namespace (_outermost)
+        self.twice: set[tuple[str, int]] = set()
         self._index(tu.cursor, ())
         for path, lst in self.pieces.items():
             lst.sort(key=lambda t: (t[0], -t[1]))
@@ -317,6 +319,14 @@ class TUContext:
         the outer one, so the text is emitted once and every name in it maps to it."""
         out: list[tuple[int, int, Piece, ci.Cursor]] = []
         for item in lst:
+            if out and (item[0], item[1]) == (out[-1][0], out[-1][1]) \
+                    and item[2].namespaces != out[-1][2].namespaces:
+                # The same text in another namespace: a header without an include guard included twice, inside
+                # `namespace sph {` and `namespace vres {`, declares two things; each inclusion is its own piece
+                # (piece_at tells them apart by their namespaces).
+                out.append(item)
+                self.twice.add((item[2].path, item[2].start))
+                continue
             if out and item[0] >= out[-1][0] and item[1] <= out[-1][1] and item is not out[-1]:
                 outer = out[-1]
                 key = (item[2].namespaces, item[2].name)
@@ -377,7 +387,10 @@ class TUContext:
                 return above[-1]
         return defs[-1]
 
-    def piece_at(self, path: str, offset: int) -> tuple[Piece, ci.Cursor] | None:
+    def piece_at(self, path: str, offset: int,
+                 namespaces: tuple[str, ...] | None = None) -> tuple[Piece, ci.Cursor] | None:
+        """The piece whose text holds `offset`; of the inclusions of one text in several namespaces (_outermost), the
+        one in `namespaces` where given."""
         lst = self.pieces.get(path)
         if not lst:
             return None
@@ -385,6 +398,12 @@ class TUContext:
         while i >= 0:
             start, end, p, c = lst[i]
             if start <= offset <= end:
+                if namespaces is not None and p.namespaces != namespaces:
+                    k = i - 1
+                    while k >= 0 and (lst[k][0], lst[k][1]) == (start, end):
+                        if lst[k][2].namespaces == namespaces:
+                            return lst[k][2], lst[k][3]
+                        k -= 1
                 return p, c
             i -= 1
         return None

@@ -71,6 +71,9 @@ def _candidates(cls: ci.Cursor, text: str, dropped: dict[tuple[int, int], str],
         if m.kind in _CLASS_KINDS:
             _candidates(m, text, dropped, out)
             continue
+        if m.kind == K.FRIEND_DECL:
+            _friend_candidates(m, cls, text, dropped, out)
+            continue
         if m.kind not in _FUNCS:
             continue
         e = m.extent
@@ -94,6 +97,30 @@ def _candidates(cls: ci.Cursor, text: str, dropped: dict[tuple[int, int], str],
             continue
         # A constructor is never called by its name: only a special one (kept above) can be reached.
         out[ext] = ("" if ctor else m.spelling, (start, body.extent.end.offset))
+
+
+def _friend_candidates(f: ci.Cursor, cls: ci.Cursor, text: str, dropped: dict[tuple[int, int], str],
+                       out: dict[tuple[int, int], tuple[str, tuple[int, int]]]) -> None:
+    """A host-only function the class befriends and defines in its body (`friend std::ostream& operator<<(std::ostream&
+    os, const Stream& s) { os << s.impl_; ... }`): found by argument lookup only, so no device code can call it,
+    and its body may need what the unit lacks (a complete `std::ostream`: the unit has `<memory>`'s `<iosfwd>`,
+    the source had `<ostream>` from a header nothing was taken from). Declared only, as a host member is; one whose
+    return type is deduced keeps its body (a declaration could not be called)."""
+    for fn in f.get_children():
+        if fn.kind not in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
+            continue
+        e = fn.extent
+        ext = (e.start.offset, e.end.offset)
+        body = next((ch for ch in fn.get_children() if ch.kind == K.COMPOUND_STMT), None)
+        if (body is None or e.start.file is None or ext in dropped
+                or any(ch.kind in _DEVICE_ATTRS for ch in fn.get_children())
+                or not text.startswith("{", body.extent.start.offset)):
+            continue
+        head = text[e.start.offset:body.extent.start.offset]
+        if _CONSTEXPR.search(head) or re.search(r"\b(?:auto|decltype)\b", head.split("(", 1)[0]):
+            continue
+        if (body.extent.start.offset, body.extent.end.offset) not in dropped:
+            out[ext] = (fn.spelling, (body.extent.start.offset, body.extent.end.offset))
 
 
 def _friend_names(ctx: TUContext, cls: ci.Cursor) -> set[str]:

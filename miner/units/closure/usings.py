@@ -41,8 +41,14 @@ def usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple
     # Every file of the translation unit, not only those the closure took pieces from: `namespace dgl { using
     # namespace runtime; }` in a header included before the kernel's, of which the kernel needs nothing else,
     # is what makes `accum_dtype` (dgl::runtime's) visible in dgl::aten::cuda.
+    included = [lib for lib in libraries.values() if lib.wheel is None]
     for p, c in _using_pieces(ctx, files):
         if (p.path, p.start) in seen or ctx.sort_key(p.path, p.start) >= before:
+            continue
+        if any(lib.holds(p.path) for lib in included):
+            # Written in a vendored library the unit #includes (`using std::size_t;` in Eigen/Core): the include
+            # brings it, under the library's own #if. A copy lost that guard (Eigen's `EIGEN_USING_STD_COMPLEX_
+            # OPERATORS;`, a macro defined only for the device pass: "this declaration has no storage class").
             continue
         refs = [ch.referenced for ch in c.get_children() if ch.referenced is not None]
         target = refs[-1] if refs else None

@@ -267,12 +267,16 @@ class Vendored:
     def _third_party(self, path: str) -> bool:
         return self._third_party_dir(os.path.dirname(path))
 
-    @functools.lru_cache(maxsize=4096)  # noqa: B019 - one TU's lifetime; the instance dies with it
     def _third_party_dir(self, d: str) -> bool:
-        rel = os.path.relpath(d, self.root)
-        if not rel.startswith("..") and any(c.lower() in THIRD_PARTY_DIRS for c in rel.split(os.sep)):
-            return True
-        return _in_submodule(d)
+        # Memoized per instance: an `lru_cache` on the method was one cache for the class, keyed by `self`, so it
+        # held every instance, its TUContext and through that the translation unit (libclang's whole AST) of
+        # every file parsed in the process (mlx's run grew to 7.4 GB and was killed for memory).
+        cache = self.__dict__.setdefault("_third_party_dirs", {})
+        if d not in cache:
+            rel = os.path.relpath(d, self.root)
+            cache[d] = (not rel.startswith("..") and any(c.lower() in THIRD_PARTY_DIRS for c in rel.split(os.sep))
+                        ) or _in_submodule(d)
+        return cache[d]
 
     def prelude(self, lib: Library) -> list[str]:
         """The unit's lines for the library: its configuring #defines and its #includes, interleaved in TU order

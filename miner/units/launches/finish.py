@@ -146,8 +146,18 @@ def _finish(st: _State, rec: Launch, insts: dict[tuple[str, int], list[list[str]
         params = st.host_params.get(rec.host_template, [])
         rec.host_params = [p.spelling for p in params]
     variants: list[dict[str, str]] = [{}]
+    grouped: set[object] = set()
     for name, vals in lists.items():
-        variants = [{**v, name: x} for v in variants for x in vals][:_MAX_LIST_VARIANTS]
+        group = getattr(vals, "group", None)
+        if group is None:
+            variants = [{**v, name: x} for v in variants for x in vals][:_MAX_LIST_VARIANTS]
+        elif group not in grouped:
+            # The tags of one call of a lambda of several `auto` parameters go in together (tags.TagColumn).
+            grouped.add(group)
+            names = [n for n, x in lists.items() if getattr(x, "group", None) == group]
+            rows = dict.fromkeys(zip(*(lists[n] for n in names), strict=True))
+            variants = [{**v, **dict(zip(names, row, strict=True))} for v in variants for row in rows]
+            variants = variants[:_MAX_LIST_VARIANTS]
     if not lists:
         _finish_one(st, rec, insts, alias, {})
         return

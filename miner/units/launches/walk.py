@@ -11,6 +11,7 @@ from miner.units.closure import TUContext
 from miner.units.launches import class_scope, member_types, range_dispatch, used_methods, value_spelling
 from miner.units.launches.chosen import note_pointer
 from miner.units.launches.cursors import _Resolver
+from miner.units.launches.dispatch_functions import dispatched_lambda
 from miner.units.launches.finish import _finish
 from miner.units.launches.functors import deduced_call
 from miner.units.launches.helpers import finish_helpers, note_call
@@ -18,7 +19,7 @@ from miner.units.launches.host_chain import _class_use, _host_call, _lambda_list
 from miner.units.launches.record import _API, _TYPED_USES, K, Launch
 from miner.units.launches.recovered import recover_dropped, recover_dropped_calls
 from miner.units.launches.sites import _api_launch, _chevron
-from miner.units.launches.state import _State
+from miner.units.launches.state import LAMBDA, _State, subtree_flags
 from miner.units.launches.tables import (
     _class_instance,
     _definitions,
@@ -162,6 +163,8 @@ def _walk_body(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None, hos
                         and x.spelling == "__cudaPushCallConfiguration"), None)
             ref = c.referenced
             _lambda_lists(st, c, children)
+            if subtree_flags(st, c) & LAMBDA:
+                dispatched_lambda(st, c, children)
             if cfg is not None:
                 _chevron(st, fn or root, path, c, children, cfg, in_lambda, host_key)
             elif ref is not None and ref.spelling in _API and fn is not None:

@@ -1,0 +1,76 @@
+"""What a Makefile's nvcc command line holds once its variables are expanded.
+
+A Makefile often gives nvcc no literal flag at all: the recipe runs `$(GPUCXX) $(GPUFLAGS) -c $< -o $@`, the
+flags variable appends another (`GPUFLAGS += $(DFLAGS) -Isrc`), and that one is filled by a build-type makefile
+the main one includes through a variable with a default (`TYPE ?= hydro` / `include builds/make.type.$(TYPE)`,
+whose `DFLAGS += -DPRECISION=2` decides which `typedef ... Real;` exists). This module reads such a build as
+`make` would with no variable given on its command line: assignments (`=`, `:=`, `::=`, `+=`, `?=`) in order,
+includes whose name expands to a file of the tree, and `$(X)` / `${X}` references expanded recursively. The
+caller decides which lines count (the platform rule of build_flags: a line under an option's condition is not
+what the build always passes); functions (`$(shell ...)`, `$(findstring ...)`) are not evaluated, and a word
+left holding `$` is no flag.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+
+_ASSIGN = re.compile(r"^\s*(?:export\s+|override\s+)*([A-Za-z_][\w.-]*)\s*(\+=|\?=|::?=|:::=|=)(.*)$")
+_INCLUDE = re.compile(r"^\s*-?s?include\s+(\S.*)$")
+_REF = re.compile(r"\$[({]([A-Za-z_][\w.-]*)[)}]")
+_RECIPE_COMPILER = re.compile(r"^\t\s*@?\s*(\$[({][A-Za-z_][\w.-]*[)}]|\S+)")
+_MAX_DEPTH = 4  # includes followed; references expanded
+
+
+def lines(path: str, read: Callable[[str], str], variables: dict[str, str], depth: int = 0) -> Iterator[str]:
+    """The lines of the Makefile at `path` with the lines of the makefiles it includes in their place (an
+    include whose name, expanded with `variables` as assigned so far, is a file beside the top Makefile's
+    folder or the including one's). The caller assigns as it goes (`assign`), so a later include sees them."""
+    folder = os.path.dirname(path)
+    for raw in read(path).splitlines():
+        line = raw.split("#", 1)[0].rstrip()
+        m = _INCLUDE.match(line)
+        if m is None or depth >= _MAX_DEPTH:
+            yield line
+            continue
+        for name in expand(m.group(1), variables).split():
+            if "$" in name:
+                continue  # `include builds/make.host.$(MACHINE)` with `MACHINE ?= $(shell ...)`: not known
+            target = name if os.path.isabs(name) else os.path.join(folder, name)
+            if os.path.isfile(target):
+                yield from lines(target, read, variables, depth + 1)
+
+
+def assign(line: str, variables: dict[str, str]) -> str | None:
+    """Apply the assignment on `line` (if it is one) to `variables`; the name assigned, or None."""
+    m = _ASSIGN.match(line)
+    if m is None or line.startswith("\t"):
+        return None
+    name, op, value = m.group(1), m.group(2), m.group(3).strip()
+    if op == "?=":
+        variables.setdefault(name, value)
+    elif op == "+=":
+        variables[name] = f"{variables[name]} {value}".strip() if name in variables else value
+    else:
+        variables[name] = value
+    return name
+
+
+def expand(value: str, variables: dict[str, str], depth: int = 0) -> str:
+    """`value` with every `$(X)` / `${X}` of a known variable replaced by its expanded value; unknown
+    references and function calls stay as written."""
+    if depth >= _MAX_DEPTH or "$" not in value:
+        return value
+    return _REF.sub(lambda m: expand(variables[m.group(1)], variables, depth + 1) if m.group(1) in variables
+                    else m.group(0), value)
+
+
+def recipe_flag_variables(line: str, variables: dict[str, str]) -> list[str]:
+    """The variables a recipe line passes to nvcc: on a line whose command is nvcc (written, or a variable whose
+    value is nvcc: `GPUCXX ?= nvcc` / `$(GPUCXX) $(GPUFLAGS) -c $<`), every other variable it references."""
+    m = _RECIPE_COMPILER.match(line)
+    if m is None or not re.search(r"\bnvcc\b", expand(m.group(1), variables)):
+        return []
+    return [r.group(1) for r in _REF.finditer(line[m.end():])]

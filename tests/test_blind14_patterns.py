@@ -1,0 +1,93 @@
+"""`extract --build` on tests/fixtures/blind14: patterns found on the fourteenth set of repositories (issue 14,
+scripts/corpus_repos_blind14.txt, development repos since session 15), each reproduced by code of our own and
+judged by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def port_sim(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/port_sim")
+
+
+def test_a_cuda_project_written_with_hip_names_is_mined_as_cuda(port_sim: dict[str, Any]) -> None:
+    """`src/utils/gpu.hpp` includes <hip/hip_runtime.h> only under `#ifdef O_HIP` and, on its CUDA side, defines
+    `hipLaunchKernelGGL(F, G, B, M, S, ...)` as `F<<<G, B, M, S>>>(__VA_ARGS__)`; every launch is written with
+    that name. Both kernels were taken for HIP sources (`variant.toolchain: hip`) and never built by nvcc."""
+    for name in ("relax_cells", "gpu_zero"):
+        m = only_meta(port_sim, name)
+        assert m.get("variant") is None, m.get("variant")
+        assert m["launches"], name
+        assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_makefile_gives_the_defines_of_the_build_type_it_includes(port_sim: dict[str, Any]) -> None:
+    """The recipe runs `$(GPUCXX) $(GPUFLAGS)` (`GPUCXX ?= nvcc`), `GPUFLAGS += $(DFLAGS)`, and `DFLAGS` is filled
+    by `include builds/make.type.$(TYPE)` with `TYPE ?= base`: `-DPRECISION=2` decides which `typedef ... Real;`
+    exists. Without it every unit failed on `Real` ("incomplete type void"). An option's define (`ifeq
+    ($(findstring -DSTRICT,...))`) and the HIP side's (`ifdef HIPCONFIG`) are not the build's."""
+    m = only_meta(port_sim, "relax_cells")
+    nvcc = m["build_flags"]["nvcc"]
+    assert "-DPRECISION=2" in nvcc and "-DDENSITY_FLOOR" in nvcc, m["build_flags"]
+    assert "-DSTRICT_BOUNDS" not in nvcc and "-DO_HIP" not in nvcc and "-DPRECISION=1" not in nvcc, nvcc
+    assert "--extended-lambda" in nvcc, nvcc
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def scoped_macro(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/scoped_macro")
+
+
+def test_a_macro_its_file_undefines_after_one_declaration_stays_out_of_units_before_it(
+        scoped_macro: dict[str, Any]) -> None:
+    """`bind.h` includes the kernel's header, then writes `#define Float typename Solver::Float` for one
+    declaration and `#undef Float` after it. The kernel's `typedef typename Vector::Float Float;` names `Float`,
+    no definition precedes the kernel, and the closure took the later one: `template<class Float>` of every helper
+    became `template<class typename Solver::Float>` ("expected an identifier")."""
+    m = only_meta(scoped_macro, "scale_rows")
+    (unit,) = unit_texts(scoped_macro, m)
+    assert "#define Float" not in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def cut_branch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/cut_branch")
+
+
+def test_a_member_cut_out_of_a_class_keeps_the_conditionals_around_its_declaration(
+        cut_branch: dict[str, Any]) -> None:
+    """`#if CUDA_VERSION >= 12000` / `static void Describe(const double4_16a &val, ...)` / `#else` / `... (const
+    double4 &val, ...)` / `#endif` / the body: a host-only member whose type the parse does not know, so the unit
+    leaves it out; its range starts after the `#if` and took the `#else` and `#endif` with it ("unterminated
+    #if")."""
+    m = only_meta(cut_branch, "copy_modified")
+    (unit,) = unit_texts(cut_branch, m)
+    assert unit.count("#if CUDA_VERSION >= 12000") == 1 and "host-only member left out" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def cccl_qualifiers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/cccl_qualifiers")
+
+
+def test_members_spelled_with_ccl_execution_space_macros_are_device_code_with_their_header(
+        cccl_qualifiers: dict[str, Any]) -> None:
+    """`static _CCCL_DEVICE _CCCL_FORCEINLINE T Add(T *ptr, T val)` in a header that includes nothing: the project
+    had CCCL's macros through Thrust, included by the launching file. The parse took the member for host code
+    naming an unknown type, and the unit named `_CCCL_DEVICE` without the header that defines it."""
+    m = only_meta(cccl_qualifiers, "expand_frontier")
+    (unit,) = unit_texts(cccl_qualifiers, m)
+    assert "#include <cuda/__cccl_config>" in unit and "_CCCL_DEVICE" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
