@@ -287,9 +287,14 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
         files = [(f, t) for f, t in unsaved if f != path] + [(path, f"{base}\n{text}\n")]
         # A probe reads a class's private member aliases and fields too (`using impl_type = ...;` above
         # `public:`, `std::unique_ptr<impl_type> impl_;`), as the class's own members do.
-        access = [] if local_only else ["-Xclang", "-fno-access-control"]
+        probe_args, probe_index = args, index
+        if config.prelude_of.get(path) and local_only:
+            # Through a prelude (frontends.prelude) the plain stub: a prefix fixes the language options, and a
+            # probe needs access control off as the plain parse's probe has it.
+            probe_args, probe_index = clang_args(pch.without(config), path), _plain_index()
+        access = [] if "-include-pch" in probe_args else ["-Xclang", "-fno-access-control"]
         try:
-            return index.parse(path, args=args + access, options=_OPTIONS, unsaved_files=files)
+            return probe_index.parse(path, args=probe_args + access, options=_OPTIONS, unsaved_files=files)
         except ci.TranslationUnitLoadError:
             return None
     try:
@@ -299,6 +304,16 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
 
 
 _LOCAL_INDEX: dict[int, ci.Index] = {}
+_PLAIN_INDEX: dict[int, ci.Index] = {}
+
+
+def _plain_index() -> ci.Index:
+    """This process's ordinary index (for probes of a parse through a prelude)."""
+    pid = os.getpid()
+    if pid not in _PLAIN_INDEX:
+        _PLAIN_INDEX.clear()
+        _PLAIN_INDEX[pid] = ci.Index.create()
+    return _PLAIN_INDEX[pid]
 
 
 def _local_index() -> ci.Index:
