@@ -147,13 +147,20 @@ def _walk(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None) -> None:
             rec._scope = scope  # type: ignore[attr-defined]
 
 
+def _may_hold_lambda(var: ci.Cursor) -> bool:
+    t = var.type.get_canonical()
+    return t.kind in (ci.TypeKind.AUTO, ci.TypeKind.UNEXPOSED) or "lambda at " in t.spelling
+
+
 def _walk_body(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None, host_key: tuple[str, int] | None) -> None:
     stack: list[tuple[ci.Cursor, bool]] = [(root, False)]
     while stack:
         c, in_lambda = stack.pop()
         kind = c.kind
         children_: list[ci.Cursor] | None = None
-        if kind == K.VAR_DECL and fn is not None:
+        # (a local of a closure type, or one whose type a template leaves undeduced: any other local would cost
+        # tag_lambda a walk of the whole function for nothing)
+        if kind == K.VAR_DECL and fn is not None and _may_hold_lambda(c):
             tag_lambda(st, c, fn)  # before the lambda's body is walked: its launches read the tag values
         if kind in _CASTS_AND_STORES:
             note_pointer(st, c, list(c.get_children()))
