@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from miner.units.headers import STD_HEADERS, SYSTEM_HEADERS
 from tests.conftest import FIXTURES, load_dataset, run_miner
 from tests.test_extract_speed import _summary
 
 PRELUDE = FIXTURES / "prelude"
+STANDARD = STD_HEADERS | SYSTEM_HEADERS
 TUS = ["fill_ops.cu", "copy_ops.cu", "scan_ops.cu", "ndebug_ops.cu"]
 
 
@@ -32,12 +34,12 @@ def test_sure_headers_follow_unconditional_includes_in_order() -> None:
     from miner.frontends import prelude
 
     data, graph = _project()
-    headers, macros = prelude.sure_headers(_tu("scan_ops.cu"), data, graph.edges, {})
+    headers, macros = prelude.sure_headers(_tu("scan_ops.cu"), data, graph.edges, {}, STANDARD)
     # <map> sits under #ifdef: a prelude must never add a header the unit may not include, and what the
     # conditional include may bring in comes before <algorithm> in the plain parse: the sequence ends there.
     assert headers == ("vector", "cstdio", "cuda_runtime.h")
     assert {b"KM_THREADS", b"PRELUDE_COMMON_CUH"} <= macros
-    headers, macros = prelude.sure_headers(_tu("ndebug_ops.cu"), data, graph.edges, {})
+    headers, macros = prelude.sure_headers(_tu("ndebug_ops.cu"), data, graph.edges, {}, STANDARD)
     assert headers == ("vector", "cstdio", "cuda_runtime.h") and b"NDEBUG" in macros
 
 
@@ -50,7 +52,7 @@ def planned(tmp_path_factory: pytest.TempPathFactory):
         pytest.skip("libclang not installed")
     data, graph = _project()
     plain = ParseConfig(include_dirs=[str((PRELUDE / "include").resolve())])
-    fast = prelude.plan([_tu(t) for t in TUS], plain, data, graph.edges, str(tmp_path_factory.mktemp("pre")),
+    fast = prelude.plan([_tu(t) for t in TUS], plain, data, graph.edges, STANDARD, str(tmp_path_factory.mktemp("pre")),
                         lambda r: False)
     return plain, fast, set(data)
 

@@ -24,6 +24,7 @@ from miner.frontends.model import Kernel
 from miner.frontends.parse_cache import ParseCache
 from miner.source import context, include_graph
 from miner.source.discover import SourceFile
+from miner.units.headers import STD_HEADERS, SYSTEM_HEADERS
 
 # Worker state: set once per process by the pool initializer (libclang's Index is not picklable).
 _W: dict[str, Any] = {}
@@ -142,7 +143,7 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                     with_torch = _with_torch_pch(plain_config, [*files, *extra], {r: reach[r] for r in todo},
                                                  pch_folder)
                     pch_config.append(prelude.plan(
-                        todo, with_torch, data, graph.edges, pch_folder,
+                        todo, with_torch, data, graph.edges, STD_HEADERS | SYSTEM_HEADERS, pch_folder,
                         lambda r: bool(with_torch.torch_pch) and r in with_torch.torch_tus))
                 fresh = _run_clang(todo, pch_config[0], inputs, opts.jobs, opts.units, tick, groups)
                 for res in fresh:

@@ -28,7 +28,6 @@ from collections import Counter
 from collections.abc import Callable
 
 from miner.frontends.config import ParseConfig, clang_args, stub_dir
-from miner.units.headers import STD_HEADERS, SYSTEM_HEADERS
 
 _DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif|include|define|undef)\b[ \t]*(.*)$", re.M)
 _INCLUDE_NAME = re.compile(rb'^([<"])([^>"]+)[>"]')
@@ -36,7 +35,8 @@ _MACRO_NAME = re.compile(rb"[A-Za-z_]\w*")
 _WORD = re.compile(rb"[A-Za-z_]\w*")
 _GUARD_IF = re.compile(rb"^(?:ifndef[ \t]+(\w+)|if[ \t]+!\s*defined\s*\(?\s*(\w+))")
 # Headers a prelude may hold: the C and C++ standard libraries and the C/POSIX ones every toolchain has.
-_PRELUDE_HEADERS = (STD_HEADERS | SYSTEM_HEADERS) - {"linux/types.h", "asm/types.h"}
+# (the caller's list of standard and C/POSIX headers: `units.headers`, which this layer does not import)
+_NEVER_HELD = frozenset({"linux/types.h", "asm/types.h"})
 # The compiler's own feature-test macros: a project defines them only as a fallback (`#ifndef __has_builtin`)
 # that clang never takes, so the standard headers' `#if __has_builtin(...)` see clang's either way.
 _BUILTIN_MACROS = frozenset(b"""
@@ -112,7 +112,7 @@ def _cplusplus(kind: bytes, rest: bytes) -> str:
 
 
 def sure_headers(root: str, data: dict[str, bytes], edges: dict[str, set[str]],
-                 scans: dict[str, _Scan]) -> tuple[tuple[str, ...], set[bytes]]:
+                 scans: dict[str, _Scan], standard: frozenset[str]) -> tuple[tuple[str, ...], set[bytes]]:
     """The prelude headers `root` includes first, in the order it does: those it includes outside every `#if`
     (directly or through project headers it includes so) up to the first include that might bring other system
     headers in between (a conditional include, a header no prelude holds), so that the files a prelude reads come
@@ -131,7 +131,7 @@ def sure_headers(root: str, data: dict[str, bytes], edges: dict[str, set[str]],
         for delim, raw, sure in scan(f).ordered:
             name = raw.decode("utf-8", "replace")
             target = _target(f, name, edges)
-            held = target is None and (delim == b"<" and name in _PRELUDE_HEADERS or _is_shim(name))
+            held = target is None and (delim == b"<" and name in standard and name not in _NEVER_HELD or _is_shim(name))
             if held and name in out:
                 continue  # included already: its guard makes it nothing
             if not sure:
@@ -203,16 +203,18 @@ def _target(path: str, name: str, edges: dict[str, set[str]]) -> str | None:
 
 
 def plan(roots: list[str], config: ParseConfig, data: dict[str, bytes], edges: dict[str, set[str]],
+         standard: frozenset[str],
          folder: str, skip: Callable[[str], bool]) -> ParseConfig:
-    """The config with preludes built under `folder` for the roots that `skip` leaves (those with a torch
+    """The config with preludes of the `standard` headers (and our stand-ins) built under `folder` for the roots
+    that `skip` leaves (those with a torch
     prefix, per-file flags or defines of their own are skipped)."""
     scans: dict[str, _Scan] = {}
-    shadowed = {os.path.basename(p) for p in data} & {h.rsplit("/", 1)[-1] for h in _PRELUDE_HEADERS}
+    shadowed = {os.path.basename(p) for p in data} & {h.rsplit("/", 1)[-1] for h in standard}
     wanted: dict[str, tuple[tuple[str, ...], str, set[bytes]]] = {}
     for r in roots:
         if skip(r) or r in config.per_file_args or r in config.defines_of:
             continue
-        headers, macros = sure_headers(r, data, edges, scans)
+        headers, macros = sure_headers(r, data, edges, scans, standard)
         headers = tuple(h for h in headers if h.rsplit("/", 1)[-1] not in shadowed)
         wanted[r] = (headers, " ".join(config.args_of.get(r, DIALECT)), macros)
     if len(wanted) < 2:  # a prelude costs about one parse
