@@ -291,7 +291,7 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
         if config.prelude_of.get(path) and local_only:
             # Through a prelude (frontends.prelude) the plain stub: a prefix fixes the language options, and a
             # probe needs access control off as the plain parse's probe has it.
-            probe_args, probe_index = clang_args(pch.without(config), path), _plain_index()
+            probe_args, probe_index = clang_args(pch.without(config), path), _process_index(False)
         access = [] if "-include-pch" in probe_args else ["-Xclang", "-fno-access-control"]
         try:
             return probe_index.parse(path, args=probe_args + access, options=_OPTIONS, unsaved_files=files)
@@ -303,27 +303,22 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
         cindex_speed.release(tu)
 
 
-_LOCAL_INDEX: dict[int, ci.Index] = {}
-_PLAIN_INDEX: dict[int, ci.Index] = {}
+_INDEXES: dict[tuple[int, bool], ci.Index] = {}
 
 
-def _plain_index() -> ci.Index:
-    """This process's ordinary index (for probes of a parse through a prelude)."""
-    pid = os.getpid()
-    if pid not in _PLAIN_INDEX:
-        _PLAIN_INDEX.clear()
-        _PLAIN_INDEX[pid] = ci.Index.create()
-    return _PLAIN_INDEX[pid]
+def _process_index(exclude_pch: bool) -> ci.Index:
+    """This process's index (one per process: the parse workers are forked); `exclude_pch` leaves the
+    declarations of precompiled headers out of the walks."""
+    key = (os.getpid(), exclude_pch)
+    if key not in _INDEXES:
+        for stale in [k for k in _INDEXES if k[0] != key[0]]:
+            del _INDEXES[stale]
+        _INDEXES[key] = ci.Index.create(excludeDecls=exclude_pch)
+    return _INDEXES[key]
 
 
 def _local_index() -> ci.Index:
-    """This process's index that excludes declarations from precompiled headers (one per process: the
-    parse workers are forked)."""
-    pid = os.getpid()
-    if pid not in _LOCAL_INDEX:
-        _LOCAL_INDEX.clear()
-        _LOCAL_INDEX[pid] = ci.Index.create(excludeDecls=True)
-    return _LOCAL_INDEX[pid]
+    return _process_index(True)
 
 
 def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[str], analyse: Analysis | None,

@@ -26,6 +26,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 
 from miner.frontends.config import ParseConfig, clang_args, stub_dir
 
@@ -206,8 +207,7 @@ def plan(roots: list[str], config: ParseConfig, data: dict[str, bytes], edges: d
          standard: frozenset[str],
          folder: str, skip: Callable[[str], bool]) -> ParseConfig:
     """The config with preludes of the `standard` headers (and our stand-ins) built under `folder` for the roots
-    that `skip` leaves (those with a torch
-    prefix, per-file flags or defines of their own are skipped)."""
+    that `skip` leaves (those with a torch prefix, per-file flags or defines of their own are skipped)."""
     scans: dict[str, _Scan] = {}
     shadowed = {os.path.basename(p) for p in data} & {h.rsplit("/", 1)[-1] for h in standard}
     wanted: dict[str, tuple[tuple[str, ...], str, set[bytes]]] = {}
@@ -253,10 +253,8 @@ def plan(roots: list[str], config: ParseConfig, data: dict[str, bytes], edges: d
         if fits:
             best = max(fits, key=lambda b: len(b[0]))
             prelude_of[r] = best[2]
-    if sum(1 for _ in prelude_of) < 2:
+    if len(prelude_of) < 2:
         return config
-    from dataclasses import replace
-
     return replace(config, prelude_of=prelude_of, args_of=args_of)
 
 
@@ -279,9 +277,10 @@ def _build(config: ParseConfig, headers: tuple[str, ...], dialect: list[str],
         tu = ci.Index.create().parse(prefix, args=clang_args(cfg, prefix, prefix=False), options=0x200 | 0x10 | 0x1)
         if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
             return None
-        files = {prefix, str(stub_dir() / "km_cuda_parse.h")} | {inc.include.name for inc in tu.get_includes()}
+        files = {prefix, str(stub_dir() / "km_cuda_parse.h")}
         parents: dict[str, str] = {}
         for inc in tu.get_includes():
+            files.add(inc.include.name)
             if inc.source is not None:
                 parents.setdefault(inc.include.name, inc.source.name)
         tu.save(out)

@@ -13,7 +13,7 @@ import clang.cindex as ci
 from miner.units.launches.cursors import _key
 from miner.units.launches.record import K
 from miner.units.launches.state import _State
-from miner.units.launches.tags import _WRAPPERS, _callee_var, _Cell, _cell, _expand, _record_parms
+from miner.units.launches.tags import _WRAPPERS, _Cell, _cell, _expand, _record_parms, call_args
 
 
 def dispatched_lambda(st: _State, call: ci.Cursor, children: list[ci.Cursor]) -> None:
@@ -64,15 +64,8 @@ def _callee_templates(call: ci.Cursor, children: list[ci.Cursor], nargs: int) ->
 
 def _calls_of(st: _State, fn: ci.Cursor, parm: ci.Cursor, arity: int) -> list[list[_Cell]] | None:
     """The tag rows of the calls of `parm` (a callable parameter) in `fn`'s body; None where one passes no tag."""
-    pkey = _key(st.ctx, parm)
     rows: list[list[_Cell]] = []
-    for call in fn.walk_preorder():
-        if call.kind != K.CALL_EXPR:
-            continue
-        target = _callee_var(call)
-        if target is None or _key(st.ctx, target) != pkey:
-            continue
-        args = list(call.get_children())[1:]
+    for args in call_args(st, fn, parm):
         if len(args) != arity:
             return None
         row = [_cell(st, a) for a in args]

@@ -11,6 +11,7 @@ generic-lambda dispatch (`_State.lists`), and the idioms that read a tag's value
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import clang.cindex as ci
 
@@ -183,19 +184,20 @@ def _unresolved(st: _State, ref: str, raw: dict[int, tuple[ci.Cursor, list | Non
     return False
 
 
+def call_args(st: _State, fn: ci.Cursor, var: ci.Cursor) -> Iterator[list[ci.Cursor]]:
+    """The arguments of each call in `fn`'s body whose callee is the variable or parameter `var`."""
+    vkey = _key(st.ctx, var)
+    for call in fn.walk_preorder():
+        if call.kind == K.CALL_EXPR and (target := _callee_var(call)) is not None and _key(st.ctx, target) == vkey:
+            yield list(call.get_children())[1:]
+
+
 def _rows(st: _State, var: ci.Cursor, fn: ci.Cursor) -> list[list[_Cell]] | None:
     parms = _generic_lambda(var)
     if parms is None:
         return None
-    vkey = _key(st.ctx, var)
     rows: list[list[_Cell]] = []
-    for call in fn.walk_preorder():
-        if call.kind != K.CALL_EXPR:
-            continue
-        target = _callee_var(call)
-        if target is None or _key(st.ctx, target) != vkey:
-            continue
-        args = list(call.get_children())[1:]
+    for args in call_args(st, fn, var):
         if len(args) == len(parms) + 1 and args[0].type.get_canonical().get_pointee().kind == ci.TypeKind.FUNCTIONPROTO:
             args = args[1:]  # (a call in a non-template function names the lambda's `operator()` first)
         if len(args) != len(parms):
