@@ -14,7 +14,7 @@ from tests.test_extract_speed import _summary
 
 PRELUDE = FIXTURES / "prelude"
 STANDARD = STD_HEADERS | SYSTEM_HEADERS
-TUS = ["fill_ops.cu", "copy_ops.cu", "scan_ops.cu", "ndebug_ops.cu"]
+TUS = ["fill_ops.cu", "copy_ops.cu", "scan_ops.cu", "ndebug_ops.cu", "alias_ops.cu"]
 
 
 def _project():
@@ -105,6 +105,9 @@ def test_extract_through_preludes_finds_every_kernel_and_launch(tmp_path: Path) 
                      env={"XDG_CACHE_HOME": str(tmp_path / "c"), "KM_PARSE_CACHE": "off"})
     assert proc.returncode == 0, proc.stderr
     metas = {m["name"]: m for m in load_dataset(tmp_path / "out")}
-    assert set(metas) == {"km_fill_kernel", "km_copy_kernel", "km_max_kernel", "km_checked_kernel"}
+    assert set(metas) == {"km_fill_kernel", "km_copy_kernel", "km_max_kernel", "km_checked_kernel", "km_pack_kernel"}
     assert [i["template_args"] for i in metas["km_max_kernel"]["instantiations"]] == [{"T": "float", "BLOCK": "128"}]
+    # A private member alias as a launch's template argument: the probe through the prelude reads it.
+    assert sorted(i["id"] for i in metas["km_pack_kernel"]["instantiations"]) == [
+        "float_unsigned_int", "int_unsigned_int"]
     assert all(m["launches"] for m in metas.values())

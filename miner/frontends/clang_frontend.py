@@ -287,14 +287,10 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
         files = [(f, t) for f, t in unsaved if f != path] + [(path, f"{base}\n{text}\n")]
         # A probe reads a class's private member aliases and fields too (`using impl_type = ...;` above
         # `public:`, `std::unique_ptr<impl_type> impl_;`), as the class's own members do.
-        probe_args, probe_index = args, index
-        if config.prelude_of.get(path) and local_only:
-            # Through a prelude (frontends.prelude) the plain stub: a prefix fixes the language options, and a
-            # probe needs access control off as the plain parse's probe has it.
-            probe_args, probe_index = clang_args(pch.without(config), path), _process_index(False)
-        access = [] if "-include-pch" in probe_args else ["-Xclang", "-fno-access-control"]
+        # Access control is a benign language option: a precompiled prefix (torch's, a prelude) takes it off too.
+        access = ["-Xclang", "-fno-access-control"]
         try:
-            return probe_index.parse(path, args=probe_args + access, options=_OPTIONS, unsaved_files=files)
+            return index.parse(path, args=args + access, options=_OPTIONS, unsaved_files=files)
         except ci.TranslationUnitLoadError:
             return None
     try:
