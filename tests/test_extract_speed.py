@@ -452,7 +452,8 @@ def test_written_with_indexes_a_scope_once() -> None:
     siblings._by_file = counted
     try:
         for c in functions:
-            assert [s.spelling for s in siblings.written_with(c, memo)] == [s.spelling for s in siblings.written_with(c)]
+            got = [s.spelling for s in siblings.written_with(c, memo)]
+            assert got == [s.spelling for s in siblings.written_with(c)]
     finally:
         siblings._by_file = by_file
     written = {c.spelling: [s.spelling for s in siblings.written_with(c)] for c in functions}
