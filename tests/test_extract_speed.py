@@ -345,3 +345,191 @@ def test_closure_walks_each_declaration_once_per_unit(monkeypatch: pytest.Monkey
     assert len(shared.analysis["closures"]) == 3
     # 6 walks (3 kernels, helper, inner, Pair) against 12, one per kernel reaching each
     assert once < calls[0] - 4, (once, calls[0])
+
+
+REPEAT = FIXTURES / "speed_repeat"
+
+
+def _repeat_parse(name: str):
+    from miner.frontends import clang_frontend
+    from miner.frontends.config import ParseConfig
+    from miner.units.analysis import analyse
+
+    if not clang_frontend.AVAILABLE:
+        pytest.skip("libclang not installed")
+    inputs = {str(p.resolve()) for p in REPEAT.iterdir() if p.suffix in (".cu", ".cuh")}
+    return clang_frontend.parse(str((REPEAT / name).resolve()), ParseConfig(), inputs, analyse=analyse)
+
+
+def test_a_unit_lists_each_node_children_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/fixtures/speed_repeat: the launch walk, the flags of a call's arguments, the references in them and the
+    closure's walk of each declaration list the same nodes' children again (a third of a ggml unit's listings).
+    While a parse holds its TU, each node's children are listed once (`cindex_speed`); the analysis must be what
+    listing them every time gives."""
+    import clang.cindex as ci
+
+    from miner.frontends import cindex_speed, clang_frontend
+
+    lib = ci.conf.lib
+    original = lib.clang_visitChildren
+    listed: dict[tuple, int] = {}
+
+    def counted(cursor, visitor, out):
+        key = (cursor._kind_id, cursor.xdata, *cursor.data)
+        listed[key] = listed.get(key, 0) + 1
+        return original(cursor, visitor, out)
+
+    monkeypatch.setattr(lib, "clang_visitChildren", counted)
+    once = _repeat_parse("a.cu")
+    assert not once.unit_error and len(once.analysis["closures"]) == 5
+    assert max(listed.values()) == 1, max(listed.values())
+    shared = sum(listed.values())
+
+    hold = cindex_speed.hold_top_level
+
+    def forgetful(tu, local_only=False):  # the old way: every walk lists again
+        hold(tu, local_only)
+        tu.__dict__.pop(cindex_speed._LISTED, None)
+
+    monkeypatch.setattr(clang_frontend.cindex_speed, "hold_top_level", forgetful)
+    listed.clear()
+    again = _repeat_parse("a.cu")
+    assert again.analysis == once.analysis and again.kernels == once.kernels
+    # (433 listings against 987 here, one node listed 6 times)
+    assert shared < 0.6 * sum(listed.values()), (shared, sum(listed.values()))
+
+
+def test_closures_read_unit_wide_facts_once_per_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each kernel's closure read every diagnostic of its TU (its unresolved names, the headers the parse lacked)
+    and scanned every file the TU includes for a framework header: per kernel, the same answer. Read once per TU
+    now (`closure.text._errors`, `_plain`, `_lacking_headers`): the diagnostics are read as often for a unit of
+    five kernels as for one of two, and the unresolved name is still found."""
+    import clang.cindex as ci
+
+    reads = [0]
+    diagnostics = ci.TranslationUnit.diagnostics
+
+    def counted(self):
+        reads[0] += 1
+        return diagnostics.fget(self)
+
+    monkeypatch.setattr(ci.TranslationUnit, "diagnostics", property(counted))
+    five = _repeat_parse("a.cu")
+    five_reads, reads[0] = reads[0], 0
+    two = _repeat_parse("b.cu")
+    assert len(five.analysis["closures"]) == 5 and len(two.analysis["closures"]) == 2
+    assert five_reads == reads[0], (five_reads, reads[0])  # (19 against 13 when each closure read them)
+    unresolved = [u for _key, c in five.analysis["closures"] for u in c["unresolved"]]
+    assert [u["symbol"] for u in unresolved] == ["sr_missing_helper"]
+    assert unresolved[0]["where"] == "a.cu:19" and unresolved[0]["nowhere"] is True
+
+
+def test_written_with_indexes_a_scope_once() -> None:
+    """A function written by a macro (`SR_KERNEL_AND_LAUNCHER` writes a kernel and its launcher) scanned all of its
+    scope's children for what the same invocation wrote, once per such function: at a unit's top level, thousands
+    of cursors each time. With a per-TU memo the scope is indexed once; the answer is the scan's."""
+    import clang.cindex as ci
+
+    from miner.frontends import clang_frontend
+    from miner.frontends.config import ParseConfig
+    from miner.units.closure import siblings
+
+    if not clang_frontend.AVAILABLE:
+        pytest.skip("libclang not installed")
+    path = str((REPEAT / "a.cu").resolve())
+    tu = ci.Index.create().parse(path, args=clang_frontend.clang_args(ParseConfig(), path))
+    functions = [c for c in tu.cursor.walk_preorder()
+                 if c.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE)
+                 and c.location.file is not None and c.location.file.name == path]
+    memo: dict = {}
+    indexed = [0]
+    by_file = siblings._by_file
+
+    def counted(scope):
+        indexed[0] += 1
+        return by_file(scope)
+
+    siblings._by_file = counted
+    try:
+        for c in functions:
+            got = [s.spelling for s in siblings.written_with(c, memo)]
+            assert got == [s.spelling for s in siblings.written_with(c)]
+    finally:
+        siblings._by_file = by_file
+    written = {c.spelling: [s.spelling for s in siblings.written_with(c)] for c in functions}
+    assert written["twice_kernel"] == ["twice_launch"] and written["square_launch"] == ["square_kernel"]
+    assert indexed[0] == 1  # (the TU's top level, for the four functions the macro wrote)
+
+
+def test_macro_definitions_scanned_once_per_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every translation unit read the `#define`s of each project file it includes, twice (the explicit
+    instantiations' macros, the host instantiations'): 128 ggml parses scanned the same headers. Scanned once per
+    text and process now (`macro_text._scanned`); the definitions handed out are the scan's."""
+    from miner.units import macro_text
+
+    monkeypatch.setattr(macro_text, "_DEFINITIONS", {})
+    scans: list[str] = []
+    scan = macro_text._every_definition
+
+    def counted(text):
+        scans.append(text)
+        return scan(text)
+
+    monkeypatch.setattr(macro_text, "_every_definition", counted)
+    _repeat_parse("a.cu")
+    _repeat_parse("b.cu")
+    assert len(scans) == len(set(scans)) and any("SR_KERNEL_AND_LAUNCHER" in t for t in scans)
+    header = (REPEAT / "common.cuh").read_text()
+    assert macro_text.every_definition(header) == scan(header)
+    assert macro_text.definitions(header)["SR_SCALE"] == macro_text.MacroDef("SR_SCALE", ("x",), "((x) * 2.0f)")
+
+
+def test_no_cycle_collection_while_a_unit_is_walked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walks keep hundreds of thousands of cursor objects alive, and each automatic collection of cycles
+    traversed them all again (with the children kept per node, a fifth of a ggml unit's CPU). None runs during a
+    parse now; the analysis's context is cleared after it, so the TU is freed as `parse` returns, without one."""
+    import gc
+    import weakref
+
+    import clang.cindex as ci
+
+    alive: list[weakref.ref] = []
+    real = ci.TranslationUnit.from_source.__func__
+
+    def from_source(cls, *args, **kwargs):
+        tu = real(cls, *args, **kwargs)
+        alive.append(weakref.ref(tu))
+        return tu
+
+    monkeypatch.setattr(ci.TranslationUnit, "from_source", classmethod(from_source))
+    from miner.frontends import clang_frontend
+
+    collections: list[str] = []
+    inside = [False]
+    walk = clang_frontend._walk
+
+    def walked(*args, **kwargs):
+        inside[0] = True
+        try:
+            return walk(*args, **kwargs)
+        finally:
+            inside[0] = False
+
+    monkeypatch.setattr(clang_frontend, "_walk", walked)
+
+    def seen(phase, info):
+        if phase == "start" and inside[0]:
+            collections.append(phase)
+
+    assert gc.isenabled()
+    gc.callbacks.append(seen)
+    thresholds = gc.get_threshold()
+    gc.set_threshold(10, 1, 1)  # (a collection every few allocations, were it enabled)
+    try:
+        res = _repeat_parse("a.cu")
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.callbacks.remove(seen)
+    assert not res.unit_error and gc.isenabled()
+    assert collections == []
+    assert len(alive) == 1 and alive[0]() is None

@@ -32,6 +32,11 @@ _TOP = "_km_top_level"  # attribute of a TranslationUnit: its top-level cursors 
 # table lives from `hold_top_level` to `release`.
 _FILE_NAMES: dict[int, str] | None = None
 _FILES: dict[int, Any] | None = None  # file handle -> its File object, with the same lifetime
+# Attribute of a TranslationUnit while a parse holds it: each cursor's children as first listed. The analyses
+# walk the same subtrees several times (the launch walk, then the flags of a call's arguments, the references
+# in them, the closure's walk of the same declaration): a third of the listings of a ggml or MMCV unit were
+# listings of a node listed before (`tests/test_extract_speed.py` counts them).
+_LISTED = "_km_children"
 
 
 def install() -> None:
@@ -60,10 +65,20 @@ def install() -> None:
             held = tu.__dict__.get(_TOP)
             if held is not None:
                 return iter(held)
-        out: list = []
+        listed = tu.__dict__.get(_LISTED)
+        if listed is not None:
+            # (the cursor's whole struct: equal structs are the same node, whose children are the same)
+            data = self.data
+            key = (self._kind_id, self.xdata, data[0], data[1], data[2])
+            out = listed.get(key)
+            if out is not None:
+                return iter(out)
+        out = []
         lib.clang_visitChildren(self, visitor, out)
         for child in out:
             child._tu = tu  # as the bindings do: the TU outlives every cursor handed out
+        if listed is not None:
+            listed[key] = out
         return iter(out)
 
     def walk_preorder(self: Any) -> Iterator[Any]:
@@ -186,10 +201,12 @@ def hold_top_level(tu: Any, local_only: bool = False) -> None:
     global _FILE_NAMES, _FILES
     _FILE_NAMES, _FILES = {}, {}
     tu.__dict__.pop(_TOP, None)
+    tu.__dict__.pop(_LISTED, None)
     top = list(tu.cursor.get_children())
     if local_only:
         top = [c for c in top if not _instantiated(c)]
     tu.__dict__[_TOP] = top
+    tu.__dict__[_LISTED] = {}
 
 
 def release(tu: Any) -> None:
@@ -197,3 +214,4 @@ def release(tu: Any) -> None:
     global _FILE_NAMES, _FILES
     _FILE_NAMES = _FILES = None
     tu.__dict__.pop(_TOP, None)
+    tu.__dict__.pop(_LISTED, None)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import gc
 import hashlib
 import json
 import os
 import re
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -255,12 +257,33 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
     finds in the live TU (`ParseResult.analysis`), reading the explicit instantiations of `instances`
     (files that are this TU but for those lines, `extract/instances.py`) as the TU's own.
     `same_as` is (the `preprocessed` digest of another parse of `path`, the macros this configuration defines
-    beyond that one's): when this parse comes out the same, the analysis is skipped (`ParseResult.reused`)."""
+    beyond that one's): when this parse comes out the same, the analysis is skipped (`ParseResult.reused`).
+
+    Python's cycle collector is off while the TU is walked: the walks make and keep hundreds of thousands of
+    cursor objects, and each automatic collection traversed all of them again (a tenth of a ggml unit's CPU,
+    more with the children kept per node, `cindex_speed`). Nothing the walks make is garbage before the TU is
+    released; what a cycle still holds afterwards (the TU through the analysis's context) is collected then."""
+    if not gc.isenabled():
+        return _parse(path, config, inputs, index, analyse, instances, same_as)[0]
+    gc.disable()
+    try:
+        result, tu = _parse(path, config, inputs, index, analyse, instances, same_as)
+    finally:
+        gc.enable()
+    if tu is not None and tu() is not None:
+        gc.collect()  # (libclang's AST is large: not left to a later collection)
+    return result
+
+
+def _parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | None,
+           analyse: Analysis | None, instances: list[str] | tuple[str, ...],
+           same_as: tuple[str, tuple[str, ...]] | None) -> tuple[ParseResult, Any]:
+    """`parse`, and a weak reference to the TU (None where none was made)."""
     with_units = analyse is not None
     result = ParseResult(path=path)
     if not AVAILABLE:
         result.error = "libclang is not available"
-        return result
+        return result, None
     args = clang_args(config, path)
     # Through a precompiled prefix, an index that leaves the prefix's declarations and macros out of the
     # walks: they are never walked into anyway (not input files), but listing them cost more than the parse.
@@ -273,7 +296,7 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
                          unsaved_files=unsaved or None)
     except ci.TranslationUnitLoadError as exc:
         result.error = f"libclang could not parse the file: {exc}"
-        return result
+        return result, None
     cindex_speed.hold_top_level(tu, local_only)
     tu.__dict__["km_prefix_parents"] = pch.parents_of(args)
 
@@ -294,7 +317,7 @@ def parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | No
         except ci.TranslationUnitLoadError:
             return None
     try:
-        return _walk(tu, path, config, inputs, analyse, result, list(instances), probe, same_as, args)
+        return _walk(tu, path, config, inputs, analyse, result, list(instances), probe, same_as, args), weakref.ref(tu)
     finally:
         cindex_speed.release(tu)
 

@@ -33,8 +33,17 @@ def analyse(live: LiveTU) -> TUAnalysis:
 
 
 def _analyse(live: LiveTU, out: TUAnalysis) -> None:
+    ctx = closure.TUContext(live.tu, live.inputs, live.norm, live.read)
+    try:
+        _analyse_in(live, ctx, out)
+    finally:
+        # The context's per-TU tables refer to it (memoised closures over `ctx`): cleared, the TU they hold is
+        # freed as the parse returns, not at the next collection of cycles (clang_frontend.parse).
+        ctx.__dict__.clear()
+
+
+def _analyse_in(live: LiveTU, ctx: closure.TUContext, out: TUAnalysis) -> None:
     tu, kernels, norm = live.tu, live.kernels, live.norm
-    ctx = closure.TUContext(tu, live.inputs, norm, live.read)
     ctx.instances = list(live.instances)
     ctx.probe = getattr(live, "probe", None)
     by_name = {(k.path, k.name_offset): k for k in kernels}

@@ -30,12 +30,30 @@ class MacroDef:
 
 def definitions(text: str) -> dict[str, MacroDef]:
     """Every `#define` of a source text (the last one of a name wins), comments removed."""
-    return {name: defs[-1] for name, defs in every_definition(text).items()}
+    return {name: defs[-1] for name, defs in _scanned(text).items()}
 
 
 def every_definition(text: str) -> dict[str, list[MacroDef]]:
     """Every `#define` of a source text, all of a name's definitions in text order (those of both
-    branches of an `#if`), comments removed."""
+    branches of an `#if`), comments removed. A new dict each call; the scan is made once per text and process
+    (`_DEFINITIONS`): each translation unit read the definitions of every project file it includes, twice."""
+    return {name: list(defs) for name, defs in _scanned(text).items()}
+
+
+def _scanned(text: str) -> dict[str, list[MacroDef]]:
+    found = _DEFINITIONS.get(text)
+    if found is None:
+        if len(_DEFINITIONS) > 4096:
+            _DEFINITIONS.clear()
+        found = _DEFINITIONS[text] = _every_definition(text)
+    return found
+
+
+# Source text -> its definitions (MacroDef is frozen: the lists are copied, the definitions shared).
+_DEFINITIONS: dict[str, dict[str, list[MacroDef]]] = {}
+
+
+def _every_definition(text: str) -> dict[str, list[MacroDef]]:
     out: dict[str, list[MacroDef]] = {}
     for m in _DEFINE.finditer(_COMMENT.sub(" ", text)):
         # a parameter list continued over lines (`#define M(A, \<newline> B)`): the second name is `B`

@@ -79,7 +79,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     work = [(kernel_cursor, _enclosing_namespaces(kernel_cursor))] + [(c, _enclosing_namespaces(c)) for c in extra]
     # A macro that writes the kernel may write more beside it (`template <> void gpu_abs<float>(...) {
     # k<float><<<...>>>(...); }`): that text is the kernel's text too, so what it names comes along.
-    siblings = written_with(kernel_cursor)
+    siblings = written_with(kernel_cursor, ctx.memo("_siblings", dict))
     work += [(c, _enclosing_namespaces(c)) for c in siblings]
     tokens: list[str] = []
     headers: dict[str, None] = {}  # toolkit headers whose declarations the closure names

@@ -210,33 +210,37 @@ def _unresolved(ctx: TUContext, files: set[str], ranges: set[tuple[str, int, int
     seen: set[str] = set()
     lacking = _lacking_headers(ctx)
     plain = not lacking and _plain(ctx)
-    for d in ctx.tu.diagnostics:
-        if d.severity < ci.Diagnostic.Error or d.location.file is None:
-            continue
-        path = ctx.norm(d.location.file.name)
+    for path, off, line, spelling in _errors(ctx):
         if path not in files:
             continue
-        off = d.location.offset
         if not any(p == path and s <= off <= e for p, s, e in spans) or any(
                 p == path and s <= off <= e for p, s, e in cuts):
             continue
         # A missing name is the symbol; other errors (a stub overload that does not fit) name the
         # first quoted entity, or none: still listed, since the parse of that piece is incomplete.
-        m = _UNDECLARED.search(d.spelling) or _QUOTED.search(d.spelling)
+        m = _UNDECLARED.search(spelling) or _QUOTED.search(spelling)
         symbol = m.group(1) if m else "?"
-        key = d.spelling if symbol == "?" else symbol
+        key = spelling if symbol == "?" else symbol
         if key not in seen:
             seen.add(key)
-            out.append({"symbol": symbol, "reason": d.spelling,
-                        "where": f"{os.path.basename(path)}:{d.location.line}",
+            out.append({"symbol": symbol, "reason": spelling,
+                        "where": f"{os.path.basename(path)}:{line}",
                         # A name declared nowhere the parse reached, in a translation unit that includes headers
                         # it found nowhere (OpenCV's, TensorRT's): where no build can find them either, the unit's
                         # failure on it is stated (units.render._lacking_statement).
-                        **({"lacking": lacking} if lacking and _NOT_DECLARED.search(d.spelling) else {}),
+                        **({"lacking": lacking} if lacking and _NOT_DECLARED.search(spelling) else {}),
                         # One declared nowhere in a translation unit whose every header is here and none a
                         # framework's stand-in: the source itself lacks it (an exercise's `FIXME` placeholder).
-                        **({"nowhere": True} if plain and _UNDECLARED_ID.search(d.spelling) else {})})
+                        **({"nowhere": True} if plain and _UNDECLARED_ID.search(spelling) else {})})
     return out
+
+
+def _errors(ctx: TUContext) -> list[tuple[str, int, int, str]]:
+    """The translation unit's errors with a file, in the parse's order: (real path, offset, line, message). Read
+    once per TU: every kernel's closure asks (a diagnostic's location and text are C calls each)."""
+    return ctx.memo("_closure_errors", lambda: [
+        (ctx.norm(d.location.file.name), d.location.offset, d.location.line, d.spelling)
+        for d in ctx.tu.diagnostics if d.severity >= ci.Diagnostic.Error and d.location.file is not None])
 
 
 _UNDECLARED_ID = re.compile(r"^use of undeclared identifier '")
@@ -244,9 +248,10 @@ _UNDECLARED_ID = re.compile(r"^use of undeclared identifier '")
 
 def _plain(ctx: TUContext) -> bool:
     """Whether the translation unit includes no framework header (whose parse stand-ins may lack a name the real
-    header declares)."""
-    return not any(_FRAMEWORK.search(m.group(2).decode("utf-8", "replace"))
-                   for path in ctx.order for m in INCLUDE.finditer(ctx.read(path)))
+    header declares). Once per TU (it reads every file the TU includes; each kernel's closure asks)."""
+    return ctx.memo("_closure_plain", lambda: not any(
+        _FRAMEWORK.search(m.group(2).decode("utf-8", "replace"))
+        for path in ctx.order for m in INCLUDE.finditer(ctx.read(path))))
 
 
 _NOT_FOUND = re.compile(r"^'([^']+)' file not found")
@@ -255,15 +260,17 @@ _NOT_DECLARED = re.compile(r"^(?:use of undeclared identifier|unknown type name|
 
 def _lacking_headers(ctx: TUContext) -> list[str]:
     """The `#include`s the translation unit's parse found nowhere, less the standard, toolkit and framework headers
-    the parse leaves out by design (its stub and shims stand in for them)."""
-    out: list[str] = []
-    for d in ctx.tu.diagnostics:
-        m = _NOT_FOUND.match(d.spelling)
-        name = m.group(1) if m else ""
-        if name and name not in out and name not in _STD_HEADERS and not is_toolkit_header(name) \
-                and not _FRAMEWORK.search(name) and not UNIT_LIBRARY_HEADER.match(name):
-            out.append(name)
-    return out
+    the parse leaves out by design (its stub and shims stand in for them). A new list each call, made once per TU."""
+    def lacking() -> list[str]:
+        out: list[str] = []
+        for d in ctx.tu.diagnostics:
+            m = _NOT_FOUND.match(d.spelling)
+            name = m.group(1) if m else ""
+            if name and name not in out and name not in _STD_HEADERS and not is_toolkit_header(name) \
+                    and not _FRAMEWORK.search(name) and not UNIT_LIBRARY_HEADER.match(name):
+                out.append(name)
+        return out
+    return list(ctx.memo("_closure_lacking", lacking))
 
 
 _FUNCTION_PIECES = ("FUNCTION_DECL", "FUNCTION_TEMPLATE", "CXX_METHOD", "CONSTRUCTOR", "DESTRUCTOR")

@@ -24,11 +24,12 @@ def _definitions(st: _State) -> list[tuple[str, ci.Cursor]]:
     `template R f<double>(...);` lines among them are recorded as host template instantiations."""
     ctx = st.ctx
     out: list[tuple[str, ci.Cursor]] = []
+    siblings = ctx.memo("_siblings", dict)
     for path, lst in ctx.pieces.items():
         for _s, _e, _piece, c in lst:
             # A function written by a macro with others (a kernel and the host specializations that launch
             # it): the index keeps the outermost one, the others are walked as well.
-            stack = [c, *written_with(c)] if c.kind in _FUNCS else [c]
+            stack = [c, *written_with(c, siblings)] if c.kind in _FUNCS else [c]
             while stack:
                 d = stack.pop()
                 kind = d.kind
