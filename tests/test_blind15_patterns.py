@@ -1,0 +1,44 @@
+"""`extract --build` on tests/fixtures/blind15: patterns found on the fifteenth set of repositories (issue 14,
+scripts/corpus_repos_blind15.txt, development repos since session 16), each reproduced by code of our own and
+judged by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FIXTURES, build_statuses, load_dataset, only_meta, run_miner
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+def _mine_sub(tmp_path_factory: pytest.TempPathFactory, fixture: str, sub: str) -> dict[str, Any]:
+    """Mine one folder of a fixture project, the project being the whole fixture (scripts/mine_corpus.py's way)."""
+    name = Path(fixture).name
+    src = tmp_path_factory.mktemp(f"{name}-src") / name
+    shutil.copytree(FIXTURES / fixture, src)
+    out = tmp_path_factory.mktemp(f"{name}-out")
+    cache = tmp_path_factory.mktemp(f"{name}-cache")
+    proc = run_miner("extract", src / sub, "-o", out, "--project", src, "--build", "-j", "2",
+                     env={"XDG_CACHE_HOME": str(cache)}, timeout=600)
+    return {"proc": proc, "out": out, "metas": load_dataset(out), "src": src}
+
+
+@pytest.fixture(scope="module")
+def umbrella_lib(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _mine_sub(tmp_path_factory, "blind15/umbrella_lib", "include/sig")
+
+
+def test_a_kernel_header_reached_only_through_the_public_header_is_parsed_in_a_program_that_includes_it(
+        umbrella_lib: dict[str, Any]) -> None:
+    """A header-only library mined from its header folder: `scale.cuh` includes nothing and calls
+    `detail::times`, declared in `util.h`, which names `bare_t` of `traits.h` without including it; only the
+    public header `include/sig.h` (outside the mined folder) includes the three in order, and the example program
+    includes that. The kernel header was parsed alone ("name followed by :: must be a class or namespace name")."""
+    m = only_meta(umbrella_lib, "scale_kernel")
+    assert m["parse_context"]["translation_unit"].endswith("examples/scale_example.cu"), m["parse_context"]
+    assert m["launches"], m
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
