@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURES, build_statuses, load_dataset, only_meta, run_miner
+from tests.conftest import FIXTURES, build_statuses, extract_and_build, load_dataset, only_meta, run_miner
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -42,3 +42,20 @@ def test_a_kernel_header_reached_only_through_the_public_header_is_parsed_in_a_p
     assert m["parse_context"]["translation_unit"].endswith("examples/scale_example.cu"), m["parse_context"]
     assert m["launches"], m
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def flag_removal(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/flag_removal")
+
+
+def test_torch_default_flags_a_build_script_removes_are_not_the_builds(flag_removal: dict[str, Any]) -> None:
+    """setup.py removes `-D__CUDA_NO_HALF_CONVERSIONS__`, `-D__CUDA_NO_BFLOAT16_CONVERSIONS__` (and the operator
+    ones) from `torch.utils.cpp_extension.COMMON_NVCC_FLAGS` in a loop over a list before `setup()`; the kernel
+    needs `static_cast<float>` of a `__nv_bfloat16`. Units were built with torch's defaults, and with the removed
+    strings read as flags it passes ("no suitable conversion function from __nv_bfloat16 to float")."""
+    m = only_meta(flag_removal, "row_sumsq")
+    nvcc = m["build_flags"]["nvcc"]
+    assert not any(f.startswith("-D__CUDA_NO_") for f in nvcc), nvcc
+    assert "--expt-relaxed-constexpr" in nvcc, nvcc
+    assert build_statuses(m) and set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
