@@ -59,3 +59,20 @@ def test_torch_default_flags_a_build_script_removes_are_not_the_builds(flag_remo
     assert not any(f.startswith("-D__CUDA_NO_") for f in nvcc), nvcc
     assert "--expt-relaxed-constexpr" in nvcc, nvcc
     assert build_statuses(m) and set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def enum_config(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/enum_config")
+
+
+def test_an_enum_parameter_of_an_uninstantiated_launching_class_takes_an_enumerator(
+        enum_config: dict[str, Any]) -> None:
+    """The launch sits in a partial specialization `Labeler<Config<space_device, V, I>>` with enum parameters
+    that nothing instantiates; its `IndexType` is `PrecMap<I>::Type`, and `PrecMap` has a definition only for the
+    enumerators. The defaults gave `static_cast<Prec>(128)` ("incomplete type PrecMap<(Prec)128> is not
+    allowed"); the first enumerator names a complete type."""
+    m = only_meta(enum_config, "fill_labels")
+    args = [" ".join(i["args"]) for i in m["instantiations"]]
+    assert args and not any("128" in a for a in args), args
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

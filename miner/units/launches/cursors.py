@@ -152,9 +152,15 @@ _INDEX_LIKE = re.compile(r"(?i:index|idx)|^I$|int|INT|Int(?:eger|(?![a-z]))")  #
 def _default_for(p: ci.Cursor) -> str:
     if p.kind == K.TEMPLATE_TYPE_PARAMETER:
         return "int" if re.search(_INDEX_LIKE, p.spelling) else _DEFAULT_TYPE
-    t = p.type.get_canonical().spelling
+    canon = p.type.get_canonical()
+    if canon.kind == ci.TypeKind.ENUM:
+        # An enum parameter (`AMGX_VecPrecision t_vecPrec`) takes its enumeration's first value: 128 is often no
+        # enumerator, and a trait specialized per enumerator (`PrecisionMap<(Prec)128>`) is then incomplete.
+        first = next((c.enum_value for c in canon.get_declaration().get_children()
+                      if c.kind == K.ENUM_CONSTANT_DECL), 0)
+        return str(first)
     # A pointer parameter (`float (*OP)(float)`) takes no 128: nullptr suits every pointer (as instantiations).
-    return "false" if t == "bool" else "nullptr" if p.type.get_canonical().kind == ci.TypeKind.POINTER else "128"
+    return "false" if canon.spelling == "bool" else "nullptr" if canon.kind == ci.TypeKind.POINTER else "128"
 
 
 _DEPENDENT_DECLS = (K.TEMPLATE_TYPE_PARAMETER, K.TEMPLATE_NON_TYPE_PARAMETER, K.TEMPLATE_TEMPLATE_PARAMETER)
