@@ -76,3 +76,19 @@ def test_an_enum_parameter_of_an_uninstantiated_launching_class_takes_an_enumera
     args = [" ".join(i["args"]) for i in m["instantiations"]]
     assert args and not any("128" in a for a in args), args
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def member_alias(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/member_alias")
+
+
+def test_a_member_alias_naming_another_member_alias_is_spelled_through_it(member_alias: dict[str, Any]) -> None:
+    """`Generator<Config<space_device, V, I>>::run` (defined out of line) launches `fill_rows<IndexType,
+    ValueType, 16>` with `typedef typename Matrix_d::index_type IndexType;` and `typedef Matrix<Config<...>>
+    Matrix_d;` in the class: the unit's instantiation named `typename Matrix_d::index_type`, which means nothing
+    outside the class ("a class or namespace qualified name is required")."""
+    m = only_meta(member_alias, "fill_rows")
+    args = [" ".join(i["args"]) for i in m["instantiations"]]
+    assert args and not any("Matrix_d" in a for a in args), args
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

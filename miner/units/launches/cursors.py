@@ -176,6 +176,28 @@ def _names_itself_only_as_template(name: str, underlying: str) -> bool:
                         and not re.search(rf"::\s*{re.escape(name)}\b", underlying[hits[0].end():]))
 
 
+def _with_sibling_aliases(d: ci.Cursor) -> str:
+    """A class template's member alias as text in the class's parameters, with the other member aliases it names
+    put in (`typedef Matrix<Config<dev, V, I>> Matrix_d; typedef typename Matrix_d::index_type IndexType;`):
+    `Matrix_d` means nothing in the unit's explicit instantiation, the class's parameters are bound later."""
+    siblings = {c.spelling: c.underlying_typedef_type.spelling for c in d.semantic_parent.get_children()
+                if c.kind in (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL) and c.spelling and c.spelling != d.spelling}
+    siblings = {n: t for n, t in siblings.items() if _names_itself_only_as_template(n, t)}
+    text = d.underlying_typedef_type.spelling
+    if not siblings:
+        return text
+    # an unqualified name only: `Matrix_d::index_type` keeps its member name even where the class has an alias so
+    # named; a few rounds for an alias naming another
+    pat = re.compile(r"(?<![\w:.])(" + "|".join(re.escape(n) for n in sorted(siblings, key=len, reverse=True))
+                     + r")\b")
+    for _ in range(4):
+        new = pat.sub(lambda m: siblings[m.group(1)], text)
+        if new == text:
+            break
+        text = new
+    return text
+
+
 def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[str]] | None = None,
              found: dict[str, list[str]] | None = None) -> dict[str, str]:
     """What the names in a written argument list stand for, where the AST knows: non-dependent type
@@ -195,7 +217,7 @@ def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[s
             dependent = canon.kind == ci.TypeKind.UNEXPOSED or "type-parameter" in canon.spelling
             member = d.semantic_parent is not None and d.semantic_parent.kind in _CLASS_TEMPLATES
             local = d.semantic_parent is not None and d.semantic_parent.kind in _FUNCS
-            out[d.spelling] = ((d.underlying_typedef_type.spelling if member else "") if dependent
+            out[d.spelling] = ((_with_sibling_aliases(d) if member else "") if dependent
                               else value_spelling.type_spelling(canon))
             if dependent and member:  # unknown unless they are the host's own parameters (checked in _finish)
                 for p in _tparams(d.semantic_parent):
