@@ -92,3 +92,18 @@ def test_a_member_alias_naming_another_member_alias_is_spelled_through_it(member
     args = [" ".join(i["args"]) for i in m["instantiations"]]
     assert args and not any("Matrix_d" in a for a in args), args
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def crlf_macro(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/crlf_macro")
+
+
+def test_a_macro_continued_over_crlf_lines_is_taken_whole(crlf_macro: dict[str, Any]) -> None:
+    """`ops.h` has Windows line ends: `#define SCALE_ADD(OUT, A, B, \\` ends its lines with a backslash, CR, LF.
+    The #define patterns took backslash-CR as an escaped character and stopped at the LF, so the unit held the
+    first line alone ("expected parameter name before end of line")."""
+    m = only_meta(crlf_macro, "fma_kernel")
+    (unit,) = [(crlf_macro["out"] / m["id"] / i["unit"]).read_text(encoding="utf-8") for i in m["instantiations"]]
+    assert "(OUT) = (A) * (B) + (C);" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
