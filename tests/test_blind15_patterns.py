@@ -107,3 +107,19 @@ def test_a_macro_continued_over_crlf_lines_is_taken_whole(crlf_macro: dict[str, 
     (unit,) = [(crlf_macro["out"] / m["id"] / i["unit"]).read_text(encoding="utf-8") for i in m["instantiations"]]
     assert "(OUT) = (A) * (B) + (C);" in unit, unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def undef_helper(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/undef_helper")
+
+
+def test_a_helper_modules_undefines_of_torch_defaults_reach_the_units(undef_helper: dict[str, Any]) -> None:
+    """setup.py's nvcc list is `nvcc_flags()` of `tools/flags.py`, which appends `-U__CUDA_NO_HALF_CONVERSIONS__`
+    (and the other three), and its sources come from a function (no build scope names the file). The folder's
+    setup.py kept only the -D flags its evaluated sinks pass, so the units had torch's defaults and
+    `out[i] = 0.5` on a `__half` had no conversion ("no operator = matches these operands")."""
+    m = only_meta(undef_helper, "half_fill")
+    nvcc = m["build_flags"]["nvcc"]
+    assert "-U__CUDA_NO_HALF_CONVERSIONS__" in nvcc and "-D__CUDA_NO_HALF_CONVERSIONS__" not in nvcc, nvcc
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -161,7 +161,10 @@ def _from_python(path: str, root: str, rel: str = "") -> tuple[list[str], dict[s
     flags = [f for f in [*TORCH_NVCC_FLAGS, *(normal(m.group(1)) for m in _PY_FLAG.finditer(code))]
              if f not in removed]
     sunk, where = _evaluated(py_build.script_flags(root, os.path.realpath(path), skip), root)
-    return flags + [f for f in sunk if f.startswith("-D") and not f.startswith("-D__CUDA_NO_")], where
+    # A `-U__CUDA_NO_...` its nvcc sinks pass (from a helper module's flag list) undoes torch's default, as nvcc
+    # reads it after COMMON_NVCC_FLAGS; merge() lets it cancel the -D.
+    return flags + [f for f in sunk if (f.startswith("-D") and not f.startswith("-D__CUDA_NO_"))
+                    or f.startswith("-U__CUDA_NO_")], where
 
 
 # (arguments with one level of parentheses, `if((A AND B) OR C)`, else up to the first `)`)
