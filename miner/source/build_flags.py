@@ -36,7 +36,7 @@ import re
 import tokenize
 from typing import Any
 
-from miner.source import cmake_modules, cmake_version, make_vars, py_build
+from miner.source import cmake_modules, cmake_version, make_vars, py_build, torch_flag_removal
 from miner.source.flag_spelling import normal, std_flag, uncommented
 
 # torch.utils.cpp_extension.COMMON_NVCC_FLAGS, which every CUDAExtension / load() build passes first.
@@ -157,9 +157,14 @@ def _from_python(path: str, root: str, rel: str = "") -> tuple[list[str], dict[s
         return None
     skip = _other_extensions(text, rel) if rel else []
     code = _python_strings(text, skip)
-    flags = [*TORCH_NVCC_FLAGS, *(normal(m.group(1)) for m in _PY_FLAG.finditer(code))]
+    removed = torch_flag_removal.removed_torch_flags(text)  # `COMMON_NVCC_FLAGS.remove(...)`: not passed
+    flags = [f for f in [*TORCH_NVCC_FLAGS, *(normal(m.group(1)) for m in _PY_FLAG.finditer(code))]
+             if f not in removed]
     sunk, where = _evaluated(py_build.script_flags(root, os.path.realpath(path), skip), root)
-    return flags + [f for f in sunk if f.startswith("-D") and not f.startswith("-D__CUDA_NO_")], where
+    # A `-U__CUDA_NO_...` its nvcc sinks pass (from a helper module's flag list) undoes torch's default, as nvcc
+    # reads it after COMMON_NVCC_FLAGS; merge() lets it cancel the -D.
+    return flags + [f for f in sunk if (f.startswith("-D") and not f.startswith("-D__CUDA_NO_"))
+                    or f.startswith("-U__CUDA_NO_")], where
 
 
 # (arguments with one level of parentheses, `if((A AND B) OR C)`, else up to the first `)`)
@@ -495,7 +500,10 @@ def find(path: str, stop: str) -> dict[str, Any] | None:
         evaluated, scopes = py_build.source_flags(stop, real)
         more, at = _evaluated(evaluated, stop)
         if scopes and not flags:
-            flags = list(TORCH_NVCC_FLAGS)  # a builder class or extension call: a torch extension build
+            # a builder class or extension call: a torch extension build, less what its script removes
+            scripts = {os.path.join(stop, re.split(r" \(|:\d+$", sc)[0]) for sc in scopes}
+            removed = {f for p in scripts for f in torch_flag_removal.removed_torch_flags(_read(p))}
+            flags = [f for f in TORCH_NVCC_FLAGS if f not in removed]
         flags += more
         # a scope in a build file already read above is not listed again (its flags were counted there)
         used += [s for s in scopes if s not in used and re.split(r" \(|:\d+$", s)[0] not in used]

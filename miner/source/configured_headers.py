@@ -41,7 +41,7 @@ _MAX_FILES = 20000
 _MAX_BYTES = 1_000_000
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
-_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w+)[ \t]*((?:[^\n\\]|\\.|\\\n)*)", re.M)
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w+)[ \t]*((?:[^\n\\]|\\\r?\n|\\.)*)", re.M)
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 _AT_VAR = re.compile(r"@(\w+)@")
 _BRACE_VAR = re.compile(r"\$\{(\w+)\}")
@@ -685,7 +685,7 @@ def _substitute(text: str, variables: dict[str, str | None]) -> str:
 def _only_macros(text: str) -> bool:
     """Whether the template holds nothing but preprocessor lines, comments and namespace braces."""
     body = _COMMENT.sub(" ", text)
-    body = re.sub(r"^[ \t]*#(?:[^\n\\]|\\.|\\\n)*", " ", body, flags=re.M)
+    body = re.sub(r"^[ \t]*#(?:[^\n\\]|\\\r?\n|\\.)*", " ", body, flags=re.M)
     body = re.sub(r"\b(?:namespace(?:\s+[\w:]+)?|extern\s*\"C\"(?:\+\+)?)\s*\{", " ", body)
     return not re.sub(r"[{};\s]", "", body)
 

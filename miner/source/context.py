@@ -19,6 +19,7 @@ import os
 import re
 from collections import defaultdict
 
+from miner.source import umbrella
 from miner.source.checkout import project_root
 from miner.source.discover import _SKIP_DIRS as _DISCOVER_SKIP_DIRS
 from miner.source.discover import SOURCE_SUFFIXES, SourceFile, _check_text
@@ -277,6 +278,23 @@ def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
             elif naming < MAX_NAMING_FILES and names_any(data, unnamed):
                 naming += 1
                 take(p, data)
+    if orphans:
+        # Kernel headers reached only through the library's public header (a header-only library mined from its
+        # header folder): the project program that includes that header is their translation unit.
+        def find_any(name: str, here: str) -> str | None:
+            for d in [here, *include_dirs]:
+                cand = resolve(d, name)
+                if cand is not None and (cand in inputs or os.path.isfile(cand)):
+                    return cand
+            tail = include_tail(name)
+            got = sorted(p for p in tails.get(os.path.basename(name), ()) if tail_match(p, tail, bounds))
+            return got[0] if got else lookup(name, here)
+
+        taken = [p for p in context if os.path.splitext(p)[1].lower() in TU_SUFFIXES]
+        for path, data in umbrella.units_through_public_headers(
+                inputs, orphans, (p for cands in pool.values() for p in cands), taken,
+                lambda text: _includes(text, bounds), find_any, _read):
+            take(path, data)
     while todo:
         path = todo.pop()
         for name in _includes(context[path], bounds):

@@ -24,7 +24,7 @@ from miner.units import macro_text
 from miner.units.instantiations import _EXPLICIT, writing_template
 
 _EXPLICIT_B = re.compile(_EXPLICIT.pattern.encode(), re.S)
-_DEFINE_B = re.compile(rb"^[ \t]*#[ \t]*define\b(?:[^\n\\]|\\.|\\\n)*", re.M)
+_DEFINE_B = re.compile(rb"^[ \t]*#[ \t]*define\b(?:[^\n\\]|\\\r?\n|\\.)*", re.M)
 # `template void k<T>(...);`, `template void launch(T *, int);` (deduced), `template class C<float>;`, as a
 # statement; not `template <...>` (a definition) nor `x.template f<T>()`.
 _INSTANTIATION = re.compile(r"(?:^|[;{}])\s*(?:extern\s+)?template\s+(?!<)\w")

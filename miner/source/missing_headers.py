@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from miner.units.headers import FRAMEWORK
 
-_LINE = re.compile(r"^[ \t]*#[ \t]*(ifdef|ifndef|if|elif|else|endif|include|error)\b((?:[^\n\\]|\\.|\\\n)*)", re.M)
+_LINE = re.compile(r"^[ \t]*#[ \t]*(ifdef|ifndef|if|elif|else|endif|include|error)\b((?:[^\n\\]|\\\r?\n|\\.)*)", re.M)
 _INCLUDE_NAME = re.compile(r'\s*([<"])([^>"\n]+)[>"]')
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _NUMBER = re.compile(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\b")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from miner.frontends.common import split_top
 
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\([^)]*\))?((?:[^\n\\]|\\.|\\\n)*)", re.M)
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\([^)]*\))?((?:[^\n\\]|\\\r?\n|\\.)*)", re.M)
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 MAX_PASSES = 6

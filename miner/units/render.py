@@ -133,7 +133,7 @@ def ctype_of(type_text: str) -> str:
     return "struct"
 
 
-_OBJECT_MACRO = re.compile(r"#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])[ \t]*((?:[^\n\\]|\\.|\\\n)*)")
+_OBJECT_MACRO = re.compile(r"#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])[ \t]*((?:[^\n\\]|\\\r?\n|\\.)*)")
 
 
 def _object_macros(pieces: list[dict[str, Any]]) -> dict[str, str]:

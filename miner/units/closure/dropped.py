@@ -17,7 +17,7 @@ from miner.units.closure.unvisited import candidate_scopes
 _CHAIN = re.compile(r"(::\s*)?([A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*)")
 
 # A preprocessor line with its continuations: blanked, so `#if` branches and `#define` bodies are no statements.
-_DIRECTIVE = re.compile(r"^[ \t]*#(?:[^\n\\]|\\.|\\\n)*", re.M)
+_DIRECTIVE = re.compile(r"^[ \t]*#(?:[^\n\\]|\\\r?\n|\\.)*", re.M)
 _NAMESPACE_HEAD = re.compile(r"^(?:inline\s+)?namespace\b\s*([\w:\s]*)$")
 _LINKAGE_HEAD = re.compile(r"^extern\s*$")  # `extern "C" {` with its string blanked
 _TEMPLATE_HEAD = re.compile(r"^template\s*<")

@@ -152,9 +152,15 @@ _INDEX_LIKE = re.compile(r"(?i:index|idx)|^I$|int|INT|Int(?:eger|(?![a-z]))")  #
 def _default_for(p: ci.Cursor) -> str:
     if p.kind == K.TEMPLATE_TYPE_PARAMETER:
         return "int" if re.search(_INDEX_LIKE, p.spelling) else _DEFAULT_TYPE
-    t = p.type.get_canonical().spelling
+    canon = p.type.get_canonical()
+    if canon.kind == ci.TypeKind.ENUM:
+        # An enum parameter (`AMGX_VecPrecision t_vecPrec`) takes its enumeration's first value: 128 is often no
+        # enumerator, and a trait specialized per enumerator (`PrecisionMap<(Prec)128>`) is then incomplete.
+        first = next((c.enum_value for c in canon.get_declaration().get_children()
+                      if c.kind == K.ENUM_CONSTANT_DECL), 0)
+        return str(first)
     # A pointer parameter (`float (*OP)(float)`) takes no 128: nullptr suits every pointer (as instantiations).
-    return "false" if t == "bool" else "nullptr" if p.type.get_canonical().kind == ci.TypeKind.POINTER else "128"
+    return "false" if canon.spelling == "bool" else "nullptr" if canon.kind == ci.TypeKind.POINTER else "128"
 
 
 _DEPENDENT_DECLS = (K.TEMPLATE_TYPE_PARAMETER, K.TEMPLATE_NON_TYPE_PARAMETER, K.TEMPLATE_TEMPLATE_PARAMETER)
@@ -168,6 +174,28 @@ def _names_itself_only_as_template(name: str, underlying: str) -> bool:
     hits = list(word.finditer(underlying))
     return not hits or (len(hits) == 1 and hits[0].start() == 0 and underlying[hits[0].end():].lstrip().startswith("<")
                         and not re.search(rf"::\s*{re.escape(name)}\b", underlying[hits[0].end():]))
+
+
+def _with_sibling_aliases(d: ci.Cursor) -> str:
+    """A class template's member alias as text in the class's parameters, with the other member aliases it names
+    put in (`typedef Matrix<Config<dev, V, I>> Matrix_d; typedef typename Matrix_d::index_type IndexType;`):
+    `Matrix_d` means nothing in the unit's explicit instantiation, the class's parameters are bound later."""
+    siblings = {c.spelling: c.underlying_typedef_type.spelling for c in d.semantic_parent.get_children()
+                if c.kind in (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL) and c.spelling and c.spelling != d.spelling}
+    siblings = {n: t for n, t in siblings.items() if _names_itself_only_as_template(n, t)}
+    text = d.underlying_typedef_type.spelling
+    if not siblings:
+        return text
+    # an unqualified name only: `Matrix_d::index_type` keeps its member name even where the class has an alias so
+    # named; a few rounds for an alias naming another
+    pat = re.compile(r"(?<![\w:.])(" + "|".join(re.escape(n) for n in sorted(siblings, key=len, reverse=True))
+                     + r")\b")
+    for _ in range(4):
+        new = pat.sub(lambda m: siblings[m.group(1)], text)
+        if new == text:
+            break
+        text = new
+    return text
 
 
 def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[str]] | None = None,
@@ -189,7 +217,7 @@ def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[s
             dependent = canon.kind == ci.TypeKind.UNEXPOSED or "type-parameter" in canon.spelling
             member = d.semantic_parent is not None and d.semantic_parent.kind in _CLASS_TEMPLATES
             local = d.semantic_parent is not None and d.semantic_parent.kind in _FUNCS
-            out[d.spelling] = ((d.underlying_typedef_type.spelling if member else "") if dependent
+            out[d.spelling] = ((_with_sibling_aliases(d) if member else "") if dependent
                               else value_spelling.type_spelling(canon))
             if dependent and member:  # unknown unless they are the host's own parameters (checked in _finish)
                 for p in _tparams(d.semantic_parent):

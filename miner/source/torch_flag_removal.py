@@ -1,0 +1,75 @@
+"""nvcc flags a torch extension's build script takes out of torch's defaults.
+
+torch.utils.cpp_extension passes COMMON_NVCC_FLAGS (`-D__CUDA_NO_HALF_OPERATORS__`, ...) to every extension it
+builds. LLM kernel builds that need `static_cast<float>(__nv_bfloat16)` or half operators remove them before
+`setup()`:
+
+    def remove_unwanted_pytorch_nvcc_flags():
+        REMOVE_NVCC_FLAGS = ["-D__CUDA_NO_HALF_OPERATORS__", ...]
+        for flag in REMOVE_NVCC_FLAGS:
+            torch_cpp_ext.COMMON_NVCC_FLAGS.remove(flag)
+
+Those flags are then not the build's (and the strings that name them are no flags it passes). Read from the
+script's syntax tree: a `COMMON_NVCC_FLAGS.remove(x)` where x is a string, or the loop variable over a list of
+strings (written in the loop or assigned to a name in the same function or at module level); a removal inside a
+function counts when the script calls that function.
+"""
+
+from __future__ import annotations
+
+import ast
+
+
+def _strings(node: ast.AST | None) -> list[str]:
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return []
+
+
+def _assigned(scope: ast.AST, name: str) -> list[str]:
+    out: list[str] = []
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets):
+            out += _strings(n.value)
+    return out
+
+
+def _removals(scope: ast.AST, module: ast.Module) -> set[str]:
+    loops = {id(c): n for n in ast.walk(scope) if isinstance(n, ast.For) for c in ast.walk(n)}
+    out: set[str] = set()
+    for n in ast.walk(scope):
+        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "remove"
+                and n.args and isinstance(n.func.value, (ast.Attribute, ast.Name))):
+            continue
+        owner = n.func.value
+        if (owner.attr if isinstance(owner, ast.Attribute) else owner.id) != "COMMON_NVCC_FLAGS":
+            continue
+        arg = n.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            out.add(arg.value)
+        elif isinstance(arg, ast.Name) and (loop := loops.get(id(n))) is not None \
+                and isinstance(loop.target, ast.Name) and loop.target.id == arg.id:
+            it = loop.iter
+            out.update(_strings(it) or (_assigned(scope, it.id) or _assigned(module, it.id)
+                                        if isinstance(it, ast.Name) else []))
+    return out
+
+
+def removed_torch_flags(text: str) -> set[str]:
+    """The COMMON_NVCC_FLAGS entries the build script at `text` removes (empty when it removes none)."""
+    if "COMMON_NVCC_FLAGS" not in text:
+        return set()
+    try:
+        module = ast.parse(text)
+    except SyntaxError:
+        return set()
+    called = {n.func.id for n in ast.walk(module) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    out: set[str] = set()
+    funcs = [n for n in ast.walk(module) if isinstance(n, ast.FunctionDef)]
+    for f in funcs:
+        if f.name in called:
+            out |= _removals(f, module)
+    # module level: the statements outside every function
+    top = ast.Module(body=[s for s in module.body if not isinstance(s, (ast.FunctionDef, ast.ClassDef))],
+                     type_ignores=[])
+    return out | _removals(top, module)

@@ -1,0 +1,125 @@
+"""`extract --build` on tests/fixtures/blind15: patterns found on the fifteenth set of repositories (issue 14,
+scripts/corpus_repos_blind15.txt, development repos since session 16), each reproduced by code of our own and
+judged by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FIXTURES, build_statuses, extract_and_build, load_dataset, only_meta, run_miner
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+def _mine_sub(tmp_path_factory: pytest.TempPathFactory, fixture: str, sub: str) -> dict[str, Any]:
+    """Mine one folder of a fixture project, the project being the whole fixture (scripts/mine_corpus.py's way)."""
+    name = Path(fixture).name
+    src = tmp_path_factory.mktemp(f"{name}-src") / name
+    shutil.copytree(FIXTURES / fixture, src)
+    out = tmp_path_factory.mktemp(f"{name}-out")
+    cache = tmp_path_factory.mktemp(f"{name}-cache")
+    proc = run_miner("extract", src / sub, "-o", out, "--project", src, "--build", "-j", "2",
+                     env={"XDG_CACHE_HOME": str(cache)}, timeout=600)
+    return {"proc": proc, "out": out, "metas": load_dataset(out), "src": src}
+
+
+@pytest.fixture(scope="module")
+def umbrella_lib(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _mine_sub(tmp_path_factory, "blind15/umbrella_lib", "include/sig")
+
+
+def test_a_kernel_header_reached_only_through_the_public_header_is_parsed_in_a_program_that_includes_it(
+        umbrella_lib: dict[str, Any]) -> None:
+    """A header-only library mined from its header folder: `scale.cuh` includes nothing and calls
+    `detail::times`, declared in `util.h`, which names `bare_t` of `traits.h` without including it; only the
+    public header `include/sig.h` (outside the mined folder) includes the three in order, and the example program
+    includes that. The kernel header was parsed alone ("name followed by :: must be a class or namespace name")."""
+    m = only_meta(umbrella_lib, "scale_kernel")
+    assert m["parse_context"]["translation_unit"].endswith("examples/scale_example.cu"), m["parse_context"]
+    assert m["launches"], m
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def flag_removal(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/flag_removal")
+
+
+def test_torch_default_flags_a_build_script_removes_are_not_the_builds(flag_removal: dict[str, Any]) -> None:
+    """setup.py removes `-D__CUDA_NO_HALF_CONVERSIONS__`, `-D__CUDA_NO_BFLOAT16_CONVERSIONS__` (and the operator
+    ones) from `torch.utils.cpp_extension.COMMON_NVCC_FLAGS` in a loop over a list before `setup()`; the kernel
+    needs `static_cast<float>` of a `__nv_bfloat16`. Units were built with torch's defaults, and with the removed
+    strings read as flags it passes ("no suitable conversion function from __nv_bfloat16 to float")."""
+    m = only_meta(flag_removal, "row_sumsq")
+    nvcc = m["build_flags"]["nvcc"]
+    assert not any(f.startswith("-D__CUDA_NO_") for f in nvcc), nvcc
+    assert "--expt-relaxed-constexpr" in nvcc, nvcc
+    assert build_statuses(m) and set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def enum_config(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/enum_config")
+
+
+def test_an_enum_parameter_of_an_uninstantiated_launching_class_takes_an_enumerator(
+        enum_config: dict[str, Any]) -> None:
+    """The launch sits in a partial specialization `Labeler<Config<space_device, V, I>>` with enum parameters
+    that nothing instantiates; its `IndexType` is `PrecMap<I>::Type`, and `PrecMap` has a definition only for the
+    enumerators. The defaults gave `static_cast<Prec>(128)` ("incomplete type PrecMap<(Prec)128> is not
+    allowed"); the first enumerator names a complete type."""
+    m = only_meta(enum_config, "fill_labels")
+    args = [" ".join(i["args"]) for i in m["instantiations"]]
+    assert args and not any("128" in a for a in args), args
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def member_alias(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/member_alias")
+
+
+def test_a_member_alias_naming_another_member_alias_is_spelled_through_it(member_alias: dict[str, Any]) -> None:
+    """`Generator<Config<space_device, V, I>>::run` (defined out of line) launches `fill_rows<IndexType,
+    ValueType, 16>` with `typedef typename Matrix_d::index_type IndexType;` and `typedef Matrix<Config<...>>
+    Matrix_d;` in the class: the unit's instantiation named `typename Matrix_d::index_type`, which means nothing
+    outside the class ("a class or namespace qualified name is required")."""
+    m = only_meta(member_alias, "fill_rows")
+    args = [" ".join(i["args"]) for i in m["instantiations"]]
+    assert args and not any("Matrix_d" in a for a in args), args
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def crlf_macro(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/crlf_macro")
+
+
+def test_a_macro_continued_over_crlf_lines_is_taken_whole(crlf_macro: dict[str, Any]) -> None:
+    """`ops.h` has Windows line ends: `#define SCALE_ADD(OUT, A, B, \\` ends its lines with a backslash, CR, LF.
+    The #define patterns took backslash-CR as an escaped character and stopped at the LF, so the unit held the
+    first line alone ("expected parameter name before end of line")."""
+    m = only_meta(crlf_macro, "fma_kernel")
+    (unit,) = [(crlf_macro["out"] / m["id"] / i["unit"]).read_text(encoding="utf-8") for i in m["instantiations"]]
+    assert "(OUT) = (A) * (B) + (C);" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def undef_helper(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/undef_helper")
+
+
+def test_a_helper_modules_undefines_of_torch_defaults_reach_the_units(undef_helper: dict[str, Any]) -> None:
+    """setup.py's nvcc list is `nvcc_flags()` of `tools/flags.py`, which appends `-U__CUDA_NO_HALF_CONVERSIONS__`
+    (and the other three), and its sources come from a function (no build scope names the file). The folder's
+    setup.py kept only the -D flags its evaluated sinks pass, so the units had torch's defaults and
+    `out[i] = 0.5` on a `__half` had no conversion ("no operator = matches these operands")."""
+    m = only_meta(undef_helper, "half_fill")
+    nvcc = m["build_flags"]["nvcc"]
+    assert "-U__CUDA_NO_HALF_CONVERSIONS__" in nvcc and "-D__CUDA_NO_HALF_CONVERSIONS__" not in nvcc, nvcc
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
