@@ -91,3 +91,24 @@ def test_members_spelled_with_ccl_execution_space_macros_are_device_code_with_th
     (unit,) = unit_texts(cccl_qualifiers, m)
     assert "#include <cuda/__cccl_config>" in unit and "_CCCL_DEVICE" in unit, unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def namesake_host(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/namesake_host")
+
+
+def test_a_kernel_named_only_by_a_host_function_of_its_name_is_no_unresolved_launch(
+        namesake_host: dict[str, Any]) -> None:
+    """`double Smooth(Image &, Image &)` is a host function that launches `SmoothTiled` in an `#if 1` and the
+    kernel `Smooth` in its `#else`; `Normalize` (host) launches `NormalizeFast`, and the kernel `Normalize` is
+    launched nowhere. Calls and heads of the host functions (`Smooth(b, a)`) were counted as places a launch
+    of the kernel went unresolved ("unresolved"); a name followed by `(` is no launch."""
+    smooth = only_meta(namesake_host, "Smooth")
+    assert not smooth["launches"] and smooth["launch_missing"]["reason"] == "disabled_code", smooth["launch_missing"]
+    assert "(blur_host.cu:19)" in smooth["launch_missing"]["detail"], smooth["launch_missing"]
+    norm = only_meta(namesake_host, "Normalize")
+    assert not norm["launches"] and norm["launch_missing"]["reason"] == "other_definition", norm["launch_missing"]
+    for name in ("SmoothTiled", "NormalizeFast"):
+        assert only_meta(namesake_host, name)["launches"], name
+    assert set(build_statuses(smooth).values()) == {"ok"}, build_statuses(smooth)

@@ -59,6 +59,7 @@ def _key(cache: ParseCache, meta: dict[str, Any], k: Kernel, text: bytes, data: 
             # (whether those are launches of another kernel of the name: launch_missing's other_definition)
             sites = weak_args.launch_sites(data, key) if uses else set()
             parts.append(weak_args.other_definition(uses, sites, mentions))
+            parts.append([u for u in uses if mentions.namesake_call(k.name, *u)])  # (launch_missing's namesakes)
         elif mentions is not None:  # args_missing: whether the launching host templates are named anywhere
             parts.append(weak_args.launcher_uses(launches, mentions))
     return cache.entry_key(KIND, *parts)

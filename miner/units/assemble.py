@@ -84,9 +84,11 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
     if not launches and mentions is not None:
         uses = mentions.uses(k.name, (k.path, k.start_offset, k.end_offset))
         other = weak_args.other_definition(uses, weak_args.launch_sites(data, key), mentions) if uses else False
+        namesakes = [u for u in uses if mentions.namesake_call(k.name, *u)]
         meta["launch_missing"] = launch_missing(k.name, uses, len(meta["references"]), k.frontend,
                                                 lambda p: _rel(p, root), other,
-                                                bool(uses) and all(mentions.disabled(p, ln) for p, ln in uses))
+                                                bool(uses) and all(mentions.disabled(p, ln) or (p, ln) in namesakes
+                                                                   for p, ln in uses), namesakes)
         if not uses and k.frontend == "clang" and (found := generated.writers(meta, root)):
             meta["launch_missing"] = generated.launch_missing(k.name, found)
     # Template arguments that are only defaults: why, where the sources hold none (else the miner's miss).

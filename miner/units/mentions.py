@@ -99,6 +99,23 @@ class Mentions:
             self._dead[path] = _disabled_lines(self._raw.get(path, b""))
         return any(a <= line <= b for a, b in self._dead[path])
 
+    def namesake_call(self, name: str, path: str, line: int) -> bool:
+        """Whether every mention of `name` on `line` of `path` is followed by `(`: a call of a function of that
+        name or its definition's head, never a launch (a kernel is launched with `<<<...>>>`, or named bare where
+        a pointer to it is taken). CudaSift's host `double LowPass(CudaImage &, ...)` wraps the launch of
+        another kernel and shares its name with a kernel launched only in the `#else` of an `#if 1`."""
+        raw = self._raw.get(path)
+        if raw is None or name.encode() not in raw:
+            return False
+        text = self._text(path)
+        starts = [0, *(m.end() for m in re.finditer(rb"\n", text))]
+        if line - 1 >= len(starts):
+            return False
+        at, nxt = starts[line - 1], (starts[line] if line < len(starts) else len(text))
+        pat = re.compile(rb"(?<![\w.>])" + re.escape(name.encode()) + rb"(?!\w)(\s*\()?")
+        found = list(pat.finditer(text, at, nxt))
+        return bool(found) and all(m.group(1) for m in found)
+
     def in_definition_of(self, name: str, path: str, line: int) -> bool:
         """Whether the mention of `name` on `line` of `path` is the head of a function of that name defined at
         namespace scope in that file, or an unqualified call inside the body of one (an overload that
@@ -204,11 +221,22 @@ def _namespace_scope(text: bytes, pos: int) -> bool:
 
 
 def launch_missing(name: str, uses: list[tuple[str, int]], references: int, frontend: str,
-                   rel: Callable[[str], str], other_launch: bool = False, disabled: bool = False) -> dict[str, Any]:
+                   rel: Callable[[str], str], other_launch: bool = False, disabled: bool = False,
+                   namesakes: list[tuple[str, int]] = ()) -> dict[str, Any]:
     """The `launch_missing` block of a kernel without a recorded launch; `rel` maps a path for display.
     `other_launch`: every use is a launch the AST resolved to another kernel of the same name; `disabled`: every
-    use lies in code a literal `#if 0` switches off."""
+    use lies in code a literal `#if 0` switches off, or is one of `namesakes` (calls or definitions of a function
+    of the same name: Mentions.namesake_call)."""
     where = [f"{rel(p)}:{line}" for p, line in uses[:5]]
+    calls = [f"{rel(p)}:{line}" for p, line in namesakes[:5]]
+    if frontend == "clang" and uses and not references and namesakes and (disabled or len(namesakes) == len(uses)):
+        dead = [w for w in where if w not in calls]
+        said = (f"in code a literal `#if 0` (or the `#else` of an `#if 1`) switches off ({', '.join(dead)}) and "
+                if dead else "")
+        return {"reason": "disabled_code" if dead else "other_definition",
+                "detail": f"{name} is named only {said}as a function of that name called or defined "
+                f"({', '.join(calls)}), which is no launch (a kernel is launched with <<<...>>>): nothing that is "
+                "compiled launches it", "mentions": where}
     if frontend != "clang":
         return {"reason": "no_ast", "detail": f"{name} was found by the {frontend} frontend only (an inactive "
                 "#if branch): launches are read from the AST", "mentions": where}
