@@ -112,3 +112,22 @@ def test_a_kernel_named_only_by_a_host_function_of_its_name_is_no_unresolved_lau
     for name in ("SmoothTiled", "NormalizeFast"):
         assert only_meta(namesake_host, name)["launches"], name
     assert set(build_statuses(smooth).values()) == {"ok"}, build_statuses(smooth)
+
+
+@pytest.fixture(scope="module")
+def other_config(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/other_config")
+
+
+def test_a_kernel_of_another_build_configuration_states_the_switches_its_names_need(
+        other_config: dict[str, Any]) -> None:
+    """`grains.cu` is compiled only under `#ifdef GRAINS` (the miner defines it to reach the kernel); the kernel
+    needs `part_int_t`, typedef'd only under `#ifdef PARTICLES`, and an enumerator declared only under `#ifdef
+    SCALARS`. The stated reason named `<hdf5.h>` (included by the same file, not installed here), which declares
+    neither: the switches the configuration leaves off are the cause."""
+    m = only_meta(other_config, "grow_grains")
+    (build,) = [i["build"] for i in m["instantiations"]]
+    stated = build.get("toolkit_removed") or ""
+    assert build["status"] == "failed" and "hdf5" not in stated, build
+    assert "`#ifdef PARTICLES`" in stated and "`#ifdef SCALARS`" in stated and "GRAINS" in stated, stated
+    assert set(build_statuses(only_meta(other_config, "add_energy")).values()) == {"ok"}
