@@ -131,3 +131,20 @@ def test_a_kernel_of_another_build_configuration_states_the_switches_its_names_n
     assert build["status"] == "failed" and "hdf5" not in stated, build
     assert "`#ifdef PARTICLES`" in stated and "`#ifdef SCALARS`" in stated and "GRAINS" in stated, stated
     assert set(build_statuses(only_meta(other_config, "add_energy")).values()) == {"ok"}
+
+
+@pytest.fixture(scope="module")
+def host_logging(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/host_logging")
+
+
+def test_a_free_host_function_whose_body_names_an_unknown_logging_macro_is_declared_only(
+        host_logging: dict[str, Any]) -> None:
+    """The kernel takes `Buffer<...>` by value; the class's destructor calls `release()`, which checks
+    `cudaFree` through `GPU_CHECK` -> `GpuCheck(error, file, line)`, a free host function whose body is glog's
+    `CHECK(cond) << ...` (`<glog/logging.h>` is not installed). The unit took the body whole and failed on
+    `CHECK` ("a header nobody here has"); no device code can call the function, so its declaration is enough."""
+    m = only_meta(host_logging, "Pick")
+    (unit,) = unit_texts(host_logging, m)
+    assert "CHECK(error == cudaSuccess)" not in unit and "GpuCheck(cudaError_t error" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

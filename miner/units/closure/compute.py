@@ -24,7 +24,7 @@ from miner.units.closure.context import (
     _is_variable_template,
 )
 from miner.units.closure.dropped import dropped_pieces, names_in, visible
-from miner.units.closure.host_bodies import host_bodies_to_drop
+from miner.units.closure.host_bodies import host_bodies_to_drop, unresolved_free_body
 from miner.units.closure.invalid_vars import invalid_variables
 from miner.units.closure.operators import operators_of
 from miner.units.closure.shims import (
@@ -314,10 +314,12 @@ def _events(ctx: TUContext, cur: ci.Cursor, scope: tuple[str, ...]) -> tuple[lis
         drop = _host_members_to_drop(ctx, cur)
         drop.update(host_bodies_to_drop(ctx, cur, drop))
         drop.update(unresolved_bases(ctx, cur))
-        if drop:
-            found = ctx.piece_at(ctx.norm(cur.extent.start.file.name), cur.extent.start.offset)
-            if found is not None:
-                found[0].cuts = tuple((s0, e0, why) for (s0, e0), why in sorted(drop.items()))
+    else:
+        drop = unresolved_free_body(ctx, cur)
+    if drop:
+        found = ctx.piece_at(ctx.norm(cur.extent.start.file.name), cur.extent.start.offset)
+        if found is not None:
+            found[0].cuts = tuple((s0, e0, why) for (s0, e0), why in sorted(drop.items()))
     own = _own_text(ctx, cur, drop)
     idents = _IDENT.findall(own)
     events.append(("text", own))
