@@ -148,3 +148,20 @@ def test_a_free_host_function_whose_body_names_an_unknown_logging_macro_is_decla
     (unit,) = unit_texts(host_logging, m)
     assert "CHECK(error == cudaSuccess)" not in unit and "GpuCheck(cudaError_t error" in unit, unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def policy_dispatch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/policy_dispatch")
+
+
+def test_a_launch_in_a_function_the_parse_misread_states_why_its_arguments_are_guesses(
+        policy_dispatch: dict[str, Any]) -> None:
+    """`void multiply(thrust::cuda::execution_policy<DerivedPolicy>& exec, const MatrixType& A, ...)` launches
+    `ell_spmv_kernel<IndexIterator, ...>` with the container iterators its callers fix; the parse does not read
+    Thrust, took the head for a variable of type void and skipped the body, so the launch was no call in the
+    AST. The kernel said "unresolved" and its guessed iterator arguments had no stated reason."""
+    m = only_meta(policy_dispatch, "ell_spmv_kernel")
+    assert not m["launches"] and m["launch_missing"]["reason"] == "unresolved", m["launch_missing"]
+    assert "sparse/ell_spmv.h:25" in m["launch_missing"]["detail"], m["launch_missing"]
+    assert (m.get("args_missing") or {}).get("reason") == "launcher_unparsed", m.get("args_missing")

@@ -60,6 +60,7 @@ def _key(cache: ParseCache, meta: dict[str, Any], k: Kernel, text: bytes, data: 
             sites = weak_args.launch_sites(data, key) if uses else set()
             parts.append(weak_args.other_definition(uses, sites, mentions))
             parts.append([u for u in uses if mentions.namesake_call(k.name, *u)])  # (launch_missing's namesakes)
+            parts.append((k.diagnostics or {}).get("_error_lines"))  # (units.unparsed_launchers)
         elif mentions is not None:  # args_missing: whether the launching host templates are named anywhere
             parts.append(weak_args.launcher_uses(launches, mentions))
     return cache.entry_key(KIND, *parts)

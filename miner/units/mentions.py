@@ -63,6 +63,10 @@ class Mentions:
             self._reach[path] = seen
         return target in self._reach[path]
 
+    def text(self, path: str) -> bytes:
+        """The file's text with comments and strings blanked (same offsets and lines)."""
+        return self._text(path) if path in self._raw else b""
+
     def _text(self, path: str) -> bytes:
         if path not in self._clean:
             self._clean[path] = _COMMENT_OR_STRING.sub(_blank, self._raw[path])

@@ -14,6 +14,9 @@ Two cases are stated, each checked against the sources rather than assumed:
 - `launcher_not_instantiated`: every launch sits in a host function template whose instantiations are unknown,
   and no such template is named anywhere besides its own definition and the bodies of its same-name overloads
   (`SetData(ContextPtr c, ...)` forwarding to `SetData(cudaStream_t s, ...)`): nothing calls or instantiates it.
+- `launcher_unparsed` (set by units.assemble): every launch's text sits in a function whose head the parse
+  reported errors on and read as no function (a parameter of a library type the parse does not read:
+  units/unparsed_launchers.py), so the launch is not in the AST.
 
 Anything else (a launch whose arguments the miner could not follow, a name written where no launch was
 resolved) carries no reason: that is the miner's miss, counted as such (`scripts/mine_corpus.py`).

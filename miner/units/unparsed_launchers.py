@@ -1,0 +1,87 @@
+"""A launch the parse never saw because the function that holds it was not parsed as a function.
+
+A header-only template library launches its kernels from host function templates whose parameters are types of
+a library the parse does not read (cusp's `void multiply(cuda::execution_policy<DerivedPolicy>& exec, MatrixType&
+A, ...)`, Thrust's execution policy from the toolkit, which the parse stands in for by a stub): libclang reads the
+head as a variable of incomplete type ("variable has incomplete type 'void'", "no member named 'execution_policy'
+in namespace ..."), the body is skipped, and the launch in it is no call in the AST. The kernel then has no launch
+(`launch_missing: unresolved`) and its template arguments are guesses. Where the text of every such launch sits
+in a function whose head the parse reported errors on, that is stated: the launch's line, the head's, the first
+error there (`launch_missing` detail, `args_missing: launcher_unparsed`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from miner.frontends.common import matching
+
+_LAUNCH_AFTER = re.compile(rb"^\s*(?:<[^;{}]*?>\s*)?<<<")
+_SCOPE_OPENER = re.compile(rb"(?:\bnamespace\b[\w\s:]*|\bextern\s*\"C\+*\"\s*|\b(?:class|struct|union)\b[^;{}()]*)$")
+
+
+def _line_start(text: bytes, line: int) -> int:
+    pos = 0
+    for _ in range(line - 1):
+        nxt = text.find(b"\n", pos)
+        if nxt < 0:
+            return len(text)
+        pos = nxt + 1
+    return pos
+
+
+def _enclosing_function(text: bytes, pos: int) -> tuple[int, int] | None:
+    """(head start, body brace) of the outermost function body around `pos`: the first brace not opening a
+    namespace, class or `extern "C"` whose matching brace lies after `pos`."""
+    stack: list[int] = []
+    for m in re.finditer(rb"[{}]", text[:pos]):
+        if m.group(0) == b"{":
+            stack.append(m.start())
+        elif stack:
+            stack.pop()
+    for brace in stack:
+        before = text[max(0, brace - 300):brace].rstrip()
+        if _SCOPE_OPENER.search(before):
+            continue
+        if not re.search(rb"\)[\s\w&*:<>,\-]*$", before):
+            continue  # not a function body (an initializer list, a lambda's capture is `]`...)
+        end = matching(text, brace, b"{", b"}")
+        if end < pos:
+            continue
+        # The head starts after the statement before it: a `;`, `}` or `{` at its level, or a preprocessor line.
+        head = max(text.rfind(b";", 0, brace), text.rfind(b"}", 0, brace), text.rfind(b"{", 0, brace))
+        # (a `template <...>` head holds no `;`: the search stops before its own parameter list's braces only)
+        return head + 1, brace
+    return None
+
+
+def unparsed_launcher(name: str, path: str, uses: list[tuple[str, int]], text: bytes,
+                      error_lines: list[Any], rel: str) -> dict[str, str] | None:
+    """{"launch", "head", "error"} where every launch (`name<<<`, `name<...> <<<`) among `uses` in the kernel's own
+    file (`path`, whose comment-blanked text is `text`) sits in a function whose head the parse reported an error
+    on (`error_lines`: [line, message] of the file's errors); None otherwise, or where no use is such a launch."""
+    errors: dict[int, str] = {}
+    for line, msg in error_lines or ():
+        errors.setdefault(int(line), str(msg))
+    found: dict[str, str] | None = None
+    pat = re.compile(rb"(?<![\w.>])" + re.escape(name.encode()) + rb"(?!\w)")
+    for upath, line in uses:
+        if upath != path:
+            continue
+        at = _line_start(text, line)
+        nl = text.find(b"\n", at)
+        m = pat.search(text, at, nl if nl >= 0 else len(text))
+        if m is None or not _LAUNCH_AFTER.match(text[m.end():m.end() + 2000]):
+            continue
+        fn = _enclosing_function(text, m.start())
+        if fn is None:
+            return None
+        first = text.count(b"\n", 0, fn[0]) + 1
+        last = text.count(b"\n", 0, fn[1]) + 1
+        hit = next((ln for ln in range(first, last + 1) if ln in errors), None)
+        if hit is None:
+            return None  # a launch in a function the parse read: a miss of the miner, not of the parse
+        if found is None:
+            found = {"launch": f"{rel}:{line}", "head": f"{rel}:{hit}", "error": errors[hit]}
+    return found
