@@ -150,6 +150,18 @@ def test_a_free_host_function_whose_body_names_an_unknown_logging_macro_is_decla
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
 
 
+def test_a_default_constructor_whose_body_names_an_unknown_logging_macro_keeps_its_declaration(
+        host_logging: dict[str, Any]) -> None:
+    """`Optimizer(float _lr = 1e-3f) : lr(_lr) {}` default-constructs its `Schedule schedule;`, whose default
+    constructor checks its name with glog's `CHECK(...) << ...`. The whole constructor was left out of the unit
+    (a special member keeps its body or goes), so `Optimizer`'s constructor failed with "no default constructor
+    exists for class Schedule"; its declaration stays, its body goes."""
+    m = only_meta(host_logging, "Descend")
+    (unit,) = unit_texts(host_logging, m)
+    assert 'Schedule(const std::string &_type = "constant") ;' in unit and "CHECK(type" not in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
 @pytest.fixture(scope="module")
 def policy_dispatch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return extract_and_build(tmp_path_factory, "blind14/policy_dispatch")
