@@ -114,6 +114,15 @@ def test_a_kernel_named_only_by_a_host_function_of_its_name_is_no_unresolved_lau
     assert set(build_statuses(smooth).values()) == {"ok"}, build_statuses(smooth)
 
 
+def test_a_kernel_launched_only_under_an_option_the_build_leaves_off_says_so(namesake_host: dict[str, Any]) -> None:
+    """`ScaleManaged<<<...>>>` is written only under `#ifdef MANAGED_MEMORY`, which nothing defines: the parse's
+    preprocessor skipped it, and the kernel said "unresolved" (a launch the miner missed)."""
+    m = only_meta(namesake_host, "ScaleManaged")
+    lm = m["launch_missing"]
+    assert not m["launches"] and lm["reason"] == "configuration_skipped", lm
+    assert "blur_host.cu:33 under `#ifdef MANAGED_MEMORY`" in lm["detail"], lm
+
+
 @pytest.fixture(scope="module")
 def other_config(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return extract_and_build(tmp_path_factory, "blind14/other_config")

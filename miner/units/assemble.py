@@ -64,6 +64,19 @@ def _file_includes(path: str, offset: int) -> list[str]:
     return out
 
 
+def _skipped_uses(k: Kernel, uses: list[tuple[str, int]], root: str) -> list[str]:
+    """`path:line (under DIRECTIVE)` of each use, where every one lies in a branch the preprocessor skipped in the
+    kernel's translation unit file (clang_frontend: `_skipped` of its diagnostics); else []."""
+    ranges = (k.diagnostics or {}).get("_skipped") or {}
+    out: list[str] = []
+    for path, line in uses:
+        hit = next((r for r in ranges.get(path, ()) if r[0] <= line <= r[1]), None)
+        if hit is None:
+            return []
+        out.append(f"{_rel(path, root)}:{line} under `{hit[2].strip()}`")
+    return out
+
+
 def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analyses, root: str,
            mentions: Mentions | None = None) -> None:
     """Add instantiations, launches, closure and unresolved to `meta`; write the units. A kernel without a
@@ -87,10 +100,12 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
         uses = mentions.uses(k.name, (k.path, k.start_offset, k.end_offset))
         other = weak_args.other_definition(uses, weak_args.launch_sites(data, key), mentions) if uses else False
         namesakes = [u for u in uses if mentions.namesake_call(k.name, *u)]
+        rest = [u for u in uses if u not in namesakes]
+        skipped = _skipped_uses(k, rest, root) if rest and not any(mentions.disabled(*u) for u in rest) else []
         meta["launch_missing"] = launch_missing(k.name, uses, len(meta["references"]), k.frontend,
                                                 lambda p: _rel(p, root), other,
                                                 bool(uses) and all(mentions.disabled(p, ln) or (p, ln) in namesakes
-                                                                   for p, ln in uses), namesakes)
+                                                                   for p, ln in uses), namesakes, skipped)
         if not uses and k.frontend == "clang" and (found := generated.writers(meta, root)):
             meta["launch_missing"] = generated.launch_missing(k.name, found)
         if meta["launch_missing"]["reason"] == "unresolved" and (unparsed := unparsed_launcher(

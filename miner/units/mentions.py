@@ -226,11 +226,12 @@ def _namespace_scope(text: bytes, pos: int) -> bool:
 
 def launch_missing(name: str, uses: list[tuple[str, int]], references: int, frontend: str,
                    rel: Callable[[str], str], other_launch: bool = False, disabled: bool = False,
-                   namesakes: list[tuple[str, int]] = ()) -> dict[str, Any]:
+                   namesakes: list[tuple[str, int]] = (), skipped: list[str] = ()) -> dict[str, Any]:
     """The `launch_missing` block of a kernel without a recorded launch; `rel` maps a path for display.
     `other_launch`: every use is a launch the AST resolved to another kernel of the same name; `disabled`: every
     use lies in code a literal `#if 0` switches off, or is one of `namesakes` (calls or definitions of a function
-    of the same name: Mentions.namesake_call)."""
+    of the same name: Mentions.namesake_call); `skipped`: where every use not so explained lies in a branch the
+    parse's preprocessor skipped (`path:line under #ifdef X`), none of them being a literal `#if 0`."""
     where = [f"{rel(p)}:{line}" for p, line in uses[:5]]
     calls = [f"{rel(p)}:{line}" for p, line in namesakes[:5]]
     if frontend == "clang" and uses and not references and namesakes and (disabled or len(namesakes) == len(uses)):
@@ -250,6 +251,12 @@ def launch_missing(name: str, uses: list[tuple[str, int]], references: int, fron
     if other_launch and not references:
         return {"reason": "other_definition", "detail": f"{name} is named only at launches of another kernel of "
                 f"that name (an overload, or a same-name kernel elsewhere): {', '.join(where)}", "mentions": where}
+    if skipped and not references:
+        also = (f"; elsewhere the name is a function of that name called or defined ({', '.join(calls)}), no launch"
+                if calls else "")
+        return {"reason": "configuration_skipped", "detail": f"{name} is launched only in code the preprocessor "
+                f"skips in the configuration mined ({', '.join(skipped[:5])}){also}: its launch belongs to a build "
+                "that defines otherwise", "mentions": where}
     if disabled and not references:
         return {"reason": "disabled_code", "detail": f"{name} is named only in code a literal `#if 0` switches "
                 f"off ({', '.join(where)}): nothing that is compiled launches it", "mentions": where}
