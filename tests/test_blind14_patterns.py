@@ -186,3 +186,20 @@ def test_a_launch_in_a_function_the_parse_misread_states_why_its_arguments_are_g
     assert not m["launches"] and m["launch_missing"]["reason"] == "unresolved", m["launch_missing"]
     assert "sparse/ell_spmv.h:25" in m["launch_missing"]["detail"], m["launch_missing"]
     assert (m.get("args_missing") or {}).get("reason") == "launcher_unparsed", m.get("args_missing")
+
+
+@pytest.fixture(scope="module")
+def scoped_before(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/scoped_before")
+
+
+def test_a_macro_scoped_to_one_class_head_before_the_kernel_stays_out_of_its_unit(
+        scoped_before: dict[str, Any]) -> None:
+    """`sampler.h` writes `#define _Index typename _Solver::Index` / a class head / `#undef _Index`, and is included
+    before the kernel's header; the kernel's `Buffer<_T, _Index = unsigned long>` names `_Index` as its own
+    parameter. The definition preceded the kernel, so the unit took it (and moved it before the template naming
+    it): `class _Index` became `class typename _Solver::Index` ("expected an identifier")."""
+    m = only_meta(scoped_before, "attract")
+    (unit,) = unit_texts(scoped_before, m)
+    assert "#define _Index" not in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
