@@ -17,6 +17,8 @@ from typing import Any
 
 from miner.frontends.common import matching
 
+_NAMES_MISSING = re.compile(r"no member named|unknown type name|undeclared identifier|no template named|"
+                            r"is not a class, namespace")
 _LAUNCH_AFTER = re.compile(rb"^\s*(?:<[^;{}]*?>\s*)?<<<")
 _SCOPE_OPENER = re.compile(rb"(?:\bnamespace\b[\w\s:]*|\bextern\s*\"C\+*\"\s*|\b(?:class|struct|union)\b[^;{}()]*)$")
 
@@ -63,7 +65,10 @@ def unparsed_launcher(name: str, path: str, uses: list[tuple[str, int]], text: b
     on (`error_lines`: [line, message] of the file's errors); None otherwise, or where no use is such a launch."""
     errors: dict[int, str] = {}
     for line, msg in error_lines or ():
-        errors.setdefault(int(line), str(msg))
+        # (on a line with several, the one naming what the parse lacks: not "variable has incomplete type")
+        had = errors.get(int(line))
+        if had is None or (_NAMES_MISSING.search(str(msg)) and not _NAMES_MISSING.search(had)):
+            errors[int(line)] = str(msg)
     found: dict[str, str] | None = None
     pat = re.compile(rb"(?<![\w.>])" + re.escape(name.encode()) + rb"(?!\w)")
     for upath, line in uses:
