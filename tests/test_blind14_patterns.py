@@ -203,3 +203,16 @@ def test_a_macro_scoped_to_one_class_head_before_the_kernel_stays_out_of_its_uni
     (unit,) = unit_texts(scoped_before, m)
     assert "#define _Index" not in unit, unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def dead_chain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/dead_chain")
+
+
+def test_a_launcher_called_only_by_a_template_nothing_calls_is_not_instantiated(dead_chain: dict[str, Any]) -> None:
+    """`launch_axpy<T, BLOCK>` launches `axpy_kernel<T, BLOCK>` and is called only by `axpy<T>`, a function template
+    nothing in the tree names (its users are outside). The call in `axpy` counted as a use of the launcher, so the
+    guessed arguments had no stated reason (cusp's `__spmv_coo_flat_k`, called only by `spmv_coo_flat_k`)."""
+    m = only_meta(dead_chain, "axpy_kernel")
+    assert (m.get("args_missing") or {}).get("reason") == "launcher_not_instantiated", m.get("args_missing")

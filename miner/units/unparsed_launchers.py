@@ -90,3 +90,21 @@ def unparsed_launcher(name: str, path: str, uses: list[tuple[str, int]], text: b
         if found is None:
             found = {"launch": f"{rel}:{line}", "head": f"{rel}:{hit}", "error": errors[hit]}
     return found
+
+
+def enclosing_function(text: bytes, line: int) -> tuple[str, int, int] | None:
+    """(name, head start, body end) of the outermost function template whose body holds `line` of the
+    comment-blanked `text`, else None (also for a plain function: compiled whether named or not)."""
+    at = _line_start(text, line)
+    fn = _enclosing_function(text, at)
+    if fn is None:
+        return None
+    head = text[fn[0]:fn[1]]
+    lead = re.match(rb"\s*template\s*<", head)
+    if lead is None:
+        return None
+    close = matching(head, lead.end() - 1, b"<", b">")
+    head = head[close + 1:] if close >= 0 else head
+    m = re.search(rb"([A-Za-z_]\w*)\s*\(", head)
+    end = matching(text, fn[1], b"{", b"}")
+    return (m.group(1).decode(), fn[0], end + 1) if m is not None and end >= 0 else None
