@@ -65,7 +65,7 @@ def _file_includes(path: str, offset: int) -> list[str]:
 
 
 def _skipped_uses(k: Kernel, uses: list[tuple[str, int]], root: str) -> list[str]:
-    """`path:line (under DIRECTIVE)` of each use, where every one lies in a branch the preprocessor skipped in the
+    """`path:line under `DIRECTIVE`` of each use, where every one lies in a branch the preprocessor skipped in the
     kernel's translation unit file (clang_frontend: `_skipped` of its diagnostics); else []."""
     ranges = (k.diagnostics or {}).get("_skipped") or {}
     out: list[str] = []

@@ -51,9 +51,8 @@ def _enclosing_function(text: bytes, pos: int) -> tuple[int, int] | None:
         end = matching(text, brace, b"{", b"}")
         if end < pos:
             continue
-        # The head starts after the statement before it: a `;`, `}` or `{` at its level, or a preprocessor line.
+        # The head starts after what ends the declaration before it: a `;`, `}` or `{`.
         head = max(text.rfind(b";", 0, brace), text.rfind(b"}", 0, brace), text.rfind(b"{", 0, brace))
-        # (a `template <...>` head holds no `;`: the search stops before its own parameter list's braces only)
         return head + 1, brace
     return None
 
