@@ -91,3 +91,128 @@ def test_members_spelled_with_ccl_execution_space_macros_are_device_code_with_th
     (unit,) = unit_texts(cccl_qualifiers, m)
     assert "#include <cuda/__cccl_config>" in unit and "_CCCL_DEVICE" in unit, unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def namesake_host(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/namesake_host")
+
+
+def test_a_kernel_named_only_by_a_host_function_of_its_name_is_no_unresolved_launch(
+        namesake_host: dict[str, Any]) -> None:
+    """`double Smooth(Image &, Image &)` is a host function that launches `SmoothTiled` in an `#if 1` and the
+    kernel `Smooth` in its `#else`; `Normalize` (host) launches `NormalizeFast`, and the kernel `Normalize` is
+    launched nowhere. Calls and heads of the host functions (`Smooth(b, a)`) were counted as places a launch
+    of the kernel went unresolved ("unresolved"); a name followed by `(` is no launch."""
+    smooth = only_meta(namesake_host, "Smooth")
+    assert not smooth["launches"] and smooth["launch_missing"]["reason"] == "disabled_code", smooth["launch_missing"]
+    assert "(blur_host.cu:19)" in smooth["launch_missing"]["detail"], smooth["launch_missing"]
+    norm = only_meta(namesake_host, "Normalize")
+    assert not norm["launches"] and norm["launch_missing"]["reason"] == "other_definition", norm["launch_missing"]
+    for name in ("SmoothTiled", "NormalizeFast"):
+        assert only_meta(namesake_host, name)["launches"], name
+    assert set(build_statuses(smooth).values()) == {"ok"}, build_statuses(smooth)
+
+
+def test_a_kernel_launched_only_under_an_option_the_build_leaves_off_says_so(namesake_host: dict[str, Any]) -> None:
+    """`ScaleManaged<<<...>>>` is written only under `#ifdef MANAGED_MEMORY`, which nothing defines: the parse's
+    preprocessor skipped it, and the kernel said "unresolved" (a launch the miner missed)."""
+    m = only_meta(namesake_host, "ScaleManaged")
+    lm = m["launch_missing"]
+    assert not m["launches"] and lm["reason"] == "configuration_skipped", lm
+    assert "blur_host.cu:33 under `#ifdef MANAGED_MEMORY`" in lm["detail"], lm
+
+
+@pytest.fixture(scope="module")
+def other_config(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/other_config")
+
+
+def test_a_kernel_of_another_build_configuration_states_the_switches_its_names_need(
+        other_config: dict[str, Any]) -> None:
+    """`grains.cu` is compiled only under `#ifdef GRAINS` (the miner defines it to reach the kernel); the kernel
+    needs `part_int_t`, typedef'd only under `#ifdef PARTICLES`, and an enumerator declared only under `#ifdef
+    SCALARS`. The stated reason named `<hdf5.h>` (included by the same file, not installed here), which declares
+    neither: the switches the configuration leaves off are the cause."""
+    m = only_meta(other_config, "grow_grains")
+    (build,) = [i["build"] for i in m["instantiations"]]
+    stated = build.get("toolkit_removed") or ""
+    assert build["status"] == "failed" and "hdf5" not in stated, build
+    assert "`#ifdef PARTICLES`" in stated and "`#ifdef SCALARS`" in stated and "GRAINS" in stated, stated
+    assert set(build_statuses(only_meta(other_config, "add_energy")).values()) == {"ok"}
+
+
+@pytest.fixture(scope="module")
+def host_logging(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/host_logging")
+
+
+def test_a_free_host_function_whose_body_names_an_unknown_logging_macro_is_declared_only(
+        host_logging: dict[str, Any]) -> None:
+    """The kernel takes `Buffer<...>` by value; the class's destructor calls `release()`, which checks
+    `cudaFree` through `GPU_CHECK` -> `GpuCheck(error, file, line)`, a free host function whose body is glog's
+    `CHECK(cond) << ...` (`<glog/logging.h>` is not installed). The unit took the body whole and failed on
+    `CHECK` ("a header nobody here has"); no device code can call the function, so its declaration is enough."""
+    m = only_meta(host_logging, "Pick")
+    (unit,) = unit_texts(host_logging, m)
+    assert "CHECK(error == cudaSuccess)" not in unit and "GpuCheck(cudaError_t error" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_default_constructor_whose_body_names_an_unknown_logging_macro_keeps_its_declaration(
+        host_logging: dict[str, Any]) -> None:
+    """`Optimizer(float _lr = 1e-3f) : lr(_lr) {}` default-constructs its `Schedule schedule;`, whose default
+    constructor checks its name with glog's `CHECK(...) << ...`. The whole constructor was left out of the unit
+    (a special member keeps its body or goes), so `Optimizer`'s constructor failed with "no default constructor
+    exists for class Schedule"; its declaration stays, its body goes."""
+    m = only_meta(host_logging, "Descend")
+    (unit,) = unit_texts(host_logging, m)
+    assert 'Schedule(const std::string &_type = "constant") ;' in unit and "CHECK(type" not in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def policy_dispatch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/policy_dispatch")
+
+
+def test_a_launch_in_a_function_the_parse_misread_states_why_its_arguments_are_guesses(
+        policy_dispatch: dict[str, Any]) -> None:
+    """`void multiply(thrust::cuda::execution_policy<DerivedPolicy>& exec, const MatrixType& A, ...)` launches
+    `ell_spmv_kernel<IndexIterator, ...>` with the container iterators its callers fix; the parse does not read
+    Thrust, took the head for a variable of type void and skipped the body, so the launch was no call in the
+    AST. The kernel said "unresolved" and its guessed iterator arguments had no stated reason."""
+    m = only_meta(policy_dispatch, "ell_spmv_kernel")
+    assert not m["launches"] and m["launch_missing"]["reason"] == "unresolved", m["launch_missing"]
+    assert "sparse/ell_spmv.h:25" in m["launch_missing"]["detail"], m["launch_missing"]
+    assert (m.get("args_missing") or {}).get("reason") == "launcher_unparsed", m.get("args_missing")
+
+
+@pytest.fixture(scope="module")
+def scoped_before(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/scoped_before")
+
+
+def test_a_macro_scoped_to_one_class_head_before_the_kernel_stays_out_of_its_unit(
+        scoped_before: dict[str, Any]) -> None:
+    """`sampler.h` writes `#define _Index typename _Solver::Index` / a class head / `#undef _Index`, and is included
+    before the kernel's header; the kernel's `Buffer<_T, _Index = unsigned long>` names `_Index` as its own
+    parameter. The definition preceded the kernel, so the unit took it (and moved it before the template naming
+    it): `class _Index` became `class typename _Solver::Index` ("expected an identifier")."""
+    m = only_meta(scoped_before, "attract")
+    (unit,) = unit_texts(scoped_before, m)
+    assert "#define _Index" not in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def dead_chain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind14/dead_chain")
+
+
+def test_a_launcher_called_only_by_a_template_nothing_calls_is_not_instantiated(dead_chain: dict[str, Any]) -> None:
+    """`launch_axpy<T, BLOCK>` launches `axpy_kernel<T, BLOCK>` and is called only by `axpy<T>`, a function template
+    nothing in the tree names (its users are outside). The call in `axpy` counted as a use of the launcher, so the
+    guessed arguments had no stated reason (cusp's `__spmv_coo_flat_k`, called only by `spmv_coo_flat_k`)."""
+    m = only_meta(dead_chain, "axpy_kernel")
+    assert (m.get("args_missing") or {}).get("reason") == "launcher_not_instantiated", m.get("args_missing")

@@ -112,9 +112,11 @@ def _lacking(u: Unit, symbol: str | None, log: str) -> str | None:
     m = _LACKS_HEADERS.search(u.text or "")
     if m is None:
         return None
-    if symbol and symbol.removeprefix("::") in m.group(1).split(","):
+    listed = m.group(1).split(",")
+    # (`grid_enum::dust_density`, the enumerator the parse names `dust_density`)
+    if symbol and (symbol.removeprefix("::") in listed or symbol.rsplit("::", 1)[-1] in listed):
         return m.group(2).strip()
-    if (at := _first_error_word(log)) and at in m.group(1).split(","):
+    if (at := _first_error_word(log)) and at in listed:
         return m.group(2).strip()
     op = _NO_OPERATOR.search(log or "")
     operands = [t.strip() for t in re.split(r"\s[-+*/%<>=!&|^]{1,2}\s", op.group(1))] if op else []

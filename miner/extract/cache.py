@@ -59,6 +59,9 @@ def _key(cache: ParseCache, meta: dict[str, Any], k: Kernel, text: bytes, data: 
             # (whether those are launches of another kernel of the name: launch_missing's other_definition)
             sites = weak_args.launch_sites(data, key) if uses else set()
             parts.append(weak_args.other_definition(uses, sites, mentions))
+            parts.append([u for u in uses if mentions.namesake_call(k.name, *u)])  # (launch_missing's namesakes)
+            parts.append((k.diagnostics or {}).get("_error_lines"))  # (units.unparsed_launchers)
+            parts.append((k.diagnostics or {}).get("_skipped"))  # (launch_missing: configuration_skipped)
         elif mentions is not None:  # args_missing: whether the launching host templates are named anywhere
             parts.append(weak_args.launcher_uses(launches, mentions))
     return cache.entry_key(KIND, *parts)

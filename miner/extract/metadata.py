@@ -118,7 +118,8 @@ def _metadata(k: Kernel, text: bytes, origin: Origin, kid: str, tu: str | None,
         # unit must reopen that chain for the kernel to see its neighbours; qualified_name has the named ones.
         **({"namespaces": ns} if (ns := _reopened_namespaces(k.namespaces)) else {}),
         "frontend": k.frontend,
-        "diagnostics": k.diagnostics or {"count": 0, "errors": 0, "messages": []},
+        "diagnostics": {key: v for key, v in k.diagnostics.items() if not key.startswith("_")}
+        if k.diagnostics else {"count": 0, "errors": 0, "messages": []},
         "parse_context": {
             "translation_unit": _rel(tu, origin.root) if tu else None,
             "defines": [f"__CUDA_ARCH__={config.cuda_arch}", "__NVCC__",

@@ -127,7 +127,13 @@ def _diagnostics(tu: ci.TranslationUnit, file: str) -> dict:
         loc = d.location
         where = f"{os.path.basename(loc.file.name)}:{loc.line}:{loc.column}: " if loc.file else ""
         msgs.append(f"{where}error: {d.spelling}")
-    return {"count": len(diags), "errors": len(errors), "messages": msgs}
+    # (every error line of the kernel's own file, for units.unparsed_launchers: a launch in a function the parse
+    # misread; left out of the metadata)
+    lines = [[d.location.line, d.spelling] for d in own[:_MAX_ERROR_LINES]]
+    return {"count": len(diags), "errors": len(errors), "messages": msgs, "_error_lines": lines}
+
+
+_MAX_ERROR_LINES = 400
 
 
 def _is_kernel(c: ci.Cursor) -> bool:
@@ -392,6 +398,16 @@ def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[st
             result.analysis, result.unit_error = found.to_dict(), found.error
         except Exception as exc:  # noqa: BLE001 - one TU's closure failing must not stop the run
             result.unit_error = f"{type(exc).__name__}: {exc}"
+    if result.kernels and (root := tu.get_file(path)) is not None:
+        # The branches the preprocessor skipped in the translation unit's own file, for launch_missing: a kernel
+        # named there only is launched in another configuration (units.mentions.launch_missing). Left out of
+        # the metadata.
+        data = sources.get(path) or b""
+        skipped = [[line_of(data, s), line_of(data, e), data[s:data.find(b"\n", s)].decode("utf-8", "replace")]
+                   for s, e in skipped_in(tu, root)] if data else []
+        if skipped:
+            for k in result.kernels:
+                k.diagnostics = {**k.diagnostics, "_skipped": {norm(path): skipped}}
     result.kernels.sort(key=lambda k: (k.path, k.start_offset))
     return result
 

@@ -12,6 +12,7 @@ from miner.units import generated, instantiations, render, vendor_copy, weak_arg
 from miner.units.headers import STD_HEADERS, is_toolkit_header
 from miner.units.mentions import Mentions, launch_missing
 from miner.units.records import Analyses, ClosureRecord, Launch, PieceText
+from miner.units.unparsed_launchers import unparsed_launcher
 
 _TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
                "TYPE_ALIAS_TEMPLATE_DECL", "CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION",
@@ -63,6 +64,19 @@ def _file_includes(path: str, offset: int) -> list[str]:
     return out
 
 
+def _skipped_uses(k: Kernel, uses: list[tuple[str, int]], root: str) -> list[str]:
+    """`path:line under `DIRECTIVE`` of each use, where every one lies in a branch the preprocessor skipped in the
+    kernel's translation unit file (clang_frontend: `_skipped` of its diagnostics); else []."""
+    ranges = (k.diagnostics or {}).get("_skipped") or {}
+    out: list[str] = []
+    for path, line in uses:
+        hit = next((r for r in ranges.get(path, ()) if r[0] <= line <= r[1]), None)
+        if hit is None:
+            return []
+        out.append(f"{_rel(path, root)}:{line} under `{hit[2].strip()}`")
+    return out
+
+
 def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analyses, root: str,
            mentions: Mentions | None = None) -> None:
     """Add instantiations, launches, closure and unresolved to `meta`; write the units. A kernel without a
@@ -81,17 +95,34 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
     launches = [lc for lc in records if lc.kind != "reference"]
     meta["launches"] = [_launch_json(lc, root, meta["params"]) for lc in launches]
     meta["references"] = [_launch_json(lc, root, meta["params"]) for lc in records if lc.kind == "reference"]
+    unparsed: dict[str, str] | None = None
     if not launches and mentions is not None:
         uses = mentions.uses(k.name, (k.path, k.start_offset, k.end_offset))
         other = weak_args.other_definition(uses, weak_args.launch_sites(data, key), mentions) if uses else False
+        namesakes = [u for u in uses if mentions.namesake_call(k.name, *u)]
+        rest = [u for u in uses if u not in namesakes]
+        skipped = _skipped_uses(k, rest, root) if rest and not any(mentions.disabled(*u) for u in rest) else []
         meta["launch_missing"] = launch_missing(k.name, uses, len(meta["references"]), k.frontend,
                                                 lambda p: _rel(p, root), other,
-                                                bool(uses) and all(mentions.disabled(p, ln) for p, ln in uses))
+                                                bool(uses) and all(mentions.disabled(p, ln) or (p, ln) in namesakes
+                                                                   for p, ln in uses), namesakes, skipped)
         if not uses and k.frontend == "clang" and (found := generated.writers(meta, root)):
             meta["launch_missing"] = generated.launch_missing(k.name, found)
+        if meta["launch_missing"]["reason"] == "unresolved" and (unparsed := unparsed_launcher(
+                k.name, k.path, uses, mentions.text(k.path), (k.diagnostics or {}).get("_error_lines"),
+                _rel(k.path, root))):
+            meta["launch_missing"]["detail"] += (
+                f": the function holding the launch at {unparsed['launch']} was not parsed as one (its head, "
+                f"{unparsed['head']}: {unparsed['error']}), so its body and the launch are not in the AST")
     # Template arguments that are only defaults: why, where the sources hold none (else the miner's miss).
     why = weak_args.reason(meta, insts, records, weak_args.launcher_uses(records, mentions) if mentions else None,
                            instantiations.class_types(meta, text) if text else frozenset())
+    if why is None and unparsed is not None and meta.get("template_params") and insts \
+            and all(i.get("origin") in weak_args.WEAK for i in insts):
+        why = {"reason": "launcher_unparsed",
+               "detail": f"{k.name}'s launch ({unparsed['launch']}) sits in a function the parse could not read "
+                         f"({unparsed['head']}: {unparsed['error']}; a library type the parse stands in for, or "
+                         "lacks): its template arguments, which that function's callers fix, were never seen"}
     if why is not None:
         meta["args_missing"] = why
     # Functor structs made where the launch was seen, when the kernel's closure was taken in another TU.

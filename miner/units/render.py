@@ -466,6 +466,10 @@ def _lacking_statement(meta: dict[str, Any], unresolved: list[dict[str, Any]], l
     header (`lacking`, SYM `-` where the parse missed no name). Only names the unit's text still writes (`named`):
     a host body left out takes its names with it. None where every header is somewhere."""
     root = (meta.get("parse_context") or {}).get("root") or ""
+    off = [(u["symbol"], u["switched_off"]) for u in unresolved
+           if u.get("switched_off") and (named is None or u.get("symbol") in named)]
+    if off:
+        return _switched_off_statement(meta, unresolved, dict(off), named)
     names = _project_file_names(root) if root else frozenset()
     syms: list[str] = []
     headers: list[str] = []
@@ -496,6 +500,28 @@ def _lacking_statement(meta: dict[str, Any], unresolved: list[dict[str, Any]], l
             f"translation unit reaches, which includes {', '.join(f'<{h}>' for h in headers)}: neither the project, "
             f"the toolkit nor the system has {'it' if len(headers) == 1 else 'them'}, so the original translation "
             "unit does not compile here either")
+
+
+def _switched_off_statement(meta: dict[str, Any], unresolved: list[dict[str, Any]], off: dict[str, str],
+                            named: set[str] | None) -> str:
+    """The `// km:lacks-headers` statement of a unit whose parse found names the project declares only in `#if`
+    branches the configuration mined skips (closure.switched_off): the kernel belongs to a configuration that also
+    turns those switches on, and with the defines mined the original translation unit does not compile either.
+    Other names declared nowhere the parse reached (the same configuration's) are listed with it, so a build
+    stopping on any of them states this reason."""
+    rest = [u["symbol"] for u in unresolved if u["symbol"] not in off and (u.get("lacking") or u.get("nowhere"))
+            and (named is None or u["symbol"] in named)]
+    syms = list(dict.fromkeys([*off, *rest]))
+    wheres = "; ".join(f"{sym} at {where}" for sym, where in list(off.items())[:4])
+    defines = [d for d in (meta.get("parse_context") or {}).get("defines") or ()
+               if not d.startswith(("__CUDA_ARCH__", "__NVCC__"))]
+    mined = f" (the defines mined: {', '.join(defines)})" if defines else ""
+    tail = (f"; {', '.join(rest)} {'is' if len(rest) == 1 else 'are'} declared in no file the translation unit "
+            "reaches in that configuration" if rest else "")
+    return (f"{','.join(syms)} {', '.join(off)} {'is' if len(off) == 1 else 'are'} declared only in code an `#if` "
+            f"of the project switches off in the configuration mined{mined}: {wheres}{tail}. The kernel belongs to "
+            "a build configuration that turns those switches on too, and with these defines the original "
+            "translation unit does not compile either")
 
 
 _CUB_MARKERS = ("cub.cuh", "config.cuh", "util_namespace.cuh", "version.cuh", "util_macro.cuh")

@@ -14,6 +14,9 @@ Two cases are stated, each checked against the sources rather than assumed:
 - `launcher_not_instantiated`: every launch sits in a host function template whose instantiations are unknown,
   and no such template is named anywhere besides its own definition and the bodies of its same-name overloads
   (`SetData(ContextPtr c, ...)` forwarding to `SetData(cudaStream_t s, ...)`): nothing calls or instantiates it.
+- `launcher_unparsed` (set by units.assemble): every launch's text sits in a function whose head the parse
+  reported errors on and read as no function (a parameter of a library type the parse does not read:
+  units/unparsed_launchers.py), so the launch is not in the AST.
 
 Anything else (a launch whose arguments the miner could not follow, a name written where no launch was
 resolved) carries no reason: that is the miner's miss, counted as such (`scripts/mine_corpus.py`).
@@ -26,6 +29,7 @@ from typing import Any
 
 from miner.units.mentions import Mentions
 from miner.units.records import Analyses, Launch
+from miner.units.unparsed_launchers import enclosing_function
 
 WEAK = ("inferred", "none")
 
@@ -68,8 +72,21 @@ def launcher_uses(records: Iterable[Launch], mentions: Mentions) -> dict[str, in
         # only if that overload is entered: uses among the overloads themselves do not count.
         uses = [u for u in mentions.uses(lc.launcher, (path, offset, offset + 1))
                 if not mentions.in_definition_of(lc.launcher, *u)]
-        out[f"{lc.launcher}@{path}:{offset}"] = len(uses)
+        # (a use inside a function template that is itself named nowhere, `spmv_coo_flat_k` calling
+        # `__spmv_coo_flat_k` and called by nothing, instantiates nothing either)
+        out[f"{lc.launcher}@{path}:{offset}"] = len([u for u in uses if not _in_unused_caller(mentions, u, 3)])
     return out
+
+
+def _in_unused_caller(mentions: Mentions, use: tuple[str, int], depth: int) -> bool:
+    """Whether `use` lies in the body of a function template whose name is written nowhere outside its own
+    definition (its callers' callers followed to `depth`): a chain of templates nothing instantiates."""
+    found = enclosing_function(mentions.text(use[0]), use[1])
+    if found is None:
+        return False
+    name, start, end = found
+    callers = [u for u in mentions.uses(name, (use[0], start, end)) if not mentions.in_definition_of(name, *u)]
+    return not callers or (depth > 0 and all(_in_unused_caller(mentions, u, depth - 1) for u in callers))
 
 
 def reason(meta: dict[str, Any], insts: list[dict[str, Any]], records: list[Launch],

@@ -24,7 +24,7 @@ from miner.units.closure.context import (
     _is_variable_template,
 )
 from miner.units.closure.dropped import dropped_pieces, names_in, visible
-from miner.units.closure.host_bodies import host_bodies_to_drop
+from miner.units.closure.host_bodies import host_bodies_to_drop, unresolved_free_body
 from miner.units.closure.invalid_vars import invalid_variables
 from miner.units.closure.operators import operators_of
 from miner.units.closure.shims import (
@@ -255,8 +255,8 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     files = {kernel_path} | {p.path for p in pieces}
     using_files, with_shim = set(files), frozenset(used_frameworks)
     kernel_key = ctx.sort_key(kernel_path, kernel_start)
-    out.macros = _macros(ctx, tokens, kernel_key, vendored,
-                         max([kernel_key, *(ctx.sort_key(p.path, p.start) for p in pieces)]))
+    piece_keys = [ctx.sort_key(p.path, p.start) for p in pieces]
+    out.macros = _macros(ctx, tokens, kernel_key, vendored, max([kernel_key, *piece_keys]), piece_keys)
     files |= {m.path for m in out.macros}
     for m in out.macros:
         tokens += _IDENT.findall(m.body)
@@ -314,10 +314,12 @@ def _events(ctx: TUContext, cur: ci.Cursor, scope: tuple[str, ...]) -> tuple[lis
         drop = _host_members_to_drop(ctx, cur)
         drop.update(host_bodies_to_drop(ctx, cur, drop))
         drop.update(unresolved_bases(ctx, cur))
-        if drop:
-            found = ctx.piece_at(ctx.norm(cur.extent.start.file.name), cur.extent.start.offset)
-            if found is not None:
-                found[0].cuts = tuple((s0, e0, why) for (s0, e0), why in sorted(drop.items()))
+    else:
+        drop = unresolved_free_body(ctx, cur)
+    if drop:
+        found = ctx.piece_at(ctx.norm(cur.extent.start.file.name), cur.extent.start.offset)
+        if found is not None:
+            found[0].cuts = tuple((s0, e0, why) for (s0, e0), why in sorted(drop.items()))
     own = _own_text(ctx, cur, drop)
     idents = _IDENT.findall(own)
     events.append(("text", own))
@@ -474,18 +476,34 @@ def _unvisited(ctx: TUContext, cur: ci.Cursor,
 
 def _undefined_after(ctx: TUContext, m: Macro) -> bool:
     """Whether the file of `m` `#undef`s its name after it, before defining it again: a scoped macro."""
+    return _undef_of(ctx, m) is not None
+
+
+def _scope_closed_unused(ctx: TUContext, m: Macro, kernel_key: tuple[int, ...],
+                         piece_keys: list[tuple[int, ...]]) -> bool:
+    """Whether `m` is `#undef`'d in its file before the kernel and no piece the unit takes lies in between (the
+    pieces generated under it, `#define OP ...` / `ATOMIC(Add)` / `#undef OP`, need it at their place)."""
+    u = _undef_of(ctx, m)
+    if u is None:
+        return False
+    start, end = ctx.sort_key(m.path, m.start), ctx.sort_key(m.path, u)
+    return end < kernel_key and not any(start < k < end for k in piece_keys)
+
+
+def _undef_of(ctx: TUContext, m: Macro) -> int | None:
+    """The offset of the `#undef` of `m`'s name that follows it in its file before any redefinition, else None."""
     data = ctx.read(m.path)
     name = re.escape(m.name.encode())
     undef = re.compile(rb"^[ \t]*#[ \t]*undef[ \t]+" + name + rb"\b", re.M).search(data, m.end)
     if undef is None:
-        return False
+        return None
     again = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+" + name + rb"\b", re.M).search(data, m.end, undef.start())
-    return again is None
+    return undef.start() if again is None else None
 
 
 def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...],
             vendored: Callable[[str], bool] = lambda _p: False,
-            last_piece: tuple[int, ...] | None = None) -> list[Macro]:
+            last_piece: tuple[int, ...] | None = None, piece_keys: list[tuple[int, ...]] = ()) -> list[Macro]:
     """The definitions the unit needs. A macro defined once: the definition in force at the kernel.
     A macro redefined before the kernel (`#define OP(X, Y) X + Y` / `ATOMIC(Add)` / `#undef OP` /
     `#define OP(X, Y) X * Y` / `ATOMIC(Mul)`): every active definition before it, each emitted at its
@@ -508,7 +526,12 @@ def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...],
                 # A vendored library's macro (GLM_FUNC_QUALIFIER): its #include defines it.
                 chosen[name] = []
                 continue
-            before = sorted((m for m in cands if ctx.sort_key(m.path, m.start) < kernel_key),
+            # (a scoped definition its file `#undef`s before the kernel is in force at neither the kernel nor what
+            # follows it: graphvite's `#define _Index typename _Solver::Index` / one class head / `#undef _Index`,
+            # read before a kernel header, turned `template<class _T, class _Index = size_t>` of every later class
+            # into "expected an identifier")
+            before = sorted((m for m in cands if ctx.sort_key(m.path, m.start) < kernel_key
+                             and not _scope_closed_unused(ctx, m, kernel_key, piece_keys)),
                             key=lambda m: ctx.sort_key(m.path, m.start))
             if last_piece is not None and last_piece > kernel_key:
                 later = [m for m in cands if kernel_key < ctx.sort_key(m.path, m.start) < last_piece]

@@ -188,3 +188,31 @@ def _blanked(ctx: TUContext, path: str) -> str:
         raw = ctx.read(path).decode("latin-1")
         cache[path] = _STRING_OR_COMMENT.sub(lambda m: " " * len(m.group()), raw)
     return cache[path]
+
+
+def unresolved_free_body(ctx: TUContext, fn: ci.Cursor) -> dict[tuple[int, int], str]:
+    """{body range: DECLARED_ONLY_UNRESOLVED} for a free host function (no `__device__`, `__global__`) whose body,
+    and nothing before it, names what the parse could not resolve; else {}. Kept host code reaches it (graphvite's
+    `CudaCheck(error, file, line)`, called through `CUDA_CHECK` in the host members of a class a kernel takes,
+    checks with glog's `CHECK(...) << ...`, a header the tree does not carry): no device code can call it, a unit
+    is a shared library that never runs it, and its body took the unit down with a name no build here has. The
+    declaration stays (callers still compile); members get the same treatment in closure.shims. Not a
+    `constexpr` function (device code may call it under `--expt-relaxed-constexpr`) nor one whose return type
+    is deduced (a declaration could not be called)."""
+    if fn.kind not in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) or fn.extent.start.file is None \
+            or any(ch.kind in _DEVICE_ATTRS for ch in fn.get_children()):
+        return {}
+    body = next((ch for ch in fn.get_children() if ch.kind == K.COMPOUND_STMT), None)
+    if body is None or body.extent.start.file is None:
+        return {}
+    path = ctx.norm(fn.extent.start.file.name)
+    text = _blanked(ctx, path)
+    start, end = body.extent.start.offset, body.extent.end.offset
+    head = text[fn.extent.start.offset:start]
+    if not text.startswith("{", start) or _CONSTEXPR.search(head) \
+            or re.search(r"\b(?:auto|decltype)\b", head.split("(", 1)[0]):
+        return {}
+    name = fn.extent.start.file.name
+    if not ctx.has_errors_in(name, start, end) or ctx.has_errors_in(name, fn.extent.start.offset, start - 1):
+        return {}
+    return {(start, end): DECLARED_ONLY_UNRESOLVED}

@@ -12,7 +12,13 @@ from miner.frontends import frameworks
 from miner.frontends.common import split_top
 from miner.frontends.frameworks import Framework
 from miner.units.closure.context import _CLASS_KINDS, _REF_KINDS, K, TUContext
-from miner.units.closure.host_bodies import DECLARED_ONLY_UNRESOLVED, _blanked, _initializers_start, _kept_always
+from miner.units.closure.host_bodies import (
+    _CONSTEXPR,
+    DECLARED_ONLY_UNRESOLVED,
+    _blanked,
+    _initializers_start,
+    _kept_always,
+)
 from miner.units.headers import FRAMEWORK as _FRAMEWORK
 from miner.units.headers import STD_HEADERS as _STD_HEADERS
 from miner.units.headers import TOOLKIT_HEADER as _TOOLKIT_HEADER
@@ -79,7 +85,7 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
             lacks = "a host-only member whose text names what the parse could not resolve"
         if not lacks:
             continue
-        body = _body_range(ctx, m, cls)
+        body = _body_range(ctx, m, cls, unresolved=True)
         if body is not None and not _lacks_in(ctx, m, through=True, outside=body) \
                 and not ctx.has_errors_in(e.start.file.name, e.start.offset, body[0] - 1):
             # Only the body names what a unit lacks (a logger's template formatting through a library the tree
@@ -93,14 +99,20 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
     return out
 
 
-def _body_range(ctx: TUContext, m: ci.Cursor, cls: ci.Cursor) -> tuple[int, int] | None:
+def _body_range(ctx: TUContext, m: ci.Cursor, cls: ci.Cursor, unresolved: bool = False) -> tuple[int, int] | None:
     """(start, end) of a member's body with a constructor's member initializers, for a member whose body a unit
-    may leave out (host_bodies: not the special, constexpr or virtual members kept callable); else None."""
+    may leave out (host_bodies: not the special, constexpr or virtual members kept callable); else None. With
+    `unresolved` (the body names what the parse could not resolve, so no unit can hold it) a special or virtual
+    member's body goes too, its declaration staying: leaving the whole member out changed the class (graphvite's
+    `LRSchedule(const std::string &_type = "constant") : type(_type) { CHECK(...) << ...; }`, its default
+    constructor, checked with glog: every unit holding a `LRSchedule schedule;` member failed on "no default
+    constructor exists"). Never a `constexpr` one (device code may evaluate it)."""
     body = next((ch for ch in m.get_children() if ch.kind == K.COMPOUND_STMT), None)
     if body is None or body.extent.start.file is None:
         return None
     text = _blanked(ctx, ctx.norm(m.extent.start.file.name))  # as host_bodies reads it: the same ranges
-    if _kept_always(m, cls, text[m.extent.start.offset:body.extent.start.offset]):
+    head = text[m.extent.start.offset:body.extent.start.offset]
+    if (_CONSTEXPR.search(head) or m.is_default_method()) if unresolved else _kept_always(m, cls, head):
         return None
     return (_initializers_start(text, m.location.offset, body.extent.start.offset), body.extent.end.offset)
 

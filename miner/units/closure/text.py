@@ -16,6 +16,7 @@ from miner.units.closure.arch_branches import PARSER_ONLY, _arch_test, arch_chai
 from miner.units.closure.context import Closure, Macro, Piece, TUContext, _skipped_ranges
 from miner.units.closure.host_bodies import DECLARED_ONLY, DECLARED_ONLY_UNRESOLVED
 from miner.units.closure.shims import UNRESOLVED_BASE
+from miner.units.closure.switched_off import switched_off
 from miner.units.headers import FRAMEWORK as _FRAMEWORK
 from miner.units.headers import STD_HEADERS as _STD_HEADERS
 from miner.units.headers import UNIT_LIBRARY_HEADER, is_toolkit_header
@@ -223,6 +224,13 @@ def _unresolved(ctx: TUContext, files: set[str], ranges: set[tuple[str, int, int
         key = spelling if symbol == "?" else symbol
         if key not in seen:
             seen.add(key)
+            # (a name the project declares only under a switch this configuration leaves off: that switch is why,
+            # not a missing header; closure.switched_off)
+            switch = switched_off(ctx, symbol) if m is not None and _UNDECLARED.search(spelling) else None
+            if switch is not None:
+                out.append({"symbol": symbol, "reason": spelling,
+                            "where": f"{os.path.basename(path)}:{line}", "switched_off": switch})
+                continue
             out.append({"symbol": symbol, "reason": spelling,
                         "where": f"{os.path.basename(path)}:{line}",
                         # A name declared nowhere the parse reached, in a translation unit that includes headers
