@@ -103,19 +103,27 @@ class Mentions:
             self._dead[path] = _disabled_lines(self._raw.get(path, b""))
         return any(a <= line <= b for a, b in self._dead[path])
 
+    def _line_of(self, name: str, path: str, line: int) -> tuple[bytes, int, int] | None:
+        """The text of `path` (comments and strings blanked) and the offsets of `line` in it, or None where the file never
+        names `name` or has no such line."""
+        raw = self._raw.get(path)
+        if raw is None or name.encode() not in raw:
+            return None
+        text = self._text(path)
+        starts = [0, *(m.end() for m in re.finditer(rb"\n", text))]
+        if line - 1 >= len(starts):
+            return None
+        return text, starts[line - 1], (starts[line] if line < len(starts) else len(text))
+
     def namesake_call(self, name: str, path: str, line: int) -> bool:
         """Whether every mention of `name` on `line` of `path` is followed by `(`: a call of a function of that
         name or its definition's head, never a launch (a kernel is launched with `<<<...>>>`, or named bare where
         a pointer to it is taken). CudaSift's host `double LowPass(CudaImage &, ...)` wraps the launch of
         another kernel and shares its name with a kernel launched only in the `#else` of an `#if 1`."""
-        raw = self._raw.get(path)
-        if raw is None or name.encode() not in raw:
+        span = self._line_of(name, path, line)
+        if span is None:
             return False
-        text = self._text(path)
-        starts = [0, *(m.end() for m in re.finditer(rb"\n", text))]
-        if line - 1 >= len(starts):
-            return False
-        at, nxt = starts[line - 1], (starts[line] if line < len(starts) else len(text))
+        text, at, nxt = span
         pat = re.compile(rb"(?<![\w.>])" + re.escape(name.encode()) + rb"(?!\w)(\s*\()?")
         found = list(pat.finditer(text, at, nxt))
         return bool(found) and all(m.group(1) for m in found)
@@ -127,15 +135,10 @@ class Mentions:
         (`Kernel::run(...)` in a dispatcher's own `run`) calls another class's member: a real use; so is a
         member function's head (`static void run(...)` of the functors such a dispatcher calls, from a header
         the include reach may not count)."""
-        raw = self._raw.get(path)
-        if raw is None or name.encode() not in raw:
+        span = self._line_of(name, path, line)
+        if span is None:
             return False
-        text = self._text(path)
-        starts = [0, *(m.end() for m in re.finditer(rb"\n", text))]
-        if line - 1 >= len(starts):
-            return False
-        at = starts[line - 1]
-        nxt = starts[line] if line < len(starts) else len(text)
+        text, at, nxt = span
         pat = re.compile(rb"(?<![\w.>:])" + re.escape(name.encode()) + rb"\s*\(")
         heads: list[tuple[int, int, int]] = []  # (name offset, body start, body end) of each definition
         for m in pat.finditer(text, 0, nxt):
