@@ -104,8 +104,8 @@ class Mentions:
         return any(a <= line <= b for a, b in self._dead[path])
 
     def _line_of(self, name: str, path: str, line: int) -> tuple[bytes, int, int] | None:
-        """The text of `path` (comments and strings blanked) and the offsets of `line` in it, or None where the file never
-        names `name` or has no such line."""
+        """The text of `path` (comments and strings blanked) and the offsets of `line` in it, or None where the
+        file never names `name` or has no such line."""
         raw = self._raw.get(path)
         if raw is None or name.encode() not in raw:
             return None
