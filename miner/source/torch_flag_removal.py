@@ -18,6 +18,7 @@ function counts when the script calls that function.
 from __future__ import annotations
 
 import ast
+import functools
 
 
 def _strings(node: ast.AST | None) -> list[str]:
@@ -55,14 +56,16 @@ def _removals(scope: ast.AST, module: ast.Module) -> set[str]:
     return out
 
 
-def removed_torch_flags(text: str) -> set[str]:
-    """The COMMON_NVCC_FLAGS entries the build script at `text` removes (empty when it removes none)."""
+@functools.lru_cache(maxsize=64)
+def removed_torch_flags(text: str) -> frozenset[str]:
+    """The COMMON_NVCC_FLAGS entries the build script at `text` removes (empty when it removes none). Memoised:
+    the flags of every source file of an extension ask about the same script."""
     if "COMMON_NVCC_FLAGS" not in text:
-        return set()
+        return frozenset()
     try:
         module = ast.parse(text)
     except SyntaxError:
-        return set()
+        return frozenset()
     called = {n.func.id for n in ast.walk(module) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     out: set[str] = set()
     funcs = [n for n in ast.walk(module) if isinstance(n, ast.FunctionDef)]
@@ -72,4 +75,4 @@ def removed_torch_flags(text: str) -> set[str]:
     # module level: the statements outside every function
     top = ast.Module(body=[s for s in module.body if not isinstance(s, (ast.FunctionDef, ast.ClassDef))],
                      type_ignores=[])
-    return out | _removals(top, module)
+    return frozenset(out | _removals(top, module))
