@@ -18,19 +18,13 @@ import os
 from collections.abc import Callable, Iterable
 
 from miner.source.discover import SOURCE_SUFFIXES
-from miner.source.include_graph import TU_SUFFIXES
+from miner.source.include_graph import TU_SUFFIXES, IncludeGraph
 
 MAX_UMBRELLA_UNITS = 4
 
 
 def _reach(start: str, edges: dict[str, set[str]]) -> set[str]:
-    seen, todo = {start}, [start]
-    while todo:
-        for q in edges.get(todo.pop(), ()):
-            if q not in seen:
-                seen.add(q)
-                todo.append(q)
-    return seen
+    return IncludeGraph(edges=edges).closure(start)
 
 
 def units_through_public_headers(inputs: dict[str, bytes], orphans: set[str], pool: Iterable[str],
