@@ -20,22 +20,12 @@ from __future__ import annotations
 import ast
 import functools
 
+from miner.source.py_eval import Evaluator, Frame, Index
 
-def _strings(node: ast.AST | None) -> list[str]:
-    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        return [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
-    return []
+_SCRIPT = "<build script>"
 
 
-def _assigned(scope: ast.AST, name: str) -> list[str]:
-    out: list[str] = []
-    for n in ast.walk(scope):
-        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets):
-            out += _strings(n.value)
-    return out
-
-
-def _removals(scope: ast.AST, module: ast.Module) -> set[str]:
+def _removals(scope: ast.AST, frame: Frame, evaluator: Evaluator) -> set[str]:
     loops = {id(c): n for n in ast.walk(scope) if isinstance(n, ast.For) for c in ast.walk(n)}
     out: set[str] = set()
     for n in ast.walk(scope):
@@ -50,9 +40,8 @@ def _removals(scope: ast.AST, module: ast.Module) -> set[str]:
             out.add(arg.value)
         elif isinstance(arg, ast.Name) and (loop := loops.get(id(n))) is not None \
                 and isinstance(loop.target, ast.Name) and loop.target.id == arg.id:
-            it = loop.iter
-            out.update(_strings(it) or (_assigned(scope, it.id) or _assigned(module, it.id)
-                                        if isinstance(it, ast.Name) else []))
+            # the loop's list, written there or named (a local, else a module global): the build files' evaluator
+            out.update(token for token, _ in evaluator.expr(loop.iter, frame))
     return out
 
 
@@ -66,13 +55,14 @@ def removed_torch_flags(text: str) -> frozenset[str]:
         module = ast.parse(text)
     except SyntaxError:
         return frozenset()
+    evaluator = Evaluator(Index("", {_SCRIPT: module}))
     called = {n.func.id for n in ast.walk(module) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     out: set[str] = set()
     funcs = [n for n in ast.walk(module) if isinstance(n, ast.FunctionDef)]
     for f in funcs:
         if f.name in called:
-            out |= _removals(f, module)
+            out |= _removals(f, Frame(_SCRIPT, func=f), evaluator)
     # module level: the statements outside every function
     top = ast.Module(body=[s for s in module.body if not isinstance(s, (ast.FunctionDef, ast.ClassDef))],
                      type_ignores=[])
-    return frozenset(out | _removals(top, module))
+    return frozenset(out | _removals(top, Frame(_SCRIPT), evaluator))
