@@ -437,3 +437,37 @@ def test_inline_asm_braces_do_not_end_the_function(tmp_path: Path) -> None:
     assert listings[0] != listings[1]
     changed = [ln for ln in ptx.first_difference(*listings) if ln[:1] in "+-"]
     assert any("0f40400000" in ln for ln in changed) and any("0f40A00000" in ln for ln in changed), changed
+
+
+def test_identical_in_the_originals_library_header_context(built: Path, tmp_path: Path) -> None:
+    """A unit whose code is the original's only after the library headers the original includes (and the unit
+    left out, as it leaves out torch's) is `differs` alone and `identical` in that module context: nvcc's
+    numbering and scheduling move with declarations that emit no device code (LeetCUDA's flash attention
+    kernels came out as the original after `#include <ostream>` alone). Here the unit is edited so that a
+    macro of such a header decides its code, which makes the effect certain."""
+    ds = _copy(built, tmp_path)
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURES / "verify", src)
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "vf_lib.h").write_text("#pragma once\n#define VF_LIB_H 1\n", encoding="utf-8")
+    launch = src / "vf_launch.cu"
+    launch.write_text("#include <vf_lib.h>\n" + launch.read_text(encoding="utf-8"), encoding="utf-8")
+    unit = next(ds.glob("vf_scale-*/units/float/unit.cu"))
+    text = unit.read_text(encoding="utf-8")
+    unit.write_text(text.replace("return v + v;", "\n#ifdef VF_LIB_H\nreturn v + v;\n#else\nreturn v * v;\n#endif\n"),
+                    encoding="utf-8")
+    r = run_miner("verify", ds, "--source", src, "--cache-dir", tmp_path / "cache", "--kernels", "vf_scale",
+                  f"-X=-I{lib}", timeout=600)
+    assert r.returncode == 1, r.stderr
+    assert "1 differs (1 identical in the original's module context)" in r.stdout, r.stdout
+    f = _fidelity(ds)["vf_scale/float"]
+    assert f["status"] == "differs" and f["context"]["status"] == "identical", f
+    assert f["context"]["headers"] >= 1, f["context"]
+    assert "after the" in r.stderr and "library header(s) the original includes" in r.stderr, r.stderr
+    from miner.verify.original import library_includes, locate
+    meta = next(m for m in load_dataset(ds) if m["name"] == "vf_scale")
+    found = library_includes(locate(meta, src))
+    # the project's own headers are not library headers; the library's and the toolkit's are, in order
+    assert found[0] == "#include <vf_lib.h>" and "#include <cuda_runtime.h>" in found, found
+    assert not any("vf_helpers" in ln or "vf_kernels" in ln for ln in found), found

@@ -54,7 +54,7 @@ def add_verify_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
 
 
 def summary(rep: VerifyReport) -> str:
-    ctx = f" ({rep.context_identical} identical beside the original's other instantiations)"
+    ctx = f" ({rep.context_identical} identical in the original's module context)"
 
     def part(s: str) -> str:
         return f"{rep.counts[s]} {s}" + (ctx if s == "differs" and rep.context_identical else "")

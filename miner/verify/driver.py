@@ -51,7 +51,7 @@ class VerifyReport:
     tus_total: int = 0
     nvcc_calls: int = 0
     cached: int = 0
-    context_identical: int = 0    # `differs`, but identical once compiled beside the original's sibling instantiations
+    context_identical: int = 0    # `differs`, but identical in the original's module context (_context_check)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)   # one line per instantiation that is not identical
 
@@ -324,8 +324,7 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
             first = next((ln for ln in rec.get("first_diff") or [] if ln[:1] in "+-"), why)
             ctx = rec.get("context")
             if ctx and ctx["status"] == "identical":
-                first = (f"identical when compiled beside the original's {ctx['instantiations']} other "
-                         f"instantiation(s) of the kernel (module-level inlining); alone: {first}")
+                first = f"identical {context_phrase(ctx)}; alone: {first}"
             rep.notes.append(f"{it.tag}: {rec['status']}: {first}")
     for kdir, its in by_kernel.items():
         insts = [dict(i) for i in its[0].meta["instantiations"]]
@@ -335,6 +334,16 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
     dataset.update_many(out_dir, changes)
     rep.seconds = time.monotonic() - t0
     return rep
+
+
+def context_phrase(ctx: dict[str, Any]) -> str:
+    """How the unit was compiled when it came out as the original (`fidelity.context`)."""
+    parts = []
+    if ctx.get("headers"):
+        parts.append(f"after the {ctx['headers']} library header(s) the original includes")
+    if ctx.get("instantiations"):
+        parts.append(f"beside the original's {ctx['instantiations']} other instantiation(s) of the kernel")
+    return "when compiled " + " and ".join(parts) + " (module context)"
 
 
 def _judge(it: _Item, res: PtxResult, parsed: ptx_mod.Ptx, wrapped: PtxResult | None, arch: str) -> dict[str, Any]:
@@ -391,34 +400,69 @@ def _judge(it: _Item, res: PtxResult, parsed: ptx_mod.Ptx, wrapped: PtxResult | 
 
 
 def _context_check(it: _Item, store: PtxStore, tool_id: str, flags: list[str], force: bool) -> dict[str, Any] | None:
-    """Whether a `differs` comes from the module rather than the kernel: nvcc's inliner weighs a helper by
+    """Whether a `differs` comes from the module rather than the kernel. nvcc's inliner weighs a helper by
     all its callers in the module, so a kernel compiled beside its sibling instantiations (the original
-    TU instantiates <32> ... <1024>, the unit only <128>) may be scheduled differently. The unit is
-    compiled again with explicit instantiations of the siblings the original's PTX holds (demangled)."""
-    if it.compared is None or it.unit_res is None:
+    TU instantiates <32> ... <1024>, the unit only <128>) may be scheduled differently: the unit is
+    compiled again with explicit instantiations of the siblings the original's PTX holds (demangled).
+    Where that is not the original's code yet, once more after the library headers the original includes
+    and the unit left out (torch's, for one): cicc's numbering and scheduling move with declarations that
+    emit no device code at all (a kernel came out identical after `#include <ostream>` alone and differed
+    without it), so the same kernel text in a smaller module can differ by a hoisted address or a register."""
+    if it.compared is None or it.unit_res is None or it.orig is None:
         return None
     src, found = it.compared
     entry = (it.record or {}).get("entry") or ""
+    plain = found != entry and "_GLOBAL__N_" in found
     mark = f"{len(it.meta['name'])}{it.meta['name']}"
     sibs = [e for e in src.entries if e != found and mark in e]
     names = demangle(sibs)
     decls = [f"template __global__ {names[e]};" for e in sibs
              if names[e].startswith("void ") and "(anonymous namespace)" not in names[e]]
-    if not decls:
-        return None
-    text = (it.unit.read_text(encoding="utf-8") + "\n// kernel-miner verify: the original's other instantiations "
-            "of this kernel, for the module context\n" + "\n".join(decls) + "\n")
-    headers, _ = orig_mod.scan_includes(it.unit, [])
+    unit_text = it.unit.read_text(encoding="utf-8")
+    unit_headers, _ = orig_mod.scan_includes(it.unit, [])
     flags = [*flags, *it.vendored_flags]
-    key = orig_mod.content_key([FORMAT, "context", tool_id, "\0".join(flags), text], headers)
-    res = store.compile(key, None, text, flags, it.unit.parent, force)
-    out: dict[str, Any] = {"instantiations": len(decls)}
-    if not res.ok:
-        out.update(status="unbuildable", error=_first_error(res.log))
-        return out
-    got = ptx_mod.find_entry(ptx_mod.parse(res.ptx), entry)
-    plain = found != entry and "_GLOBAL__N_" in found
-    same = got is not None and (ptx_mod.listing(ptx_mod.parse(res.ptx), got, plain)
-                                == ptx_mod.listing(src, found, plain))
-    out["status"] = "identical" if same else "differs"
+    tail = ("\n// kernel-miner verify: the original's other instantiations of this kernel, for the module context\n"
+            + "\n".join(decls) + "\n") if decls else ""
+
+    def compiled_same(text: str, more_flags: list[str]) -> tuple[bool, str | None]:
+        key = orig_mod.content_key([FORMAT, "context", tool_id, "\0".join(flags + more_flags), text],
+                                   unit_headers + it.orig.headers)
+        res = store.compile(key, None, text, flags + more_flags, it.unit.parent, force)
+        if not res.ok:
+            return False, _first_error(res.log)
+        got = ptx_mod.find_entry(ptx_mod.parse(res.ptx), entry)
+        return got is not None and (ptx_mod.listing(ptx_mod.parse(res.ptx), got, plain)
+                                    == ptx_mod.listing(src, found, plain)), None
+
+    # Contexts made of the original's own module, cheapest first: the siblings, the library headers, both
+    # (the order of a module's functions moves the result too: one kernel came out as the original after the
+    # headers alone and not after the headers and the siblings).
+    includes = orig_mod.library_includes(it.orig)
+    torch_flags = [f"-I{d}" for d in orig_mod.torch_setup()[0]] if it.orig.torch else []
+    prefix = ("// kernel-miner verify: the library headers the original includes, for the module context\n"
+              + "\n".join(includes) + "\n")
+    contexts = [(len(decls), 0, unit_text + tail, [])] if decls else []
+    if includes:
+        contexts.append((0, len(includes), prefix + unit_text, torch_flags))
+        if decls:
+            contexts.append((len(decls), len(includes), prefix + unit_text + tail, torch_flags))
+    out: dict[str, Any] = {}
+    for n_decls, n_headers, text, more in contexts:
+        same, error = compiled_same(text, more)
+        out = {"instantiations": n_decls, "status": "identical" if same else "unbuildable" if error else "differs"}
+        if n_headers:
+            out["headers"] = n_headers
+        if error:
+            out["error"] = error
+        if same:
+            break
+    return out or None
+    torch_dirs = orig_mod.torch_setup()[0] if it.orig.torch else []
+    prefix = ("// kernel-miner verify: the library headers the original includes, for the module context\n"
+              + "\n".join(includes) + "\n")
+    same, error = compiled_same(prefix + unit_text + tail, [f"-I{d}" for d in torch_dirs])
+    out["headers"] = len(includes)
+    out["status"] = "identical" if same else "unbuildable" if error else "differs"
+    if error:
+        out["error"] = error
     return out

@@ -113,6 +113,24 @@ def scan_includes(tu: Path, include_dirs: list[Path]) -> tuple[list[Path], bool]
     return list(seen), torch
 
 
+def library_includes(orig: Original) -> list[str]:
+    """The `#include` lines of the original's TU and of the project headers it reaches that name no project
+    file (`<vector>`, `<torch/extension.h>`, `<cub/cub.cuh>`), in order of first appearance: the declarations
+    the original's module holds beside the kernel and the unit need not (see driver._context_check)."""
+    out: dict[str, None] = {}
+    for path in (orig.tu, *orig.headers):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for m in _INCLUDE.finditer(text):
+            name = m.group(2).strip()
+            search = ([path.parent] if m.group(1) == '"' else []) + orig.include_dirs
+            if _TORCH.match(name) or not any((d / name).is_file() for d in search):
+                out.setdefault(f"#include <{name}>", None)
+    return list(out)
+
+
 @functools.lru_cache(maxsize=1)
 def torch_setup() -> tuple[list[str], list[str], str]:
     """(include dirs, nvcc flags, version) of the installed torch; empty where torch is absent."""
