@@ -25,6 +25,7 @@ import importlib.util
 import os
 import re
 import sysconfig
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,30 +87,31 @@ def project_flags(meta: dict[str, Any]) -> list[str]:
     return build_flags.applied(list((meta.get("build_flags") or {}).get("nvcc") or []))
 
 
+def _includes(path: Path, include_dirs: list[Path]) -> Iterator[tuple[str, Path | None]]:
+    """Each `#include` of the file at `path`: the name written and the project file it resolves to (None: a
+    library's or the toolkit's header, or none at all)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return
+    for m in _INCLUDE.finditer(text):
+        name = m.group(2).strip()
+        search = ([path.parent] if m.group(1) == '"' else []) + include_dirs
+        yield name, next((c for d in search if (c := (d / name).resolve()).is_file()), None)
+
+
 def scan_includes(tu: Path, include_dirs: list[Path]) -> tuple[list[Path], bool]:
     """Project headers the TU reaches (transitively) and whether it reaches torch's headers."""
     seen: dict[Path, None] = {}
     torch = False
     todo = [tu]
     while todo and len(seen) < MAX_HEADERS:
-        path = todo.pop()
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        for m in _INCLUDE.finditer(text):
-            name = m.group(2).strip()
+        for name, cand in _includes(todo.pop(), include_dirs):
             if _TORCH.match(name):
                 torch = True
-                continue
-            search = ([path.parent] if m.group(1) == '"' else []) + include_dirs
-            for d in search:
-                cand = (d / name).resolve()
-                if cand.is_file():
-                    if cand not in seen and cand != tu:
-                        seen[cand] = None
-                        todo.append(cand)
-                    break
+            elif cand is not None and cand not in seen and cand != tu:
+                seen[cand] = None
+                todo.append(cand)
     return list(seen), torch
 
 
@@ -119,14 +121,8 @@ def library_includes(orig: Original) -> list[str]:
     the original's module holds beside the kernel and the unit need not (see driver._context_check)."""
     out: dict[str, None] = {}
     for path in (orig.tu, *orig.headers):
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        for m in _INCLUDE.finditer(text):
-            name = m.group(2).strip()
-            search = ([path.parent] if m.group(1) == '"' else []) + orig.include_dirs
-            if _TORCH.match(name) or not any((d / name).is_file() for d in search):
+        for name, cand in _includes(path, orig.include_dirs):
+            if _TORCH.match(name) or cand is None:
                 out.setdefault(f"#include <{name}>", None)
     return list(out)
 
