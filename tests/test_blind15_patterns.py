@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURES, build_statuses, extract_and_build, load_dataset, only_meta, run_miner
+from tests.conftest import (
+    FIXTURES,
+    build_statuses,
+    extract_and_build,
+    load_dataset,
+    only_meta,
+    run_miner,
+    unit_texts,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -123,3 +131,53 @@ def test_a_helper_modules_undefines_of_torch_defaults_reach_the_units(undef_help
     nvcc = m["build_flags"]["nvcc"]
     assert "-U__CUDA_NO_HALF_CONVERSIONS__" in nvcc and "-D__CUDA_NO_HALF_CONVERSIONS__" not in nvcc, nvcc
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def shadow_error(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _mine_sub(tmp_path_factory, "blind15/shadow_error", "src")
+
+
+def test_a_project_header_named_like_a_system_one_is_the_projects(shadow_error: dict[str, Any]) -> None:
+    """`residual.cu` (the mined `src/`) includes `<solve_config.h>` and `<error.h>`, both in the project's
+    `include/` (its build's `-I include`). glibc has an `error.h` too, so the include was left to the system:
+    the project's `error.h` never became context, and its enumerators were missing from the unit
+    ("identifier SOLVE_ERR_BAD_SIZE is undefined") though the parse, with `-I include`, had them."""
+    m = only_meta(shadow_error, "residual_kernel")
+    assert "../include" in m["parse_context"]["include_dirs"], m["parse_context"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    (unit,) = unit_texts(shadow_error, m)
+    assert "SOLVE_ERR_BAD_SIZE = 3" in unit, unit
+
+
+def test_the_original_finds_the_projects_header_before_the_systems(shadow_error: dict[str, Any],
+                                                                   tmp_path: Path) -> None:
+    """verify compiled the original with the mined dirs after the system's for `<angle>` includes (`-idirafter`):
+    `<error.h>` was glibc's, and the original did not compile ("SOLVE_ERR_BAD_SIZE is undefined":
+    original_unbuildable). The project's build passes `-I include`, before the system's folders."""
+    ds = tmp_path / "ds"
+    shutil.copytree(shadow_error["out"], ds)
+    r = run_miner("verify", ds, "--cache-dir", tmp_path / "cache", timeout=600)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    (m,) = load_dataset(ds)
+    assert [i["fidelity"]["status"] for i in m["instantiations"]] == ["identical"], m["instantiations"]
+
+
+def test_a_dir_holding_another_platforms_standin_for_a_system_header_stays_after_the_system(tmp_path: Path) -> None:
+    """A Windows stand-in `unistd.h` (include-guarded, including `<direct.h>` and `<winsock2.h>`, which no
+    folder here has) must not hide the system's `<unistd.h>`: its dir stays `-iquote`/`-idirafter`. A project
+    `error.h` whose platform includes sit under `#ifdef` is the project's own: its dir is `-I`."""
+    from miner.verify import original
+
+    win, own = tmp_path / "win", tmp_path / "own"
+    win.mkdir()
+    own.mkdir()
+    (win / "unistd.h").write_text("#ifndef KM_UNISTD_H\n#define KM_UNISTD_H\n#include <stdio.h>\n"
+                                  "#include <direct.h>\n#include <winsock2.h>\n#define F_OK 0\n#endif\n")
+    (own / "error.h").write_text("#pragma once\n#ifdef _WIN32\n#include <windows.h>\n#else\n#include <unistd.h>\n"
+                                 "#endif\n#ifdef WITH_MPI\n#include <mpi.h>\n#endif\n#include <stdio.h>\n"
+                                 "enum Err { ERR_OK };\n")
+    orig = original.Original(root=tmp_path, tu=tmp_path / "k.cu", rel="k.cu", defines=[], include_dirs=[win, own])
+    flags = original.compile_flags(orig, "-arch=compute_90")
+    assert ["-Xcompiler", f"-iquote,{win},-idirafter,{win}"] == flags[flags.index("-Xcompiler"):][:2], flags
+    assert f"-I{own}" in flags and not any(str(own) in f for f in flags if f != f"-I{own}"), flags
