@@ -53,6 +53,23 @@ def test_a_kernel_header_reached_only_through_the_public_header_is_parsed_in_a_p
 
 
 @pytest.fixture(scope="module")
+def umbrella_detail(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _mine_sub(tmp_path_factory, "blind15/umbrella_detail", "include/vec")
+
+
+def test_what_a_macro_writes_beside_the_declaration_taken_brings_its_names(umbrella_detail: dict[str, Any]) -> None:
+    """A header-only library reached through its public header `vec.h`: the kernel calls `detail::scalar_add`,
+    which `VEC_BINARY_OP(add, Add, +)` writes together with the class `AddOp`, whose host `describe()` names
+    `detail::name_of<T1>()` of `core/names.h`. The invocation is one piece of the unit, but only the function's
+    references were followed ("namespace vec::detail has no member name_of")."""
+    m = only_meta(umbrella_detail, "add_kernel")
+    assert m["parse_context"]["translation_unit"].endswith("examples/add_example.cu"), m["parse_context"]
+    (unit,) = unit_texts(umbrella_detail, m)
+    assert "inline std::string name_of()" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
 def flag_removal(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return extract_and_build(tmp_path_factory, "blind15/flag_removal")
 

@@ -142,6 +142,10 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                             or (ic.kind in _CLASS_KINDS and specialized_template(ic) is not None)):
                         work.append((ic, ip.namespaces))
                         take(ip, ic)  # (its name's set: the primary template it specializes)
+                    else:
+                        # Whatever else the invocation writes is in the unit's text too (the operator class
+                        # `MY_OP(add, Add, +)` writes beside `scalar_add`): what it names comes along.
+                        work.append((ic, ip.namespaces))
         if pc.kind in _CLASS_KINDS and (piece.path, piece.start) not in with_members:
             # The class itself (not the rest of its specialization set, which this use does not
             # instantiate) comes with its members defined out of line, as its header brings their .inl
