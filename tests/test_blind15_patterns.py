@@ -198,3 +198,19 @@ def test_a_dir_holding_another_platforms_standin_for_a_system_header_stays_after
     flags = original.compile_flags(orig, "-arch=compute_90")
     assert ["-Xcompiler", f"-iquote,{win},-idirafter,{win}"] == flags[flags.index("-Xcompiler"):][:2], flags
     assert f"-I{own}" in flags and not any(str(own) in f for f in flags if f != f"-I{own}"), flags
+
+
+@pytest.fixture(scope="module")
+def system_header(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/system_header")
+
+
+def test_a_system_header_whose_declarations_a_kept_body_names_is_included(system_header: dict[str, Any]) -> None:
+    """`Grid<T>`'s destructor (a special member: its body stays) fails through `GRID_FAIL`, which calls the host
+    helper `print_trace` of `trace.h`; that uses `backtrace` of `<execinfo.h>` and `abi::__cxa_demangle` of
+    `<cxxabi.h>`, which `trace.h` includes. A unit kept only standard and toolkit includes ("identifier backtrace
+    is undefined"), and the build took `<execinfo.h>` for a missing CUDA library header."""
+    m = only_meta(system_header, "smooth_kernel")
+    (unit,) = unit_texts(system_header, m)
+    assert "#include <execinfo.h>" in unit and "#include <cxxabi.h>" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
