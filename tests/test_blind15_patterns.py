@@ -69,6 +69,18 @@ def test_what_a_macro_writes_beside_the_declaration_taken_brings_its_names(umbre
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
 
 
+def test_a_declaration_written_in_a_nested_macros_argument_is_the_whole_invocation(
+        umbrella_detail: dict[str, Any]) -> None:
+    """`VEC_UNARY_OP(neg, Neg)` writes `internal_neg` and `NegOp` as the argument of `VEC_IF_HOST(...)`: libclang
+    gives each of them an empty extent at the invocation's start, so the piece was empty and the unit lacked the
+    class that the macro-written `neg` overload (taken with the set of `neg`s the kernel calls) names ("namespace
+    vec::detail has no member NegOp"). The text is the invocation, its macros come along."""
+    m = only_meta(umbrella_detail, "neg_kernel")
+    (unit,) = unit_texts(umbrella_detail, m)
+    assert "VEC_UNARY_OP(neg, Neg)" in unit and "#define VEC_IF_HOST" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
 @pytest.fixture(scope="module")
 def flag_removal(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return extract_and_build(tmp_path_factory, "blind15/flag_removal")

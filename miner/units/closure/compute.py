@@ -584,8 +584,12 @@ def _own_text(ctx: TUContext, cur: ci.Cursor, drop: dict[tuple[int, int], str] |
     e = cur.extent
     if e.start.file is None:
         return ""
-    data = ctx.read(ctx.norm(e.start.file.name))
-    text = _cut(data, e.start.offset, e.end.offset, [(s, t) for s, t in (drop or {})]).decode("utf-8", "replace")
+    path = ctx.norm(e.start.file.name)
+    data = ctx.read(path)
+    end = e.end.offset
+    if end <= e.start.offset and (found := ctx.piece_at(path, e.start.offset)) is not None:
+        end = found[0].end  # a declaration written inside a nested macro's argument: the invocation's text
+    text = _cut(data, e.start.offset, end, [(s, t) for s, t in (drop or {})]).decode("utf-8", "replace")
     return _STRING_OR_COMMENT.sub(" ", text)
 
 
