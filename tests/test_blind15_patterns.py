@@ -226,3 +226,19 @@ def test_a_system_header_whose_declarations_a_kept_body_names_is_included(system
     (unit,) = unit_texts(system_header, m)
     assert "#include <execinfo.h>" in unit and "#include <cxxabi.h>" in unit, unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def absent_library(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/absent_library")
+
+
+def test_a_data_member_of_an_absent_librarys_type_leaves_the_units_class(absent_library: dict[str, Any]) -> None:
+    """The launch's arguments are spelled through `Matrix<...>::index_type`, so the unit holds the class; its host
+    side keeps a handle `nosuchMatDescr_t descr;` of a library whose header (`<nosuch_sparse_v2.h>`) this machine
+    lacks, and its destructor frees it. The unit failed on the unknown type ("identifier nosuchMatDescr_t is
+    undefined"): the member goes, and the destructor keeps its declaration only."""
+    m = only_meta(absent_library, "fill_rows")
+    (unit,) = unit_texts(absent_library, m)
+    assert "nosuchMatDescr_t descr" not in unit and "nosuchDestroyDescr" not in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
