@@ -242,3 +242,19 @@ def test_a_data_member_of_an_absent_librarys_type_leaves_the_units_class(absent_
     (unit,) = unit_texts(absent_library, m)
     assert "nosuchMatDescr_t descr" not in unit and "nosuchDestroyDescr" not in unit, unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def cccl_using(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/cccl_using")
+
+
+def test_a_using_declaration_of_a_toolkit_library_the_unit_does_not_include_is_left_out(
+        cccl_using: dict[str, Any]) -> None:
+    """`iterators.h` names thrust's `counting_iterator` into the library's `detail` namespace; the kernel, in that
+    namespace, names nothing of thrust, so the unit includes no thrust header, but the using-declaration was kept
+    ("identifier thrust is undefined"): the parse's framework shim of the header is no toolkit path."""
+    m = only_meta(cccl_using, "shift_kernel")
+    (unit,) = unit_texts(cccl_using, m)
+    assert "thrust" not in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
