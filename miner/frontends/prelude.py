@@ -362,10 +362,11 @@ class _Planner:
         if dialect not in self.starts:
             return None
         seq = walk(root, self.data, self.edges, self.scans, self.standard, self.starts[dialect].with_defines(defines))
-        keep = [i for i, h in enumerate(seq.headers) if h.rsplit("/", 1)[-1] not in self.shadowed]
-        if len(keep) < len(seq.headers):  # a project file named like a standard header: that one stays out
-            seq = Sequence(tuple(seq.headers[i] for i in keep), tuple(seq.read[i] for i in keep), seq.macros,
-                           seq.read_all, tuple(seq.defined[i] for i in keep))
+        # A project file named like a held header (its own `math.h`, a `cuda.h` on an `-I` folder of the
+        # project) may be what the include finds: the sequence ends there.
+        n = next((i for i, h in enumerate(seq.headers) if h.rsplit("/", 1)[-1] in self.shadowed), len(seq.headers))
+        if n < len(seq.headers):
+            seq = Sequence(seq.headers[:n], seq.read[:n], seq.macros, seq.read_all, seq.defined[:n])
         return seq
 
     def choose(self, seq: Sequence, dialect: str, exclude: Callable[[str], bool] = lambda p: False) -> str | None:
@@ -389,7 +390,7 @@ def plan(roots: list[str], config: ParseConfig, data: dict[str, bytes], edges: d
     that `skip` leaves (those with a torch prefix, per-file flags or defines of their own are skipped).
     `variants(root)`: the define sets `root` will also be parsed with (the HIP configuration): their sequences
     are candidates too, and `replan` picks among the built preludes for them."""
-    shadowed = {os.path.basename(p) for p in data} & {h.rsplit("/", 1)[-1] for h in standard}
+    shadowed = {os.path.basename(p) for p in data}
     dialect_of = {r: " ".join(config.args_of.get(r, DIALECT)) for r in roots
                   if not (skip(r) or r in config.per_file_args or r in config.defines_of)}
     if len(dialect_of) < 2:  # a prelude costs about one parse
