@@ -121,3 +121,35 @@ def test_parse_through_the_prelude_equals_the_plain_parse(planned, tu: str, defi
     b = clang_frontend.parse(path, fast, inputs, analyse=analyse)
     assert a.kernels and a.analysis["launches"] and not a.error
     assert _summary(a) == _summary(b)
+
+
+SHADOW = FIXTURES / "prelude_shadow"
+
+
+def test_a_project_header_named_like_a_held_one_ends_the_sequence(tmp_path) -> None:
+    """`vendor/cuda.h` on the include path is what `#include <cuda.h>` finds, its own include included: a
+    prelude holding `<cuda.h>` would read the project's header ahead of the unit (its macros then come from the
+    precompiled prefix, out of the analysis' sight: the closure lost `KM_SHADOW_FP8` and the header)."""
+    from miner.frontends import clang_frontend, pch, prelude
+    from miner.frontends.config import ParseConfig
+    from miner.source import include_graph
+    from miner.source.discover import discover
+    from miner.units.analysis import analyse
+
+    if not clang_frontend.AVAILABLE:
+        pytest.skip("libclang not installed")
+    dirs = [str((SHADOW / "include").resolve()), str((SHADOW / "include" / "vendor").resolve())]
+    files = discover([SHADOW]).files
+    graph = include_graph.build(files, dirs)
+    data = {f.path: f.data for f in files}
+    plain = ParseConfig(include_dirs=dirs)
+    tus = [str((SHADOW / "ops" / t).resolve()) for t in ("shadow_a.cu", "shadow_b.cu")]
+    fast = prelude.plan(tus, plain, data, graph.edges, STANDARD, str(tmp_path), lambda r: False)
+    for tu in tus:
+        held = pch._PREFIX_FILES[fast.prelude_of[tu]]
+        assert any(f.endswith("/vector") for f in held)
+        assert not any(f.endswith("cuda.h") for f in held)
+        a = clang_frontend.parse(tu, plain, set(data), analyse=analyse)
+        b = clang_frontend.parse(tu, fast, set(data), analyse=analyse)
+        assert a.kernels and not a.error
+        assert _summary(a) == _summary(b)
