@@ -175,14 +175,17 @@ def sure_headers(root: str, data: dict[str, bytes], edges: dict[str, set[str]],
 
 
 def walk(root: str, data: dict[str, bytes], edges: dict[str, set[str]], scans: dict[str, _Scan],
-         standard: frozenset[str], start: Start | None) -> Sequence:
+         standard: frozenset[str], start: Start | None,
+         found: Callable[[str, bytes, str], str | bool] | None = None) -> Sequence:
     """The prelude headers `root` includes first, in the order it does: those it includes where the preprocessor
     surely reads the include (directly or through project headers it includes so; `#if` conditions evaluated
     from `start` and the project's own `#define`s before them, `frontends.pp_conditions`) up to the first
     include that might bring other system headers in between (one in a branch whose outcome is not certain, a
     header no prelude holds), so that the files a prelude reads come in the order, and from the includers, of the
     plain parse; and the macro names its project files (every one it may reach) define or undefine. Without
-    `start` only the project's own macros and `__cplusplus` (a C++ parse) are known."""
+    `start` only the project's own macros and `__cplusplus` (a C++ parse) are known. `found(includer, delimiter,
+    name)`: the file an include the graph did not resolve finds on the parse's include path before the system
+    headers and our stand-ins (a project `vendor/cuda.h` for `<cuda.h>`), True where it may find one, else ""."""
     def scan(f: str) -> _Scan:
         if f not in scans:
             scans[f] = _Scan(data.get(f, b""))
@@ -241,6 +244,10 @@ def walk(root: str, data: dict[str, bytes], edges: dict[str, set[str]], scans: d
                 target = _target(f, name, edges)
                 held = target is None and (delim == b"<" and name in standard and name not in _NEVER_HELD
                                            or _is_shim(name))
+                if held and found is not None and (there := found(f, delim, name)):
+                    if there is True or there not in data:
+                        return False  # a file of the include path the walk cannot read as the plain parse does
+                    target, held = there, False
                 if held and name in out:
                     continue  # included already: its guard makes it nothing
                 if active is not True:
@@ -345,7 +352,8 @@ class _Planner:
     data: dict[str, bytes]
     edges: dict[str, set[str]]
     standard: frozenset[str]
-    shadowed: set[str]
+    dirs_of: Callable[[str], list[str]]  # a unit's include folders, in its parse's order
+    prelude_dirs: list[str]  # those a prelude is built with
     scans: dict[str, _Scan]
     starts: dict[str, Start]
     built: list[_Built]
@@ -361,13 +369,21 @@ class _Planner:
     def _sequence(self, root: str, dialect: str, defines: list[str]) -> Sequence | None:
         if dialect not in self.starts:
             return None
-        seq = walk(root, self.data, self.edges, self.scans, self.standard, self.starts[dialect].with_defines(defines))
-        # A project file named like a held header (its own `math.h`, a `cuda.h` on an `-I` folder of the
-        # project) may be what the include finds: the sequence ends there.
-        n = next((i for i, h in enumerate(seq.headers) if h.rsplit("/", 1)[-1] in self.shadowed), len(seq.headers))
-        if n < len(seq.headers):
-            seq = Sequence(seq.headers[:n], seq.read[:n], seq.macros, seq.read_all, seq.defined[:n])
-        return seq
+        dirs = self.dirs_of(root)
+
+        def found(includer: str, delim: bytes, name: str) -> str | bool:
+            # A project file named like a held header (its own `math.h`, a `cuda.h` in an `-I` folder of the
+            # project) is what the include finds when a folder searched before the system headers and our
+            # stand-ins holds it; the prelude, built with the run's folders, must not hold such a name either.
+            first = [os.path.dirname(includer)] if delim == b'"' else []
+            for d in [*first, *dirs]:
+                cand = os.path.join(d, name)
+                if os.path.isfile(cand):
+                    return os.path.realpath(cand)
+            return any(os.path.isfile(os.path.join(d, name)) for d in self.prelude_dirs)
+
+        return walk(root, self.data, self.edges, self.scans, self.standard, self.starts[dialect].with_defines(defines),
+                    found)
 
     def choose(self, seq: Sequence, dialect: str, exclude: Callable[[str], bool] = lambda p: False) -> str | None:
         """The longest built prelude whose headers start the sequence, whose files name none of the macros the
@@ -390,12 +406,11 @@ def plan(roots: list[str], config: ParseConfig, data: dict[str, bytes], edges: d
     that `skip` leaves (those with a torch prefix, per-file flags or defines of their own are skipped).
     `variants(root)`: the define sets `root` will also be parsed with (the HIP configuration): their sequences
     are candidates too, and `replan` picks among the built preludes for them."""
-    shadowed = {os.path.basename(p) for p in data}
     dialect_of = {r: " ".join(config.args_of.get(r, DIALECT)) for r in roots
                   if not (skip(r) or r in config.per_file_args or r in config.defines_of)}
     if len(dialect_of) < 2:  # a prelude costs about one parse
         return config
-    planner = _Planner(data, edges, standard, shadowed, {}, {}, [])
+    planner = _Planner(data, edges, standard, config.include_dirs_for, list(config.include_dirs), {}, {}, [])
     # The stub alone first, per dialect: it serves every unit whose own set has no prelude (or clashes), and
     # its files are where the plain parse reads them too (`-include` puts the stub first): not checked. What it
     # leaves defined is what a unit's text starts with.
