@@ -11,7 +11,11 @@ that cannot change what the unit sees:
 - the standard headers are order-independent, but a project macro could reach into one (`#define NDEBUG`
   before `<cassert>`, `#undef max` after `<algorithm>`, an `#ifndef M_PI` that now sees `<cmath>`'s): a unit
   any of whose `#define`/`#undef` names is a word of a file the prelude read gets none;
-- a project file named like a standard header (its own `math.h` on an `-I` dir) keeps that header out.
+- a header name the parse's include path finds in the project (its own `math.h` on an `-I` dir, a `vendor/cuda.h`
+  whose `#include <cuda.h>` finds itself) is that project file, walked as such, never held;
+- the walk follows `#if` branches whose outcome is certain in the parse configuration (`pp_conditions`), and a
+  prelude fits a unit only where its files change none of the macros those conditions read (the HIP
+  configuration's define sets are walked too, and `replan` picks their preludes).
 
 The toolkit stand-ins of the parse (`shims/cuda_runtime.h`, ...) are ours and count as standard headers.
 
