@@ -128,9 +128,9 @@ SHADOW = FIXTURES / "prelude_shadow"
 
 def test_a_project_header_named_like_a_held_one_is_never_held(tmp_path) -> None:
     """`vendor/cuda.h` on the include path is what `#include <cuda.h>` finds, its own include included (walked as
-    that project file): a
-    prelude holding `<cuda.h>` would read the project's header ahead of the unit (its macros then come from the
-    precompiled prefix, out of the analysis' sight: the closure lost `KM_SHADOW_FP8` and the header)."""
+    that project file): a prelude holding `<cuda.h>` would read the project's header ahead of the unit (its macros
+    then come from the precompiled prefix, out of the analysis' sight: the closure lost `KM_SHADOW_FP8` and the
+    header)."""
     from miner.frontends import clang_frontend, pch, prelude
     from miner.frontends.config import ParseConfig
     from miner.source import include_graph
