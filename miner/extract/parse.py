@@ -145,7 +145,7 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                     pch_config.append(prelude.plan(
                         todo, with_torch, data, graph.edges, STD_HEADERS | SYSTEM_HEADERS, pch_folder,
                         lambda r: bool(with_torch.torch_pch) and r in with_torch.torch_tus,
-                        _hip_defines(data, reach, with_torch.defines)))
+                        _hip_defines(data, reach, with_torch.defines), opts.jobs))
                 fresh = _run_clang(todo, pch_config[0], inputs, opts.jobs, opts.units, tick, groups)
                 for res in fresh:
                     if cache is not None:

@@ -405,11 +405,11 @@ _PLANNERS: dict[str, _Planner] = {}  # by the path of each prelude it built
 
 def plan(roots: list[str], config: ParseConfig, data: dict[str, bytes], edges: dict[str, set[str]],
          standard: frozenset[str], folder: str, skip: Callable[[str], bool],
-         variants: Callable[[str], list[list[str]]] = lambda r: []) -> ParseConfig:
+         variants: Callable[[str], list[list[str]]] = lambda r: [], jobs: int = 1) -> ParseConfig:
     """The config with preludes of the `standard` headers (and our stand-ins) built under `folder` for the roots
     that `skip` leaves (those with a torch prefix, per-file flags or defines of their own are skipped).
     `variants(root)`: the define sets `root` will also be parsed with (the HIP configuration): their sequences
-    are candidates too, and `replan` picks among the built preludes for them."""
+    are candidates too, and `replan` picks among the built preludes for them. `jobs`: processes that build them."""
     dialect_of = {r: " ".join(config.args_of.get(r, DIALECT)) for r in roots
                   if not (skip(r) or r in config.per_file_args or r in config.defines_of)}
     if len(dialect_of) < 2:  # a prelude costs about one parse
@@ -448,8 +448,10 @@ def plan(roots: list[str], config: ParseConfig, data: dict[str, bytes], edges: d
     want = Counter(max(((h[:n], d) for n in range(1, len(h) + 1) if starts[(h[:n], d)] >= 2),
                        key=lambda k: len(k[0]), default=None) for h, d in counts.elements())
     candidates = [k for k, _ in want.most_common() if k is not None][:MAX_PRELUDES]
-    for i, (headers, dialect) in enumerate(candidates, start=len(dialects)):
-        got = _build(config, headers, dialect.split(), os.path.join(folder, f"km_prelude_{i}.h"))
+    built = _build_all([(config, headers, dialect.split(), os.path.join(folder, f"km_prelude_{i}.h"))
+                        for i, (headers, dialect) in enumerate(candidates, start=len(dialects))], jobs)
+    for i, (headers, dialect), got in zip(range(len(dialects), len(dialects) + len(candidates)), candidates, built,
+                                          strict=True):
         if got is None:
             continue
         path, files, defined = got
@@ -505,11 +507,40 @@ def replan(config: ParseConfig, defines: list[str], exclude: Callable[[str], boo
 def _build(config: ParseConfig, headers: tuple[str, ...], dialect: list[str],
            prefix: str) -> tuple[str, set[str], set[bytes]] | None:
     """Write and precompile the prelude of `headers`; its path, every file it read and every macro it defined."""
+    return _registered(_compile((config, headers, dialect, prefix)))
+
+
+def _registered(got: tuple[str, set[str], set[bytes], dict[str, str]] | None
+                ) -> tuple[str, set[str], set[bytes]] | None:
+    from miner.frontends import pch
+
+    if got is None:
+        return None
+    out, files, defined, parents = got
+    pch.register(out, files, parents)
+    return out, files, defined
+
+
+def _build_all(jobs: list[tuple[ParseConfig, tuple[str, ...], list[str], str]],
+               workers: int) -> list[tuple[str, set[str], set[bytes]] | None]:
+    """`_build` of each, in `workers` forked processes where there are several (each prelude is a parse of its
+    headers, independent of the others: on a 2-core run they were a serial second or three before the pool)."""
+    if workers < 2 or len(jobs) < 2:
+        return [_registered(_compile(j)) for j in jobs]
+    import multiprocessing as mp
+
+    with mp.get_context("fork").Pool(min(workers, len(jobs))) as pool:
+        got = pool.map(_compile, jobs, chunksize=1)
+    return [_registered(g) for g in got]  # registered here: the workers' registries die with them
+
+
+def _compile(job: tuple[ParseConfig, tuple[str, ...], list[str], str]
+             ) -> tuple[str, set[str], set[bytes], dict[str, str]] | None:
+    config, headers, dialect, prefix = job
     try:
         import clang.cindex as ci
     except ImportError:
         return None
-    from miner.frontends import pch
 
     with open(prefix, "w", encoding="utf-8") as fh:
         fh.write(f'#include "{stub_dir() / "km_cuda_parse.h"}"\n' + "".join(f"#include <{h}>\n" for h in headers))
@@ -533,8 +564,7 @@ def _build(config: ParseConfig, headers: tuple[str, ...], dialect: list[str],
         tu.save(out)
     except (ci.TranslationUnitLoadError, ci.TranslationUnitSaveError, OSError):
         return None
-    pch.register(out, files, parents)
-    return out, files, defined
+    return out, files, defined, parents
 
 
 _WORDS: dict[str, frozenset[bytes]] = {}
