@@ -172,6 +172,12 @@ class _Normalizer:
         return self._cache[name]
 
 
+@functools.lru_cache(maxsize=4096)
+def _spelled(name: str) -> re.Pattern[str]:
+    """`name` not inside a longer word, compiled once per name (parameter names repeat across a tree)."""
+    return re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+
+
 def _kernel(c: ci.Cursor, data: bytes, path: str, clang_name: str, diags: dict) -> Kernel:
     start, end = c.extent.start.offset, c.extent.end.offset
     # Extents that cover a macro invocation rather than one declaration: the kernel's own (a kernel
@@ -188,8 +194,7 @@ def _kernel(c: ci.Cursor, data: bytes, path: str, clang_name: str, diags: dict) 
             continue
         piece = data[e.start.offset : e.end.offset].decode("utf-8", errors="replace")
         if ch.kind == K.PARM_DECL:
-            if (e.start.offset, e.end.offset) in macro_spans or not re.search(
-                    rf"(?<!\w){re.escape(ch.spelling)}(?!\w)", piece):
+            if (e.start.offset, e.end.offset) in macro_spans or not _spelled(ch.spelling).search(piece):
                 # A kernel written by a macro (`#define UNARY_OP(T, NAME, ...) extern "C" __global__ void
                 # NAME(const T *inp, ...)`): the parameter's extent is the whole macro invocation, whose
                 # text is no declaration; the type as clang spells it is the one the expansion declares.
