@@ -79,20 +79,16 @@ class _Unknown(Exception):
     """A token sequence this evaluator does not read: the whole condition is unknown."""
 
 
-def _or(toks: list[tuple[str, bytes]], i: int, known: Callable[[bytes], Tri], seen: set[bytes]) -> tuple[Tri, int]:
-    value, i = _and(toks, i, known, seen)
-    while i < len(toks) and toks[i] == ("op", b"||"):
-        right, i = _and(toks, i + 1, known, seen)
-        value = or3(value, right)
-    return value, i
-
-
-def _and(toks: list[tuple[str, bytes]], i: int, known: Callable[[bytes], Tri], seen: set[bytes]) -> tuple[Tri, int]:
-    value, i = _rel(toks, i, known, seen)
-    while i < len(toks) and toks[i] == ("op", b"&&"):
-        right, i = _rel(toks, i + 1, known, seen)
-        value = and3(value, right)
-    return value, i
+def _joined(op: bytes, operand: Callable, combine: Callable[[Tri, Tri], Tri]) -> Callable:
+    """A left-associative chain of `operand`s joined by `op` (`||` over `&&` chains, `&&` over `_rel`s)."""
+    def parse(toks: list[tuple[str, bytes]], i: int, known: Callable[[bytes], Tri],
+              seen: set[bytes]) -> tuple[Tri, int]:
+        value, i = operand(toks, i, known, seen)
+        while i < len(toks) and toks[i] == ("op", op):
+            right, i = operand(toks, i + 1, known, seen)
+            value = combine(value, right)
+        return value, i
+    return parse
 
 
 def _rel(toks: list[tuple[str, bytes]], i: int, known: Callable[[bytes], Tri], seen: set[bytes]) -> tuple[Tri, int]:
@@ -156,3 +152,7 @@ def _unary(toks: list[tuple[str, bytes]], i: int, known: Callable[[bytes], Tri],
         # An undefined identifier is 0; a defined macro's value is not tracked.
         return (False if state is False else None), i + 1
     raise _Unknown
+
+
+_and = _joined(b"&&", _rel, and3)
+_or = _joined(b"||", _and, or3)
