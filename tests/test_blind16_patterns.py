@@ -43,3 +43,20 @@ def test_a_unit_libclang_cannot_parse_through_its_prelude_is_parsed_without_it(
     assert m["launches"], m.get("launch_missing")
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
     assert set(build_statuses(only_meta(prefix_crash, "shift_values")).values()) == {"ok"}
+
+
+@pytest.fixture(scope="module")
+def toolkit_named(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _mine_sub(tmp_path_factory, "blind16/toolkit_named", "examples")
+
+
+def test_a_project_header_spelled_under_a_toolkit_folder_is_the_projects(toolkit_named: dict[str, Any]) -> None:
+    """A wrapper library's public header is `<cuda/kit.hpp>` (its `include/` passed by the build, outside the
+    mined `examples/`), a name under libcu++'s `cuda/` folder that the toolkit does not have. It was read as the
+    toolkit's: never looked up in the project, the parse stopped at it (tree-sitter, no launch), and the unit kept
+    the include ("fatal error: cuda/kit.hpp: No such file or directory")."""
+    m = only_meta(toolkit_named, "rotate_left")
+    assert m["frontend"] == "clang", m["frontend"]
+    assert m["launches"], m.get("launch_missing")
+    assert "cuda/kit.hpp" not in m["closure"]["includes"], m["closure"]["includes"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
