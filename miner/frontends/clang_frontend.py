@@ -299,15 +299,29 @@ def _parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | N
     # Through a precompiled prefix, an index that leaves the prefix's declarations and macros out of the
     # walks: they are never walked into anyway (not input files), but listing them cost more than the parse.
     local_only = "-include-pch" in args
+    given = index
     index = _local_index() if local_only else (index or ci.Index.create())
+    # Units need the preprocessing record: it tells which #defines sit in skipped #if branches.
+    unsaved = [(f, t) for f in sorted(inputs | {path}) if (t := _joined_chevrons(f)) is not None]
     try:
-        # Units need the preprocessing record: it tells which #defines sit in skipped #if branches.
-        unsaved = [(f, t) for f in sorted(inputs | {path}) if (t := _joined_chevrons(f)) is not None]
         tu = index.parse(path, args=args, options=_OPTIONS | (0x1 if with_units else 0),
                          unsaved_files=unsaved or None)
     except ci.TranslationUnitLoadError as exc:
-        result.error = f"libclang could not parse the file: {exc}"
-        return result, None
+        if not local_only:
+            result.error = f"libclang could not parse the file: {exc}"
+            return result, None
+        # libclang 18 crashes on some units through a precompiled prefix that parse fine without it (a C++20
+        # prelude of <functional> and a unit that then includes <iostream>): the prefix only saves time, so the
+        # unit is parsed again the plain way rather than lost to tree-sitter with every launch in it.
+        config = pch.without(config)
+        args, local_only = clang_args(config, path), False
+        index = given or ci.Index.create()
+        try:
+            tu = index.parse(path, args=args, options=_OPTIONS | (0x1 if with_units else 0),
+                             unsaved_files=unsaved or None)
+        except ci.TranslationUnitLoadError as again:
+            result.error = f"libclang could not parse the file: {again}"
+            return result, None
     cindex_speed.hold_top_level(tu, local_only)
     tu.__dict__["km_prefix_parents"] = pch.parents_of(args)
 

@@ -24,7 +24,7 @@ from miner.source.checkout import project_root
 from miner.source.discover import _SKIP_DIRS as _DISCOVER_SKIP_DIRS
 from miner.source.discover import SOURCE_SUFFIXES, SourceFile, _check_text
 from miner.source.include_graph import INCLUDE, TU_SUFFIXES, include_tail, resolve, tail_match
-from miner.units.headers import STD_HEADERS, is_toolkit_header
+from miner.units.headers import STD_HEADERS, is_toolkit_header, toolkit_lacks
 
 _SKIP_DIRS = _DISCOVER_SKIP_DIRS | {"build", "dist"}
 _SYSTEM_DIR = re.compile(r"^(torch|ATen|c10|caffe2|pybind11|cuda|cub|thrust|cooperative_groups|nv|crt|hip|rocm|"
@@ -119,11 +119,11 @@ def _includes(data: bytes, roots: frozenset[str] = frozenset()) -> list[str]:
     `<cuda_helper.h>` of its own); `<vector>`, `<cuda_fp16.h>` and framework headers (`torch/...`, `cub/...`)
     are the toolchain's, unless quoted and at that path under a project root: a project's own `cuda/` folder
     (`#include "cuda/components/groups.cuh"` beside `hip/`) is no libcu++ header, and its declarations are
-    the units' to inline."""
+    the units' to inline. So is one the toolkit does not have (`<cuda/api.hpp>`: headers.toolkit_lacks)."""
     out = []
     for m in INCLUDE.finditer(data):
         name = m.group(2).decode("utf-8", "replace").strip()
-        if _SYSTEM_DIR.match(name):
+        if _SYSTEM_DIR.match(name) and not toolkit_lacks(name):
             if m.group(1) == b'"' and any(os.path.isfile(os.path.join(r, name)) for r in roots):
                 out.append(name)
         elif m.group(1) == b'"' or "/" in name or _maybe_project(name):
