@@ -459,12 +459,3 @@ def _context_check(it: _Item, store: PtxStore, tool_id: str, flags: list[str], f
         if same:
             break
     return out or None
-    torch_dirs = orig_mod.torch_setup()[0] if it.orig.torch else []
-    prefix = ("// kernel-miner verify: the library headers the original includes, for the module context\n"
-              + "\n".join(includes) + "\n")
-    same, error = compiled_same(prefix + unit_text + tail, [f"-I{d}" for d in torch_dirs])
-    out["headers"] = len(includes)
-    out["status"] = "identical" if same else "unbuildable" if error else "differs"
-    if error:
-        out["error"] = error
-    return out
