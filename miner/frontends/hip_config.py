@@ -113,7 +113,6 @@ def _on_hip_side(data: bytes, at: int) -> bool:
         elif kind == b"endif" and stack:
             stack.pop()
     return any(hip and held for hip, held in stack)
-    return None
 
 
 @dataclass

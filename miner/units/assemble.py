@@ -90,7 +90,7 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
                            "where": f"{_rel(k.path, root)}:{k.start_line}"})
     records = data.launches.get(key, [])
     omitted: list[dict[str, Any]] = []
-    insts = instantiations.plan(meta, records, data.explicit.get(k.name, []), {}, omitted=omitted,
+    insts = instantiations.plan(meta, records, data.explicit.get(k.name, []), omitted=omitted,
                                  kernel_text=text)
     launches = [lc for lc in records if lc.kind != "reference"]
     meta["launches"] = [_launch_json(lc, root, meta["params"]) for lc in launches]

@@ -468,13 +468,12 @@ def _callable_stand_ins(found: list[tuple[tuple[str, ...], str]], meta: dict[str
     return out
 
 
-def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]],
-         host_calls: dict[str, list[list[str]]] | None = None, *, limit: int = MAX_INSTANTIATIONS,
+def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]], *, limit: int = MAX_INSTANTIATIONS,
          omitted: list[dict[str, Any]] | None = None, kernel_text: str = "") -> list[dict[str, Any]]:
     """Distinct instantiations with their origin; nothing found gives one `inferred` default.
 
-    `launches` are the kernel's launch and reference records (`records.Launch`); `host_calls` is
-    unused (host templates are resolved in launches.find). Instantiations beyond `limit` go to `omitted`.
+    `launches` are the kernel's launch and reference records (`records.Launch`; host templates are
+    resolved in launches.find). Instantiations beyond `limit` go to `omitted`.
     `kernel_text` tells which type parameters index arrays (`subscript_types`) for the default.
     """
     tparams = meta["template_params"]
