@@ -51,13 +51,6 @@ class ParseConfig:
         own = self.include_dirs_of.get(path or "", [])
         return [*own, *(d for d in self.include_dirs if d not in own)]
 
-    def defines_dict(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for d in self.defines:
-            name, _, value = d.partition("=")
-            out[name] = value or "1"
-        return out
-
 
 @functools.cache
 def stub_dir() -> Path:

@@ -303,15 +303,6 @@ def _condition(kind: bytes, rest: bytes, known: Callable[[bytes], pp_conditions.
     return pp_conditions.evaluate(rest, known, read)
 
 
-def _shims_outside(headers: tuple[str, ...], held: tuple[str, ...]) -> set[bytes]:
-    """The macros of the stand-ins among `headers` that a prelude holding `held` leaves where they are."""
-    out: set[bytes] = set()
-    for h in headers:
-        if h not in held:
-            out |= _shim_macros(h)
-    return out
-
-
 @functools.cache
 def _shim_macros(name: str, depth: int = 0) -> frozenset[bytes]:
     """The macros our stand-in `name` and the stand-ins it includes may define (none: not a stand-in)."""

@@ -117,11 +117,6 @@ class Ledger:
     def repos(self) -> list[dict[str, Any]]:
         return [dict(r) for r in self.db.execute("SELECT * FROM repos ORDER BY ordinal")]
 
-    def set_repo(self, key: str, **fields: Any) -> None:
-        cols = ", ".join(f"{k}=?" for k in fields)
-        with self.tx() as db:
-            db.execute(f"UPDATE repos SET {cols}, updated=? WHERE key=?", (*fields.values(), time.time(), key))
-
     # stages ---------------------------------------------------------------------------------------------
     def stage(self, repo: str, stage: str) -> dict[str, Any]:
         row = self.db.execute("SELECT * FROM stages WHERE repo=? AND stage=?", (repo, stage)).fetchone()
