@@ -169,7 +169,9 @@ def test_bad_answers_are_recorded_failures_never_crashes(tmp_path: Path) -> None
 def test_non_json_http_body_is_a_recorded_failure(tmp_path: Path) -> None:
     data = make_dataset(tmp_path / "ds", ["relu_kernel"])
     with FakeLLMServer([Rule("Analyse", [Reply(raw_body=b"<html>gateway hiccup</html>")])]) as srv:
-        proc = enrich(data, "--base-url", srv.base_url, "--stages", "analysis", "--model", "fake-model")
+        # short retry waits: the default backoff (1 s doubling, 5 retries) only made this test take 30 s
+        cfg = write_config(tmp_path / "km.toml", srv.base_url, model="fake-model")
+        proc = enrich(data, "--config", str(cfg), "--stages", "analysis")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert statuses(data)["relu_kernel-000000000000"]["analysis"] == "failed"
 
