@@ -140,25 +140,35 @@ def _is_kernel(c: ci.Cursor) -> bool:
     return c.is_definition() and any(ch.kind == K.CUDAGLOBAL_ATTR for ch in c.get_children())
 
 
-def _qualified_name(c: ci.Cursor) -> str:
-    parts = [c.spelling]
+def unclosed_namespace(c: ci.Cursor) -> bool:
+    """A namespace the parse never closed: clang's recovery from errors in a header (unknown types, a misread
+    initializer) lost its closing brace, so it runs on over every later file of the translation unit. Its
+    extent has no end, only its opening has a place."""
+    return c.kind == K.NAMESPACE and c.extent.start.file is None and c.location.file is not None
+
+
+def _scopes(c: ci.Cursor) -> list[ci.Cursor]:
+    """The scopes around `c`, innermost first, without those a namespace the parse left open in another file
+    would add (the main file's kernels after a broken library header are not in that header's namespace)."""
+    out: list[ci.Cursor] = []
+    own = c.location.file.name if c.location.file is not None else None
     p = c.semantic_parent
     while p is not None and p.kind != K.TRANSLATION_UNIT:
-        if p.spelling:
-            parts.append(p.spelling)
+        if unclosed_namespace(p) and p.location.file.name != own:
+            out = []
+        else:
+            out.append(p)
         p = p.semantic_parent
-    return "::".join(reversed(parts))
+    return out
+
+
+def _qualified_name(c: ci.Cursor) -> str:
+    return "::".join(reversed([c.spelling, *(p.spelling for p in _scopes(c) if p.spelling)]))
 
 
 def _namespaces(c: ci.Cursor) -> list[str]:
     """The namespaces around `c`, outermost first, "" for an anonymous one."""
-    out: list[str] = []
-    p = c.semantic_parent
-    while p is not None and p.kind != K.TRANSLATION_UNIT:
-        if p.kind == K.NAMESPACE:
-            out.append(p.spelling)
-        p = p.semantic_parent
-    return out[::-1]
+    return [p.spelling for p in reversed(_scopes(c)) if p.kind == K.NAMESPACE]
 
 
 class _Normalizer:

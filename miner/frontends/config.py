@@ -89,6 +89,9 @@ def clang_args(config: ParseConfig, path: str, prefix: bool = True) -> list[str]
     if gcc_inc:
         args += ["-isystem", gcc_inc]
     args += [f"-D{n}={v}" for n, v in toolkit_versions()]
+    driver = toolkit_driver_header()
+    if driver:
+        args.append(f'-DKM_TOOLKIT_CUDA_H="{driver}"')
     args += config.per_file_args.get(path, [])
     args += [f"-D{d}" for d in config.defines]
     args += [f"-D{d}" for d in config.defines_of.get(path, [])]
@@ -219,6 +222,25 @@ def toolkit_versions() -> tuple[tuple[str, str], ...]:
         out |= {"__CUDA_API_VERSION": out["CUDA_VERSION"], "__CUDACC_VER_MAJOR__": str(v // 1000),
                 "__CUDACC_VER_MINOR__": str(v % 1000 // 10)}
     return tuple(out.items())
+
+
+@functools.cache
+def toolkit_driver_header() -> str | None:
+    """The installed toolkit's `cuda.h`, which the parse shim of `<cuda.h>` includes whole (None without nvcc:
+    the stub's few driver types stand). A library built on the driver API (`CUevent`, `CUmemAccessDesc`,
+    `CU_STREAM_CAPTURE_MODE_*`, thousands of names) parsed without it fell apart: clang's recovery from the
+    unknown types lost a closing brace, left `namespace cuda { namespace memory {` open to the end of the
+    translation unit, and put the main file's kernels in it, so units wrapped a global kernel in that
+    namespace (another mangled name than the original's). Only a translation unit that includes `<cuda.h>`
+    pays for its million bytes, as with nvcc."""
+    from miner import cuda_libs  # lazy: asks nvcc once per process
+
+    nvcc = shutil.which("nvcc")
+    for d in cuda_libs.toolkit_include_dirs(nvcc) if nvcc else ():
+        f = Path(d) / "cuda.h"
+        if f.is_file() and '"' not in str(f):
+            return str(f)
+    return None
 
 
 # thrust's vocabulary types, declared once whichever stand-in comes first: a project type written with

@@ -259,7 +259,11 @@ typedef enum cudaError {
   cudaErrorAssert = 710, cudaErrorLaunchFailure = 719, cudaErrorCooperativeLaunchTooLarge = 720,
   cudaErrorNotSupported = 801, cudaErrorUnknown = 999
 } cudaError_t;
+/* The driver API's result type, where the toolkit's own cuda.h is not at hand (shims/cuda.h includes it when
+ * it is, and nvcc, too, declares CUresult only for code that includes <cuda.h>). */
+#ifndef KM_TOOLKIT_CUDA_H
 typedef enum cudaError_enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1 } CUresult;
+#endif
 typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;

@@ -12,7 +12,7 @@ from typing import Any
 
 import clang.cindex as ci
 
-from miner.frontends.clang_frontend import skipped_in
+from miner.frontends.clang_frontend import skipped_in, unclosed_namespace
 from miner.frontends.common import conditional_start, matching
 from miner.frontends.config import stub_dir
 
@@ -181,7 +181,10 @@ class TUContext:
             if path in inputs:
                 self._index_macros(path)
 
-    def _index(self, scope: ci.Cursor, ns: tuple[str, ...], c_link: bool = False) -> None:
+    def _index(self, scope: ci.Cursor, ns: tuple[str, ...], c_link: bool = False,
+               unclosed: tuple[str, tuple[str, ...]] | None = None) -> None:
+        # `unclosed`: (the file of a namespace the parse never closed, the namespaces outside it). What another
+        # file declares after it is not in it (clang_frontend.unclosed_namespace).
         for c in scope.get_children():
             kind = c.kind  # before the location: most top-level cursors are preprocessing records
             if kind == K.MACRO_DEFINITION:
@@ -200,9 +203,15 @@ class TUContext:
             path = self.norm(f.name)
             if path not in self.inputs:
                 continue
+            if unclosed is not None and path != unclosed[0]:
+                ns = unclosed[1]
             if kind in _SCOPE_KINDS and not _is_variable_template(c):
+                inner = unclosed
+                if inner is None and kind == K.NAMESPACE and unclosed_namespace(c):
+                    inner = (path, ns)
                 self._index(c, ns + ((c.spelling or "",) if c.kind == K.NAMESPACE else ()),
-                            self._c_linkage_spec(c) if kind == K.LINKAGE_SPEC else c_link and kind != K.NAMESPACE)
+                            self._c_linkage_spec(c) if kind == K.LINKAGE_SPEC else c_link and kind != K.NAMESPACE,
+                            inner)
             else:
                 e = c.extent
                 if e.start.file is None or self.norm(e.start.file.name) != path:

@@ -1,0 +1,56 @@
+"""The parse of code built on the CUDA driver API, and what a parse left broken must not do to a kernel's scope
+(seen on a C++ wrapper library's examples: `<cuda/api.hpp>`, all of its types from `<cuda.h>`). Our own fixtures,
+judged by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "driver_api")
+
+
+@pytest.fixture(scope="module")
+def unclosed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "unclosed_namespace")
+
+
+def test_the_driver_api_of_cuda_h_is_in_the_parse(driver: dict[str, Any]) -> None:
+    """`wrap::fill_args` holds a `CUstreamCaptureMode`, a driver API type the parse stub lacked (it had five of the
+    driver's typedefs): the member was invalid, so the unit's struct dropped it (another layout than the kernel's
+    argument) and the kernel's `a.mode` did not compile. The parse shim of `<cuda.h>` now includes the toolkit's own
+    header (config.toolkit_driver_header): no parse error in the kernels' files, the struct whole, both units build."""
+    m = only_meta(driver, "fill_from_args")
+    assert m["diagnostics"]["errors"] == 0, m["diagnostics"]
+    (unit,) = unit_texts(driver, m)
+    assert "#include <cuda.h>" in unit and "CUstreamCaptureMode mode;" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    m = only_meta(driver, "fill_scaled")
+    assert m["diagnostics"]["errors"] == 0, m["diagnostics"]
+    (launch,) = m["launches"]
+    assert launch["launcher"] == "fill_on" and launch["values"]["block"] == 128, launch
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_namespace_the_parse_left_open_in_a_header_does_not_take_the_main_files_kernel(
+        unclosed: dict[str, Any]) -> None:
+    """`broken.h` opens `namespace wrap { namespace mem {` and the parse never sees them closed (here the braces are
+    missing; in the library, clang's recovery from unknown driver types lost them). libclang then puts everything
+    after it, the main file's `twice` and `doubled`, in `wrap::mem`, and the unit wrapped the global kernel in that
+    namespace: it built, under another mangled name than the original's. A namespace without an end encloses only
+    its own file's declarations (clang_frontend.unclosed_namespace, for the kernel and for the closure's index)."""
+    m = only_meta(unclosed, "doubled")
+    assert m["qualified_name"] == "doubled", m["qualified_name"]
+    (unit,) = unit_texts(unclosed, m)
+    assert "namespace wrap" not in unit and "namespace mem" not in unit, unit
+    assert "__device__ float twice(float v)" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
