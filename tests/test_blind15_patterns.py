@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURES, build_statuses, extract_and_build, load_dataset, only_meta, run_miner
+from tests.conftest import (
+    FIXTURES,
+    build_statuses,
+    extract_and_build,
+    load_dataset,
+    only_meta,
+    run_miner,
+    unit_texts,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -41,6 +49,35 @@ def test_a_kernel_header_reached_only_through_the_public_header_is_parsed_in_a_p
     m = only_meta(umbrella_lib, "scale_kernel")
     assert m["parse_context"]["translation_unit"].endswith("examples/scale_example.cu"), m["parse_context"]
     assert m["launches"], m
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def umbrella_detail(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _mine_sub(tmp_path_factory, "blind15/umbrella_detail", "include/vec")
+
+
+def test_what_a_macro_writes_beside_the_declaration_taken_brings_its_names(umbrella_detail: dict[str, Any]) -> None:
+    """A header-only library reached through its public header `vec.h`: the kernel calls `detail::scalar_add`,
+    which `VEC_BINARY_OP(add, Add, +)` writes together with the class `AddOp`, whose host `describe()` names
+    `detail::name_of<T1>()` of `core/names.h`. The invocation is one piece of the unit, but only the function's
+    references were followed ("namespace vec::detail has no member name_of")."""
+    m = only_meta(umbrella_detail, "add_kernel")
+    assert m["parse_context"]["translation_unit"].endswith("examples/add_example.cu"), m["parse_context"]
+    (unit,) = unit_texts(umbrella_detail, m)
+    assert "inline std::string name_of()" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_declaration_written_in_a_nested_macros_argument_is_the_whole_invocation(
+        umbrella_detail: dict[str, Any]) -> None:
+    """`VEC_UNARY_OP(neg, Neg)` writes `internal_neg` and `NegOp` as the argument of `VEC_IF_HOST(...)`: libclang
+    gives each of them an empty extent at the invocation's start, so the piece was empty and the unit lacked the
+    class that the macro-written `neg` overload (taken with the set of `neg`s the kernel calls) names ("namespace
+    vec::detail has no member NegOp"). The text is the invocation, its macros come along."""
+    m = only_meta(umbrella_detail, "neg_kernel")
+    (unit,) = unit_texts(umbrella_detail, m)
+    assert "VEC_UNARY_OP(neg, Neg)" in unit and "#define VEC_IF_HOST" in unit, unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
 
 
@@ -122,4 +159,102 @@ def test_a_helper_modules_undefines_of_torch_defaults_reach_the_units(undef_help
     m = only_meta(undef_helper, "half_fill")
     nvcc = m["build_flags"]["nvcc"]
     assert "-U__CUDA_NO_HALF_CONVERSIONS__" in nvcc and "-D__CUDA_NO_HALF_CONVERSIONS__" not in nvcc, nvcc
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def shadow_error(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _mine_sub(tmp_path_factory, "blind15/shadow_error", "src")
+
+
+def test_a_project_header_named_like_a_system_one_is_the_projects(shadow_error: dict[str, Any]) -> None:
+    """`residual.cu` (the mined `src/`) includes `<solve_config.h>` and `<error.h>`, both in the project's
+    `include/` (its build's `-I include`). glibc has an `error.h` too, so the include was left to the system:
+    the project's `error.h` never became context, and its enumerators were missing from the unit
+    ("identifier SOLVE_ERR_BAD_SIZE is undefined") though the parse, with `-I include`, had them."""
+    m = only_meta(shadow_error, "residual_kernel")
+    assert "../include" in m["parse_context"]["include_dirs"], m["parse_context"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    (unit,) = unit_texts(shadow_error, m)
+    assert "SOLVE_ERR_BAD_SIZE = 3" in unit, unit
+
+
+def test_the_original_finds_the_projects_header_before_the_systems(shadow_error: dict[str, Any],
+                                                                   tmp_path: Path) -> None:
+    """verify compiled the original with the mined dirs after the system's for `<angle>` includes (`-idirafter`):
+    `<error.h>` was glibc's, and the original did not compile ("SOLVE_ERR_BAD_SIZE is undefined":
+    original_unbuildable). The project's build passes `-I include`, before the system's folders."""
+    ds = tmp_path / "ds"
+    shutil.copytree(shadow_error["out"], ds)
+    r = run_miner("verify", ds, "--cache-dir", tmp_path / "cache", timeout=600)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    (m,) = load_dataset(ds)
+    assert [i["fidelity"]["status"] for i in m["instantiations"]] == ["identical"], m["instantiations"]
+
+
+def test_a_dir_holding_another_platforms_standin_for_a_system_header_stays_after_the_system(tmp_path: Path) -> None:
+    """A Windows stand-in `unistd.h` (include-guarded, including `<direct.h>` and `<winsock2.h>`, which no
+    folder here has) must not hide the system's `<unistd.h>`: its dir stays `-iquote`/`-idirafter`. A project
+    `error.h` whose platform includes sit under `#ifdef` is the project's own: its dir is `-I`."""
+    from miner.verify import original
+
+    win, own = tmp_path / "win", tmp_path / "own"
+    win.mkdir()
+    own.mkdir()
+    (win / "unistd.h").write_text("#ifndef KM_UNISTD_H\n#define KM_UNISTD_H\n#include <stdio.h>\n"
+                                  "#include <direct.h>\n#include <winsock2.h>\n#define F_OK 0\n#endif\n")
+    (own / "error.h").write_text("#pragma once\n#ifdef _WIN32\n#include <windows.h>\n#else\n#include <unistd.h>\n"
+                                 "#endif\n#ifdef WITH_MPI\n#include <mpi.h>\n#endif\n#include <stdio.h>\n"
+                                 "enum Err { ERR_OK };\n")
+    orig = original.Original(root=tmp_path, tu=tmp_path / "k.cu", rel="k.cu", defines=[], include_dirs=[win, own])
+    flags = original.compile_flags(orig, "-arch=compute_90")
+    assert ["-Xcompiler", f"-iquote,{win},-idirafter,{win}"] == flags[flags.index("-Xcompiler"):][:2], flags
+    assert f"-I{own}" in flags and not any(str(own) in f for f in flags if f != f"-I{own}"), flags
+
+
+@pytest.fixture(scope="module")
+def system_header(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/system_header")
+
+
+def test_a_system_header_whose_declarations_a_kept_body_names_is_included(system_header: dict[str, Any]) -> None:
+    """`Grid<T>`'s destructor (a special member: its body stays) fails through `GRID_FAIL`, which calls the host
+    helper `print_trace` of `trace.h`; that uses `backtrace` of `<execinfo.h>` and `abi::__cxa_demangle` of
+    `<cxxabi.h>`, which `trace.h` includes. A unit kept only standard and toolkit includes ("identifier backtrace
+    is undefined"), and the build took `<execinfo.h>` for a missing CUDA library header."""
+    m = only_meta(system_header, "smooth_kernel")
+    (unit,) = unit_texts(system_header, m)
+    assert "#include <execinfo.h>" in unit and "#include <cxxabi.h>" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def absent_library(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/absent_library")
+
+
+def test_a_data_member_of_an_absent_librarys_type_leaves_the_units_class(absent_library: dict[str, Any]) -> None:
+    """The launch's arguments are spelled through `Matrix<...>::index_type`, so the unit holds the class; its host
+    side keeps a handle `nosuchMatDescr_t descr;` of a library whose header (`<nosuch_sparse_v2.h>`) this machine
+    lacks, and its destructor frees it. The unit failed on the unknown type ("identifier nosuchMatDescr_t is
+    undefined"): the member goes, and the destructor keeps its declaration only."""
+    m = only_meta(absent_library, "fill_rows")
+    (unit,) = unit_texts(absent_library, m)
+    assert "nosuchMatDescr_t descr" not in unit and "nosuchDestroyDescr" not in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def cccl_using(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/cccl_using")
+
+
+def test_a_using_declaration_of_a_toolkit_library_the_unit_does_not_include_is_left_out(
+        cccl_using: dict[str, Any]) -> None:
+    """`iterators.h` names thrust's `counting_iterator` into the library's `detail` namespace; the kernel, in that
+    namespace, names nothing of thrust, so the unit includes no thrust header, but the using-declaration was kept
+    ("identifier thrust is undefined"): the parse's framework shim of the header is no toolkit path."""
+    m = only_meta(cccl_using, "shift_kernel")
+    (unit,) = unit_texts(cccl_using, m)
+    assert "thrust" not in unit, unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -144,7 +144,8 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                                                  pch_folder)
                     pch_config.append(prelude.plan(
                         todo, with_torch, data, graph.edges, STD_HEADERS | SYSTEM_HEADERS, pch_folder,
-                        lambda r: bool(with_torch.torch_pch) and r in with_torch.torch_tus))
+                        lambda r: bool(with_torch.torch_pch) and r in with_torch.torch_tus,
+                        _hip_defines(data, reach, with_torch.defines), opts.jobs))
                 fresh = _run_clang(todo, pch_config[0], inputs, opts.jobs, opts.units, tick, groups)
                 for res in fresh:
                     if cache is not None:
@@ -203,6 +204,23 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                                   graph, data)
     kernels.sort(key=lambda k: (k.path, k.start_offset))
     return kernels, tu_of, config
+
+
+def _hip_defines(data: dict[str, bytes], reach: dict[str, set[str]],
+                 defines: list[str]) -> Callable[[str], list[list[str]]]:
+    """Per translation unit, the define sets of the configurations it will be parsed in besides the mined one:
+    the HIP guards its include closure tests (`hip_config.variants` parses it with those), for the preludes."""
+    guard_of: dict[str, list[str]] = {}
+
+    def of(root: str) -> list[list[str]]:
+        names: set[str] = set()
+        for p in reach.get(root, ()):
+            if p not in guard_of:
+                guard_of[p] = hip_config.guards(data.get(p, b""))
+            names.update(guard_of[p])
+        found = sorted(n for n in names if n not in defines)
+        return [found] if found else []
+    return of
 
 
 def _cached_parse(cache: ParseCache | None, graph: include_graph.IncludeGraph, data: dict[str, bytes],
@@ -368,7 +386,7 @@ def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], 
     if not groups:
         return kernels
     swap: dict[int, Kernel] = {}
-    planned = [(tu, pch.with_defines(config, list(defines))) for (tu, defines) in sorted(groups)]
+    planned = [(tu, pch.with_defines(config, list(defines), only=tu)) for (tu, defines) in sorted(groups)]
     if isinstance(parse, CachedParse):
         parse.prefetch(planned)
     for ((tu, defines), wanted), (_tu, variant) in zip(sorted(groups.items()), planned, strict=True):

@@ -172,6 +172,12 @@ class _Normalizer:
         return self._cache[name]
 
 
+@functools.lru_cache(maxsize=4096)
+def _spelled(name: str) -> re.Pattern[str]:
+    """`name` not inside a longer word, compiled once per name (parameter names repeat across a tree)."""
+    return re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+
+
 def _kernel(c: ci.Cursor, data: bytes, path: str, clang_name: str, diags: dict) -> Kernel:
     start, end = c.extent.start.offset, c.extent.end.offset
     # Extents that cover a macro invocation rather than one declaration: the kernel's own (a kernel
@@ -188,8 +194,7 @@ def _kernel(c: ci.Cursor, data: bytes, path: str, clang_name: str, diags: dict) 
             continue
         piece = data[e.start.offset : e.end.offset].decode("utf-8", errors="replace")
         if ch.kind == K.PARM_DECL:
-            if (e.start.offset, e.end.offset) in macro_spans or not re.search(
-                    rf"(?<!\w){re.escape(ch.spelling)}(?!\w)", piece):
+            if (e.start.offset, e.end.offset) in macro_spans or not _spelled(ch.spelling).search(piece):
                 # A kernel written by a macro (`#define UNARY_OP(T, NAME, ...) extern "C" __global__ void
                 # NAME(const T *inp, ...)`): the parameter's extent is the whole macro invocation, whose
                 # text is no declaration; the type as clang spells it is the one the expansion declares.
@@ -294,15 +299,29 @@ def _parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | N
     # Through a precompiled prefix, an index that leaves the prefix's declarations and macros out of the
     # walks: they are never walked into anyway (not input files), but listing them cost more than the parse.
     local_only = "-include-pch" in args
+    given = index
     index = _local_index() if local_only else (index or ci.Index.create())
+    # Units need the preprocessing record: it tells which #defines sit in skipped #if branches.
+    unsaved = [(f, t) for f in sorted(inputs | {path}) if (t := _joined_chevrons(f)) is not None]
     try:
-        # Units need the preprocessing record: it tells which #defines sit in skipped #if branches.
-        unsaved = [(f, t) for f in sorted(inputs | {path}) if (t := _joined_chevrons(f)) is not None]
         tu = index.parse(path, args=args, options=_OPTIONS | (0x1 if with_units else 0),
                          unsaved_files=unsaved or None)
     except ci.TranslationUnitLoadError as exc:
-        result.error = f"libclang could not parse the file: {exc}"
-        return result, None
+        if not local_only:
+            result.error = f"libclang could not parse the file: {exc}"
+            return result, None
+        # libclang 18 crashes on some units through a precompiled prefix that parse fine without it (a C++20
+        # prelude of <functional> and a unit that then includes <iostream>): the prefix only saves time, so the
+        # unit is parsed again the plain way rather than lost to tree-sitter with every launch in it.
+        config = pch.without(config)
+        args, local_only = clang_args(config, path), False
+        index = given or ci.Index.create()
+        try:
+            tu = index.parse(path, args=args, options=_OPTIONS | (0x1 if with_units else 0),
+                             unsaved_files=unsaved or None)
+        except ci.TranslationUnitLoadError as again:
+            result.error = f"libclang could not parse the file: {again}"
+            return result, None
     cindex_speed.hold_top_level(tu, local_only)
     tu.__dict__["km_prefix_parents"] = pch.parents_of(args)
 

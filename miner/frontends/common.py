@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from miner.frontends.model import Attribute, Param, TemplateParam
@@ -79,10 +80,17 @@ def _strip_default(text: str) -> tuple[str, str | None]:
     return text.strip(), None
 
 
+@functools.lru_cache(maxsize=4096)
+def name_pattern(name: str) -> re.Pattern[str]:
+    """`name` as a whole word (`\\bname\\b`), compiled once per name: a kernel's parameter names repeat across a
+    tree, and more distinct patterns than `re`'s own cache holds were compiled again and again."""
+    return re.compile(rf"\b{re.escape(name)}\b")
+
+
 def _remove_name(decl: str, name: str) -> str:
     if not name:
         return normalize_ws(decl)
-    matches = list(re.finditer(rf"\b{re.escape(name)}\b", decl))
+    matches = list(name_pattern(name).finditer(decl))
     if not matches:
         return normalize_ws(decl)
     m = matches[-1]

@@ -151,7 +151,7 @@ def variants(files: list[SourceFile], extra: list[SourceFile], graph: IncludeGra
         if names:
             groups.setdefault((tu, tuple(names)), []).append(k)
     out: list[Variant] = []
-    planned = [(tu, pch.with_defines(config, [n for n in names if n not in config.defines]))
+    planned = [(tu, pch.with_defines(config, [n for n in names if n not in config.defines], only=tu))
                for tu, names in sorted(groups)]
     if hasattr(parse, "prefetch"):  # the pipeline's cached parse runs them in its worker pool first
         parse.prefetch(planned)

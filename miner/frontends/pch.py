@@ -66,15 +66,25 @@ def parents_of(args: list[str]) -> dict[str, str]:
     return {}
 
 
-def with_defines(config: ParseConfig, defines: list[str]) -> ParseConfig:
+def with_defines(config: ParseConfig, defines: list[str], only: str | None = None) -> ParseConfig:
     """`config` with `defines` added (a kernel's inactive #if branch, a project's HIP guards), keeping the
     precompiled prefix where it would come out the same: no file it was built from names one of them.
-    Those parses used to go without the prefix, each paying the whole torch shim again."""
+    Those parses used to go without the prefix, each paying the whole torch shim again. A unit's prelude is
+    chosen again where an added define may change which headers it includes first (`prelude.replan`; `only`:
+    the unit this configuration will parse, the others' choices that would need a new walk are dropped)."""
+    from miner.frontends import prelude
+
     names = sorted({d.partition("=")[0] for d in defines})
     keep = bool(config.torch_pch) and not any(_prefix_names(config.torch_pch, name) for name in names)
-    preludes = {p: not any(_prefix_names(p, name) for name in names) for p in set(config.prelude_of.values())}
+    named: dict[str, bool] = {}
+
+    def names_one(p: str) -> bool:
+        if p not in named:
+            named[p] = any(_prefix_names(p, name) for name in names)
+        return named[p]
+
     return replace(config, defines=[*config.defines, *defines], torch_pch=config.torch_pch if keep else None,
-                   prelude_of={tu: p for tu, p in config.prelude_of.items() if preludes[p]})
+                   prelude_of=prelude.replan(config, defines, names_one, only))
 
 
 def without(config: ParseConfig) -> ParseConfig:

@@ -24,7 +24,7 @@ from miner.source.checkout import project_root
 from miner.source.discover import _SKIP_DIRS as _DISCOVER_SKIP_DIRS
 from miner.source.discover import SOURCE_SUFFIXES, SourceFile, _check_text
 from miner.source.include_graph import INCLUDE, TU_SUFFIXES, include_tail, resolve, tail_match
-from miner.units.headers import STD_HEADERS, is_toolkit_header
+from miner.units.headers import STD_HEADERS, is_toolkit_header, toolkit_lacks
 
 _SKIP_DIRS = _DISCOVER_SKIP_DIRS | {"build", "dist"}
 _SYSTEM_DIR = re.compile(r"^(torch|ATen|c10|caffe2|pybind11|cuda|cub|thrust|cooperative_groups|nv|crt|hip|rocm|"
@@ -119,11 +119,11 @@ def _includes(data: bytes, roots: frozenset[str] = frozenset()) -> list[str]:
     `<cuda_helper.h>` of its own); `<vector>`, `<cuda_fp16.h>` and framework headers (`torch/...`, `cub/...`)
     are the toolchain's, unless quoted and at that path under a project root: a project's own `cuda/` folder
     (`#include "cuda/components/groups.cuh"` beside `hip/`) is no libcu++ header, and its declarations are
-    the units' to inline."""
+    the units' to inline. So is one the toolkit does not have (`<cuda/api.hpp>`: headers.toolkit_lacks)."""
     out = []
     for m in INCLUDE.finditer(data):
         name = m.group(2).decode("utf-8", "replace").strip()
-        if _SYSTEM_DIR.match(name):
+        if _SYSTEM_DIR.match(name) and not toolkit_lacks(name):
             if m.group(1) == b'"' and any(os.path.isfile(os.path.join(r, name)) for r in roots):
                 out.append(name)
         elif m.group(1) == b'"' or "/" in name or _maybe_project(name):
@@ -131,11 +131,27 @@ def _includes(data: bytes, roots: frozenset[str] = frozenset()) -> list[str]:
     return out
 
 
+_SYSTEM_FOLDERS = ("/usr/include", "/usr/local/include")
+
+
 def _maybe_project(name: str) -> bool:
     """`<file.h>` that no system folder holds and that is no standard or CUDA toolkit header: the project's
     own, found by a `-I` its build passes (a `<cuda_helper.h>` beside the sources)."""
     return (bool(os.path.splitext(name)[1]) and name not in STD_HEADERS and not is_toolkit_header(name)
-            and not any(os.path.exists(os.path.join(d, name)) for d in ("/usr/include", "/usr/local/include")))
+            and not any(os.path.exists(os.path.join(d, name)) for d in _SYSTEM_FOLDERS))
+
+
+def _system_named(data: bytes) -> list[str]:
+    """`<file.h>` includes that `_includes` leaves to the system only because a system folder holds a file of
+    that name (glibc's `<error.h>`), though no standard or toolkit header is called so: a project may have its own
+    (`include/error.h` with its error codes), and its build's `-I include` comes before the system's folders."""
+    out = []
+    for m in INCLUDE.finditer(data):
+        name = m.group(2).decode("utf-8", "replace").strip()
+        if (m.group(1) == b"<" and "/" not in name and os.path.splitext(name)[1] and name not in STD_HEADERS
+                and not is_toolkit_header(name) and not _maybe_project(name)):
+            out.append(name)
+    return out
 
 
 def _project_files(roots: set[str], skip: set[str]) -> dict[str, list[str]]:
@@ -250,6 +266,11 @@ def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
         tails[os.path.basename(path)].append(path)
         todo.append(path)
 
+    # The include folders the project's build passes, as far as the includes answered by path tail show them
+    # (`<amg_config.h>` found as `include/amg_config.h` says `-I include`): a system-named header in one of them is
+    # the project's (_system_named).
+    folders: dict[str, None] = dict.fromkeys(include_dirs)
+
     def lookup(name: str, here: str) -> str | None:
         # Beside its includer first, as the compiler looks (three benchmarks' own `define.c`); else by tail.
         near = resolve(here, name)
@@ -257,7 +278,12 @@ def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
             return near
         tail = include_tail(name)
         cands = sorted(p for p in pool.get(os.path.basename(name), ()) if tail_match(p, tail, bounds))
+        if cands:
+            folders.setdefault(cands[0][: len(cands[0]) - len(tail)])
         return cands[0] if cands else None
+
+    def in_folders(name: str) -> str | None:
+        return next((c for d in folders if (c := resolve(d, name)) is not None and os.path.isfile(c)), None)
 
     for name, here in missing:
         if (found := lookup(name, here)) is not None:
@@ -295,9 +321,16 @@ def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
                 inputs, orphans, (p for cands in pool.values() for p in cands), taken,
                 lambda text: _includes(text, bounds), find_any, _read):
             take(path, data)
+    system_named = dict.fromkeys(n for data in inputs.values() for n in _system_named(data))
     while todo:
-        path = todo.pop()
-        for name in _includes(context[path], bounds):
-            if not resolves(name, os.path.dirname(path)) and (found := lookup(name, os.path.dirname(path))) is not None:
+        while todo:
+            path = todo.pop()
+            here = os.path.dirname(path)
+            for name in _includes(context[path], bounds):
+                if not resolves(name, here) and (found := lookup(name, here)) is not None:
+                    take(found)
+        # Once the include folders are known: the system-named headers they hold, for the files that include them.
+        for name in [*system_named, *(n for data in list(context.values()) for n in _system_named(data))]:
+            if (found := in_folders(name)) is not None:
                 take(found)
     return [SourceFile(path=p, data=d, explicit=False) for p, d in sorted(context.items())]

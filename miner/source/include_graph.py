@@ -8,7 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from miner.source.discover import SourceFile
-from miner.units.headers import STD_HEADERS, SYSTEM_HEADERS, is_toolkit_header
+from miner.units.headers import STD_HEADERS, SYSTEM_HEADERS, is_toolkit_header, toolkit_lacks
 
 INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 TU_SUFFIXES = {".cu", ".hip", ".cpp", ".cc", ".cxx"}
@@ -133,7 +133,7 @@ def _system_header(name: str) -> bool:
     """A standard, POSIX or CUDA toolkit header name (`math.h`, `vector`, `cuda_fp16.h`): never matched
     to a project file by its tail. A repo's own `include/math.h` found for `#include <math.h>` became an
     -I dir that shadowed the C library's math.h in every translation unit."""
-    return name in STD_HEADERS or name in SYSTEM_HEADERS or is_toolkit_header(name)
+    return name in STD_HEADERS or name in SYSTEM_HEADERS or (is_toolkit_header(name) and not toolkit_lacks(name))
 
 
 _MAIN = re.compile(rb"\bint\s+main\s*\(")

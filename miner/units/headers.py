@@ -4,6 +4,8 @@ tell a unit's standard headers (the host compiler's) from those it must find in 
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 
 # Toolkit and standard headers a unit may keep; torch/framework headers never enter a unit.
@@ -40,6 +42,33 @@ def is_toolkit_header(name: str) -> bool:
     """Whether `#include <name>` names a header of the CUDA toolkit's compiler and runtime."""
     return bool(TOOLKIT_HEADER.match(name)) and (not name.startswith("cuda_")
                                                  or bool(_TOOLKIT_CUDA_PREFIXED.match(name)))
+
+
+# The toolkit's header folders (CCCL, cooperative groups): a name under one is the toolkit's only if the toolkit has it.
+_TOOLKIT_FOLDER = re.compile(r"^(cuda|cub|thrust|nv|cooperative_groups)/")
+
+
+def toolkit_lacks(name: str) -> bool:
+    """Whether `#include <name>` is spelled under a toolkit folder (`cuda/`, `cub/`, ...) that the installed
+    toolkit has no such file in: a project's own header (a C++ wrapper library's `<cuda/api.hpp>`, found by the
+    -I its build passes). Read as the toolkit's, it was never looked up in the project, the parse lost every
+    declaration it brings, and the unit kept an include nvcc cannot find. False without nvcc (nothing to ask)."""
+    if not _TOOLKIT_FOLDER.match(name):
+        return False
+    dirs = _toolkit_dirs()
+    return bool(dirs) and not any(os.path.isfile(os.path.join(d, name)) for d in dirs)
+
+
+@functools.cache
+def _toolkit_dirs() -> tuple[str, ...]:
+    from miner.builder.toolchain import find_nvcc  # lazy: asks nvcc once per process, only when a name needs it
+    from miner.cuda_libs import toolkit_include_dirs
+    from miner.errors import MinerError
+
+    try:
+        return toolkit_include_dirs(find_nvcc())
+    except (MinerError, OSError):
+        return ()
 
 
 # Headers of CUDA libraries that kernels call into (cuRAND's generators) or name types of (cuFFT's complex

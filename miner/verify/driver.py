@@ -424,15 +424,17 @@ def _context_check(it: _Item, store: PtxStore, tool_id: str, flags: list[str], f
     tail = ("\n// kernel-miner verify: the original's other instantiations of this kernel, for the module context\n"
             + "\n".join(decls) + "\n") if decls else ""
 
+    original = ptx_mod.listing(src, found, plain)
+
     def compiled_same(text: str, more_flags: list[str]) -> tuple[bool, str | None]:
         key = orig_mod.content_key([FORMAT, "context", tool_id, "\0".join(flags + more_flags), text],
                                    unit_headers + it.orig.headers)
         res = store.compile(key, None, text, flags + more_flags, it.unit.parent, force)
         if not res.ok:
             return False, _first_error(res.log)
-        got = ptx_mod.find_entry(ptx_mod.parse(res.ptx), entry)
-        return got is not None and (ptx_mod.listing(ptx_mod.parse(res.ptx), got, plain)
-                                    == ptx_mod.listing(src, found, plain)), None
+        compiled = ptx_mod.parse(res.ptx)
+        got = ptx_mod.find_entry(compiled, entry)
+        return got is not None and ptx_mod.listing(compiled, got, plain) == original, None
 
     # Contexts made of the original's own module, cheapest first: the siblings, the library headers, both
     # (the order of a module's functions moves the result too: one kernel came out as the original after the

@@ -3,7 +3,7 @@
 Which file: `parse_context.translation_unit` (the `.cu` the kernel was parsed with), else the file
 that defines the kernel. Where the sources are: `--source DIR`, else `parse_context.root` (recorded
 by extract). Flags: the mined `-D` set (less `__CUDA_ARCH__`/`__NVCC__`, which nvcc sets itself),
-the mined include dirs (as -iquote and -idirafter, see compile_flags), and:
+the mined include dirs (as -I, or -iquote and -idirafter for another platform's stand-in, see compile_flags), and:
 
 - when the TU's includes reach torch (`torch/`, `ATen/`, `c10/`, `THC/`): torch's include dirs
   (`torch.utils.cpp_extension.include_paths()`), Python's, stand-ins for the two headers a CUDA build
@@ -158,15 +158,79 @@ def compile_flags(orig: Original, arch_flag: str) -> list[str]:
     flags += [f"-D{d}" for d in orig.defines + orig.assumed_defines]
     # After torch's: a torch extension's own nvcc flags follow COMMON_NVCC_FLAGS (and may -U them).
     flags += orig.project_flags
-    # Mined dirs searched before the system's for "quoted" includes and after it for <angle> ones: the
-    # include graph adds a dir for any header found by path tail, and a repo's Windows stand-in
-    # (dev/unistd.h) must not hide the system's <unistd.h>, as it does not in the project's own build.
+    # Mined dirs as the project's build passes them, `-I`, before the system's folders: a project header named
+    # like a system one (`include/error.h`, included as <error.h>, with the project's error codes) is the
+    # project's, as in the parse. A dir whose system-named header is another platform's stand-in (a Windows
+    # `unistd.h` that includes <direct.h>) is searched before the system's for "quoted" includes only and after it
+    # for <angle> ones: the project's build here does not pass it.
     for d in orig.include_dirs:
-        flags += ["-Xcompiler", f"-iquote,{d},-idirafter,{d}"]
+        flags += ["-Xcompiler", f"-iquote,{d},-idirafter,{d}"] if _holds_platform_standin(d) else [f"-I{d}"]
     if orig.torch:
         flags += [f"-I{d}" for d in dirs]
     flags += [f"-I{d}" for d in library_include_dirs()]
     return flags
+
+
+_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif|define)\b[ \t]*(\w*)")
+
+
+def _unconditional_includes(text: str) -> list[str]:
+    """The `<angle>` includes of a header outside every `#if`, its include guard (`#ifndef X` then `#define X`)
+    aside."""
+    out: list[str] = []
+    depth, guard, pending = 0, 0, None   # guard: depth of the include guard's #ifndef, 0 when none
+    for line in text.splitlines():
+        m = _CONDITIONAL.match(line)
+        if m:
+            kind, word = m.groups()
+            if kind in ("if", "ifdef", "ifndef"):
+                depth += 1
+                pending = word if kind == "ifndef" and depth == 1 and not guard else None
+            elif kind == "endif":
+                guard = 0 if depth == guard else guard
+                depth -= 1
+            elif kind == "define" and pending is not None:
+                guard = depth if word == pending else guard
+                pending = None
+            continue
+        if line.strip() and not line.lstrip().startswith("//"):
+            pending = None
+        inc = _INCLUDE.match(line)
+        if inc and inc.group(1) == "<" and depth == (1 if guard else 0):
+            out.append(inc.group(2).strip())
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _holds_platform_standin(folder: Path) -> bool:
+    """Whether the mined dir `folder` holds a header named like one of the system's (`unistd.h`) that includes,
+    unconditionally, a header found neither there nor in the system's, the toolkit's or a CUDA library wheel's
+    folders (`<direct.h>`, `<winsock2.h>`): another platform's stand-in, which a build here does not reach."""
+    from miner.builder.toolchain import find_nvcc
+    from miner.errors import MinerError
+    from miner.source.missing_headers import system_include_dirs
+
+    system = system_include_dirs()
+    try:
+        toolkit = cuda_libs.toolkit_include_dirs(find_nvcc())
+    except (MinerError, OSError):
+        toolkit = ()
+    here = [*system, *toolkit, *library_include_dirs()]
+    try:
+        names = [e.name for e in os.scandir(folder) if e.is_file()]
+    except OSError:
+        return False
+    for name in names:
+        if not any(os.path.isfile(os.path.join(d, name)) for d in system):
+            continue
+        try:
+            text = (folder / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if any(not any(os.path.isfile(os.path.join(d, inc)) for d in [str(folder), *here])
+               for inc in _unconditional_includes(text)):
+            return True
+    return False
 
 
 _ERROR_AT = re.compile(r"^(.+?)(?::(\d+):\d+:|\((\d+)\):)\s*(?:fatal\s+)?error:?\s*#error", re.M)

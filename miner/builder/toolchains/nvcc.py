@@ -17,6 +17,13 @@ if TYPE_CHECKING:
     from miner.builder.toolchain import BuildOptions
     from miner.builder.unit_split import Unit
 
+def _in_system(header: str) -> bool:
+    """Whether the host compiler's include folders hold `header`."""
+    from miner.source.missing_headers import system_include_dirs
+
+    return any((Path(d) / header).is_file() for d in system_include_dirs())
+
+
 _ANGLE_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<([^>\n]+)>", re.M)
 _HAS_INCLUDE = re.compile(r"__has_include\s*\(\s*<([^>\n]+)>")
 
@@ -51,11 +58,11 @@ class Nvcc(Toolchain):
         return parse_resources(log)
 
     def prepare(self, units: list[Unit], cache_root: Path | None = None) -> list[Unit]:
-        """Find every header a unit includes that is neither standard C/C++ nor the compiler toolkit's own
-        (cuda_runtime.h, cub/: nvcc finds those or says so itself): in the toolkit nothing is needed; in a
-        CUDA library wheel (cuRAND's headers, which a CUDA 13 toolkit may lack) its include dir joins that
-        unit's flags; nowhere, the unit is not compiled and says which header is missing
-        (missing_toolkit_header). Units that include no such header cost no lookup."""
+        """Find every header a unit includes that is neither standard C/C++, the host system's (`<execinfo.h>`)
+        nor the compiler toolkit's own (cuda_runtime.h, cub/: nvcc finds those or says so itself): in the
+        toolkit nothing is needed; in a CUDA library wheel (cuRAND's headers, which a CUDA 13 toolkit may lack)
+        its include dir joins that unit's flags; nowhere, the unit is not compiled and says which header is
+        missing (missing_toolkit_header). Units that include no such header cost no lookup."""
         for u in units:
             guarded = set(_HAS_INCLUDE.findall(u.text))  # `#if __has_include(<cuda_bf16.h>)`: optional
             for header in dict.fromkeys(h.strip() for h in _ANGLE_INCLUDE.findall(u.text)):
@@ -63,6 +70,8 @@ class Nvcc(Toolchain):
                         or header in u.vendored:
                     continue
                 found = cuda_libs.locate(header, self.path)
+                if found.where == "missing" and _in_system(header):
+                    continue  # the C library's or the compiler's (`<execinfo.h>`, `<cxxabi.h>`): nvcc finds it
                 if found.where == "wheel" and found.include_dir:
                     if found.include_dir not in u.compile_flags:
                         u.compile_flags += ["-isystem", found.include_dir]

@@ -38,6 +38,7 @@ from miner.units.closure.shims import (
     unresolved_bases,
 )
 from miner.units.closure.siblings import specialized_template, written_with
+from miner.units.closure.system_headers import included_header
 from miner.units.closure.text import _cut, _includes, _lacking_headers, _unresolved
 from miner.units.closure.toolkit_copies import ToolkitCopies
 from miner.units.closure.unvisited import candidate_scopes, qualified_names, using_scopes
@@ -142,6 +143,10 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                             or (ic.kind in _CLASS_KINDS and specialized_template(ic) is not None)):
                         work.append((ic, ip.namespaces))
                         take(ip, ic)  # (its name's set: the primary template it specializes)
+                    else:
+                        # Whatever else the invocation writes is in the unit's text too (the operator class
+                        # `MY_OP(add, Add, +)` writes beside `scalar_add`): what it names comes along.
+                        work.append((ic, ip.namespaces))
         if pc.kind in _CLASS_KINDS and (piece.path, piece.start) not in with_members:
             # The class itself (not the rest of its specialization set, which this use does not
             # instantiate) comes with its members defined out of line, as its header brings their .inl
@@ -371,6 +376,9 @@ def _events(ctx: TUContext, cur: ci.Cursor, scope: tuple[str, ...]) -> tuple[lis
                     # `half2` that the repo only had through torch/extension.h: the unit, which has
                     # no torch, includes the toolkit header our parse shim stands for.
                     events.append(("header", h))
+                elif (h := included_header(ctx, rpath)) is not None:
+                    # `backtrace` of the <execinfo.h> a project header includes (closure.system_headers)
+                    events.append(("header", h))
                 continue
             d = r.get_definition() or r
             dpath = ctx.norm(d.location.file.name) if d.location.file else rpath
@@ -576,8 +584,12 @@ def _own_text(ctx: TUContext, cur: ci.Cursor, drop: dict[tuple[int, int], str] |
     e = cur.extent
     if e.start.file is None:
         return ""
-    data = ctx.read(ctx.norm(e.start.file.name))
-    text = _cut(data, e.start.offset, e.end.offset, [(s, t) for s, t in (drop or {})]).decode("utf-8", "replace")
+    path = ctx.norm(e.start.file.name)
+    data = ctx.read(path)
+    end = e.end.offset
+    if end <= e.start.offset and (found := ctx.piece_at(path, e.start.offset)) is not None:
+        end = found[0].end  # a declaration written inside a nested macro's argument: the invocation's text
+    text = _cut(data, e.start.offset, end, [(s, t) for s, t in (drop or {})]).decode("utf-8", "replace")
     return _STRING_OR_COMMENT.sub(" ", text)
 
 

@@ -35,6 +35,9 @@ _IDENT = re.compile(r"[A-Za-z_]\w*")
 _STRING_OR_COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"', re.S)
 
 
+_INVOCATION = re.compile(r"[A-Za-z_]\w*\s*\(")
+
+
 def _matching_brace(text: str, at: int) -> int | None:
     depth = 0
     for i in range(at, len(text)):
@@ -223,6 +226,8 @@ class TUContext:
                 # starts at the `#if` (the kernel's own does too: frontends.common.conditional_start)
                 start = conditional_start(self.read(path), start, e.end.offset)
                 end = self._cut_at_name(path, c, e.end.offset) if kind in _FUNCTION_KINDS else e.end.offset
+                if end <= start:
+                    end = self._invocation_end(path, start) or end
                 if kind == K.VAR_DECL and (body_end := _misread_function_end(self.read(path), end)) is not None:
                     end = body_end
                 p = Piece(path, start, end, ns, c.kind.name, name,
@@ -235,6 +240,25 @@ class TUContext:
                         parent = parent.semantic_parent
                 if name:
                     self.by_name.setdefault((ns, name), []).append((p, c))
+
+    def _invocation_end(self, path: str, start: int) -> int | None:
+        """The end of the macro invocation `NAME(...)` at `start`, for a declaration whose extent libclang gives as
+        that one point: one written in the argument of a macro another macro's replacement invokes
+        (`#define OP(F) IF_HOST(template <...> struct F##Op {...};)`). Its text is the whole invocation, as a
+        declaration written by one macro level is; an empty piece left the unit without it."""
+        text = self._blanked_text(path)
+        m = _INVOCATION.match(text, start)
+        if m is None:
+            return None
+        depth = 0
+        for i in range(m.end() - 1, len(text)):
+            if text[i] == "(":
+                depth += 1
+            elif text[i] == ")":
+                depth -= 1
+                if depth == 0:
+                    return i + 1
+        return None
 
     def _cut_at_name(self, path: str, c: ci.Cursor, end: int) -> int:
         """The end of a function declaration whose extent libclang cut at its name. After an invalid

@@ -11,7 +11,7 @@ import clang.cindex as ci
 from miner.frontends import frameworks
 from miner.frontends.common import split_top
 from miner.frontends.frameworks import Framework
-from miner.units.closure.context import _CLASS_KINDS, _REF_KINDS, K, TUContext
+from miner.units.closure.context import _CLASS_KINDS, _IDENT, _REF_KINDS, K, TUContext
 from miner.units.closure.host_bodies import (
     _CONSTEXPR,
     DECLARED_ONLY_UNRESOLVED,
@@ -62,6 +62,7 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
     business carrying) or a declaration of a library our parse shims stand for (cuBLAS, NCCL). Device code
     cannot call a host-only member, so the unit's copy of the class leaves it out; (start, end) -> why."""
     out: dict[tuple[int, int], str] = {}
+    unknown_fields = {m.spelling for m in cls.get_children() if m.kind == K.FIELD_DECL and _unknown_type(ctx, m)}
     for m in cls.get_children():
         if m.kind in _CLASS_KINDS:
             out.update(_host_members_to_drop(ctx, m))
@@ -73,12 +74,19 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
             # A data member of a type no unit has (`at::Tensor weights;` in a parameter struct whose
             # static constants and nested enums device code uses): device code cannot touch it either.
             lacks = _lacks_in(ctx, m, through=False)
+            if not lacks and m.spelling in unknown_fields:
+                lacks = "a data member of a type the parse could not resolve"
             if lacks:
                 out[(e.start.offset, e.end.offset)] = lacks
             continue
         if m.kind not in _MEMBER_FUNCS or any(ch.kind in _DEVICE_ATTRS for ch in m.get_children()):
             continue
         lacks = _lacks_in(ctx, m, through=True)
+        if not lacks and unknown_fields and unknown_fields & set(_IDENT.findall(
+                ctx.read(ctx.norm(e.start.file.name))[e.start.offset:e.end.offset].decode("latin-1"))):
+            # (`~Matrix() { nosuchDestroyDescr(descr); }` on such a member: a call the parse could not check in a
+            # template, and a name the unit's class no longer has)
+            lacks = "a host-only member naming a data member of a type the parse could not resolve"
         if not lacks and ctx.has_errors(m):
             # (`c10::cuda::CUDACachingAllocator::raw_alloc(n)` in an allocator's host `allocate`: a name the parse
             # does not have, so no cursor says what it is; a unit, compiled without it, cannot hold it either)
@@ -97,6 +105,14 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
         else:
             out[(_attributes_start(ctx, m, e.start.offset), e.end.offset)] = lacks
     return out
+
+
+def _unknown_type(ctx: TUContext, field: ci.Cursor) -> bool:
+    """Whether the parse reported an error in a data member's type (`nosuchMatDescr_t descr;`, a library handle
+    whose header this machine lacks): no unit can hold the member, and device code cannot name it either."""
+    e = field.extent
+    return (e.start.file is not None and field.location.offset > e.start.offset
+            and ctx.has_errors_in(e.start.file.name, e.start.offset, field.location.offset - 1))
 
 
 def _body_range(ctx: TUContext, m: ci.Cursor, cls: ci.Cursor, unresolved: bool = False) -> tuple[int, int] | None:

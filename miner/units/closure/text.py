@@ -19,7 +19,7 @@ from miner.units.closure.shims import UNRESOLVED_BASE
 from miner.units.closure.switched_off import switched_off
 from miner.units.headers import FRAMEWORK as _FRAMEWORK
 from miner.units.headers import STD_HEADERS as _STD_HEADERS
-from miner.units.headers import UNIT_LIBRARY_HEADER, is_toolkit_header
+from miner.units.headers import UNIT_LIBRARY_HEADER, is_toolkit_header, toolkit_lacks
 
 # Names a kernel may take from a C/C++ or toolkit header that its repo only reached through a framework
 # header (FLT_MAX through torch, std::vector through a helper): the header a unit must include for each.
@@ -127,7 +127,7 @@ def _includes(ctx: TUContext, files: set[str], tokens: list[str],
             # A library header (curand_kernel.h) is not kept for being included: only when the closure names
             # something it declares (`needed`), so a kernel of the same file that draws no random numbers
             # does not depend on a header the toolkit may lack.
-            kept = name in _STD_HEADERS or is_toolkit_header(name)
+            kept = name in _STD_HEADERS or (is_toolkit_header(name) and not _project_owned(ctx, name))
             # A header this toolkit no longer ships, of a library the unit names nothing of (a plugin's host code
             # sorts with `cub::CountingInputIterator`, its kernels do not): included, it only stops the build.
             if name in HEADERS_REMOVED and name.split("/")[0] not in tokens:
@@ -260,6 +260,13 @@ def _plain(ctx: TUContext) -> bool:
     return ctx.memo("_closure_plain", lambda: not any(
         _FRAMEWORK.search(m.group(2).decode("utf-8", "replace"))
         for path in ctx.order for m in INCLUDE.finditer(ctx.read(path))))
+
+
+def _project_owned(ctx: TUContext, name: str) -> bool:
+    """A toolkit-spelled include (`<cuda/api.hpp>`) the toolkit lacks and the translation unit found among the
+    project's files: the closure inlines what the unit needs of it, and nvcc would not find the include."""
+    tail = "/" + name
+    return "/" in name and toolkit_lacks(name) and any(p.endswith(tail) for p in ctx.files if p in ctx.inputs)
 
 
 _NOT_FOUND = re.compile(r"^'([^']+)' file not found")

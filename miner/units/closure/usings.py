@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 
 import clang.cindex as ci
@@ -88,6 +89,10 @@ def usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple
             h = _toolkit_header_of_shim(ctx, tpath)
             # (std's namespace is everywhere: a standard header's shim decides nothing)
             keep = h is None or h in STD_HEADERS or _header_family(h) in families
+            if h is None and (real := _in_toolkit_folder(tpath)) is not None:
+                # The toolkit's own header (`using thrust::counting_iterator;` of a library's iterator header): kept
+                # where the unit includes that library, as for a shim's (was "identifier thrust is undefined").
+                keep = _header_family(real) in families
             std = h if h in STD_HEADERS else _public_std_header(ctx, tpath) if h is None else None
             if keep and std is not None and std not in includes:
                 # `using std::bit_cast;` of a project header none of whose other pieces the unit holds: the
@@ -153,6 +158,19 @@ def _piece_in(ctx: TUContext, decl: ci.Cursor, in_unit: set[tuple[str, int]]) ->
         return False
     found = ctx.piece_at(ctx.norm(d.location.file.name), d.location.offset)
     return found is not None and (found[0].path, found[0].start) in in_unit
+
+
+def _in_toolkit_folder(path: str) -> str | None:
+    """`thrust/iterator/counting_iterator.h` for a file that is (or stands in for, as the parse's framework shims
+    do) a toolkit header with a folder: the longest tail of its path that nvcc's include folders hold."""
+    from miner.units.closure.toolkit_copies import _in_toolkit
+
+    parts = os.path.realpath(path).split(os.sep)
+    for i in range(1, len(parts) - 1):
+        rel = "/".join(parts[i:])
+        if rel.count("/") and _in_toolkit(rel):
+            return rel
+    return None
 
 
 def _header_family(header: str) -> str:

@@ -1,0 +1,56 @@
+"""System and CUDA-library headers whose declarations the closure names: the unit includes them as the project does.
+
+A unit keeps a project file's `#include <...>` only for standard and toolkit headers (closure.text._includes); a
+POSIX or C-library header (`<execinfo.h>`, `<cxxabi.h>`) or a CUDA library's (`<cusparse_v2.h>` of a wheel) was
+dropped even where a kept declaration uses it: a host error helper that prints a stack trace through `backtrace`
+and `abi::__cxa_demangle` ("identifier backtrace is undefined"). The parse resolved those names to the system's
+files: the header the project's own `#include` brought them through, up the include chain, is the one the unit
+includes, as the name relative to the system (or wheel) include folder that holds it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+from miner.units.closure.context import TUContext
+from miner.units.closure.usings import _include_parents
+from miner.units.headers import FRAMEWORK, STD_HEADERS, is_toolkit_header
+
+
+@functools.cache
+def _roots() -> tuple[str, ...]:
+    """The host compiler's include folders and the CUDA library wheels', longest first (`/usr/include/c++/12`
+    before `/usr/include`)."""
+    from miner.cuda_libs import wheel_include_dirs
+    from miner.source.missing_headers import system_include_dirs
+
+    dirs = {os.path.realpath(d) for d in (*system_include_dirs(), *wheel_include_dirs())}
+    return tuple(sorted(dirs, key=len, reverse=True))
+
+
+def included_header(ctx: TUContext, path: str) -> str | None:
+    """`execinfo.h` for a declaration of `/usr/include/execinfo.h` that a project file's `#include <execinfo.h>`
+    brought in (directly or through the headers it includes): the header a unit naming that declaration needs.
+    None for a file no project file reaches through system headers, a standard or toolkit header (the unit keeps
+    those already), or a framework's."""
+    parents = ctx.memo("_include_parents", lambda: _include_parents(ctx))
+    seen: set[str] = set()
+    while path not in seen:
+        seen.add(path)
+        parent = parents.get(path)
+        if parent is None or parent == path:
+            return None
+        if parent in ctx.inputs:
+            break
+        path = parent
+    else:
+        return None
+    real = os.path.realpath(path)
+    root = next((r for r in _roots() if real.startswith(r + os.sep)), None)
+    if root is None:
+        return None
+    name = real[len(root) + 1:]
+    if name in STD_HEADERS or is_toolkit_header(name) or FRAMEWORK.search(name):
+        return None
+    return name
