@@ -30,8 +30,6 @@ def test_same_name_static_functions_of_other_files_are_never_taken(rdc: dict[str
         assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14, open: definitions in another .cu of an -rdc project are not "
-                   "brought into the unit yet (ptxas: Unresolved extern function '_Z9rdc_scaleff')")
 def test_device_definitions_of_another_project_file_come_into_the_unit(rdc: dict[str, Any]) -> None:
     """kern.cu calls `rdc_scale`, `rdcns::rdc_blend` and `rdc_poly` and uses `rdc_counter` and `rdc_coeffs`,
     which helpers.cuh only declares: the unit needs helpers.cu's definitions (with `RDC_BIAS`, `RdcPair`, the

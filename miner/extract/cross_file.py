@@ -1,0 +1,131 @@
+"""The extract stage that brings in definitions from other files of a separately compiled project
+(`-rdc=true`): each kernel's closure lists the external device functions and variables its TU only declares
+(`ClosureRecord.externals`); the project's files that define such a name (units.definition_index: a word
+search, then tree-sitter) are parsed with libclang, through the parse cache, with an analysis that closes over
+each definition in its own TU (units.cross_file); the definitions' closures go into the kernel's
+(units.cross_merge). What those definitions reach in turn is looked up the same way, a few rounds deep.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from miner.extract.unit_data import UnitData
+from miner.frontends import clang_frontend, pch
+from miner.frontends.config import ParseConfig, clang_args
+from miner.frontends.parse_cache import ParseCache
+from miner.source import include_graph
+from miner.units import cross_merge, definition_index
+from miner.units.cross_file import DefinitionAnalysis
+from miner.units.records import ClosureRecord
+
+_ROUNDS = 4  # a definition's closure reaching the definition of a third file, and so on
+_SUFFIXES = {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".hxx", ".inl", ".cu.cc"}
+
+Parse = Callable[[str, set[str]], list[dict[str, Any]]]
+
+
+def parser(config: ParseConfig, inputs: set[str], graph: include_graph.IncludeGraph | None,
+           data: dict[str, bytes], cache: ParseCache | None) -> Parse:
+    """A parse of one file for the definitions of some USRs (their records), through the parse cache."""
+    plain = pch.without(config)
+
+    def parse(path: str, usrs: set[str]) -> list[dict[str, Any]]:
+        key = None
+        if cache is not None:
+            reach = graph.closure(path) | {path} if graph is not None else {path}
+            # (the USRs asked for are part of what the analysis gives)
+            key = cache.key(path, [*clang_args(plain, path), "--km-definitions", *sorted(usrs)], True, reach, data,
+                            inputs, plain.context)
+        res = cache.load(key) if cache is not None and key is not None else None
+        if res is None:
+            res = clang_frontend.parse(path, plain, inputs, analyse=DefinitionAnalysis(usrs))
+            if cache is not None and key is not None:
+                cache.store_result(key, res)
+        if res.error or res.analysis is None:
+            return []
+        return list(res.analysis.get("definitions", []))
+    return parse
+
+
+def resolve(units: UnitData, files: dict[str, bytes], parse: Parse, notes: list[str] | None = None) -> int:
+    """Merge into every closure of `units` the definitions of its externals; the number of closures changed."""
+    wanted: dict[str, dict[str, Any]] = {}
+    for rec in units.closures.values():
+        for e in rec.externals:
+            wanted.setdefault(e["usr"], e)
+    if not wanted:
+        return 0
+    sources = [(p, d) for p, d in sorted(files.items()) if _source(p)]
+    found: dict[str, list[dict[str, Any]]] = {}
+    todo = set(wanted)
+    for _ in range(_ROUNDS):
+        if not todo:
+            break
+        index = definition_index.sites(sources, {wanted[u]["name"] for u in todo})
+        per_file: dict[str, set[str]] = {}
+        for u in sorted(todo):
+            for site in index.get(wanted[u]["name"], []):
+                if not site.internal and site.kind == wanted[u]["kind"]:
+                    per_file.setdefault(site.path, set()).add(u)
+        new: set[str] = set()
+        for path in sorted(per_file):
+            for d in parse(path, per_file[path]):
+                if all(d["path"] != o["path"] or d["line"] != o["line"] for o in found.get(d["usr"], [])):
+                    found.setdefault(d["usr"], []).append(d)
+                for e in d["closure"].get("externals", []):
+                    if e["usr"] not in wanted:
+                        wanted[e["usr"]] = e
+                        new.add(e["usr"])
+        todo = new
+    changed = 0
+    for key, rec in list(units.closures.items()):
+        if rec.externals:
+            units.closures[key] = _merged(rec, found, wanted)
+            changed += 1
+    if notes is not None and found:
+        notes.append(f"{sum(len(v) for v in found.values())} device definitions of other files (separate "
+                     f"compilation) brought into {changed} kernels' units")
+    return changed
+
+
+def _source(path: str) -> bool:
+    return os.path.splitext(path)[1].lower() in _SUFFIXES
+
+
+def _merged(rec: ClosureRecord, found: dict[str, list[dict[str, Any]]], wanted: dict[str, dict[str, Any]]
+            ) -> ClosureRecord:
+    """The kernel's closure with the definitions of its externals, and of theirs, in the order reached."""
+    picked: list[dict[str, Any]] = []
+    missing: list[dict[str, str]] = []
+    seen: set[str] = set()
+    queue = list(rec.externals)
+    while queue:
+        e = queue.pop(0)
+        if e["usr"] in seen:
+            continue
+        seen.add(e["usr"])
+        defs = found.get(e["usr"], [])
+        if not defs:
+            what = "device function" if e["kind"] == "function" else "device variable"
+            missing.append({"symbol": "::".join([*e["namespaces"], e["name"]]),
+                            "where": f"{os.path.basename(e['path'])}:{e['line']}",
+                            "reason": f"declared only: a {what} of external linkage that no project file defines "
+                                      "(separate compilation: another library or a generated source)"})
+            continue
+        d = dict(_nearest(defs, rec.kernel_path))
+        if len(defs) > 1:
+            d["candidates"] = len(defs)
+        picked.append(d)
+        queue += [x for x in d["closure"].get("externals", []) if x["usr"] not in seen]
+    return cross_merge.merge(rec, picked, missing)
+
+
+def _nearest(defs: list[dict[str, Any]], kernel_path: str) -> dict[str, Any]:
+    """Of several definitions (one function built into two programs of the project), the one nearest the kernel:
+    the longest common folder, then the first path."""
+    def common(p: str) -> int:
+        return len(os.path.commonpath([os.path.dirname(p), os.path.dirname(kernel_path)]))
+    return sorted(defs, key=lambda d: (-common(d["path"]), d["path"], d["line"]))[0]

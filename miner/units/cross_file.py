@@ -1,0 +1,130 @@
+"""Definitions in another file of a separately compiled project (`nvcc -rdc=true`, CMake
+`CUDA_SEPARABLE_COMPILATION`), the parts that run on a live translation unit.
+
+Such a project declares a device function or a `__device__`/`__constant__` variable in a header
+(`__device__ float scale(float);`, `extern __constant__ float coeffs[4];`) and defines it in one .cu; the
+kernel's TU holds the declaration only, and its unit, compiled alone in whole-program mode, stops in ptxas
+("Unresolved extern function"). `externals` lists what a kernel's closure reaches of that kind; extract
+(`extract.cross_file`) finds the files that may define it (`units.definition_index`), parses them with
+`DefinitionAnalysis`, which closes over each definition in its own TU, and merges that closure into the
+kernel's (`units.cross_merge`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import clang.cindex as ci
+
+from miner.units import closure
+from miner.units.records import ClosureRecord, PieceText, plain
+
+if TYPE_CHECKING:
+    from miner.frontends.clang_frontend import LiveTU
+
+K = ci.CursorKind
+_DEVICE = {K.CUDADEVICE_ATTR, K.CUDAGLOBAL_ATTR}
+# (`extern __shared__` is the launch's dynamic shared memory: no definition exists anywhere)
+_DEVICE_VAR = {K.CUDADEVICE_ATTR, K.CUDACONSTANT_ATTR}
+
+
+def _attrs(c: ci.Cursor) -> set[ci.CursorKind]:
+    return {ch.kind for ch in c.get_children() if ch.kind.is_attribute()}
+
+
+def kind_of(c: ci.Cursor) -> str | None:
+    """"function" or "variable" for a declaration of external linkage that device code may need a definition
+    of: a `__device__` function, a `__device__`/`__constant__` variable; else None."""
+    try:
+        if c.linkage != ci.LinkageKind.EXTERNAL:
+            return None
+    except ValueError:
+        return None
+    if c.kind == K.FUNCTION_DECL and _attrs(c) & _DEVICE:
+        return "function"
+    if c.kind == K.VAR_DECL and _attrs(c) & _DEVICE_VAR:
+        return "variable"
+    return None
+
+
+def externals(ctx: closure.TUContext, cl: closure.Closure) -> list[dict[str, Any]]:
+    """The closure's pieces that only declare an external device function or variable this TU never defines."""
+    out: dict[str, dict[str, Any]] = {}
+    for p in cl.pieces:
+        if p.kind not in ("FUNCTION_DECL", "VAR_DECL"):
+            continue
+        found = ctx.piece_at(p.path, p.start)
+        if found is None:
+            continue
+        c = found[1]
+        kind = kind_of(c)
+        if kind is None or c.is_definition() or c.get_definition() is not None:
+            continue
+        if kind == "variable" and c.storage_class != ci.StorageClass.EXTERN:
+            continue  # (`__device__ int n;` without extern is a definition)
+        usr = c.get_usr()
+        if usr and usr not in out:
+            out[usr] = {"name": c.spelling, "namespaces": list(p.namespaces), "kind": kind, "usr": usr,
+                        "path": p.path, "line": ctx.read(p.path).count(b"\n", 0, p.start) + 1}
+    return list(out.values())
+
+
+class DefinitionsFound:
+    """What `DefinitionAnalysis` found in one TU: per USR, the definition's closure (its own text the last
+    piece of its kind and name), where it is, and the externals that closure reaches in turn."""
+
+    def __init__(self) -> None:
+        self.definitions: list[dict[str, Any]] = []
+        self.error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"definitions": self.definitions}
+
+
+class DefinitionAnalysis:
+    """The analysis a defining file's parse runs (`clang_frontend.parse(..., analyse=)`): for each wanted USR
+    that this TU defines (external linkage, so a static namesake of another file never matches), the
+    definition's closure in this TU, rendered as the kernels' closures are."""
+
+    every_tu = True  # (clang_frontend runs it on a TU without kernels)
+
+    def __init__(self, usrs: set[str] | frozenset[str]) -> None:
+        self.usrs = frozenset(usrs)
+
+    def __call__(self, live: LiveTU) -> DefinitionsFound:
+        out = DefinitionsFound()
+        ctx = closure.TUContext(live.tu, live.inputs, live.norm, live.read)
+        try:
+            self._find(ctx, out)
+        except Exception as exc:  # noqa: BLE001 - one defining TU failing must not stop the run
+            out.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            ctx.__dict__.clear()  # (as units.analysis: the TU is freed as the parse returns)
+        return out
+
+    def _find(self, ctx: closure.TUContext, out: DefinitionsFound) -> None:
+        done: set[str] = set()
+        for path in sorted(ctx.pieces):
+            for _s, _e, piece, cur in ctx.pieces[path]:
+                if piece.kind not in ("FUNCTION_DECL", "VAR_DECL") or not cur.is_definition():
+                    continue
+                if cur.location.file is None or ctx.norm(cur.location.file.name) != path:
+                    continue
+                usr = cur.get_usr()
+                if usr not in self.usrs or usr in done or kind_of(cur) is None:
+                    continue
+                done.add(usr)
+                out.definitions.append(_definition(ctx, piece, cur, usr))
+
+
+def _definition(ctx: closure.TUContext, piece: closure.Piece, cur: ci.Cursor, usr: str) -> dict[str, Any]:
+    cl = closure.compute(ctx, cur, piece.path, piece.start)
+    if all((p.path, p.start) != (piece.path, piece.start) for p in cl.pieces):
+        cl.pieces = sorted([*cl.pieces, piece], key=lambda p: ctx.sort_key(p.path, p.start))
+    # One block before the kernel in the unit, in this TU's order: nothing of it follows the kernel there.
+    pieces = [PieceText(**dict(p, after=False)) for p in closure.render_pieces(ctx, cl, piece.path, piece.start)]
+    rec = ClosureRecord(piece.path, pieces, cl.includes, cl.shims, cl.unresolved, cl.vendored, cl.frameworks,
+                        cl.lacking, externals(ctx, cl))
+    return {"usr": usr, "name": cur.spelling, "namespaces": list(piece.namespaces), "kind": kind_of(cur),
+            "path": piece.path, "line": ctx.read(piece.path).count(b"\n", 0, piece.start) + 1,
+            "closure": plain(rec)}
