@@ -40,3 +40,38 @@ def test_device_definitions_of_another_project_file_come_into_the_unit(rdc: dict
     assert "__constant__ float rdc_coeffs[4] = {1.0f, 0.5f, 0.25f, 0.125f};" in text, text
     assert "extern __device__ int rdc_counter;" not in text, text
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_where_each_definition_came_from_is_recorded(rdc: dict[str, Any]) -> None:
+    """`closure.cross_file` names each definition the unit took from another file, with its file and line."""
+    m = only_meta(rdc, "rdc_kernel")
+    got = {c["symbol"]: c["from"] for c in m["closure"]["cross_file"]}
+    assert got == {"rdc_scale": "util/helpers.cu:9", "rdcns::rdc_blend": "util/helpers.cu:11",
+                   "rdc_poly": "util/helpers.cu:13", "rdc_counter": "util/helpers.cu:5",
+                   "rdc_coeffs": "util/helpers.cu:6"}, got
+
+
+def test_an_overload_comes_from_the_file_that_defines_that_overload_with_what_it_calls(rdc: dict[str, Any]) -> None:
+    """`rdc_scale(int, int)` is defined in scale_int.cu, `rdc_scale(float, float)` in helpers.cu: the int kernel's
+    unit takes the int one (matched by its parameter types, not by name), and `rdc_offset`, which that
+    definition calls and a third file defines with a macro of its own. The float kernel, whose closure holds both
+    prototypes, takes no definition of the overload it never calls."""
+    m = only_meta(rdc, "rdc_int_kernel")
+    text = "\n".join(unit_texts(rdc, m))
+    assert "return x * s + rdc_offset();" in text and "#define RDC_OFFSET 7" in text, text
+    assert "RDC_BIAS" not in text, text
+    assert {c["symbol"]: c["from"] for c in m["closure"]["cross_file"]} == {
+        "rdc_scale": "util/scale_int.cu:2", "rdc_offset": "util/offset.cu:3"}, m["closure"]["cross_file"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    other = "\n".join(unit_texts(rdc, only_meta(rdc, "rdc_kernel")))
+    assert "rdc_offset()" not in other, other
+
+
+def test_a_declared_device_function_no_project_file_defines_is_stated(rdc: dict[str, Any]) -> None:
+    """`rdc_elsewhere` is declared in the header and defined nowhere in the project: the kernel's unresolved
+    entries say so (the unit keeps the declaration; its build fails as the original's link would without the
+    library)."""
+    m = only_meta(rdc, "rdc_lib_kernel")
+    hits = [u for u in m["unresolved"] if u["symbol"] == "rdc_elsewhere"]
+    assert hits and "no project file defines" in hits[0]["reason"], m["unresolved"]
+    assert "cross_file" not in m["closure"], m["closure"]

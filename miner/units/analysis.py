@@ -102,4 +102,4 @@ def _analyse_in(live: LiveTU, ctx: closure.TUContext, out: TUAnalysis) -> None:
                              functor=True)
                    for f in made]
         out.closures[key] = ClosureRecord(k.path, pieces, cl.includes, cl.shims, cl.unresolved, cl.vendored,
-                                           cl.frameworks, cl.lacking, cross_file.externals(ctx, cl))
+                                           cl.frameworks, cl.lacking, cross_file.externals(ctx, cl, c))

@@ -47,9 +47,12 @@ def kind_of(c: ci.Cursor) -> str | None:
     return None
 
 
-def externals(ctx: closure.TUContext, cl: closure.Closure) -> list[dict[str, Any]]:
-    """The closure's pieces that only declare an external device function or variable this TU never defines."""
+def externals(ctx: closure.TUContext, cl: closure.Closure, root: ci.Cursor) -> list[dict[str, Any]]:
+    """The closure's pieces that only declare an external device function or variable this TU never defines,
+    and that the code of the closure (from `root`, the kernel) names: the closure takes a name's whole overload
+    set, and an overload nothing calls needs no definition."""
     out: dict[str, dict[str, Any]] = {}
+    used: tuple[set[str], set[str]] | None = None
     for p in cl.pieces:
         if p.kind not in ("FUNCTION_DECL", "VAR_DECL"):
             continue
@@ -63,10 +66,29 @@ def externals(ctx: closure.TUContext, cl: closure.Closure) -> list[dict[str, Any
         if kind == "variable" and c.storage_class != ci.StorageClass.EXTERN:
             continue  # (`__device__ int n;` without extern is a definition)
         usr = c.get_usr()
-        if usr and usr not in out:
+        if not usr or usr in out:
+            continue
+        if used is None:
+            used = _referenced(ctx, cl, root)
+        if usr in used[0] or c.spelling in used[1]:
             out[usr] = {"name": c.spelling, "namespaces": list(p.namespaces), "kind": kind, "usr": usr,
                         "path": p.path, "line": ctx.read(p.path).count(b"\n", 0, p.start) + 1}
     return list(out.values())
+
+
+def _referenced(ctx: closure.TUContext, cl: closure.Closure, root: ci.Cursor) -> tuple[set[str], set[str]]:
+    """The USRs the closure's code refers to, and the names of its unresolved (dependent) calls, whose overload
+    is chosen at instantiation: every overload of such a name counts."""
+    usrs: set[str] = set()
+    names: set[str] = set()
+    cursors = [root, *(found[1] for p in cl.pieces if (found := ctx.piece_at(p.path, p.start)) is not None)]
+    for cur in cursors:
+        for n in cur.walk_preorder():
+            if n.kind == K.OVERLOADED_DECL_REF:
+                names.add(n.spelling)
+            elif n.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR) and (r := n.referenced) is not None:
+                usrs.add(r.get_usr())
+    return usrs, names
 
 
 class DefinitionsFound:
@@ -124,7 +146,7 @@ def _definition(ctx: closure.TUContext, piece: closure.Piece, cur: ci.Cursor, us
     # One block before the kernel in the unit, in this TU's order: nothing of it follows the kernel there.
     pieces = [PieceText(**dict(p, after=False)) for p in closure.render_pieces(ctx, cl, piece.path, piece.start)]
     rec = ClosureRecord(piece.path, pieces, cl.includes, cl.shims, cl.unresolved, cl.vendored, cl.frameworks,
-                        cl.lacking, externals(ctx, cl))
+                        cl.lacking, externals(ctx, cl, cur))
     return {"usr": usr, "name": cur.spelling, "namespaces": list(piece.namespaces), "kind": kind_of(cur),
             "path": piece.path, "line": ctx.read(piece.path).count(b"\n", 0, piece.start) + 1,
             "closure": plain(rec)}
