@@ -5,11 +5,12 @@ another .cu of the project defines (issue 14). Judged by the real libclang parse
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
+from tests.conftest import build_statuses, extract_and_build, load_dataset, only_meta, run_miner, unit_texts
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -75,3 +76,18 @@ def test_a_declared_device_function_no_project_file_defines_is_stated(rdc: dict[
     hits = [u for u in m["unresolved"] if u["symbol"] == "rdc_elsewhere"]
     assert hits and "no project file defines" in hits[0]["reason"], m["unresolved"]
     assert "cross_file" not in m["closure"], m["closure"]
+
+
+def test_verify_compiles_the_original_with_the_files_that_define_what_it_declares(rdc: dict[str, Any],
+                                                                                  tmp_path: Path) -> None:
+    """Alone, kern.cu's PTX calls `rdc_scale` and the other definitions as `.extern` functions the unit inlines:
+    no comparison. verify compiles it with helpers.cu (the `closure.cross_file` files) as one relocatable TU
+    (`-rdc=true`), whose kernel is the unit's to the instruction; the int kernel's original takes its two files."""
+    ds = tmp_path / "ds"
+    shutil.copytree(rdc["out"], ds)
+    r = run_miner("verify", ds, "--kernels", "rdc_kernel,rdc_int_kernel", "--cache-dir", tmp_path / "cache",
+                  timeout=600)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    got = {m["name"]: [i["fidelity"]["status"] for i in m["instantiations"]] for m in load_dataset(ds)
+           if m["name"] in ("rdc_kernel", "rdc_int_kernel")}
+    assert got == {"rdc_kernel": ["identical"], "rdc_int_kernel": ["identical"]}, got
