@@ -91,3 +91,19 @@ def test_verify_compiles_the_original_with_the_files_that_define_what_it_declare
     got = {m["name"]: [i["fidelity"]["status"] for i in m["instantiations"]] for m in load_dataset(ds)
            if m["name"] in ("rdc_kernel", "rdc_int_kernel")}
     assert got == {"rdc_kernel": ["identical"], "rdc_int_kernel": ["identical"]}, got
+
+
+def test_a_program_of_a_collection_takes_its_own_definition_and_never_another_programs(rdc: dict[str, Any]) -> None:
+    """Three programs side by side declare `rdc_bits` alike (one USR); prog1 and prog3 define it differently and
+    prog2 not at all. A definition counts only under the folder holding both the kernel's file and the
+    declaration: prog1's kernel takes prog1's, prog3's prog3's, and prog2's is stated, not given another's."""
+    for kernel, mine, other in (("rdc_bits_1", "x & 0xffu", "x & 0xfu;"), ("rdc_bits_3", "x & 0xfu;", "x & 0xffu")):
+        m = only_meta(rdc, kernel)
+        text = "\n".join(unit_texts(rdc, m))
+        assert mine in text and other not in text, (kernel, text)
+        assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    m = only_meta(rdc, "rdc_bits_2")
+    text = "\n".join(unit_texts(rdc, m))
+    assert "x & 0xf" not in text, text
+    hits = [u for u in m["unresolved"] if u["symbol"] == "rdc_bits"]
+    assert hits and "outside the folder of the kernel" in hits[0]["reason"], m["unresolved"]

@@ -53,13 +53,16 @@ def parser(config: ParseConfig, inputs: set[str], graph: include_graph.IncludeGr
 def resolve(units: UnitData, files: dict[str, bytes], parse: Parse, notes: list[str] | None = None) -> int:
     """Merge into every closure of `units` the definitions of its externals; the number of closures changed."""
     wanted: dict[str, dict[str, Any]] = {}
+    scopes: dict[str, set[str]] = {}  # usr -> the folders its kernels may take a definition from (_merged)
     for rec in units.closures.values():
         for e in rec.externals:
             wanted.setdefault(e["usr"], e)
+            scopes.setdefault(e["usr"], set()).add(_scope(rec.kernel_path, e["path"]))
     if not wanted:
         return 0
     sources = [(p, d) for p, d in sorted(files.items()) if _source(p)]
     found: dict[str, list[dict[str, Any]]] = {}
+    outside: dict[str, set[str]] = {}  # usr -> files defining that name outside every scope that wants it
     todo = set(wanted)
     for _ in range(_ROUNDS):
         if not todo:
@@ -68,8 +71,12 @@ def resolve(units: UnitData, files: dict[str, bytes], parse: Parse, notes: list[
         per_file: dict[str, set[str]] = {}
         for u in sorted(todo):
             for site in index.get(wanted[u]["name"], []):
-                if not site.internal and site.kind == wanted[u]["kind"]:
+                if site.internal or site.kind != wanted[u]["kind"]:
+                    continue
+                if u not in scopes or any(site.path.startswith(sc + os.sep) for sc in scopes[u]):
                     per_file.setdefault(site.path, set()).add(u)
+                else:
+                    outside.setdefault(u, set()).add(site.path)
         new: set[str] = set()
         for path in sorted(per_file):
             for d in parse(path, per_file[path]):
@@ -83,7 +90,7 @@ def resolve(units: UnitData, files: dict[str, bytes], parse: Parse, notes: list[
     changed = 0
     for key, rec in list(units.closures.items()):
         if rec.externals:
-            units.closures[key] = _merged(rec, found, wanted)
+            units.closures[key] = _merged(rec, found, outside)
             changed += 1
     if notes is not None and found:
         notes.append(f"{sum(len(v) for v in found.values())} device definitions of other files (separate "
@@ -95,7 +102,7 @@ def _source(path: str) -> bool:
     return os.path.splitext(path)[1].lower() in _SUFFIXES
 
 
-def _merged(rec: ClosureRecord, found: dict[str, list[dict[str, Any]]], wanted: dict[str, dict[str, Any]]
+def _merged(rec: ClosureRecord, found: dict[str, list[dict[str, Any]]], outside: dict[str, set[str]]
             ) -> ClosureRecord:
     """The kernel's closure with the definitions of its externals, and of theirs, in the order reached."""
     picked: list[dict[str, Any]] = []
@@ -107,7 +114,20 @@ def _merged(rec: ClosureRecord, found: dict[str, list[dict[str, Any]]], wanted: 
         if e["usr"] in seen:
             continue
         seen.add(e["usr"])
-        defs = found.get(e["usr"], [])
+        everywhere = found.get(e["usr"], [])
+        # Only a definition under the folder that holds both the kernel's file and the declaration it saw: a
+        # collection of programs (`chapter1/`, `chapter2/`, each with its own `utils.cu` defining `bfe`) defines
+        # one name in each, and another program's definition is no part of this one's build.
+        scope = _scope(rec.kernel_path, e["path"])
+        defs = [d for d in everywhere if d["path"].startswith(scope + os.sep)]
+        others = sorted({d["path"] for d in everywhere if d not in defs} | outside.get(e["usr"], set()))
+        if others and not defs:
+            missing.append({"symbol": "::".join([*e["namespaces"], e["name"]]),
+                            "where": f"{os.path.basename(e['path'])}:{e['line']}",
+                            "reason": "declared only: defined only in files outside the folder of the kernel and "
+                                      "its declaration (another program of the project: "
+                                      f"{', '.join(os.path.basename(p) for p in others[:3])})"})
+            continue
         if not defs:
             what = "device function" if e["kind"] == "function" else "device variable"
             missing.append({"symbol": "::".join([*e["namespaces"], e["name"]]),
@@ -121,6 +141,11 @@ def _merged(rec: ClosureRecord, found: dict[str, list[dict[str, Any]]], wanted: 
         picked.append(d)
         queue += [x for x in d["closure"].get("externals", []) if x["usr"] not in seen]
     return cross_merge.merge(rec, picked, missing)
+
+
+def _scope(kernel_path: str, declared_in: str) -> str:
+    """The folder that holds both the kernel's file and the declaration its TU saw."""
+    return os.path.commonpath([os.path.dirname(kernel_path), os.path.dirname(declared_in)])
 
 
 def _nearest(defs: list[dict[str, Any]], kernel_path: str) -> dict[str, Any]:
