@@ -107,3 +107,15 @@ def test_a_program_of_a_collection_takes_its_own_definition_and_never_another_pr
     assert "x & 0xf" not in text, text
     hits = [u for u in m["unresolved"] if u["symbol"] == "rdc_bits"]
     assert hits and "outside the folder of the kernel" in hits[0]["reason"], m["unresolved"]
+
+
+def test_a_member_function_defined_out_of_line_in_another_file_comes_into_the_unit(rdc: dict[str, Any]) -> None:
+    """`RdcBody::step` is declared in its class (body.h) and defined in body.cpp with a macro of that file: the
+    unit takes the out-of-line definition after the class (with the class's other device members defined out of
+    line, as the closure takes a class)."""
+    m = only_meta(rdc, "rdc_step_bodies")
+    text = "\n".join(unit_texts(rdc, m))
+    assert "void RdcBody::step(float dt) { vel *= RDC_DRAG;" in text and "#define RDC_DRAG 0.99f" in text, text
+    assert [(c["symbol"], c["from"]) for c in m["closure"]["cross_file"]] == [
+        ("RdcBody::step", "particles/body.cpp:4")], m["closure"]["cross_file"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

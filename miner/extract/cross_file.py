@@ -122,7 +122,7 @@ def _merged(rec: ClosureRecord, found: dict[str, list[dict[str, Any]]], outside:
         defs = [d for d in everywhere if d["path"].startswith(scope + os.sep)]
         others = sorted({d["path"] for d in everywhere if d not in defs} | outside.get(e["usr"], set()))
         if others and not defs:
-            missing.append({"symbol": "::".join([*e["namespaces"], e["name"]]),
+            missing.append({"symbol": e.get("symbol") or "::".join([*e["namespaces"], e["name"]]),
                             "where": f"{os.path.basename(e['path'])}:{e['line']}",
                             "reason": "declared only: defined only in files outside the folder of the kernel and "
                                       "its declaration (another program of the project: "
@@ -130,7 +130,7 @@ def _merged(rec: ClosureRecord, found: dict[str, list[dict[str, Any]]], outside:
             continue
         if not defs:
             what = "device function" if e["kind"] == "function" else "device variable"
-            missing.append({"symbol": "::".join([*e["namespaces"], e["name"]]),
+            missing.append({"symbol": e.get("symbol") or "::".join([*e["namespaces"], e["name"]]),
                             "where": f"{os.path.basename(e['path'])}:{e['line']}",
                             "reason": f"declared only: a {what} of external linkage that no project file defines "
                                       "(separate compilation: another library or a generated source)"})

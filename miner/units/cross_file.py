@@ -26,6 +26,11 @@ K = ci.CursorKind
 _DEVICE = {K.CUDADEVICE_ATTR, K.CUDAGLOBAL_ATTR}
 # (`extern __shared__` is the launch's dynamic shared memory: no definition exists anywhere)
 _DEVICE_VAR = {K.CUDADEVICE_ATTR, K.CUDACONSTANT_ATTR}
+# A free function, or a member a class declares and another file defines out of line (`void P::advance(float d)
+# {...}` in a .cpp the project compiles with `-x cu -dc`)
+_FUNCTIONS = {K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR}
+_CLASSES = {"STRUCT_DECL", "CLASS_DECL"}
+_PIECES = {"FUNCTION_DECL", "VAR_DECL", "CXX_METHOD", "CONSTRUCTOR", "DESTRUCTOR"}
 
 
 def _attrs(c: ci.Cursor) -> set[ci.CursorKind]:
@@ -40,7 +45,7 @@ def kind_of(c: ci.Cursor) -> str | None:
             return None
     except ValueError:
         return None
-    if c.kind == K.FUNCTION_DECL and _attrs(c) & _DEVICE:
+    if c.kind in _FUNCTIONS and _attrs(c) & _DEVICE:
         return "function"
     if c.kind == K.VAR_DECL and _attrs(c) & _DEVICE_VAR:
         return "variable"
@@ -53,13 +58,7 @@ def externals(ctx: closure.TUContext, cl: closure.Closure, root: ci.Cursor) -> l
     set, and an overload nothing calls needs no definition."""
     out: dict[str, dict[str, Any]] = {}
     used: tuple[set[str], set[str]] | None = None
-    for p in cl.pieces:
-        if p.kind not in ("FUNCTION_DECL", "VAR_DECL"):
-            continue
-        found = ctx.piece_at(p.path, p.start)
-        if found is None:
-            continue
-        c = found[1]
+    for p, c in _declarations(ctx, cl):
         kind = kind_of(c)
         if kind is None or c.is_definition() or c.get_definition() is not None:
             continue
@@ -71,9 +70,37 @@ def externals(ctx: closure.TUContext, cl: closure.Closure, root: ci.Cursor) -> l
         if used is None:
             used = _referenced(ctx, cl, root)
         if usr in used[0] or c.spelling in used[1]:
-            out[usr] = {"name": c.spelling, "namespaces": list(p.namespaces), "kind": kind, "usr": usr,
-                        "path": p.path, "line": ctx.read(p.path).count(b"\n", 0, p.start) + 1}
+            out[usr] = {"name": c.spelling, "namespaces": list(p.namespaces), "symbol": symbol(c), "kind": kind,
+                        "usr": usr, "path": p.path, "line": c.location.line}
     return list(out.values())
+
+
+def symbol(c: ci.Cursor) -> str:
+    """The qualified name (`ns::P::advance`), an unnamed namespace left out."""
+    parts = [c.spelling]
+    p = c.semantic_parent
+    while p is not None and p.kind != K.TRANSLATION_UNIT:
+        if p.spelling:
+            parts.append(p.spelling)
+        p = p.semantic_parent
+    return "::".join(reversed(parts))
+
+
+def _declarations(ctx: closure.TUContext, cl: closure.Closure) -> list[tuple[closure.Piece, ci.Cursor]]:
+    """The closure's functions and variables, and the member functions of its classes (each with its class's
+    piece)."""
+    out = []
+    for p in cl.pieces:
+        if p.kind not in _PIECES and p.kind not in _CLASSES:
+            continue
+        found = ctx.piece_at(p.path, p.start)
+        if found is None:
+            continue
+        if p.kind in _PIECES:
+            out.append((p, found[1]))
+        else:
+            out += [(p, ch) for ch in found[1].get_children() if ch.kind in _FUNCTIONS]
+    return out
 
 
 def _referenced(ctx: closure.TUContext, cl: closure.Closure, root: ci.Cursor) -> tuple[set[str], set[str]]:
@@ -86,7 +113,7 @@ def _referenced(ctx: closure.TUContext, cl: closure.Closure, root: ci.Cursor) ->
         for n in cur.walk_preorder():
             if n.kind == K.OVERLOADED_DECL_REF:
                 names.add(n.spelling)
-            elif n.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR) and (r := n.referenced) is not None:
+            elif n.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR, K.CALL_EXPR) and (r := n.referenced) is not None:
                 usrs.add(r.get_usr())
     return usrs, names
 
@@ -128,7 +155,7 @@ class DefinitionAnalysis:
         done: set[str] = set()
         for path in sorted(ctx.pieces):
             for _s, _e, piece, cur in ctx.pieces[path]:
-                if piece.kind not in ("FUNCTION_DECL", "VAR_DECL") or not cur.is_definition():
+                if piece.kind not in _PIECES or not cur.is_definition():
                     continue
                 if cur.location.file is None or ctx.norm(cur.location.file.name) != path:
                     continue
@@ -147,6 +174,7 @@ def _definition(ctx: closure.TUContext, piece: closure.Piece, cur: ci.Cursor, us
     pieces = [PieceText(**dict(p, after=False)) for p in closure.render_pieces(ctx, cl, piece.path, piece.start)]
     rec = ClosureRecord(piece.path, pieces, cl.includes, cl.shims, cl.unresolved, cl.vendored, cl.frameworks,
                         cl.lacking, externals(ctx, cl, cur))
-    return {"usr": usr, "name": cur.spelling, "namespaces": list(piece.namespaces), "kind": kind_of(cur),
+    return {"usr": usr, "name": cur.spelling, "namespaces": list(piece.namespaces), "symbol": symbol(cur),
+            "kind": kind_of(cur),
             "path": piece.path, "line": ctx.read(piece.path).count(b"\n", 0, piece.start) + 1,
             "closure": plain(rec)}

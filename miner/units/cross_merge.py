@@ -76,6 +76,7 @@ def merge(rec: ClosureRecord, defs: list[dict[str, Any]], unresolved: list[dict[
         unresolved=[*rec.unresolved, *list({tuple(sorted(u.items())): u for u in more}.values()), *unresolved],
         vendored=list(vendored.values()),
         lacking=list(dict.fromkeys([*rec.lacking, *(h for c in closures for h in c.lacking)])),
-        cross_file=[{"symbol": "::".join([*d["namespaces"], d["name"]]), "kind": d["kind"], "path": d["path"],
-                     "line": d["line"], **({"candidates": d["candidates"]} if d.get("candidates", 1) > 1 else {})}
+        cross_file=[{"symbol": d.get("symbol") or "::".join([*d["namespaces"], d["name"]]), "kind": d["kind"],
+                     "path": d["path"], "line": d["line"],
+                     **({"candidates": d["candidates"]} if d.get("candidates", 1) > 1 else {})}
                     for d in defs])
