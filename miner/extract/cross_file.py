@@ -89,9 +89,14 @@ def resolve(units: UnitData, files: dict[str, bytes], parse: Parse, notes: list[
         todo = new
     changed = 0
     for key, rec in list(units.closures.items()):
-        if rec.externals:
+        if not rec.externals:
+            continue
+        try:
             units.closures[key] = _merged(rec, found, outside)
             changed += 1
+        except Exception as exc:  # noqa: BLE001 - one closure's merge failing must not stop the run
+            if notes is not None:
+                notes.append(f"{key[0]}: definitions of other files not merged: {type(exc).__name__}: {exc}")
     if notes is not None and found:
         notes.append(f"{sum(len(v) for v in found.values())} device definitions of other files (separate "
                      f"compilation) brought into {changed} kernels' units")

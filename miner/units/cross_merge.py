@@ -11,6 +11,7 @@ shared header's types) is emitted once: at the earlier place.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 from typing import Any
@@ -18,6 +19,10 @@ from typing import Any
 from miner.units.records import ClosureRecord, PieceText
 
 _EXTERN = re.compile(r"^\s*extern\b(?!\s*\")", re.M)
+
+
+def _ident(entry: dict[str, Any]) -> str:
+    return json.dumps(entry, sort_keys=True, default=str)
 
 
 def _key(p: PieceText) -> tuple[Any, ...]:
@@ -62,8 +67,8 @@ def merge(rec: ClosureRecord, defs: list[dict[str, Any]], unresolved: list[dict[
         pieces = _insert(pieces, next((i for i, p in enumerate(pieces) if p.after), len(pieces)), _block(functions))
     pieces = [p for p in pieces if not extern_twin(p)]
     closures = [ClosureRecord.from_dict(d["closure"]) for d in defs]
-    seen_unresolved = {tuple(sorted(u.items())) for u in rec.unresolved}
-    more = [u for c in closures for u in c.unresolved if tuple(sorted(u.items())) not in seen_unresolved]
+    seen_unresolved = {_ident(u) for u in rec.unresolved}
+    more = [u for c in closures for u in c.unresolved if _ident(u) not in seen_unresolved]
     vendored = {v["include_dir"]: v for v in rec.vendored}
     for c in closures:
         for v in c.vendored:
@@ -73,7 +78,7 @@ def merge(rec: ClosureRecord, defs: list[dict[str, Any]], unresolved: list[dict[
         includes=list(dict.fromkeys([*rec.includes, *(i for c in closures for i in c.includes)])),
         shims=sorted({*rec.shims, *(s for c in closures for s in c.shims)}),
         frameworks=sorted({*rec.frameworks, *(f for c in closures for f in c.frameworks)}),
-        unresolved=[*rec.unresolved, *list({tuple(sorted(u.items())): u for u in more}.values()), *unresolved],
+        unresolved=[*rec.unresolved, *list({_ident(u): u for u in more}.values()), *unresolved],
         vendored=list(vendored.values()),
         lacking=list(dict.fromkeys([*rec.lacking, *(h for c in closures for h in c.lacking)])),
         cross_file=[{"symbol": d.get("symbol") or "::".join([*d["namespaces"], d["name"]]), "kind": d["kind"],
