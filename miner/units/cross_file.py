@@ -59,11 +59,14 @@ def externals(ctx: closure.TUContext, cl: closure.Closure, root: ci.Cursor) -> l
     out: dict[str, dict[str, Any]] = {}
     used: tuple[set[str], set[str]] | None = None
     for p, c in _declarations(ctx, cl):
-        kind = kind_of(c)
-        if kind is None or c.is_definition() or c.get_definition() is not None:
+        try:
+            kind = kind_of(c)
+            if kind is None or c.is_definition() or c.get_definition() is not None:
+                continue
+            if kind == "variable" and c.storage_class != ci.StorageClass.EXTERN:
+                continue  # (`__device__ int n;` without extern is a definition)
+        except ValueError:  # (a linkage or storage class this libclang binding does not name: not one of these)
             continue
-        if kind == "variable" and c.storage_class != ci.StorageClass.EXTERN:
-            continue  # (`__device__ int n;` without extern is a definition)
         usr = c.get_usr()
         if not usr or usr in out:
             continue
