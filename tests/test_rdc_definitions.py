@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import build_statuses, extract_and_build, load_dataset, only_meta, run_miner, unit_texts
+from tests.conftest import FIXTURES, build_statuses, extract_and_build, load_dataset, only_meta, run_miner, unit_texts
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -119,3 +119,24 @@ def test_a_member_function_defined_out_of_line_in_another_file_comes_into_the_un
     assert [(c["symbol"], c["from"]) for c in m["closure"]["cross_file"]] == [
         ("RdcBody::step", "particles/body.cpp:4")], m["closure"]["cross_file"]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_definition_outside_the_mined_folder_is_found_in_the_project(tmp_path: Path) -> None:
+    """Only `ops/` is mined, with `--project` at the sources' top: helpers.cu (in `util/`, which nothing includes)
+    is no file of the run, but a file of the project under the folder of the kernel and its declaration."""
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURES / "rdc" / "src", src)
+    out = tmp_path / "out"
+    r = run_miner("extract", src / "ops", "-o", out, "--project", src, "--build", "-j", "2",
+                  env={"XDG_CACHE_HOME": str(tmp_path / "cache")}, timeout=600)
+    assert r.returncode in (0, 1), (r.stdout, r.stderr)
+    (m,) = [m for m in load_dataset(out) if m["name"] == "rdc_kernel"]
+    assert [c["from"] for c in m["closure"]["cross_file"]] == [
+        "../util/helpers.cu:9", "../util/helpers.cu:5", "../util/helpers.cu:6", "../util/helpers.cu:11",
+        "../util/helpers.cu:13"], m["closure"]["cross_file"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    # verify finds the defining file through the `..` of `from` and compiles it with the original
+    r = run_miner("verify", out, "--kernels", "rdc_kernel", "--cache-dir", tmp_path / "vcache", timeout=600)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    (m,) = [m for m in load_dataset(out) if m["name"] == "rdc_kernel"]
+    assert [i["fidelity"]["status"] for i in m["instantiations"]] == ["identical"], m["instantiations"]

@@ -16,12 +16,13 @@ from miner.extract.unit_data import UnitData
 from miner.frontends import clang_frontend, pch
 from miner.frontends.config import ParseConfig, clang_args
 from miner.frontends.parse_cache import ParseCache
-from miner.source import include_graph
+from miner.source import configured_headers, include_graph
 from miner.units import cross_merge, definition_index
 from miner.units.cross_file import DefinitionAnalysis
 from miner.units.records import ClosureRecord
 
 _ROUNDS = 4  # a definition's closure reaching the definition of a third file, and so on
+_MAX_PROJECT_FILES = 20000  # (a monorepo's checkout is not read to its end)
 _SUFFIXES = {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".hxx", ".inl", ".cu.cc"}
 
 Parse = Callable[[str, set[str]], list[dict[str, Any]]]
@@ -50,8 +51,29 @@ def parser(config: ParseConfig, inputs: set[str], graph: include_graph.IncludeGr
     return parse
 
 
-def resolve(units: UnitData, files: dict[str, bytes], parse: Parse, notes: list[str] | None = None) -> int:
-    """Merge into every closure of `units` the definitions of its externals; the number of closures changed."""
+def project_sources(roots: list[str], known: dict[str, bytes], inputs: set[str]) -> dict[str, bytes]:
+    """The project's source files under `roots` that the run has not read (a definition outside the mined folder,
+    in `--project`'s tree): read, added to `known` and `inputs` (the parse's project files), and returned."""
+    out: dict[str, bytes] = {}
+    for d, names in configured_headers.project_folders(roots, _MAX_PROJECT_FILES):
+        for n in names:
+            p = os.path.realpath(os.path.join(d, n))
+            if p in known or not _source(p):
+                continue
+            try:
+                with open(p, "rb") as fh:
+                    out[p] = fh.read()
+            except OSError:
+                continue
+    known.update(out)
+    inputs.update(out)
+    return out
+
+
+def resolve(units: UnitData, files: dict[str, bytes], parse: Parse, notes: list[str] | None = None,
+            more: Callable[[], dict[str, bytes]] | None = None) -> int:
+    """Merge into every closure of `units` the definitions of its externals; the number of closures changed.
+    `more` gives further files to search (the project's beyond the run's), read only when some closure needs it."""
     wanted: dict[str, dict[str, Any]] = {}
     scopes: dict[str, set[str]] = {}  # usr -> the folders its kernels may take a definition from (_merged)
     for rec in units.closures.values():
@@ -60,7 +82,8 @@ def resolve(units: UnitData, files: dict[str, bytes], parse: Parse, notes: list[
             scopes.setdefault(e["usr"], set()).add(_scope(rec.kernel_path, e["path"]))
     if not wanted:
         return 0
-    sources = [(p, d) for p, d in sorted(files.items()) if _source(p)]
+    extra = more() if more is not None else {}
+    sources = [(p, d) for p, d in sorted({**files, **extra}.items()) if _source(p)]
     found: dict[str, list[dict[str, Any]]] = {}
     outside: dict[str, set[str]] = {}  # usr -> files defining that name outside every scope that wants it
     todo = set(wanted)

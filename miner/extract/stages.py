@@ -339,11 +339,22 @@ def _cross_file(run: CudaRun) -> None:
     them (extract.cross_file)."""
     assert run.config is not None
     data = {f.path: f.data for f in [*run.files, *run.extra]}
-    parse = cross_file.parser(run.parse_config or run.config, {f.path for f in run.files}, run.graph, data, run.cache)
-    cross_file.resolve(run.unit_data, data, parse, run.report.notes)
+    inputs = {f.path for f in run.files}
+    parse = cross_file.parser(run.parse_config or run.config, inputs, run.graph, data, run.cache)
+    found: list[dict[str, bytes]] = []
+
+    def more() -> dict[str, bytes]:
+        # (the project's other files, `--project` or the inputs' git checkout: read once, and only when a closure
+        # declares what the run's files may not define)
+        if not found:
+            assert run.disc is not None
+            roots = sorted(context.tail_bounds([], run.disc.roots, run.opts.project))
+            found.append(cross_file.project_sources(roots, data, inputs))
+        return found[0]
+    cross_file.resolve(run.unit_data, data, parse, run.report.notes, more)
     for v in run.hip_variants:
         if isinstance(getattr(v, "units", None), UnitData) and v.units is not run.unit_data:
-            cross_file.resolve(v.units, data, parse)
+            cross_file.resolve(v.units, data, parse, None, more)
 
 
 def _write(run: CudaRun) -> None:

@@ -144,10 +144,11 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
     }
     if unit.cross_file:
         # Definitions of another file of a separately compiled project (`-rdc`) the unit holds (extract.cross_file):
-        # where each came from; verify compiles those files with the original TU.
-        meta["closure"]["cross_file"] = [{"symbol": c["symbol"], "kind": c["kind"], "from": f"{_rel(c['path'], root)}:"
-                                          f"{c['line']}", **({"candidates": c["candidates"]} if "candidates" in c
-                                                             else {})} for c in unit.cross_file]
+        # where each came from (relative to the root, with `..` for a file of the project outside the mined folder);
+        # verify compiles those files with the original TU.
+        meta["closure"]["cross_file"] = [
+            {"symbol": c["symbol"], "kind": c["kind"], "from": f"{os.path.relpath(c['path'], root)}:{c['line']}",
+             **({"candidates": c["candidates"]} if "candidates" in c else {})} for c in unit.cross_file]
     if unit.vendored:
         # Libraries the unit #includes instead of inlining, copied into the dataset for the build.
         meta["closure"]["vendored"] = vendor_copy.metadata(out_dir, unit.vendored, lambda p: _rel(p, root))
