@@ -76,6 +76,10 @@ def test_a_declared_device_function_no_project_file_defines_is_stated(rdc: dict[
     hits = [u for u in m["unresolved"] if u["symbol"] == "rdc_elsewhere"]
     assert hits and "no project file defines" in hits[0]["reason"], m["unresolved"]
     assert "cross_file" not in m["closure"], m["closure"]
+    # defined only under an `#ifdef` the configuration mined leaves off: the file is named, and why it gave none
+    m = only_meta(rdc, "rdc_guarded_kernel")
+    hits = [u for u in m["unresolved"] if u["symbol"] == "rdc_guarded"]
+    assert hits and "(guarded.cu) are none of this one in the configuration mined" in hits[0]["reason"], m["unresolved"]
 
 
 def test_verify_compiles_the_original_with_the_files_that_define_what_it_declares(rdc: dict[str, Any],

@@ -86,6 +86,7 @@ def resolve(units: UnitData, files: dict[str, bytes], parse: Parse, notes: list[
     sources = [(p, d) for p, d in sorted({**files, **extra}.items()) if _source(p)]
     found: dict[str, list[dict[str, Any]]] = {}
     outside: dict[str, set[str]] = {}  # usr -> files defining that name outside every scope that wants it
+    sited: dict[str, set[str]] = {}  # usr -> the files parsed for it (the index saw a definition of its name)
     todo = set(wanted)
     for _ in range(_ROUNDS):
         if not todo:
@@ -98,6 +99,7 @@ def resolve(units: UnitData, files: dict[str, bytes], parse: Parse, notes: list[
                     continue
                 if u not in scopes or any(site.path.startswith(sc + os.sep) for sc in scopes[u]):
                     per_file.setdefault(site.path, set()).add(u)
+                    sited.setdefault(u, set()).add(site.path)
                 else:
                     outside.setdefault(u, set()).add(site.path)
         new: set[str] = set()
@@ -115,7 +117,7 @@ def resolve(units: UnitData, files: dict[str, bytes], parse: Parse, notes: list[
         if not rec.externals:
             continue
         try:
-            units.closures[key] = _merged(rec, found, outside)
+            units.closures[key] = _merged(rec, found, outside, sited)
             changed += 1
         except Exception as exc:  # noqa: BLE001 - one closure's merge failing must not stop the run
             if notes is not None:
@@ -130,8 +132,8 @@ def _source(path: str) -> bool:
     return os.path.splitext(path)[1].lower() in _SUFFIXES
 
 
-def _merged(rec: ClosureRecord, found: dict[str, list[dict[str, Any]]], outside: dict[str, set[str]]
-            ) -> ClosureRecord:
+def _merged(rec: ClosureRecord, found: dict[str, list[dict[str, Any]]], outside: dict[str, set[str]],
+            sited: dict[str, set[str]]) -> ClosureRecord:
     """The kernel's closure with the definitions of its externals, and of theirs, in the order reached."""
     picked: list[dict[str, Any]] = []
     missing: list[dict[str, str]] = []
@@ -155,6 +157,16 @@ def _merged(rec: ClosureRecord, found: dict[str, list[dict[str, Any]]], outside:
                             "reason": "declared only: defined only in files outside the folder of the kernel and "
                                       "its declaration (another program of the project: "
                                       f"{', '.join(os.path.basename(p) for p in others[:3])})"})
+            continue
+        if not defs and (tried := sorted(p for p in sited.get(e["usr"], ()) if p.startswith(scope + os.sep))):
+            # The text holds a definition of that name, the parse none of these parameters: one under an `#if` the
+            # configuration mined leaves off, an overload of other parameters, or a file libclang could not parse.
+            missing.append({"symbol": e.get("symbol") or "::".join([*e["namespaces"], e["name"]]),
+                            "where": f"{os.path.basename(e['path'])}:{e['line']}",
+                            "reason": "declared only: the project's definitions of that name (" +
+                                      ", ".join(os.path.basename(p) for p in tried[:3]) + ") are none of this one "
+                                      "in the configuration mined (an #if branch it leaves off, other parameters, "
+                                      "or a file libclang could not parse)"})
             continue
         if not defs:
             what = "device function" if e["kind"] == "function" else "device variable"
