@@ -21,6 +21,7 @@ from typing import Any
 from miner import dataset
 from miner.errors import MinerError, NothingToDo, UsageError
 from miner.extract import cache as extract_cache
+from miner.extract import cross_file
 from miner.extract.metadata import _input_root, _metadata, _project_flags, _rel
 from miner.extract.options import CUDA_SUFFIXES, ExtractOptions, ExtractReport
 from miner.extract.parse import _cached_parse, _parse_all
@@ -333,6 +334,29 @@ def _hip_variants(run: CudaRun) -> None:
                                 f"unit: its analysis reused")
 
 
+def _cross_file(run: CudaRun) -> None:
+    """Definitions in other files of a separately compiled project (`-rdc`) into the closures that only declare
+    them (extract.cross_file)."""
+    assert run.config is not None
+    data = {f.path: f.data for f in [*run.files, *run.extra]}
+    inputs = {f.path for f in run.files}
+    parse = cross_file.parser(run.parse_config or run.config, inputs, run.graph, data, run.cache)
+    found: list[dict[str, bytes]] = []
+
+    def more() -> dict[str, bytes]:
+        # (the project's other files, `--project` or the inputs' git checkout: read once, and only when a closure
+        # declares what the run's files may not define)
+        if not found:
+            assert run.disc is not None
+            roots = sorted(context.tail_bounds([], run.disc.roots, run.opts.project))
+            found.append(cross_file.project_sources(roots, data, inputs))
+        return found[0]
+    cross_file.resolve(run.unit_data, data, parse, run.report.notes, more)
+    for v in run.hip_variants:
+        if isinstance(getattr(v, "units", None), UnitData) and v.units is not run.unit_data:
+            cross_file.resolve(v.units, data, parse, None, more)
+
+
 def _write(run: CudaRun) -> None:
     cache, report, config, tu_of = run.cache, run.report, run.config, run.tu_of
     assert run.disc is not None and config is not None
@@ -426,6 +450,9 @@ STAGES: tuple[Stage, ...] = (
     Stage("configure", _always, _configure),  # include graph, per-file project flags, the parse configuration
     Stage("parse", _always, _parse),  # workers; with the units gate open, the analysis runs in them
     Stage("hip variants", lambda run: run.opts.frontend != "treesitter" and clang_frontend.AVAILABLE, _hip_variants),
+    # (closures that only declare what another file defines: gate, units and libclang)
+    Stage("cross-file definitions", lambda run: run.units and run.opts.frontend != "treesitter"
+          and clang_frontend.AVAILABLE, _cross_file),
     Stage("write", _always, _write),  # kernel folders (units rendered when the units gate is open), the index
 )
 

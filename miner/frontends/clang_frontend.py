@@ -418,7 +418,10 @@ def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[st
             stack.extend(c.get_children())
     # A TU without kernels or kernel declarations that calls a launch API may launch a kernel pointer a function
     # of another TU chose (units.launches.chosen): its analysis records those launches.
-    if with_units and (result.kernels or declared or _LAUNCH_API.search(sources.get(path) or b"")):
+    # An analysis marked `every_tu` (units.cross_file: the definitions a kernel of another TU reaches) runs on a TU
+    # without kernels too.
+    if with_units and (result.kernels or declared or getattr(analyse, "every_tu", False)
+                       or _LAUNCH_API.search(sources.get(path) or b"")):
         try:
             live = LiveTU(tu, result.kernels, cursors,
                           {(norm(c.location.file.name), c.location.offset): _declared(c, norm) for c in declared},

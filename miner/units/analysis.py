@@ -12,7 +12,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from miner.units import closure, instantiations, launches, macro_text
+from miner.units import closure, cross_file, instantiations, launches, macro_text
 from miner.units.records import ClosureRecord, Declaration, PieceText, TUAnalysis, plain
 
 if TYPE_CHECKING:
@@ -102,4 +102,4 @@ def _analyse_in(live: LiveTU, ctx: closure.TUContext, out: TUAnalysis) -> None:
                              functor=True)
                    for f in made]
         out.closures[key] = ClosureRecord(k.path, pieces, cl.includes, cl.shims, cl.unresolved, cl.vendored,
-                                           cl.frameworks, cl.lacking)
+                                           cl.frameworks, cl.lacking, cross_file.externals(ctx, cl, c))

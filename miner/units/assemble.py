@@ -142,6 +142,13 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
         "chosen_defines": meta["parse_context"]["defines"],
         "sources": sorted({_rel(p.path, root) for p in pieces}),
     }
+    if unit.cross_file:
+        # Definitions of another file of a separately compiled project (`-rdc`) the unit holds (extract.cross_file):
+        # where each came from (relative to the root, with `..` for a file of the project outside the mined folder);
+        # verify compiles those files with the original TU.
+        meta["closure"]["cross_file"] = [
+            {"symbol": c["symbol"], "kind": c["kind"], "from": f"{os.path.relpath(c['path'], root)}:{c['line']}",
+             **({"candidates": c["candidates"]} if "candidates" in c else {})} for c in unit.cross_file]
     if unit.vendored:
         # Libraries the unit #includes instead of inlining, copied into the dataset for the build.
         meta["closure"]["vendored"] = vendor_copy.metadata(out_dir, unit.vendored, lambda p: _rel(p, root))

@@ -79,6 +79,12 @@ class ClosureRecord:
     # The TU's includes found nowhere by its parse (closure.text._lacking_headers): render states a failure they
     # explain (units.render._lacking_statement).
     lacking: list[str] = field(default_factory=list)
+    # Device functions and `__device__`/`__constant__` variables of external linkage the closure reaches but the
+    # TU only declares (units.cross_file.externals): name, namespaces, kind, usr, path, line. A project built with
+    # separate compilation (`-rdc`) defines them in another file; extract brings that definition in.
+    externals: list[dict[str, Any]] = field(default_factory=list)
+    # The definitions brought in from other files (extract.cross_file): symbol, kind, path, line, declared.
+    cross_file: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return plain(self)
@@ -87,7 +93,8 @@ class ClosureRecord:
     def from_dict(cls, d: dict[str, Any]) -> ClosureRecord:
         return cls(d["kernel_path"], [PieceText(**p) for p in d["pieces"]], list(d["includes"]),
                    list(d["shims"]), [dict(u) for u in d["unresolved"]], [dict(v) for v in d.get("vendored", [])],
-                   list(d.get("frameworks", ["torch"] if d["shims"] else [])), list(d.get("lacking", [])))
+                   list(d.get("frameworks", ["torch"] if d["shims"] else [])), list(d.get("lacking", [])),
+                   [dict(e) for e in d.get("externals", [])], [dict(c) for c in d.get("cross_file", [])])
 
 
 @dataclass

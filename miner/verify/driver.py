@@ -238,6 +238,9 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
                                      text], [o.tu, *o.headers, orig_mod.TOOLKIT_COMPAT])
 
     def compile_original(o: Original, text: str | None, arch: str) -> PtxResult:
+        given = text
+        if text is None and o.also:  # with the files that define what it only declares (original.wrapper_source)
+            text = orig_mod.wrapper_source(o, [])
         try:
             for _ in range(3):
                 flags = ["-x", "cu", *orig_mod.compile_flags(o, arch), *opts.extra_flags]
@@ -245,13 +248,13 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
                 res = store.compile(key, None if text else o.tu, text, flags, o.tu.parent, opts.force)
                 # An `#error` that only demands a define the build system passes: compiled again with it as 0,
                 # the value the mined configuration (the name undefined) gave every `#if` (guard_defines).
-                more = [] if res.ok or text is not None else orig_mod.guard_defines(res.log, o)
+                more = [] if res.ok or given is not None else orig_mod.guard_defines(res.log, o)
                 if not more:
                     return res
                 o.assumed_defines += more
             return res
         finally:
-            if text is None:
+            if given is None:
                 tick()
 
     def compile_unit(it: _Item) -> PtxResult:

@@ -56,9 +56,13 @@ class Original:
     torch: bool = False
     project_flags: list[str] = field(default_factory=list)   # the project's nvcc flags (metadata build_flags)
     assumed_defines: list[str] = field(default_factory=list)  # `X=0` for guards that only demand X (guard_defines)
+    # The project's other files whose definitions the unit took (metadata `closure.cross_file`: a separately
+    # compiled project): compiled with the TU as one relocatable (`-rdc=true`) translation unit, see `wrapper_source`.
+    also: list[Path] = field(default_factory=list)
 
-    def group_key(self) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-        return str(self.tu), tuple(self.defines), tuple(map(str, self.include_dirs)), tuple(self.project_flags)
+    def group_key(self) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        return (str(self.tu), tuple(self.defines), tuple(map(str, self.include_dirs)), tuple(self.project_flags),
+                tuple(map(str, self.also)))
 
 
 def locate(meta: dict[str, Any], source_root: Path | None) -> Original:
@@ -77,7 +81,22 @@ def locate(meta: dict[str, Any], source_root: Path | None) -> Original:
     orig = Original(root=root, tu=tu, rel=rel, defines=defines, include_dirs=[d for d in dirs if d.is_dir()],
                     project_flags=project_flags(meta))
     orig.headers, orig.torch = scan_includes(tu, orig.include_dirs)
+    orig.also = defining_files(meta, root, tu)
+    for path in orig.also:
+        more, torch = scan_includes(path, orig.include_dirs)
+        orig.headers = list(dict.fromkeys([*orig.headers, path, *more]))
+        orig.torch = orig.torch or torch
     return orig
+
+
+def defining_files(meta: dict[str, Any], root: Path, tu: Path) -> list[Path]:
+    """The files of the project whose device definitions the unit holds (`closure.cross_file`), the TU aside."""
+    found: dict[Path, None] = {}
+    for c in (meta.get("closure") or {}).get("cross_file") or []:
+        path = (root / c["from"].rpartition(":")[0]).resolve()
+        if path != tu and path.is_file():
+            found.setdefault(path, None)
+    return list(found)
 
 
 def project_flags(meta: dict[str, Any]) -> list[str]:
@@ -168,6 +187,10 @@ def compile_flags(orig: Original, arch_flag: str) -> list[str]:
     if orig.torch:
         flags += [f"-I{d}" for d in dirs]
     flags += [f"-I{d}" for d in library_include_dirs()]
+    if orig.also:
+        # The TU and the files defining what it only declares, as one TU: relocatable device code, as the project
+        # builds them (whole-program mode refuses `extern __device__ int n;` beside `__device__ int n = 0;`).
+        flags.append("-rdc=true")
     return flags
 
 
@@ -316,9 +339,12 @@ def explicit_instantiation(meta: dict[str, Any], inst: dict[str, Any], unit_text
 
 
 def wrapper_source(orig: Original, instantiations: list[str]) -> str:
+    """The original TU, the files defining what it only declares (`Original.also`), then the explicit
+    instantiations."""
     body = "\n".join(dict.fromkeys(instantiations))
+    also = "".join(f'#include "{p}"\n' for p in orig.also)
     return (f"// kernel-miner verify: the original TU with the units' explicit instantiations\n"
-            f'#include "{orig.tu}"\n{body}\n')
+            f'#include "{orig.tu}"\n{also}{body}\n')
 
 
 _MISSING_HEADER = re.compile(r"fatal error: .*: No such file or directory|cannot open source file")

@@ -17,6 +17,9 @@ variables). The normalization removes only what depends on where the code sits, 
 - the linkage of the `.entry` itself (`.visible`, `.weak`): a kernel in an anonymous namespace (as PyTorch
   ops write them) has none in the original, and the unit, which does not keep that namespace, says
   `.visible`;
+- the linkage of the device functions and module-scope variables (`.visible`, `.weak` before `.func`,
+  `.global`, `.const`): relocatable device code (`-rdc=true`, the original of a unit that holds definitions of
+  another file, see verify.md) exports them, whole-program mode (the unit) does not;
 - runs of blanks.
 
 Registers, instructions, immediates, callee names, parameter symbols, types, alignments and shared
@@ -44,6 +47,7 @@ _MOV = re.compile(r"^(?:mov|cvta\.global)\.u64\s+(%rd\d+),\s*([%\w$]+);")
 _MANGLED = re.compile(r"(?<![\w$])_Z[\w$]+")
 _DM_INTERNAL = re.compile(r"_INTERNAL_[0-9a-f]{8}_\w+?_[0-9a-f]{8}")
 _ENTRY_LINKAGE = re.compile(r"^(?:\.(?:visible|weak)\s+)+\.entry <ENTRY>")
+_DATA_LINKAGE = re.compile(r"^(?:\.(?:visible|weak)\s+)+(?=\.(?:func|global|const)\b)")
 _PARAM_STORE = re.compile(r"^st\.param\.b(?:32|64)\s+\[param(\d+)\+0\],\s*(%?\w+);")
 
 
@@ -285,7 +289,7 @@ def listing(ptx: Ptx, entry: str, plain_names: bool = False) -> list[str]:
     if plain_names:
         lines, shared = _plain_names(lines), _plain_names(shared)
     for s in lines + sorted(set(shared)):
-        s = _ENTRY_LINKAGE.sub(".entry <ENTRY>", s)
+        s = _DATA_LINKAGE.sub("", _ENTRY_LINKAGE.sub(".entry <ENTRY>", s))
         s = _LABEL.sub(lambda m: f"$L__{m.group(1)}_{m.group(2)}", s)
         s = _DEPOT.sub("__local_depot", s)
         out.append(_NUMBERED.sub(renumber, strip_internal(s)))
