@@ -54,3 +54,21 @@ def test_a_namespace_the_parse_left_open_in_a_header_does_not_take_the_main_file
     assert "namespace wrap" not in unit and "namespace mem" not in unit, unit
     assert "__device__ float twice(float v)" in unit, unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def std_through(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "std_through_project")
+
+
+def test_a_standard_name_brought_by_a_project_header_that_gives_the_unit_nothing_else(
+        std_through: dict[str, Any]) -> None:
+    """`Label`'s host constructors call `std::strncpy`; `<cstring>` comes only through the project's `common.hpp`,
+    which gives the unit no piece, so the unit kept no include of it ("namespace std has no member strncpy"; the
+    wrapper library's examples, once their kernels were in the right namespace). The header a project file's
+    include chain brought a referenced declaration through is included, a standard one too
+    (closure.system_headers.included_header)."""
+    m = only_meta(std_through, "first_letter")
+    (unit,) = unit_texts(std_through, m)
+    assert "#include <cstring>" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

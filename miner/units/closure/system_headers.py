@@ -15,7 +15,7 @@ import os
 
 from miner.units.closure.context import TUContext
 from miner.units.closure.usings import _include_parents
-from miner.units.headers import FRAMEWORK, STD_HEADERS, is_toolkit_header
+from miner.units.headers import FRAMEWORK, is_toolkit_header
 
 
 @functools.cache
@@ -32,8 +32,8 @@ def _roots() -> tuple[str, ...]:
 def included_header(ctx: TUContext, path: str) -> str | None:
     """`execinfo.h` for a declaration of `/usr/include/execinfo.h` that a project file's `#include <execinfo.h>`
     brought in (directly or through the headers it includes): the header a unit naming that declaration needs.
-    None for a file no project file reaches through system headers, a standard or toolkit header (the unit keeps
-    those already), or a framework's."""
+    None for a file no project file reaches through system headers, a toolkit header (the unit keeps those
+    already), or a framework's."""
     parents = ctx.memo("_include_parents", lambda: _include_parents(ctx))
     seen: set[str] = set()
     while path not in seen:
@@ -51,6 +51,8 @@ def included_header(ctx: TUContext, path: str) -> str | None:
     if root is None:
         return None
     name = real[len(root) + 1:]
-    if name in STD_HEADERS or is_toolkit_header(name) or FRAMEWORK.search(name):
+    if is_toolkit_header(name) or FRAMEWORK.search(name):
         return None
+    # A standard header counts too: the unit keeps the `#include <cstring>` lines of the files it takes pieces
+    # from, but `std::strncpy` in a kept class may come from a project header that gives the unit nothing else.
     return name
