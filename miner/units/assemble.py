@@ -10,6 +10,7 @@ from typing import Any
 from miner.frontends.model import Kernel
 from miner.units import generated, instantiations, render, vendor_copy, weak_args
 from miner.units.headers import STD_HEADERS, is_toolkit_header
+from miner.units.launch_unread import config_unread
 from miner.units.mentions import Mentions, launch_missing
 from miner.units.records import Analyses, ClosureRecord, Launch, PieceText
 from miner.units.unparsed_launchers import unparsed_launcher
@@ -37,6 +38,9 @@ def _launch_json(launch: Launch, root: str, kernel_params: list[dict[str, Any]])
                 [{"param": None, "expr": a} for a in args],
         # A launch through a re-declaration in another translation unit: where that declaration is.
         **({"declaration": f"{_rel(d.path, root)}:{d.line}"} if (d := launch.declared) else {}),
+        # Why its grid or block cannot be read, where it cannot (a launch of a kernel only: a reference has none).
+        **({"config_unread": why} if launch.kind != "reference"
+           and (why := config_unread(launch.config, launch.values, launch.formula or {})) else {}),
     }
 
 

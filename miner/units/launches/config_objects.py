@@ -76,6 +76,8 @@ def construction_args(st: Any, arg: ci.Cursor) -> list[str] | None:
         if fn is None or fn.kind not in _FUNCTIONS or _assigned(st, fn, ref):
             return None
         root = ref
+    if (built := _builder_parts(st, root)) is not None:
+        return built
     for c in root.walk_preorder():
         if c.kind == K.CALL_EXPR and (d := c.referenced) is not None and d.kind in _FUNCTIONS:
             kids = [a for a in c.get_arguments() if _src(st.ctx, a).strip()]
@@ -89,6 +91,48 @@ def construction_args(st: Any, arg: ci.Cursor) -> list[str] | None:
             return None
         return [_src(st.ctx, a).strip() for a in kids]
     return None
+
+
+# A builder's setters, by what their names say they set (`.grid_size(g)`, `.block_dimensions(b)`,
+# `.dynamic_shared_memory_size(s)`; `.overall_size(n)`: the total number of threads, the grid being n over the block).
+_SETTERS = (("grid", re.compile(r"(?:grid|num_blocks|blocks)(?:_(?:size|dim|dims|dimensions))?", re.I)),
+            ("block", re.compile(r"(?:block|threads)(?:_(?:size|dim|dims|dimensions)|_per_block)?", re.I)),
+            ("overall", re.compile(r"(?:overall|total)_(?:size|dim|dims|dimensions|threads)", re.I)),
+            ("shared_mem", re.compile(r"\w*(?:shared_mem|smem|shmem)\w*", re.I)))
+
+
+def _builder_parts(st: Any, root: ci.Cursor) -> list[str] | None:
+    """grid, block, shared memory of an object a chain of setters built: `builder().overall_size(n).block_size(256)
+    .build()` is grid `((n) + (256) - 1) / (256)`, block `256`. None unless the chain sets both (a setter that
+    sizes the launch at run time, `saturate_with_active_blocks()`, is not one of those names: nothing is read)."""
+    call = next((c for c in root.walk_preorder() if c.kind == K.CALL_EXPR and c.spelling), None)
+    found: dict[str, str] = {}
+    names: list[str] = []
+    c = call
+    while c is not None and c.kind == K.CALL_EXPR:
+        head = next(iter(c.get_children()), None)
+        if head is None or head.kind != K.MEMBER_REF_EXPR:
+            break
+        names.append(c.spelling)
+        args = [a for a in c.get_arguments() if _src(st.ctx, a).strip()]
+        part = next((k for k, rx in _SETTERS if rx.fullmatch(c.spelling)), None)
+        if part is not None and 1 <= len(args) <= 3:
+            texts = [_src(st.ctx, a).strip() for a in args]
+            # (the last call in the chain wins: the walk starts at the outermost)
+            found.setdefault(part, texts[0] if len(texts) == 1 else f"dim3({', '.join(texts)})")
+        elif c.spelling.startswith("no_") and "shared" in c.spelling:
+            found.setdefault("shared_mem", "0")
+        c = next(iter(head.get_children()), None)
+        while c is not None and c.kind == K.UNEXPOSED_EXPR:
+            c = next(iter(c.get_children()), None)
+    if "block" not in found or len(names) < 2:
+        return None
+    grid = found.get("grid")
+    if grid is None and "overall" in found:
+        grid = f"(({found['overall']}) + ({found['block']}) - 1) / ({found['block']})"
+    if grid is None:
+        return None
+    return [grid, found["block"], found.get("shared_mem", "0")]
 
 
 def _is(a: ci.Cursor | None, b: ci.Cursor) -> bool:

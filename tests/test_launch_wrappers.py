@@ -1,0 +1,98 @@
+"""`extract --build` on tests/fixtures/launchwrap: launches that reach the kernel through a project's launch
+library (issue 14, the sixteenth set's wrapper-library and portable-launch repositories), each reproduced by code of
+our own and judged by the real libclang parse and the real nvcc. Each launch gives the unit's wrapper the original's
+grid and block (miner.validate.wrapper.launch_config), or says why it cannot."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from miner.validate.wrapper import launch_config
+from tests.conftest import FIXTURES, build_statuses, load_dataset, only_meta, run_miner
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def forwarded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The fixture's `examples/` mined with the whole fixture as the project (its library lies in `include/`)."""
+    src = tmp_path_factory.mktemp("forwarded-src") / "forwarded"
+    shutil.copytree(FIXTURES / "launchwrap/forwarded", src)
+    out = tmp_path_factory.mktemp("forwarded-out")
+    cache = tmp_path_factory.mktemp("forwarded-cache")
+    proc = run_miner("extract", src / "examples", "-o", out, "--project", src, "--build", "-j", "2",
+                     env={"XDG_CACHE_HOME": str(cache), "KM_PARSE_CACHE": "off"}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return {"proc": proc, "out": out, "metas": load_dataset(out)}
+
+
+def _one_launch(data: dict[str, Any], name: str) -> dict[str, Any]:
+    m = only_meta(data, name)
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    assert len(m["launches"]) == 1, (m["launches"], m.get("launch_missing"))
+    return m
+
+
+def test_a_kernel_and_its_configuration_object_travel_through_forwarding_helpers(forwarded: dict[str, Any]) -> None:
+    """`relay::launch(k, cfg, args...)` -> `enqueue` -> a tag-dispatched `detail::dispatch` -> `launch_raw`, whose
+    body is `kernel<<<cfg.dims.grid, cfg.dims.block, cfg.smem_bytes, stream>>>(params...)`. Only a helper whose own
+    body launches its parameter was taken: the kernels were `unresolved`. The configuration object comes from
+    `make_config((n + threads - 1) / threads, threads, 0)` (a local) or `config{64, 512}` (a temporary): its
+    arguments in launch order are the launch's grid, block and shared memory."""
+    m = _one_launch(forwarded, "scale_by")
+    rec = m["launches"][0]
+    assert rec["config"]["grid"] == "(n + threads - 1) / threads", rec["config"]
+    assert rec["values"]["block"] == 256 and rec["values"]["shared_mem"] == 0, rec["values"]
+    assert [a["expr"] for a in rec["args"]] == ["x", "2.0f", "n"], rec["args"]
+    cfg = launch_config(m, m["params"])
+    assert cfg["block"] == "256" and cfg["grid"] is not None and "n" in cfg["grid"], cfg
+    assert "config_unread" not in rec, rec
+    rec = _one_launch(forwarded, "add_one")["launches"][0]
+    assert (rec["values"]["grid"], rec["values"]["block"]) == (64, 512), rec
+    assert [a["expr"] for a in rec["args"]] == ["y", "n"], rec["args"]
+
+
+def test_a_helper_handing_its_kernel_to_an_overload_of_its_own_name_is_a_helper(forwarded: dict[str, Any]) -> None:
+    """`relay::run(fill_ramp, y, n)` calls `run(p, f, args...)` with a default policy, which launches
+    `f<<<p.grid_size(), p.block_size()>>>(args...)`: two levels, taken as one launch. The grid and block are a
+    policy object's run-time answers: the launch says so (`config_unread`)."""
+    rec = _one_launch(forwarded, "fill_ramp")["launches"][0]
+    assert rec["config"]["grid"] == "p.grid_size()", rec["config"]
+    assert [a["expr"] for a in rec["args"]] == ["y", "n"], rec["args"]
+    assert set(rec["config_unread"]) == {"grid", "block"}, rec
+    assert rec["config_unread"]["grid"].startswith("object_read"), rec
+
+
+def test_cuda_launch_kernel_ex_reads_its_launch_config_fields(forwarded: dict[str, Any]) -> None:
+    """`cudaLaunchKernelEx(&cfg, halve, x, n)` with `cfg.gridDim = dim3((n + 127) / 128); cfg.blockDim =
+    dim3(128); ...` set field by field before it: the launch had no grid or block at all."""
+    m = _one_launch(forwarded, "halve")
+    rec = m["launches"][0]
+    assert rec["kind"] == "cudaLaunchKernelEx", rec
+    assert rec["config"]["grid"] == "dim3((n + 127) / 128)" and rec["config"]["block"] == "dim3(128)", rec
+    assert rec["config"]["stream"] == "s", rec
+    cfg = launch_config(m, m["params"])
+    assert cfg["block"] == "128" and cfg["grid"] is not None, cfg
+
+
+def test_a_helper_launching_its_parameter_through_cuda_launch_kernel_is_a_helper(forwarded: dict[str, Any]) -> None:
+    """`launch_with_args(K kernel, dim3 grid, dim3 block, void** args, stream)` whose body is
+    `cudaLaunchKernel(kernel, grid, block, args, 0, s)`: a launch API's kernel argument that is a parameter made no
+    helper (only `kernel<<<...>>>` did), and `negate` was `unresolved`."""
+    rec = _one_launch(forwarded, "negate")["launches"][0]
+    assert rec["kind"] == "cudaLaunchKernel", rec
+    assert rec["values"]["grid"] == 16, rec
+    assert "256" in rec["config"]["block"], rec
+
+
+def test_a_configuration_built_by_named_setters_is_read(forwarded: dict[str, Any]) -> None:
+    """`relay::config_builder().total_threads(n).block_size(128).build()` passed to `relay::launch`: the setters'
+    names say what each sets; the total over the block is the grid."""
+    m = _one_launch(forwarded, "square_all")
+    rec = m["launches"][0]
+    assert rec["config"]["grid"] == "((n) + (128) - 1) / (128)" and rec["values"]["block"] == 128, rec
+    cfg = launch_config(m, m["params"])
+    assert cfg["block"] == "128" and cfg["grid"] is not None and "n" in cfg["grid"], cfg
