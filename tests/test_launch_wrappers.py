@@ -96,3 +96,18 @@ def test_a_configuration_built_by_named_setters_is_read(forwarded: dict[str, Any
     assert rec["config"]["grid"] == "((n) + (128) - 1) / (128)" and rec["values"]["block"] == 128, rec
     cfg = launch_config(m, m["params"])
     assert cfg["block"] == "128" and cfg["grid"] is not None and "n" in cfg["grid"], cfg
+
+
+def test_a_call_taking_a_kernel_and_a_launch_configuration_object_is_a_launch(forwarded: dict[str, Any]) -> None:
+    """`relay::submit(K&& kernel, const launch_config_t& lc, P&&... params)` type-erases the kernel and launches it
+    in the library's own source, which a parse of the examples never sees: the call is known by its signature (a
+    kernel, a parameter declared as a launch configuration, a trailing pack). The object's construction gives the
+    grid and block (`launch_config_t lc{(n + 255) / 256, 256}`); where it does not (`occupancy_config(...)`, a
+    run-time query), the launch says why."""
+    m = _one_launch(forwarded, "saxpy")
+    rec = m["launches"][0]
+    assert rec["config"]["grid"] == "(n + 255) / 256" and rec["values"]["block"] == 256, rec
+    assert [a["expr"] for a in rec["args"]] == ["2.0f", "x", "y", "n"], rec["args"]
+    rec = _one_launch(forwarded, "count_up")["launches"][0]
+    assert rec["config"]["grid"] is None and rec["config"]["config"] == "sized", rec
+    assert rec["config_unread"]["grid"].startswith("config_object"), rec

@@ -26,7 +26,10 @@ def config_unread(config: dict[str, Any], values: dict[str, Any], formula: dict[
         if isinstance(values.get(key), int):
             continue
         text = formula.get(key) or config.get(key)
-        if not text:
+        if not text and config.get("config"):
+            out[key] = (f"config_object: the configuration object {config['config']} is built where its grid and "
+                        "block are not read (a run-time query, a reassignment, a setter of no telling name)")
+        elif not text:
             out[key] = "not_set: the launch sets no value the parse sees"
         elif _OBJECT_READ.search(_NUMBER.sub("0", str(text))):
             out[key] = f"object_read: read from an object at run time ({' '.join(str(text).split())})"

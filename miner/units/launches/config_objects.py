@@ -54,6 +54,16 @@ def object_config(st: Any, helper: Any, call: ci.Cursor, cfg: list[str | None]) 
     return out
 
 
+def object_parts(st: Any, call: ci.Cursor, j: int, cfg: list[str | None], offset: int = 0) -> list[str | None]:
+    """`cfg` with grid, block and shared memory of the configuration object the call passes as its argument `j`
+    (after `offset` leading ones: a method call's object), where its construction reads."""
+    args = list(call.get_arguments())[offset:]
+    parts = construction_args(st, args[j]) if j < len(args) else None
+    if parts is None:
+        return cfg
+    return [parts[0], parts[1], parts[2] if len(parts) > 2 else "0", cfg[3]]
+
+
 def _dims_like(t: ci.Type) -> bool:
     """An integer, or a class whose name says it holds dimensions (`dim3`, `grid::dimensions_t`)."""
     c = t.get_canonical()

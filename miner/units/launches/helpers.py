@@ -25,7 +25,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.common import split_top
-from miner.units.launches.config_objects import object_config
+from miner.units.launches.config_objects import object_config, object_parts
 from miner.units.launches.cursors import _template_args
 from miner.units.launches.record import _COMMENT, K, Launch
 from miner.units.launches.state import (
@@ -51,6 +51,7 @@ class Helper:
     members: dict[str, ci.Cursor]  # for a method: the class's fields its configuration names
     kind: str = "<<<>>>"  # how the body launches: `<<<>>>` or the launch API it calls (`cudaLaunchKernel`)
     origin: int | None = None  # the hash of the function it was read from (a forwarding helper's own)
+    config_object: int | None = None  # the parameter holding the whole configuration (a signature helper's)
 
 
 @dataclass
@@ -221,9 +222,11 @@ def _signature_helper(st: _State, hc: HelperCall) -> Helper | None:
         return None
     params = [p for p in decl.get_children() if p.kind == K.PARM_DECL]
     i = hc.index
+    names = [p.spelling for p in params]
+    if len(params) >= i + 3 and (obj := _config_object_helper(st, params, i)) is not None:
+        return obj
     if len(params) < i + 4:
         return None
-    names = [p.spelling for p in params]
     last = _COMMENT.sub(" ", _src(st.ctx, params[-1]))
     if "..." not in last or not all(params[j].type.get_canonical().spelling.endswith("dim3") for j in (i + 1, i + 2)):
         return None
@@ -280,6 +283,30 @@ def substitute_names(text: str, mapping: dict[str, str]) -> str:
     return pat.sub(lambda m: mapping[m.group(1)], text)
 
 
+# A parameter declared as a launch configuration object: `launch_configuration_t cfg`, `const LaunchConfig& lc`.
+_CONFIG_TYPE = re.compile(r"\b\w*(?:launch_?config(?:uration)?|LaunchConfig(?:uration)?)\w*\b", re.I)
+
+
+def _config_object_helper(st: _State, params: list[ci.Cursor], i: int) -> Helper | None:
+    """A helper known by its signature alone: the kernel, then (a stream and) one launch configuration object, then
+    a trailing parameter pack, the kernel's arguments: `template <typename K, typename... P> void launch(K&& kernel,
+    launch_configuration_t config, P&&... params)` of a wrapper library whose body (several calls down, in headers
+    the parse may not get through) launches it. The configuration is the object's construction's (config_objects),
+    where it can be read."""
+    names = [p.spelling for p in params]
+    texts = [_COMMENT.sub(" ", _src(st.ctx, p)) for p in params]
+    if "..." not in texts[-1]:
+        return None
+    found = [j for j in range(i + 1, len(params) - 1)
+             if names[j] and _CONFIG_TYPE.search(texts[j].rsplit(names[j], 1)[0])]
+    if len(found) != 1:
+        return None
+    j = found[0]
+    stream = next((names[k] for k in range(i + 1, len(params) - 1)
+                   if k != j and re.search(r"stream", texts[k], re.I)), None)
+    return Helper(i, names, names[-1], [None, None, None, stream], [names[-1] + "..."], {}, config_object=j)
+
+
 def finish_helpers(st: _State) -> None:
     """A launch for each call of a known helper with a kernel where the helper launches its parameter."""
     for hc in st.helper_calls:
@@ -292,14 +319,20 @@ def finish_helpers(st: _State) -> None:
         if helper.members and hc.obj is not None:
             mapping.update(_member_values(st, hc.obj, helper.members))
         args, cfg = apply_helper(helper, hc.args, mapping)
-        if hc.obj is None:
+        whole: str | None = None
+        if helper.config_object is not None:
+            # The whole configuration is one object the call passes: its construction's arguments, else unread.
+            whole = hc.args[helper.config_object].strip() if helper.config_object < len(hc.args) else None
+            cfg = object_parts(st, hc.call, helper.config_object, cfg, offset=1 if hc.obj is not None else 0)
+        elif hc.obj is None:
             # A configuration object passed in (`launch(k, make_config(g, b, smem), args...)`): its parts.
             cfg = object_config(st, helper, hc.call, cfg)
         written = _written_args(st, hc.ref, st.kernels[kkey].name)
         concrete = _template_args(hc.target) if hc.target.kind == K.FUNCTION_DECL else None
         launch = Launch(kernel=kkey, launcher=hc.fn.spelling, path=hc.path, line=hc.call.location.line,
                         kind=helper.kind, config={"grid": cfg[0], "block": cfg[1], "shared_mem": cfg[2] or "0",
-                                               "stream": cfg[3] or "0"},
+                                               "stream": cfg[3] or "0",
+                                               **({"config": whole} if whole and cfg[0] is None else {})},
                         args=args, template_args=concrete, template_args_text=written[0] if written else [],
                         in_lambda=hc.in_lambda, host_template=hc.host_key)
         _record_aliases(st, launch, hc.ref)
