@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from miner.validate.wrapper import launch_config
-from tests.conftest import FIXTURES, build_statuses, load_dataset, only_meta, run_miner
+from tests.conftest import FIXTURES, build_statuses, extract_and_build, load_dataset, only_meta, run_miner
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -111,3 +111,24 @@ def test_a_call_taking_a_kernel_and_a_launch_configuration_object_is_a_launch(fo
     rec = _one_launch(forwarded, "count_up")["launches"][0]
     assert rec["config"]["grid"] is None and rec["config"]["config"] == "sized", rec
     assert rec["config_unread"]["grid"].startswith("config_object"), rec
+
+
+@pytest.fixture(scope="module")
+def braced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "launchwrap/braced")
+
+
+def test_dropped_launches_of_overloaded_kernels_are_told_apart_by_argument_count(braced: dict[str, Any]) -> None:
+    """`smooth<bx, by><<<grid, {bx, by, 1}>>>(...)`: clang drops a statement with a braced block (nvcc takes it),
+    and the text recovery of dropped launches took only a name with one kernel; `smooth` has two overloads (four
+    and three parameters), so neither had a launch. The site's argument count picks the overload; the braced
+    block is a dim3."""
+    metas = [m for m in braced["metas"] if m["name"] == "smooth"]
+    assert sorted(len(m["params"]) for m in metas) == [3, 4], [m["params"] for m in metas]
+    for m in metas:
+        assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+        assert len(m["launches"]) == 1, (len(m["params"]), m["launches"], m.get("launch_missing"))
+        rec = m["launches"][0]
+        assert rec["config"]["block"] == "dim3(bx, by, 1)", rec
+        assert len(rec["args"]) == len(m["params"]), rec["args"]
+        assert rec["template_args"] == ["32", "8"], rec
