@@ -5,13 +5,15 @@ grid and block (miner.validate.wrapper.launch_config), or says why it cannot."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
+import sys
 from typing import Any
 
 import pytest
 
 from miner.validate.wrapper import launch_config
-from tests.conftest import FIXTURES, build_statuses, extract_and_build, load_dataset, only_meta, run_miner
+from tests.conftest import FIXTURES, ROOT, build_statuses, extract_and_build, load_dataset, only_meta, run_miner
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -132,3 +134,23 @@ def test_dropped_launches_of_overloaded_kernels_are_told_apart_by_argument_count
         assert rec["config"]["block"] == "dim3(bx, by, 1)", rec
         assert len(rec["args"]) == len(m["params"]), rec["args"]
         assert rec["template_args"] == ["32", "8"], rec
+
+
+def test_the_corpus_tally_counts_a_triton_kernels_launches(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """scripts/mine_corpus.py counted a kernel as launched by its metadata's `launches`; a Triton kernel keeps its
+    `kernel[grid](...)` launches under `triton.launches`, so every Triton kernel of a set read as never launched
+    (with no stated reason either)."""
+    spec = importlib.util.spec_from_file_location("mine_corpus", ROOT / "scripts" / "mine_corpus.py")
+    assert spec is not None and spec.loader is not None
+    mine_corpus = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("mine_corpus", mine_corpus)  # (its dataclasses look their module up)
+    spec.loader.exec_module(mine_corpus)
+    src = tmp_path_factory.mktemp("triton-src") / "triton_count"
+    shutil.copytree(FIXTURES / "launchwrap/triton_count", src)
+    out = tmp_path_factory.mktemp("triton-out")
+    proc = run_miner("extract", src, "-o", out, env={"XDG_CACHE_HOME": str(tmp_path_factory.mktemp("c"))})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    metas = load_dataset(out)
+    assert [m["name"] for m in metas] == ["scale_kernel"] and metas[0]["triton"]["launches"], metas
+    row = mine_corpus.tally(metas)[0]
+    assert (row["kernels"], row["launched"]) == (1, 1), dict(row)
