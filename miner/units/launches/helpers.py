@@ -323,7 +323,9 @@ def finish_helpers(st: _State) -> None:
         if helper.config_object is not None:
             # The whole configuration is one object the call passes: its construction's arguments, else unread.
             whole = hc.args[helper.config_object].strip() if helper.config_object < len(hc.args) else None
-            cfg = object_parts(st, hc.call, helper.config_object, cfg, offset=1 if hc.obj is not None else 0)
+            first = next(iter(hc.call.get_arguments()), None)
+            lead = 1 if hc.obj is not None and first is not None and first == hc.obj else 0  # (as note_call)
+            cfg = object_parts(st, hc.call, helper.config_object, cfg, offset=lead)
         elif hc.obj is None:
             # A configuration object passed in (`launch(k, make_config(g, b, smem), args...)`): its parts.
             cfg = object_config(st, helper, hc.call, cfg)
