@@ -154,3 +154,20 @@ def test_the_corpus_tally_counts_a_triton_kernels_launches(tmp_path_factory: pyt
     assert [m["name"] for m in metas] == ["scale_kernel"] and metas[0]["triton"]["launches"], metas
     row = mine_corpus.tally(metas)[0]
     assert (row["kernels"], row["launched"]) == (1, 1), dict(row)
+
+
+@pytest.fixture(scope="module")
+def unparsed_call(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "launchwrap/unparsed_call")
+
+
+def test_a_kernel_passed_to_a_call_the_parse_cannot_type_says_so(unparsed_call: dict[str, Any]) -> None:
+    """`q.submit(add_offset, grid, block, args...)` on a queue whose member is a driver-API handle (`CUstream`),
+    which the parse shims lack: the class is invalid to the parse, the call is a recovery expression with no callee
+    (and no error of its own), and the kernel read as plainly `unresolved`. It now says which call and why."""
+    m = only_meta(unparsed_call, "add_offset")
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    assert not m["launches"], m["launches"]
+    why = m["launch_missing"]
+    assert why["reason"] == "call_unparsed", why
+    assert "q.submit" in why["detail"] and "offsets.cu:15" in why["detail"] and "CUstream" in why["detail"], why
