@@ -113,7 +113,8 @@ def tally(metas: list[dict[str, Any]]) -> Tally:
         row["insts_ok"] += statuses.count("ok")
         if "ok" in statuses:
             row["compiling"] += 1
-        if m.get("launches"):
+        # (a Triton kernel's `kernel[grid](...)` launches are kept under its `triton` record)
+        if m.get("launches") or (m.get("triton") or {}).get("launches"):
             row["launched"] += 1
         else:
             # Issue 14: every kernel without a launch states why (metadata launch_missing).

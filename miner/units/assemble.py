@@ -10,9 +10,10 @@ from typing import Any
 from miner.frontends.model import Kernel
 from miner.units import generated, instantiations, render, vendor_copy, weak_args
 from miner.units.headers import STD_HEADERS, is_toolkit_header
+from miner.units.launch_unread import config_unread
 from miner.units.mentions import Mentions, launch_missing
 from miner.units.records import Analyses, ClosureRecord, Launch, PieceText
-from miner.units.unparsed_launchers import unparsed_launcher
+from miner.units.unparsed_launchers import unparsed_call, unparsed_launcher
 
 _TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
                "TYPE_ALIAS_TEMPLATE_DECL", "CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION",
@@ -37,6 +38,9 @@ def _launch_json(launch: Launch, root: str, kernel_params: list[dict[str, Any]])
                 [{"param": None, "expr": a} for a in args],
         # A launch through a re-declaration in another translation unit: where that declaration is.
         **({"declaration": f"{_rel(d.path, root)}:{d.line}"} if (d := launch.declared) else {}),
+        # Why its grid or block cannot be read, where it cannot (a launch of a kernel only: a reference has none).
+        **({"config_unread": why} if launch.kind != "reference"
+           and (why := config_unread(launch.config, launch.values, launch.formula or {})) else {}),
     }
 
 
@@ -114,6 +118,16 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
             meta["launch_missing"]["detail"] += (
                 f": the function holding the launch at {unparsed['launch']} was not parsed as one (its head, "
                 f"{unparsed['head']}: {unparsed['error']}), so its body and the launch are not in the AST")
+        elif meta["launch_missing"]["reason"] == "unresolved" and (call := unparsed_call(
+                k.name, k.path, uses, mentions.text(k.path), int((k.diagnostics or {}).get("errors") or 0),
+                _rel(k.path, root))):
+            first = ((k.diagnostics or {}).get("messages") or ["?"])[0]
+            meta["launch_missing"] = {
+                "reason": "call_unparsed", "mentions": meta["launch_missing"]["mentions"],
+                "detail": f"{k.name} is passed to `{call['callee']}(...)` ({call['call']}), a call the parse could not "
+                          f"type: its translation unit has {(k.diagnostics or {}).get('errors')} parse errors (first: "
+                          f"{first}), a library the parse shims cannot read; the call is no call in the AST, so no "
+                          "launch or configuration is read from it"}
     # Template arguments that are only defaults: why, where the sources hold none (else the miner's miss).
     why = weak_args.reason(meta, insts, records, weak_args.launcher_uses(records, mentions) if mentions else None,
                            instantiations.class_types(meta, text) if text else frozenset())

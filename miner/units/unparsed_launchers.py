@@ -107,3 +107,50 @@ def enclosing_function(text: bytes, line: int) -> tuple[str, int, int] | None:
     m = re.search(rb"([A-Za-z_]\w*)\s*\(", head)
     end = matching(text, fn[1], b"{", b"}")
     return (m.group(1).decode(), fn[0], end + 1) if m is not None and end >= 0 else None
+
+
+# `callee(name, ...)` / `obj.member.callee(cfg, name)`: the kernel passed as an argument of a call.
+_CALLEE = re.compile(rb"((?:[A-Za-z_]\w*\s*(?:::|\.|->)\s*)*[A-Za-z_]\w*)\s*(?:<[^;{}()]*>)?\s*\($")
+
+
+def unparsed_call(name: str, path: str, uses: list[tuple[str, int]], text: bytes, errors: int,
+                  rel: str) -> dict[str, str] | None:
+    """{"call", "callee"} where every use of `name` in the kernel's own file (`path`, comment-blanked `text`) is an
+    argument of a call (`stream.enqueue.kernel_launch(k, config, args...)`) and the translation unit had parse
+    errors (`errors`): a launch through a library call the parse could not type (a declaration it lost makes the
+    call a recovery expression, with no callee and no error of its own), so nothing reads its configuration.
+    None where a use is anything else, or the parse had no error."""
+    if errors <= 0:
+        return None
+    found: dict[str, str] | None = None
+    pat = re.compile(rb"(?<![\w.>])" + re.escape(name.encode()) + rb"(?!\w)\s*(?:<[^;{}()]*>)?\s*[,)]")
+    own = [u for u in uses if u[0] == path]
+    if not own or len(own) != len(uses):
+        return None
+    for _upath, line in own:
+        at = _line_start(text, line)
+        nl = text.find(b"\n", at)
+        m = pat.search(text, at, nl if nl >= 0 else len(text))
+        if m is None:
+            return None
+        # The argument list it sits in: back to the unmatched `(`.
+        depth, i = 0, m.start() - 1
+        while i >= 0:
+            ch = text[i:i + 1]
+            if ch in b")]":
+                depth += 1
+            elif ch in b"([":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif ch in b";{}" and depth == 0:
+                return None
+            i -= 1
+        if i < 0 or text[i:i + 1] != b"(":
+            return None
+        c = _CALLEE.search(text[max(0, i - 300):i + 1])
+        if c is None or c.group(1).split(b"::")[-1].strip() in (b"if", b"while", b"for", b"switch", b"return"):
+            return None
+        if found is None:
+            found = {"call": f"{rel}:{line}", "callee": c.group(1).decode("utf-8", "replace")}
+    return found

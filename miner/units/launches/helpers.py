@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import clang.cindex as ci
 
 from miner.frontends.common import split_top
+from miner.units.launches.config_objects import object_config, object_parts
 from miner.units.launches.cursors import _template_args
 from miner.units.launches.record import _COMMENT, K, Launch
 from miner.units.launches.state import (
@@ -47,6 +49,9 @@ class Helper:
     config: list[str | None]  # grid, block, shared memory, stream as the helper writes them
     args: list[str]  # the launch's arguments as the helper writes them
     members: dict[str, ci.Cursor]  # for a method: the class's fields its configuration names
+    kind: str = "<<<>>>"  # how the body launches: `<<<>>>` or the launch API it calls (`cudaLaunchKernel`)
+    origin: int | None = None  # the hash of the function it was read from (a forwarding helper's own)
+    config_object: int | None = None  # the parameter holding the whole configuration (a signature helper's)
 
 
 @dataclass
@@ -65,8 +70,10 @@ class HelperCall:
 
 
 
-def note_helper(st: _State, fn: ci.Cursor, callee: ci.Cursor, parts: list[str | None], args: list[str]) -> bool:
-    """Record `fn` as a launch helper when the launched expression is one of its parameters."""
+def note_helper(st: _State, fn: ci.Cursor, callee: ci.Cursor, parts: list[str | None], args: list[str],
+                kind: str = "<<<>>>") -> bool:
+    """Record `fn` as a launch helper when the launched expression is one of its parameters (`kernel<<<...>>>`,
+    or the kernel argument of a launch API: `cudaLaunchKernel(kernel, grid, block, args, smem, stream)`)."""
     ref = next((d.referenced for d in callee.walk_preorder() if d.kind == K.DECL_REF_EXPR), None)
     if ref is None or ref.kind != K.PARM_DECL:
         return False
@@ -80,7 +87,7 @@ def note_helper(st: _State, fn: ci.Cursor, callee: ci.Cursor, parts: list[str | 
     cls = fn.semantic_parent if fn.semantic_parent is not None and fn.semantic_parent.kind in _CLASSES else None
     members = {} if cls is None else {f.spelling: f for f in cls.get_children() if f.kind == K.FIELD_DECL
                                       and any(re.search(rf"\b{re.escape(f.spelling)}\b", c or "") for c in config)}
-    helper = Helper(names.index(ref.spelling), names, pack, config, list(args), members)
+    helper = Helper(names.index(ref.spelling), names, pack, config, list(args), members, kind, fn.hash)
     st.helpers.setdefault(_helper_name(fn.spelling, cls), []).append(helper)
     return True
 
@@ -215,9 +222,11 @@ def _signature_helper(st: _State, hc: HelperCall) -> Helper | None:
         return None
     params = [p for p in decl.get_children() if p.kind == K.PARM_DECL]
     i = hc.index
+    names = [p.spelling for p in params]
+    if len(params) >= i + 3 and (obj := _config_object_helper(st, params, i)) is not None:
+        return obj
     if len(params) < i + 4:
         return None
-    names = [p.spelling for p in params]
     last = _COMMENT.sub(" ", _src(st.ctx, params[-1]))
     if "..." not in last or not all(params[j].type.get_canonical().spelling.endswith("dim3") for j in (i + 1, i + 2)):
         return None
@@ -231,14 +240,77 @@ def _signature_helper(st: _State, hc: HelperCall) -> Helper | None:
     return Helper(i, names, names[-1], [names[i + 1], names[i + 2], smem, stream], [names[-1] + "..."], {})
 
 
+def known_helper(st: _State, hc: HelperCall | Any) -> Helper | None:
+    """The helper a call (with a kernel or a forwarded parameter at `hc.index`) reaches: the project's own of that
+    name first, then a framework's, then one known by its signature alone."""
+    helper = next((h for h in st.helpers.get(hc.name, ()) if _fits(h, hc)), None)
+    if helper is None and (fw := FRAMEWORK_HELPERS.get(hc.name)) is not None and _fits(fw, hc):
+        helper = fw
+    if helper is None and (sig := _signature_helper(st, hc)) is not None and _fits(sig, hc):
+        helper = sig
+    return helper
+
+
+def apply_helper(helper: Helper, given: list[str], mapping: dict[str, str]) -> tuple[list[str], list[str | None]]:
+    """A helper's launch arguments and configuration for a call passing `given`: its parameters replaced
+    (`mapping`), a trailing pack by the call's remaining arguments."""
+    fixed = helper.params[:-1] if helper.pack else helper.params
+    rest = given[len(fixed):]
+    # (a launcher object's members are put in where its methods name them, `this->grid_` too)
+    sub = substitute if helper.members else substitute_names
+    args: list[str] = []
+    for a in helper.args:
+        if helper.pack and spreads(a, helper.pack):
+            args += [r.strip() for r in rest]
+        else:
+            args.append(sub(a, mapping))
+    return args, [sub(c, mapping) if c else None for c in helper.config]
+
+
+def spreads(text: str, pack: str) -> bool:
+    """Whether an argument hands a parameter pack on whole: `args...`, `std::forward<A>(args)...`."""
+    return re.fullmatch(rf"\s*(?:(?:::)?std\s*::\s*forward\s*<[^()]*>\s*\(\s*)?{re.escape(pack)}\s*\)?\s*\.\.\.\s*",
+                        text) is not None
+
+
+def substitute_names(text: str, mapping: dict[str, str]) -> str:
+    """`substitute`, leaving a member's name alone: `cfg.dims.grid` with a parameter `grid` keeps `.grid`."""
+    mapping = {k: v for k, v in mapping.items() if k}
+    if not mapping:
+        return text
+    pat = re.compile(r"(?<![.\w])(?<!->)(?<!::)(" + "|".join(re.escape(k) for k in sorted(mapping, key=len,
+                     reverse=True)) + r")\b")
+    return pat.sub(lambda m: mapping[m.group(1)], text)
+
+
+# A parameter declared as a launch configuration object: `launch_configuration_t cfg`, `const LaunchConfig& lc`.
+_CONFIG_TYPE = re.compile(r"\b\w*(?:launch_?config(?:uration)?|LaunchConfig(?:uration)?)\w*\b", re.I)
+
+
+def _config_object_helper(st: _State, params: list[ci.Cursor], i: int) -> Helper | None:
+    """A helper known by its signature alone: the kernel, then (a stream and) one launch configuration object, then
+    a trailing parameter pack, the kernel's arguments: `template <typename K, typename... P> void launch(K&& kernel,
+    launch_configuration_t config, P&&... params)` of a wrapper library whose body (several calls down, in headers
+    the parse may not get through) launches it. The configuration is the object's construction's (config_objects),
+    where it can be read."""
+    names = [p.spelling for p in params]
+    texts = [_COMMENT.sub(" ", _src(st.ctx, p)) for p in params]
+    if "..." not in texts[-1]:
+        return None
+    found = [j for j in range(i + 1, len(params) - 1)
+             if names[j] and _CONFIG_TYPE.search(texts[j].rsplit(names[j], 1)[0])]
+    if len(found) != 1:
+        return None
+    j = found[0]
+    stream = next((names[k] for k in range(i + 1, len(params) - 1)
+                   if k != j and re.search(r"stream", texts[k], re.I)), None)
+    return Helper(i, names, names[-1], [None, None, None, stream], [names[-1] + "..."], {}, config_object=j)
+
+
 def finish_helpers(st: _State) -> None:
     """A launch for each call of a known helper with a kernel where the helper launches its parameter."""
     for hc in st.helper_calls:
-        helper = next((h for h in st.helpers.get(hc.name, ()) if _fits(h, hc)), None)
-        if helper is None and (fw := FRAMEWORK_HELPERS.get(hc.name)) is not None and _fits(fw, hc):
-            helper = fw
-        if helper is None and (sig := _signature_helper(st, hc)) is not None and _fits(sig, hc):
-            helper = sig
+        helper = known_helper(st, hc)
         kkey = _kernel_key(st, hc.target)
         if helper is None or kkey is None:
             continue
@@ -246,19 +318,23 @@ def finish_helpers(st: _State) -> None:
         mapping = {p: f"({a.strip()})" for p, a in zip(fixed, hc.args, strict=False)}
         if helper.members and hc.obj is not None:
             mapping.update(_member_values(st, hc.obj, helper.members))
-        rest = hc.args[len(fixed):]
-        args: list[str] = []
-        for a in helper.args:
-            if helper.pack and re.fullmatch(rf"\s*{re.escape(helper.pack)}\s*\.\.\.\s*", a):
-                args += [r.strip() for r in rest]
-            else:
-                args.append(substitute(a, mapping))
-        cfg = [substitute(c, mapping) if c else None for c in helper.config]
+        args, cfg = apply_helper(helper, hc.args, mapping)
+        whole: str | None = None
+        if helper.config_object is not None:
+            # The whole configuration is one object the call passes: its construction's arguments, else unread.
+            whole = hc.args[helper.config_object].strip() if helper.config_object < len(hc.args) else None
+            first = next(iter(hc.call.get_arguments()), None)
+            lead = 1 if hc.obj is not None and first is not None and first == hc.obj else 0  # (as note_call)
+            cfg = object_parts(st, hc.call, helper.config_object, cfg, offset=lead)
+        elif hc.obj is None:
+            # A configuration object passed in (`launch(k, make_config(g, b, smem), args...)`): its parts.
+            cfg = object_config(st, helper, hc.call, cfg)
         written = _written_args(st, hc.ref, st.kernels[kkey].name)
         concrete = _template_args(hc.target) if hc.target.kind == K.FUNCTION_DECL else None
         launch = Launch(kernel=kkey, launcher=hc.fn.spelling, path=hc.path, line=hc.call.location.line,
-                        kind="<<<>>>", config={"grid": cfg[0], "block": cfg[1], "shared_mem": cfg[2] or "0",
-                                               "stream": cfg[3] or "0"},
+                        kind=helper.kind, config={"grid": cfg[0], "block": cfg[1], "shared_mem": cfg[2] or "0",
+                                               "stream": cfg[3] or "0",
+                                               **({"config": whole} if whole and cfg[0] is None else {})},
                         args=args, template_args=concrete, template_args_text=written[0] if written else [],
                         in_lambda=hc.in_lambda, host_template=hc.host_key)
         _record_aliases(st, launch, hc.ref)

@@ -111,7 +111,9 @@ def recover_dropped(st: _State, defs: list[tuple[str, ci.Cursor]]) -> None:
     by_name: dict[str, list[tuple[str, int]]] = {}
     for key, k in st.kernels.items():
         by_name.setdefault(k.name, []).append(key)
-    missing = {n: keys[0] for n, keys in by_name.items() if len(keys) == 1 and keys[0] not in seen}
+    # Overloads of one name (`jacobi_kernel` with and without `ny`) are told apart by the site's argument count.
+    missing = {n: [k for k in keys if k not in seen] for n, keys in by_name.items()}
+    missing = {n: keys for n, keys in missing.items() if keys}
     if not missing:
         return
     errors = _error_offsets(st)
@@ -130,7 +132,12 @@ def recover_dropped(st: _State, defs: list[tuple[str, ci.Cursor]]) -> None:
             stmt = max(text.rfind(";", 0, m.start()), text.rfind("}", 0, m.start())) + 1
             if not any(e.start.offset + stmt <= o < e.start.offset + end for o in errs):
                 continue  # clang kept this one (or the error is another statement's)
-            _add(st, fn, path, missing[m.group(1)], e.start.offset + m.start(),
+            keys = missing[m.group(1)]
+            if len(by_name[m.group(1)]) > 1:
+                keys = [k for k in keys if len(st.kernels[k].params) == len(args)]
+            if len(keys) != 1:
+                continue
+            _add(st, fn, path, keys[0], e.start.offset + m.start(),
                  raw.count(b"\n", 0, m.start()) + e.start.line, targs, cfg, args)
 
 
@@ -181,7 +188,9 @@ def _add(st: _State, fn: ci.Cursor, path: str, kkey: tuple[str, int], offset: in
     names = {n for t in targs for n in _IDENT.findall(t)}
     bound = _bindings(fn, path, offset, names) if names else {}
     combos = [dict(zip(bound, vals, strict=True)) for vals in itertools.product(*bound.values())][:_MAX_COMBOS]
-    parts = cfg + [None] * 4
+    # (`<<<grid, {bx, by, 1}>>>`, a braced list nvcc takes and clang does not: the reason it was dropped)
+    parts = [f"dim3({p.strip()[1:-1].strip()})" if p.strip().startswith("{") and p.strip().endswith("}") else p
+             for p in cfg] + [None] * 4
     host_key = _host_of(st, path, fn)
     # launch_formulas reads only the call's start (file and offset): the statement's own start stands in.
     call: Any = SimpleNamespace(extent=SimpleNamespace(start=SimpleNamespace(

@@ -11,6 +11,7 @@ import clang.cindex as ci
 from miner.frontends.common import split_top
 from miner.units.launches import value_spelling
 from miner.units.launches.chosen import _variable, chosen_launches, table_launches
+from miner.units.launches.config_objects import launch_config_fields
 from miner.units.launches.cursors import _aliases, _overloaded, _primary, _template_args, _tparams, qualify_namespaces
 from miner.units.launches.dataflow import _targets_of_launch
 from miner.units.launches.functors import lambda_overrides
@@ -465,7 +466,15 @@ def _api_launch(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children:
         return
     found = _targets_of_launch(st, _kernel_refs(st, args[idx]), fn, args[idx])
     texts = [_src(ctx, a) for a in args]
-    if not found and idx == 0 and api not in ("cudaLaunchKernelEx", "cudaLaunchKernelExC"):
+    ex = api in ("cudaLaunchKernelEx", "cudaLaunchKernelExC")
+    if not found and api.startswith("cuda"):
+        # The kernel is one of the function's parameters: a launch helper, as for `kernel<<<...>>>`.
+        cfg = launch_config_fields(st, fn, call, args[0]) if ex else _api_config(texts)
+        kargs = texts[idx + 1:] if api == "cudaLaunchKernelEx" else [texts[3]] if len(texts) > 3 else []
+        if note_helper(st, fn, args[idx], [cfg[k] for k in ("grid", "block", "shared_mem", "stream")], kargs,
+                       kind=api):
+            return
+    if not found and idx == 0 and not ex:
         # No kernel named: a pointer a function chose (`k = pick<T>(p); cudaLaunchKernel(k, ...)`).
         chosen_launches(st, fn, path, call, args[0], _api_config(texts), [texts[3]] if len(texts) > 3 else [],
                         api, in_lambda, host_key)
@@ -480,8 +489,8 @@ def _api_launch(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children:
             continue
         seen.add(sig)
         cfg = _api_config(texts)
-        if api in ("cudaLaunchKernelEx", "cudaLaunchKernelExC"):
-            cfg = {"grid": None, "block": None, "shared_mem": None, "stream": None, "config": texts[0]}
+        if ex:  # the fields of the `cudaLaunchConfig_t` it points to, as set before the launch
+            cfg = {**launch_config_fields(st, fn, call, args[0]), "config": texts[0]}
         launch = Launch(kernel=kkey, launcher=fn.spelling, path=path, line=call.location.line, kind=api, config=cfg,
                         args=texts[idx + 1:] if api == "cudaLaunchKernelEx" else [texts[3]] if len(texts) > 3 else [],
                         template_args=concrete, template_args_text=written[0] if written else [],

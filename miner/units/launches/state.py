@@ -60,6 +60,9 @@ class _State:
     # kernel to a function, matched to them after the walk (miner.units.launches.helpers).
     helpers: dict[str, list[Any]] = field(default_factory=dict)
     helper_calls: list[Any] = field(default_factory=list)
+    # Calls that hand one of the calling function's own parameters on to another function (a helper forwarding
+    # its kernel to the helper that launches it), matched to the helpers after the walk, level by level.
+    forward_calls: list[Any] = field(default_factory=list)
     # Launches of a kernel pointer a function chose, kernel unknown in this TU (miner.units.launches.chosen).
     chosen: list[Launch] = field(default_factory=list)
     # Names cast to `void *` (by cursor hash) and the member each such cast is stored into (launches.chosen).

@@ -13,6 +13,7 @@ from miner.units.launches.chosen import note_pointer
 from miner.units.launches.cursors import _Resolver
 from miner.units.launches.dispatch_functions import dispatched_lambda
 from miner.units.launches.finish import _finish
+from miner.units.launches.forwarding import forward_helpers, note_forward
 from miner.units.launches.functors import deduced_call
 from miner.units.launches.helpers import finish_helpers, note_call
 from miner.units.launches.host_chain import _class_use, _host_call, _lambda_lists, _named_instance, _propagate
@@ -51,6 +52,7 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
         _walk(st, d, path, d)
     recover_dropped(st, defs)
     recover_dropped_calls(st, defs)
+    forward_helpers(st)
     finish_helpers(st)
     _explicit_host_instantiations(st)
     insts = _propagate(st)
@@ -78,6 +80,14 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
     member_types.resolve(st, st.launches + st.refs)
     # (Launches of a chosen pointer name no kernel here: matched to the chooser's references after the parse.)
     return _merge(st.launches) + _merge(st.refs) + st.chosen, insts
+
+
+def _dependent_name(children: list[ci.Cursor]) -> str:
+    """The name a dependent call's callee spells (its overload set), "" without one."""
+    head = children[0] if children else None
+    if head is None or head.kind not in (K.UNEXPOSED_EXPR, K.OVERLOADED_DECL_REF, K.DECL_REF_EXPR):
+        return ""
+    return next((d.spelling for d in head.walk_preorder() if d.kind == K.OVERLOADED_DECL_REF), "")
 
 
 def _respell_values(ctx: TUContext, found: list[Launch], insts: dict[tuple[str, int], list[list[str]]]) -> None:
@@ -174,14 +184,16 @@ def _walk_body(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None, hos
                 dispatched_lambda(st, c, children)
             if cfg is not None:
                 _chevron(st, fn or root, path, c, children, cfg, in_lambda, host_key)
-            elif ref is not None and ref.spelling in _API and fn is not None:
-                _api_launch(st, fn, path, c, children, ref.spelling, in_lambda, host_key)
+            elif fn is not None and (api := ref.spelling if ref is not None else _dependent_name(children)) in _API:
+                # (a call in a template whose kernel argument is the template's own is dependent: no referenced)
+                _api_launch(st, fn, path, c, children, api, in_lambda, host_key)
             elif fn is not None:
                 used_methods.note_call(st, ref)
                 _host_call(st, c, children, ref, host_key)
                 range_dispatch.note_call(st, children, ref)
                 deduced_call(st, c, children, host_key)
                 note_call(st, fn, path, c, children, in_lambda, host_key)
+                note_forward(st, fn, c, children)
         elif kind in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF) and (
                 c.spelling in st.names or (not c.spelling and kind == K.DECL_REF_EXPR)):
             _reference(st, root if fn is None else fn, path, c, in_lambda, host_key)
