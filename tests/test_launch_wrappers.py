@@ -162,12 +162,30 @@ def unparsed_call(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def test_a_kernel_passed_to_a_call_the_parse_cannot_type_says_so(unparsed_call: dict[str, Any]) -> None:
-    """`q.submit(add_offset, grid, block, args...)` on a queue whose member is a driver-API handle (`CUstream`),
-    which the parse shims lack: the class is invalid to the parse, the call is a recovery expression with no callee
-    (and no error of its own), and the kernel read as plainly `unresolved`. It now says which call and why."""
+    """`q.submit(add_offset, grid, block, args...)` on a queue whose member is a vendor's handle type
+    (`vendor_stream_t`, from a header nobody here has): the class is invalid to the parse, the call is a recovery
+    expression with no callee (and no error of its own), and the kernel read as plainly `unresolved`. It now says
+    which call and why. (The fixture's first form, a driver-API `CUstream`, is typed since the parse has the
+    toolkit's `<cuda.h>`: test_a_launch_queue_on_a_driver_api_stream_is_read.)"""
     m = only_meta(unparsed_call, "add_offset")
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
     assert not m["launches"], m["launches"]
     why = m["launch_missing"]
     assert why["reason"] == "call_unparsed", why
-    assert "q.submit" in why["detail"] and "offsets.cu:15" in why["detail"] and "CUstream" in why["detail"], why
+    assert "q.submit" in why["detail"] and "offsets.cu:15" in why["detail"] and "vendor_stream.h" in why["detail"], why
+
+
+@pytest.fixture(scope="module")
+def driver_queue(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "launchwrap/driver_queue")
+
+
+def test_a_launch_queue_on_a_driver_api_stream_is_read(driver_queue: dict[str, Any]) -> None:
+    """The same queue on a driver-API `CUstream`: with the toolkit's own `<cuda.h>` in the parse
+    (config.toolkit_driver_header) the class is valid, `submit` is a helper launching through `cudaLaunchKernel`,
+    and the call is a launch with the original's grid and block."""
+    m = only_meta(driver_queue, "add_offset")
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    (launch,) = m["launches"]
+    assert launch["config"]["grid"] == "dim3((n / 128))" and launch["config"]["block"] == "dim3((128))", launch
+    assert "launch_missing" not in m, m.get("launch_missing")
