@@ -518,14 +518,22 @@ def find(path: str, stop: str) -> dict[str, Any] | None:
     return out
 
 
-_CXX20 = re.compile(r"(?:>|\))\s*requires\s*[(\w:]|\bconcept\s+\w+\s*=|\bconsteval\b|\bconstinit\b|<=>"
-                    r"|#\s*include\s*<(?:concepts|ranges|span|bit|compare|numbers)>")
+# C++20 in the code itself. Each pattern is searched only in a text holding one of its words: the leading
+# alternatives cost a look at every position of the tree's files (the project's context files too) on every run's
+# configure step, and almost no file holds any of them.
+_CXX20_CODE = re.compile(r"(?:>|\))\s*requires\s*[(\w:]|\bconcept\s+\w+\s*=|\bconsteval\b|\bconstinit\b|<=>")
+_CXX20_CODE_WORDS = ("requires", "concept", "consteval", "constinit", "<=>")
+_CXX20_HEADERS = ("concepts", "ranges", "span", "bit", "compare", "numbers")
+_CXX20_INCLUDE = re.compile(r"#\s*include\s*<(?:" + "|".join(_CXX20_HEADERS) + r")>")
 
 
 def source_std(text: str) -> str | None:
     """`-std=c++20` when the code itself is C++20 (a requires clause, a concept, consteval, <=>, a
     C++20-only header), for sources whose build files name no dialect."""
-    return std_flag(20) if _CXX20.search(text) else None
+    if ((any(w in text for w in _CXX20_CODE_WORDS) and _CXX20_CODE.search(text))
+            or (any(f"<{h}>" in text for h in _CXX20_HEADERS) and _CXX20_INCLUDE.search(text))):
+        return std_flag(20)
+    return None
 
 
 def parse_args(flags: list[str]) -> list[str]:

@@ -1,0 +1,164 @@
+"""Text scans that a unit or a run repeated, cut (issue 10 item 1, session 18): a macro's `#undef` looked for with
+two patterns compiled per name, the unit's files scanned for CCCL per kernel, a unit's pieces scanned for
+arch-specific instructions and removed CUB functors per instantiation, every file of a tree scanned for C++20.
+Each answer must be the old scan's exactly: real parses (fixture tests/fixtures/speed_scoped) and texts compared."""
+
+from __future__ import annotations
+
+import importlib
+import re
+
+import pytest
+
+from tests.conftest import FIXTURES
+
+SCOPED = FIXTURES / "speed_scoped"
+
+
+def _scoped_parse():
+    from miner.frontends import clang_frontend
+    from miner.frontends.config import ParseConfig
+    from miner.units.analysis import analyse
+
+    if not clang_frontend.AVAILABLE:
+        pytest.skip("libclang not installed")
+    inputs = {str(p.resolve()) for p in SCOPED.iterdir() if p.suffix in (".cu", ".cuh")}
+    return clang_frontend.parse(str((SCOPED / "scoped.cu").resolve()), ParseConfig(), inputs, analyse=analyse)
+
+
+def test_undef_of_reads_each_file_define_lines_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_undef_of` compiled two patterns for each macro's name and scanned its file from the definition, once per
+    candidate definition of every macro every closure takes. It reads the file's `#define`/`#undef` lines from an
+    index made once per file and unit now: no per-name pattern is compiled, every answer is the scan's, and the
+    closures take the scoped definitions as before (each helper its own `SC_OP`, the last `SC_TMP`)."""
+    compute = importlib.import_module("miner.units.closure.compute")
+    asked: list[tuple[str, int, int | None]] = []
+    undef_of = compute._undef_of
+
+    compiled: list[bytes] = []
+    compile_ = re.compile
+
+    def counted(pattern, flags=0):
+        if isinstance(pattern, bytes) and b"undef" in pattern:
+            compiled.append(pattern)
+        return compile_(pattern, flags)
+
+    def compared(ctx, m):
+        monkeypatch.setattr(compute.re, "compile", counted)
+        got = undef_of(ctx, m)
+        monkeypatch.setattr(compute.re, "compile", compile_)
+        assert got == compute._undef_scanned(ctx, m), (m.name, m.start)
+        asked.append((m.name, m.start, got))
+        return got
+
+    monkeypatch.setattr(compute, "_undef_of", compared)
+    res = _scoped_parse()
+    assert asked, "no closure asked for a macro's #undef"
+    assert {name for name, _start, got in asked if got is not None} >= {"SC_OP"}
+    assert compiled == []  # (one or two per question before)
+    closures = dict((tuple(k) if isinstance(k, list) else k, c) for k, c in res.analysis["closures"])
+    texts = {k: "\n".join(p["text"] for p in c["pieces"]) for k, c in closures.items()}
+    mul = next(t for t in texts.values() if "sc_mul(" in t)
+    assert "#define SC_OP(a, b) ((a) * (b))" in mul and "#define SC_TMP 3.0f" in mul
+    late = next(t for t in texts.values() if "#define SC_LATE" in t)
+    assert "SC_OP" not in late
+
+
+def test_undef_of_names_that_are_not_plain_words_take_the_scan() -> None:
+    """A name the index's `\\w+` would not hold (not an ASCII identifier: `\u00e9x`, which the name's own pattern
+    finds after `#undef `) is answered by the scan itself."""
+    compute = importlib.import_module("miner.units.closure.compute")
+    data = "#define \u00e9x 1\nint y = \u00e9x;\n#undef \u00e9x\n".encode()
+
+    class Ctx:
+        def read(self, _path):
+            return data
+
+        def memo(self, key, make):
+            return self.__dict__.setdefault(key, make())
+
+    class M:
+        name, path, end, start = "\u00e9x", "f.h", data.index(b"\n"), 0
+
+    assert compute._undef_scanned(Ctx(), M()) == data.index(b"#undef")
+    assert compute._undef_of(Ctx(), M()) == data.index(b"#undef")
+
+
+class _Counted:
+    """A compiled pattern whose searches are counted."""
+
+    def __init__(self, pattern: re.Pattern) -> None:
+        self.pattern, self.searched = pattern, 0
+
+    def search(self, *args):
+        self.searched += 1
+        return self.pattern.search(*args)
+
+    def finditer(self, *args):
+        self.searched += 1
+        return self.pattern.finditer(*args)
+
+
+def test_cccl_opened_by_a_file_is_read_once_per_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a unit's files open thrust or CUB (`using namespace cub;`) was scanned per kernel over the same files:
+    once per file and unit now, the same answer (none of the fixture's files does)."""
+    from miner.units.closure import text
+
+    counted = _Counted(text._USES_CCCL)
+    monkeypatch.setattr(text, "_USES_CCCL", counted)
+    res = _scoped_parse()
+    assert len(res.analysis["closures"]) == 3
+    assert 0 < counted.searched <= 2, counted.searched  # (scoped.cu, scoped.cuh: 6 scans with one per kernel)
+
+
+_ARCH_TEXTS = [
+    "asm volatile(\"wgmma.fence.sync.aligned;\");", "asm(\"setmaxnreg.inc.sync.aligned.u32 240;\");",
+    "asm(\"tcgen05.alloc.cta_group::1\");", "asm(\"tensormap.replace.tile.global_address\");",
+    "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n#endif", "#ifdef __CUDA_ARCH_SPECIFIC__\n#endif",
+    "mywgmma.fence", "wgmma_fence()", "tensormap.replaced", "__CUDA_ARCH_FEAT_SMX_ALL", "float x = 1;",
+    "x.wgmma.y", "__CUDA_ARCH_SPECIFIC__X",
+]
+
+
+def test_arch_specific_and_cub_answers_are_the_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A unit's kernel text and pieces were searched for arch-specific instructions and for CCCL 3's removed CUB
+    functors once per instantiation, with patterns that try their alternatives at every position. A text without
+    the words every match holds is not searched now; the answers are the patterns' own."""
+    from miner.units import render
+
+    for t in _ARCH_TEXTS:
+        assert render._arch_specific(t, []) == bool(render._ARCH_SPECIFIC.search(t)), t
+        assert render._arch_specific("", [{"text": t}]) == bool(render._ARCH_SPECIFIC.search(t)), t
+    cub = ["cub::Max()", "cub :: Sum()", "mycub::Max()", "cub::MaxOp()", "::cub::Min()", "float x;"]
+    for t in cub:
+        want = [(n, render.CUB_REMOVED[n]) for n in sorted({m.group(1) for m in render._CUB_NAMED.finditer(t)})]
+        assert render._cub_compat(t, []) == want, t
+    arch, named = _Counted(render._ARCH_SPECIFIC), _Counted(render._CUB_NAMED)
+    monkeypatch.setattr(render, "_ARCH_SPECIFIC", arch)
+    monkeypatch.setattr(render, "_CUB_NAMED", named)
+    pieces = [{"text": "__device__ float f(float v) { return v * 2; }"} for _ in range(20)]
+    assert not render._arch_specific("__global__ void k() {}", pieces)
+    assert render._cub_compat("__global__ void k() {}", pieces) == []
+    assert arch.searched == 0 and named.searched == 0
+
+
+def test_cxx20_source_answers_are_the_pattern(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file of a tree (the project's context files too: 1,400 with ggml's checkout) was searched for C++20 with
+    one pattern whose leading alternatives are tried at every `>`, `)` and word. Each half is searched only where its
+    words occur now; the answer is the old pattern's, on the fixtures' sources and on texts written for each case."""
+    from miner.source import build_flags
+
+    old = re.compile(r"(?:>|\))\s*requires\s*[(\w:]|\bconcept\s+\w+\s*=|\bconsteval\b|\bconstinit\b|<=>"
+                     r"|#\s*include\s*<(?:concepts|ranges|span|bit|compare|numbers)>")
+    texts = ["template <class T> requires(sizeof(T) > 1) void f();", "template <class T> concept Small = true;",
+             "consteval int f() { return 1; }", "constinit int x = 1;", "auto c = a <=> b;", "#include <span>",
+             "#  include<bit>", "#include <bitset>", "// requires nothing", "concept_t x;", "int consteval_x;",
+             "#include <ranges>\n", "f() requires\n  std::is_integral_v<T>", "struct A {};"]
+    texts += [p.read_text(errors="replace") for p in FIXTURES.rglob("*") if p.suffix in (".cu", ".cuh", ".h")]
+    for t in texts:
+        assert build_flags.source_std(t) == (build_flags.std_flag(20) if old.search(t) else None), t[:80]
+    code, include = _Counted(build_flags._CXX20_CODE), _Counted(build_flags._CXX20_INCLUDE)
+    monkeypatch.setattr(build_flags, "_CXX20_CODE", code)
+    monkeypatch.setattr(build_flags, "_CXX20_INCLUDE", include)
+    assert build_flags.source_std("#include <vector>\n__global__ void k(int *p) { if (p) *p = 1; }\n") is None
+    assert code.searched == 0 and include.searched == 0
