@@ -6,6 +6,7 @@ Each answer must be the old scan's exactly: real parses (fixture tests/fixtures/
 from __future__ import annotations
 
 import importlib
+import os
 import re
 
 import pytest
@@ -162,3 +163,90 @@ def test_cxx20_source_answers_are_the_pattern(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(build_flags, "_CXX20_INCLUDE", include)
     assert build_flags.source_std("#include <vector>\n__global__ void k(int *p) { if (p) *p = 1; }\n") is None
     assert code.searched == 0 and include.searched == 0
+
+
+def _cmake_tree(root, define: str) -> list[str]:
+    """A project whose root CMakeLists.txt gives every subdirectory a define and a dialect, a backend folder with a
+    CMakeLists.txt of its own that only lists sources, and six sources there."""
+    (root / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(p LANGUAGES CXX CUDA)\nset(CMAKE_CUDA_STANDARD 17)\n"
+        f"add_compile_definitions({define})\nadd_subdirectory(backend)\n")
+    backend = root / "backend"
+    backend.mkdir(exist_ok=True)
+    (backend / "CMakeLists.txt").write_text("add_library(backend STATIC ${SOURCES})\n")
+    paths = []
+    for i in range(6):
+        (backend / f"k{i}.cu").write_text(f"__global__ void k{i}(float *p) {{ p[0] = {i}; }}\n")
+        paths.append(str(backend / f"k{i}.cu"))
+    return paths
+
+
+def test_inherited_build_flags_read_once_per_build_file_text(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every source asked the CMakeLists.txt above it for the definitions and dialect a directory inherits, and each
+    time they were parsed again (ggml's backend: 283 sources, 552 parses of the same files, most of configure).
+    They are answered by each file's text now: parsed once per text, the same flags, and an edited file is read
+    again (its new define is what the next question gets)."""
+    from miner.source import build_flags
+
+    build_flags._directory_flags.cache_clear()
+    build_flags._standard_set.cache_clear()
+    paths = _cmake_tree(tmp_path, "P_WITH_A=1")
+    parsed: list[str] = []
+    defines = build_flags._cmake_defines
+
+    def counted(code, *args, **kwargs):
+        parsed.append(code)
+        return defines(code, *args, **kwargs)
+
+    monkeypatch.setattr(build_flags, "_cmake_defines", counted)
+    inherited = [build_flags._inherited_cmake_defines(os.path.dirname(p), str(tmp_path)) for p in paths]
+    assert inherited[0] == [("-DP_WITH_A=1", "CMakeLists.txt")] and all(i == inherited[0] for i in inherited)
+    assert len(parsed) == 1, len(parsed)  # (the root's text, once: six times before)
+    stds = [build_flags._inherited_std(os.path.dirname(p), str(tmp_path)) for p in paths]
+    assert stds == [("-std=c++17", "CMakeLists.txt")] * 6
+    (tmp_path / "CMakeLists.txt").write_text((tmp_path / "CMakeLists.txt").read_text()
+                                             .replace("P_WITH_A=1", "P_WITH_B=2").replace("17)", "20)"))
+    assert build_flags._inherited_cmake_defines(os.path.dirname(paths[0]), str(tmp_path)) == [
+        ("-DP_WITH_B=2", "CMakeLists.txt")]
+    assert build_flags._inherited_std(os.path.dirname(paths[0]), str(tmp_path)) == ("-std=c++20", "CMakeLists.txt")
+
+
+def test_pasted_names_found_once_per_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The names pasted together in a file (`launch_##KIND`) were looked for with a pattern that tries every position
+    of every word, once per template kernel without a concrete launch and file of its unit. Once per text now; the
+    defines that turn the branch on are the same."""
+    from miner.extract import switched
+
+    switched._pasted.cache_clear()
+    text = (b"#ifdef P_WITH_FAST\n#define LAUNCH(KIND) launch_##KIND<T>(x)\n#endif\n"
+            + b"int filler_word_number_%d;\n" * 200)
+    counted = _Counted(switched._PASTE)
+    monkeypatch.setattr(switched, "_PASTE", counted)
+    answers = [switched._switch_naming(text, {"launch_fast"}, set()) for _ in range(5)]
+    assert answers == [["P_WITH_FAST"]] * 5
+    assert counted.searched == 1
+    assert switched._switch_naming(text, {"step_fast"}, set()) == []
+
+
+def test_hip_source_test_once_per_file(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a kernel's file is HIP code already scans the whole file: it was asked per kernel, once per file now;
+    the dataset is the same (three kernels of one file, none a HIP variant)."""
+    from miner.extract import ExtractOptions, extract
+    from miner.frontends import clang_frontend, hip_config
+
+    if not clang_frontend.AVAILABLE:
+        pytest.skip("libclang not installed")
+    asked: list[str] = []
+    reason = hip_config.native_reason
+
+    def counted(path, data, cuda_macros=frozenset()):
+        asked.append(path)
+        return reason(path, data, cuda_macros)
+
+    monkeypatch.setattr(hip_config, "native_reason", counted)
+    monkeypatch.setenv("KM_PARSE_CACHE", "off")
+    report = extract(ExtractOptions(paths=[str(SCOPED)], out_dir=str(tmp_path / "ds"), units=False))
+    names = sorted(k["name"] for k in report.kernels)
+    assert names == ["sc_late_kernel", "sc_mul_kernel", "sc_sum_kernel"]
+    assert not any("variant" in k for k in report.kernels)
+    assert asked == [str((SCOPED / "scoped.cu").resolve())]  # (three times before)
