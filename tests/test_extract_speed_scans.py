@@ -250,3 +250,27 @@ def test_hip_source_test_once_per_file(tmp_path, monkeypatch: pytest.MonkeyPatch
     assert names == ["sc_late_kernel", "sc_mul_kernel", "sc_sum_kernel"]
     assert not any("variant" in k for k in report.kernels)
     assert asked == [str((SCOPED / "scoped.cu").resolve())]  # (three times before)
+
+
+def test_feature_switches_find_the_template_writing_macros_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The project's macros that write `template` (and the pattern of a call to one) are a function of the project's
+    macros alone; `feature_guards.switches` made them again for every source with a guarded branch. Once per call
+    now, and each source's switches are the same."""
+    from miner.source import feature_guards
+
+    header = b"#define P_INST(T) template __global__ void scale_kernel<T>(T *, int);\n"
+    texts = {"/p/defs.cuh": header}
+    for i in range(4):
+        texts[f"/p/k{i}.cu"] = (b'#include "defs.cuh"\ntemplate <typename T> __global__ void scale_kernel(T *p, int n)'
+                                b" { p[n] = 0; }\nP_INST(float)\n#ifdef P_WITH_DOUBLE%d\nP_INST(double)\n#endif\n" % i)
+    made: list[int] = []
+    writing = feature_guards.writing_template
+
+    def counted(macros):
+        made.append(len(macros))
+        return writing(macros)
+
+    monkeypatch.setattr(feature_guards, "writing_template", counted)
+    found = feature_guards.switches(texts)
+    assert found == {f"/p/k{i}.cu": {f"P_WITH_DOUBLE{i}"} for i in range(4)}
+    assert len(made) == 1, made  # (four times before: once per guarded source)
