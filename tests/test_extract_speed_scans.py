@@ -274,3 +274,68 @@ def test_feature_switches_find_the_template_writing_macros_once(monkeypatch: pyt
     found = feature_guards.switches(texts)
     assert found == {f"/p/k{i}.cu": {f"P_WITH_DOUBLE{i}"} for i in range(4)}
     assert len(made) == 1, made  # (four times before: once per guarded source)
+
+
+SPEED = FIXTURES / "speed"
+
+
+def test_treesitter_pass_runs_beside_the_prefix_build(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tree-sitter pass over the kernel files runs in a thread while the torch prefix is built (a libclang call
+    that lets go of the interpreter: on two cores the other one idled). The build here waits for the pass's first
+    file, so a pass that ran after it would never come (the wait times out); no other thread is alive when the
+    preludes are planned or the pool forks, and the kernels are those of the pass run in place."""
+    import shutil
+    import threading
+
+    from miner.extract import ExtractOptions, extract
+    from miner.extract import cache as extract_cache
+    from miner.extract import parse
+    from miner.frontends import clang_frontend, pch, prelude
+
+    if not clang_frontend.AVAILABLE:
+        pytest.skip("libclang not installed")
+    monkeypatch.setenv("KM_PARSE_CACHE", "off")
+    src = tmp_path / "speed"
+    shutil.copytree(SPEED, src)
+    started = threading.Event()
+    treesitter, build, plan, run_clang = extract_cache.treesitter, pch.build, prelude.plan, parse._run_clang
+    overlapped: list[bool] = []
+    alone: list[int] = []
+
+    def ts(*args):
+        started.set()
+        return treesitter(*args)
+
+    def waiting_build(*args, **kwargs):
+        overlapped.append(started.wait(timeout=60))
+        return build(*args, **kwargs)
+
+    def planned(*args, **kwargs):
+        alone.append(threading.active_count())
+        return plan(*args, **kwargs)
+
+    def pooled(*args, **kwargs):
+        alone.append(threading.active_count())
+        return run_clang(*args, **kwargs)
+
+    monkeypatch.setattr(extract_cache, "treesitter", ts)
+    monkeypatch.setattr(pch, "build", waiting_build)
+    monkeypatch.setattr(prelude, "plan", planned)
+    monkeypatch.setattr(parse, "_run_clang", pooled)
+    report = extract(ExtractOptions(paths=[str(src)], out_dir=str(tmp_path / "a"), jobs=2, units=False))
+    assert overlapped == [True]
+    assert alone and set(alone) == {threading.active_count()}
+
+    class InPlace(parse._TreeSitterBeside):  # the pass where it ran before: after the build, in the main thread
+        def __init__(self, cache, kernel_files):
+            self.cache, self.kernel_files, self.failed = cache, kernel_files, None
+
+        def join(self):
+            self.done = {}
+            self._run(self.cache, self.kernel_files)
+            return self.done
+
+    monkeypatch.setattr(pch, "build", build)
+    monkeypatch.setattr(parse, "_TreeSitterBeside", InPlace)
+    again = extract(ExtractOptions(paths=[str(src)], out_dir=str(tmp_path / "b"), jobs=2, units=False))
+    assert report.kernels == again.kernels and len(report.kernels) >= 8
