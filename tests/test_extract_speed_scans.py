@@ -287,9 +287,8 @@ def test_treesitter_pass_runs_beside_the_prefix_build(tmp_path, monkeypatch: pyt
     import shutil
     import threading
 
-    from miner.extract import ExtractOptions, extract
+    from miner.extract import ExtractOptions, extract, parse
     from miner.extract import cache as extract_cache
-    from miner.extract import parse
     from miner.frontends import clang_frontend, pch, prelude
 
     if not clang_frontend.AVAILABLE:
