@@ -7,6 +7,7 @@ import json
 import multiprocessing as mp
 import os
 import pickle
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import replace
@@ -73,6 +74,32 @@ def _run_clang(roots: list[str], config: ParseConfig, inputs: set[str], jobs: in
     return sorted(out, key=lambda r: r.path)
 
 
+class _TreeSitterBeside:
+    """The tree-sitter pass over the kernel files, in a thread while the main process builds the torch prefix: that
+    build is one libclang call that lets go of the interpreter, about two parses long, and on two cores the other
+    core had nothing to do until the parse pool started (MMCV: the pass is a few tenths of a second of it). The
+    results are the pass's own; the thread is joined before anything forks (the preludes' builds, the pool)."""
+
+    def __init__(self, cache: ParseCache | None, kernel_files: dict[str, SourceFile]) -> None:
+        self.done: dict[str, tuple[list[Kernel], int]] = {}
+        self.failed: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(cache, kernel_files), daemon=True)
+        self.thread.start()
+
+    def _run(self, cache: ParseCache | None, kernel_files: dict[str, SourceFile]) -> None:
+        try:
+            for path, f in sorted(kernel_files.items()):
+                self.done[path] = extract_cache.treesitter(cache, f.data, path)
+        except BaseException as exc:  # (handed to the main thread, which raises it where the pass would have)
+            self.failed = exc
+
+    def join(self) -> dict[str, tuple[list[Kernel], int]]:
+        self.thread.join()
+        if self.failed is not None:
+            raise self.failed
+        return self.done
+
+
 def _overlaps(a: Kernel, b: Kernel) -> bool:
     return a.path == b.path and a.start_line <= b.end_line and b.start_line <= a.end_line
 
@@ -92,6 +119,7 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
     found: dict[tuple[str, int], Kernel] = {}
     tu_of: dict[str, str] = {}
     clang_failed: set[str] = set()
+    treesitter_done: dict[str, tuple[list[Kernel], int]] = {}  # the tree-sitter pass, where it ran beside libclang
     use_clang = opts.frontend in ("auto", "clang")
     if use_clang and not clang_frontend.AVAILABLE:
         if opts.frontend == "clang":
@@ -140,8 +168,12 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                     todo.append(r)
             if todo:
                 if not pch_config:
+                    beside = (_TreeSitterBeside(cache, kernel_files) if opts.frontend in ("auto", "treesitter")
+                              else None)
                     with_torch = _with_torch_pch(plain_config, [*files, *extra], {r: reach[r] for r in todo},
                                                  pch_folder)
+                    if beside is not None:  # (joined before the preludes and the pool fork)
+                        treesitter_done.update(beside.join())
                     pch_config.append(prelude.plan(
                         todo, with_torch, data, graph.edges, STD_HEADERS | SYSTEM_HEADERS, pch_folder,
                         lambda r: bool(with_torch.torch_pch) and r in with_torch.torch_tus,
@@ -192,7 +224,8 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
         for k in kernels:
             by_file[k.path].append(k)
         for path, f in sorted(kernel_files.items()):
-            ts_kernels, syntax_errors = extract_cache.treesitter(cache, f.data, path)
+            ts_kernels, syntax_errors = (treesitter_done.pop(path) if path in treesitter_done
+                                         else extract_cache.treesitter(cache, f.data, path))
             for k in ts_kernels:
                 if not any(_overlaps(k, c) for c in by_file[path]):
                     kernels.append(k)

@@ -381,6 +381,7 @@ def _write(run: CudaRun) -> None:
         if done is None:
             misses.append((len(metas), (cache, key, run.out_dir, meta, k, text, units, root, run.units, mentions)))
         metas.append(done)
+    native_of: dict[str, str | None] = {}
     for k in run.kernels:
         origin = origin_of(k.path, _input_root(k.path, run.disc.roots))
         rel = _rel(k.path, origin.root)
@@ -391,7 +392,9 @@ def _write(run: CudaRun) -> None:
         meta = _metadata(k, text, origin, kid, tu_of.get(k.path), config)
         if (bf := run.flags_of.get(tu_of.get(k.path) or k.path) or run.flags_of.get(k.path)):
             meta["build_flags"] = bf
-        native = hip_config.native_reason(k.path, data[k.path], cuda_macros)
+        if k.path not in native_of:  # (a file's answer, once per file: it scans the whole file's text)
+            native_of[k.path] = hip_config.native_reason(k.path, data[k.path], cuda_macros)
+        native = native_of[k.path]
         if native:
             meta["variant"] = {"toolchain": "hip", "defines": [], "reason": native}
         write(meta, k, text, run.unit_data, origin.root)

@@ -89,6 +89,14 @@ def _word(name: str) -> re.Pattern[bytes]:
     return re.compile(rb"(?<![\w.])" + re.escape(name.encode()) + rb"(?!\w)")
 
 
+@functools.lru_cache(maxsize=256)
+def _pasted(text: bytes) -> tuple[tuple[int, str], ...]:
+    """(offset, leading part) of each name pasted together in `text`, once per text: every template kernel without a
+    concrete launch asked it of its unit's files, and the pattern tries every position of every word (a ggml run: 113
+    scans of the same few headers, the largest serial step after the build-file search)."""
+    return tuple((m.start(), m.group(1).decode()) for m in _PASTE.finditer(text))
+
+
 def _switch_naming(text: bytes, names: set[str], taken: set[str]) -> list[str]:
     """The defines that turn on a branch of `text` naming one of `names` (empty: none does)."""
     if not _CONDITIONAL.search(text):  # (no conditional branch: nothing a define turns on)
@@ -99,8 +107,7 @@ def _switch_naming(text: bytes, names: set[str], taken: set[str]) -> list[str]:
             offsets += [m.start() for m in _word(name).finditer(text)]
     # `launch_##KIND##_<...>` inside a macro: the leading part of a name pasted together.
     if b"##" in text:
-        offsets += [m.start() for m in _PASTE.finditer(text)
-                    if any(n.startswith(m.group(1).decode()) and n != m.group(1).decode() for n in names)]
+        offsets += [at for at, head in _pasted(text) if any(n.startswith(head) and n != head for n in names)]
     for off in sorted(offsets):
         defines = treesitter_frontend.activating_defines(text, off)
         wanted = [d for d in defines if is_feature_name(d.partition("=")[0]) and d.partition("=")[0] not in taken]

@@ -401,13 +401,21 @@ def _inherited_cmake_defines(folder: str, stop: str) -> list[tuple[str, str]]:
         d = os.path.dirname(d)
         path = os.path.join(d, "CMakeLists.txt")
         if os.path.isfile(path):
-            code = uncommented(_read(path))
-            # CMAKE_CUDA_FLAGS is a variable: a subdirectory inherits it too (`--expt-extended-lambda`).
-            flags = [normal(m.group(1)) for m in _PY_FLAG.finditer(code)
-                     if not m.group(1).lstrip("-").startswith("std")]
-            defines = _cmake_defines(code, cmake_cache_defaults(stop), directory_only=True)
-            out += [(f, os.path.relpath(path, stop)) for f in [*flags, *defines]]
+            found = _directory_flags(_read(path), tuple(cmake_cache_defaults(stop).items()))
+            out += [(f, os.path.relpath(path, stop)) for f in found]
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _directory_flags(text: str, variables: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """What one CMakeLists.txt's text gives every subdirectory (`_inherited_cmake_defines`), by its text: each
+    source file of a tree asked it of the same files above it (283 sources of a backend folder, 552 parses of the
+    same few CMakeLists.txt, most of a run's configure step)."""
+    code = uncommented(text)
+    # CMAKE_CUDA_FLAGS is a variable: a subdirectory inherits it too (`--expt-extended-lambda`).
+    flags = [normal(m.group(1)) for m in _PY_FLAG.finditer(code) if not m.group(1).lstrip("-").startswith("std")]
+    defines = _cmake_defines(code, dict(variables), directory_only=True)
+    return (*flags, *defines)
 
 
 _SET_STD = re.compile(r"\bset\s*\(\s*CMAKE_(CUDA|CXX)_STANDARD\s+\"?(\d\d)\b")
@@ -423,10 +431,18 @@ def _inherited_std(folder: str, stop: str) -> tuple[str, str] | None:
         d = os.path.dirname(d)
         path = os.path.join(d, "CMakeLists.txt")
         if os.path.isfile(path):
-            found = {lang: int(num) for lang, num in _SET_STD.findall(uncommented(_read(path)))}
-            if found:
-                return std_flag(found.get("CUDA", found.get("CXX", 0))), os.path.relpath(path, stop)
+            std = _standard_set(_read(path))
+            if std is not None:
+                return std, os.path.relpath(path, stop)
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _standard_set(text: str) -> str | None:
+    """The `-std` a CMakeLists.txt's text sets for its subdirectories (`_inherited_std`), by its text: asked per
+    source file of the same files above them."""
+    found = {lang: int(num) for lang, num in _SET_STD.findall(uncommented(text))}
+    return std_flag(found.get("CUDA", found.get("CXX", 0))) if found else None
 
 
 def merge(flags: list[str]) -> list[str]:
@@ -518,14 +534,22 @@ def find(path: str, stop: str) -> dict[str, Any] | None:
     return out
 
 
-_CXX20 = re.compile(r"(?:>|\))\s*requires\s*[(\w:]|\bconcept\s+\w+\s*=|\bconsteval\b|\bconstinit\b|<=>"
-                    r"|#\s*include\s*<(?:concepts|ranges|span|bit|compare|numbers)>")
+# C++20 in the code itself. Each pattern is searched only in a text holding one of its words: the leading
+# alternatives cost a look at every position of the tree's files (the project's context files too) on every run's
+# configure step, and almost no file holds any of them.
+_CXX20_CODE = re.compile(r"(?:>|\))\s*requires\s*[(\w:]|\bconcept\s+\w+\s*=|\bconsteval\b|\bconstinit\b|<=>")
+_CXX20_CODE_WORDS = ("requires", "concept", "consteval", "constinit", "<=>")
+_CXX20_HEADERS = ("concepts", "ranges", "span", "bit", "compare", "numbers")
+_CXX20_INCLUDE = re.compile(r"#\s*include\s*<(?:" + "|".join(_CXX20_HEADERS) + r")>")
 
 
 def source_std(text: str) -> str | None:
     """`-std=c++20` when the code itself is C++20 (a requires clause, a concept, consteval, <=>, a
     C++20-only header), for sources whose build files name no dialect."""
-    return std_flag(20) if _CXX20.search(text) else None
+    if ((any(w in text for w in _CXX20_CODE_WORDS) and _CXX20_CODE.search(text))
+            or (any(f"<{h}>" in text for h in _CXX20_HEADERS) and _CXX20_INCLUDE.search(text))):
+        return std_flag(20)
+    return None
 
 
 def parse_args(flags: list[str]) -> list[str]:

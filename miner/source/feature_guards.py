@@ -85,23 +85,24 @@ def _guarded_spans(data: bytes) -> list[tuple[int, int, str, bool]]:
     return out
 
 
-def guards(data: bytes, macros: dict[str, macro_text.MacroDef]) -> set[str]:
+def guards(data: bytes, macros: dict[str, macro_text.MacroDef],
+           writing: tuple[set[str], re.Pattern[bytes] | None] | None = None) -> set[str]:
     """Names whose definition turns on a branch of `data` that holds an explicit instantiation, written
-    directly or through one of the project's macros that write `template` (`macros`)."""
+    directly or through one of the project's macros that write `template` (`macros`). `writing` is what
+    `_writing(macros)` gives, when the caller asks for many files with the same macros."""
     spans = _guarded_spans(data)
     if not spans:
         return set()
-    writing = writing_template(macros)
+    writing_names, call = writing if writing is not None else _writing(macros)
     defines = [(m.start(), m.end()) for m in _DEFINE_B.finditer(data)]
     offsets = [m.start() for m in _EXPLICIT_B.finditer(data)]
-    if writing:
-        call = re.compile(rb"(?<![\w.])(?:" + b"|".join(re.escape(n.encode()) for n in sorted(writing)) + rb")\s*\(")
+    if writing_names and call is not None:
         for m in call.finditer(data):
             # Only a macro whose expansion is an explicit instantiation (`template void k<T>(...);`), not one
             # that writes template definitions (a `STUB_GPU(Layer)` that defines members for CPU-only builds).
             head = data[m.start():m.start() + 4000].decode("utf-8", "replace")
             inv = head[:_invocation_length(head)]
-            if _INSTANTIATION.search(macro_text.expand(inv, macros, writing)):
+            if _INSTANTIATION.search(macro_text.expand(inv, macros, writing_names)):
                 offsets.append(m.start())
     on: set[str] = set()
     off_by: set[str] = set()
@@ -116,6 +117,16 @@ def guards(data: bytes, macros: dict[str, macro_text.MacroDef]) -> set[str]:
     return on - off_by
 
 
+def _writing(macros: dict[str, macro_text.MacroDef]) -> tuple[set[str], re.Pattern[bytes] | None]:
+    """The macros that write `template` and the pattern of a call to one of them: a function of the project's
+    macros alone (`switches` made them again for each source with a guarded branch, a few dozen times a run)."""
+    writing = writing_template(macros)
+    if not writing:
+        return writing, None
+    return writing, re.compile(rb"(?<![\w.])(?:" + b"|".join(re.escape(n.encode()) for n in sorted(writing))
+                               + rb")\s*\(")
+
+
 def switches(texts: dict[str, bytes]) -> dict[str, set[str]]:
     """Per file (CUDA sources that hold explicit instantiations under a guard), the feature switches the
     build must have defined for them; `texts` are every project source read (inputs and context), which
@@ -127,11 +138,14 @@ def switches(texts: dict[str, bytes]) -> dict[str, set[str]]:
         macros.update(macro_text.definitions(text))
         defined.update(re.findall(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", text, re.M))
     out: dict[str, set[str]] = {}
+    writing: tuple[set[str], re.Pattern[bytes] | None] | None = None
     for path, data in texts.items():
         # CUDA sources only: a host .cpp's `#ifdef USE_OPENCV` instantiations select optional libraries.
         if not path.endswith(_CUDA_SUFFIXES) or b"#" not in data or b"template" not in data and not macros:
             continue
-        names = {n for n in guards(data, macros) if is_feature_name(n) and n not in defined}
+        if writing is None and _guarded_spans(data):
+            writing = _writing(macros)
+        names = {n for n in guards(data, macros, writing) if is_feature_name(n) and n not in defined}
         if names:
             out[path] = names
     return out

@@ -67,9 +67,16 @@ _ARCH_SPECIFIC = re.compile(
     r"\b(?:wgmma|setmaxnreg|tcgen05)\.|\btensormap\.replace\b|\b__CUDA_ARCH_FEAT_SM\d+_ALL\b|\b__CUDA_ARCH_SPECIFIC__\b")
 
 
+# What every match of `_ARCH_SPECIFIC` holds: a text with none of these is not searched (a unit's pieces are
+# most of its text, and the pattern's leading `\b` alternatives cost a scan at every position, per instantiation).
+_ARCH_SPECIFIC_WORDS = ("wgmma.", "setmaxnreg.", "tcgen05.", "tensormap.replace", "__CUDA_ARCH_FEAT_SM",
+                        "__CUDA_ARCH_SPECIFIC__")
+
+
 def _arch_specific(kernel_text: str, pieces: list[dict[str, Any]]) -> bool:
     """Whether the kernel or a piece the unit takes uses what only an arch-specific target has."""
-    return any(_ARCH_SPECIFIC.search(t) for t in (kernel_text, *(p["text"] for p in pieces)))
+    return any(any(w in t for w in _ARCH_SPECIFIC_WORDS) and _ARCH_SPECIFIC.search(t)
+               for t in (kernel_text, *(p["text"] for p in pieces)))
 
 
 def _launches_from_device(kernel_text: str, pieces: list[dict[str, Any]]) -> bool:
@@ -364,7 +371,8 @@ def _cub_compat(kernel_text: str, pieces: list[dict[str, Any]]) -> list[tuple[st
     `namespace cub` itself. The unit declares them where its CUB lacks them (`CCCL_MAJOR_VERSION >= 3`), in a
     `namespace cub` that also nominates `::cub`: inside a build batch's namespace that block is the batch's own
     `cub`, whose qualified lookups (`cub::BlockReduce`) still reach the toolkit's."""
-    names = {m.group(1) for t in (kernel_text, *(p["text"] for p in pieces)) for m in _CUB_NAMED.finditer(t)}
+    names = {m.group(1) for t in (kernel_text, *(p["text"] for p in pieces)) if "cub" in t
+             for m in _CUB_NAMED.finditer(t)}
     own = {p["name"] for p in pieces if p.get("namespaces") and p["namespaces"][-1] == "cub"}
     return [(n, CUB_REMOVED[n]) for n in sorted(names - own)]
 

@@ -498,8 +498,35 @@ def _scope_closed_unused(ctx: TUContext, m: Macro, kernel_key: tuple[int, ...],
     return end < kernel_key and not any(start < k < end for k in piece_keys)
 
 
+# Every `#define` and `#undef` line of a file, by the name it names (`_undef_of`).
+_DEFINE_OR_UNDEF = re.compile(rb"^[ \t]*#[ \t]*(undef|define)[ \t]+(\w+)", re.M)
+_PLAIN_NAME = re.compile(rb"\w+")
+
+
 def _undef_of(ctx: TUContext, m: Macro) -> int | None:
-    """The offset of the `#undef` of `m`'s name that follows it in its file before any redefinition, else None."""
+    """The offset of the `#undef` of `m`'s name that follows it in its file before any redefinition, else None.
+
+    Read from the file's `#define`/`#undef` lines indexed once per file and TU: asked per candidate definition of
+    every macro a closure takes, this compiled two patterns for the name and scanned the file from the definition
+    each time (a thirtieth of a ggml unit's analysis). Both patterns match at line starts only, so the index's
+    first line at or after the definition answers the same: an `#undef` there, else a redefinition comes first."""
+    name = m.name.encode()
+    if not _PLAIN_NAME.fullmatch(name):  # (not an ASCII identifier: the index's `\w+` would not hold it)
+        return _undef_scanned(ctx, m)
+    lines = ctx.memo("define_undef_lines", dict)
+    found = lines.get(m.path)
+    if found is None:
+        found = lines[m.path] = {}
+        for d in _DEFINE_OR_UNDEF.finditer(ctx.read(m.path)):
+            found.setdefault(d.group(2), []).append((d.start(), d.group(1) == b"undef"))
+    for at, undef in found.get(name, ()):
+        if at >= m.end:
+            return at if undef else None
+    return None
+
+
+def _undef_scanned(ctx: TUContext, m: Macro) -> int | None:
+    """`_undef_of` by scanning the file for the name's own patterns."""
     data = ctx.read(m.path)
     name = re.escape(m.name.encode())
     undef = re.compile(rb"^[ \t]*#[ \t]*undef[ \t]+" + name + rb"\b", re.M).search(data, m.end)

@@ -168,7 +168,14 @@ def _names_cccl(ctx: TUContext, files: set[str], tokens: list[str]) -> bool:
     them (CUB's own files: `CUB_NAMESPACE_BEGIN`)."""
     if {"thrust", "cub"} & set(tokens) or any(t.startswith(("CUB_", "THRUST_")) for t in tokens):
         return True  # (their macros too: `CUB_PTX_WARP_THREADS`)
-    return any(_USES_CCCL.search(ctx.read(path)) for path in files)
+    # (per file once per TU: every kernel's closure asked it of the same headers)
+    opens = ctx.memo("opens_cccl", dict)
+    for path in files:
+        if path not in opens:
+            opens[path] = _USES_CCCL.search(ctx.read(path)) is not None
+        if opens[path]:
+            return True
+    return False
 
 
 # TensorFlow's spelling of the toolkit's CUB (`#include "gpu/cub/device/device_reduce.cuh"`): `<cub/...>` in a unit.
