@@ -307,6 +307,16 @@ def _lambda_lists(st: _State, call: ci.Cursor, children: list[ci.Cursor]) -> Non
         st.lists[key] = vals
 
 
+def _to_definitions(st: _State, insts: dict[tuple[str, int], list[list[str]]]) -> bool:
+    """A call of an out-of-line member template records its instantiation under the in-class declaration (all
+    libclang gives the call); the launches in its body are keyed by the definition: copied there."""
+    changed = False
+    for decl, body in st.out_of_line.items():
+        for inst in list(insts.get(decl, [])):
+            changed |= _add(insts, body, inst)
+    return changed
+
+
 def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
     """Concrete instantiations of every host template, pushed through dependent calls to a fixed point.
     A class template's instantiations reach the partial specializations they match."""
@@ -317,6 +327,7 @@ def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
                 args = _match_partial(pattern, params, inst)
                 if args is not None:
                     _add(insts, pkey, args)
+    _to_definitions(st, insts)
     for _ in range(_MAX_DEPTH):
         changed = False
         for dc in st.dep_calls:
@@ -327,6 +338,7 @@ def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
                 mapping = {k: v for k, v in zip(dc.caller_params, inst, strict=False) if k}
                 args = [st.resolver(substitute(t, mapping), set()) for t in dc.args_text]
                 changed |= _add(insts, dc.callee, args)
+        changed |= _to_definitions(st, insts)
         if not changed:
             break
     return insts

@@ -208,6 +208,8 @@ def _arg_type(arg: ci.Cursor, host: list[str]) -> str:
         ref = next((c.referenced for c in arg.walk_preorder() if c.kind == K.DECL_REF_EXPR), None)
         if ref is not None and ref.kind == K.PARM_DECL and ref.type.spelling.endswith("..."):
             return " ".join(_CV.sub(" ", ref.type.spelling).split())
+    if arg.type.spelling == "<dependent type>" and (own := _this_type(arg)):
+        return own
     if arg.type.spelling in ("<dependent type>", "auto") and (declared := _declared_type(arg)):
         return declared
     canon = " ".join(_CV.sub(" ", _type_text(arg.type, host)).split())
@@ -218,6 +220,25 @@ def _arg_type(arg: ci.Cursor, host: list[str]) -> str:
             and "type-parameter" not in canon:
         return written
     return canon
+
+
+def _this_type(arg: ci.Cursor) -> str | None:
+    """`*this` (or `this`) passed by a member of a class template: the parse leaves the expression dependent, but
+    its type is the class with its own parameters (`table<K, V, H>`), which the class's probe evaluates per
+    instantiation like any text in its scope; None for any other expression."""
+    c, deref = _bare(arg), False
+    if c.kind == K.UNARY_OPERATOR:
+        kids = list(c.get_children())
+        toks = [t.spelling for t in c.get_tokens()]
+        if len(kids) != 1 or not toks or toks[0] != "*":
+            return None
+        c, deref = _bare(kids[0]), True
+    if c.kind != K.CXX_THIS_EXPR or c.type.kind != ci.TypeKind.POINTER:
+        return None
+    text = " ".join(_CV.sub(" ", c.type.get_pointee().spelling).split())
+    if not text or "dependent" in text:
+        return None
+    return text if deref else f"{text} *"
 
 
 def _declared_type(arg: ci.Cursor, depth: int = 0) -> str | None:
