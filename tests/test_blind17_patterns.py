@@ -45,3 +45,19 @@ def test_an_out_of_line_member_template_takes_its_callers_instantiations(self_ta
     assert _insts(both) == [({"InputIt": "unsigned int *", "OutputIt": "double *",
                               "Table": "shelf::table<unsigned int, double>"}, "host_template")], _insts(both)
     assert set(build_statuses(both).values()) == {"ok"}, build_statuses(both)
+
+
+@pytest.fixture(scope="module")
+def factory_made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind17/factory_made")
+
+
+def test_a_class_template_a_factory_constructs_instantiates_its_virtual_methods(
+        factory_made: dict[str, Any]) -> None:
+    """`std::make_unique<engine_impl<std::int16_t, std::int16_t>>(...)` is the only place naming the class's
+    instances (no variable, no explicit instantiation), and `run` is reached through the base class's virtual
+    call: the kernel it launches took guessed `<float, int>` instead of the factory's two instances."""
+    m = only_meta(factory_made, "fill_scores")
+    assert sorted(tuple(a.values()) for a, _ in _insts(m)) == [("int", "int"), ("short", "short")], _insts(m)
+    assert {o for _, o in _insts(m)} == {"host_template"}, _insts(m)
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
