@@ -61,3 +61,18 @@ def test_a_class_template_a_factory_constructs_instantiates_its_virtual_methods(
     assert sorted(tuple(a.values()) for a, _ in _insts(m)) == [("int", "int"), ("short", "short")], _insts(m)
     assert {o for _, o in _insts(m)} == {"host_template"}, _insts(m)
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def thrust_vectors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind17/thrust_vectors")
+
+
+def test_locals_taken_from_thrust_containers_are_typed_in_the_parse(thrust_vectors: dict[str, Any]) -> None:
+    """`auto in_ptr = d_in.data().get();` with `d_in` a `thrust::device_vector<float>`: the parse's CCCL stand-in
+    declared no containers, the local was dependent, the member template's call `s.apply(in_ptr, ...)` resolved
+    to nothing, and its kernel took guessed `float`s (and an unsubstituted `Factor`)."""
+    m = only_meta(thrust_vectors, "scale_kernel")
+    assert _insts(m) == [({"InputIt": "float *", "OutputIt": "double *", "Factor": "float"}, "host_template")], \
+        _insts(m)
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -9,6 +9,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.common import split_top
+from miner.units.closure.shims import _enclosing_namespaces
 from miner.units.launches import value_spelling
 from miner.units.launches.chosen import _variable, chosen_launches, table_launches
 from miner.units.launches.cursors import _aliases, _overloaded, _primary, _template_args, _tparams, qualify_namespaces
@@ -223,22 +224,26 @@ def _arg_type(arg: ci.Cursor, host: list[str]) -> str:
 
 
 def _this_type(arg: ci.Cursor) -> str | None:
-    """`*this` (or `this`) passed by a member of a class template: the parse leaves the expression dependent, but
-    its type is the class with its own parameters (`table<K, V, H>`), which the class's probe evaluates per
-    instantiation like any text in its scope; None for any other expression."""
-    c, deref = _bare(arg), False
-    if c.kind == K.UNARY_OPERATOR:
-        kids = list(c.get_children())
-        toks = [t.spelling for t in c.get_tokens()]
-        if len(kids) != 1 or not toks or toks[0] != "*":
-            return None
-        c, deref = _bare(kids[0]), True
-    if c.kind != K.CXX_THIS_EXPR or c.type.kind != ci.TypeKind.POINTER:
+    """`*this` (or `this`) passed by a member of a class template: the parse leaves the expression dependent (an
+    operator call where some `operator*` is visible, a copy for a by-value parameter), but its type is the class
+    with its own parameters (`table<K, V, H>`), which the class's probe evaluates per instantiation like any text
+    in its scope; None for any other expression."""
+    toks = [t.spelling for t in arg.get_tokens() if t.spelling not in "()"]
+    if toks not in (["*", "this"], ["this"]):
         return None
-    text = " ".join(_CV.sub(" ", c.type.get_pointee().spelling).split())
+    this = next((c for c in arg.walk_preorder() if c.kind == K.CXX_THIS_EXPR), None)
+    if this is None or this.type.kind != ci.TypeKind.POINTER:
+        return None
+    pointee = this.type.get_pointee()
+    text = " ".join(_CV.sub(" ", pointee.spelling).split())
     if not text or "dependent" in text:
         return None
-    return text if deref else f"{text} *"
+    decl = pointee.get_declaration()
+    parent = decl.semantic_parent if decl is not None else None
+    if parent is not None and parent.kind == K.NAMESPACE and "::" not in text.split("<", 1)[0]:
+        # (spelled as the class names itself; the unit's explicit instantiation sits outside its namespace)
+        text = "::".join((*_enclosing_namespaces(decl), text))
+    return text if toks[0] == "*" else f"{text} *"
 
 
 def _declared_type(arg: ci.Cursor, depth: int = 0) -> str | None:
