@@ -308,6 +308,31 @@ template <class T = void> struct equal_to { __host__ __device__ bool operator()(
 template <class T = void> struct less { __host__ __device__ bool operator()(const T &, const T &) const; };
 template <class T = void> struct greater { __host__ __device__ bool operator()(const T &, const T &) const; };
 template <class T = void> struct identity { __host__ __device__ const T &operator()(const T &) const; };
+// The containers, by the interface examples and benchmarks hand to kernels and launchers (`d.data().get()`,
+// `thrust::raw_pointer_cast(d.data())`, `d.size()`): without them every local initialized from one was dependent
+// and a member template called with such locals deduced nothing (its kernel took guessed `float`s).
+template <class T> class device_allocator {};
+template <class T> class host_allocator {};
+template <class T, class Alloc = device_allocator<T>> class device_vector {
+ public:
+  typedef T value_type; typedef unsigned long size_type; typedef device_ptr<T> pointer; typedef device_ptr<T> iterator;
+  device_vector(); explicit device_vector(size_type); device_vector(size_type, const T &);
+  template <class V> device_vector(const V &); template <class It> device_vector(It, It);
+  template <class V> device_vector &operator=(const V &);
+  device_ptr<T> data(); device_ptr<const T> data() const; device_ptr<T> begin(); device_ptr<T> end();
+  size_type size() const; bool empty() const; void resize(size_type); void resize(size_type, const T &);
+  void clear(); T &operator[](size_type);
+};
+template <class T, class Alloc = host_allocator<T>> class host_vector {
+ public:
+  typedef T value_type; typedef unsigned long size_type; typedef T *pointer; typedef T *iterator;
+  host_vector(); explicit host_vector(size_type); host_vector(size_type, const T &);
+  template <class V> host_vector(const V &); template <class It> host_vector(It, It);
+  template <class V> host_vector &operator=(const V &);
+  T *data(); const T *data() const; T *begin(); T *end(); size_type size() const; bool empty() const;
+  void resize(size_type); void resize(size_type, const T &); void clear(); void push_back(const T &);
+  T &operator[](size_type); const T &operator[](size_type) const;
+};
 template <class... A> void for_each(A &&...);
 template <class... A> void for_each_n(A &&...);
 template <class... A> void fill(A &&...);

@@ -13,7 +13,7 @@ from miner.units.launches import value_spelling
 from miner.units.launches.cursors import _aliases, _key, _primary, _targets, _template_args, _tparams
 from miner.units.launches.record import _FUNCS, _MAX_DEPTH, K
 from miner.units.launches.state import LAMBDA, _add, _DepCall, _State, _written_args, host_names, subtree_flags
-from miner.units.launches.tables import _match_partial
+from miner.units.launches.tables import _class_instance, _match_partial
 from miner.units.launches.text import _angle_args, _src, substitute, substitute_aliases
 
 
@@ -22,6 +22,8 @@ def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.C
     """A call of a host function template: concrete arguments, or arguments written in terms of the
     enclosing host template's parameters."""
     ctx = st.ctx
+    if ref is not None and ref.kind == K.FUNCTION_DECL:
+        _class_arguments(st, ref)
     if ref is not None and ref.kind in _FUNCS and ref.location.file is not None:
         args = _template_args(ref)
         if args is None and ref.kind == K.FUNCTION_DECL and children:
@@ -110,6 +112,7 @@ def _named_instance(st: _State, c: ci.Cursor, host_key: tuple[str, int] | None) 
     ctx = st.ctx
     ref = c.referenced
     if c.kind == K.DECL_REF_EXPR and ref is not None and ref.kind == K.FUNCTION_DECL:
+        _class_arguments(st, ref)
         lists, target = [_template_args(ref)], _primary(ref)
     elif host_key is None and K.OVERLOADED_DECL_REF in (c.kind, ref.kind if ref is not None else None):
         found = [t for t in _targets(ctx, c) if t.kind == K.FUNCTION_TEMPLATE]
@@ -128,6 +131,24 @@ def _named_instance(st: _State, c: ci.Cursor, host_key: tuple[str, int] | None) 
     for args in lists:
         if args and not any("(lambda at " in a for a in args):
             _add(st.concrete, key, args)
+
+
+def _class_arguments(st: _State, ref: ci.Cursor) -> None:
+    """A project class template given as a type argument to a function template (`std::make_unique<Impl<int,
+    short>>(...)` in a factory, `std::vector<Grid<float>>`'s members alike): constructed there, so an instantiation
+    of the class, for its methods' launches, though no variable or explicit instantiation names it."""
+    for i in range(max(ref.get_num_template_arguments(), 0)):
+        try:
+            if ref.get_template_argument_kind(i) != ci.TemplateArgumentKind.TYPE:
+                continue
+        except ValueError:  # (a pack: a kind the bindings do not name)
+            continue
+        t = ref.get_template_argument_type(i).get_canonical()
+        while t.kind in (ci.TypeKind.POINTER, ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.RVALUEREFERENCE):
+            t = t.get_pointee()
+        decl = t.get_declaration()
+        if decl.kind in (K.STRUCT_DECL, K.CLASS_DECL) and decl.get_num_template_arguments() > 0:
+            _class_instance(st, decl)
 
 
 def _def_key(ctx, d: ci.Cursor) -> tuple[str, int] | None:
@@ -307,6 +328,16 @@ def _lambda_lists(st: _State, call: ci.Cursor, children: list[ci.Cursor]) -> Non
         st.lists[key] = vals
 
 
+def _to_definitions(st: _State, insts: dict[tuple[str, int], list[list[str]]]) -> bool:
+    """A call of an out-of-line member template records its instantiation under the in-class declaration (all
+    libclang gives the call); the launches in its body are keyed by the definition: copied there."""
+    changed = False
+    for decl, body in st.out_of_line.items():
+        for inst in list(insts.get(decl, [])):
+            changed |= _add(insts, body, inst)
+    return changed
+
+
 def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
     """Concrete instantiations of every host template, pushed through dependent calls to a fixed point.
     A class template's instantiations reach the partial specializations they match."""
@@ -317,6 +348,7 @@ def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
                 args = _match_partial(pattern, params, inst)
                 if args is not None:
                     _add(insts, pkey, args)
+    _to_definitions(st, insts)
     for _ in range(_MAX_DEPTH):
         changed = False
         for dc in st.dep_calls:
@@ -327,6 +359,7 @@ def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
                 mapping = {k: v for k, v in zip(dc.caller_params, inst, strict=False) if k}
                 args = [st.resolver(substitute(t, mapping), set()) for t in dc.args_text]
                 changed |= _add(insts, dc.callee, args)
+        changed |= _to_definitions(st, insts)
         if not changed:
             break
     return insts

@@ -9,6 +9,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.frontends.common import split_top
+from miner.units.closure.shims import _enclosing_namespaces
 from miner.units.launches import value_spelling
 from miner.units.launches.chosen import _variable, chosen_launches, table_launches
 from miner.units.launches.config_objects import launch_config_fields
@@ -209,6 +210,8 @@ def _arg_type(arg: ci.Cursor, host: list[str]) -> str:
         ref = next((c.referenced for c in arg.walk_preorder() if c.kind == K.DECL_REF_EXPR), None)
         if ref is not None and ref.kind == K.PARM_DECL and ref.type.spelling.endswith("..."):
             return " ".join(_CV.sub(" ", ref.type.spelling).split())
+    if arg.type.spelling == "<dependent type>" and (own := _this_type(arg)):
+        return own
     if arg.type.spelling in ("<dependent type>", "auto") and (declared := _declared_type(arg)):
         return declared
     canon = " ".join(_CV.sub(" ", _type_text(arg.type, host)).split())
@@ -219,6 +222,29 @@ def _arg_type(arg: ci.Cursor, host: list[str]) -> str:
             and "type-parameter" not in canon:
         return written
     return canon
+
+
+def _this_type(arg: ci.Cursor) -> str | None:
+    """`*this` (or `this`) passed by a member of a class template: the parse leaves the expression dependent (an
+    operator call where some `operator*` is visible, a copy for a by-value parameter), but its type is the class
+    with its own parameters (`table<K, V, H>`), which the class's probe evaluates per instantiation like any text
+    in its scope; None for any other expression."""
+    toks = [t.spelling for t in arg.get_tokens() if t.spelling not in "()"]
+    if toks not in (["*", "this"], ["this"]):
+        return None
+    this = next((c for c in arg.walk_preorder() if c.kind == K.CXX_THIS_EXPR), None)
+    if this is None or this.type.kind != ci.TypeKind.POINTER:
+        return None
+    pointee = this.type.get_pointee()
+    text = " ".join(_CV.sub(" ", pointee.spelling).split())
+    if not text or "dependent" in text:
+        return None
+    decl = pointee.get_declaration()
+    parent = decl.semantic_parent if decl is not None else None
+    if parent is not None and parent.kind == K.NAMESPACE and "::" not in text.split("<", 1)[0]:
+        # (spelled as the class names itself; the unit's explicit instantiation sits outside its namespace)
+        text = "::".join((*_enclosing_namespaces(decl), text))
+    return text if toks[0] == "*" else f"{text} *"
 
 
 def _declared_type(arg: ci.Cursor, depth: int = 0) -> str | None:

@@ -54,6 +54,9 @@ class _State:
     lists: dict[tuple[str, int], list[str]] = field(default_factory=dict)
     scanned: set[int] = field(default_factory=set)  # scopes searched for explicit class instantiations
     # Partial specializations of each class template: (key, written arguments, parameter names).
+    # An out-of-line member template's in-class declaration -> its definition (the host key of its body): a call
+    # names the declaration, which libclang gives no definition to find.
+    out_of_line: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
     partials: dict[tuple[str, int], list[tuple[tuple[str, int], list[str], list[str]]]] = field(
         default_factory=dict)
     # Launch helpers (functions that launch one of their parameters) by name, and the calls that pass a

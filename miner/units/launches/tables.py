@@ -149,6 +149,9 @@ def _host_of(st: _State, path: str, fn: ci.Cursor) -> tuple[str, int] | None:
             # (`template <typename C> template <bool r> void W<C>::f()` gives `r, C`): its own instantiations
             # (`template void W<int>::f<true>();`) bind the first ones only.
             own = own[:max(len(own) - len(_tparams(parent)), 0)]
+            decl = _key(st.ctx, fn.canonical)
+            if decl is not None and decl != (path, fn.location.offset):
+                st.out_of_line[decl] = (path, fn.location.offset)
         st.host_params[(path, fn.location.offset)] = own
         st.host_names.setdefault(fn.spelling, set()).add((path, fn.location.offset))
         st.host_cursors[(path, fn.location.offset)] = fn

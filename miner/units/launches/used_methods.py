@@ -60,7 +60,16 @@ def _used(st: _State, class_key: tuple[str, int], method: str, args: list[str]) 
     # used in that template's dependent code, which records no call.
     if inst in st.explicit_classes or inst not in st.typed_classes:
         return True
+    if _virtual(cls, method):
+        return True  # (an instance that exists has a vtable: every virtual method of it is instantiated)
     return method in st.method_calls.get(inst, ()) or _called_inside(st, class_key, method)
+
+
+def _virtual(cls: ci.Cursor, method: str) -> bool:
+    """Whether the class declares `method` virtual (or overriding): called through a base pointer, which names no
+    call of it on the instance."""
+    return any(ch.kind == K.CXX_METHOD and ch.spelling == method and ch.is_virtual_method()
+               for ch in cls.get_children())
 
 
 def _called_inside(st: _State, class_key: tuple[str, int], method: str) -> bool:

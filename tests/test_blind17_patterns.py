@@ -1,0 +1,78 @@
+"""`extract --build` on tests/fixtures/blind17: patterns found on the seventeenth set of repositories (issue 14,
+scripts/corpus_repos_blind17.txt, development repos since session 18), each reproduced by code of our own and
+judged by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+def _insts(m: dict[str, Any]) -> list[tuple[dict[str, str], str]]:
+    return [(i["template_args"], i["origin"]) for i in m["instantiations"]]
+
+
+@pytest.fixture(scope="module")
+def self_table(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind17/self_table")
+
+
+def test_a_class_template_passing_itself_to_its_kernel_gives_the_class_instantiation(
+        self_table: dict[str, Any]) -> None:
+    """`count_kernel<<<...>>>(first, last, hits, *this)` in a member template of `table<Key, Value, Slots>`:
+    libclang leaves `*this` a dependent type, so `Table` was deduced from nothing and the kernel got a guessed
+    `float` for it ("expression must have class type")."""
+    m = only_meta(self_table, "count_kernel")
+    assert _insts(m) == [({"InputIt": "unsigned int *", "Table": "shelf::table<unsigned int, double>"},
+                          "host_template")], _insts(m)
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_an_out_of_line_member_template_takes_its_callers_instantiations(self_table: dict[str, Any]) -> None:
+    """`t.copy(keys, keys_end, copied)` names the member template's in-class declaration (libclang gives it no
+    definition); its launch sits in the out-of-line definition, keyed there: the call's `<unsigned int *,
+    unsigned int *>` never reached it and the kernel was instantiated with guessed `float`s."""
+    m = only_meta(self_table, "copy_kernel")
+    assert _insts(m) == [({"InputIt": "unsigned int *", "OutputIt": "unsigned int *"}, "host_template")], _insts(m)
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    both = only_meta(self_table, "lookup_kernel")  # (both: out of line, and `*this`)
+    assert _insts(both) == [({"InputIt": "unsigned int *", "OutputIt": "double *",
+                              "Table": "shelf::table<unsigned int, double>"}, "host_template")], _insts(both)
+    assert set(build_statuses(both).values()) == {"ok"}, build_statuses(both)
+
+
+@pytest.fixture(scope="module")
+def factory_made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind17/factory_made")
+
+
+def test_a_class_template_a_factory_constructs_instantiates_its_virtual_methods(
+        factory_made: dict[str, Any]) -> None:
+    """`std::make_unique<engine_impl<std::int16_t, std::int16_t>>(...)` is the only place naming the class's
+    instances (no variable, no explicit instantiation), and `run` is reached through the base class's virtual
+    call: the kernel it launches took guessed `<float, int>` instead of the factory's two instances."""
+    m = only_meta(factory_made, "fill_scores")
+    assert sorted(tuple(a.values()) for a, _ in _insts(m)) == [("int", "int"), ("short", "short")], _insts(m)
+    assert {o for _, o in _insts(m)} == {"host_template"}, _insts(m)
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def thrust_vectors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind17/thrust_vectors")
+
+
+def test_locals_taken_from_thrust_containers_are_typed_in_the_parse(thrust_vectors: dict[str, Any]) -> None:
+    """`auto in_ptr = d_in.data().get();` with `d_in` a `thrust::device_vector<float>`: the parse's CCCL stand-in
+    declared no containers, the local was dependent, the member template's call `s.apply(in_ptr, ...)` resolved
+    to nothing, and its kernel took guessed `float`s (and an unsubstituted `Factor`)."""
+    m = only_meta(thrust_vectors, "scale_kernel")
+    assert _insts(m) == [({"InputIt": "float *", "OutputIt": "double *", "Factor": "float"}, "host_template")], \
+        _insts(m)
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
