@@ -278,3 +278,15 @@ def test_a_partial_specialization_over_a_configuration_class_takes_the_explicit_
     assert args == [("double", "int"), ("float", "int")], args
     assert {i["origin"] for i in m["instantiations"]} == {"host_template"}, m["instantiations"]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_an_explicitly_instantiated_class_instantiates_its_base_class_template(
+        mode_instances: dict[str, Any]) -> None:
+    """`ScalerBase<C>::count` launches `count_rows` with `typename C::IndexType`; only the derived partial
+    specialization `Scaler<Config<space_device, V, I>> : public ScalerBase<Config<space_device, V, I>>` is
+    explicitly instantiated, which instantiates its base. The base had no known instantiation, so the kernel took
+    the default (`double` rows: "expression must have integral or unscoped enum type")."""
+    m = only_meta(mode_instances, "count_rows")
+    assert [i["args"] for i in m["instantiations"]] == [["int"]], m["instantiations"]
+    assert {i["origin"] for i in m["instantiations"]} == {"host_template"}, m["instantiations"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

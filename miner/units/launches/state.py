@@ -54,6 +54,10 @@ class _State:
     lists: dict[tuple[str, int], list[str]] = field(default_factory=dict)
     scanned: set[int] = field(default_factory=set)  # scopes searched for explicit class instantiations
     # Partial specializations of each class template: (key, written arguments, parameter names).
+    # A class template (or partial specialization) key -> its base class templates as written, in its own
+    # parameters: (base primary key, the base's written arguments, the class's parameter names). An instantiated
+    # class instantiates its bases (tables._bases).
+    bases: dict[tuple[str, int], list[tuple[tuple[str, int], list[str], list[str]]]] = field(default_factory=dict)
     partials: dict[tuple[str, int], list[tuple[tuple[str, int], list[str], list[str]]]] = field(
         default_factory=dict)
     # Launch helpers (functions that launch one of their parameters) by name, and the calls that pass a

@@ -50,6 +50,8 @@ def _definitions(st: _State) -> list[tuple[str, ci.Cursor]]:
                 elif kind in _SCOPES:
                     if kind == K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION:
                         _partial(st, d)
+                    if kind in _CLASS_TEMPLATES:
+                        _bases(st, d)
                     stack.extend(d.get_children())
     out.sort(key=lambda pc: (pc[0], pc[1].extent.start.offset))
     return out
@@ -104,6 +106,27 @@ def _partial(st: _State, d: ci.Cursor) -> None:
                    and r.referenced.kind in (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL)}
         pattern = [_aliased(a, aliases) for a in got[0]]
         st.partials.setdefault(key, []).append((pkey, pattern, [p.spelling for p in _tparams(d)]))
+
+
+def _bases(st: _State, d: ci.Cursor) -> None:
+    """The base class templates of class template `d` as written in its parameters (`class S<Config<dev, V, I>>
+    : public SBase<Config<dev, V, I>>`): an instantiation of `d` instantiates them, and with them the base's
+    members that launch (its constructor and virtual members are used by the derived class's), though only
+    the derived class is explicitly instantiated."""
+    key = _key(st.ctx, d)
+    params = [p.spelling for p in _tparams(d)]
+    if key is None or not params:
+        return
+    for b in d.get_children():
+        if b.kind != K.CXX_BASE_SPECIFIER or b.referenced is None:
+            continue
+        prim = _primary(b.referenced)
+        bkey = _key(st.ctx, prim) if prim.kind == K.CLASS_TEMPLATE else None
+        text = _COMMENT.sub(" ", _src(st.ctx, b))
+        m = re.search(rf"\b{re.escape(prim.spelling)}\s*<", text)
+        got = _angle_args(text, m.end() - 1) if m else None
+        if bkey is not None and got and got[0]:
+            st.bases.setdefault(key, []).append((bkey, got[0], params))
 
 
 def _aliased(written: str, aliases: dict[str, str]) -> str:
