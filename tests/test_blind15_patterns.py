@@ -258,3 +258,35 @@ def test_a_using_declaration_of_a_toolkit_library_the_unit_does_not_include_is_l
     (unit,) = unit_texts(cccl_using, m)
     assert "thrust" not in unit, unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def mode_instances(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/mode_instances")
+
+
+def test_a_partial_specialization_over_a_configuration_class_takes_the_explicit_instantiations(
+        mode_instances: dict[str, Any]) -> None:
+    """`Scaler<Config<space_device, V, I>>::scale` launches `scale_rows` with the configuration's member types;
+    `template class Scaler<ModeConfig<M>::Type>;`, written per build mode through `FOR_DEVICE_MODES`, names
+    `Config<space_device, prec_double, prec_int>`. The partial specialization's parameters sit inside its one
+    written argument, which was compared as a whole: no match, so the launch kept `typename Config<space_device,
+    V, I>::ValueType` and the kernel took defaults (`double` rows: "expression must have integral or unscoped enum
+    type")."""
+    m = only_meta(mode_instances, "scale_rows")
+    args = sorted(tuple(i["args"]) for i in m["instantiations"])
+    assert args == [("double", "int"), ("float", "int")], args
+    assert {i["origin"] for i in m["instantiations"]} == {"host_template"}, m["instantiations"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_an_explicitly_instantiated_class_instantiates_its_base_class_template(
+        mode_instances: dict[str, Any]) -> None:
+    """`ScalerBase<C>::count` launches `count_rows` with `typename C::IndexType`; only the derived partial
+    specialization `Scaler<Config<space_device, V, I>> : public ScalerBase<Config<space_device, V, I>>` is
+    explicitly instantiated, which instantiates its base. The base had no known instantiation, so the kernel took
+    the default (`double` rows: "expression must have integral or unscoped enum type")."""
+    m = only_meta(mode_instances, "count_rows")
+    assert [i["args"] for i in m["instantiations"]] == [["int"]], m["instantiations"]
+    assert {i["origin"] for i in m["instantiations"]} == {"host_template"}, m["instantiations"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

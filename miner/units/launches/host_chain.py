@@ -348,6 +348,16 @@ def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
                 args = _match_partial(pattern, params, inst)
                 if args is not None:
                     _add(insts, pkey, args)
+    # (a base's own bases: a chain of a few classes, each level from the one before)
+    for _ in range(_MAX_DEPTH):
+        added = False
+        for key, bases in st.bases.items():
+            for inst in list(insts.get(key, [])):
+                for bkey, written, params in bases:
+                    mapping = dict(zip(params, inst, strict=False))
+                    added |= _add(insts, bkey, [substitute(w, mapping) for w in written])
+        if not added:
+            break
     _to_definitions(st, insts)
     for _ in range(_MAX_DEPTH):
         changed = False

@@ -57,6 +57,10 @@ class _State:
     # An out-of-line member template's in-class declaration -> its definition (the host key of its body): a call
     # names the declaration, which libclang gives no definition to find.
     out_of_line: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
+    # A class template (or partial specialization) key -> its base class templates as written, in its own
+    # parameters: (base primary key, the base's written arguments, the class's parameter names). An instantiated
+    # class instantiates its bases (tables._bases).
+    bases: dict[tuple[str, int], list[tuple[tuple[str, int], list[str], list[str]]]] = field(default_factory=dict)
     partials: dict[tuple[str, int], list[tuple[tuple[str, int], list[str], list[str]]]] = field(
         default_factory=dict)
     # Launch helpers (functions that launch one of their parameters) by name, and the calls that pass a

@@ -50,6 +50,8 @@ def _definitions(st: _State) -> list[tuple[str, ci.Cursor]]:
                 elif kind in _SCOPES:
                     if kind == K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION:
                         _partial(st, d)
+                    if kind in _CLASS_TEMPLATES:
+                        _bases(st, d)
                     stack.extend(d.get_children())
     out.sort(key=lambda pc: (pc[0], pc[1].extent.start.offset))
     return out
@@ -106,6 +108,27 @@ def _partial(st: _State, d: ci.Cursor) -> None:
         st.partials.setdefault(key, []).append((pkey, pattern, [p.spelling for p in _tparams(d)]))
 
 
+def _bases(st: _State, d: ci.Cursor) -> None:
+    """The base class templates of class template `d` as written in its parameters (`class S<Config<dev, V, I>>
+    : public SBase<Config<dev, V, I>>`): an instantiation of `d` instantiates them, and with them the base's
+    members that launch (its constructor and virtual members are used by the derived class's), though only
+    the derived class is explicitly instantiated."""
+    key = _key(st.ctx, d)
+    params = [p.spelling for p in _tparams(d)]
+    if key is None or not params:
+        return
+    for b in d.get_children():
+        if b.kind != K.CXX_BASE_SPECIFIER or b.referenced is None:
+            continue
+        prim = _primary(b.referenced)
+        bkey = _key(st.ctx, prim) if prim.kind == K.CLASS_TEMPLATE else None
+        text = _COMMENT.sub(" ", _src(st.ctx, b))
+        m = re.search(rf"\b{re.escape(prim.spelling)}\s*<", text)
+        got = _angle_args(text, m.end() - 1) if m else None
+        if bkey is not None and got and got[0]:
+            st.bases.setdefault(key, []).append((bkey, got[0], params))
+
+
 def _aliased(written: str, aliases: dict[str, str]) -> str:
     """A written partial-specialization argument that names a typedef, as the type it stands for."""
     w = written.strip()
@@ -120,22 +143,47 @@ def _aliased(written: str, aliases: dict[str, str]) -> str:
 def _match_partial(pattern: list[str], params: list[str], args: list[str]) -> list[str] | None:
     """The partial specialization's arguments for one instantiation of its primary template, or None
     when it does not match (a written non-parameter argument is compared by its last name)."""
-    if len(pattern) != len(args):
-        return None
     bound: dict[str, str] = {}
-    for pat, arg in zip(pattern, args, strict=True):
-        pat = pat.strip()
-        if pat in params:
-            if bound.setdefault(pat, arg) != arg:
-                return None
-        else:
-            a, b = _IDENT.findall(pat), _IDENT.findall(arg)
-            if not a or not b or a[-1] != b[-1]:
-                if eval_int(pat) is None or eval_int(pat) != eval_int(arg):
-                    return None
-    if any(p not in bound for p in params):
+    if not _bind(pattern, params, args, bound) or any(p not in bound for p in params):
         return None
     return [bound[p] for p in params]
+
+
+_TEMPLATE_ID = re.compile(r"^\s*(?:typename\s+)?((?:::)?[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*)\s*<")
+
+
+def _nested(text: str) -> tuple[str, list[str]] | None:
+    """`ns::Config<space_device, V, I>` as its last name and its top-level arguments; None for anything that is
+    not one template-id alone (a member of it, `Config<...>::Type`, is not)."""
+    m = _TEMPLATE_ID.match(text)
+    got = _angle_args(text, m.end() - 1) if m else None
+    if m is None or got is None or text[got[1]:].strip():
+        return None
+    return m.group(1).rsplit("::", 1)[-1].strip(), got[0]
+
+
+def _bind(pattern: list[str], params: list[str], args: list[str], bound: dict[str, str]) -> bool:
+    """Match written arguments against concrete ones, binding the parameters in `bound`. A parameter may sit
+    inside a template argument (`class S<Config<space_device, V, I>>`, a partial specialization over a
+    configuration class): a template-id is matched by its name and then argument by argument."""
+    if len(pattern) != len(args):
+        return False
+    for pat, arg in zip(pattern, args, strict=True):
+        pat, arg = pat.strip(), arg.strip()
+        if pat in params:
+            if bound.setdefault(pat, arg) != arg:
+                return False
+            continue
+        inner, got = _nested(pat), _nested(arg)
+        if inner is not None and got is not None and any(n in params for n in _IDENT.findall(pat)):
+            if inner[0] != got[0] or not _bind(inner[1], params, got[1], bound):
+                return False
+            continue
+        a, b = _IDENT.findall(pat), _IDENT.findall(arg)
+        if not a or not b or a[-1] != b[-1]:
+            if eval_int(pat) is None or eval_int(pat) != eval_int(arg):
+                return False
+    return True
 
 
 def _host_of(st: _State, path: str, fn: ci.Cursor) -> tuple[str, int] | None:
