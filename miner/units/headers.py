@@ -55,12 +55,13 @@ def toolkit_lacks(name: str) -> bool:
     declaration it brings, and the unit kept an include nvcc cannot find. False without nvcc (nothing to ask)."""
     if not _TOOLKIT_FOLDER.match(name):
         return False
-    dirs = _toolkit_dirs()
+    dirs = toolkit_dirs()
     return bool(dirs) and not any(os.path.isfile(os.path.join(d, name)) for d in dirs)
 
 
 @functools.cache
-def _toolkit_dirs() -> tuple[str, ...]:
+def toolkit_dirs() -> tuple[str, ...]:
+    """The installed nvcc's include folders (none without nvcc)."""
     from miner.builder.toolchain import find_nvcc  # lazy: asks nvcc once per process, only when a name needs it
     from miner.cuda_libs import toolkit_include_dirs
     from miner.errors import MinerError

@@ -22,27 +22,16 @@ import os
 import re
 
 from miner.units.closure.context import TUContext
+from miner.units.headers import toolkit_dirs
 
 _DIRECTIVE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*<([^>\n]+)>', re.M)
 _ANY_DIRECTIVE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.M)
 _REFUSES_DIRECT = re.compile(rb'^[ \t]*#[ \t]*error\b[^\n]*\b(?:include|included)\b[^\n]*\bdirectly\b', re.M | re.I)
 
 
-@functools.cache
-def _toolkit_dirs() -> tuple[str, ...]:
-    from miner.builder.toolchain import find_nvcc
-    from miner.cuda_libs import toolkit_include_dirs
-    from miner.errors import MinerError
-
-    try:
-        return toolkit_include_dirs(find_nvcc())
-    except (MinerError, OSError):
-        return ()
-
-
 @functools.lru_cache(maxsize=4096)
 def _in_toolkit(rel: str) -> bool:
-    return any(os.path.isfile(os.path.join(d, rel)) for d in _toolkit_dirs())
+    return any(os.path.isfile(os.path.join(d, rel)) for d in toolkit_dirs())
 
 
 class ToolkitCopies:
@@ -60,7 +49,7 @@ class ToolkitCopies:
         """The toolkit header (`nvtx3/nvtx3.hpp`) project file `path` is a copy of, else None."""
         if path not in self._of:
             self._of[path] = None  # (an include cycle ends here)
-            rel = self._find(path) if path in self.ctx.inputs and _toolkit_dirs() else None
+            rel = self._find(path) if path in self.ctx.inputs and toolkit_dirs() else None
             if rel is not None and _REFUSES_DIRECT.search(self.ctx.read(path)):
                 # An implementation header that stops a direct include (`#error Never include this file
                 # directly -- it is automatically included by nvToolsExtPayload.h`): the unit includes the
