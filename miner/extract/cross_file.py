@@ -17,13 +17,16 @@ from miner.frontends import clang_frontend, pch
 from miner.frontends.config import ParseConfig, clang_args
 from miner.frontends.parse_cache import ParseCache
 from miner.source import configured_headers, include_graph
+from miner.source.discover import SOURCE_SUFFIXES
 from miner.units import cross_merge, definition_index
 from miner.units.cross_file import DefinitionAnalysis
 from miner.units.records import ClosureRecord
 
 _ROUNDS = 4  # a definition's closure reaching the definition of a third file, and so on
 _MAX_PROJECT_FILES = 20000  # (a monorepo's checkout is not read to its end)
-_SUFFIXES = {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".hxx", ".inl", ".cu.cc"}
+# The discovered source suffixes, plus C files (a definition may sit in a `.c` the build compiles), without the
+# HIP sources (a CUDA declaration is not defined by one).
+_SUFFIXES = (SOURCE_SUFFIXES | {".c"}) - {".hip"}
 
 Parse = Callable[[str, set[str]], list[dict[str, Any]]]
 

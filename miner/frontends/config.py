@@ -189,20 +189,23 @@ def _cccl_versions() -> tuple[tuple[str, str], ...]:
 def _toolkit_defines(files: dict[str, str]) -> dict[str, str]:
     """The numeric `#define NAME N` of each name in the toolkit header `files` names for it (the first include
     directory of the installed nvcc that has it). Empty without nvcc."""
-    from miner import cuda_libs  # lazy: asks nvcc once per process, only for runs that need the values
-
-    nvcc = shutil.which("nvcc")
-    dirs = cuda_libs.toolkit_include_dirs(nvcc) if nvcc else ()
     out: dict[str, str] = {}
     for name, rel in files.items():
-        for d in dirs:
-            f = Path(d) / rel
-            text = f.read_text(encoding="utf-8", errors="replace") if f.is_file() else ""
-            m = re.search(rf"^[ \t]*#[ \t]*define[ \t]+{name}[ \t]+(\d+)", text, re.M)
+        for f in _toolkit_files(rel):
+            m = re.search(rf"^[ \t]*#[ \t]*define[ \t]+{name}[ \t]+(\d+)", f.read_text(encoding="utf-8",
+                          errors="replace"), re.M)
             if m:
                 out[name] = m.group(1)
                 break
     return out
+
+
+def _toolkit_files(rel: str) -> list[Path]:
+    """The files `rel` names in the installed nvcc's include directories, first first (none without nvcc)."""
+    from miner import cuda_libs  # lazy: asks nvcc once per process, only for runs that need the values
+
+    nvcc = shutil.which("nvcc")
+    return [f for d in (cuda_libs.toolkit_include_dirs(nvcc) if nvcc else ()) if (f := Path(d) / rel).is_file()]
 
 
 _VERSION_FILES = {"CUDA_VERSION": "cuda.h", "CUDART_VERSION": "cuda_runtime_api.h"}
@@ -233,14 +236,7 @@ def toolkit_driver_header() -> str | None:
     translation unit, and put the main file's kernels in it, so units wrapped a global kernel in that
     namespace (another mangled name than the original's). Only a translation unit that includes `<cuda.h>`
     pays for its million bytes, as with nvcc."""
-    from miner import cuda_libs  # lazy: asks nvcc once per process
-
-    nvcc = shutil.which("nvcc")
-    for d in cuda_libs.toolkit_include_dirs(nvcc) if nvcc else ():
-        f = Path(d) / "cuda.h"
-        if f.is_file() and '"' not in str(f):
-            return str(f)
-    return None
+    return next((str(f) for f in _toolkit_files("cuda.h") if '"' not in str(f)), None)
 
 
 # thrust's vocabulary types, declared once whichever stand-in comes first: a project type written with

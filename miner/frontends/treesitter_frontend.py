@@ -34,7 +34,8 @@ _NAME_NODES = ("identifier", "field_identifier", "template_function", "qualified
 
 
 @functools.cache
-def _parser() -> tree_sitter.Parser:
+def parser() -> tree_sitter.Parser:
+    """The one tree-sitter-cuda parser of the process."""
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_cuda.language()))
 
 
@@ -42,7 +43,7 @@ def _parser() -> tree_sitter.Parser:
 def _tree(data: bytes) -> tree_sitter.Tree:
     """One parse per file text: the launch-switch search asks about many offsets of the same file (bytes cache
     their hash, so the lookup costs one comparison on a hit)."""
-    return _parser().parse(data)
+    return parser().parse(data)
 
 
 def _declarator_name(node: tree_sitter.Node) -> tuple[str, int] | None:
@@ -160,7 +161,7 @@ def _namespaces(fn: tree_sitter.Node) -> list[str]:
 
 def parse_bytes(data: bytes, path: str) -> tuple[list[Kernel], int]:
     """Kernels in one file's bytes, and the number of syntax-error nodes seen."""
-    tree = _parser().parse(data)
+    tree = parser().parse(data)
     kernels: list[Kernel] = []
     errors = 0
     stack = [tree.root_node]

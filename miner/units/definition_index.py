@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import tree_sitter
-import tree_sitter_cuda
 
-_PARSER: list[tree_sitter.Parser] = []
+from miner.frontends.treesitter_frontend import parser
+
 # Nodes whose children may hold namespace-scope declarations (`#if` branches, `extern "C" { }`, namespaces).
 _CONTAINERS = {"translation_unit", "declaration_list", "linkage_specification", "namespace_definition",
                "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef", "template_declaration"}
@@ -32,12 +32,6 @@ class Site:
     internal: bool  # static or in an unnamed namespace: only its own file's
 
 
-def _parser() -> tree_sitter.Parser:
-    if not _PARSER:
-        _PARSER.append(tree_sitter.Parser(tree_sitter.Language(tree_sitter_cuda.language())))
-    return _PARSER[0]
-
-
 def sites(files: Iterable[tuple[str, bytes]], names: set[str]) -> dict[str, list[Site]]:
     """name -> the definitions of that name (functions with a body, variables that are no `extern`
     declaration) at namespace scope in `files`."""
@@ -49,7 +43,7 @@ def sites(files: Iterable[tuple[str, bytes]], names: set[str]) -> dict[str, list
     for path, data in files:
         if not word.search(data):
             continue
-        tree = _parser().parse(data)
+        tree = parser().parse(data)
         for site in _walk(tree.root_node, path, names, False):
             out.setdefault(site.name, []).append(site)
     return out
