@@ -162,13 +162,14 @@ def _scopes(c: ci.Cursor) -> list[ci.Cursor]:
     return out
 
 
-def _qualified_name(c: ci.Cursor) -> str:
-    return "::".join(reversed([c.spelling, *(p.spelling for p in _scopes(c) if p.spelling)]))
+def _qualified_name(c: ci.Cursor, scopes: list[ci.Cursor] | None = None) -> str:
+    scopes = _scopes(c) if scopes is None else scopes
+    return "::".join(reversed([c.spelling, *(p.spelling for p in scopes if p.spelling)]))
 
 
-def _namespaces(c: ci.Cursor) -> list[str]:
-    """The namespaces around `c`, outermost first, "" for an anonymous one."""
-    return [p.spelling for p in reversed(_scopes(c)) if p.kind == K.NAMESPACE]
+def _namespaces(scopes: list[ci.Cursor]) -> list[str]:
+    """The namespaces among `_scopes`, outermost first, "" for an anonymous one."""
+    return [p.spelling for p in reversed(scopes) if p.kind == K.NAMESPACE]
 
 
 class _Normalizer:
@@ -219,9 +220,10 @@ def _kernel(c: ci.Cursor, data: bytes, path: str, clang_name: str, diags: dict) 
     prefix_end = name_offset if start <= name_offset <= end else start
     prefix = data[start:prefix_end].decode("utf-8", errors="replace")
     is_spec = c.kind == K.FUNCTION_DECL and text.lstrip().startswith("template")
+    scopes = _scopes(c)  # (once: the qualified name and the namespaces both read it)
     return Kernel(
         name=c.spelling,
-        qualified_name=_qualified_name(c),
+        qualified_name=_qualified_name(c, scopes),
         path=path,
         start_offset=start,
         end_offset=end,
@@ -238,7 +240,7 @@ def _kernel(c: ci.Cursor, data: bytes, path: str, clang_name: str, diags: dict) 
         # A C-linkage function's mangled name is its own name (a C++ kernel's is `_Z...`, its host stub's
         # too): this also sees the linkage a definition inherits from an earlier `extern "C"` declaration.
         c_linkage=c.mangled_name == c.spelling,
-        namespaces=_namespaces(c),
+        namespaces=_namespaces(scopes),
     )
 
 
