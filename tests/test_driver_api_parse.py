@@ -72,3 +72,20 @@ def test_a_standard_name_brought_by_a_project_header_that_gives_the_unit_nothing
     (unit,) = unit_texts(std_through, m)
     assert "#include <cstring>" in unit, unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def std_after(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "std_after_toolkit")
+
+
+def test_a_std_name_of_a_c_header_the_toolkit_entered_first_includes_its_cpp_header(std_after: dict[str, Any]) -> None:
+    """As above, but `common.hpp` includes `<cuda.h>` before `<cstring>`: the parse enters the C library's
+    `string.h` first through the toolkit's headers, so `strncpy`'s include chain names no project header, and the
+    unit's `<cuda_runtime.h>` declares only `::strncpy` ("namespace std has no member strncpy"; the wrapper
+    library's examples). A C-library name written with `std::` brings the `<cX>` header of its `X.h`
+    (closure.system_headers.std_counterpart)."""
+    m = only_meta(std_after, "first_letter")
+    (unit,) = unit_texts(std_after, m)
+    assert "#include <cstring>" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

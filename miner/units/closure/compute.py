@@ -38,7 +38,7 @@ from miner.units.closure.shims import (
     unresolved_bases,
 )
 from miner.units.closure.siblings import specialized_template, written_with
-from miner.units.closure.system_headers import included_header
+from miner.units.closure.system_headers import included_header, std_counterpart
 from miner.units.closure.text import _cut, _includes, _lacking_headers, _unresolved
 from miner.units.closure.toolkit_copies import ToolkitCopies
 from miner.units.closure.unvisited import candidate_scopes, qualified_names, using_scopes
@@ -376,8 +376,9 @@ def _events(ctx: TUContext, cur: ci.Cursor, scope: tuple[str, ...]) -> tuple[lis
                     # `half2` that the repo only had through torch/extension.h: the unit, which has
                     # no torch, includes the toolkit header our parse shim stands for.
                     events.append(("header", h))
-                elif (h := included_header(ctx, rpath)) is not None:
-                    # `backtrace` of the <execinfo.h> a project header includes (closure.system_headers)
+                elif (h := included_header(ctx, rpath) or std_counterpart(c, rpath)) is not None:
+                    # `backtrace` of the <execinfo.h> a project header includes, `<cstring>` for `std::strncpy`
+                    # (closure.system_headers)
                     events.append(("header", h))
                 continue
             d = r.get_definition() or r

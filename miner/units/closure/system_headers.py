@@ -13,6 +13,8 @@ from __future__ import annotations
 import functools
 import os
 
+import clang.cindex as ci
+
 from miner.units.closure.context import TUContext
 from miner.units.closure.usings import _include_parents
 from miner.units.headers import FRAMEWORK, is_toolkit_header
@@ -56,3 +58,26 @@ def included_header(ctx: TUContext, path: str) -> str | None:
     # A standard header counts too: the unit keeps the `#include <cstring>` lines of the files it takes pieces
     # from, but `std::strncpy` in a kept class may come from a project header that gives the unit nothing else.
     return name
+
+
+def std_counterpart(use: ci.Cursor, path: str) -> str | None:
+    """`cstring` for `std::strncpy` whose declaration the parse found in the C library's `string.h`.
+
+    The C header may have been entered first through the toolkit's headers (our parse shim of `<cuda.h>` includes
+    `<string.h>`), so its include chain names no project header, and `<cuda_runtime.h>`, which the unit has,
+    declares only `::strncpy`. A name written with `std::` needs the C++ header that puts it in `std`: the `<cX>`
+    of that `X.h`, where the host compiler has one."""
+    if use.kind != ci.CursorKind.DECL_REF_EXPR:
+        return None
+    qualifier = next(use.get_children(), None)
+    if qualifier is None or qualifier.kind != ci.CursorKind.NAMESPACE_REF or qualifier.spelling != "std":
+        return None
+    real = os.path.realpath(path)
+    root = next((r for r in _roots() if real.startswith(r + os.sep)), None)
+    if root is None:
+        return None
+    name = real[len(root) + 1:]
+    if os.sep in name or not name.endswith(".h"):
+        return None
+    counterpart = "c" + name[:-2]
+    return counterpart if any(os.path.isfile(os.path.join(r, counterpart)) for r in _roots()) else None
