@@ -89,3 +89,23 @@ def test_a_std_name_of_a_c_header_the_toolkit_entered_first_includes_its_cpp_hea
     (unit,) = unit_texts(std_after, m)
     assert "#include <cstring>" in unit, unit
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def quiet_drop(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "quiet_drop")
+
+
+def test_a_launch_clang_dropped_without_an_error_of_its_own_is_read_back(quiet_drop: dict[str, Any]) -> None:
+    """`Trainer::origin` has a type from a header the checkout lacks (a neural-graphics renderer over an empty
+    submodule): the parse reports it once, at the member, and then leaves every statement using the member out of
+    the AST without a word. `shift<<<...>>>(data, origin.x, n)` was no launch (`unresolved`); the statement is read
+    back from the text (launches.recovered), with its grid formula and block. `scale`'s launch, in a branch the
+    preprocessor skipped, stays another configuration's."""
+    m = only_meta(quiet_drop, "shift")
+    (launch,) = m["launches"]
+    assert launch["launcher"] == "step" and launch["values"]["block"] == 128, launch
+    assert launch["formula"]["grid"] == "(n + (128) - 1) / (128)", launch
+    assert [a["expr"] for a in launch["args"]] == ["data", "origin.x", "n"], launch
+    m = only_meta(quiet_drop, "scale")
+    assert m["launches"] == [] and m["launch_missing"]["reason"] == "configuration_skipped", m["launch_missing"]

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from types import SimpleNamespace
 from typing import Any
 
 import clang.cindex as ci
 
+from miner.frontends.clang_frontend import skipped_in
 from miner.frontends.common import split_top
 from miner.units.instantiations import eval_int
 from miner.units.launch_formula import formula, local_initializers
@@ -120,8 +121,9 @@ def recover_dropped(st: _State, defs: list[tuple[str, ci.Cursor]]) -> None:
     if not errors:
         return
     rx = re.compile(r"(?<![\w.])(?:\w+::)*(" + "|".join(map(re.escape, sorted(missing))) + r")\b")
-    for path, fn, errs, raw, text in _bodies_with_errors(st, defs, errors):
+    for path, fn, errs, raw, text in _bodies_naming(st, defs, errors, missing):
         e = fn.extent
+        skipped: list[tuple[int, int]] | None = None
         for m in rx.finditer(text):
             site = _site(text, m.end())
             if site is None:
@@ -131,7 +133,14 @@ def recover_dropped(st: _State, defs: list[tuple[str, ci.Cursor]]) -> None:
             # invoked: the statement is taken to start after the previous `;` or `}`.
             stmt = max(text.rfind(";", 0, m.start()), text.rfind("}", 0, m.start())) + 1
             if not any(e.start.offset + stmt <= o < e.start.offset + end for o in errs):
-                continue  # clang kept this one (or the error is another statement's)
+                # No error of its own, yet no launch of this kernel is in the AST: clang drops a statement
+                # silently where it uses a declaration that was invalid (a member whose type came from a
+                # header the parse lacks: the error was reported at the member). Only text the preprocessor
+                # skipped is no launch of this configuration.
+                if skipped is None:
+                    skipped = skipped_in(st.ctx.tu, st.ctx.tu.get_file(path))
+                if any(a <= e.start.offset + m.start() < b for a, b in skipped):
+                    continue
             keys = missing[m.group(1)]
             if len(by_name[m.group(1)]) > 1:
                 keys = [k for k in keys if len(st.kernels[k].params) == len(args)]
@@ -229,11 +238,18 @@ def _bodies_with_errors(st: _State, defs: list[tuple[str, ci.Cursor]], errors: d
                         ) -> Iterator[tuple[str, ci.Cursor, list[int], bytes, str]]:
     """Functions defined in their own file whose body holds a parse error: the error offsets, the raw body and
     the body with comments and strings blanked (offsets kept)."""
+    return _bodies_naming(st, defs, errors, None)
+
+
+def _bodies_naming(st: _State, defs: list[tuple[str, ci.Cursor]], errors: dict[str, list[int]],
+                   names: Iterable[str] | None) -> Iterator[tuple[str, ci.Cursor, list[int], bytes, str]]:
+    """As `_bodies_with_errors`; with `names`, also the functions without an error whose text names one of them."""
+    words = [n.encode() for n in names] if names is not None else []
     for path, fn in defs:
         e = fn.extent
         if fn.kind not in _FUNCS or e.start.file is None or st.ctx.norm(e.start.file.name) != path:
             continue
         errs = [o for o in errors.get(path, []) if e.start.offset <= o < e.end.offset]
-        if errs:
-            raw = st.ctx.read(path)[e.start.offset:e.end.offset]
+        raw = st.ctx.read(path)[e.start.offset:e.end.offset] if errs or words else b""
+        if errs or any(w in raw for w in words):
             yield path, fn, errs, raw, _COMMENT_OR_STRING.sub(_blank, raw).decode("utf-8", "replace")
