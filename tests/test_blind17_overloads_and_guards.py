@@ -1,0 +1,35 @@
+"""`extract --build` on tests/fixtures/blind17: two more patterns of the seventeenth set of repositories (issue 14,
+scripts/corpus_repos_blind17.txt): explicit instantiations of an overloaded host template, and macro definitions a
+compiler feature test chooses. Reproduced by code of our own and judged by the real libclang parse and nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def overloaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind17/overloaded_launchers")
+
+
+@pytest.mark.parametrize(("kernel", "op", "repeat"), [
+    ("devFtoD", "opScale", "4"), ("devDtoD", "opCopy", "4"), ("devDDtoD", "opSum", "2"),
+    ("devtoD", "opNegate", "1"), ("devDFtoD", "opAxpy", "8")])
+def test_an_explicit_instantiation_of_an_overloaded_host_template_instantiates_that_overload_only(
+        overloaded: dict[str, Any], kernel: str, op: str, repeat: str) -> None:
+    """`template bool apply<opSum>(Field *out, const Field *a, const Field *b, cudaStream_t stream);` names one of
+    five `apply<Op>` overloads, each launching its own element-wise kernel: every overload took every line, so each
+    kernel was instantiated with all five functors, four of another arity ("cannot be called with the given
+    argument list"). `devFtoD` and `devDtoD` have overloads of as many parameters (`float` against `const Field *`):
+    the parameter types decide, and `opCopy` would compile in `devFtoD` too, so only the exact list tells."""
+    m = only_meta(overloaded, kernel)
+    insts = [(i["template_args"], i["origin"]) for i in m["instantiations"]]
+    assert insts == [({"Op": op, "repeat": repeat}, "host_template")], insts
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
