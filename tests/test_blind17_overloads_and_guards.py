@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import build_statuses, extract_and_build, only_meta
+from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -33,3 +33,21 @@ def test_an_explicit_instantiation_of_an_overloaded_host_template_instantiates_t
     insts = [(i["template_args"], i["origin"]) for i in m["instantiations"]]
     assert insts == [({"Op": op, "repeat": repeat}, "host_template")], insts
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def feature_guard(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind17/feature_guard")
+
+
+def test_a_macro_a_compiler_feature_test_chooses_keeps_its_chain(feature_guard: dict[str, Any]) -> None:
+    """`#ifdef __has_feature` / `# define PORT_HAS_FEATURE(x) __has_feature(x)` / `#else` / `... 0` / `#endif` in
+    a portability header: the parse (clang) took the first branch and the unit copied that `#define` alone, so
+    g++'s host pass stopped at `#if PORT_USE_RVALUE_REFERENCES` ("missing binary operator before token"). The
+    chain comes whole, as does `PORT_GCC_VERSION`'s (`#if defined(__GNUC__) && !defined(__clang__)`), whose
+    clang branch `0` nvcc's passes never take."""
+    m = only_meta(feature_guard, "shift_left")
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    for text in unit_texts(feature_guard, m):
+        assert "#ifdef __has_feature\n# define PORT_HAS_FEATURE(x) __has_feature(x)\n#else\n" in text, text
+        assert "#if defined(__GNUC__) && !defined(__clang__)\n# define PORT_GCC_VERSION (__GNUC__" in text, text
