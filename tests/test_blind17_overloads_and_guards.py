@@ -51,3 +51,20 @@ def test_a_macro_a_compiler_feature_test_chooses_keeps_its_chain(feature_guard: 
     for text in unit_texts(feature_guard, m):
         assert "#ifdef __has_feature\n# define PORT_HAS_FEATURE(x) __has_feature(x)\n#else\n" in text, text
         assert "#if defined(__GNUC__) && !defined(__clang__)\n# define PORT_GCC_VERSION (__GNUC__" in text, text
+
+
+@pytest.fixture(scope="module")
+def macro_namespace(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind17/macro_namespace")
+
+
+def test_a_macro_invocation_that_opens_a_namespace_is_one_piece_with_what_it_needs(
+        macro_namespace: dict[str, Any]) -> None:
+    """`EXPR_BINARY(Plus, +, a + b)` writes `namespace op { struct Plus ... }`, the alias `Plus` and operator
+    templates naming `IsClass` and `Capture`. The parse puts `op::Plus` at the invocation, in namespace `op`: the
+    unit copied the invocation twice (once inside `namespace op {`) and never took `IsClass`/`Capture`, which only
+    the operator templates name ("IsClass is not a template")."""
+    m = only_meta(macro_namespace, "apply_expr")
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    for text in unit_texts(macro_namespace, m):
+        assert text.count("EXPR_BINARY(Plus, +, a + b)") == 1, text
