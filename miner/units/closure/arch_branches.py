@@ -228,16 +228,30 @@ def arch_dependent(ctx: TUContext) -> Callable[[bytes], bool]:
     return ctx.memo("arch_dependent", lambda: memo)
 
 
-def arch_chain(data: bytes, offset: int, name: str, depends: Callable[[bytes], bool] | None = None) -> str | None:
+# What the compiler itself answers, differently in the parse (libclang, claiming GCC 4.2) and in nvcc's passes (g++ on
+# the host, EDG in g++ mode on the device): clang's feature-test operators, which g++ lacks or answers otherwise, and
+# the compilers' identities and versions.
+COMPILER_TESTS = re.compile(rb"\b(?:__has_feature|__has_extension|__has_builtin|__has_attribute|__has_cpp_attribute|"
+                            rb"__has_declspec_attribute|__is_identifier|__clang__|__clang_major__|__clang_minor__|"
+                            rb"__clang_version__|__CUDA__|__GNUC__|__GNUC_MINOR__|__GNUC_PATCHLEVEL__)\b")
+
+
+def arch_chain(data: bytes, offset: int, name: str, depends: Callable[[bytes], bool] | None = None,
+               compiler: bool = False) -> str | None:
     """The whole `#ifdef __CUDA_ARCH__` / `#define NAME a` / `#else` / `#define NAME b` / `#endif` chain around
     the definition of macro NAME at `offset`, when its branches hold nothing but definitions of NAME: the parse
     (with `__CUDA_ARCH__`) chose one, but nvcc's host pass takes the other, so a unit that copied only the
     device one (`constexpr int arch = __CUDA_ARCH__;`) failed there with `__CUDA_ARCH__` undefined. None when
     the definition sits in no such chain. `depends` (arch_dependent) also counts a condition that tests
     `__CUDA_ARCH__` through macros (`#if LIB_IS_DEVICE_CODE` / `#define LIB_CODE LIB_CODE_DEVICE` / `#else` /
-    `#define LIB_CODE LIB_CODE_HOST`)."""
+    `#define LIB_CODE LIB_CODE_HOST`). With `compiler`, a chain testing what the compiler answers (COMPILER_TESTS:
+    `#ifdef __has_feature` / `#define HAS_FEATURE(x) __has_feature(x)` / `#else` / `#define HAS_FEATURE(x) 0`)
+    counts too: the parse took the clang branch, and a copy of it alone stopped g++'s host pass wherever the macro
+    reached an `#if` ("missing binary operator before token \"(\""); with its chain, each of nvcc's passes takes
+    the branch it takes in the original."""
     def tests(cond: bytes) -> bool:
-        return b"__CUDA_ARCH__" in cond or (depends is not None and depends(cond))
+        return b"__CUDA_ARCH__" in cond or (compiler and COMPILER_TESTS.search(cond) is not None) or (
+            depends is not None and depends(cond))
     stack: list[tuple[int, bool]] = []  # open #if chains: (start of the #if line, tests __CUDA_ARCH__)
     found: tuple[int, bool, int] | None = None  # the innermost chain around `offset`, and its depth
     for m in _DIRECTIVE.finditer(data):

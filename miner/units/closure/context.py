@@ -182,9 +182,11 @@ class TUContext:
                 self._index_macros(path)
 
     def _index(self, scope: ci.Cursor, ns: tuple[str, ...], c_link: bool = False,
-               unclosed: tuple[str, tuple[str, ...]] | None = None) -> None:
+               unclosed: tuple[str, tuple[str, ...]] | None = None,
+               opened: tuple[tuple[str, int], ...] = ()) -> None:
         # `unclosed`: (the file of a namespace the parse never closed, the namespaces outside it). What another
-        # file declares after it is not in it (clang_frontend.unclosed_namespace).
+        # file declares after it is not in it (clang_frontend.unclosed_namespace). `opened`: where each namespace
+        # of `ns` is opened (file, offset of its name, as the parse locates it).
         for c in scope.get_children():
             kind = c.kind  # before the location: most top-level cursors are preprocessing records
             if kind == K.MACRO_DEFINITION:
@@ -205,13 +207,15 @@ class TUContext:
                 continue
             if unclosed is not None and path != unclosed[0]:
                 ns = unclosed[1]
+                opened = opened[:len(ns)]
             if kind in _SCOPE_KINDS and not _is_variable_template(c):
                 inner = unclosed
                 if inner is None and kind == K.NAMESPACE and unclosed_namespace(c):
                     inner = (path, ns)
-                self._index(c, ns + ((c.spelling or "",) if c.kind == K.NAMESPACE else ()),
+                named = c.kind == K.NAMESPACE
+                self._index(c, ns + ((c.spelling or "",) if named else ()),
                             self._c_linkage_spec(c) if kind == K.LINKAGE_SPEC else c_link and kind != K.NAMESPACE,
-                            inner)
+                            inner, opened + (((path, c.location.offset),) if named else ()))
             else:
                 e = c.extent
                 if e.start.file is None or self.norm(e.start.file.name) != path:
@@ -239,7 +243,17 @@ class TUContext:
                     end = self._invocation_end(path, start) or end
                 if kind == K.VAR_DECL and (body_end := _misread_function_end(self.read(path), end)) is not None:
                     end = body_end
-                p = Piece(path, start, end, ns, c.kind.name, name,
+                # A namespace the piece's own text opens: one macro invocation writing `namespace elem { struct
+                # NAME {...}; }` and, outside it, `using NAME = Wrap<elem::NAME>;` and operator templates. The parse
+                # locates that namespace at the invocation, inside the piece; the text is written outside it, and
+                # is one piece with the invocation's other declarations (_outermost), not a second copy of the
+                # invocation inside `namespace elem {` (`elem::elem::NAME`, "has already been declared"), and the
+                # names the operator templates need taken with it.
+                outside = len(ns)
+                while outside and len(opened) == len(ns) and opened[outside - 1][0] == path \
+                        and start <= opened[outside - 1][1] < end:
+                    outside -= 1
+                p = Piece(path, start, end, ns[:outside], c.kind.name, name,
                           c_linkage=c_link and kind in (K.FUNCTION_DECL, K.VAR_DECL))
                 self.pieces.setdefault(path, []).append((p.start, p.end, p, c))
                 if parent is not None and parent.kind in _CLASS_KINDS and c.lexical_parent != parent:

@@ -320,8 +320,9 @@ def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_sta
     for m in closure.macros:  # in source order; a redefinition undefines the one before it
         undef = f"#undef {m.name}\n" if m.name in defined else ""
         defined.add(m.name)
-        # (a definition chosen by `#ifdef __CUDA_ARCH__` comes with its chain: nvcc's host pass takes the other)
-        text = arch_chain(ctx.read(m.path), m.start, m.name, arch_dependent(ctx)) or _text(ctx, m)
+        # (a definition chosen by `#ifdef __CUDA_ARCH__` comes with its chain: nvcc's host pass takes the other; so
+        # does one chosen by what the compiler answers, `#ifdef __has_feature`: the parse is clang, nvcc is not)
+        text = arch_chain(ctx.read(m.path), m.start, m.name, arch_dependent(ctx), compiler=True) or _text(ctx, m)
         items.append((ctx.sort_key(m.path, m.start), {
             "kind": "MACRO", "name": m.name, "namespaces": [], "text": undef + text, "path": m.path,
             "line": ctx.read(m.path).count(b"\n", 0, m.start) + 1}))

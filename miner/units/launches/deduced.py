@@ -10,7 +10,8 @@ import re
 
 import clang.cindex as ci
 
-from miner.units.instantiations import split_top
+from miner.frontends.common import matching
+from miner.units.instantiations import _EXPLICIT, _member_of_class, split_top
 
 # `template RET NAME(PARAMS);` (no `<` after `template`, none after NAME): a deduced explicit instantiation.
 _DEDUCED = re.compile(r"\btemplate\s+(?!<)((?:[^;{}()]|\([^;{}()]*\))*?)\b([A-Za-z_]\w*)\s*"
@@ -30,6 +31,44 @@ def deduced_in(text: str, names: set[str]) -> list[tuple[str, str, list[str]]]:
         if name in names and ret and not ret.endswith("::"):  # (`template R C<float>::f(...)`: a member's)
             out.append((name, _drop_qualifiers(ret), [_param_type(p) for p in split_top(m.group(3)) if p.strip()]))
     return out
+
+
+def written_parameters(text: str, names: set[str]) -> dict[tuple[str, tuple[str, ...]], list[list[str]]]:
+    """The parameter type texts each `template R name<args>(params);` line of `names` spells, by (name, written
+    arguments), in a text whose project macros are already expanded. An overloaded host template (`run<Op>(Out *,
+    const Stream &)` beside `run<Op>(Out *, const In *, float, const Stream &)`) is instantiated by such a line
+    in the one overload whose parameters it spells, not in every template of that name."""
+    out: dict[tuple[str, tuple[str, ...]], list[list[str]]] = {}
+    if not any(n in text for n in names):
+        return out
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", text, flags=re.S)
+    for m in _EXPLICIT.finditer(text):
+        if m.group(1) not in names or _member_of_class(m.group(2)) is not None:
+            continue  # (a member template's or a return type's list: explicit_in reads those)
+        close = matching(text, m.end() - 1, "(", ")", limit=4000)
+        if close < 0:
+            continue
+        params = [_param_type(p) for p in split_top(text[m.end():close]) if p.strip()]
+        lists = out.setdefault((m.group(1), tuple(a.strip() for a in split_top(m.group(2)))), [])
+        if params != ["void"] and params not in lists:
+            lists.append(params)
+    return out
+
+
+def spells(template: list[str], inst: list[str], params: list[str]) -> bool:
+    """Whether an instantiation line's parameter types `inst` are the template's own `template` with its
+    parameters `params` bound (consistently) to some text: the line names this overload."""
+    if len(template) != len(inst):
+        return False
+    bound: dict[str, str] = {}
+    for t, i in zip(template, inst, strict=True):
+        got = _unify(t, i, params)
+        if got is None:
+            return False
+        for k, v in got.items():
+            if bound.setdefault(k, v) != v:
+                return False
+    return True
 
 
 def declaration(data: bytes, fn: ci.Cursor) -> tuple[str, list[str]] | None:

@@ -237,9 +237,12 @@ def _explicit_host_instantiations(st: _State) -> None:
     for t in texts:
         if "template" not in t and not any(w in t for w in writers):
             continue
+        overloaded = {n for n, keys in st.host_names.items() if len(keys) > 1 and n in t}
+        lines = deduced.written_parameters(macro_text.expand(t, macros, writers) if writers else t,
+                                           overloaded) if overloaded else {}
         for name, lists in explicit_in(t, macros, members=True).items():
-            for key in st.host_names.get(name, ()):
-                for args in lists:
+            for args in lists:
+                for key in _overloads(st, st.host_names.get(name, set()), lines.get((name, tuple(args)), [])):
                     if len(args) == len(st.host_params.get(key, [])):
                         _add(st.concrete, key, [st.resolver(a, set()) for a in args])
         # Read after the project's macros are expanded (which also drops `#define` lines): the text of
@@ -253,6 +256,30 @@ def _explicit_host_instantiations(st: _State) -> None:
                 args = deduced.bind(decl, (ret, types), params) if decl and params else None
                 if args:
                     _add(st.concrete, key, [st.resolver(a, set()) for a in args])
+
+
+def _overloads(st: _State, keys: set[tuple[str, int]], lines: list[list[str]]) -> list[tuple[str, int]]:
+    """The templates of one name an explicit instantiation `name<args>(params);` instantiates: with several
+    overloads (`run<Op>(Out *, const Stream &)`, `run<Op>(Out *, const In *, const Stream &)`, ...), those whose
+    declared parameter types its `params` spell, else those with as many parameters; all where neither picks one
+    (a line spelled through aliases the declaration does not use). Each overload took every line before, and so
+    every kernel it launches took every functor of the file: `Op` of another arity, whose call did not compile
+    ("cannot be called with the given argument list")."""
+    if len(keys) < 2 or not lines:
+        return sorted(keys)
+    declared: dict[tuple[str, int], list[str]] = {}
+    for key in keys:
+        fn = st.host_cursors.get(key)
+        decl = deduced.declaration(st.ctx.read(key[0]), fn) if fn is not None else None
+        if decl is None:
+            return sorted(keys)  # (an overload whose parameters are not read: none is ruled out)
+        declared[key] = decl[1]
+    for same in (lambda k, ln: deduced.spells(declared[k], ln, [p.spelling for p in st.host_params.get(k, [])]),
+                 lambda k, ln: len(declared[k]) == len(ln)):
+        chosen = [k for k in sorted(keys) if any(same(k, ln) for ln in lines)]
+        if chosen:
+            return chosen
+    return sorted(keys)
 
 
 def _reference(st: _State, fn: ci.Cursor, path: str, c: ci.Cursor, in_lambda: bool,
