@@ -19,7 +19,7 @@ import os
 import re
 from collections import defaultdict
 
-from miner.source import umbrella
+from miner.source import cmake_includes, umbrella
 from miner.source.checkout import project_root
 from miner.source.discover import _SKIP_DIRS as _DISCOVER_SKIP_DIRS
 from miner.source.discover import SOURCE_SUFFIXES, SourceFile, _check_text
@@ -276,6 +276,13 @@ def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
         near = resolve(here, name)
         if near is not None and os.path.isfile(near):
             return near
+        # Then in the build's include folders, in their order (source.cmake_includes: a library vendored twice
+        # answers by tail from both copies, and the first by name was not the one the build includes).
+        top = next((r for r in projects if here == r or here.startswith(r + os.sep)), None)
+        for d in [*include_dirs, *cmake_includes.include_folders(here, top)]:
+            cand = resolve(d, name)
+            if cand is not None and os.path.isfile(cand) and any(cand.startswith(r + os.sep) for r in projects):
+                return cand
         tail = include_tail(name)
         cands = sorted(p for p in pool.get(os.path.basename(name), ()) if tail_match(p, tail, bounds))
         if cands:

@@ -7,6 +7,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from miner.source import cmake_includes
 from miner.source.discover import SourceFile
 from miner.units.headers import STD_HEADERS, SYSTEM_HEADERS, is_toolkit_header, toolkit_lacks
 
@@ -95,6 +96,23 @@ def build(files: list[SourceFile], include_dirs: list[str], roots: frozenset[str
                 if cand is not None and cand in by_path:
                     found = cand
                     break
+            if found is None and not _system_header(name):
+                # The include folders the project's CMake build gives this folder (source.cmake_includes), before
+                # any guess by tail: of a library vendored twice, the copy the build includes.
+                top = next((r for r in roots if here == r or here.startswith(r + os.sep)), None)
+                for d in cmake_includes.include_folders(here, top):
+                    cand = resolve(d, name)
+                    if cand is not None and cand in by_path:
+                        found = cand
+                        if d not in include_dirs:
+                            if d not in auto:
+                                auto.append(d)
+                            own = graph.dirs_of.setdefault(f.path, [])
+                            if d not in own:
+                                own.append(d)
+                            if len(by_tail.get(os.path.basename(name), [])) > 1:
+                                graph.chose.add(f.path)  # its own dirs first: the other copy is an auto dir too
+                        break
             if found is None and not _system_header(name):
                 tail = include_tail(name)
                 matches = [p for p in by_tail.get(os.path.basename(name), []) if tail_match(p, tail, roots)]
