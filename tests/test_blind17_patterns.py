@@ -109,16 +109,16 @@ def test_a_macro_invocation_spelling_several_template_arguments_is_spread(macro_
 
 
 def test_explicit_instantiation_arguments_written_by_macros() -> None:
-    """The argument reader on text alone: a function-like macro's list is spread, a function-like macro of one
-    argument replaced by its expansion, an object-like constant left to the resolver, a class member's too."""
+    """The argument reader on text alone: a function-like or object-like macro's list is spread (a class
+    member's instantiation too); a macro of one argument stays as written, for the unit's preprocessor."""
     from miner.units import macro_text
     from miner.units.instantiations import explicit_in
 
-    text = ("#define TRIO(t) t, t##2, t##4\n#define ONE(t) t##4\n#define WIDTH 64\n"
-            "template void f<TRIO(float), WIDTH>(int);\n"
+    text = ("#define TRIO(t) t, t##2, t##4\n#define ONE(t) t##4\n#define WIDTH 64\n#define PAIR short, long\n"
+            "template void f<TRIO(float), WIDTH, PAIR>(int);\n"
             "template void g<ONE(double)>(int);\n"
             "template void Box<TRIO(int)>::run(int);\n")
     found = explicit_in(text, macro_text.definitions(text), members=True)
-    assert found["f"] == [["float", "float2", "float4", "WIDTH"]], found
-    assert found["g"] == [["double4"]], found
+    assert found["f"] == [["float", "float2", "float4", "WIDTH", "short", "long"]], found
+    assert found["g"] == [["ONE(double)"]], found
     assert found["Box"] == [["int", "int2", "int4"]], found

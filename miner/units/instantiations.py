@@ -89,11 +89,11 @@ _INVOCATION = re.compile(r"\s*([A-Za-z_]\w*)\s*(\(.*\))?\s*", re.S)
 
 
 def _macro_lists(args: list[str], macros: dict[str, macro_text.MacroDef] | None) -> list[str]:
-    """An argument list with each argument that is one invocation of the project's function-like macro
-    replaced by its expansion, a list expanding to several arguments spread (`f<WIDTHS(float)>` with
-    `#define WIDTHS(t) t, t##2, t##4` is `f<float, float2, float4>`, matching the template head that
-    `#define WIDTH_PARAMS(t) typename t, typename t##2, ...` wrote); a whole-argument object-like macro only
-    when it expands to a list (a single constant stays for the resolver, as before)."""
+    """An argument list with each argument that is one invocation of a project macro expanding to a list
+    spread (`f<WIDTHS(float)>` with `#define WIDTHS(t) t, t##2, t##4` is `f<float, float2, float4>`, matching
+    the template head that `#define WIDTH_PARAMS(t) typename t, typename t##2, ...` wrote: as one argument it
+    matched no parameter list). One expanding to a single argument stays as written: the unit keeps the macro,
+    and its preprocessor picks the definition an `#if` chooses, which this textual expansion does not."""
     if not macros:
         return args
     out: list[str] = []
@@ -104,7 +104,7 @@ def _macro_lists(args: list[str], macros: dict[str, macro_text.MacroDef] | None)
             out.append(a)
             continue
         parts = [p.strip() for p in split_top(macro_text.expand(a, macros))]
-        out += parts if (len(parts) > 1 or macro.params is not None) and all(parts) else [a]
+        out += parts if len(parts) > 1 and all(parts) else [a]
     return out
 
 
