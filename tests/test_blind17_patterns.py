@@ -122,3 +122,30 @@ def test_explicit_instantiation_arguments_written_by_macros() -> None:
     assert found["f"] == [["float", "float2", "float4", "WIDTH", "short", "long"]], found
     assert found["g"] == [["ONE(double)"]], found
     assert found["Box"] == [["int", "int2", "int4"]], found
+
+
+@pytest.fixture(scope="module")
+def fp_saturate(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind17/fp_saturate")
+
+
+def test_a_saturate_flag_on_a_floating_point_wmma_accumulator_is_stated(fp_saturate: dict[str, Any]) -> None:
+    """`mma_sync(sums[0], left, right, sums[0], false)` with a `float` accumulator: CUDA 9's <mma.h> had the
+    overload, this toolkit's has it for integer accumulators only, so the source cannot build here; the failure
+    is stated rather than left as a bare "no instance of overloaded function"."""
+    m = only_meta(fp_saturate, "tile_product_saturated")
+    [build] = [i["build"] for i in m["instantiations"]]
+    assert build["status"] == "failed" and "saturate argument" in (build.get("toolkit_removed") or ""), build
+    ok = only_meta(fp_saturate, "tile_product")  # the four-argument call builds, and states nothing
+    assert set(build_statuses(ok).values()) == {"ok"}, build_statuses(ok)
+
+
+def test_a_saturate_flag_on_an_integer_accumulator_is_not_stated() -> None:
+    """The integer accumulators keep their `satf` overloads: a failing call there has another cause."""
+    from miner.builder.diagnostics import float_saturate_call
+
+    text = ("fragment<accumulator, 16, 16, 16, int> acc; fragment<accumulator, 16, 16, 16, float> facc;\n"
+            "mma_sync(acc, a, b, acc, true);\n")
+    assert float_saturate_call("mma_sync", text) is None
+    assert float_saturate_call("mma_sync", text + "mma_sync(facc, x, y, facc, f(1, 2));\n")
+    assert float_saturate_call("load_matrix_sync", text + "mma_sync(facc, x, y, facc, false);\n") is None
