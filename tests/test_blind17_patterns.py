@@ -76,3 +76,76 @@ def test_locals_taken_from_thrust_containers_are_typed_in_the_parse(thrust_vecto
     assert _insts(m) == [({"InputIt": "float *", "OutputIt": "double *", "Factor": "float"}, "host_template")], \
         _insts(m)
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def macro_made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind17/macro_made")
+
+
+def test_a_kernel_whose_template_head_a_macro_writes_is_instantiated_with_the_parameter_type(
+        macro_made: dict[str, Any]) -> None:
+    """`PAIRWISE_KERNEL(pair_sum, combine_sum)` writes `template <typename E, int STEPS> __global__ void ...`:
+    libclang gives `STEPS` the invocation's extent, whose text became the parameter's type, and the unit's
+    explicit instantiation cast `4` to it (`static_cast<template <typename E, ...> ...>(4)`: "template" is not
+    allowed)."""
+    for name in ("pair_sum", "pair_max"):
+        m = only_meta(macro_made, name)
+        assert [(t["name"], t["type"]) for t in m["template_params"]] == [("E", None), ("STEPS", "int")], \
+            m["template_params"]
+        assert sorted(_insts(m), key=str) == [({"E": "float", "STEPS": "4"}, "host_template"),
+                                              ({"E": "float2", "STEPS": "4"}, "host_template")], _insts(m)
+        assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_macro_invocation_spelling_several_template_arguments_is_spread(macro_made: dict[str, Any]) -> None:
+    """`template <WIDTHS_OF(T)> cudaError_t fold(...)` (`typename T, typename T2, typename T4`) instantiated as
+    `template cudaError_t fold<WIDTH_ARGS(float)>(...)`: the one argument `WIDTH_ARGS(float)` did not match the
+    three parameters, the host template stayed without instances and its kernel took guessed `float`s ("no
+    suitable constructor exists to convert from "const float" to "float4"")."""
+    m = only_meta(macro_made, "fold_pairs")
+    assert _insts(m) == [({"TIn": "float4", "TOut": "float2"}, "host_template")], _insts(m)
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_explicit_instantiation_arguments_written_by_macros() -> None:
+    """The argument reader on text alone: a function-like or object-like macro's list is spread (a class
+    member's instantiation too); a macro of one argument stays as written, for the unit's preprocessor."""
+    from miner.units import macro_text
+    from miner.units.instantiations import explicit_in
+
+    text = ("#define TRIO(t) t, t##2, t##4\n#define ONE(t) t##4\n#define WIDTH 64\n#define PAIR short, long\n"
+            "template void f<TRIO(float), WIDTH, PAIR>(int);\n"
+            "template void g<ONE(double)>(int);\n"
+            "template void Box<TRIO(int)>::run(int);\n")
+    found = explicit_in(text, macro_text.definitions(text), members=True)
+    assert found["f"] == [["float", "float2", "float4", "WIDTH", "short", "long"]], found
+    assert found["g"] == [["ONE(double)"]], found
+    assert found["Box"] == [["int", "int2", "int4"]], found
+
+
+@pytest.fixture(scope="module")
+def fp_saturate(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind17/fp_saturate")
+
+
+def test_a_saturate_flag_on_a_floating_point_wmma_accumulator_is_stated(fp_saturate: dict[str, Any]) -> None:
+    """`mma_sync(sums[0], left, right, sums[0], false)` with a `float` accumulator: CUDA 9's <mma.h> had the
+    overload, this toolkit's has it for integer accumulators only, so the source cannot build here; the failure
+    is stated rather than left as a bare "no instance of overloaded function"."""
+    m = only_meta(fp_saturate, "tile_product_saturated")
+    [build] = [i["build"] for i in m["instantiations"]]
+    assert build["status"] == "failed" and "saturate argument" in (build.get("toolkit_removed") or ""), build
+    ok = only_meta(fp_saturate, "tile_product")  # the four-argument call builds, and states nothing
+    assert set(build_statuses(ok).values()) == {"ok"}, build_statuses(ok)
+
+
+def test_a_saturate_flag_on_an_integer_accumulator_is_not_stated() -> None:
+    """The integer accumulators keep their `satf` overloads: a failing call there has another cause."""
+    from miner.builder.diagnostics import float_saturate_call
+
+    text = ("fragment<accumulator, 16, 16, 16, int> acc; fragment<accumulator, 16, 16, 16, float> facc;\n"
+            "mma_sync(acc, a, b, acc, true);\n")
+    assert float_saturate_call("mma_sync", text) is None
+    assert float_saturate_call("mma_sync", text + "mma_sync(facc, x, y, facc, f(1, 2));\n")
+    assert float_saturate_call("load_matrix_sync", text + "mma_sync(facc, x, y, facc, false);\n") is None

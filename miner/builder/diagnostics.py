@@ -129,6 +129,43 @@ _PTX_WITHOUT_SYNC = re.compile(r"Instruction '(\w+)' without '\.sync' is not sup
 _TEXTURE_REFERENCE = re.compile(r"\b(texture|surface) is not a template\b")
 
 
+# `wmma::mma_sync(d, a, b, c, satf)` on a floating-point accumulator: CUDA 9's <mma.h> declared the saturate flag for
+# every accumulator, this toolkit's declares it for integer accumulators only, so such a call matches no overload.
+_MMA_CALL = re.compile(r"\bmma_sync\s*\(")
+_FP_ACCUMULATOR = (r"\bfragment\s*<\s*(?:\w+\s*::\s*)*accumulator\b[^<>;]*,\s*(?:float|double|half|__half)\s*>"
+                   r"[^;]*?\b{}\b")
+
+
+def _call_arguments(text: str, open_at: int) -> list[str] | None:
+    depth, start, out = 0, open_at + 1, []
+    for i in range(open_at, len(text)):
+        ch = text[i]
+        depth += (ch in "([{") - (ch in ")]}")
+        if depth == 1 and ch == ",":
+            out.append(text[start:i])
+            start = i + 1
+        elif depth == 0:
+            return [*out, text[start:i]]
+    return None
+
+
+def float_saturate_call(symbol: str | None, text: str | None) -> str | None:
+    """Why an `mma_sync` call matches no overload when the unit passes the saturate flag with a floating-point
+    accumulator (a CUDA 9-era signature this toolkit dropped), or None."""
+    if (symbol or "").removeprefix("::").removeprefix("nvcuda::wmma::") != "mma_sync" or not text:
+        return None
+    for m in _MMA_CALL.finditer(text):
+        args = _call_arguments(text, m.end() - 1)
+        if args is None or len(args) != 5:
+            continue
+        base = re.match(r"\s*\**\s*(\w+)", args[0])
+        if base and re.search(_FP_ACCUMULATOR.format(re.escape(base.group(1))), text):
+            return ("wmma::mma_sync with a saturate argument (`satf`) on a floating-point accumulator: CUDA 9's "
+                    "<mma.h> declared it, this toolkit's declares it for integer accumulators only: the original "
+                    "source does not compile with this toolkit either")
+    return None
+
+
 def removed_from_toolkit(symbol: str | None, error: str | None = None) -> str | None:
     """Why a missing name cannot be supplied: the toolkit removed it (the source needs an older toolkit), or None.
     With the build's `error`, also inline PTX that no target of this toolkit assembles."""

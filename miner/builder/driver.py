@@ -16,7 +16,7 @@ from typing import Any
 from miner import dataset
 from miner.builder.cache import Cache, default_cache_dir, unit_key
 from miner.builder.compiler import ARCH_SPECIFIC, arch_specific_arch
-from miner.builder.diagnostics import removed_from_toolkit
+from miner.builder.diagnostics import float_saturate_call, removed_from_toolkit
 from miner.builder.scheduler import LOG_LIMIT, Builder, Result
 from miner.builder.toolchain import BuildOptions
 from miner.builder.toolchains.base import Toolchain
@@ -142,6 +142,8 @@ def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME
         rec["missing_include"] = r.missing_include
     if r.status == "failed" and (removed := removed_from_toolkit(r.missing_symbol, r.error)):
         rec["toolkit_removed"] = removed  # a stated reason: no unit can supply it
+    elif r.status == "failed" and (saturate := float_saturate_call(r.missing_symbol, u.text)):
+        rec["toolkit_removed"] = saturate  # a stated reason likewise: the call is the source's own
     elif r.status == "failed" and (conflict := _TOOLKIT_CONFLICT.search(u.text or "")):
         rec["toolkit_removed"] = conflict.group(1).strip()  # (units.render._vendored_cub): stated likewise
     elif r.status == "failed" and (lacking := _lacking(u, r.missing_symbol, r.log or r.error or "")):

@@ -189,11 +189,27 @@ def _spelled(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
 
 
+_TEMPLATE_PARAMS = {K.TEMPLATE_TYPE_PARAMETER: "type", K.TEMPLATE_NON_TYPE_PARAMETER: "value",
+                    K.TEMPLATE_TEMPLATE_PARAMETER: "template"}
+
+
+def _expanded_param(p: ci.Cursor) -> str:
+    """A template parameter's declaration as the macro expansion declares it (its extent is the invocation):
+    a value parameter's type as clang spells it; the default is left out (its tokens are not in the file)."""
+    if p.kind == K.TEMPLATE_NON_TYPE_PARAMETER:
+        return f"{p.type.spelling} {p.spelling}"
+    if p.kind == K.TEMPLATE_TEMPLATE_PARAMETER:
+        inner = ", ".join(_expanded_param(q) for q in p.get_children() if q.kind in _TEMPLATE_PARAMS)
+        return f"template <{inner}> class {p.spelling}"
+    return f"typename {p.spelling}"
+
+
 def _kernel(c: ci.Cursor, data: bytes, path: str, clang_name: str, diags: dict) -> Kernel:
     start, end = c.extent.start.offset, c.extent.end.offset
     # Extents that cover a macro invocation rather than one declaration: the kernel's own (a kernel
     # written by a macro gives its parameters the invocation's extent) and any two parameters share.
-    spans = [(ch.extent.start.offset, ch.extent.end.offset) for ch in c.get_children() if ch.kind == K.PARM_DECL]
+    spans = [(ch.extent.start.offset, ch.extent.end.offset) for ch in c.get_children()
+             if ch.kind == K.PARM_DECL or ch.kind in _TEMPLATE_PARAMS]
     macro_spans = {(start, end)} | {sp for sp in spans if spans.count(sp) > 1}
     start = conditional_start(data, start, end)  # `#if ... __launch_bounds__(a) #else ... #endif` before it
     text = data[start:end].decode("utf-8", errors="replace")
@@ -211,12 +227,13 @@ def _kernel(c: ci.Cursor, data: bytes, path: str, clang_name: str, diags: dict) 
                 # text is no declaration; the type as clang spells it is the one the expansion declares.
                 piece = f"{ch.type.spelling} {ch.spelling}"
             params.append(make_param(piece, ch.spelling))
-        elif ch.kind == K.TEMPLATE_TYPE_PARAMETER:
-            tparams.append(make_template_param(piece, ch.spelling, "type"))
-        elif ch.kind == K.TEMPLATE_NON_TYPE_PARAMETER:
-            tparams.append(make_template_param(piece, ch.spelling, "value"))
-        elif ch.kind == K.TEMPLATE_TEMPLATE_PARAMETER:
-            tparams.append(make_template_param(piece, ch.spelling, "template"))
+        elif ch.kind in _TEMPLATE_PARAMS:
+            if (e.start.offset, e.end.offset) in macro_spans or not _spelled(ch.spelling).search(piece):
+                # A template head written by the kernel's macro: the extent is the invocation
+                # (`OP_XY(Add, ew_add)`), which would become the type of `int U`; the expansion's
+                # own tokens are the declaration.
+                piece = _expanded_param(ch)
+            tparams.append(make_template_param(piece, ch.spelling, _TEMPLATE_PARAMS[ch.kind]))
     prefix_end = name_offset if start <= name_offset <= end else start
     prefix = data[start:prefix_end].decode("utf-8", errors="replace")
     is_spec = c.kind == K.FUNCTION_DECL and text.lstrip().startswith("template")

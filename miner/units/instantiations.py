@@ -45,7 +45,8 @@ ORIGINS = ("explicit", "dispatch", "call_site", "host_template", "reference", "i
 
 # `template void Layer<float>::Forward_gpu(...)`: an explicit instantiation of a class template's member.
 # (a member template's own arguments may follow: `template void Map<int, pool>::insert<true>(...)`)
-_EXPLICIT_MEMBER = re.compile(r"\btemplate\s+(?!<)[^;{}()]*?\b(\w+)\s*<([^;{}()]*?)>\s*::\s*~?\w+\s*"
+# (an argument may be a macro's invocation: `template void Layer<WIDTHS(float)>::Forward(...)`)
+_EXPLICIT_MEMBER = re.compile(r"\btemplate\s+(?!<)[^;{}()]*?\b(\w+)\s*<((?:[^;{}()]|\([^;{}()]*\))*?)>\s*::\s*~?\w+\s*"
                               r"(?:<[^;{}()]*>\s*)?\(", re.S)
 
 
@@ -65,8 +66,9 @@ def explicit_in(text: str, macros: dict[str, macro_text.MacroDef] | None = None,
             name, args = member[2], member[3]  # the class after a templated return type
         elif member is not None:
             continue
-        if split_top(args) not in out.setdefault(name, []):
-            out[name].append(split_top(args))
+        listed = _macro_lists(split_top(args), macros)
+        if listed not in out.setdefault(name, []):
+            out[name].append(listed)
     for m in _EXPLICIT.finditer(text):
         name, args = m.group(1), m.group(2)
         member = _member_of_class(args)
@@ -79,7 +81,30 @@ def explicit_in(text: str, macros: dict[str, macro_text.MacroDef] | None = None,
         if member is not None:
             # `Map<int, pool>::insert<true>`: the member template `insert<true>` (its class: above)
             name, args = member[0], member[1]
-        out.setdefault(name, []).append(split_top(args))
+        out.setdefault(name, []).append(_macro_lists(split_top(args), macros))
+    return out
+
+
+_INVOCATION = re.compile(r"\s*([A-Za-z_]\w*)\s*(\(.*\))?\s*", re.S)
+
+
+def _macro_lists(args: list[str], macros: dict[str, macro_text.MacroDef] | None) -> list[str]:
+    """An argument list with each argument that is one invocation of a project macro expanding to a list
+    spread (`f<WIDTHS(float)>` with `#define WIDTHS(t) t, t##2, t##4` is `f<float, float2, float4>`, matching
+    the template head that `#define WIDTH_PARAMS(t) typename t, typename t##2, ...` wrote: as one argument it
+    matched no parameter list). One expanding to a single argument stays as written: the unit keeps the macro,
+    and its preprocessor picks the definition an `#if` chooses, which this textual expansion does not."""
+    if not macros:
+        return args
+    out: list[str] = []
+    for a in args:
+        m = _INVOCATION.fullmatch(a)
+        macro = macros.get(m.group(1)) if m else None
+        if macro is None or (macro.params is None) != (m.group(2) is None):
+            out.append(a)
+            continue
+        parts = [p.strip() for p in split_top(macro_text.expand(a, macros))]
+        out += parts if len(parts) > 1 and all(parts) else [a]
     return out
 
 
