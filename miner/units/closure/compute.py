@@ -41,7 +41,7 @@ from miner.units.closure.siblings import specialized_template, written_with
 from miner.units.closure.system_headers import included_header, std_counterpart
 from miner.units.closure.text import _cut, _includes, _lacking_headers, _unresolved
 from miner.units.closure.toolkit_copies import ToolkitCopies
-from miner.units.closure.unvisited import candidate_scopes, qualified_names, using_scopes
+from miner.units.closure.unvisited import candidate_scopes, qualified_names, specialization_span, using_scopes
 from miner.units.closure.usings import overloaded, usings
 from miner.units.closure.vendored import Library, Vendored
 
@@ -479,8 +479,11 @@ def _unvisited(ctx: TUContext, cur: ci.Cursor,
     data = ctx.read(ctx.norm(e.start.file.name))
     if b"(" not in data[e.start.offset:e.end.offset]:
         return []
-    text = _cut(data, e.start.offset, e.end.offset, [(s, t) for s, t in drop]).decode("utf-8", "replace")
-    return qualified_names(_STRING_OR_COMMENT.sub(" ", text))
+    text = _STRING_OR_COMMENT.sub(" ", _cut(data, e.start.offset, e.end.offset, [(s, t) for s, t in drop])
+                                  .decode("utf-8", "replace"))
+    special = (specialization_span(text, cur.spelling)
+               if cur.kind == K.FUNCTION_DECL and specialized_template(cur) is not None else None)
+    return qualified_names(text, special)
 
 
 def _undefined_after(ctx: TUContext, m: Macro) -> bool:

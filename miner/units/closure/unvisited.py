@@ -42,12 +42,26 @@ def argument_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def qualified_names(text: str) -> list[tuple[tuple[str, ...], str, bool]]:
+def specialization_span(text: str, name: str) -> tuple[int, int] | None:
+    """(start, end) of the template argument list an explicit specialization of the function `name` writes
+    (`template <> bool matches<packed16>(Kind k)`): libclang 18 exposes no cursor for those arguments either, so a
+    type named only there (a specialization for a type nothing else uses) was left out of the unit."""
+    m = re.search(r"(?<![\w.>])" + re.escape(name) + r"\s*<", text)
+    if m is None:
+        return None
+    depth, i = 1, m.end()
+    while i < len(text) and depth:
+        depth += (text[i] == "<") - (text[i] == ">")
+        i += 1
+    return (m.end(), i - 1) if depth == 0 else None
+
+
+def qualified_names(text: str, extra: tuple[int, int] | None = None) -> list[tuple[tuple[str, ...], str, bool]]:
     """(qualifiers, name, global) of each name written inside the unvisited argument lists of `text` (comments
-    and strings already blanked). A name after `>::` or `)::` (`nothrow<T>::value`) is a member of what precedes
-    it, reached with that, and left out; so are keywords."""
+    and strings already blanked), and inside the span `extra`. A name after `>::` or `)::` (`nothrow<T>::value`)
+    is a member of what precedes it, reached with that, and left out; so are keywords."""
     out: list[tuple[tuple[str, ...], str, bool]] = []
-    for start, end in argument_spans(text):
+    for start, end in [*argument_spans(text), *([extra] if extra else [])]:
         for m in _CHAIN.finditer(text, start, end):
             before = text[start:m.start()].rstrip()
             if m.group(1) and before.endswith((">", ")", "]")):
