@@ -1,0 +1,72 @@
+"""`extract --build` on tests/fixtures/blind18: patterns found on the eighteenth set of repositories (issue 14,
+scripts/corpus_repos_blind18.txt, development repos since session 19), each reproduced by code of our own and
+judged by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from miner.builder.toolkit_redefinition import redefined_by_toolkit
+from tests.conftest import build_statuses, extract_and_build, only_meta
+
+_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def old_double_atomics(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind18/old_double_atomics")
+
+
+@_nvcc
+def test_a_function_the_source_defines_and_the_toolkit_now_defines_is_a_stated_reason(
+        old_double_atomics: dict[str, Any]) -> None:
+    """A header written before CUDA 8 defines `static __device__ double atomicAdd(double *, double)` under no
+    condition; every toolkit since defines it in sm_60_atomic_functions.h, so the unit (which copies it as written)
+    and the original translation unit both stop on the redefinition. The build states that instead of leaving an
+    unexplained "has already been defined"; a kernel of the same header that needs no such function builds."""
+    m = only_meta(old_double_atomics, "accumulate_rows")
+    [inst] = m["instantiations"]
+    assert inst["build"]["status"] == "failed", build_statuses(m)
+    why = inst["build"].get("toolkit_removed") or ""
+    assert why.startswith("atomicAdd(double *, double) is defined by the source (legacy_atomics.cuh:7"), inst["build"]
+    assert "<sm_60_atomic_functions.h>" in why and "does not compile with this toolkit either" in why, why
+    assert set(build_statuses(only_meta(old_double_atomics, "accumulate_halves")).values()) == {"ok"}
+
+
+_UNIT = """// km:body-begin
+// function_decl atomicAdd from legacy.cuh:{line}
+static __device__ double atomicAdd(double *p, double v) {{ return v; }}
+// the kernel, k.cu:1
+"""
+_ERROR = ('units/double/unit.cu(3): error: function "atomicAdd(double *, double)" has already been defined '
+          '(previous definition at line 93 of {toolkit}/include/sm_60_atomic_functions.h)')
+
+
+@pytest.mark.parametrize(("header", "stated"), [
+    ("#ifndef LEGACY_CUH\n#define LEGACY_CUH\n\n{defn}\n#endif\n", True),
+    ("{defn}\n", True),
+    # Under a condition the unit does not keep: the original may skip the definition, so the failure may be the
+    # unit's and nothing is stated.
+    ("#ifndef LEGACY_CUH\n#define LEGACY_CUH\n#ifndef HAVE_DOUBLE_ATOMICS\n{defn}\n#endif\n#endif\n", False),
+    ("#if OLD_TOOLKIT\n{defn}\n#endif\n", False),
+])
+def test_a_redefinition_is_stated_only_for_a_definition_under_no_condition(tmp_path: Path, header: str,
+                                                                            stated: bool) -> None:
+    defn = "static __device__ double atomicAdd(double *p, double v) { return v; }"
+    text = header.format(defn=defn)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "legacy.cuh").write_text(text)
+    (tmp_path / "toolkit" / "include").mkdir(parents=True)
+    line = text.splitlines().index(defn) + 1
+    toolkit = str(tmp_path / "toolkit")
+    why = redefined_by_toolkit(_UNIT.format(line=line), _ERROR.format(toolkit=toolkit),
+                               lambda: (str(tmp_path / "toolkit" / "include"),), str(tmp_path / "src"), ["legacy.cuh"])
+    assert (why is not None) == stated, why
+    # The previous definition in a header of the project, not the toolkit: nothing stated.
+    assert redefined_by_toolkit(_UNIT.format(line=line), _ERROR.format(toolkit=str(tmp_path / "src")),
+                                lambda: (str(tmp_path / "toolkit" / "include"),), str(tmp_path / "src"),
+                                ["legacy.cuh"]) is None
