@@ -70,3 +70,24 @@ def test_a_redefinition_is_stated_only_for_a_definition_under_no_condition(tmp_p
     assert redefined_by_toolkit(_UNIT.format(line=line), _ERROR.format(toolkit=str(tmp_path / "src")),
                                 lambda: (str(tmp_path / "toolkit" / "include"),), str(tmp_path / "src"),
                                 ["legacy.cuh"]) is None
+
+
+@pytest.fixture(scope="module")
+def chosen_variants(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind18/chosen_variants")
+
+
+@_nvcc
+def test_the_kept_instantiations_vary_the_modes_when_type_pairs_fill_the_limit(
+        chosen_variants: dict[str, Any]) -> None:
+    """`auto kernel = gather_taps<V, W, L, 9, true>;` then `if`s reassigning it to the `<8/9, true/false>`
+    variants, in a host template instantiated for 3 value types x 5 (width, load type) pairs: 60 variants in 15
+    type combinations for 16 units. Each combination gave its first row, so every kept unit was `<..., 9, true>`;
+    now all four modes appear, every type combination is still kept, and the units build."""
+    m = only_meta(chosen_variants, "gather_taps")
+    args = [i["template_args"] for i in m["instantiations"]]
+    assert len(args) == 16, args
+    assert {(a["Taps"], a["Normalize"]) for a in args} == {("9", "true"), ("9", "false"), ("8", "true"),
+                                                           ("8", "false")}, args
+    assert len({(a["Value"], a["Load"]) for a in args}) == 15, args
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
