@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from miner.builder.toolkit_redefinition import redefined_by_toolkit
-from tests.conftest import build_statuses, extract_and_build, only_meta
+from tests.conftest import build_statuses, extract_and_build, load_dataset, only_meta, run_miner
 
 _nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -91,3 +91,22 @@ def test_the_kept_instantiations_vary_the_modes_when_type_pairs_fill_the_limit(
                                                            ("8", "false")}, args
     assert len({(a["Value"], a["Load"]) for a in args}) == 15, args
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def virtual_shapes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind18/virtual_shapes")
+
+
+@_nvcc
+def test_call_prototypes_of_virtual_calls_are_numbered_per_listing(virtual_shapes: dict[str, Any],
+                                                                   tmp_path: Path) -> None:
+    """Kernels calling virtual methods through base pointers: each indirect call has a PTX call prototype that
+    nvcc numbers through the whole file (`prototype_4` in the original, where earlier kernels' calls come first;
+    `prototype_0` in the unit). The numbering is position, not code: every unit verifies identical."""
+    r = run_miner("verify", virtual_shapes["out"], "-q", "--cache-dir", tmp_path / "cache", timeout=600)
+    assert r.returncode == 0, r.stderr
+    got = {f"{m['name']}/{i['id']}": (i.get("fidelity") or {}).get("status")
+           for m in load_dataset(Path(virtual_shapes["out"])) for i in m["instantiations"]}
+    assert got == {"make_shapes/default": "identical", "total_area/default": "identical",
+                   "count_inside/default": "identical"}, got

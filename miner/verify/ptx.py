@@ -9,7 +9,9 @@ variables). The normalization removes only what depends on where the code sits, 
   nvcc numbers them by the function's position in the file;
 - the per-file uniquifier of internal names (anonymous namespaces, `static` functions):
   `_ZN34_INTERNAL_65b35793_4_a_cu_d589cb60...` -> `_ZN<INTERNAL>...`;
-- the numbering of string constants (`$str$7` -> `$str$1` by order of first use in the listing);
+- the numbering of string constants (`$str$7` -> `$str$1` by order of first use in the listing), and of the
+  call prototypes of indirect calls (`prototype_3` -> `prototype_1`: a virtual or function-pointer call; nvcc
+  numbers them through the whole file, so every such call of an earlier kernel shifts a later one's);
 - with `plain_names` (the entry was matched through an anonymous namespace the unit does not keep), every
   mangled name is compared demangled, `(anonymous namespace)::` left out: the namespace's component also
   shifts the substitution indices after it (`..._PS2_E4tile` in the original, `..._PS1_E4tile` in the
@@ -41,7 +43,7 @@ _LABEL = re.compile(r"\$L__(BB|tmp)\d+_(\d+)")
 _DEPOT = re.compile(r"__local_depot\d+")
 _INTERNAL = re.compile(r"(\d+)(_INTERNAL_|_GLOBAL__N_)")
 _COMPONENT = re.compile(r"_(?:INTERNAL|GLOBAL__N)_\w*_[0-9a-f]{8}")
-_NUMBERED = re.compile(r"\$str(?:\$\d+)?(?![\w$])|\b__unnamed_\d+\b")
+_NUMBERED = re.compile(r"\$str(?:\$\d+)?(?![\w$])|\b__unnamed_\d+\b|\bprototype_\d+\b")
 _SHARED_DECL = re.compile(r"^(?:\.extern\s+)?\.shared\b")
 _MOV = re.compile(r"^(?:mov|cvta\.global)\.u64\s+(%rd\d+),\s*([%\w$]+);")
 _MANGLED = re.compile(r"(?<![\w$])_Z[\w$]+")
@@ -265,10 +267,10 @@ def listing(ptx: Ptx, entry: str, plain_names: bool = False) -> list[str]:
             data.append(re.sub(r"\[\d+\]\s*=\s*\{.*\}", "[<FILE>]", s))
         else:
             data.append(s)
-    counters: dict[str, dict[str, str]] = {"$str": {}, "__unnamed": {}}
+    counters: dict[str, dict[str, str]] = {"$str": {}, "__unnamed": {}, "prototype": {}}
 
     def renumber(m: re.Match[str]) -> str:
-        kind = "$str" if m.group(0).startswith("$str") else "__unnamed"
+        kind = next(k for k in counters if m.group(0).startswith(k))
         seen = counters[kind]
         return seen.setdefault(m.group(0), f"{kind}${len(seen) + 1}")
 
