@@ -110,3 +110,22 @@ def test_call_prototypes_of_virtual_calls_are_numbered_per_listing(virtual_shape
            for m in load_dataset(Path(virtual_shapes["out"])) for i in m["instantiations"]}
     assert got == {"make_shapes/default": "identical", "total_area/default": "identical",
                    "count_inside/default": "identical"}, got
+
+
+@pytest.fixture(scope="module")
+def static_constants(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind18/static_constants")
+
+
+@_nvcc
+def test_a_file_local_constant_of_a_separately_compiled_original_verifies_identical(
+        static_constants: dict[str, Any], tmp_path: Path) -> None:
+    """A kernel reading a header's `static __constant__` table and calling a device function another file defines:
+    the original is compiled with `-rdc=true`, where nvcc names the table `__nv_static_30__<hash>_9_source_cu_
+    <hash>_kModulus`; the unit, compiled whole-program, names it `kModulus`. Same memory, same code: identical."""
+    m = only_meta(static_constants, "reduce_limbs")
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    r = run_miner("verify", static_constants["out"], "-q", "--cache-dir", tmp_path / "cache", timeout=600)
+    assert r.returncode == 0, r.stderr
+    [inst] = only_meta({"metas": load_dataset(Path(static_constants["out"]))}, "reduce_limbs")["instantiations"]
+    assert inst["fidelity"]["status"] == "identical", inst["fidelity"]

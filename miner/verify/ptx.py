@@ -12,6 +12,9 @@ variables). The normalization removes only what depends on where the code sits, 
 - the numbering of string constants (`$str$7` -> `$str$1` by order of first use in the listing), and of the
   call prototypes of indirect calls (`prototype_3` -> `prototype_1`: a virtual or function-pointer call; nvcc
   numbers them through the whole file, so every such call of an earlier kernel shifts a later one's);
+- the per-file prefix of file-local device variables under separate compilation (`static __constant__ T
+  k[4];`: `__nv_static_30__<hash>_9_source_cu_<hash>_k` in an original compiled with `-rdc=true`, `k` in the
+  unit, compiled whole-program);
 - with `plain_names` (the entry was matched through an anonymous namespace the unit does not keep), every
   mangled name is compared demangled, `(anonymous namespace)::` left out: the namespace's component also
   shifts the substitution indices after it (`..._PS2_E4tile` in the original, `..._PS1_E4tile` in the
@@ -44,6 +47,8 @@ _DEPOT = re.compile(r"__local_depot\d+")
 _INTERNAL = re.compile(r"(\d+)(_INTERNAL_|_GLOBAL__N_)")
 _COMPONENT = re.compile(r"_(?:INTERNAL|GLOBAL__N)_\w*_[0-9a-f]{8}")
 _NUMBERED = re.compile(r"\$str(?:\$\d+)?(?![\w$])|\b__unnamed_\d+\b|\bprototype_\d+\b")
+_NV_STATIC = re.compile(r"__nv_static_(\d+)_")
+_NV_STATIC_BODY = re.compile(r"_[0-9a-f]{8}_\d+_\w+")
 _SHARED_DECL = re.compile(r"^(?:\.extern\s+)?\.shared\b")
 _MOV = re.compile(r"^(?:mov|cvta\.global)\.u64\s+(%rd\d+),\s*([%\w$]+);")
 _MANGLED = re.compile(r"(?<![\w$])_Z[\w$]+")
@@ -136,6 +141,23 @@ def strip_internal(name_or_line: str) -> str:
             out.append(s[pos:m.end()])
             pos = m.end()
     out.append(s[pos:])
+    return "".join(out)
+
+
+def strip_file_static(line: str) -> str:
+    """`__nv_static_<n>_<n characters naming the file>_name` -> `name`: the length-prefixed component nvcc puts before
+    a file-local (`static`) device variable's name under separate compilation."""
+    out: list[str] = []
+    pos = 0
+    while (m := _NV_STATIC.search(line, pos)) is not None:
+        body, n = m.end(), int(m.group(1))
+        if _NV_STATIC_BODY.fullmatch(line[body:body + n]) and line[body + n:body + n + 1] == "_":
+            out.append(line[pos:m.start()])
+            pos = body + n + 1
+        else:
+            out.append(line[pos:m.end()])
+            pos = m.end()
+    out.append(line[pos:])
     return "".join(out)
 
 
@@ -294,7 +316,7 @@ def listing(ptx: Ptx, entry: str, plain_names: bool = False) -> list[str]:
         s = _DATA_LINKAGE.sub("", _ENTRY_LINKAGE.sub(".entry <ENTRY>", s))
         s = _LABEL.sub(lambda m: f"$L__{m.group(1)}_{m.group(2)}", s)
         s = _DEPOT.sub("__local_depot", s)
-        out.append(_NUMBERED.sub(renumber, strip_internal(s)))
+        out.append(_NUMBERED.sub(renumber, strip_file_static(strip_internal(s))))
     return out
 
 
