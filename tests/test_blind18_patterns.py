@@ -129,3 +129,40 @@ def test_a_file_local_constant_of_a_separately_compiled_original_verifies_identi
     assert r.returncode == 0, r.stderr
     [inst] = only_meta({"metas": load_dataset(Path(static_constants["out"]))}, "reduce_limbs")["instantiations"]
     assert inst["fidelity"]["status"] == "identical", inst["fidelity"]
+
+
+def test_a_callees_local_shared_array_named_through_a_type_spelled_elsewhere_compares_identical(
+        tmp_path: Path) -> None:
+    """A block reduction helper `reduce<Acc>` with a function-local `static __shared__` array, called by a kernel
+    over torch-style accessors: its mangled name spells the accessor's namespace, `torch::headeronly::...` in the
+    original and the shim's `at::...` in the unit, so the two listings named one shared array two ways (the
+    entry's own locals were already compared as the entry's name is). The names of function-local shared
+    variables are placement: they compare by order of first use, and different code still differs."""
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not installed")
+    import subprocess
+
+    from miner.verify import ptx
+
+    def source(ns: str, factor: str = "2.0f") -> str:
+        return (f"namespace {ns} {{ template <typename T> struct Acc {{ T *p; __device__ T &operator[](int i) const "
+                "{ return p[i]; } }; }\n"
+                "template <typename A> __device__ float reduce(A a, float v) {\n"
+                "  static __shared__ float partial[32];\n"
+                "  partial[threadIdx.x & 31] = v + a[0]; __syncthreads();\n"
+                "  float s = 0; for (int k = 0; k < 32; ++k) s += partial[k]; return s; }\n"
+                f"__global__ void sum_kernel({ns}::Acc<float> a, float *out) {{\n"
+                f"  out[threadIdx.x] = reduce(a, {factor} * a[threadIdx.x]); }}\n")
+
+    listings = {}
+    for name, text in {"original": source("torch_headeronly"), "unit": source("at"),
+                       "changed": source("at", "3.0f")}.items():
+        (tmp_path / f"{name}.cu").write_text(text)
+        subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-o", str(tmp_path / f"{name}.ptx"),
+                        str(tmp_path / f"{name}.cu")], check=True, capture_output=True, timeout=300)
+        parsed = ptx.parse((tmp_path / f"{name}.ptx").read_text())
+        [entry] = parsed.entries
+        listings[name] = ptx.listing(parsed, entry)
+    assert any("partial" in ln for ln in (tmp_path / "original.ptx").read_text().splitlines())
+    assert listings["original"] == listings["unit"], ptx.first_difference(listings["original"], listings["unit"])
+    assert listings["changed"] != listings["unit"]

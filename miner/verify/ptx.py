@@ -15,6 +15,11 @@ variables). The normalization removes only what depends on where the code sits, 
 - the per-file prefix of file-local device variables under separate compilation (`static __constant__ T
   k[4];`: `__nv_static_30__<hash>_9_source_cu_<hash>_k` in an original compiled with `-rdc=true`, `k` in the
   unit, compiled whole-program);
+- the names of function-local `__shared__` variables of the functions the entry calls (`static __shared__ float
+  partial[32];` in `reduce<Acc>`, `_ZZ6reduceI...E7partial`): they spell the callee's template arguments, which
+  name torch's accessors `torch::headeronly::...` in the original and the shim's `at::...` in the unit; renamed
+  `<LOCAL$n>` by order of first use (the entry's own are compared as its name is, below), their declarations
+  (type, alignment, size) compared as before;
 - with `plain_names` (the entry was matched through an anonymous namespace the unit does not keep), every
   mangled name is compared demangled, `(anonymous namespace)::` left out: the namespace's component also
   shifts the substitution indices after it (`..._PS2_E4tile` in the original, `..._PS1_E4tile` in the
@@ -260,6 +265,24 @@ def _plain_names(lines: list[str]) -> list[str]:
     return [_MANGLED.sub(lambda m: plain[m.group(0)], s) for s in lines]
 
 
+def _local_shared_renamed(lines: list[str], shared: list[str]) -> tuple[list[str], list[str]]:
+    """Function-local `__shared__` variables (`_ZZ...E<n><name>` declared `.shared`) renamed `<LOCAL$k>` by order of
+    first use in `lines`, in the code and in their declarations."""
+    names = {m.group(1) for s in shared if (m := _GLOBAL_DECL.match(s)) and m.group(1).startswith("_ZZ")}
+    if not names:
+        return lines, shared
+    order: dict[str, str] = {}
+    token = re.compile(r"(?<![\w$<])_ZZ[\w$]+")
+
+    def rename(m: re.Match[str]) -> str:
+        if m.group(0) not in names:
+            return m.group(0)
+        return order.setdefault(m.group(0), f"<LOCAL${len(order) + 1}>")
+
+    lines = [token.sub(rename, s) for s in lines]
+    return lines, [token.sub(rename, s) for s in sorted(shared)]
+
+
 def listing(ptx: Ptx, entry: str, plain_names: bool = False) -> list[str]:
     """The entry, the functions it reaches and the globals they use, normalized (see the module doc)."""
     order, used = _reaching(ptx, entry)
@@ -312,6 +335,7 @@ def listing(ptx: Ptx, entry: str, plain_names: bool = False) -> list[str]:
     shared = [own_names(s) for s in set(shared)]
     if plain_names:
         lines, shared = _plain_names(lines), _plain_names(shared)
+    lines, shared = _local_shared_renamed(lines, shared)
     for s in lines + sorted(set(shared)):
         s = _DATA_LINKAGE.sub("", _ENTRY_LINKAGE.sub(".entry <ENTRY>", s))
         s = _LABEL.sub(lambda m: f"$L__{m.group(1)}_{m.group(2)}", s)
