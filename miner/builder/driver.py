@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from miner import dataset
+from miner import cuda_libs, dataset
 from miner.builder.cache import Cache, default_cache_dir, unit_key
 from miner.builder.compiler import ARCH_SPECIFIC, arch_specific_arch
 from miner.builder.diagnostics import float_saturate_call, removed_from_toolkit
@@ -21,6 +21,7 @@ from miner.builder.scheduler import LOG_LIMIT, Builder, Result
 from miner.builder.toolchain import BuildOptions
 from miner.builder.toolchains.base import Toolchain
 from miner.builder.toolchains.nvcc import Nvcc
+from miner.builder.toolkit_redefinition import redefined_by_toolkit
 from miner.builder.unit_split import Unit, collect_units
 from miner.dataset import atomic
 
@@ -124,7 +125,11 @@ def _lacking(u: Unit, symbol: str | None, log: str) -> str | None:
 
 
 def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME,
-                 log_name: str = LOG_NAME) -> dict[str, Any]:
+                 log_name: str = LOG_NAME, source: tuple[str | None, list[str]] = (None, []),
+                 toolkit_dirs: Callable[[], tuple[str, ...]] = tuple) -> dict[str, Any]:
+    """One instantiation's build block. `source`: the folder the kernel's closure sources are relative to and those
+    sources (metadata parse_context.root, closure.sources), read for a stated reason; `toolkit_dirs`: the compiler
+    toolkit's include folders, asked only when a failure may be a definition the toolkit has too."""
     unit_dir = str(Path(u.rel).parent)
     rec: dict[str, Any] = {
         "status": r.status,
@@ -148,6 +153,8 @@ def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME
         rec["toolkit_removed"] = conflict.group(1).strip()  # (units.render._vendored_cub): stated likewise
     elif r.status == "failed" and (lacking := _lacking(u, r.missing_symbol, r.log or r.error or "")):
         rec["toolkit_removed"] = lacking  # a header no build here has (units.render._lacking_statement)
+    elif r.status == "failed" and (again := redefined_by_toolkit(u.text, r.error, toolkit_dirs, *source)):
+        rec["toolkit_removed"] = again  # a definition an older toolkit lacked: the original fails the same way
     if r.status != "ok":
         rec["log"] = f"{unit_dir}/{log_name}"
     return rec
@@ -196,6 +203,7 @@ def build_dataset(out_dir: Path, opts: BuildOptions, nvcc: str, selectors: list[
             rep.kernels += 1
             continue
         counts = {"ok": 0, "failed": 0, "timeout": 0, "skipped": 0}
+        source = ((meta.get("parse_context") or {}).get("root"), (meta.get("closure") or {}).get("sources") or [])
         for i, why in skipped.items():
             insts[i][tc.key] = {"status": "skipped", "library": None, "symbol": "", "arch": opts.arch,
                                 "error": why, "missing_symbol": None, "resources": None, "seconds": 0.0,
@@ -212,7 +220,8 @@ def build_dataset(out_dir: Path, opts: BuildOptions, nvcc: str, selectors: list[
                 if not log.is_file() or log.read_text(encoding="utf-8", errors="replace") != r.log[-LOG_LIMIT:]:
                     atomic.write_text(log, r.log[-LOG_LIMIT:])
                 rep.failures.append(f"{u.tag}: {r.error}")
-            rec = build_record(u, r, opts.arch, tc.library_name, tc.log_name)
+            rec = build_record(u, r, opts.arch, tc.library_name, tc.log_name, source,
+                               lambda: cuda_libs.toolkit_include_dirs(nvcc))
             rec.update(tc.record_extra(u, rec, r.log))
             insts[u.index][tc.key] = rec
             counts[r.status] += 1

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
 import operator
 import re
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -341,7 +343,11 @@ def _spread(found: list[tuple[tuple[str, ...], str]], tparams: list[dict[str, An
             ) -> list[tuple[tuple[str, ...], str]]:
     """At most `limit`: strongest origins first, taken in turn from each distinct combination of the
     type arguments (float, double and Half all stay), and within one, the combination that brings the
-    most values not seen yet (tile sizes and modes vary instead of repeating the table's first row)."""
+    most values not seen yet (tile sizes and modes vary instead of repeating the table's first row); among
+    those, the one whose values, then pairs of values, the combinations picked so far hold least often. Without
+    that tie-break, where there are about as many type combinations as the limit (a value type times a load type
+    chosen per width), each took only its first row, and the modes every first row sets the same way (`auto k =
+    f<..., 9, true>;` before the `if`s that reassign it) were all the kept units ever showed."""
     if len(found) <= limit:
         return found
     types = [i for i, tp in enumerate(tparams) if tp["kind"] == "type"]
@@ -350,15 +356,21 @@ def _spread(found: list[tuple[tuple[str, ...], str]], tparams: list[dict[str, An
     for ao in found:
         groups.setdefault(tuple(ao[0][i] for i in types), []).append(ao)
     seen: dict[tuple[str, ...], set[tuple[int, str]]] = {g: set() for g in groups}
+    singles: Counter[tuple[int, str]] = Counter()  # (position, value) -> how many picks hold it
+    pairs: Counter[tuple[tuple[int, str], tuple[int, str]]] = Counter()
     picked: list[tuple[tuple[str, ...], str]] = []
     while len(picked) < limit and any(groups.values()):
         for g, lst in groups.items():
             if not lst or len(picked) >= limit:
                 continue
             best = min(lst, key=lambda ao: (rank.get(ao[1], len(rank)),
-                                            -len(set(enumerate(ao[0])) - seen[g])))
+                                            -len(set(enumerate(ao[0])) - seen[g]),
+                                            sum(singles[v] for v in enumerate(ao[0])),
+                                            sum(pairs[p] for p in itertools.combinations(enumerate(ao[0]), 2))))
             lst.remove(best)
             seen[g] |= set(enumerate(best[0]))
+            singles.update(enumerate(best[0]))
+            pairs.update(itertools.combinations(enumerate(best[0]), 2))
             picked.append(best)
     keep = set(picked)
     return [ao for ao in found if ao in keep]

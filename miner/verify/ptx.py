@@ -9,7 +9,17 @@ variables). The normalization removes only what depends on where the code sits, 
   nvcc numbers them by the function's position in the file;
 - the per-file uniquifier of internal names (anonymous namespaces, `static` functions):
   `_ZN34_INTERNAL_65b35793_4_a_cu_d589cb60...` -> `_ZN<INTERNAL>...`;
-- the numbering of string constants (`$str$7` -> `$str$1` by order of first use in the listing);
+- the numbering of string constants (`$str$7` -> `$str$1` by order of first use in the listing), and of the
+  call prototypes of indirect calls (`prototype_3` -> `prototype_1`: a virtual or function-pointer call; nvcc
+  numbers them through the whole file, so every such call of an earlier kernel shifts a later one's);
+- the per-file prefix of file-local device variables under separate compilation (`static __constant__ T
+  k[4];`: `__nv_static_30__<hash>_9_source_cu_<hash>_k` in an original compiled with `-rdc=true`, `k` in the
+  unit, compiled whole-program);
+- the names of function-local `__shared__` variables of the functions the entry calls (`static __shared__ float
+  partial[32];` in `reduce<Acc>`, `_ZZ6reduceI...E7partial`): they spell the callee's template arguments, which
+  name torch's accessors `torch::headeronly::...` in the original and the shim's `at::...` in the unit; renamed
+  `<LOCAL$n>` by order of first use (the entry's own are compared as its name is, below), their declarations
+  (type, alignment, size) compared as before;
 - with `plain_names` (the entry was matched through an anonymous namespace the unit does not keep), every
   mangled name is compared demangled, `(anonymous namespace)::` left out: the namespace's component also
   shifts the substitution indices after it (`..._PS2_E4tile` in the original, `..._PS1_E4tile` in the
@@ -41,7 +51,9 @@ _LABEL = re.compile(r"\$L__(BB|tmp)\d+_(\d+)")
 _DEPOT = re.compile(r"__local_depot\d+")
 _INTERNAL = re.compile(r"(\d+)(_INTERNAL_|_GLOBAL__N_)")
 _COMPONENT = re.compile(r"_(?:INTERNAL|GLOBAL__N)_\w*_[0-9a-f]{8}")
-_NUMBERED = re.compile(r"\$str(?:\$\d+)?(?![\w$])|\b__unnamed_\d+\b")
+_NUMBERED = re.compile(r"\$str(?:\$\d+)?(?![\w$])|\b__unnamed_\d+\b|\bprototype_\d+\b")
+_NV_STATIC = re.compile(r"__nv_static_(\d+)_")
+_NV_STATIC_BODY = re.compile(r"_[0-9a-f]{8}_\d+_\w+")
 _SHARED_DECL = re.compile(r"^(?:\.extern\s+)?\.shared\b")
 _MOV = re.compile(r"^(?:mov|cvta\.global)\.u64\s+(%rd\d+),\s*([%\w$]+);")
 _MANGLED = re.compile(r"(?<![\w$])_Z[\w$]+")
@@ -134,6 +146,23 @@ def strip_internal(name_or_line: str) -> str:
             out.append(s[pos:m.end()])
             pos = m.end()
     out.append(s[pos:])
+    return "".join(out)
+
+
+def strip_file_static(line: str) -> str:
+    """`__nv_static_<n>_<n characters naming the file>_name` -> `name`: the length-prefixed component nvcc puts before
+    a file-local (`static`) device variable's name under separate compilation."""
+    out: list[str] = []
+    pos = 0
+    while (m := _NV_STATIC.search(line, pos)) is not None:
+        body, n = m.end(), int(m.group(1))
+        if _NV_STATIC_BODY.fullmatch(line[body:body + n]) and line[body + n:body + n + 1] == "_":
+            out.append(line[pos:m.start()])
+            pos = body + n + 1
+        else:
+            out.append(line[pos:m.end()])
+            pos = m.end()
+    out.append(line[pos:])
     return "".join(out)
 
 
@@ -236,6 +265,24 @@ def _plain_names(lines: list[str]) -> list[str]:
     return [_MANGLED.sub(lambda m: plain[m.group(0)], s) for s in lines]
 
 
+def _local_shared_renamed(lines: list[str], shared: list[str]) -> tuple[list[str], list[str]]:
+    """Function-local `__shared__` variables (`_ZZ...E<n><name>` declared `.shared`) renamed `<LOCAL$k>` by order of
+    first use in `lines`, in the code and in their declarations."""
+    names = {m.group(1) for s in shared if (m := _GLOBAL_DECL.match(s)) and m.group(1).startswith("_ZZ")}
+    if not names:
+        return lines, shared
+    order: dict[str, str] = {}
+    token = re.compile(r"(?<![\w$<])_ZZ[\w$]+")
+
+    def rename(m: re.Match[str]) -> str:
+        if m.group(0) not in names:
+            return m.group(0)
+        return order.setdefault(m.group(0), f"<LOCAL${len(order) + 1}>")
+
+    lines = [token.sub(rename, s) for s in lines]
+    return lines, [token.sub(rename, s) for s in sorted(shared)]
+
+
 def listing(ptx: Ptx, entry: str, plain_names: bool = False) -> list[str]:
     """The entry, the functions it reaches and the globals they use, normalized (see the module doc)."""
     order, used = _reaching(ptx, entry)
@@ -265,10 +312,10 @@ def listing(ptx: Ptx, entry: str, plain_names: bool = False) -> list[str]:
             data.append(re.sub(r"\[\d+\]\s*=\s*\{.*\}", "[<FILE>]", s))
         else:
             data.append(s)
-    counters: dict[str, dict[str, str]] = {"$str": {}, "__unnamed": {}}
+    counters: dict[str, dict[str, str]] = {"$str": {}, "__unnamed": {}, "prototype": {}}
 
     def renumber(m: re.Match[str]) -> str:
-        kind = "$str" if m.group(0).startswith("$str") else "__unnamed"
+        kind = next(k for k in counters if m.group(0).startswith(k))
         seen = counters[kind]
         return seen.setdefault(m.group(0), f"{kind}${len(seen) + 1}")
 
@@ -288,11 +335,12 @@ def listing(ptx: Ptx, entry: str, plain_names: bool = False) -> list[str]:
     shared = [own_names(s) for s in set(shared)]
     if plain_names:
         lines, shared = _plain_names(lines), _plain_names(shared)
+    lines, shared = _local_shared_renamed(lines, shared)
     for s in lines + sorted(set(shared)):
         s = _DATA_LINKAGE.sub("", _ENTRY_LINKAGE.sub(".entry <ENTRY>", s))
         s = _LABEL.sub(lambda m: f"$L__{m.group(1)}_{m.group(2)}", s)
         s = _DEPOT.sub("__local_depot", s)
-        out.append(_NUMBERED.sub(renumber, strip_internal(s)))
+        out.append(_NUMBERED.sub(renumber, strip_file_static(strip_internal(s))))
     return out
 
 
