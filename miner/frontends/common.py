@@ -161,6 +161,19 @@ def split_top(text: str, angle: bool = True) -> list[str]:
     return out
 
 
+_SIZEOF_PACK = re.compile(r"\bsizeof\s*\.\.\.\s*\(\s*([A-Za-z_]\w*)\s*\)")
+
+
+def sizeof_packs(text: str, mapping: dict[str, str]) -> str:
+    """`sizeof...(Ts)` with the pack `Ts` given `float *, float *` written as its size, `2`: the pack's elements put
+    in its place (`sizeof...(float *, float *)`) are no C++ ("the sizeof... operator can be used only in a variadic
+    template")."""
+    if "sizeof" not in text:
+        return text
+    return _SIZEOF_PACK.sub(lambda m: str(len(split_top(mapping[m.group(1)])) if mapping[m.group(1)].strip() else 0)
+                            if m.group(1) in mapping else m.group(0), text)
+
+
 def substitute(text: str, mapping: dict[str, str]) -> str:
     """Each whole identifier `name` of `mapping` replaced by its value. An unnamed template parameter
     (`std::enable_if_t<C, int> = 0`, its name "") replaces nothing: as a pattern it matched at every word

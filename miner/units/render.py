@@ -14,6 +14,7 @@ from miner.builder.diagnostics import _CCCL3, CUB_REMOVED
 from miner.cuda_libs import header_library_of
 from miner.dataset import atomic
 from miner.frontends import frameworks
+from miner.frontends.common import sizeof_packs
 from miner.resources import template_env
 from miner.source import build_flags
 from miner.units.closure.context import _STRING_OR_COMMENT
@@ -151,16 +152,12 @@ def _object_macros(pieces: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-_SIZEOF_PACK = re.compile(r"\bsizeof\s*\.\.\.\s*\(\s*([A-Za-z_]\w*)\s*\)")
-
-
 def concrete_type(type_text: str, mapping: dict[str, str], macros: dict[str, str]) -> str:
     """A parameter type with the instantiation's arguments put in, looking through object-like macros
     that hide a template parameter (`#define Acc4R PackedTensorAccessor32<scalar_t, 4>`)."""
     # `Array<int, sizeof...(Ds)>` with `Ds` given `0, 1, 3, 2`: the pack's size, before its name is put in
     # (`sizeof...(0, 1, 3, 2)` is no C++).
-    type_text = _SIZEOF_PACK.sub(lambda m: str(len(split_top(mapping[m.group(1)])) if mapping[m.group(1)].strip()
-                                               else 0) if m.group(1) in mapping else m.group(0), type_text)
+    type_text = sizeof_packs(type_text, mapping)
     expanded = type_text
     for _ in range(8):
         nxt = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: macros.get(m.group(0), m.group(0)), expanded)

@@ -6,7 +6,7 @@ import re
 
 import clang.cindex as ci
 
-from miner.frontends.common import split_top
+from miner.frontends.common import sizeof_packs, split_top
 from miner.units.closure import TUContext
 from miner.units.launches.record import _COMMENT, _IDENT, _MACRO_LAUNCHES
 
@@ -85,10 +85,11 @@ def _named_args(text: str, name: str, unique: bool = True) -> list[list[str]]:
 
 def substitute(text: str, mapping: dict[str, str]) -> str:
     """Replace whole identifiers in one pass (a value that names another parameter stays as it is); an unnamed
-    parameter (its name "") replaces nothing."""
+    parameter (its name "") replaces nothing. A pack's `sizeof...` becomes its size (`sizeof_packs`)."""
     mapping = {k: v for k, v in mapping.items() if k}
     if not mapping:
         return text
+    text = sizeof_packs(text, mapping)
     pat = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True)) + r")\b")
     return pat.sub(lambda m: mapping[m.group(1)], text)
 
