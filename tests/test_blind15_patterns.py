@@ -290,3 +290,25 @@ def test_an_explicitly_instantiated_class_instantiates_its_base_class_template(
     assert [i["args"] for i in m["instantiations"]] == [["int"]], m["instantiations"]
     assert {i["origin"] for i in m["instantiations"]} == {"host_template"}, m["instantiations"]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def expr_lib(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _mine_sub(tmp_path_factory, "blind15/expr_lib", "include/ex")
+
+
+def test_a_kernel_launched_below_a_librarys_expression_api_takes_the_programs_instantiated_types(
+        expr_lib: dict[str, Any]) -> None:
+    """A header-only expression-template library: the example program writes `(z = x + y).run()`, whose
+    `operator=` (a deduced return type) builds `Assign<buffer<float, 1>, SumOp<...>>`, its `run` calls the host
+    template `detail::exec`, which launches `apply_kernel<kBlock>(op)`. The kernel's argument is that class (the
+    kernel names `op.out`, `op.in`); nothing the text propagation follows reaches the launch, so it took `float`
+    ("expression must have class type but it has type float"). clang has instantiated the chain: the program's
+    own functions are followed through the instantiated bodies to the launch."""
+    m = only_meta(expr_lib, "apply_kernel")
+    assert m["parse_context"]["translation_unit"].endswith("examples/sum_example.cu"), m["parse_context"]
+    args = [i["template_args"] for i in m["instantiations"]]
+    buf = "ex::buffer<float, 1>"
+    assert args == [{"Block": "128", "Assignment": f"ex::Assign<{buf}, ex::detail::SumOp<{buf}, {buf}>>"}], args
+    assert "args_missing" not in m or not m["args_missing"], m.get("args_missing")
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

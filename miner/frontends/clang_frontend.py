@@ -337,7 +337,7 @@ def _parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | N
     cindex_speed.hold_top_level(tu, local_only)
     tu.__dict__["km_prefix_parents"] = pch.parents_of(args)
 
-    def probe(text: str) -> ci.TranslationUnit | None:
+    def probe(text: str, instantiate: bool = False) -> ci.TranslationUnit | None:
         base = dict(unsaved).get(path)
         if base is None:
             try:
@@ -350,7 +350,10 @@ def _parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | N
         # Access control is a benign language option: a precompiled prefix (torch's, a prelude) takes it off too.
         access = ["-Xclang", "-fno-access-control"]
         try:
-            return index.parse(path, args=args + access, options=_OPTIONS, unsaved_files=files)
+            # `instantiate`: the end-of-TU instantiations too (INCOMPLETE off), for what only an instantiated
+            # body tells (launches.instantiated).
+            return index.parse(path, args=args + access, options=KEEP_GOING if instantiate else _OPTIONS,
+                               unsaved_files=files)
         except ci.TranslationUnitLoadError:
             return None
     try:
