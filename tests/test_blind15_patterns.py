@@ -261,6 +261,23 @@ def test_a_using_declaration_of_a_toolkit_library_the_unit_does_not_include_is_l
 
 
 @pytest.fixture(scope="module")
+def cccl_using_guarded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/cccl_using_guarded")
+
+
+def test_a_using_declaration_of_a_toolkit_library_is_judged_by_its_namespace_not_its_stand_ins_file(
+        cccl_using_guarded: dict[str, Any]) -> None:
+    """As above, but the header includes `<cuda/std/version>` first (to pick the thrust or the `cuda::` iterator by
+    CCCL release): the parse's CCCL stand-ins share one vocabulary, declared by the first of them, so
+    `thrust::counting_iterator` sat in the stand-in of `cuda/std/version`, and the using-declaration was kept in a
+    unit that includes `cuda/std/...` but no thrust header ("identifier thrust is undefined")."""
+    m = only_meta(cccl_using_guarded, "roll_kernel")
+    (unit,) = unit_texts(cccl_using_guarded, m)
+    assert "thrust" not in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
 def mode_instances(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return extract_and_build(tmp_path_factory, "blind15/mode_instances")
 
