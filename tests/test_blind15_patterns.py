@@ -323,9 +323,27 @@ def test_a_kernel_launched_below_a_librarys_expression_api_takes_the_programs_in
     ("expression must have class type but it has type float"). clang has instantiated the chain: the program's
     own functions are followed through the instantiated bodies to the launch."""
     m = only_meta(expr_lib, "apply_kernel")
-    assert m["parse_context"]["translation_unit"].endswith("examples/sum_example.cu"), m["parse_context"]
     args = [i["template_args"] for i in m["instantiations"]]
     buf = "ex::buffer<float, 1>"
     assert args == [{"Block": "128", "Assignment": f"ex::Assign<{buf}, ex::detail::SumOp<{buf}, {buf}>>"}], args
     assert "args_missing" not in m or not m["args_missing"], m.get("args_missing")
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_kernel_below_an_api_another_program_calls_takes_that_programs_instantiated_types(
+        expr_lib: dict[str, Any]) -> None:
+    """The library's two example programs both include its public header; the miner parses one of them
+    (`fill_example.cu`, the umbrella's choice), but only the other calls `(z = x + y).run()`, the API above
+    `apply_kernel`'s launch (and the reverse for `fill_kernel`, below `ex::fill(z, v).run()`). A kernel left
+    without arguments in the program parsed takes those of the project's program that names the functions above
+    its launch (`exec` <- `Assign::run`, `Assign` <- `buffer::operator=`), parsed with its instantiations."""
+    tus = {only_meta(expr_lib, k)["parse_context"]["translation_unit"].rsplit("/", 1)[-1]
+           for k in ("apply_kernel", "fill_kernel")}
+    assert len(tus) == 1, tus
+    fill = only_meta(expr_lib, "fill_kernel")
+    args = [i["template_args"] for i in fill["instantiations"]]
+    assert args == [{"FillT": "ex::detail::FillOp<ex::buffer<double, 1>>"}], args
+    assert set(build_statuses(fill).values()) == {"ok"}, build_statuses(fill)
+    apply = only_meta(expr_lib, "apply_kernel")
+    assert [i["origin"] for i in apply["instantiations"]] == ["host_template"], apply["instantiations"]
+    assert set(build_statuses(apply).values()) == {"ok"}, build_statuses(apply)

@@ -337,7 +337,15 @@ def _parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | N
     cindex_speed.hold_top_level(tu, local_only)
     tu.__dict__["km_prefix_parents"] = pch.parents_of(args)
 
-    def probe(text: str, instantiate: bool = False) -> ci.TranslationUnit | None:
+    def probe(text: str, instantiate: bool = False, program: str | None = None) -> ci.TranslationUnit | None:
+        if program is not None:
+            # Another program of the project, parsed with this TU's arguments and its instantiations, for what
+            # it instantiates of the same headers (launches.instantiated).
+            try:
+                return index.parse(program, args=args, options=KEEP_GOING,
+                                   unsaved_files=[(f, t) for f, t in unsaved if f != path] or None)
+            except ci.TranslationUnitLoadError:
+                return None
         base = dict(unsaved).get(path)
         if base is None:
             try:

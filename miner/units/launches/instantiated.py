@@ -13,8 +13,12 @@ it (`apply`)."""
 
 from __future__ import annotations
 
+import os
+import re
+
 import clang.cindex as ci
 
+from miner.source.include_graph import TU_SUFFIXES
 from miner.units.launches.cursors import _key, _primary, _template_args
 from miner.units.launches.record import K, Launch
 from miner.units.launches.state import _State
@@ -25,30 +29,151 @@ _CALLABLE = {K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.CONVERSION_FUNCTION
 # includes a large library is a few thousand functions; the bound only stops a runaway walk.
 _MAX_FUNCTIONS = 20000
 
+# Programs parsed besides the main file, per translation unit (each is a parse with instantiations).
+_MAX_PROGRAMS = 4
+# A name more functions than this define (`run`, `exec`, `operator()`) links no call chain to a program.
+_GENERIC = 3
+_MAX_NAMES = 400
+_MAX_PROGRAM_FILES = 4000
+_MAX_PROGRAM_BYTES = 1 << 20
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_FUNCS_DEFINED = {K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD, K.CONSTRUCTOR, K.CONVERSION_FUNCTION}
+_CLASSES = {K.CLASS_DECL, K.STRUCT_DECL, K.CLASS_TEMPLATE, K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION}
+
 # (kernel key, path, line) of a site -> the concrete argument lists that reach it, in order of discovery.
 Sites = dict[tuple[tuple[str, int], str, int], list[list[str]]]
 
 
+def _needy(rec: Launch) -> bool:
+    """A launch or reference of a template kernel left with no concrete arguments (its host template's
+    defaults, or none)."""
+    return (rec.kernel is not None and rec.template_args is None
+            and (rec.host_defaulted or not rec.host_template_args))
+
+
 def wanted(records: list[Launch]) -> bool:
-    """Whether a launch or reference of a template kernel was left with no concrete arguments (its host
-    template's defaults, or none): only then is the main file parsed again with its instantiations."""
-    return any(rec.kernel is not None and rec.template_args is None
-               and (rec.host_defaulted or not rec.host_template_args) for rec in records)
+    """Whether any launch or reference is `_needy`: only then are programs parsed again with their
+    instantiations."""
+    return any(_needy(rec) for rec in records)
 
 
-def program_sites(st: _State) -> Sites:
-    """Kernel specializations named (called or referenced) in the bodies the main file's own functions
-    reach through instantiated calls, by the site that names them. The parse leaves the end-of-TU
-    instantiations out (clang_frontend.INCOMPLETE, for speed), so the bodies are read in a second parse of
-    the main file that makes them (the probe, `instantiate=True`)."""
+def other_programs(st: _State, left: list[Launch], defs: list[tuple[str, ci.Cursor]], main: str) -> list[str]:
+    """Programs of the project (translation units outside the inputs, under the folder the inputs and the main
+    file share: a library's examples and tests) that name the API above the sites in `left`, the fewest that
+    cover the most sites first, at most `_MAX_PROGRAMS`. Above a site: the functions whose text names the
+    function holding it, and so on up (`_callers`); a member brings its class too (an operator class is named by
+    the API function that builds it, not by its generic `exec`). A name many functions define (`run`, `exec`)
+    says nothing of which program reaches the site and is not followed."""
     ctx = st.ctx
-    main = ctx.norm(ctx.tu.spelling)
+    if not left:
+        return []
+    root = os.path.commonpath([main, *ctx.inputs]) if ctx.inputs else ""
+    if root.count(os.sep) < 2:
+        return []
+    callers, holders = _callers(ctx, defs)
+    wants: dict[tuple, set[str]] = {}
+    for rec in left:
+        start = holders.get((rec.path, rec.line), set()) | {rec.launcher}
+        wants[(rec.kernel, rec.path, rec.line)] = _above(start, callers)
+    if not any(wants.values()):
+        return []
+    named: dict[str, set[tuple]] = {}
+    for path in _project_programs(root, ctx.inputs | {main}):
+        try:
+            with open(path, "rb") as fh:
+                idents = set(_IDENT.findall(fh.read(_MAX_PROGRAM_BYTES).decode("latin-1")))
+        except OSError:
+            continue
+        if got := {site for site, names in wants.items() if names & idents}:
+            named[path] = got
+    chosen: list[str] = []
+    todo = set(wants)
+    while todo and len(chosen) < _MAX_PROGRAMS:
+        best = min(named, key=lambda p: (-len(named[p] & todo), os.path.getsize(p), p), default=None)
+        if best is None or not named[best] & todo:
+            break
+        chosen.append(best)
+        todo -= named.pop(best)
+    return chosen
+
+
+def _callers(ctx, defs: list[tuple[str, ci.Cursor]]) -> tuple[dict[str, set[str]], dict[tuple[str, int], set[str]]]:
+    """name -> the names of the functions (and their classes) whose text names it, for the names fewer than
+    `_GENERIC` functions define; and (path, line) -> the names holding that line."""
+    defined: dict[str, int] = {}
+    for _path, d in defs:
+        if d.kind in _FUNCS_DEFINED:
+            defined[d.spelling] = defined.get(d.spelling, 0) + 1
+    callers: dict[str, set[str]] = {}
+    holders: dict[tuple[str, int], set[str]] = {}
+    for path, d in defs:
+        if d.kind not in _FUNCS_DEFINED:
+            continue
+        owners = {d.spelling} if defined.get(d.spelling, 0) <= _GENERIC else set()
+        parent = d.semantic_parent
+        if parent is not None and parent.kind in _CLASSES:
+            owners.add(parent.spelling)
+        if not owners:
+            continue
+        e = d.extent
+        for line in range(e.start.line, e.end.line + 1):
+            holders.setdefault((path, line), set()).update(owners)
+        text = ctx.read(path)[e.start.offset:e.end.offset].decode("latin-1")
+        for ident in set(_IDENT.findall(text)) - owners:
+            if defined.get(ident, 0) <= _GENERIC:
+                callers.setdefault(ident, set()).update(owners)
+    return callers, holders
+
+
+def _above(start: set[str], callers: dict[str, set[str]]) -> set[str]:
+    """`start` and every name above it in `callers`, up to `_MAX_NAMES`."""
+    out = set(start)
+    todo = list(start)
+    while todo and len(out) < _MAX_NAMES:
+        for c in callers.get(todo.pop(), ()):
+            if c not in out:
+                out.add(c)
+                todo.append(c)
+    return out
+
+
+def _project_programs(root: str, skip: set[str]) -> list[str]:
+    """The translation units under `root` (at most `_MAX_PROGRAM_FILES`), hidden folders left out."""
+    out: list[str] = []
+    for here, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for f in sorted(files):
+            p = os.path.join(here, f)
+            if os.path.splitext(f)[1].lower() in TU_SUFFIXES and p not in skip:
+                out.append(p)
+                if len(out) >= _MAX_PROGRAM_FILES:
+                    return out
+    return out
+
+
+def program_sites(st: _State, records: list[Launch], defs: list[tuple[str, ci.Cursor]]) -> Sites:
+    """Kernel specializations named (called or referenced) in the bodies the main file's own functions
+    reach through instantiated calls, by the site that names them; then the same in the project's other
+    programs that name the API above the sites still without arguments (`other_programs`). The parse leaves
+    the end-of-TU instantiations out (clang_frontend.INCOMPLETE, for speed), so the bodies are read in a
+    second parse that makes them (the probe, `instantiate=True`)."""
+    ctx = st.ctx
     found: Sites = {}
-    if ctx.probe is None or not _roots(ctx.tu.cursor, ctx, main):
+    if ctx.probe is None:
         return found
-    tu = ctx.probe("", instantiate=True)
-    if tu is None:
-        return found
+    main = ctx.norm(ctx.tu.spelling)
+    if _roots(ctx.tu.cursor, ctx, main) and (tu := ctx.probe("", instantiate=True)) is not None:
+        _walk_program(st, tu, main, found)
+    left = [rec for rec in records if _needy(rec) and (rec.kernel, rec.path, rec.line) not in found]
+    for program in other_programs(st, left, defs, main):
+        if (tu := ctx.probe("", instantiate=True, program=program)) is not None:
+            _walk_program(st, tu, ctx.norm(program), found)
+    return found
+
+
+def _walk_program(st: _State, tu: ci.TranslationUnit, main: str, found: Sites) -> None:
+    """`program_sites` for one parse of a program whose main file is `main`."""
+    ctx = st.ctx
     seen: set[int] = set()
     # Only bodies of the program and of the project's files are walked: a launch of a project kernel sits in
     # one of those, and the toolkit's and standard library's bodies are most of the instantiated graph.
@@ -81,7 +206,6 @@ def program_sites(st: _State) -> Sites:
             if h not in seen:
                 seen.add(h)
                 stack.append(body)
-    return found
 
 
 def _roots(parent: ci.Cursor, ctx, main: str) -> list[ci.Cursor]:
