@@ -37,6 +37,8 @@ _MAX_NAMES = 400
 _MAX_PROGRAM_FILES = 4000
 _MAX_PROGRAM_BYTES = 1 << 20
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+_STD_NAME = re.compile(r"(?<![\w:])std::(\w+)")
+_CUDA_STD_NAME = re.compile(rb"\bcuda::std::(\w+)")
 _FUNCS_DEFINED = {K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD, K.CONSTRUCTOR, K.CONVERSION_FUNCTION}
 _CLASSES = {K.CLASS_DECL, K.STRUCT_DECL, K.CLASS_TEMPLATE, K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION}
 
@@ -192,6 +194,7 @@ def _walk_program(st: _State, tu: ci.TranslationUnit, main: str, found: Sites) -
                 if r.get_num_template_arguments() > 0 and d.location.file is not None:
                     args = _template_args(r)
                     if args is not None:
+                        args = [_libcuxx_respelled(ctx, a) for a in args]
                         site = (kkey, ctx.norm(d.location.file.name), d.location.line)
                         lists = found.setdefault(site, [])
                         if args not in lists:
@@ -206,6 +209,29 @@ def _walk_program(st: _State, tu: ci.TranslationUnit, main: str, found: Sites) -
             if h not in seen:
                 seen.add(h)
                 stack.append(body)
+
+
+def _libcuxx_respelled(ctx, arg: str) -> str:
+    """`std::array<long long, 2>` back to `cuda::std::array<...>` where the project writes `cuda::std::array`: the
+    parse reads libcu++'s `<cuda/std/X>` through a stand-in that names the host standard library into `cuda::std`
+    (frontends.config.framework_overlay), so clang spells the canonical type of `cuda::std::array` as
+    `std::array`; the unit includes the real `<cuda/std/array>`, a different type (and host-only). A kernel's
+    argument is device code: where the project uses libcu++'s name, that is the one meant."""
+    if "std::" not in arg:
+        return arg
+    names = ctx.memo("_libcuxx_names", lambda: _libcuxx_names(ctx))
+    return _STD_NAME.sub(lambda m: f"cuda::std::{m.group(1)}" if m.group(1) in names else m.group(0), arg)
+
+
+def _libcuxx_names(ctx) -> frozenset[str]:
+    """The names the translation unit's project files write as `cuda::std::NAME`."""
+    out: set[str] = set()
+    for path in ctx.inputs:
+        try:
+            out.update(m.decode() for m in _CUDA_STD_NAME.findall(ctx.read(path)))
+        except OSError:
+            continue
+    return frozenset(out)
 
 
 def _roots(parent: ci.Cursor, ctx, main: str) -> list[ci.Cursor]:
