@@ -30,8 +30,8 @@ _CALLABLE = {K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.CONVERSION_FUNCTION
 _MAX_FUNCTIONS = 20000
 
 # Programs parsed besides the main file, per translation unit (each is a parse with instantiations).
-_MAX_PROGRAMS = 4
-# A name more functions than this define (`run`, `exec`, `operator()`) links no call chain to a program.
+_MAX_PROGRAMS = 6
+# A name defined in more classes or files than this (`run`, `exec`, `operator()`) links no call chain to a program.
 _GENERIC = 3
 _MAX_NAMES = 400
 _MAX_PROGRAM_FILES = 4000
@@ -100,12 +100,17 @@ def other_programs(st: _State, left: list[Launch], defs: list[tuple[str, ci.Curs
 
 
 def _callers(ctx, defs: list[tuple[str, ci.Cursor]]) -> tuple[dict[str, set[str]], dict[tuple[str, int], set[str]]]:
-    """name -> the names of the functions (and their classes) whose text names it, for the names fewer than
-    `_GENERIC` functions define; and (path, line) -> the names holding that line."""
-    defined: dict[str, int] = {}
-    for _path, d in defs:
+    """name -> the names of the functions (and their classes) whose text names it, for the names defined in at
+    most `_GENERIC` classes or files; and (path, line) -> the names holding that line."""
+    # A name's scopes: the classes it is a member of, else the files that define it (a free function's overloads,
+    # `conv(a, b)` and `conv(a, b, mode)`, are one API; `exec` as a member of every operator class is none).
+    scopes: dict[str, set[str]] = {}
+    for path, d in defs:
         if d.kind in _FUNCS_DEFINED:
-            defined[d.spelling] = defined.get(d.spelling, 0) + 1
+            parent = d.semantic_parent
+            scope = parent.spelling if parent is not None and parent.kind in _CLASSES else path
+            scopes.setdefault(d.spelling, set()).add(scope)
+    defined = {name: len(where) for name, where in scopes.items()}
     callers: dict[str, set[str]] = {}
     holders: dict[tuple[str, int], set[str]] = {}
     for path, d in defs:
