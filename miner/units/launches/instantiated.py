@@ -34,6 +34,8 @@ _MAX_PROGRAMS = 6
 # A name defined in more classes or files than this (`run`, `exec`, `operator()`) links no call chain to a program.
 _GENERIC = 3
 _MAX_NAMES = 400
+_MAX_LEVELS = 4
+_FAN_IN = 8
 _MAX_PROGRAM_FILES = 4000
 _MAX_PROGRAM_BYTES = 1 << 20
 _IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -133,14 +135,17 @@ def _callers(ctx, defs: list[tuple[str, ci.Cursor]]) -> tuple[dict[str, set[str]
 
 
 def _above(start: set[str], callers: dict[str, set[str]]) -> set[str]:
-    """`start` and every name above it in `callers`, up to `_MAX_NAMES`."""
+    """`start` and the names up to `_MAX_LEVELS` calls above it in `callers`. The reverse graph is read from text,
+    where a variable named like a function (`filter`) links it: further up, every name of a library is reached
+    and names nothing of the site, so the walk is short (`k` <- `impl_internal` <- `impl` <- `Op` <- `op()`)."""
     out = set(start)
-    todo = list(start)
-    while todo and len(out) < _MAX_NAMES:
-        for c in callers.get(todo.pop(), ()):
-            if c not in out:
-                out.add(c)
-                todo.append(c)
+    level = set(start)
+    for _ in range(_MAX_LEVELS):
+        # (a name many functions use, `make`, is a utility: the way up through it leads anywhere)
+        level = {c for n in level if len(callers.get(n, ())) <= _FAN_IN for c in callers.get(n, ()) if c not in out}
+        out |= level
+        if not level or len(out) >= _MAX_NAMES:
+            break
     return out
 
 
