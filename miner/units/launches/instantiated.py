@@ -176,6 +176,11 @@ def program_sites(st: _State, records: list[Launch], defs: list[tuple[str, ci.Cu
     main = ctx.norm(ctx.tu.spelling)
     if _roots(ctx.tu.cursor, ctx, main) and (tu := ctx.probe("", instantiate=True)) is not None:
         _walk_program(st, tu, main, found)
+    if any(key[0] == main for key in st.kernels):
+        # A file defining kernels is its project's own translation unit, one of many: parsing further programs
+        # for each of them costs a parse per program per unit. Only a program that includes the kernels' headers
+        # (a header-only library's example, the umbrella's choice) looks further.
+        return found
     left = [rec for rec in records if _needy(rec) and (rec.kernel, rec.path, rec.line) not in found]
     for program in other_programs(st, left, defs, main):
         if (tu := ctx.probe("", instantiate=True, program=program)) is not None:
