@@ -261,6 +261,23 @@ def test_a_using_declaration_of_a_toolkit_library_the_unit_does_not_include_is_l
 
 
 @pytest.fixture(scope="module")
+def cccl_using_guarded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind15/cccl_using_guarded")
+
+
+def test_a_using_declaration_of_a_toolkit_library_is_judged_by_its_namespace_not_its_stand_ins_file(
+        cccl_using_guarded: dict[str, Any]) -> None:
+    """As above, but the header includes `<cuda/std/version>` first (to pick the thrust or the `cuda::` iterator by
+    CCCL release): the parse's CCCL stand-ins share one vocabulary, declared by the first of them, so
+    `thrust::counting_iterator` sat in the stand-in of `cuda/std/version`, and the using-declaration was kept in a
+    unit that includes `cuda/std/...` but no thrust header ("identifier thrust is undefined")."""
+    m = only_meta(cccl_using_guarded, "roll_kernel")
+    (unit,) = unit_texts(cccl_using_guarded, m)
+    assert "thrust" not in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
 def mode_instances(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return extract_and_build(tmp_path_factory, "blind15/mode_instances")
 
@@ -290,3 +307,44 @@ def test_an_explicitly_instantiated_class_instantiates_its_base_class_template(
     assert [i["args"] for i in m["instantiations"]] == [["int"]], m["instantiations"]
     assert {i["origin"] for i in m["instantiations"]} == {"host_template"}, m["instantiations"]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def expr_lib(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _mine_sub(tmp_path_factory, "blind15/expr_lib", "include/ex")
+
+
+def test_a_kernel_launched_below_a_librarys_expression_api_takes_the_programs_instantiated_types(
+        expr_lib: dict[str, Any]) -> None:
+    """A header-only expression-template library: the example program writes `(z = x + y).run()`, whose
+    `operator=` (a deduced return type) builds `Assign<buffer<float, 1>, SumOp<...>>`, its `run` calls the host
+    template `detail::exec`, which launches `apply_kernel<kBlock>(op)`. The kernel's argument is that class (the
+    kernel names `op.out`, `op.in`); nothing the text propagation follows reaches the launch, so it took `float`
+    ("expression must have class type but it has type float"). clang has instantiated the chain: the program's
+    own functions are followed through the instantiated bodies to the launch."""
+    m = only_meta(expr_lib, "apply_kernel")
+    args = [i["template_args"] for i in m["instantiations"]]
+    buf = "ex::buffer<float, 1, cuda::std::array<int, 1>>"
+    assert args == [{"Block": "128", "Assignment": f"ex::Assign<{buf}, ex::detail::SumOp<{buf}, {buf}>>"}], args
+    assert "args_missing" not in m or not m["args_missing"], m.get("args_missing")
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_kernel_below_an_api_another_program_calls_takes_that_programs_instantiated_types(
+        expr_lib: dict[str, Any]) -> None:
+    """The library's two example programs both include its public header; the miner parses one of them
+    (`fill_example.cu`, the umbrella's choice), but only the other calls `(z = x + y).run()`, the API above
+    `apply_kernel`'s launch (and the reverse for `fill_kernel`, below `ex::fill(z, v).run()`). A kernel left
+    without arguments in the program parsed takes those of the project's program that names the functions above
+    its launch (`exec` <- `Assign::run`, `Assign` <- `buffer::operator=`), parsed with its instantiations."""
+    tus = {only_meta(expr_lib, k)["parse_context"]["translation_unit"].rsplit("/", 1)[-1]
+           for k in ("apply_kernel", "fill_kernel")}
+    assert len(tus) == 1, tus
+    fill = only_meta(expr_lib, "fill_kernel")
+    args = [i["template_args"] for i in fill["instantiations"]]
+    # (`cuda::std::array`, the buffer's defaulted shape: the parse's libcu++ stand-in spells it `std::array`)
+    assert args == [{"FillT": "ex::detail::FillOp<ex::buffer<double, 1, cuda::std::array<int, 1>>>"}], args
+    assert set(build_statuses(fill).values()) == {"ok"}, build_statuses(fill)
+    apply = only_meta(expr_lib, "apply_kernel")
+    assert [i["origin"] for i in apply["instantiations"]] == ["host_template"], apply["instantiations"]
+    assert set(build_statuses(apply).values()) == {"ok"}, build_statuses(apply)

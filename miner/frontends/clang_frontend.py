@@ -354,7 +354,15 @@ def _parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | N
     cindex_speed.hold_top_level(tu, local_only)
     tu.__dict__["km_prefix_parents"] = pch.parents_of(args)
 
-    def probe(text: str) -> ci.TranslationUnit | None:
+    def probe(text: str, instantiate: bool = False, program: str | None = None) -> ci.TranslationUnit | None:
+        if program is not None:
+            # Another program of the project, parsed with this TU's arguments and its instantiations, for what
+            # it instantiates of the same headers (launches.instantiated).
+            try:
+                return index.parse(program, args=args, options=KEEP_GOING,
+                                   unsaved_files=[(f, t) for f, t in unsaved if f != path] or None)
+            except ci.TranslationUnitLoadError:
+                return None
         base = dict(unsaved).get(path)
         if base is None:
             try:
@@ -367,7 +375,10 @@ def _parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | N
         # Access control is a benign language option: a precompiled prefix (torch's, a prelude) takes it off too.
         access = ["-Xclang", "-fno-access-control"]
         try:
-            return index.parse(path, args=args + access, options=_OPTIONS, unsaved_files=files)
+            # `instantiate`: the end-of-TU instantiations too (INCOMPLETE off), for what only an instantiated
+            # body tells (launches.instantiated).
+            return index.parse(path, args=args + access, options=KEEP_GOING if instantiate else _OPTIONS,
+                               unsaved_files=files)
         except ci.TranslationUnitLoadError:
             return None
     try:

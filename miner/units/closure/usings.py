@@ -17,7 +17,7 @@ from miner.units.closure.shims import (
     in_unit_shim,
 )
 from miner.units.closure.vendored import Library, Vendored
-from miner.units.headers import STD_HEADERS
+from miner.units.headers import STD_HEADERS, toolkit_dirs
 
 
 def overloaded(c: ci.Cursor) -> list[ci.Cursor]:
@@ -92,7 +92,7 @@ def usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple
             if h is None and (real := _in_toolkit_folder(tpath)) is not None:
                 # The toolkit's own header (`using thrust::counting_iterator;` of a library's iterator header): kept
                 # where the unit includes that library, as for a shim's (was "identifier thrust is undefined").
-                keep = _header_family(real) in families
+                keep = _library_family(target, real) in families
             std = h if h in STD_HEADERS else _public_std_header(ctx, tpath) if h is None else None
             if keep and std is not None and std not in includes:
                 # `using std::bit_cast;` of a project header none of whose other pieces the unit holds: the
@@ -171,6 +171,20 @@ def _in_toolkit_folder(path: str) -> str | None:
         if rel.count("/") and _in_toolkit(rel):
             return rel
     return None
+
+
+def _library_family(target: ci.Cursor, header: str) -> str:
+    """The toolkit library family a declaration of a toolkit header (or its stand-in) belongs to: its outermost
+    namespace where the toolkit has a folder of that name (`thrust::counting_iterator`: `thrust`), else the
+    header's. The parse's CCCL stand-ins share one vocabulary, declared by whichever of them comes first
+    (`cuda/std/version` for `thrust::counting_iterator`): the file says nothing of the library."""
+    p = target.semantic_parent
+    outer = None
+    while p is not None and p.kind == K.NAMESPACE:
+        outer, p = p.spelling, p.semantic_parent
+    if outer and any(os.path.isdir(os.path.join(d, outer)) for d in toolkit_dirs()):
+        return outer
+    return _header_family(header)
 
 
 def _header_family(header: str) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 import clang.cindex as ci
 
 from miner.units.closure import TUContext
-from miner.units.launches import class_scope, member_types, range_dispatch, used_methods, value_spelling
+from miner.units.launches import class_scope, instantiated, member_types, range_dispatch, used_methods, value_spelling
 from miner.units.launches.chosen import note_pointer
 from miner.units.launches.cursors import _Resolver
 from miner.units.launches.dispatch_functions import dispatched_lambda
@@ -78,6 +78,10 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
     class_scope.apply(st, prober)
     _respell_values(ctx, st.launches + st.refs + st.chosen, insts)
     member_types.resolve(st, st.launches + st.refs)
+    # What the program itself instantiates (a library's expression types built through its API) last: those
+    # arguments are clang's, and replace the defaults a chain the propagation could not follow took.
+    if instantiated.wanted(st.launches + st.refs):
+        instantiated.apply(st.launches + st.refs, instantiated.program_sites(st, st.launches + st.refs, defs))
     # (Launches of a chosen pointer name no kernel here: matched to the chooser's references after the parse.)
     return _merge(st.launches) + _merge(st.refs) + st.chosen, insts
 
