@@ -31,6 +31,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from miner.frontends import pp_conditions, prefix_view
 from miner.frontends.config import ParseConfig, clang_args, stub_dir
@@ -542,12 +543,6 @@ def plan(roots: list[str], config: ParseConfig, data: dict[str, bytes], edges: d
     for r, seq in wanted.items():
         if (best := planner.choose(seq, dialect_of[r])) is not None:
             prelude_of[r] = best
-    if os.environ.get("KM_DEBUG_PRELUDE"):  # TEMP
-        import sys
-        for b in planner.built:
-            print("BUILT", b.path, b.headers[-3:], len(b.headers), file=sys.stderr)
-        for r, pth in sorted(prelude_of.items()):
-            print("CHOSE", os.path.basename(r), os.path.basename(pth), [(h.n, os.path.basename(h.path)) for h in wanted[r].holds][:4], file=sys.stderr)
     if len(prelude_of) < 2:
         return config
     return replace(config, prelude_of=prelude_of, args_of=args_of)
@@ -626,14 +621,28 @@ def _compile(job: tuple[ParseConfig, tuple[str, ...], list[str], str]
     # comes in by `-include`, as in the plain parse, and the project header by the name the plain parse spells.
     lines = [] if project else [f'#include "{stub_dir() / "km_cuda_parse.h"}"\n']
     lines += [f'#include "{h}"\n' if os.path.isabs(h) else f"#include <{h}>\n" for h in headers]
-    with open(prefix, "w", encoding="utf-8") as fh:
-        fh.write("".join(lines))
     out = prefix[:-2] + ".pch"
     cfg = ParseConfig(include_dirs=config.include_dirs, defines=config.defines, cuda_arch=config.cuda_arch,
                       overlay_dir=config.overlay_dir, args_of={prefix: dialect})
     try:
-        # KeepGoing | ForSerialization | DetailedPreprocessingRecord, as the torch prefix (pch.build).
-        tu = ci.Index.create().parse(prefix, args=clang_args(cfg, prefix, prefix=project), options=0x200 | 0x10 | 0x1)
+        for _attempt in range(2):
+            with open(prefix, "w", encoding="utf-8") as fh:
+                fh.write("".join(lines))
+            # KeepGoing | ForSerialization | DetailedPreprocessingRecord, as the torch prefix (pch.build).
+            tu = ci.Index.create().parse(prefix, args=clang_args(cfg, prefix, prefix=project),
+                                         options=0x200 | 0x10 | 0x1)
+            # A standard header the stub read already is read again by the unit's own `#include` (what a header
+            # without a whole-file guard, `<cstdio>`, lists then is the unit's): the prefix file leaves it to the
+            # unit, or the parse through the prefix would read it twice.
+            again, unguarded = _read_before(tu, prefix) if project else (set(), False)
+            if unguarded:
+                return None  # the unit's own `#include` of it would read it a second time (`_read_before`)
+            if not again:
+                break
+            if any(os.path.isabs(h) for h in again):
+                return None
+            lines = [f'#include "{h}"\n' if os.path.isabs(h) else f"#include <{h}>\n" for h in headers
+                     if h not in again]
         # (a project header's errors are the plain parse's too: they are recorded and handed to each unit)
         if not project and any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
             return None
@@ -651,6 +660,33 @@ def _compile(job: tuple[ParseConfig, tuple[str, ...], list[str], str]
     except (ci.TranslationUnitLoadError, ci.TranslationUnitSaveError, OSError):
         return None
     return out, files, defined, parents, view
+
+
+def _read_before(tu: Any, prefix: str) -> tuple[set[str], bool]:
+    """The headers the prefix file `prefix` includes (as written) that its parse had read before it got there, and
+    whether one it reads there has no whole-file guard: the unit's own `#include` of such a header (`<cstdio>`
+    includes two headers before its `#ifndef`) reads it again after the prefix, which the plain parse never does."""
+    import clang.cindex as ci
+
+    fresh: set[str] = set()
+    before: set[str] = set()
+    for inc in tu.get_includes():
+        name = inc.include.name
+        if inc.source is not None and inc.source.name == prefix and name not in before:
+            fresh.add(name)
+        before.add(name)
+    out: set[str] = set()
+    guarded = ci.conf.lib.clang_isFileMultipleIncludeGuarded
+    unguarded = False
+    for c in tu.cursor.get_children():
+        f = c.location.file
+        if c.kind == ci.CursorKind.INCLUSION_DIRECTIVE and f is not None and f.name == prefix:
+            got = c.get_included_file()
+            if got is None or got.name not in fresh:
+                out.add(c.spelling)
+            elif not guarded(tu, got):
+                unguarded = True
+    return out, unguarded
 
 
 def _holds_project(headers: tuple[str, ...]) -> bool:
