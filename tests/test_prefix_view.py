@@ -24,6 +24,15 @@ def _tu(name: str) -> str:
     return str((PROJECT / "ops" / name).resolve())
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _project_preludes_on():
+    """Project preludes are off unless asked for (`KM_PROJECT_PRELUDES=on`)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("KM_PROJECT_PRELUDES", "on")
+    yield
+    mp.undo()
+
+
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory: pytest.TempPathFactory):
     from miner.frontends import clang_frontend, prelude

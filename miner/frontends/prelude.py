@@ -516,8 +516,12 @@ def plan(roots: list[str], config: ParseConfig, data: dict[str, bytes], edges: d
     candidates = [k for k, _ in want.most_common() if k is not None][:MAX_PRELUDES]
     # And per unit (planned configuration), the outermost project header it may hold that another unit holds
     # after the same prelude headers (`Hold`: the later ones are read inside it).
+    # Off unless asked for (`KM_PROJECT_PRELUDES=on`): such a prelude is exact against the plain parse, but a
+    # standard-header prelude hides the standard library's declarations from the walks (cheaper walks, and closures
+    # that name fewer standard headers), so switching to it changes outputs and saved little (docs/scale.md).
+    project = os.environ.get("KM_PROJECT_PRELUDES", "off") == "on"
     options = Counter(((*seq.headers[:h.n], h.spelled), dialect_of[r]) for r, seq in wanted.items()
-                      for h in seq.holds)
+                      for h in seq.holds if project)
     held = Counter(next((k for h in seq.holds if options[k := ((*seq.headers[:h.n], h.spelled), dialect_of[r])] >= 2),
                         None) for r, seq in wanted.items())
     candidates += [k for k, _ in held.most_common() if k is not None][:MAX_PROJECT_PRELUDES]
