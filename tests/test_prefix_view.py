@@ -138,3 +138,21 @@ def test_extract_through_a_project_prelude_equals_the_plain_extract(tmp_path: Pa
     assert files == sorted(p.relative_to(plain) for p in plain.rglob("*") if p.is_file())
     for rel in files:
         assert (fast / rel).read_bytes() == (plain / rel).read_bytes(), rel
+
+
+def test_project_preludes_are_off_unless_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off by default: a standard-header prelude hides the standard library's declarations from the walks, so a
+    switch to the exact project prelude changes some closures' standard includes (docs/scale.md)."""
+    from miner.frontends import clang_frontend, pch, prelude
+    from miner.frontends.config import ParseConfig
+    from miner.source import include_graph
+    from miner.source.discover import discover
+
+    if not clang_frontend.AVAILABLE:
+        pytest.skip("libclang not installed")
+    monkeypatch.setenv("KM_PROJECT_PRELUDES", "off")
+    files = discover([PROJECT]).files
+    graph = include_graph.build(files, [])
+    fast = prelude.plan([_tu(t) for t in TUS], ParseConfig(include_dirs=[]), {f.path: f.data for f in files},
+                        graph.edges, STANDARD, str(tmp_path), lambda r: False)
+    assert all(pch.view_of(clang_frontend.clang_args(fast, _tu(t))) is None for t in TUS)
