@@ -67,6 +67,10 @@ class Record:
 
 
 def record(tu: Any, prefix_file: str) -> Record:
+    """What `prefix_view.install` needs of the prefix's build `tu` (read before it is saved: a parse through the
+    saved prefix reports none of it)."""
+    import clang.cindex as ci
+
     diags = []
     for d in tu.diagnostics:
         loc = d.location
@@ -81,8 +85,6 @@ def record(tu: Any, prefix_file: str) -> Record:
                      loc.column, inc.depth))
     top = list(tu.cursor.get_children())
     anchors = tuple(i for i, c in enumerate(top) if (f := c.location.file) is not None and f.name == prefix_file)
-    import clang.cindex as ci
-
     pp = {ci.CursorKind.MACRO_DEFINITION, ci.CursorKind.MACRO_INSTANTIATION, ci.CursorKind.INCLUSION_DIRECTIVE}
     pp_end = max((i + 1 for i, c in enumerate(top) if c.kind in pp), default=0)
     return Record(prefix_file, tuple(diags), tuple(incs), pp_end, anchors)
@@ -238,7 +240,6 @@ def _name_token(directive: Any) -> tuple[int, int, int]:
     if m is None:
         raise LookupError("an #include directive without its text")
     return m.end(), loc.line, loc.column + (m.end() - directive.extent.start.offset)
-
 
 
 _ORIGINAL: dict[str, Any] = {}
