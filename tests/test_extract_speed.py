@@ -387,8 +387,8 @@ def test_a_unit_lists_each_node_children_once(monkeypatch: pytest.MonkeyPatch) -
 
     hold = cindex_speed.hold_top_level
 
-    def forgetful(tu, local_only=False):  # the old way: every walk lists again
-        hold(tu, local_only)
+    def forgetful(tu, local_only=False, view=None):  # the old way: every walk lists again
+        hold(tu, local_only, view)
         tu.__dict__.pop(cindex_speed._LISTED, None)
 
     monkeypatch.setattr(clang_frontend.cindex_speed, "hold_top_level", forgetful)

@@ -195,9 +195,11 @@ def _instantiated(c: Any) -> bool:
     return definition is not None and definition.location == c.location
 
 
-def hold_top_level(tu: Any, local_only: bool = False) -> None:
+def hold_top_level(tu: Any, local_only: bool = False, view: Any = None) -> None:
     """List `tu`'s top-level cursors once; every walk of `tu.cursor` gets that list until `release`.
-    `local_only`: `tu` comes from an index that excludes the precompiled prefix's declarations."""
+    `local_only`: `tu` comes from an index that excludes the precompiled prefix's declarations. `view`: the
+    build record of a prefix that holds project headers (`prefix_view.install` orders the list as the plain
+    parse does and gives `tu` the plain parse's diagnostics and inclusions; LookupError where it cannot)."""
     global _FILE_NAMES, _FILES
     _FILE_NAMES, _FILES = {}, {}
     tu.__dict__.pop(_TOP, None)
@@ -205,6 +207,10 @@ def hold_top_level(tu: Any, local_only: bool = False) -> None:
     top = list(tu.cursor.get_children())
     if local_only:
         top = [c for c in top if not _instantiated(c)]
+    if view is not None:
+        from miner.frontends import prefix_view
+
+        top = prefix_view.install(tu, view, top)
     tu.__dict__[_TOP] = top
     tu.__dict__[_LISTED] = {}
 
@@ -215,3 +221,6 @@ def release(tu: Any) -> None:
     _FILE_NAMES = _FILES = None
     tu.__dict__.pop(_TOP, None)
     tu.__dict__.pop(_LISTED, None)
+    from miner.frontends import prefix_view
+
+    prefix_view.release(tu)

@@ -327,23 +327,25 @@ def _parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | N
     args = clang_args(config, path)
     # Through a precompiled prefix, an index that leaves the prefix's declarations and macros out of the
     # walks: they are never walked into anyway (not input files), but listing them cost more than the parse.
-    local_only = "-include-pch" in args
+    # A prefix that holds project headers (`prefix_view`) is walked into: its declarations are listed.
+    view = pch.view_of(args)
+    local_only = "-include-pch" in args and view is None
     given = index
-    index = _local_index() if local_only else (index or ci.Index.create())
+    index = _local_index() if local_only else (index or _process_index(False) if view else index or ci.Index.create())
     # Units need the preprocessing record: it tells which #defines sit in skipped #if branches.
     unsaved = [(f, t) for f in sorted(inputs | {path}) if (t := _joined_chevrons(f)) is not None]
     try:
         tu = index.parse(path, args=args, options=_OPTIONS | (0x1 if with_units else 0),
                          unsaved_files=unsaved or None)
     except ci.TranslationUnitLoadError as exc:
-        if not local_only:
+        if not local_only and view is None:
             result.error = f"libclang could not parse the file: {exc}"
             return result, None
         # libclang 18 crashes on some units through a precompiled prefix that parse fine without it (a C++20
         # prelude of <functional> and a unit that then includes <iostream>): the prefix only saves time, so the
         # unit is parsed again the plain way rather than lost to tree-sitter with every launch in it.
         config = pch.without(config)
-        args, local_only = clang_args(config, path), False
+        args, local_only, view = clang_args(config, path), False, None
         index = given or ci.Index.create()
         try:
             tu = index.parse(path, args=args, options=_OPTIONS | (0x1 if with_units else 0),
@@ -351,7 +353,13 @@ def _parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | N
         except ci.TranslationUnitLoadError as again:
             result.error = f"libclang could not parse the file: {again}"
             return result, None
-    cindex_speed.hold_top_level(tu, local_only)
+    try:
+        cindex_speed.hold_top_level(tu, local_only, view)
+    except LookupError:
+        # The unit's text does not sit around the held project header as its plan said (`prefix_view.install`):
+        # parsed the plain way, which the prefix would only have saved time on.
+        cindex_speed.release(tu)
+        return _parse(path, pch.without(config), inputs, given, analyse, instances, same_as)
     tu.__dict__["km_prefix_parents"] = pch.parents_of(args)
 
     def probe(text: str, instantiate: bool = False, program: str | None = None) -> ci.TranslationUnit | None:

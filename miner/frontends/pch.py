@@ -11,12 +11,16 @@ import os
 import re
 from dataclasses import replace
 
+from miner.frontends import prefix_view
 from miner.frontends.config import ParseConfig, clang_args, stub_dir
 
 _TORCH_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"](ATen|torch|c10|THC)/', re.M)
 # Files each prefix built in this process was read from (the stub, the shims, the C++ headers they pull in).
 _PREFIX_FILES: dict[str, tuple[str, ...]] = {}
 _PREFIX_PARENTS: dict[str, dict[str, str]] = {}
+# What the build of each prefix that holds project headers saw (`prefix_view`): its parses are shown the plain
+# parse's diagnostics, inclusions and top level.
+_PREFIX_VIEWS: dict[str, prefix_view.Record] = {}
 
 
 def includes_torch(data: bytes) -> bool:
@@ -49,13 +53,24 @@ def build(config: ParseConfig, folder: str) -> str | None:
     return out
 
 
-def register(pch: str, files: set[str], parents: dict[str, str] | None = None) -> None:
+def register(pch: str, files: set[str], parents: dict[str, str] | None = None,
+             view: prefix_view.Record | None = None) -> None:
     """Record the files the prefix `pch` was built from (for `with_defines`) and, where its files come in the
     order of the plain parse (a prelude), the file whose #include first brought each one in: a parse through
     the prefix does not enter them, and `closure.usings` walks that chain up to a standard header."""
     _PREFIX_FILES[pch] = tuple(sorted(files))
     if parents is not None:
         _PREFIX_PARENTS[pch] = parents
+    if view is not None:
+        _PREFIX_VIEWS[pch] = view
+
+
+def view_of(args: list[str]) -> prefix_view.Record | None:
+    """The build record of the prefix a parse with `args` reads, where it holds project headers."""
+    for i, a in enumerate(args[:-1]):
+        if a == "-include-pch":
+            return _PREFIX_VIEWS.get(args[i + 1])
+    return None
 
 
 def parents_of(args: list[str]) -> dict[str, str]:

@@ -31,8 +31,9 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
-from miner.frontends import pp_conditions
+from miner.frontends import pp_conditions, prefix_view
 from miner.frontends.config import ParseConfig, clang_args, stub_dir
 
 _DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif|include|define|undef)\b[ \t]*(.*)$", re.M)
@@ -54,6 +55,7 @@ _BUILTIN_MACROS = frozenset(b"""
     __has_feature __has_extension __has_declspec_attribute __has_warning __is_identifier
 """.split())
 MAX_PRELUDES = 8  # each costs about one parse of its headers, in the main process before the pool
+MAX_PROJECT_PRELUDES = 8  # preludes that hold a project header (`Hold`)
 DIALECT = ["-std=c++17"]
 
 
@@ -81,6 +83,8 @@ class _Scan:
         # Every directive that can steer what the preprocessor reads, in order, continuation lines joined
         # (`_Walk` runs them with what is known of the macros).
         self.steps: list[tuple[bytes, bytes, bool]] = []  # kind, rest, the include guard's #if
+        self.step_at: list[int] = []  # each step's offset
+        self.code_at = _first_code(data)  # where the first text that is no directive or comment starts
         for m in _STEP.finditer(data):
             rest, end = m.group(2).rstrip(), m.end()
             while rest.endswith(b"\\") and end < len(data):
@@ -88,6 +92,7 @@ class _Scan:
                 nl = len(data) if nl < 0 else nl
                 rest, end = rest[:-1] + b" " + data[end + 1:nl].rstrip(), nl
             self.steps.append((m.group(1), rest, guard is not None and m.start() == guard.start()))
+            self.step_at.append(m.start())
         stack: list[str] = []  # per open #if: "true", "false" or "unknown" in a C++ parse
         for d in directives:
             kind, rest = d.group(1), d.group(2)
@@ -116,6 +121,23 @@ class _Scan:
                     self.ordered.append((m.group(1), m.group(2).strip(), sure))
                     if sure:
                         self.includes.append((m.group(1), m.group(2).strip()))
+
+
+_TEXT = re.compile(rb"[ \t\r\n\f\v]+|//[^\n]*|/\*.*?\*/|#(?:[^\n]*\\\r?\n)*[^\n]*", re.S)
+
+
+def _first_code(data: bytes) -> int:
+    """The offset of the first text of `data` that is neither a directive nor a comment (len: none). A directive
+    starts a line (after blanks): a `#` elsewhere is code."""
+    i, n = 0, len(data)
+    while i < n:
+        m = _TEXT.match(data, i)
+        if m is None or m.end() == i:
+            return i
+        if data[i:i + 1] == b"#" and data.rfind(b"\n", 0, i) != -1 and data[data.rfind(b"\n", 0, i) + 1:i].strip():
+            return i
+        i = m.end()
+    return n
 
 
 _CPLUSPLUS = re.compile(rb"^(!\s*)?(?:defined\s*\(\s*__cplusplus\s*\)|defined\s+__cplusplus|__cplusplus)\s*(?://.*|/\*.*)?$")
@@ -151,6 +173,23 @@ class Start:
         return Start(self.defined | {d.partition("=")[0].encode() for d in defines}, self.maybe)
 
 
+@dataclass(frozen=True)
+class Hold:
+    """A project header the unit reads right after its first `n` prelude headers, with nothing of the project
+    before it but the directives of the files that include it (`walk`): a prelude of those `n` headers and this
+    one, read whole, is what the plain parse reads up to its end. `spelled`: its name as the parse spells it
+    (the includer's folder or the include folder it is found in, joined with the name written)."""
+    n: int
+    path: str
+    spelled: str
+    read: frozenset[bytes]  # the macro names the walk read before it
+    defined: frozenset[bytes]  # the project macros defined or undefined before it
+
+    @property
+    def headers(self) -> tuple[str, ...]:
+        return (self.spelled,)
+
+
 @dataclass
 class Sequence:
     """The prelude headers a unit includes first, in order; per header, the macro names whose state the walk
@@ -163,6 +202,8 @@ class Sequence:
     # per header: the macros the project's directives defined or undefined before it (only those can reach into
     # it: what comes after it in the plain parse comes after the prelude too)
     defined: tuple[frozenset[bytes], ...] = ()
+    # Project headers a prelude may hold whole (`Hold`), outermost first: each is read inside the one before.
+    holds: tuple[Hold, ...] = ()
 
     def read_up_to(self, n: int) -> frozenset[bytes]:
         return self.read[n - 1] if n else frozenset()
@@ -180,7 +221,8 @@ def sure_headers(root: str, data: dict[str, bytes], edges: dict[str, set[str]],
 
 def walk(root: str, data: dict[str, bytes], edges: dict[str, set[str]], scans: dict[str, _Scan],
          standard: frozenset[str], start: Start | None,
-         found: Callable[[str, bytes, str], str | bool] | None = None) -> Sequence:
+         found: Callable[[str, bytes, str], str | bool] | None = None,
+         spell: Callable[[str, bytes, str], str | None] | None = None) -> Sequence:
     """The prelude headers `root` includes first, in the order it does: those it includes where the preprocessor
     surely reads the include (directly or through project headers it includes so; `#if` conditions evaluated
     from `start` and the project's own `#define`s before them, `frontends.pp_conditions`) up to the first
@@ -201,6 +243,8 @@ def walk(root: str, data: dict[str, bytes], edges: dict[str, set[str]], scans: d
     state: dict[bytes, pp_conditions.Tri] = {}  # macros the project's directives so far defined or undefined
     read: set[bytes] = set()
     seen = {root}
+    holds: list[Hold] = []
+    closed = [False]  # a project file was read whole before this point (its declarations precede what follows)
 
     def known(name: bytes) -> pp_conditions.Tri:
         if name in state:
@@ -209,10 +253,12 @@ def walk(root: str, data: dict[str, bytes], edges: dict[str, set[str]], scans: d
             return True if name == b"__cplusplus" else None
         return start.known(name)
 
-    def visit(f: str) -> bool:
-        """False at the first include that ends the sequence."""
+    def visit(f: str, spelled: str | None) -> bool:
+        """False at the first include that ends the sequence. `spelled`: `f`'s name as the parse spells it where
+        nothing but directives came before it (None: something did, or unknown)."""
         stack: list[list[pp_conditions.Tri]] = []  # per open #if: [enclosing activity, this branch, one taken]
-        for kind, rest, is_guard in scan(f).steps:
+        sc = scan(f)
+        for (kind, rest, is_guard), at in zip(sc.steps, sc.step_at, strict=True):
             active = pp_conditions.and3(stack[-1][0], stack[-1][1]) if stack else True
             if kind in (b"if", b"ifdef", b"ifndef"):
                 if active is False:
@@ -268,11 +314,20 @@ def walk(root: str, data: dict[str, bytes], edges: dict[str, set[str]], scans: d
                         return False  # read again, and not surely empty the second time
                 else:
                     seen.add(target)
-                    if not visit(target):
+                    inner = None
+                    if spell is not None and spelled is not None and not closed[0] and sc.code_at > at:
+                        inner = spell(spelled, delim, name)
+                        if inner is not None and os.path.realpath(inner) == target:
+                            holds.append(Hold(len(out), target, inner, frozenset(read),
+                                              frozenset(state) - _BUILTIN_MACROS))
+                        else:
+                            inner = None
+                    if not visit(target, inner):
                         return False
+                    closed[0] = True
         return True
 
-    visit(root)
+    visit(root, root)
     reach, stack = {root}, [root]
     while stack:
         for nxt in edges.get(stack.pop(), ()):
@@ -287,7 +342,8 @@ def walk(root: str, data: dict[str, bytes], edges: dict[str, set[str]], scans: d
         for name in scan(f).maybe:
             if (n := name.decode("utf-8", "replace")) not in out:
                 macros |= _shim_macros(n)
-    return Sequence(tuple(out), tuple(read_at), macros - _BUILTIN_MACROS, frozenset(read), tuple(defined_at))
+    return Sequence(tuple(out), tuple(read_at), macros - _BUILTIN_MACROS, frozenset(read), tuple(defined_at),
+                    tuple(holds))
 
 
 def _condition(kind: bytes, rest: bytes, known: Callable[[bytes], pp_conditions.Tri],
@@ -377,8 +433,22 @@ class _Planner:
                     return os.path.realpath(cand)
             return any(os.path.isfile(os.path.join(d, name)) for d in self.prelude_dirs)
 
+        def spell(includer: str, delim: bytes, name: str) -> str | None:
+            # Where the parse finds a project header, as it spells it: the includer's folder first for a quoted
+            # name, then the include folders. Only where the unit's folders are those the preludes are built
+            # with (a held project header's own includes are found there).
+            if dirs != self.prelude_dirs or os.path.isabs(name):
+                return None
+            for d in [os.path.dirname(includer)] if delim == b'"' else []:
+                if os.path.isfile(os.path.join(d, name)):
+                    return os.path.join(d, name)
+            for d in dirs:
+                if os.path.isfile(os.path.join(d, name)):
+                    return os.path.join(d, name)
+            return None
+
         return walk(root, self.data, self.edges, self.scans, self.standard, self.starts[dialect].with_defines(defines),
-                    found)
+                    found, spell)
 
     def choose(self, seq: Sequence, dialect: str, exclude: Callable[[str], bool] = lambda p: False) -> str | None:
         """The longest built prelude whose headers start the sequence, whose files name none of the macros the
@@ -388,7 +458,12 @@ class _Planner:
         fits = [b for b in self.built if b.dialect == dialect and seq.headers[:len(b.headers)] == b.headers
                 and not (seq.defined_up_to(len(b.headers)) & b.words)
                 and not (seq.read_up_to(len(b.headers)) & b.changes) and not exclude(b.path)]
-        return max(fits, key=lambda b: len(b.headers)).path if fits else None
+        # A prelude that holds a project header whole (read after the first `n` of the unit's prelude headers)
+        # is read up to that header's end: it covers more than any of standard headers alone.
+        for h in seq.holds:
+            fits += [b for b in self.built if b.dialect == dialect and b.headers == (*seq.headers[:h.n], h.spelled)
+                     and not (h.defined & b.words) and not (h.read & b.changes) and not exclude(b.path)]
+        return max(fits, key=lambda b: (_holds_project(b.headers), len(b.headers))).path if fits else None
 
 
 _PLANNERS: dict[str, _Planner] = {}  # by the path of each prelude it built
@@ -439,6 +514,17 @@ def plan(roots: list[str], config: ParseConfig, data: dict[str, bytes], edges: d
     want = Counter(max(((h[:n], d) for n in range(1, len(h) + 1) if starts[(h[:n], d)] >= 2),
                        key=lambda k: len(k[0]), default=None) for h, d in counts.elements())
     candidates = [k for k, _ in want.most_common() if k is not None][:MAX_PRELUDES]
+    # And per unit (planned configuration), the outermost project header it may hold that another unit holds
+    # after the same prelude headers (`Hold`: the later ones are read inside it).
+    # Off unless asked for (`KM_PROJECT_PRELUDES=on`): such a prelude is exact against the plain parse, but a
+    # standard-header prelude hides the standard library's declarations from the walks (cheaper walks, and closures
+    # that name fewer standard headers), so switching to it changes outputs and saved little (docs/scale.md).
+    project = os.environ.get("KM_PROJECT_PRELUDES", "off") == "on"
+    options = Counter(((*seq.headers[:h.n], h.spelled), dialect_of[r]) for r, seq in wanted.items()
+                      for h in seq.holds if project)
+    held = Counter(next((k for h in seq.holds if options[k := ((*seq.headers[:h.n], h.spelled), dialect_of[r])] >= 2),
+                        None) for r, seq in wanted.items())
+    candidates += [k for k, _ in held.most_common() if k is not None][:MAX_PROJECT_PRELUDES]
     built = _build_all([(config, headers, dialect.split(), os.path.join(folder, f"km_prelude_{i}.h"))
                         for i, (headers, dialect) in enumerate(candidates, start=len(dialects))], jobs)
     for i, (headers, dialect), got in zip(range(len(dialects), len(dialects) + len(candidates)), candidates, built,
@@ -501,14 +587,15 @@ def _build(config: ParseConfig, headers: tuple[str, ...], dialect: list[str],
     return _registered(_compile((config, headers, dialect, prefix)))
 
 
-def _registered(got: tuple[str, set[str], set[bytes], dict[str, str]] | None
+def _registered(got: tuple[str, set[str], set[bytes], dict[str, str], prefix_view.Record | None] | None
                 ) -> tuple[str, set[str], set[bytes]] | None:
     from miner.frontends import pch
 
     if got is None:
         return None
-    out, files, defined, parents = got
-    pch.register(out, files, parents)
+    out, files, defined, parents, view = got
+    # (a prelude that holds a project header: its parses get the build's inclusions merged, not parents)
+    pch.register(out, files, None if view is not None else parents, view)
     return out, files, defined
 
 
@@ -526,23 +613,44 @@ def _build_all(jobs: list[tuple[ParseConfig, tuple[str, ...], list[str], str]],
 
 
 def _compile(job: tuple[ParseConfig, tuple[str, ...], list[str], str]
-             ) -> tuple[str, set[str], set[bytes], dict[str, str]] | None:
+             ) -> tuple[str, set[str], set[bytes], dict[str, str], prefix_view.Record | None] | None:
     config, headers, dialect, prefix = job
     try:
         import clang.cindex as ci
     except ImportError:
         return None
 
-    with open(prefix, "w", encoding="utf-8") as fh:
-        fh.write(f'#include "{stub_dir() / "km_cuda_parse.h"}"\n' + "".join(f"#include <{h}>\n" for h in headers))
+    project = _holds_project(headers)
+    # A prelude that holds a project header is read by the walks as the plain parse (`prefix_view`): the stub
+    # comes in by `-include`, as in the plain parse, and the project header by the name the plain parse spells.
+    lines = [] if project else [f'#include "{stub_dir() / "km_cuda_parse.h"}"\n']
+    lines += [f'#include "{h}"\n' if os.path.isabs(h) else f"#include <{h}>\n" for h in headers]
     out = prefix[:-2] + ".pch"
     cfg = ParseConfig(include_dirs=config.include_dirs, defines=config.defines, cuda_arch=config.cuda_arch,
                       overlay_dir=config.overlay_dir, args_of={prefix: dialect})
     try:
-        # KeepGoing | ForSerialization | DetailedPreprocessingRecord, as the torch prefix (pch.build).
-        tu = ci.Index.create().parse(prefix, args=clang_args(cfg, prefix, prefix=False), options=0x200 | 0x10 | 0x1)
-        if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
+        for _attempt in range(2):
+            with open(prefix, "w", encoding="utf-8") as fh:
+                fh.write("".join(lines))
+            # KeepGoing | ForSerialization | DetailedPreprocessingRecord, as the torch prefix (pch.build).
+            tu = ci.Index.create().parse(prefix, args=clang_args(cfg, prefix, prefix=project),
+                                         options=0x200 | 0x10 | 0x1)
+            # A standard header the stub read already is read again by the unit's own `#include` (what a header
+            # without a whole-file guard, `<cstdio>`, lists then is the unit's): the prefix file leaves it to the
+            # unit, or the parse through the prefix would read it twice.
+            again, unguarded = _read_before(tu, prefix) if project else (set(), False)
+            if unguarded:
+                return None  # the unit's own `#include` of it would read it a second time (`_read_before`)
+            if not again:
+                break
+            if any(os.path.isabs(h) for h in again):
+                return None
+            lines = [f'#include "{h}"\n' if os.path.isabs(h) else f"#include <{h}>\n" for h in headers
+                     if h not in again]
+        # (a project header's errors are the plain parse's too: they are recorded and handed to each unit)
+        if not project and any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
             return None
+        view = prefix_view.record(tu, prefix) if project else None
         files = {prefix, str(stub_dir() / "km_cuda_parse.h")}
         parents: dict[str, str] = {}
         for inc in tu.get_includes():
@@ -555,7 +663,39 @@ def _compile(job: tuple[ParseConfig, tuple[str, ...], list[str], str]
         tu.save(out)
     except (ci.TranslationUnitLoadError, ci.TranslationUnitSaveError, OSError):
         return None
-    return out, files, defined, parents
+    return out, files, defined, parents, view
+
+
+def _read_before(tu: Any, prefix: str) -> tuple[set[str], bool]:
+    """The headers the prefix file `prefix` includes (as written) that its parse had read before it got there, and
+    whether one it reads there has no whole-file guard: the unit's own `#include` of such a header (`<cstdio>`
+    includes two headers before its `#ifndef`) reads it again after the prefix, which the plain parse never does."""
+    import clang.cindex as ci
+
+    fresh: set[str] = set()
+    before: set[str] = set()
+    for inc in tu.get_includes():
+        name = inc.include.name
+        if inc.source is not None and inc.source.name == prefix and name not in before:
+            fresh.add(name)
+        before.add(name)
+    out: set[str] = set()
+    guarded = ci.conf.lib.clang_isFileMultipleIncludeGuarded
+    unguarded = False
+    for c in tu.cursor.get_children():
+        f = c.location.file
+        if c.kind == ci.CursorKind.INCLUSION_DIRECTIVE and f is not None and f.name == prefix:
+            got = c.get_included_file()
+            if got is None or got.name not in fresh:
+                out.add(c.spelling)
+            elif not guarded(tu, got):
+                unguarded = True
+    return out, unguarded
+
+
+def _holds_project(headers: tuple[str, ...]) -> bool:
+    """Whether a prelude's headers end with a project header (named by its path; standard ones by name)."""
+    return bool(headers) and os.path.isabs(headers[-1])
 
 
 _WORDS: dict[str, frozenset[bytes]] = {}
