@@ -282,6 +282,7 @@ def find(files: list[SourceFile], include_dirs: list[str], roots: list[str],
         for d in [*include_dirs, *cmake_includes.include_folders(here, top)]:
             cand = resolve(d, name)
             if cand is not None and os.path.isfile(cand) and any(cand.startswith(r + os.sep) for r in projects):
+                folders.setdefault(d)  # (an include folder of the build: its system-named headers are the project's)
                 return cand
         tail = include_tail(name)
         cands = sorted(p for p in pool.get(os.path.basename(name), ()) if tail_match(p, tail, bounds))

@@ -48,17 +48,19 @@ _CLASSES = {K.CLASS_DECL, K.STRUCT_DECL, K.CLASS_TEMPLATE, K.CLASS_TEMPLATE_PART
 Sites = dict[tuple[tuple[str, int], str, int], list[list[str]]]
 
 
-def _needy(rec: Launch) -> bool:
+def _needy(st: _State, rec: Launch) -> bool:
     """A launch or reference of a template kernel left with no concrete arguments (its host template's
-    defaults, or none)."""
+    defaults, or none). A kernel that is no template has nothing to learn (its launches have no template
+    arguments either: each TU launching one was parsed a second time for nothing)."""
     return (rec.kernel is not None and rec.template_args is None
+            and bool(getattr(st.kernels.get(rec.kernel), "template_params", None))
             and (rec.host_defaulted or not rec.host_template_args))
 
 
-def wanted(records: list[Launch]) -> bool:
+def wanted(st: _State, records: list[Launch]) -> bool:
     """Whether any launch or reference is `_needy`: only then are programs parsed again with their
     instantiations."""
-    return any(_needy(rec) for rec in records)
+    return any(_needy(st, rec) for rec in records)
 
 
 def other_programs(st: _State, left: list[Launch], defs: list[tuple[str, ci.Cursor]], main: str) -> list[str]:
@@ -181,7 +183,7 @@ def program_sites(st: _State, records: list[Launch], defs: list[tuple[str, ci.Cu
         # for each of them costs a parse per program per unit. Only a program that includes the kernels' headers
         # (a header-only library's example, the umbrella's choice) looks further.
         return found
-    left = [rec for rec in records if _needy(rec) and (rec.kernel, rec.path, rec.line) not in found]
+    left = [rec for rec in records if _needy(st, rec) and (rec.kernel, rec.path, rec.line) not in found]
     for program in other_programs(st, left, defs, main):
         if (tu := ctx.probe("", instantiate=True, program=program)) is not None:
             _walk_program(st, tu, ctx.norm(program), found)

@@ -80,7 +80,7 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
     member_types.resolve(st, st.launches + st.refs)
     # What the program itself instantiates (a library's expression types built through its API) last: those
     # arguments are clang's, and replace the defaults a chain the propagation could not follow took.
-    if instantiated.wanted(st.launches + st.refs):
+    if instantiated.wanted(st, st.launches + st.refs):
         instantiated.apply(st.launches + st.refs, instantiated.program_sites(st, st.launches + st.refs, defs))
     # (Launches of a chosen pointer name no kernel here: matched to the chooser's references after the parse.)
     return _merge(st.launches) + _merge(st.refs) + st.chosen, insts
