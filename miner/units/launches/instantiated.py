@@ -39,6 +39,7 @@ _FAN_IN = 8
 _MAX_PROGRAM_FILES = 4000
 _MAX_PROGRAM_BYTES = 1 << 20
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+_UNNAMEABLE = re.compile(r"\((?:lambda|unnamed|anonymous) (?:at|struct|class|union|enum|namespace)\b")
 _STD_NAME = re.compile(r"(?<![\w:])std::(\w+)")
 _CUDA_STD_NAME = re.compile(rb"\bcuda::std::(\w+)")
 _FUNCS_DEFINED = {K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD, K.CONSTRUCTOR, K.CONVERSION_FUNCTION}
@@ -52,7 +53,7 @@ def _needy(st: _State, rec: Launch) -> bool:
     """A launch or reference of a template kernel left with no concrete arguments (its host template's
     defaults, or none). A kernel that is no template has nothing to learn (its launches have no template
     arguments either: each TU launching one was parsed a second time for nothing)."""
-    return (rec.kernel is not None and rec.template_args is None
+    return (rec.kernel is not None and rec.template_args is None and not rec.in_lambda and not rec.dispatch_args
             and bool(getattr(st.kernels.get(rec.kernel), "template_params", None))
             and (rec.host_defaulted or not rec.host_template_args))
 
@@ -210,7 +211,9 @@ def _walk_program(st: _State, tu: ci.TranslationUnit, main: str, found: Sites) -
             if kkey in st.kernels:
                 if r.get_num_template_arguments() > 0 and d.location.file is not None:
                     args = _template_args(r)
-                    if args is not None:
+                    # A closure or unnamed type (`(lambda at f.cu:49:63)`) has no name a unit can write: the call
+                    # site's own reading (a lambda made a functor struct) stays what it was.
+                    if args is not None and not any(_UNNAMEABLE.search(a) for a in args):
                         args = [_libcuxx_respelled(ctx, a) for a in args]
                         site = (kkey, ctx.norm(d.location.file.name), d.location.line)
                         lists = found.setdefault(site, [])
@@ -266,21 +269,21 @@ def _roots(parent: ci.Cursor, ctx, main: str) -> list[ci.Cursor]:
 
 
 def apply(records: list[Launch], sites: Sites) -> None:
-    """Each launch or reference at a site the program's instantiations reach takes their arguments: they
-    replace a host template's defaults (arguments that stood for nothing) and join known ones."""
+    """Each launch or reference at a site the program's instantiations reach takes their arguments where they
+    replace a host template's defaults (arguments that stood for nothing) or stand where there were none."""
     if not sites:
         return
     for rec in records:
         lists = sites.get((rec.kernel, rec.path, rec.line)) if rec.kernel is not None else None
         if not lists:
             continue
+        if rec.in_lambda or rec.dispatch_args:
+            continue  # (a generic lambda's arguments come from the tags its dispatch calls it with: sites.py)
         if rec.host_defaulted or (rec.template_args is None and not rec.host_template_args):
             rec.host_template_args = [list(a) for a in lists]
             rec.host_defaulted = False
             rec.resolved_text = None
             continue
-        if rec.template_args is not None:
-            continue  # (concrete as written: the instantiation is that one)
-        for a in lists:
-            if list(a) not in rec.host_template_args:
-                rec.host_template_args.append(list(a))
+        # Arguments the walk already has are kept as they are: the instantiated program spells the same types
+        # through their sugar (`std::conditional_t<true, long, int>` beside `long`), which joined as more
+        # instantiations of one.
