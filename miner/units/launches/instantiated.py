@@ -269,8 +269,11 @@ def _roots(parent: ci.Cursor, ctx, main: str) -> list[ci.Cursor]:
 
 
 def apply(records: list[Launch], sites: Sites) -> None:
-    """Each launch or reference at a site the program's instantiations reach takes their arguments where they
-    replace a host template's defaults (arguments that stood for nothing) or stand where there were none."""
+    """Each launch or reference at a site the program's instantiations reach takes their arguments: they
+    replace a host template's defaults (arguments that stood for nothing) and join known ones. Not a launch in a
+    generic lambda or one dispatched over a list: their arguments are the tags the dispatch calls them with
+    (launches.sites), which the instantiated program spells through sugar (`std::conditional_t<true, long, int>`
+    beside `long`), joined as more instantiations of one."""
     if not sites:
         return
     for rec in records:
@@ -284,6 +287,8 @@ def apply(records: list[Launch], sites: Sites) -> None:
             rec.host_defaulted = False
             rec.resolved_text = None
             continue
-        # Arguments the walk already has are kept as they are: the instantiated program spells the same types
-        # through their sugar (`std::conditional_t<true, long, int>` beside `long`), which joined as more
-        # instantiations of one.
+        if rec.template_args is not None:
+            continue  # (concrete as written: the instantiation is that one)
+        for a in lists:
+            if list(a) not in rec.host_template_args:
+                rec.host_template_args.append(list(a))
