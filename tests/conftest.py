@@ -37,15 +37,18 @@ def load_dataset(out_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(out_dir.glob("*/metadata.json"))]
 
 
-def extract_and_build(tmp_path_factory: pytest.TempPathFactory, fixture: str) -> dict[str, Any]:
-    """Copy tests/fixtures/<fixture>, run `extract --build` on it with a private cache; the proc, out dir, metadata."""
+def extract_and_build(tmp_path_factory: pytest.TempPathFactory, fixture: str, mined: str | None = None,
+                      env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Copy tests/fixtures/<fixture>, run `extract --build` on it with a private cache; the proc, out dir, metadata.
+    With `mined`, only that folder of the copy is mined, the whole copy given as `--project`."""
     name = Path(fixture).name  # `build_config/cmake_nested`: a fixture in a folder of fixtures
     src = tmp_path_factory.mktemp(f"{name}-src") / name
     shutil.copytree(FIXTURES / fixture, src)
     out = tmp_path_factory.mktemp(f"{name}-out")
     cache = tmp_path_factory.mktemp(f"{name}-cache")
-    proc = run_miner("extract", src, "-o", out, "--build", "-j", "2", env={"XDG_CACHE_HOME": str(cache)},
-                     timeout=600)
+    target = [src / mined, "--project", src] if mined else [src]
+    proc = run_miner("extract", *target, "-o", out, "--build", "-j", "2",
+                     env={"XDG_CACHE_HOME": str(cache), **(env or {})}, timeout=600)
     return {"proc": proc, "out": out, "metas": load_dataset(out)}
 
 

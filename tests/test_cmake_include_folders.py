@@ -7,20 +7,11 @@ first by name was the newer copy, which the build never includes. Our own fixtur
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import (
-    FIXTURES,
-    build_statuses,
-    extract_and_build,
-    load_dataset,
-    only_meta,
-    run_miner,
-    unit_texts,
-)
+from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -33,13 +24,7 @@ def whole(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def from_src(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Only `src/` mined, the checkout given as --project: the headers are context files, found by discovery."""
-    src = tmp_path_factory.mktemp("tvc-src") / "two_vendored_copies"
-    shutil.copytree(FIXTURES / "two_vendored_copies", src)
-    out = tmp_path_factory.mktemp("tvc-out")
-    cache = tmp_path_factory.mktemp("tvc-cache")
-    proc = run_miner("extract", src / "src", "--project", src, "-o", out, "--build", "-j", "2",
-                     env={"XDG_CACHE_HOME": str(cache)}, timeout=600)
-    return {"proc": proc, "out": Path(out), "metas": load_dataset(Path(out))}
+    return extract_and_build(tmp_path_factory, "two_vendored_copies", mined="src")
 
 
 def _assert_old_layout(dataset: dict[str, Any]) -> None:

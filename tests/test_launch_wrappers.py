@@ -21,14 +21,9 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 @pytest.fixture(scope="module")
 def forwarded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The fixture's `examples/` mined with the whole fixture as the project (its library lies in `include/`)."""
-    src = tmp_path_factory.mktemp("forwarded-src") / "forwarded"
-    shutil.copytree(FIXTURES / "launchwrap/forwarded", src)
-    out = tmp_path_factory.mktemp("forwarded-out")
-    cache = tmp_path_factory.mktemp("forwarded-cache")
-    proc = run_miner("extract", src / "examples", "-o", out, "--project", src, "--build", "-j", "2",
-                     env={"XDG_CACHE_HOME": str(cache), "KM_PARSE_CACHE": "off"}, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return {"proc": proc, "out": out, "metas": load_dataset(out)}
+    found = extract_and_build(tmp_path_factory, "launchwrap/forwarded", mined="examples", env={"KM_PARSE_CACHE": "off"})
+    assert found["proc"].returncode == 0, found["proc"].stderr[-2000:]
+    return found
 
 
 def _one_launch(data: dict[str, Any], name: str) -> dict[str, Any]:

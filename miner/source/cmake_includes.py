@@ -67,15 +67,17 @@ def _outermost(folder: str) -> str | None:
     return best
 
 
-def include_folders(folder: str, top: str | None = None) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def include_folders(folder: str, top: str | None = None) -> tuple[str, ...]:
     """The include folders CMake gives sources in `folder` of the project at `top` (default: the outermost
-    CMakeLists.txt above it), in the order they are searched; [] where no CMakeLists.txt on the way says any."""
+    CMakeLists.txt above it), in the order they are searched; () where no CMakeLists.txt on the way says any.
+    Cached: asked once per include the inputs do not answer, of every file of a folder."""
     folder = os.path.realpath(folder)
     top = os.path.realpath(top) if top else _outermost(folder)
     if top is None:
-        return []
+        return ()
     if not (folder == top or folder.startswith(top + os.sep)):
-        return []
+        return ()
     chain: list[str] = []
     d = folder
     while True:
@@ -91,4 +93,4 @@ def include_folders(folder: str, top: str | None = None) -> list[str]:
             own, target = _folders_of(path, top)
             directory += [x for x in own if x not in directory]
             targets += [x for x in target if x not in targets]
-    return directory + [x for x in targets if x not in directory]
+    return (*directory, *(x for x in targets if x not in directory))

@@ -84,6 +84,18 @@ def build(files: list[SourceFile], include_dirs: list[str], roots: frozenset[str
         by_tail[os.path.basename(f.path)].append(f.path)
     graph = IncludeGraph()
     auto: list[str] = []
+
+    def add_dir(path: str, d: str) -> bool:
+        """Record `d` as an auto -I dir of the run and of `path`'s own; False where the run's dirs have it."""
+        if d in include_dirs:
+            return False
+        if d not in auto:
+            auto.append(d)
+        own = graph.dirs_of.setdefault(path, [])
+        if d not in own:
+            own.append(d)
+        return True
+
     for f in files:
         targets: set[str] = set()
         here = os.path.dirname(f.path)
@@ -104,14 +116,8 @@ def build(files: list[SourceFile], include_dirs: list[str], roots: frozenset[str
                     cand = resolve(d, name)
                     if cand is not None and cand in by_path:
                         found = cand
-                        if d not in include_dirs:
-                            if d not in auto:
-                                auto.append(d)
-                            own = graph.dirs_of.setdefault(f.path, [])
-                            if d not in own:
-                                own.append(d)
-                            if len(by_tail.get(os.path.basename(name), [])) > 1:
-                                graph.chose.add(f.path)  # its own dirs first: the other copy is an auto dir too
+                        if add_dir(f.path, d) and len(by_tail.get(os.path.basename(name), [])) > 1:
+                            graph.chose.add(f.path)  # its own dirs first: the other copy is an auto dir too
                         break
             if found is None and not _system_header(name):
                 tail = include_tail(name)
@@ -123,13 +129,7 @@ def build(files: list[SourceFile], include_dirs: list[str], roots: frozenset[str
                     if len(matches) > 1:
                         graph.chose.add(f.path)
                     found = min(matches, key=lambda p: (-_shared(p, f.path), p[: len(p) - len(tail)] not in auto, p))
-                    inc_dir = found[: len(found) - len(tail)]
-                    if inc_dir not in include_dirs:
-                        if inc_dir not in auto:
-                            auto.append(inc_dir)
-                        own = graph.dirs_of.setdefault(f.path, [])
-                        if inc_dir not in own:
-                            own.append(inc_dir)
+                    add_dir(f.path, found[: len(found) - len(tail)])
             if found is not None and found != f.path:
                 targets.add(found)
         graph.edges[f.path] = targets

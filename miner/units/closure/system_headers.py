@@ -31,6 +31,14 @@ def _roots() -> tuple[str, ...]:
     return tuple(sorted(dirs, key=len, reverse=True))
 
 
+def _system_name(path: str) -> str | None:
+    """`string.h` for `/usr/include/string.h`: the name relative to the system (or wheel) include folder that
+    holds the file, else None."""
+    real = os.path.realpath(path)
+    root = next((r for r in _roots() if real.startswith(r + os.sep)), None)
+    return None if root is None else real[len(root) + 1:]
+
+
 def included_header(ctx: TUContext, path: str) -> str | None:
     """`execinfo.h` for a declaration of `/usr/include/execinfo.h` that a project file's `#include <execinfo.h>`
     brought in (directly or through the headers it includes): the header a unit naming that declaration needs.
@@ -48,12 +56,8 @@ def included_header(ctx: TUContext, path: str) -> str | None:
         path = parent
     else:
         return None
-    real = os.path.realpath(path)
-    root = next((r for r in _roots() if real.startswith(r + os.sep)), None)
-    if root is None:
-        return None
-    name = real[len(root) + 1:]
-    if is_toolkit_header(name) or FRAMEWORK.search(name):
+    name = _system_name(path)
+    if name is None or is_toolkit_header(name) or FRAMEWORK.search(name):
         return None
     # A standard header counts too: the unit keeps the `#include <cstring>` lines of the files it takes pieces
     # from, but `std::strncpy` in a kept class may come from a project header that gives the unit nothing else.
@@ -72,12 +76,8 @@ def std_counterpart(use: ci.Cursor, path: str) -> str | None:
     qualifier = next(use.get_children(), None)
     if qualifier is None or qualifier.kind != ci.CursorKind.NAMESPACE_REF or qualifier.spelling != "std":
         return None
-    real = os.path.realpath(path)
-    root = next((r for r in _roots() if real.startswith(r + os.sep)), None)
-    if root is None:
-        return None
-    name = real[len(root) + 1:]
-    if os.sep in name or not name.endswith(".h"):
+    name = _system_name(path)
+    if name is None or os.sep in name or not name.endswith(".h"):
         return None
     counterpart = "c" + name[:-2]
     return counterpart if any(os.path.isfile(os.path.join(r, counterpart)) for r in _roots()) else None
