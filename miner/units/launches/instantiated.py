@@ -53,7 +53,7 @@ def _needy(st: _State, rec: Launch) -> bool:
     """A launch or reference of a template kernel left with no concrete arguments (its host template's
     defaults, or none). A kernel that is no template has nothing to learn (its launches have no template
     arguments either: each TU launching one was parsed a second time for nothing)."""
-    return (rec.kernel is not None and rec.template_args is None and not rec.in_lambda and not rec.dispatch_args
+    return (rec.kernel is not None and rec.template_args is None and not rec.dispatch_args
             and bool(getattr(st.kernels.get(rec.kernel), "template_params", None))
             and (rec.host_defaulted or not rec.host_template_args))
 
@@ -270,23 +270,25 @@ def _roots(parent: ci.Cursor, ctx, main: str) -> list[ci.Cursor]:
 
 def apply(records: list[Launch], sites: Sites) -> None:
     """Each launch or reference at a site the program's instantiations reach takes their arguments: they
-    replace a host template's defaults (arguments that stood for nothing) and join known ones. Not a launch in a
-    generic lambda or one dispatched over a list: their arguments are the tags the dispatch calls them with
-    (launches.sites), which the instantiated program spells through sugar (`std::conditional_t<true, long, int>`
-    beside `long`), joined as more instantiations of one."""
+    replace a host template's defaults (arguments that stood for nothing) and join known ones. A launch dispatched
+    over a list takes none, and one in a generic lambda only where it has none of its own: their arguments are the
+    tags the dispatch calls them with (launches.sites), which the instantiated program spells through sugar
+    (`std::conditional_t<true, long, int>` beside `long`), joined as more instantiations of one."""
     if not sites:
         return
     for rec in records:
         lists = sites.get((rec.kernel, rec.path, rec.line)) if rec.kernel is not None else None
         if not lists:
             continue
-        if rec.in_lambda or rec.dispatch_args:
-            continue  # (a generic lambda's arguments come from the tags its dispatch calls it with: sites.py)
+        if rec.dispatch_args:
+            continue  # (a dispatched launch's arguments are the tags its dispatch calls it with: sites.py)
         if rec.host_defaulted or (rec.template_args is None and not rec.host_template_args):
             rec.host_template_args = [list(a) for a in lists]
             rec.host_defaulted = False
             rec.resolved_text = None
             continue
+        if rec.in_lambda:
+            continue  # (a generic lambda's arguments come from the tags it is called with: sites.py)
         if rec.template_args is not None:
             continue  # (concrete as written: the instantiation is that one)
         for a in lists:
