@@ -348,3 +348,23 @@ def test_a_kernel_below_an_api_another_program_calls_takes_that_programs_instant
     apply = only_meta(expr_lib, "apply_kernel")
     assert [i["origin"] for i in apply["instantiations"]] == ["host_template"], apply["instantiations"]
     assert set(build_statuses(apply).values()) == {"ok"}, build_statuses(apply)
+
+
+@pytest.fixture(scope="module")
+def lambda_lib(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _mine_sub(tmp_path_factory, "blind15/lambda_lib", "include/lx")
+
+
+def test_a_launch_in_a_templated_lambda_takes_the_programs_instantiated_operator(
+        lambda_lib: dict[str, Any]) -> None:
+    """`lx::run` launches `ept_kernel<Cap>(op)` inside a lambda templated on the elements per thread
+    (`[&]<int Ept>(auto &&handler)`, called as `.template operator()<4>(...)`); the operator type is deduced
+    from `run`'s own argument, which only the example program's call fixes (`lx::Scale<float>`). A launch in a
+    lambda was kept from the program's instantiated arguments (they are the dispatch's tags elsewhere), so the
+    kernel took a scalar for `Op` ("expression must have class type")."""
+    m = only_meta(lambda_lib, "ept_kernel")
+    args = sorted(tuple(sorted(i["template_args"].items())) for i in m["instantiations"])
+    assert args == [(("Cap", "lx::Caps<1>"), ("Op", "lx::Scale<float>")),
+                    (("Cap", "lx::Caps<4>"), ("Op", "lx::Scale<float>"))], args
+    assert {i["origin"] for i in m["instantiations"]} == {"host_template"}, m["instantiations"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
