@@ -52,3 +52,12 @@ def test_respell_leaves_unknown_templates_and_other_values_alone() -> None:
     assert respell("ns::F<7>", params) == "ns::F<static_cast<ns::E>(7)>"
     assert respell("q::P<'a', '\\b', '\\xff'>", params) == "q::P<'a', 8, -1>"
     assert respell("Other<1, '\\x01'>", params) == "Other<1, '\\x01'>"
+
+
+def test_an_inferred_enum_value_is_spelled_in_the_launchers_parameter_types(dataset: dict[str, Any]) -> None:
+    """`accumulate<Compute C, T>(T *, param_t<C>)` has no launch: C takes the value 0, which the instantiation
+    writes `static_cast<sar::Compute>(0)`; the launcher's parameter types wrote the bare `0`
+    (`param_t<0>`: "argument of type int is incompatible with template parameter of type sar::Compute")."""
+    meta = only_meta(dataset, "accumulate")
+    assert [i["origin"] for i in meta["instantiations"]] == ["inferred"], meta["instantiations"]
+    assert set(build_statuses(meta).values()) == {"ok"}, build_statuses(meta)

@@ -600,9 +600,10 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
         typed = _typed_args(meta.get("template_params") or [], inst["args"], pieces,
                             _namespace_context(meta)["namespaces"])
         # The parameter types take the arguments as the instantiation writes them (`ctc_helper::add<float>`
-        # where the host template that launches it names the functor from inside its namespace as `add<float>`).
-        for tp, a in zip(meta.get("template_params") or [], typed, strict=False):
-            if tp.get("kind") == "type" and tp.get("name") in mapping:
+        # where the host template that launches it names the functor from inside its namespace as `add<float>`;
+        # an enum's value as its cast, `param_t<static_cast<sar::Compute>(0)>`, where `param_t<0>` names no type).
+        for tp, a, raw in zip(meta.get("template_params") or [], typed, inst["args"], strict=False):
+            if tp.get("name") in mapping and (tp.get("kind") == "type" or a != raw):
                 mapping[tp["name"]] = a
         params = _params(meta["params"], mapping, macros)
         grid_constant = grid_constant_spellings(pieces)
