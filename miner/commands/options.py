@@ -155,6 +155,9 @@ def extract_options(args: argparse.Namespace) -> ExtractRun:
         raise UsageError("--arch applies to --build only")
     if args.toolchain and not args.build:
         raise UsageError("--toolchain applies to --build only")
+    from miner.extract import isolated
+
+    isolated.parse_timeout()  # (a bad KM_PARSE_TIMEOUT is said before anything is written)
     opts = ExtractOptions(paths=paths, out_dir=args.output_dir, include_dirs=args.include_dir,
                           defines=args.define, compile_commands=args.compile_commands,
                           jobs=args.jobs, frontend=args.frontend, units=not args.no_units, project=args.project,

@@ -4,7 +4,6 @@ what the preprocessor hid), and kernels of inactive #if branches parsed again in
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 import os
 import pickle
 import threading
@@ -15,7 +14,7 @@ from typing import Any
 
 from miner.errors import UsageError
 from miner.extract import cache as extract_cache
-from miner.extract import error_branches, guarded, switched
+from miner.extract import error_branches, guarded, isolated, switched
 from miner.extract import instances as instance_files
 from miner.extract.options import ExtractOptions, ExtractReport
 from miner.extract.unit_data import UnitData, analysis_of
@@ -57,21 +56,18 @@ def _analysis(units: bool) -> clang_frontend.Analysis | None:
 def _run_clang(roots: list[str], config: ParseConfig, inputs: set[str], jobs: int, units: bool,
                tick: Callable[[], None], instances: dict[str, list[str]] | None = None
                ) -> list[clang_frontend.ParseResult]:
-    if jobs <= 1 or len(roots) <= 1:
-        _init_worker(config, inputs, units, instances)
-        out = []
-        for r in roots:
-            out.append(_parse_root(r))
-            tick()
-        return out
-    ctx = mp.get_context("fork")
-    with ctx.Pool(min(jobs, len(roots)), initializer=_init_worker,
-                  initargs=(config, inputs, units, instances)) as pool:
-        out = []
-        for res in pool.imap_unordered(_parse_root, roots, chunksize=1):
-            out.append(res)
-            tick()
+    # In worker processes even with one job: a parse that crashes or hangs is that file's failure alone.
+    out = []
+    for _i, res in isolated.run(_parse_root, roots, jobs, _lost_parse, initializer=_init_worker,
+                                initargs=(config, inputs, units, instances)):
+        out.append(res)
+        tick()
     return sorted(out, key=lambda r: r.path)
+
+
+def _lost_parse(item: str | tuple[Any, ...], why: str) -> clang_frontend.ParseResult:
+    """The result of a parse whose worker crashed or ran out of time (`item`: a root, or a variant's job)."""
+    return clang_frontend.ParseResult(item if isinstance(item, str) else item[0], error=why)
 
 
 class _TreeSitterBeside:
@@ -118,7 +114,7 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
     inputs = {f.path for f in files}
     found: dict[tuple[str, int], Kernel] = {}
     tu_of: dict[str, str] = {}
-    clang_failed: set[str] = set()
+    clang_failed: dict[str, str] = {}  # path -> why libclang gave no parse
     treesitter_done: dict[str, tuple[list[Kernel], int]] = {}  # the tree-sitter pass, where it ran beside libclang
     use_clang = opts.frontend in ("auto", "clang")
     if use_clang and not clang_frontend.AVAILABLE:
@@ -180,7 +176,7 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                         _hip_defines(data, reach, with_torch.defines), opts.jobs))
                 fresh = _run_clang(todo, pch_config[0], inputs, opts.jobs, opts.units, tick, groups)
                 for res in fresh:
-                    if cache is not None:
+                    if cache is not None and not isolated.lost(res.error):
                         cache.store_result(keys[res.path], res)
                 out += fresh
             return sorted(out, key=lambda res: res.path)
@@ -194,7 +190,7 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
             results = parse_some(pending)
             for res in results:
                 if res.error:
-                    clang_failed.add(res.path)
+                    clang_failed[res.path] = res.error
                     continue
                 if references is not None and res.preprocessed and not groups.get(res.path):
                     # (a group's parse reads its other files' lines: another configuration's parse does not)
@@ -212,8 +208,11 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
             pending = sorted(p for p in kernel_files if p not in tu_of and p not in clang_failed
                              and p not in pending)
         config = pch_config[0] if pch_config else plain_config
-        for p in sorted(clang_failed):
-            if opts.frontend == "clang":
+        for p, why in sorted(clang_failed.items()):
+            if isolated.lost(why):  # (a crash or a hang: said as it was)
+                (report.failures if opts.frontend == "clang" else report.notes).append(
+                    f"{p}: {why if opts.frontend != 'clang' else why.removesuffix('; tree-sitter used')}")
+            elif opts.frontend == "clang":
                 report.failures.append(f"{p}: libclang could not parse the file")
             else:
                 report.notes.append(f"{p}: libclang could not parse the file; tree-sitter used")
@@ -298,12 +297,13 @@ class CachedParse:
         if ready is not None and (done := self._complete(tu, ready)) is not None:
             return done
         self._missed.discard((tu, key))
-        res = _parse_variant((tu, variant, self.inputs, self.units, self._same_as(tu, variant)))
-        if self.cache is not None:
+        res = isolated.call(_parse_variant, (tu, variant, self.inputs, self.units, self._same_as(tu, variant)),
+                            _lost_parse)
+        if self.cache is not None and not isolated.lost(res.error):
             self.cache.store_result(key, res)
         done = self._complete(tu, res)
         if done is None:  # (cannot happen: the reference was there when the parse was asked to reuse it)
-            done = _parse_variant((tu, variant, self.inputs, self.units, None))
+            done = isolated.call(_parse_variant, (tu, variant, self.inputs, self.units, None), _lost_parse)
         return done
 
     def _same_as(self, tu: str, variant: ParseConfig) -> tuple[str, tuple[str, ...]] | None:
@@ -349,10 +349,11 @@ class CachedParse:
         if len(todo) < 2 or self.jobs < 2:
             return  # nothing to overlap: __call__ parses it
         jobs = [(tu, variant, self.inputs, self.units, self._same_as(tu, variant)) for tu, _key, variant in todo]
-        with mp.get_context("fork").Pool(min(self.jobs, len(todo))) as pool:
-            results = pool.map(_parse_variant, jobs, chunksize=1)
+        results: list[clang_frontend.ParseResult | None] = [None] * len(jobs)
+        for i, res in isolated.run(_parse_variant, jobs, self.jobs, _lost_parse):
+            results[i] = res
         for (tu, key, _variant), res in zip(todo, results, strict=True):
-            if self.cache is not None:
+            if self.cache is not None and not isolated.lost(res.error):
                 self.cache.store_result(key, res)
             self._missed.discard((tu, key))
             self._ready[(tu, key)] = res
