@@ -4,6 +4,7 @@ and judged by the real libclang parse and the real nvcc."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -108,31 +109,44 @@ def test_a_grid_sized_with_libcuxx_ceil_div_keeps_the_dispatch_call(dataset: dic
 
 
 def test_a_parsed_translation_unit_is_freed_after_its_analysis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`extract` parses every translation unit in one process (`--jobs 1`); an `lru_cache` on a method of the
-    vendored-library finder, keyed by the instance, held each TU's context and through it libclang's whole AST, so
-    memory grew with every file (mlx's CUDA backend: 7.4 GB, killed for memory before its builds began). After a
-    run over two translation units none of them is alive."""
+    """A parse worker parses translation unit after translation unit (`--jobs 1`: one worker); an `lru_cache` on a
+    method of the vendored-library finder, keyed by the instance, held each TU's context and through it libclang's
+    whole AST, so memory grew with every file (mlx's CUDA backend: 7.4 GB, killed for memory before its builds
+    began). After each parse none of the worker's translation units is alive (counted in the worker, which the
+    fork hands these patches, and written to a file)."""
     import gc
     import weakref
 
     import clang.cindex as ci
 
     from miner.cli import main
+    from miner.frontends import clang_frontend
 
     alive: list[weakref.ref[Any]] = []
     real = ci.TranslationUnit.from_source.__func__  # type: ignore[attr-defined]
+    real_parse = clang_frontend.parse
+    counts = tmp_path / "alive.txt"
 
     def from_source(cls: Any, *args: Any, **kwargs: Any) -> Any:
         tu = real(cls, *args, **kwargs)
         alive.append(weakref.ref(tu))
         return tu
 
+    def parse(*args: Any, **kwargs: Any) -> Any:
+        res = real_parse(*args, **kwargs)
+        gc.collect()
+        with open(counts, "a", encoding="utf-8") as fh:
+            fh.write(f"{os.getpid()} {len(alive)} {sum(r() is not None for r in alive)}\n")
+        return res
+
     monkeypatch.setattr(ci.TranslationUnit, "from_source", classmethod(from_source))
+    monkeypatch.setattr(clang_frontend, "parse", parse)
     monkeypatch.setenv("KM_PARSE_CACHE", "off")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     src = tmp_path / "two_units"
     shutil.copytree(FIXTURES / "blind11e" / "two_units", src)
     assert main(["extract", str(src), "-o", str(tmp_path / "out"), "-j", "1", "-q"]) == 0
-    gc.collect()
-    assert len(alive) >= 2
-    assert [r for r in alive if r() is not None] == []
+    rows = [line.split() for line in counts.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) >= 2 and len({pid for pid, _, _ in rows}) == 1, rows  # (one worker parsed them all)
+    assert int(rows[-1][1]) >= 2, rows
+    assert [still for _, _, still in rows] == ["0"] * len(rows), rows

@@ -117,18 +117,20 @@ def test_extract_through_a_project_prelude_equals_the_plain_extract(tmp_path: Pa
         pytest.skip("libclang not installed")
     monkeypatch.setenv("KM_PARSE_CACHE", "off")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    viewed: list[str] = []
+    # (counted in a file: the parses run in forked worker processes, extract.isolated)
+    viewed = tmp_path / "viewed.txt"
     view_of = pch.view_of
 
     def counted(args: list[str]):
         got = view_of(args)
         if got is not None:
-            viewed.append(got.prefix_file)
+            with open(viewed, "a", encoding="utf-8") as fh:
+                fh.write(got.prefix_file + "\n")
         return got
 
     monkeypatch.setattr(pch, "view_of", counted)
     main(["extract", str(PROJECT), "-o", str(tmp_path / "fast"), "-j", "1", "-q"])
-    assert viewed  # (parsed through the project prelude)
+    assert viewed.is_file() and viewed.read_text(encoding="utf-8").strip()  # (parsed through the project prelude)
     monkeypatch.setattr(prelude, "plan", lambda roots, config, *a, **k: config)
     main(["extract", str(PROJECT), "-o", str(tmp_path / "plain"), "-j", "1", "-q"])
     fast, plain = tmp_path / "fast", tmp_path / "plain"
