@@ -1,0 +1,34 @@
+"""`extract --build` on tests/fixtures/blind20: patterns found on the twentieth set of repositories (issue 14,
+scripts/corpus_repos_blind20.txt, measured before any change in session 20), each reproduced by code of our own and
+judged by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
+
+_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def anon_redeclared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind20/anon_redeclared")
+
+
+@_nvcc
+@pytest.mark.parametrize(("name", "inst"), [("markVisible", "default"), ("scaleEntries", "true")])
+def test_a_kernel_declared_ahead_in_an_anonymous_namespace_is_defined_in_it(anon_redeclared: dict[str, Any],
+                                                                            name: str, inst: str) -> None:
+    """The closure copies the kernel's declaration in its `namespace {`; the unit defines the kernel in that
+    namespace too (not at global scope, where it would be a second function and the launcher's call of the name
+    ambiguous: "more than one instance of overloaded function ... matches the argument list")."""
+    m = only_meta(anon_redeclared, name)
+    assert build_statuses(m) == {inst: "ok"}, build_statuses(m)
+    [text] = unit_texts(anon_redeclared, m)
+    body = text.split("// the kernel,", 1)
+    assert body[0].rstrip().endswith("namespace  {"), text
+
