@@ -32,3 +32,19 @@ def test_a_kernel_declared_ahead_in_an_anonymous_namespace_is_defined_in_it(anon
     body = text.split("// the kernel,", 1)
     assert body[0].rstrip().endswith("namespace  {"), text
 
+
+
+@pytest.fixture(scope="module")
+def kernel_object(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind20/kernel_object")
+
+
+def test_a_c_kernel_named_through_a_plain_c_declaration_is_named(kernel_object: dict[str, Any]) -> None:
+    """A host file that never reaches the kernel's `.cu` takes its address through a header's `extern "C"` plain
+    declaration and hands it to a kernel object: the kernel is named there (not "named nowhere", which would
+    call it dead code), and the declarations themselves (alone, or in an `extern "C" {` block) name nothing."""
+    named = only_meta(kernel_object, "scale_rows")["launch_missing"]
+    assert named["reason"] == "unresolved", named
+    assert named["mentions"] == ["load.cpp:6"], named
+    unused = only_meta(kernel_object, "retired_rows")["launch_missing"]
+    assert unused["reason"] == "not_referenced", unused
