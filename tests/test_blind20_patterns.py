@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
+from tests.conftest import build_statuses, extract_and_build, load_dataset, only_meta, run_miner, unit_texts
 
 _nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -31,6 +31,17 @@ def test_a_kernel_declared_ahead_in_an_anonymous_namespace_is_defined_in_it(anon
     [text] = unit_texts(anon_redeclared, m)
     body = text.split("// the kernel,", 1)
     assert body[0].rstrip().endswith("namespace  {"), text
+
+
+@_nvcc
+def test_a_kernel_defined_in_its_anonymous_namespace_verifies_identical(anon_redeclared: dict[str, Any]) -> None:
+    """Both sides now define the kernel in an anonymous namespace: verify finds the original's entry and the
+    PTX of each unit is the original's."""
+    proc = run_miner("verify", anon_redeclared["out"], "-j", "1", "-q", timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    found = {m["name"]: [i["fidelity"]["status"] for i in m["instantiations"]]
+             for m in load_dataset(anon_redeclared["out"])}
+    assert found == {"markVisible": ["identical"], "scaleEntries": ["identical"]}, found
 
 
 
