@@ -59,3 +59,22 @@ def test_a_c_kernel_named_through_a_plain_c_declaration_is_named(kernel_object: 
     assert named["mentions"] == ["load.cpp:6"], named
     unused = only_meta(kernel_object, "retired_rows")["launch_missing"]
     assert unused["reason"] == "not_referenced", unused
+
+
+@pytest.fixture(scope="module")
+def orphan_header(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind20/orphan_header")
+
+
+@_nvcc
+def test_a_header_no_file_includes_fails_on_its_includers_names_with_a_stated_reason(
+        orphan_header: dict[str, Any]) -> None:
+    """A kernel header the project no longer includes uses a class its includers brought in first; mined as its
+    own translation unit, its unit stops on that name as the header alone does, and the build says why (the
+    declaring file named). Its sibling, which a `.cu` includes after the class, builds."""
+    assert build_statuses(only_meta(orphan_header, "seed_a")) == {"default": "ok"}
+    [inst] = only_meta(orphan_header, "seed_b")["instantiations"]
+    assert inst["build"]["status"] == "failed", inst["build"]
+    why = inst["build"].get("toolkit_removed") or ""
+    assert why.startswith("variant_b/kernels.cuh is included by no file of the project"), inst["build"]
+    assert "hash_keys in common/keys.h" in why, why

@@ -22,6 +22,7 @@ from miner.units.closure.text import HEADER_OF
 from miner.units.cub_release import own_kernel_reason
 from miner.units.headers import STD_HEADERS, is_toolkit_header
 from miner.units.instantiations import INFERRED_CALLABLE, INTEGRAL_TYPE, inst_id, split_top, substitute
+from miner.units.orphan_header import includer_statement
 from miner.units.records import ClosureRecord, Launch
 
 _CTYPES = [
@@ -494,6 +495,8 @@ def _lacking_statement(meta: dict[str, Any], unresolved: list[dict[str, Any]], l
            if u.get("switched_off") and (named is None or u.get("symbol") in named)]
     if off:
         return _switched_off_statement(meta, unresolved, dict(off), named)
+    if (orphan := includer_statement(meta, unresolved, named)) is not None:
+        return orphan
     names = _project_file_names(root) if root else frozenset()
     syms: list[str] = []
     headers: list[str] = []
