@@ -25,6 +25,7 @@ _UNDECLARED = re.compile(r"^(?:use of undeclared identifier|unknown type name|no
                          r"no type named) '([A-Za-z_]\w*)'")
 _SOURCES = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".cu", ".cpp", ".cc", ".cxx")
 _MAX_FILES = 5000  # a bigger project is not scanned: the reason stays unstated
+_MAX_BYTES = 1 << 20
 
 
 @functools.cache
@@ -35,9 +36,12 @@ def _project_sources(root: str) -> tuple[tuple[str, bytes], ...]:
         for n in sorted(names):
             if os.path.splitext(n)[1].lower() not in _SOURCES:
                 continue
+            path = os.path.join(d, n)
             try:
-                with open(os.path.join(d, n), "rb") as fh:
-                    out.append((os.path.relpath(os.path.join(d, n), root), fh.read()))
+                if os.path.getsize(path) > _MAX_BYTES:
+                    continue  # (generated tables, amalgamations: no declaration an includer brings)
+                with open(path, "rb") as fh:
+                    out.append((os.path.relpath(path, root), fh.read()))
             except OSError:
                 continue
             if len(out) >= _MAX_FILES:
