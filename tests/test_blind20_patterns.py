@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from miner.builder.ill_formed import ill_formed_kernel
 from tests.conftest import build_statuses, extract_and_build, load_dataset, only_meta, run_miner, unit_texts
 
 _nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -78,3 +79,47 @@ def test_a_header_no_file_includes_fails_on_its_includers_names_with_a_stated_re
     why = inst["build"].get("toolkit_removed") or ""
     assert why.startswith("variant_b/kernels.cuh is included by no file of the project"), inst["build"]
     assert "hash_keys in common/keys.h" in why, why
+
+
+@pytest.fixture(scope="module")
+def loop_redeclared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind20/loop_redeclared")
+
+
+@_nvcc
+def test_a_kernel_that_redeclares_its_loop_variable_fails_with_a_stated_reason(loop_redeclared: dict[str, Any]) -> None:
+    """The kernel's body redeclares the loop's variable: nvcc rejects the definition itself (instantiated or not),
+    so the original fails as the unit does; the build says so with the source line. The well-formed neighbour
+    builds."""
+    assert build_statuses(only_meta(loop_redeclared, "count_pairs")) == {"1024": "ok"}
+    [inst] = only_meta(loop_redeclared, "move_pairs")["instantiations"]
+    assert inst["build"]["status"] == "failed", inst["build"]
+    why = inst["build"].get("toolkit_removed") or ""
+    assert why.startswith("the kernel's own text is ill-formed as written"), inst["build"]
+    assert "at bucket.cu:11)" in why, why
+
+
+_UNIT_TEXT = """// km:body-begin
+// function_decl helper from h.cuh:3
+__device__ int helper(int i) {{ for (int i = 0; i < 2; i++) {{ int i = 1; }} return 0; }}
+// the kernel, src/k.cu:{start}
+__global__ void k(int *a, int n)
+{{
+  for (int i = 0; i < n; i++) {{ int i = 0; a[i] = 1; }}
+}}
+extern "C" int km_launch_0(void) {{ return 0; }}
+"""
+
+
+@pytest.mark.parametrize(("line", "stated"), [(7, "src/k.cu:39"), (3, None), (9, None)])
+def test_only_an_error_on_the_kernels_own_lines_is_stated(line: int, stated: str | None) -> None:
+    """The statement names the source line of an error inside the kernel's text; the same error in a piece the
+    closure copied (line 3) or in the launcher (line 9) is not the kernel's as written."""
+    text = _UNIT_TEXT.format(start=37)
+    error = (f'units/x/unit.cu({line}): error: "i", declared in for-loop initialization, may not be redeclared '
+             "in this scope")
+    why = ill_formed_kernel(text, error)
+    assert (why is None) == (stated is None), why
+    if stated:
+        assert f"at {stated})" in why, why
+    assert ill_formed_kernel(text, f'units/x/unit.cu({line}): error: identifier "q" is undefined') is None
