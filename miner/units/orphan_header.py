@@ -81,6 +81,8 @@ def includer_statement(meta: dict[str, Any], unresolved: list[dict[str, Any]],
                and (named is None or u["symbol"] in named)]
     syms = list(dict.fromkeys([*found, *nowhere]))
     where = "; ".join(f"{s} in {', '.join(files[:3])}" for s, files in list(found.items())[:4])
+    also = (f" ({', '.join(nowhere)} {'is' if len(nowhere) == 1 else 'are'} declared nowhere in the project at all)"
+            if nowhere else "")
     return (f"{','.join(syms)} {tu} is included by no file of the project (mined as its own translation unit) "
-            f"and uses names it does not declare or include: {where}. It compiles only after the includes of an "
-            "includer, which the project does not have, so the header does not compile on its own either")
+            f"and uses names it does not declare or include: {where}{also}. It compiles only after the includes of "
+            "an includer, which the project does not have, so the header does not compile on its own either")
