@@ -142,6 +142,8 @@ def tally(metas: list[dict[str, Any]]) -> Tally:
                 cls = (("stated: a header the project lacks" if "which the project does not contain" in stated
                         else "stated: a header nobody here has" if "nor the system has" in stated
                         else "stated: a name the source leaves undeclared" if "declared nowhere:" in stated
+                        else "stated: an includer the project lacks" if "is included by no file of" in stated
+                        else "stated: the kernel's text as written" if "ill-formed as written" in stated
                         else "stated: another build configuration's" if "switches off in the configuration" in stated
                         else "stated: a function this toolkit defines too" if "and by this toolkit's <" in stated
                         else "stated: a name this toolkit removed") if stated

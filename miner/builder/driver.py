@@ -17,6 +17,7 @@ from miner import cuda_libs, dataset
 from miner.builder.cache import Cache, default_cache_dir, unit_key
 from miner.builder.compiler import ARCH_SPECIFIC, arch_specific_arch
 from miner.builder.diagnostics import float_saturate_call, removed_from_toolkit
+from miner.builder.ill_formed import ill_formed_kernel
 from miner.builder.scheduler import LOG_LIMIT, Builder, Result
 from miner.builder.toolchain import BuildOptions
 from miner.builder.toolchains.base import Toolchain
@@ -155,6 +156,8 @@ def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME
         rec["toolkit_removed"] = lacking  # a header no build here has (units.render._lacking_statement)
     elif r.status == "failed" and (again := redefined_by_toolkit(u.text, r.error, toolkit_dirs, *source)):
         rec["toolkit_removed"] = again  # a definition an older toolkit lacked: the original fails the same way
+    elif r.status == "failed" and (own := ill_formed_kernel(u.text, r.error)):
+        rec["toolkit_removed"] = own  # the kernel's own statements, rejected at its definition
     if r.status != "ok":
         rec["log"] = f"{unit_dir}/{log_name}"
     return rec

@@ -54,7 +54,7 @@ def _key(cache: ParseCache, meta: dict[str, Any], k: Kernel, text: bytes, data: 
         parts += [closure.to_dict() if closure is not None else None, [lc.to_dict() for lc in launches],
                   data.explicit.get(k.name, [])]
         if not launches and mentions is not None:  # launch_missing names where else the kernel is written
-            uses = mentions.uses(k.name, (k.path, k.start_offset, k.end_offset))
+            uses = mentions.uses(k.name, (k.path, k.start_offset, k.end_offset), c_linkage=k.c_linkage)
             parts.append(uses)
             # (whether those are launches of another kernel of the name: launch_missing's other_definition)
             sites = weak_args.launch_sites(data, key) if uses else set()

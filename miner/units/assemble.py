@@ -101,7 +101,7 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
     meta["references"] = [_launch_json(lc, root, meta["params"]) for lc in records if lc.kind == "reference"]
     unparsed: dict[str, str] | None = None
     if not launches and mentions is not None:
-        uses = mentions.uses(k.name, (k.path, k.start_offset, k.end_offset))
+        uses = mentions.uses(k.name, (k.path, k.start_offset, k.end_offset), c_linkage=k.c_linkage)
         other = weak_args.other_definition(uses, weak_args.launch_sites(data, key), mentions) if uses else False
         namesakes = [u for u in uses if mentions.namesake_call(k.name, *u)]
         rest = [u for u in uses if u not in namesakes]

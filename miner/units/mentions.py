@@ -17,6 +17,8 @@ from miner.frontends.common import matching
 _COMMENT_OR_STRING = re.compile(rb'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"', re.S)
 _STATEMENT_START = re.compile(rb"[;{}]")
 _WORD = re.compile(rb"\w+")
+_EXTERN_C = re.compile(rb'\bextern\s*"C"')
+_EXTERN_C_BLOCK = re.compile(rb'\bextern\s*"C"\s*\{[^{}]*$')
 
 
 def _blank(m: re.Match[bytes]) -> bytes:
@@ -72,9 +74,23 @@ class Mentions:
             self._clean[path] = _COMMENT_OR_STRING.sub(_blank, self._raw[path])
         return self._clean[path]
 
-    def uses(self, name: str, definition: tuple[str, int, int]) -> list[tuple[str, int]]:
+    def _sees_c_declaration(self, path: str, name: str) -> bool:
+        """Whether `path`, or a project file it includes, declares `name` as an `extern "C"` function (alone or
+        in an `extern "C" {` block, the name possibly parenthesized: `extern "C" void (step)(float *);`)."""
+        decl = re.compile(rb'extern\s*"C"\s*(?:\{[^}]*?)?[^;{}]*?\(?\s*\b' + re.escape(name.encode())
+                          + rb"\s*\)?\s*\(")
+        if self._includes is None or path not in self._includes:
+            return decl.search(self._raw.get(path, b"")) is not None
+        self._sees(path, "")  # (fills the reach of `path`)
+        return any(decl.search(self._raw.get(q, b"")) is not None for q in self._reach.get(path, {path}))
+
+    def uses(self, name: str, definition: tuple[str, int, int], c_linkage: bool = False) -> list[tuple[str, int]]:
         """(path, line) of each place that names `name` outside its definition and outside a `__global__`
-        declaration (the statement before the name holds `__global__`)."""
+        declaration (the statement before the name holds `__global__`). A kernel of C linkage (`c_linkage`) is
+        also named by a file that cannot reach its definition but declares the name `extern "C"` itself or
+        through a header: a host file that takes the kernel's address through a plain C declaration of it
+        (`extern "C" void step(float *);` in a header of host declarations, `(const void *)&step` handed to a
+        kernel object that launches it later) names the one symbol of that name the program has."""
         pat = re.compile(rb"(?<![\w.>])" + re.escape(name.encode()) + rb"(?!\w)")
         dpath, dstart, dend = definition
         out: list[tuple[str, int]] = []
@@ -82,7 +98,7 @@ class Mentions:
         paths = (self._with_word(word) if _WORD.fullmatch(word) is not None
                  else [p for p, raw in self._raw.items() if word in raw])
         for path in paths:
-            if not self._sees(path, dpath):
+            if not self._sees(path, dpath) and not (c_linkage and self._sees_c_declaration(path, name)):
                 continue
             text = self._text(path)
             for m in pat.finditer(text):
@@ -91,6 +107,11 @@ class Mentions:
                 head = text[max(0, m.start() - 400):m.start()]
                 cut = max((s.end() for s in _STATEMENT_START.finditer(head)), default=0)
                 if b"__global__" in head[cut:]:
+                    continue
+                # (nor the C declaration that lets a host file name it, alone or in an `extern "C" {` block: a
+                # declaration launches nothing)
+                raw_head = self._raw[path][max(0, m.start() - 400):m.start()]
+                if c_linkage and (_EXTERN_C.search(raw_head[cut:]) or _EXTERN_C_BLOCK.search(raw_head)):
                     continue
                 out.append((path, text.count(b"\n", 0, m.start()) + 1))
         return out

@@ -22,6 +22,7 @@ from miner.units.closure.text import HEADER_OF
 from miner.units.cub_release import own_kernel_reason
 from miner.units.headers import STD_HEADERS, is_toolkit_header
 from miner.units.instantiations import INFERRED_CALLABLE, INTEGRAL_TYPE, inst_id, split_top, substitute
+from miner.units.orphan_header import includer_statement
 from miner.units.records import ClosureRecord, Launch
 
 _CTYPES = [
@@ -327,12 +328,31 @@ def _typed_args(tparams: list[dict[str, Any]], args: list[str], pieces: list[dic
     return out
 
 
-def _namespace_context(meta: dict[str, Any]) -> dict[str, Any]:
+_FUNCTION_PIECES = ("FUNCTION_DECL", "FUNCTION_TEMPLATE")
+
+
+def _redeclared_in(chain: list[str], name: str, pieces: list[dict[str, Any]]) -> list[str]:
+    """The chain the unit defines the kernel in: its own, or that of a declaration of the kernel the closure
+    copies when that one lies in trailing anonymous namespaces of it. Metadata `namespaces` leaves trailing
+    anonymous namespaces out (what they declare is visible from around them), but a kernel declared ahead in
+    `namespace {` and defined in a later `namespace {` block is one function; defined outside its declaration's
+    anonymous namespace in the unit it would be a second one, and every call of its name ambiguous."""
+    for p in pieces:
+        ns = list(p.get("namespaces") or [])
+        if (p.get("name") == name and p.get("kind") in _FUNCTION_PIECES and len(ns) > len(chain)
+                and ns[:len(chain)] == chain and not any(ns[len(chain):])):
+            return ns
+    return chain
+
+
+def _namespace_context(meta: dict[str, Any], pieces: list[dict[str, Any]] = ()) -> dict[str, Any]:
     """Where the unit puts the kernel (`namespaces`: its chain, an anonymous namespace as "" where a named one
-    is nested in it, metadata `namespaces`), the launcher (`launcher_namespaces`: the chain before its first
-    anonymous namespace, since a C-linkage function inside one would have internal linkage, with
-    `launcher_using` naming the rest) and the host wrapper's using-directives (`named_namespaces`)."""
+    is nested in it, metadata `namespaces`, or where the closure's declaration of it is: _redeclared_in), the
+    launcher (`launcher_namespaces`: the chain before its first anonymous namespace, since a C-linkage function
+    inside one would have internal linkage, with `launcher_using` naming the rest) and the host wrapper's
+    using-directives (`named_namespaces`)."""
     chain = list(meta.get("namespaces") or meta["qualified_name"].split("::")[:-1])
+    chain = _redeclared_in(chain, meta["name"], list(pieces))
     cut = chain.index("") if "" in chain else len(chain)
     return {"namespaces": chain, "launcher_namespaces": chain[:cut],
             "launcher_using": "::".join(n for n in chain[cut:] if n), "named_namespaces": [n for n in chain if n]}
@@ -475,6 +495,8 @@ def _lacking_statement(meta: dict[str, Any], unresolved: list[dict[str, Any]], l
            if u.get("switched_off") and (named is None or u.get("symbol") in named)]
     if off:
         return _switched_off_statement(meta, unresolved, dict(off), named)
+    if (orphan := includer_statement(meta, unresolved, named)) is not None:
+        return orphan
     names = _project_file_names(root) if root else frozenset()
     syms: list[str] = []
     headers: list[str] = []
@@ -588,6 +610,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
     source_missing = _source_missing(meta)
     written = set(re.findall(r"[A-Za-z_]\w*", "\n".join([kernel_text, *(p["text"] for p in pieces)])))
     lacks_headers = _lacking_statement(meta, unit.unresolved, unit.lacking, written)
+    where = _namespace_context(meta, pieces)
     for inst in insts:
         iid = inst_id(inst["args"])
         while iid in used_ids:
@@ -597,8 +620,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
         # the unit declares that namespace where the source does, so `ns::Param<float>` names the type.
         mapping = {k: _unnamed_ns_free(v) for k, v in inst["template_args"].items()}
         inst = {**inst, "args": [_unnamed_ns_free(a) for a in inst["args"]]}
-        typed = _typed_args(meta.get("template_params") or [], inst["args"], pieces,
-                            _namespace_context(meta)["namespaces"])
+        typed = _typed_args(meta.get("template_params") or [], inst["args"], pieces, where["namespaces"])
         # The parameter types take the arguments as the instantiation writes them (`ctc_helper::add<float>`
         # where the host template that launches it names the functor from inside its namespace as `add<float>`;
         # an enum's value as its cast, `param_t<static_cast<sar::Compute>(0)>`, where `param_t<0>` names no type).
@@ -659,8 +681,8 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             "toolkit_conflict": _vendored_cub(meta, own, list(dict.fromkeys(unit.includes + extra)))
             or source_missing,
             "lacks_headers": lacks_headers,
-            "pieces": own, **_namespace_context(meta),
-            "text_namespaces": _written_in(_namespace_context(meta)["namespaces"], meta["name"], kernel_text),
+            "pieces": own, **where,
+            "text_namespaces": _written_in(where["namespaces"], meta["name"], kernel_text),
             "kernel_text": kernel_text, "callee": callee,
             "macro_names": list(dict.fromkeys(p.name for p in unit.pieces if p.kind == "MACRO")),
             # Names the unit defines with C linkage: one symbol per program, whatever the namespace, so a

@@ -1,0 +1,125 @@
+"""`extract --build` on tests/fixtures/blind20: patterns found on the twentieth set of repositories (issue 14,
+scripts/corpus_repos_blind20.txt, measured before any change in session 20), each reproduced by code of our own and
+judged by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from miner.builder.ill_formed import ill_formed_kernel
+from tests.conftest import build_statuses, extract_and_build, load_dataset, only_meta, run_miner, unit_texts
+
+_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def anon_redeclared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind20/anon_redeclared")
+
+
+@_nvcc
+@pytest.mark.parametrize(("name", "inst"), [("markVisible", "default"), ("scaleEntries", "true")])
+def test_a_kernel_declared_ahead_in_an_anonymous_namespace_is_defined_in_it(anon_redeclared: dict[str, Any],
+                                                                            name: str, inst: str) -> None:
+    """The closure copies the kernel's declaration in its `namespace {`; the unit defines the kernel in that
+    namespace too (not at global scope, where it would be a second function and the launcher's call of the name
+    ambiguous: "more than one instance of overloaded function ... matches the argument list")."""
+    m = only_meta(anon_redeclared, name)
+    assert build_statuses(m) == {inst: "ok"}, build_statuses(m)
+    [text] = unit_texts(anon_redeclared, m)
+    body = text.split("// the kernel,", 1)
+    assert body[0].rstrip().endswith("namespace  {"), text
+
+
+@_nvcc
+def test_a_kernel_defined_in_its_anonymous_namespace_verifies_identical(anon_redeclared: dict[str, Any]) -> None:
+    """Both sides now define the kernel in an anonymous namespace: verify finds the original's entry and the
+    PTX of each unit is the original's."""
+    proc = run_miner("verify", anon_redeclared["out"], "-j", "1", "-q", timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    found = {m["name"]: [i["fidelity"]["status"] for i in m["instantiations"]]
+             for m in load_dataset(anon_redeclared["out"])}
+    assert found == {"markVisible": ["identical"], "scaleEntries": ["identical"]}, found
+
+
+
+@pytest.fixture(scope="module")
+def kernel_object(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind20/kernel_object")
+
+
+def test_a_c_kernel_named_through_a_plain_c_declaration_is_named(kernel_object: dict[str, Any]) -> None:
+    """A host file that never reaches the kernel's `.cu` takes its address through a header's `extern "C"` plain
+    declaration and hands it to a kernel object: the kernel is named there (not "named nowhere", which would
+    call it dead code), and the declarations themselves (alone, or in an `extern "C" {` block) name nothing."""
+    named = only_meta(kernel_object, "scale_rows")["launch_missing"]
+    assert named["reason"] == "unresolved", named
+    assert named["mentions"] == ["load.cpp:6"], named
+    unused = only_meta(kernel_object, "retired_rows")["launch_missing"]
+    assert unused["reason"] == "not_referenced", unused
+
+
+@pytest.fixture(scope="module")
+def orphan_header(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind20/orphan_header")
+
+
+@_nvcc
+def test_a_header_no_file_includes_fails_on_its_includers_names_with_a_stated_reason(
+        orphan_header: dict[str, Any]) -> None:
+    """A kernel header the project no longer includes uses a class its includers brought in first; mined as its
+    own translation unit, its unit stops on that name as the header alone does, and the build says why (the
+    declaring file named). Its sibling, which a `.cu` includes after the class, builds."""
+    assert build_statuses(only_meta(orphan_header, "seed_a")) == {"default": "ok"}
+    [inst] = only_meta(orphan_header, "seed_b")["instantiations"]
+    assert inst["build"]["status"] == "failed", inst["build"]
+    why = inst["build"].get("toolkit_removed") or ""
+    assert why.startswith("variant_b/kernels.cuh is included by no file of the project"), inst["build"]
+    assert "hash_keys in common/keys.h" in why, why
+
+
+@pytest.fixture(scope="module")
+def loop_redeclared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind20/loop_redeclared")
+
+
+@_nvcc
+def test_a_kernel_that_redeclares_its_loop_variable_fails_with_a_stated_reason(loop_redeclared: dict[str, Any]) -> None:
+    """The kernel's body redeclares the loop's variable: nvcc rejects the definition itself (instantiated or not),
+    so the original fails as the unit does; the build says so with the source line. The well-formed neighbour
+    builds."""
+    assert build_statuses(only_meta(loop_redeclared, "count_pairs")) == {"1024": "ok"}
+    [inst] = only_meta(loop_redeclared, "move_pairs")["instantiations"]
+    assert inst["build"]["status"] == "failed", inst["build"]
+    why = inst["build"].get("toolkit_removed") or ""
+    assert why.startswith("the kernel's own text is ill-formed as written"), inst["build"]
+    assert "at bucket.cu:11)" in why, why
+
+
+_UNIT_TEXT = """// km:body-begin
+// function_decl helper from h.cuh:3
+__device__ int helper(int i) {{ for (int i = 0; i < 2; i++) {{ int i = 1; }} return 0; }}
+// the kernel, src/k.cu:{start}
+__global__ void k(int *a, int n)
+{{
+  for (int i = 0; i < n; i++) {{ int i = 0; a[i] = 1; }}
+}}
+extern "C" int km_launch_0(void) {{ return 0; }}
+"""
+
+
+@pytest.mark.parametrize(("line", "stated"), [(7, "src/k.cu:39"), (3, None), (9, None)])
+def test_only_an_error_on_the_kernels_own_lines_is_stated(line: int, stated: str | None) -> None:
+    """The statement names the source line of an error inside the kernel's text; the same error in a piece the
+    closure copied (line 3) or in the launcher (line 9) is not the kernel's as written."""
+    text = _UNIT_TEXT.format(start=37)
+    error = (f'units/x/unit.cu({line}): error: "i", declared in for-loop initialization, may not be redeclared '
+             "in this scope")
+    why = ill_formed_kernel(text, error)
+    assert (why is None) == (stated is None), why
+    if stated:
+        assert f"at {stated})" in why, why
+    assert ill_formed_kernel(text, f'units/x/unit.cu({line}): error: identifier "q" is undefined') is None
