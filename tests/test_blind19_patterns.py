@@ -1,0 +1,38 @@
+"""`extract --build` on tests/fixtures/blind19: patterns found on the nineteenth set of repositories (issue 14,
+scripts/corpus_repos_blind19.txt, ML-style repos measured in session 20), each reproduced by code of our own and
+judged by the real build-file text, the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from miner.source import build_flags
+from tests.conftest import build_statuses, extract_and_build, only_meta
+
+_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures" / "blind19"
+
+
+def test_a_makefile_s_cuda_flags_set_per_system_in_an_indented_conditional_are_the_linux_builds() -> None:
+    """The GPU build sets its compiler and flags inside `ifdef CUDA_AVAILABLE`, per system (`ifeq
+    ($(OS),Windows_NT)` / `else`), on tab-indented lines, after a `$(info ...: ...)` line: the `else` is the
+    build on Linux, an indented line outside a rule is an assignment, and a message holding a colon is no rule.
+    A flag only the Windows branch or the macOS test (`uname -s` = Darwin) writes is not the build's."""
+    root = str((FIXTURES / "make_host_branch").resolve())
+    got = build_flags.find(root + "/src/add.cu", root)
+    assert got is not None, got
+    assert got["nvcc"] == ["-std=c++17", "-DTE_GPU", "--expt-relaxed-constexpr"], got
+    assert got["defines"] == {"-DTE_GPU": "Makefile"}, got
+
+
+@_nvcc
+def test_a_kernel_whose_types_need_the_linux_branchs_define_builds(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`te_scalar` exists only with the GPU build's `-DTE_GPU`; without the Makefile's flags the unit has no type."""
+    ds: dict[str, Any] = extract_and_build(tmp_path_factory, "blind19/make_host_branch")
+    m = only_meta(ds, "add_scalars")
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+    assert "-DTE_GPU" in m["build_flags"]["nvcc"], m["build_flags"]
