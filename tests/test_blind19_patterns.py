@@ -36,3 +36,16 @@ def test_a_kernel_whose_types_need_the_linux_branchs_define_builds(tmp_path_fact
     m = only_meta(ds, "add_scalars")
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
     assert "-DTE_GPU" in m["build_flags"]["nvcc"], m["build_flags"]
+
+
+@_nvcc
+def test_a_kernel_using_any_toolkit_math_constant_parses_clean_and_builds(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`<math_constants.h>` in the parse is the toolkit's own: `CUDART_SQRT_2PI`, `CUDART_SQRT_HALF_F`,
+    `CUDART_MAX_NORMAL_F` (not among the parse stub's few `CUDART_*`) were undeclared identifiers, the kernel's
+    body an error in the parse and its closure incomplete."""
+    ds: dict[str, Any] = extract_and_build(tmp_path_factory, "blind19/toolkit_constants")
+    for name in ("gauss_act_grad", "clamp_to_finite"):
+        m = only_meta(ds, name)
+        assert not m.get("unresolved"), m.get("unresolved")
+        assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
