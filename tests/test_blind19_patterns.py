@@ -49,3 +49,27 @@ def test_a_kernel_using_any_toolkit_math_constant_parses_clean_and_builds(
         m = only_meta(ds, name)
         assert not m.get("unresolved"), m.get("unresolved")
         assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def index_types(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind19/index_types")
+
+
+@_nvcc
+@pytest.mark.parametrize(("kernel", "arg"), [
+    # a local of the type parameter itself is a subscript (`const V at = start + j; ... cols[at]`)
+    ("pick_neighbours", "int"),
+    # an id type by its name (`IdType`): its values are hashed with `%` inside a helper class
+    ("mark_slots", "int"),
+    # an iterator the kernel dereferences (`*(first + i)`), beside a function object
+    ("apply_each", "float *"),
+])
+def test_a_kernel_nothing_launches_takes_an_index_or_iterator_type_where_its_body_needs_one(
+        index_types: dict[str, Any], kernel: str, arg: str) -> None:
+    """With no launch anywhere, the inferred default of a type parameter is `float`, which no subscript, `%` or
+    `*` accepts: the kernel's own text says which parameters are indices or iterators."""
+    m = only_meta(index_types, kernel)
+    [inst] = m["instantiations"]
+    assert inst["origin"] == "inferred" and inst["args"][0] == arg, inst["args"]
+    assert inst["build"]["status"] == "ok", build_statuses(m)
