@@ -64,10 +64,14 @@ def index_types(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     ("mark_slots", "int"),
     # an iterator the kernel dereferences (`*(first + i)`), beside a function object
     ("apply_each", "float *"),
+    # the same, launched from templates nothing instantiates (a class template's method; a generic for-each):
+    # the host parameters' defaults by their own names are `float`, the kernel's text says more
+    ("copy_rows", "int"),
+    ("visit_each", "float *"),
 ])
-def test_a_kernel_nothing_launches_takes_an_index_or_iterator_type_where_its_body_needs_one(
+def test_an_inferred_type_argument_is_an_index_or_iterator_where_the_kernel_body_needs_one(
         index_types: dict[str, Any], kernel: str, arg: str) -> None:
-    """With no launch anywhere, the inferred default of a type parameter is `float`, which no subscript, `%` or
+    """With no launch giving arguments, the inferred default of a type parameter is `float`, which no subscript, `%` or
     `*` accepts: the kernel's own text says which parameters are indices or iterators."""
     m = only_meta(index_types, kernel)
     [inst] = m["instantiations"]

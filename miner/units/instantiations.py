@@ -550,7 +550,12 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
     best: dict[tuple[str, ...], str] = {}
     classes = class_types(meta, kernel_text) if kernel_text else frozenset()
     packs = pack_names(meta)
+    # (index-like type parameters and shift-count value parameters: the names _default reads)
+    subs = subscript_types(meta, kernel_text) | shift_counts(meta, kernel_text) if kernel_text else frozenset()
+    ptrs = dereferenced_types(meta, kernel_text) if kernel_text else frozenset()
     for args, origin in _candidates(launches, explicit, lambda a: _scalar_for_class(tuple(a), names, classes)):
+        if origin == "inferred":
+            args = _kernel_defaults(list(args), tparams, subs, ptrs)
         norm = _normalize(list(args), tparams, packs)
         if norm is None:
             continue
@@ -568,9 +573,6 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
     _omit(best, [a for a in best if any(_UNRESOLVED_ARG.search(x) for x in a)], "unresolved", names, omitted)
     if not best:
         head = []
-        # (index-like type parameters and shift-count value parameters: the names _default reads)
-        subs = subscript_types(meta, kernel_text) | shift_counts(meta, kernel_text) if kernel_text else frozenset()
-        ptrs = dereferenced_types(meta, kernel_text) if kernel_text else frozenset()
         for t in tparams:  # parameters up to the first with its own default; the rest from theirs
             if t.get("default"):
                 break
@@ -583,6 +585,18 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
         omitted += [{"args": list(a), "template_args": dict(zip(names, a, strict=False)), "origin": o}
                     for a, o in found if (a, o) not in keep]
     return [{"args": list(a), "template_args": dict(zip(names, a, strict=False)), "origin": o} for a, o in kept]
+
+
+def _kernel_defaults(args: list[str], tparams: list[dict[str, Any]], subs: frozenset[str],
+                     ptrs: frozenset[str]) -> list[str]:
+    """A defaulted launch's arguments (its host template's parameters took the default by their own names: `T` of
+    `quiver<T, Mode>::sample` is `float`) with the kernel's own text heard where it says more: a type parameter left
+    at the default type that the kernel uses as an index is `int`, one it dereferences a pointer (as `_default`)."""
+    out = list(args)
+    for i, tp in enumerate(tparams[:len(out)]):
+        if tp.get("kind") == "type" and out[i].strip() == DEFAULT_TYPE and tp.get("name") in subs | ptrs:
+            out[i] = _default({**tp, "default": None}, subs, ptrs)
+    return out
 
 
 def inst_id(args: list[str]) -> str:
