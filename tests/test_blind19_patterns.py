@@ -77,3 +77,14 @@ def test_an_inferred_type_argument_is_an_index_or_iterator_where_the_kernel_body
     [inst] = m["instantiations"]
     assert inst["origin"] == "inferred" and inst["args"][0] == arg, inst["args"]
     assert inst["build"]["status"] == "ok", build_statuses(m)
+
+
+@_nvcc
+def test_a_feature_macro_of_a_clang_only_branch_is_written_under_that_branch(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`#if defined(__clang__)` / `#if __has_feature(cxx_noexcept)` / `#define FX_HAVE_NOEXCEPT 1` / `#endif` /
+    `#elif defined(__GNUC__)` ...: the parse is clang and took the clang branch; the inner chain copied alone
+    asked g++'s preprocessor (nvcc's host pass) for `__has_feature`. The unit writes it under `defined(__clang__)`."""
+    ds: dict[str, Any] = extract_and_build(tmp_path_factory, "blind19/clang_feature_branch")
+    m = only_meta(ds, "scale_values")
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
