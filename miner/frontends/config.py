@@ -92,6 +92,9 @@ def clang_args(config: ParseConfig, path: str, prefix: bool = True) -> list[str]
     driver = toolkit_driver_header()
     if driver:
         args.append(f'-DKM_TOOLKIT_CUDA_H="{driver}"')
+    constants = toolkit_math_constants_header()
+    if constants:
+        args.append(f'-DKM_TOOLKIT_MATH_CONSTANTS_H="{constants}"')
     args += config.per_file_args.get(path, [])
     args += [f"-D{d}" for d in config.defines]
     args += [f"-D{d}" for d in config.defines_of.get(path, [])]
@@ -237,6 +240,15 @@ def toolkit_driver_header() -> str | None:
     namespace (another mangled name than the original's). Only a translation unit that includes `<cuda.h>`
     pays for its million bytes, as with nvcc."""
     return next((str(f) for f in _toolkit_files("cuda.h") if '"' not in str(f)), None)
+
+
+@functools.cache
+def toolkit_math_constants_header() -> str | None:
+    """The installed toolkit's `math_constants.h`, which the parse shim of `<math_constants.h>` includes whole
+    (None without nvcc: the stub's few `CUDART_*` stand). A plain header of macros; the stub defined eight of its
+    ~90 names, so a kernel using another (`1.0f / CUDART_SQRT_2PI`) was an undeclared identifier in the parse,
+    and its closure, built from a body clang had given up on, took the wrong declarations."""
+    return next((str(f) for f in _toolkit_files("math_constants.h") if '"' not in str(f)), None)
 
 
 # thrust's vocabulary types, declared once whichever stand-in comes first: a project type written with

@@ -204,6 +204,17 @@ class _Branches:
             top[1] = True
             top[2] = (self._side(cond) == "cuda") if cond is not None else top[0] in ("hip", "off")
 
+    def enter_side(self, side: str) -> None:
+        """An `if` whose platform side the caller decided ("cuda": its branch is the build's; "off": its else)."""
+        self.stack.append([side, False, side == "cuda"])
+
+    def other_side(self, side: str) -> None:
+        """An `else if` whose side the caller decided."""
+        if self.stack:
+            top = self.stack[-1]
+            top[1] = True
+            top[2] = side == "cuda"
+
     def leave(self) -> None:
         if self.stack:
             self.stack.pop()
@@ -291,6 +302,27 @@ _MAKE_COND = re.compile(r"^\s*(ifeq|ifneq|ifdef|ifndef|else|endif)\b(.*)$")
 
 _MAKE_FLAGS_VAR = re.compile(r"^\w*(?:NVCC|CUDA|NV|CU)\w*FLAGS$")
 
+# A Makefile's test of the machine it runs on: `ifeq ($(OS),Windows_NT)` (the variable Windows sets),
+# `ifeq ($(shell uname -s),Darwin)`, `UNAME_S := $(shell uname -s)` / `ifeq ($(UNAME_S),Linux)`.
+_MAKE_HOST_PROBE = re.compile(r"\$[({]OS[)}]|\buname\b")
+_MAKE_HOST_NAME = re.compile(r"\b(Linux|Windows_NT|Darwin|MINGW\w*|MSYS\w*|CYGWIN\w*|FreeBSD)\b")
+
+
+def _make_host_test(cond: str, variables: dict[str, str]) -> bool | None:
+    """Whether a Makefile condition comparing the build machine's system with a name holds on Linux, where the
+    units are built (True for `ifeq ($(OS),Windows_NT)`'s `else`, ...); None when it tests no system name.
+    Such a test is no option of the build but the platform it runs on: a CUDA build that sets its nvcc flags
+    in both branches of `ifeq ($(OS),Windows_NT)` passes the `else` branch's on Linux (before, neither branch
+    counted, and a `-DX` the whole CUDA configuration hangs on was lost)."""
+    text = cond
+    for m in re.finditer(r"\$[({]([A-Za-z_][\w.-]*)[)}]", cond):
+        if "uname" in variables.get(m.group(1), ""):
+            text += " $(shell uname)"  # `UNAME_S := $(shell uname -s)` then `ifeq ($(UNAME_S),Linux)`
+    names = _MAKE_HOST_NAME.findall(text)
+    if not names or not _MAKE_HOST_PROBE.search(text):
+        return None
+    return "Linux" in names
+
 
 def _from_make(path: str) -> list[str]:
     """Flags of a Makefile's nvcc variables (`NVCCFLAGS += -DX`, `CUDA_FLAGS := ...`) and nvcc recipe lines,
@@ -303,20 +335,31 @@ def _from_make(path: str) -> list[str]:
     branches = _Branches()
     variables: dict[str, str] = {}
     flag_vars: dict[str, None] = {}
+    recipes = make_vars.Recipes()
     for line in make_vars.lines(path, _read, variables):
+        recipe = recipes.is_recipe(line)
         c = _MAKE_COND.match(line)
         if c:
             kind, rest = c.group(1), c.group(2)
             if kind.startswith("if"):
-                branches.enter(("not " if kind in ("ifneq", "ifndef") else "") + rest)
+                host = _make_host_test(rest, variables)
+                if host is not None:
+                    branches.enter_side("cuda" if host == (kind != "ifneq") else "off")
+                else:
+                    branches.enter(("not " if kind in ("ifneq", "ifndef") else "") + rest)
             elif kind == "else":
-                branches.other(rest.strip() or None)
+                host = _make_host_test(rest.split(None, 1)[1] if rest.split()[:1] in (["ifeq"], ["ifneq"]) else "",
+                                       variables)
+                if host is not None:
+                    branches.other_side("cuda" if host == (rest.split()[0] != "ifneq") else "off")
+                else:
+                    branches.other(rest.strip() or None)
             else:
                 branches.leave()
             continue
         if not branches.cuda():
             continue  # an option's assignment is not what the build always passes, nor is its recipe
-        name = make_vars.assign(line, variables)
+        name = make_vars.assign(line if recipe else line.lstrip(), variables)
         if name and _MAKE_FLAGS_VAR.match(name):
             flag_vars[name] = None
         flag_vars.update(dict.fromkeys(make_vars.recipe_flag_variables(line, variables)))

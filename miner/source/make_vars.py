@@ -43,6 +43,28 @@ def lines(path: str, read: Callable[[str], str], variables: dict[str, str], dept
                 yield from lines(target, read, variables, depth + 1)
 
 
+_RULE = re.compile(r"^[^\t#:=\s][^=]*?:(?![=:])")  # `target: prereqs` (not `X := v`, `X ::= v`)
+_CONDITIONAL = re.compile(r"^\s*(?:ifeq|ifneq|ifdef|ifndef|else|endif)\b")
+_MESSAGE = re.compile(r"^\s*\$[({](?:info|warning|error)\s")  # `$(info CUDA_PATH: ...)`: no rule, whatever it holds
+
+
+class Recipes:
+    """Which tab-started lines are recipes, as GNU make reads them: only those after a rule (`target: prereqs`),
+    up to the next line that is neither a recipe, a conditional nor blank. A tab-indented line elsewhere (the body
+    of `ifdef CUDA_AVAILABLE` / `\tCXX = nvcc` before any rule) is an ordinary line, an assignment included: read
+    as a recipe, a CUDA build's compiler and flags set in an indented conditional were lost."""
+
+    def __init__(self) -> None:
+        self.in_rule = False
+
+    def is_recipe(self, line: str) -> bool:
+        if line.startswith("\t"):
+            return self.in_rule
+        if line.strip() and not _CONDITIONAL.match(line) and not _MESSAGE.match(line):
+            self.in_rule = _RULE.match(line) is not None and _ASSIGN.match(line) is None
+        return False
+
+
 def assign(line: str, variables: dict[str, str]) -> str | None:
     """Apply the assignment on `line` (if it is one) to `variables`; the name assigned, or None."""
     m = _ASSIGN.match(line)

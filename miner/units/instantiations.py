@@ -39,7 +39,7 @@ _EXPLICIT = re.compile(r"\btemplate\s+(?:[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*(?
                        r"(?:\s*[*&]+\s*|\s+))*?(?:[\w:]+::)?(\w+)\s*<([^;{]*?)>\s*\(", re.S)
 # A type parameter named like an index (`index_t`, `Idx`, `I`, `IntT`, `scalar_int_t`) defaults to int; a name
 # merely holding the letters (`InT`, an input type) does not.
-INDEX_LIKE = re.compile(r"(?i:index|idx)|^I$|int|INT|Int(?:eger|(?![a-z]))")
+INDEX_LIKE = re.compile(r"(?i:index|idx)|^I$|int|INT|Int(?:eger|(?![a-z]))|Id(?![a-z])|(?<![A-Z])ID(?![A-Z])")
 DEFAULT_TYPE = "float"  # a type parameter with no instantiation anywhere becomes float (marked inferred)
 MAX_INSTANTIATIONS = 16  # units per kernel: a kernel chosen from a table of 100 variants keeps 16
 ORIGINS = ("explicit", "dispatch", "call_site", "host_template", "reference", "inferred")
@@ -159,11 +159,14 @@ _UNRESOLVED_ARG = re.compile(r"<dependent type>|\btypename\s+(?!std::)[A-Za-z_]\
 _SHIFT_DEFAULT = "5"
 
 
-def _default(tp: dict[str, Any], subscripts: frozenset[str] = frozenset()) -> str:
+def _default(tp: dict[str, Any], subscripts: frozenset[str] = frozenset(),
+             pointers: frozenset[str] = frozenset()) -> str:
     if tp.get("default"):
         return tp["default"]
     if tp["kind"] == "value" and tp["name"] in subscripts:
         return _SHIFT_DEFAULT
+    if tp["kind"] == "type" and tp["name"] in pointers:
+        return DEFAULT_TYPE + " *"  # an iterator the kernel dereferences (`*(first + i)`): a pointer is one
     if tp["kind"] == "type":
         # Index-like type parameters are used as integers (array subscripts, shifts).
         return "int" if re.search(INDEX_LIKE, tp["name"]) or tp["name"] in subscripts else DEFAULT_TYPE
@@ -404,9 +407,35 @@ def subscript_types(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
             if re.search(rf"\[[^\[\];{{}}]*\b{name}\s*\[", text) or any(
                     re.search(rf"\[[^\[\];{{}}]*\b{re.escape(v)}\b[^\[\];{{}}]*\]", text) for v in locals_):
                 out.add(tp["name"])
+        # A local of the type itself that a subscript uses (`const T in_idx = start + j; out[k] = in_index[in_idx];`)
+        typed = re.findall(rf"(?<![\w:<>*&])(?:const\s+)?{t}\s+(?:const\s+)?([A-Za-z_]\w*)\s*(?:=|;|\(|\{{)", text)
+        if any(re.search(rf"\[[^\[\];{{}}]*\b{re.escape(v)}\b[^\[\];{{}}]*\]", text) for v in typed):
+            out.add(tp["name"])
         # `~((T)0)`, `~T(0)`, `~static_cast<T>(0)`: every bit set, a value only an integer type has
         if re.search(rf"~\s*\(*\s*(?:\(\s*{t}\s*\)|{t}\s*\(|static_cast\s*<\s*{t}\s*>)", text):
             out.add(tp["name"])
+    return frozenset(out)
+
+
+def dereferenced_types(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
+    """Type parameters that type a by-value parameter the kernel dereferences (`*(first + i)`, `*it`, `it[i]`,
+    `it->x`): an iterator (`template <class InputIt, class Op> __global__ void for_each(int n, InputIt first, Op f)`),
+    for which the `float` default is "operand of * must be a pointer"; a pointer to the default type is one."""
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", kernel_text, flags=re.S)
+    out: set[str] = set()
+    for tp in meta.get("template_params") or ():
+        name = tp.get("name")
+        if tp.get("kind") != "type" or not name:
+            continue
+        for p in meta.get("params") or ():
+            ptype = re.sub(r"\b(const|volatile|__restrict__)\b|&", " ", p.get("type") or "").split()
+            pname = re.escape(p.get("name") or "")
+            if ptype != [name] or not pname:
+                continue
+            # (a `*` after an operand is a product: `a * first` is no dereference)
+            if re.search(rf"(?:^|[=(,;{{}}\[!&|+\-<>?:]|\breturn)\s*\*\s*\(?\s*{pname}\b", text, re.M) or \
+                    re.search(rf"(?<![\w.>]){pname}\s*(?:\[|->)", text):
+                out.add(name)
     return frozenset(out)
 
 
@@ -521,7 +550,12 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
     best: dict[tuple[str, ...], str] = {}
     classes = class_types(meta, kernel_text) if kernel_text else frozenset()
     packs = pack_names(meta)
+    # (index-like type parameters and shift-count value parameters: the names _default reads)
+    subs = subscript_types(meta, kernel_text) | shift_counts(meta, kernel_text) if kernel_text else frozenset()
+    ptrs = dereferenced_types(meta, kernel_text) if kernel_text else frozenset()
     for args, origin in _candidates(launches, explicit, lambda a: _scalar_for_class(tuple(a), names, classes)):
+        if origin == "inferred":
+            args = _kernel_defaults(list(args), tparams, subs, ptrs)
         norm = _normalize(list(args), tparams, packs)
         if norm is None:
             continue
@@ -539,13 +573,11 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
     _omit(best, [a for a in best if any(_UNRESOLVED_ARG.search(x) for x in a)], "unresolved", names, omitted)
     if not best:
         head = []
-        # (index-like type parameters and shift-count value parameters: the names _default reads)
-        subs = subscript_types(meta, kernel_text) | shift_counts(meta, kernel_text) if kernel_text else frozenset()
         for t in tparams:  # parameters up to the first with its own default; the rest from theirs
             if t.get("default"):
                 break
-            head.append(_default(t, subs))
-        best[_normalize(head, tparams) or tuple(_default(t, subs) for t in tparams)] = "inferred"
+            head.append(_default(t, subs, ptrs))
+        best[_normalize(head, tparams) or tuple(_default(t, subs, ptrs) for t in tparams)] = "inferred"
     found = _callable_stand_ins(list(best.items()), meta, kernel_text)
     kept = _spread(found, tparams, limit)
     if omitted is not None:
@@ -553,6 +585,18 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
         omitted += [{"args": list(a), "template_args": dict(zip(names, a, strict=False)), "origin": o}
                     for a, o in found if (a, o) not in keep]
     return [{"args": list(a), "template_args": dict(zip(names, a, strict=False)), "origin": o} for a, o in kept]
+
+
+def _kernel_defaults(args: list[str], tparams: list[dict[str, Any]], subs: frozenset[str],
+                     ptrs: frozenset[str]) -> list[str]:
+    """A defaulted launch's arguments (its host template's parameters took the default by their own names: `T` of
+    `quiver<T, Mode>::sample` is `float`) with the kernel's own text heard where it says more: a type parameter left
+    at the default type that the kernel uses as an index is `int`, one it dereferences a pointer (as `_default`)."""
+    out = list(args)
+    for i, tp in enumerate(tparams[:len(out)]):
+        if tp.get("kind") == "type" and out[i].strip() == DEFAULT_TYPE and tp.get("name") in subs | ptrs:
+            out[i] = _default({**tp, "default": None}, subs, ptrs)
+    return out
 
 
 def inst_id(args: list[str]) -> str:

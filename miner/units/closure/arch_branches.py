@@ -253,26 +253,54 @@ def arch_chain(data: bytes, offset: int, name: str, depends: Callable[[bytes], b
         return b"__CUDA_ARCH__" in cond or (compiler and COMPILER_TESTS.search(cond) is not None) or (
             depends is not None and depends(cond))
     stack: list[tuple[int, bool]] = []  # open #if chains: (start of the #if line, tests __CUDA_ARCH__)
+    branch: list[tuple[bytes, bytes]] = []  # each open chain's current branch: (kind, condition)
     found: tuple[int, bool, int] | None = None  # the innermost chain around `offset`, and its depth
+    outer: list[tuple[bytes, bytes]] = []  # the branches of the chains around that one, outermost first
     for m in _DIRECTIVE.finditer(data):
         if found is None and m.start() > offset and stack:
             found = (*stack[-1], len(stack))
+            outer = branch[:-1]
         kind = m.group(1)
         if kind in (b"if", b"ifdef", b"ifndef"):
             stack.append((m.start(), tests(m.group(2))))
-        elif kind in (b"elif", b"else") and stack and tests(m.group(2)):
-            stack[-1] = (stack[-1][0], True)
+            branch.append((kind, m.group(2)))
+        elif kind in (b"elif", b"else") and stack:
+            branch[-1] = (kind, m.group(2))
+            if tests(m.group(2)):
+                stack[-1] = (stack[-1][0], True)
         elif kind == b"endif" and stack:
             start, arch = stack.pop()
+            branch.pop()
             if found is not None and len(stack) + 1 == found[2]:
                 if not (arch or found[1]) or start != found[0]:
                     return None
                 end = data.find(b"\n", m.end())
                 chain = data[start:len(data) if end < 0 else end]
-                return _only_defines_of(chain, name)
+                text = _only_defines_of(chain, name)
+                return _under_parser_branches(text, outer) if text and compiler else text
         if found is None and m.start() > offset:
             return None
     return None
+
+
+def _under_parser_branches(text: str, outer: list[tuple[bytes, bytes]]) -> str:
+    """`text` (a compiler-test chain) inside the first branches of the chains around it that test what only the
+    parser defines (`#if defined(__clang__)` / `#if __has_feature(x)` / `#define HAS_X 1` / `#endif` / `#elif
+    defined(__GNUC__)` ...): the parse is clang, so it took that branch, and the inner chain copied alone asked g++'s
+    preprocessor for clang's `__has_feature` ("missing binary operator before token \"(\""). Written under the same
+    condition, each of nvcc's passes skips it as it skips the original's clang branch."""
+    for kind, cond in reversed(outer):
+        c = re.sub(rb"/\*.*?\*/", b" ", cond.split(b"//")[0]).strip()
+        if kind == b"ifdef" and PARSER_ONLY.fullmatch(c.decode("latin-1")):
+            c = b"defined(" + c + b")"
+        elif kind != b"if":
+            continue
+        words = re.findall(r"[A-Za-z_]\w*", c.decode("latin-1"))
+        # (only a condition of nothing but the parser's names: `defined(__clang__) && !defined(__CUDA__)`)
+        if words and any(PARSER_ONLY.fullmatch(w) for w in words) and \
+                all(w == "defined" or PARSER_ONLY.fullmatch(w) for w in words):
+            text = f"#if {c.decode('latin-1')}\n{text}#endif\n"
+    return text
 
 
 def _only_defines_of(chain: bytes, name: str) -> str | None:

@@ -146,7 +146,8 @@ def _tparams(fn: ci.Cursor) -> list[ci.Cursor]:
     return [ch for ch in fn.get_children() if ch.kind in _TPARAMS]
 
 
-_INDEX_LIKE = re.compile(r"(?i:index|idx)|^I$|int|INT|Int(?:eger|(?![a-z]))")  # as instantiations.INDEX_LIKE
+# as instantiations.INDEX_LIKE
+_INDEX_LIKE = re.compile(r"(?i:index|idx)|^I$|int|INT|Int(?:eger|(?![a-z]))|Id(?![a-z])|(?<![A-Z])ID(?![A-Z])")
 
 
 def _default_for(p: ci.Cursor) -> str:
