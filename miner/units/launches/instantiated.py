@@ -18,12 +18,17 @@ import re
 
 import clang.cindex as ci
 
+from miner.frontends import cindex_speed
 from miner.source.include_graph import TU_SUFFIXES
 from miner.units.launches.cursors import _key, _primary, _template_args
 from miner.units.launches.record import K, Launch
 from miner.units.launches.state import _State
 
 _CALLABLE = {K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.CONVERSION_FUNCTION}
+# The nodes of a body that name a callee: a call and a reference (`(void*)k<T, 4>`, `&k<T>`).
+_NAMING = frozenset({K.CALL_EXPR.value, K.DECL_REF_EXPR.value})
+_CALL = K.CALL_EXPR.value
+_CALLABLE_IDS = frozenset(k.value for k in _CALLABLE)
 
 # A bound on the functions walked per translation unit: the instantiated call graph of a program that
 # includes a large library is a few thousand functions; the bound only stops a runaway walk.
@@ -199,36 +204,51 @@ def _walk_program(st: _State, tu: ci.TranslationUnit, main: str, found: Sites) -
     # one of those, and the toolkit's and standard library's bodies are most of the instantiated graph.
     walkable = ctx.inputs | {main}
     stack: list[ci.Cursor] = [c for c in _roots(tu.cursor, ctx, main)]
+    # What a walk needs of a callee depends on the callee alone: found once per declaration (a body names the
+    # same few functions and kernels over and over; a program's instantiations repeat them per specialization).
+    callees: dict[tuple, tuple[tuple[str, int] | None, list[str] | None, int | None, ci.Cursor | None]] = {}
     while stack and len(seen) < _MAX_FUNCTIONS:
         fn = stack.pop()
-        for d in fn.walk_preorder():
-            if d.kind not in (K.CALL_EXPR, K.DECL_REF_EXPR):
+        for d in cindex_speed.descendants_of_kinds(fn, _NAMING):
+            r = cindex_speed.referenced_unchecked(d)
+            if r._kind_id not in _CALLABLE_IDS:
+                continue  # (the null cursor too: nothing referenced)
+            ckey = cindex_speed.cursor_key(r)
+            callee = callees.get(ckey)
+            if callee is None:
+                callee = callees[ckey] = _callee(st, r, walkable)
+            kkey, args, h, body = callee
+            if kkey is not None:
+                if args is not None and d.location.file is not None:
+                    site = (kkey, ctx.norm(d.location.file.name), d.location.line)
+                    lists = found.setdefault(site, [])
+                    if args not in lists:
+                        lists.append(list(args))
                 continue
-            r = d.referenced
-            if r is None or r.kind not in _CALLABLE:
+            if body is None or d._kind_id != _CALL or h in seen:
                 continue
-            kkey = _key(ctx, _primary(r))
-            if kkey in st.kernels:
-                if r.get_num_template_arguments() > 0 and d.location.file is not None:
-                    args = _template_args(r)
-                    # A closure or unnamed type (`(lambda at f.cu:49:63)`) has no name a unit can write: the call
-                    # site's own reading (a lambda made a functor struct) stays what it was.
-                    if args is not None and not any(_UNNAMEABLE.search(a) for a in args):
-                        args = [_libcuxx_respelled(ctx, a) for a in args]
-                        site = (kkey, ctx.norm(d.location.file.name), d.location.line)
-                        lists = found.setdefault(site, [])
-                        if args not in lists:
-                            lists.append(args)
-                continue
-            if d.kind != K.CALL_EXPR:
-                continue
-            body = r.get_definition()
-            if body is None or body.location.file is None or ctx.norm(body.location.file.name) not in walkable:
-                continue
-            h = body.hash
-            if h not in seen:
-                seen.add(h)
-                stack.append(body)
+            seen.add(h)
+            stack.append(body)
+
+
+def _callee(st: _State, r: ci.Cursor, walkable: set[str]
+            ) -> tuple[tuple[str, int] | None, list[str] | None, int | None, ci.Cursor | None]:
+    """What `_walk_program` reads of a callee `r`: a kernel's key and the arguments its specialization is
+    written with (None where it has none, or one has no name a unit can write), else the hash and cursor of
+    its definition where that is in a walkable file."""
+    ctx = st.ctx
+    kkey = _key(ctx, _primary(r))
+    if kkey in st.kernels:
+        args = _template_args(r) if r.get_num_template_arguments() > 0 else None
+        # A closure or unnamed type (`(lambda at f.cu:49:63)`) has no name a unit can write: the call
+        # site's own reading (a lambda made a functor struct) stays what it was.
+        if args is not None and not any(_UNNAMEABLE.search(a) for a in args):
+            return kkey, [_libcuxx_respelled(ctx, a) for a in args], None, None
+        return kkey, None, None, None
+    body = r.get_definition()
+    if body is None or body.location.file is None or ctx.norm(body.location.file.name) not in walkable:
+        return None, None, None, None
+    return None, None, body.hash, body
 
 
 def _libcuxx_respelled(ctx, arg: str) -> str:
