@@ -238,7 +238,7 @@ def cursor_key(cursor: Any) -> tuple[int, int, int | None, int | None, int | Non
 _FUNCTION_KINDS = ("FUNCTION_DECL", "CXX_METHOD", "CONSTRUCTOR", "DESTRUCTOR", "CONVERSION_FUNCTION")
 
 
-def _instantiated(c: Any) -> bool:
+def instantiated(c: Any) -> bool:
     """A function definition instantiated from a template or a class template's member: it sits where
     its pattern's definition does (`T W<T>::f()` written out of line: the pattern libclang gives is the
     in-class declaration, whose definition is that text). An explicit specialization sits elsewhere."""
@@ -266,7 +266,7 @@ def hold_top_level(tu: Any, local_only: bool = False, view: Any = None) -> None:
     tu.__dict__.pop(_LISTED, None)
     top = list(tu.cursor.get_children())
     if local_only:
-        top = [c for c in top if not _instantiated(c)]
+        top = [c for c in top if not instantiated(c)]
     if view is not None:
         from miner.frontends import prefix_view
 

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 
 import clang.cindex as ci
 
 from miner.frontends import cindex_speed
+from miner.frontends.model import Kernel
 from miner.source.include_graph import TU_SUFFIXES
 from miner.units.launches.cursors import _key, _primary, _template_args
 from miner.units.launches.record import K, Launch
@@ -182,8 +184,8 @@ def program_sites(st: _State, records: list[Launch], defs: list[tuple[str, ci.Cu
     if ctx.probe is None:
         return found
     main = ctx.norm(ctx.tu.spelling)
-    if _roots(ctx.tu.cursor, ctx, main) and (tu := ctx.probe("", instantiate=True)) is not None:
-        _walk_program(st, tu, main, found)
+    if _roots(ctx.tu.cursor, ctx, main):
+        _walk_main(st, main, found)
     if any(key[0] == main for key in st.kernels):
         # A file defining kernels is its project's own translation unit, one of many: parsing further programs
         # for each of them costs a parse per program per unit. Only a program that includes the kernels' headers
@@ -196,14 +198,67 @@ def program_sites(st: _State, records: list[Launch], defs: list[tuple[str, ci.Cu
     return found
 
 
-def _walk_program(st: _State, tu: ci.TranslationUnit, main: str, found: Sites) -> None:
-    """`program_sites` for one parse of a program whose main file is `main`."""
+class _BlankReached(Exception):
+    """The walk of a parse with blanked kernel bodies reached one of them (`_walk_main`)."""
+
+
+def _walk_main(st: _State, main: str, found: Sites) -> None:
+    """`_walk_program` of the main file's parse with its instantiations. That parse instantiated every
+    kernel template the program names (a file with a table of kernel specializations: most of the parse's
+    time), yet the walk never enters a known kernel (its references are sites, not calls to follow). So the
+    main file's kernel templates are parsed with their bodies blank (`_kernel_bodies`): the host functions'
+    instantiations do not depend on a kernel's body, and every offset and line stays as it was. Should the
+    walk still reach a blanked definition (a redeclaration the search does not know as the kernel), it is
+    walked again over the parse with the bodies."""
+    ctx = st.ctx
+    blank = _kernel_bodies(st, main)
+    if blank and (tu := ctx.probe("", instantiate=True, blank=[b for _, b in blank])) is not None:
+        local: Sites = {}
+        try:
+            _walk_program(st, tu, main, local, [d for d, _ in blank])
+        except _BlankReached:
+            pass
+        else:
+            for site, lists in local.items():
+                found.setdefault(site, []).extend(lists)
+            return
+    if (tu := ctx.probe("", instantiate=True)) is not None:
+        _walk_program(st, tu, main, found)
+
+
+def _kernel_bodies(st: _State, main: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """(definition, body) byte ranges of the kernel templates the main file defines, the body's between its
+    braces."""
+    ctx = st.ctx
+    out = []
+    file = None
+    for key, k in st.kernels.items():
+        if key[0] != main or not isinstance(k, Kernel):
+            continue
+        file = file or ctx.tu.get_file(ctx.tu.spelling)
+        c = ci.Cursor.from_location(ctx.tu, ci.SourceLocation.from_offset(ctx.tu, file, key[1]))
+        if c is None or c.kind != K.FUNCTION_TEMPLATE or c.location.offset != key[1]:
+            continue
+        body = next((ch for ch in c.get_children() if ch.kind == K.COMPOUND_STMT), None)
+        if body is None:
+            continue
+        out.append(((c.extent.start.offset, c.extent.end.offset),
+                    (body.extent.start.offset + 1, body.extent.end.offset - 1)))
+    return out
+
+
+def _walk_program(st: _State, tu: ci.TranslationUnit, main: str, found: Sites,
+                  blanked: Sequence[tuple[int, int]] = ()) -> None:
+    """`program_sites` for one parse of a program whose main file is `main`; `blanked`: the main file's
+    definitions whose bodies that parse left blank (reaching one raises `_BlankReached`)."""
     ctx = st.ctx
     seen: set[int] = set()
     # Only bodies of the program and of the project's files are walked: a launch of a project kernel sits in
     # one of those, and the toolkit's and standard library's bodies are most of the instantiated graph.
     walkable = ctx.inputs | {main}
     stack: list[ci.Cursor] = [c for c in _roots(tu.cursor, ctx, main)]
+    if blanked and any(_inside(c, main, blanked, ctx) for c in stack):
+        raise _BlankReached
     # What a walk needs of a callee depends on the callee alone: found once per declaration (a body names the
     # same few functions and kernels over and over; a program's instantiations repeat them per specialization).
     callees: dict[tuple, tuple[tuple[str, int] | None, list[str] | None, int | None, ci.Cursor | None]] = {}
@@ -228,7 +283,18 @@ def _walk_program(st: _State, tu: ci.TranslationUnit, main: str, found: Sites) -
             if body is None or d._kind_id != _CALL or h in seen:
                 continue
             seen.add(h)
+            if blanked and _inside(body, main, blanked, ctx):
+                raise _BlankReached
             stack.append(body)
+
+
+def _inside(c: ci.Cursor, main: str, ranges: Sequence[tuple[int, int]], ctx) -> bool:
+    """Whether the definition `c` sits in one of the main file's byte `ranges`."""
+    f = c.location.file
+    if f is None or ctx.norm(f.name) != main:
+        return False
+    at = c.location.offset
+    return any(start <= at < end for start, end in ranges)
 
 
 def _callee(st: _State, r: ci.Cursor, walkable: set[str]
@@ -283,7 +349,7 @@ def _roots(parent: ci.Cursor, ctx, main: str) -> list[ci.Cursor]:
             continue
         if c.kind == K.NAMESPACE:
             out += _roots(c, ctx, main)
-        elif c.kind in (K.FUNCTION_DECL, K.CXX_METHOD) and c.is_definition():
+        elif c.kind in (K.FUNCTION_DECL, K.CXX_METHOD) and c.is_definition() and not cindex_speed.instantiated(c):
             out.append(c)
     return out
 
