@@ -210,7 +210,7 @@ def test_incomplete_parse_instantiates_no_function_body() -> None:
 
     def instantiated(options: int) -> list[str]:
         tu = ci.Index.create(excludeDecls=True).parse(path, args=args, options=options)
-        return [c.displayname for c in tu.cursor.get_children() if cindex_speed._instantiated(c)]
+        return [c.displayname for c in tu.cursor.get_children() if cindex_speed.instantiated(c)]
 
     complete = instantiated(clang_frontend.KEEP_GOING)
     assert sum(n.startswith("tile_kernel") for n in complete) == 20, complete  # the table's 10, float and double

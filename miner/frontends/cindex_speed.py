@@ -175,10 +175,70 @@ def install() -> None:
     _INSTALLED = True
 
 
+_RECURSE = 2  # CXChildVisit_Recurse
+_COLLECTOR: Any = None  # (ctypes thunk, its output list, the kind ids wanted): made once per process
+
+
+def descendants_of_kinds(cursor: Any, kind_ids: frozenset[int]) -> list[Any]:
+    """The cursors below `cursor` whose kind id is in `kind_ids`, in `walk_preorder`'s order (the node
+    itself aside), listed by one libclang traversal: `walk_preorder` lists each node's children with a
+    call of its own and passes every node through Python, where a walk that wants two kinds of an
+    instantiated program's bodies (hundreds of thousands of nodes) keeps a few per cent of them.
+    libclang's recursive visit goes to a node's children before its next sibling, as the preorder does."""
+    global _COLLECTOR
+    import clang.cindex as ci
+
+    if _COLLECTOR is None:
+        state: list[Any] = [None, frozenset()]
+
+        def _collect(child: Any, _parent: Any, _data: Any) -> int:
+            if child._kind_id in state[1]:
+                state[0].append(child)
+            return _RECURSE
+        _COLLECTOR = (ci.callbacks["cursor_visit"](_collect), state)
+    thunk, state = _COLLECTOR
+    out: list[Any] = []
+    saved = state[:]
+    state[0], state[1] = out, kind_ids
+    try:
+        ci.conf.lib.clang_visitChildren(cursor, thunk, None)
+    finally:
+        state[:] = saved  # (a walk started inside another's consumer leaves the outer one's intact)
+    tu = cursor._tu
+    for c in out:
+        c._tu = tu  # as the bindings do: the TU outlives every cursor handed out
+    return out
+
+
+_REFERENCED: Any = None  # clang_getCursorReferenced without the bindings' result check
+
+
+def referenced_unchecked(cursor: Any) -> Any:
+    """`cursor.referenced` without the bindings' null test (a C call per result) and argument scan: a
+    cursor always comes back, the null one (kind `INVALID_FILE`) where nothing is referenced, so a caller
+    that goes on only for certain kinds needs no test of its own."""
+    global _REFERENCED
+    if _REFERENCED is None:
+        import clang.cindex as ci
+
+        fn = ci.conf.lib["clang_getCursorReferenced"]  # (a new function object: the bindings' keeps its checks)
+        fn.argtypes, fn.restype = [ci.Cursor], ci.Cursor
+        _REFERENCED = fn
+    out = _REFERENCED(cursor)
+    out._tu = cursor._tu
+    return out
+
+
+def cursor_key(cursor: Any) -> tuple[int, int, int | None, int | None, int | None]:
+    """The cursor's whole struct: equal structs are the same node (`clang_equalCursors` compares these)."""
+    data = cursor.data
+    return cursor._kind_id, cursor.xdata, data[0], data[1], data[2]
+
+
 _FUNCTION_KINDS = ("FUNCTION_DECL", "CXX_METHOD", "CONSTRUCTOR", "DESTRUCTOR", "CONVERSION_FUNCTION")
 
 
-def _instantiated(c: Any) -> bool:
+def instantiated(c: Any) -> bool:
     """A function definition instantiated from a template or a class template's member: it sits where
     its pattern's definition does (`T W<T>::f()` written out of line: the pattern libclang gives is the
     in-class declaration, whose definition is that text). An explicit specialization sits elsewhere."""
@@ -206,7 +266,7 @@ def hold_top_level(tu: Any, local_only: bool = False, view: Any = None) -> None:
     tu.__dict__.pop(_LISTED, None)
     top = list(tu.cursor.get_children())
     if local_only:
-        top = [c for c in top if not _instantiated(c)]
+        top = [c for c in top if not instantiated(c)]
     if view is not None:
         from miner.frontends import prefix_view
 

@@ -15,7 +15,7 @@ import json
 import os
 import re
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -362,7 +362,8 @@ def _parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | N
         return _parse(path, pch.without(config), inputs, given, analyse, instances, same_as)
     tu.__dict__["km_prefix_parents"] = pch.parents_of(args)
 
-    def probe(text: str, instantiate: bool = False, program: str | None = None) -> ci.TranslationUnit | None:
+    def probe(text: str, instantiate: bool = False, program: str | None = None,
+              blank: Sequence[tuple[int, int]] = ()) -> ci.TranslationUnit | None:
         if program is not None:
             # Another program of the project, parsed with this TU's arguments and its instantiations, for what
             # it instantiates of the same headers (launches.instantiated).
@@ -377,6 +378,8 @@ def _parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | N
                 base = open(path, encoding="utf-8", errors="replace").read()  # noqa: SIM115
             except OSError:
                 return None
+        if blank:
+            base = blanked(base, blank, dict(unsaved).get(path) is not None or _read_bytes(path) == base.encode())
         files = [(f, t) for f, t in unsaved if f != path] + [(path, f"{base}\n{text}\n")]
         # A probe reads a class's private member aliases and fields too (`using impl_type = ...;` above
         # `public:`, `std::unique_ptr<impl_type> impl_;`), as the class's own members do.
@@ -393,6 +396,59 @@ def _parse(path: str, config: ParseConfig, inputs: set[str], index: ci.Index | N
         return _walk(tu, path, config, inputs, analyse, result, list(instances), probe, same_as, args), weakref.ref(tu)
     finally:
         cindex_speed.release(tu)
+
+
+def blanked(text: str, ranges: Sequence[tuple[int, int]], exact_bytes: bool) -> str:
+    """`text` with the byte ranges (function bodies between their braces) made blank, every line break and
+    preprocessor directive kept (`_blank_body`), so every other offset and line stays where it was and the
+    preprocessor defines and tests the same names in the same order. A range that does not sit between braces,
+    or whose directives cannot be told from the code around them, is kept; nothing is blanked where the offsets
+    may not be the file's (`exact_bytes` false: the text was decoded with replacements)."""
+    if not exact_bytes:
+        return text
+    buf = bytearray(text.encode())
+    for start, end in ranges:
+        if start < 1 or end >= len(buf) or buf[start - 1:start] != b"{" or buf[end:end + 1] != b"}":
+            continue
+        out = _blank_body(bytes(buf[start:end]))
+        if out is not None:
+            buf[start:end] = out
+    return buf.decode()
+
+
+def _blank_body(body: bytes) -> bytes | None:
+    """`body` with every byte of its code lines made a space (line breaks kept) and its directive lines (a
+    line whose first character is `#`, with the lines a trailing backslash continues) kept as they are; None
+    where a directive line might not be one (a block comment or raw string in the body could hide it; a
+    continued code line could carry it on) or a `_Pragma` would be lost."""
+    if b"_Pragma" in body or b"\r" in body.replace(b"\r\n", b""):
+        return None
+    out: list[bytes] = []
+    kept = continued = False
+    for i, line in enumerate(body.split(b"\n")):
+        code = line.rstrip(b"\r")
+        if continued or (i and code.lstrip(b" \t\f\v").startswith(b"#")):
+            out.append(line)
+            kept, continued = True, code.endswith(b"\\")
+            continue
+        if code.endswith(b"\\"):
+            return None
+        out.append(line.translate(_BLANK))
+    if continued or (kept and (b"/*" in body or b'R"' in body)):
+        return None
+    return b"\n".join(out)
+
+
+# Every byte but a line break (LF, CR: both end a line for the preprocessor) to a space.
+_BLANK = bytes(b if b in (10, 13) else 32 for b in range(256))
+
+
+def _read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 _INDEXES: dict[tuple[int, bool], ci.Index] = {}

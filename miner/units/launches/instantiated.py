@@ -15,15 +15,22 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 
 import clang.cindex as ci
 
+from miner.frontends import cindex_speed
+from miner.frontends.model import Kernel
 from miner.source.include_graph import TU_SUFFIXES
 from miner.units.launches.cursors import _key, _primary, _template_args
 from miner.units.launches.record import K, Launch
 from miner.units.launches.state import _State
 
 _CALLABLE = {K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.CONVERSION_FUNCTION}
+# The nodes of a body that name a callee: a call and a reference (`(void*)k<T, 4>`, `&k<T>`).
+_NAMING = frozenset({K.CALL_EXPR.value, K.DECL_REF_EXPR.value})
+_CALL = K.CALL_EXPR.value
+_CALLABLE_IDS = frozenset(k.value for k in _CALLABLE)
 
 # A bound on the functions walked per translation unit: the instantiated call graph of a program that
 # includes a large library is a few thousand functions; the bound only stops a runaway walk.
@@ -177,8 +184,8 @@ def program_sites(st: _State, records: list[Launch], defs: list[tuple[str, ci.Cu
     if ctx.probe is None:
         return found
     main = ctx.norm(ctx.tu.spelling)
-    if _roots(ctx.tu.cursor, ctx, main) and (tu := ctx.probe("", instantiate=True)) is not None:
-        _walk_program(st, tu, main, found)
+    if _roots(ctx.tu.cursor, ctx, main):
+        _walk_main(st, main, found)
     if any(key[0] == main for key in st.kernels):
         # A file defining kernels is its project's own translation unit, one of many: parsing further programs
         # for each of them costs a parse per program per unit. Only a program that includes the kernels' headers
@@ -191,44 +198,123 @@ def program_sites(st: _State, records: list[Launch], defs: list[tuple[str, ci.Cu
     return found
 
 
-def _walk_program(st: _State, tu: ci.TranslationUnit, main: str, found: Sites) -> None:
-    """`program_sites` for one parse of a program whose main file is `main`."""
+class _BlankReached(Exception):
+    """The walk of a parse with blanked kernel bodies reached one of them (`_walk_main`)."""
+
+
+def _walk_main(st: _State, main: str, found: Sites) -> None:
+    """`_walk_program` of the main file's parse with its instantiations. That parse instantiated every
+    kernel template the program names (a file with a table of kernel specializations: most of the parse's
+    time), yet the walk never enters a known kernel (its references are sites, not calls to follow). So the
+    main file's kernel templates are parsed with their bodies blank (`_kernel_bodies`): the host functions'
+    instantiations do not depend on a kernel's body, and every offset and line stays as it was. Should the
+    walk still reach a blanked definition (a redeclaration the search does not know as the kernel), it is
+    walked again over the parse with the bodies."""
+    ctx = st.ctx
+    blank = _kernel_bodies(st, main)
+    if blank and (tu := ctx.probe("", instantiate=True, blank=[b for _, b in blank])) is not None:
+        local: Sites = {}
+        try:
+            _walk_program(st, tu, main, local, [d for d, _ in blank])
+        except _BlankReached:
+            pass
+        else:
+            for site, lists in local.items():
+                found.setdefault(site, []).extend(lists)
+            return
+    if (tu := ctx.probe("", instantiate=True)) is not None:
+        _walk_program(st, tu, main, found)
+
+
+def _kernel_bodies(st: _State, main: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """(definition, body) byte ranges of the kernel templates the main file defines, the body's between its
+    braces."""
+    ctx = st.ctx
+    out = []
+    file = None
+    for key, k in st.kernels.items():
+        if key[0] != main or not isinstance(k, Kernel):
+            continue
+        file = file or ctx.tu.get_file(ctx.tu.spelling)
+        c = ci.Cursor.from_location(ctx.tu, ci.SourceLocation.from_offset(ctx.tu, file, key[1]))
+        if c is None or c.kind != K.FUNCTION_TEMPLATE or c.location.offset != key[1]:
+            continue
+        body = next((ch for ch in c.get_children() if ch.kind == K.COMPOUND_STMT), None)
+        if body is None:
+            continue
+        out.append(((c.extent.start.offset, c.extent.end.offset),
+                    (body.extent.start.offset + 1, body.extent.end.offset - 1)))
+    return out
+
+
+def _walk_program(st: _State, tu: ci.TranslationUnit, main: str, found: Sites,
+                  blanked: Sequence[tuple[int, int]] = ()) -> None:
+    """`program_sites` for one parse of a program whose main file is `main`; `blanked`: the main file's
+    definitions whose bodies that parse left blank (reaching one raises `_BlankReached`)."""
     ctx = st.ctx
     seen: set[int] = set()
     # Only bodies of the program and of the project's files are walked: a launch of a project kernel sits in
     # one of those, and the toolkit's and standard library's bodies are most of the instantiated graph.
     walkable = ctx.inputs | {main}
     stack: list[ci.Cursor] = [c for c in _roots(tu.cursor, ctx, main)]
+    if blanked and any(_inside(c, main, blanked, ctx) for c in stack):
+        raise _BlankReached
+    # What a walk needs of a callee depends on the callee alone: found once per declaration (a body names the
+    # same few functions and kernels over and over; a program's instantiations repeat them per specialization).
+    callees: dict[tuple, tuple[tuple[str, int] | None, list[str] | None, int | None, ci.Cursor | None]] = {}
     while stack and len(seen) < _MAX_FUNCTIONS:
         fn = stack.pop()
-        for d in fn.walk_preorder():
-            if d.kind not in (K.CALL_EXPR, K.DECL_REF_EXPR):
+        for d in cindex_speed.descendants_of_kinds(fn, _NAMING):
+            r = cindex_speed.referenced_unchecked(d)
+            if r._kind_id not in _CALLABLE_IDS:
+                continue  # (the null cursor too: nothing referenced)
+            ckey = cindex_speed.cursor_key(r)
+            callee = callees.get(ckey)
+            if callee is None:
+                callee = callees[ckey] = _callee(st, r, walkable)
+            kkey, args, h, body = callee
+            if kkey is not None:
+                if args is not None and d.location.file is not None:
+                    site = (kkey, ctx.norm(d.location.file.name), d.location.line)
+                    lists = found.setdefault(site, [])
+                    if args not in lists:
+                        lists.append(list(args))
                 continue
-            r = d.referenced
-            if r is None or r.kind not in _CALLABLE:
+            if body is None or d._kind_id != _CALL or h in seen:
                 continue
-            kkey = _key(ctx, _primary(r))
-            if kkey in st.kernels:
-                if r.get_num_template_arguments() > 0 and d.location.file is not None:
-                    args = _template_args(r)
-                    # A closure or unnamed type (`(lambda at f.cu:49:63)`) has no name a unit can write: the call
-                    # site's own reading (a lambda made a functor struct) stays what it was.
-                    if args is not None and not any(_UNNAMEABLE.search(a) for a in args):
-                        args = [_libcuxx_respelled(ctx, a) for a in args]
-                        site = (kkey, ctx.norm(d.location.file.name), d.location.line)
-                        lists = found.setdefault(site, [])
-                        if args not in lists:
-                            lists.append(args)
-                continue
-            if d.kind != K.CALL_EXPR:
-                continue
-            body = r.get_definition()
-            if body is None or body.location.file is None or ctx.norm(body.location.file.name) not in walkable:
-                continue
-            h = body.hash
-            if h not in seen:
-                seen.add(h)
-                stack.append(body)
+            seen.add(h)
+            if blanked and _inside(body, main, blanked, ctx):
+                raise _BlankReached
+            stack.append(body)
+
+
+def _inside(c: ci.Cursor, main: str, ranges: Sequence[tuple[int, int]], ctx) -> bool:
+    """Whether the definition `c` sits in one of the main file's byte `ranges`."""
+    f = c.location.file
+    if f is None or ctx.norm(f.name) != main:
+        return False
+    at = c.location.offset
+    return any(start <= at < end for start, end in ranges)
+
+
+def _callee(st: _State, r: ci.Cursor, walkable: set[str]
+            ) -> tuple[tuple[str, int] | None, list[str] | None, int | None, ci.Cursor | None]:
+    """What `_walk_program` reads of a callee `r`: a kernel's key and the arguments its specialization is
+    written with (None where it has none, or one has no name a unit can write), else the hash and cursor of
+    its definition where that is in a walkable file."""
+    ctx = st.ctx
+    kkey = _key(ctx, _primary(r))
+    if kkey in st.kernels:
+        args = _template_args(r) if r.get_num_template_arguments() > 0 else None
+        # A closure or unnamed type (`(lambda at f.cu:49:63)`) has no name a unit can write: the call
+        # site's own reading (a lambda made a functor struct) stays what it was.
+        if args is not None and not any(_UNNAMEABLE.search(a) for a in args):
+            return kkey, [_libcuxx_respelled(ctx, a) for a in args], None, None
+        return kkey, None, None, None
+    body = r.get_definition()
+    if body is None or body.location.file is None or ctx.norm(body.location.file.name) not in walkable:
+        return None, None, None, None
+    return None, None, body.hash, body
 
 
 def _libcuxx_respelled(ctx, arg: str) -> str:
@@ -263,7 +349,7 @@ def _roots(parent: ci.Cursor, ctx, main: str) -> list[ci.Cursor]:
             continue
         if c.kind == K.NAMESPACE:
             out += _roots(c, ctx, main)
-        elif c.kind in (K.FUNCTION_DECL, K.CXX_METHOD) and c.is_definition():
+        elif c.kind in (K.FUNCTION_DECL, K.CXX_METHOD) and c.is_definition() and not cindex_speed.instantiated(c):
             out.append(c)
     return out
 
