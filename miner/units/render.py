@@ -624,10 +624,14 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
         # The parameter types take the arguments as the instantiation writes them (`ctc_helper::add<float>`
         # where the host template that launches it names the functor from inside its namespace as `add<float>`;
         # an enum's value as its cast, `param_t<static_cast<sar::Compute>(0)>`, where `param_t<0>` names no type).
+        # (The recorded `template_args` keep a value as its number.)
+        in_types = dict(mapping)
         for tp, a, raw in zip(meta.get("template_params") or [], typed, inst["args"], strict=False):
-            if tp.get("name") in mapping and (tp.get("kind") == "type" or a != raw):
-                mapping[tp["name"]] = a
-        params = _params(meta["params"], mapping, macros)
+            if tp.get("name") in mapping and tp.get("kind") == "type":
+                mapping[tp["name"]] = in_types[tp["name"]] = a
+            elif tp.get("name") in mapping and a != raw:
+                in_types[tp["name"]] = a
+        params = _params(meta["params"], in_types, macros)
         grid_constant = grid_constant_spellings(pieces)
         for i, p in enumerate(params):
             p["name"] = p["name"] or f"arg{i}"
