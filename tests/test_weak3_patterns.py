@@ -1,0 +1,36 @@
+"""Template arguments only the compiler can deduce (branch weak, session 20): fixtures tests/fixtures/weak3/*,
+ours, each reproducing a pattern of unseen code whose template kernels were left with only inferred arguments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta
+from tests.test_build import needs_nvcc
+
+pytestmark = needs_nvcc
+
+
+@pytest.fixture(scope="module")
+def member_expr_args(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "weak3/member_expr_args")
+
+
+@pytest.mark.parametrize(("kernel", "expected"), [
+    ("copy_diagonal", [("double",), ("float",)]),
+    ("scale_by_index", [("int", "double"), ("int", "float")]),
+])
+def test_arguments_deduced_from_member_expressions_of_a_dependent_type(
+        member_expr_args: dict[str, Any], kernel: str, expected: list[tuple[str, ...]]) -> None:
+    """`copy_diagonal<<<...>>>(A.values.raw(), A.diag.raw(), out.raw(), ...)` in `LevelBase<C>::export_diagonal(const
+    Matrix<TConfig> &A, ...)`, and `scale_by_index<<<...>>>(this->m_index.raw(), A.values.raw(), alpha, n)`: no
+    template argument is written and every argument's type depends on the configuration, so the parse types none
+    of them and the kernels took defaults (`inferred`). The class's probe now deduces them the compiler's way per
+    explicit instantiation of the derived `Level<Config<V, I>>` (its base instantiated with it)."""
+    assert member_expr_args["proc"].returncode == 0, member_expr_args["proc"].stderr
+    m = only_meta(member_expr_args, kernel)
+    assert sorted(tuple(i["args"]) for i in m["instantiations"]) == expected, m["instantiations"]
+    assert {i["origin"] for i in m["instantiations"]} == {"host_template"}
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
