@@ -34,3 +34,21 @@ def test_arguments_deduced_from_member_expressions_of_a_dependent_type(
     assert sorted(tuple(i["args"]) for i in m["instantiations"]) == expected, m["instantiations"]
     assert {i["origin"] for i in m["instantiations"]} == {"host_template"}
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def scoped_functor_names(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "weak3/scoped_functor_names")
+
+
+def test_namespace_heads_of_explicit_lines_are_spelled_as_their_scope_reads_them(
+        scoped_functor_names: dict[str, Any]) -> None:
+    """`using namespace fn;` then `template void ReducePairs<Binary<ops::Max>>(...);` inside `namespace proj {
+    namespace gpu {`: `ops` is `proj::fn::ops`, seen through the using-directive. The functor reached the kernel
+    `reduce_pairs<float, Binary<ops::Max>>`, instantiated in `proj::gpu` where no using-directive holds: "identifier
+    ops is undefined". The compiler now reads the head in the line's scope (a namespace alias probe)."""
+    assert scoped_functor_names["proc"].returncode == 0, scoped_functor_names["proc"].stderr
+    m = only_meta(scoped_functor_names, "reduce_pairs")
+    args = sorted(tuple(i["args"]) for i in m["instantiations"])
+    assert args == [("float", "Binary<proj::fn::ops::Max>"), ("float", "Binary<proj::fn::ops::Sum>")], args
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
