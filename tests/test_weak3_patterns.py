@@ -36,6 +36,19 @@ def test_arguments_deduced_from_member_expressions_of_a_dependent_type(
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
 
 
+def test_a_host_template_call_with_leading_arguments_deduces_the_rest_in_the_class_probe(
+        member_expr_args: dict[str, Any]) -> None:
+    """`sum_dispatch<kCta, true>(ws, A.diag.raw(), A.values.raw(), out.raw(), A.rows)` in a method of
+    `LevelBase<C>`: `Workspace` is deduced from `ws` (`Workspace<C>`), `ValueType` from nothing the parse types, so
+    the dispatcher's instantiation bound three of four parameters and its launch `sum_rows<ValueType, kThreads,
+    kHasDiag>` kept `ValueType` ("identifier ValueType is undefined"). The class's probe deduces the whole list."""
+    m = only_meta(member_expr_args, "sum_rows")
+    args = sorted(tuple(i["args"]) for i in m["instantiations"])
+    assert args == [("double", "256", "false"), ("double", "256", "true"),
+                    ("float", "256", "false"), ("float", "256", "true")], args
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
 @pytest.fixture(scope="module")
 def scoped_functor_names(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return extract_and_build(tmp_path_factory, "weak3/scoped_functor_names")

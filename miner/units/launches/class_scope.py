@@ -168,11 +168,21 @@ def resolve(st: _State, insts: dict[tuple[str, int], list[list[str]]], aliases: 
     for dc in st.dep_calls:
         callee = st.host_cursors.get(dc.callee)
         kinds = [_KINDS.get(p.kind, "type") for p in _tparams(callee)] if callee is not None else []
+        deduce = getattr(dc, "_deduce", None)
+        if deduce is not None:  # (the written leading arguments and the deduced rest, as for a launch above)
+            name = f"__km_deduce_{len(prober.prelude)}"
+            info = {k: v.replace(deduce_probe.NAME, name) for k, v in deduce.items()}
+            prober.add(dc, dc.caller, deduce_probe.texts(info, kinds), kinds, getattr(dc, "_scope", None),
+                       force=True, prelude=info["decl"])
+            continue
         prober.add(dc, dc.caller, dc.args_text, kinds, getattr(dc, "_scope", None))
     prober.run()
     for dc in st.dep_calls:
         for args in prober.results.get(id(dc), []):
             _add(st.concrete, dc.callee, args)
+        if getattr(dc, "_deduce", None) is not None and prober.results.get(id(dc)):
+            # (the compiler's whole lists replace the written leading arguments, which bind too few parameters)
+            dc._probed_only = True  # type: ignore[attr-defined]
     return prober
 
 

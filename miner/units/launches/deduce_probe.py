@@ -40,7 +40,7 @@ NAME = "@KM_DEDUCE@"  # the declaration's name, given when the probe is written 
 _FUNCTIONS = (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.LAMBDA_EXPR)
 
 
-def prepare(ctx: TUContext, kernel: ci.Cursor, args: list[ci.Cursor], fn: ci.Cursor, given: list[str]
+def prepare(ctx: TUContext, kernel: ci.Cursor, args: list[ci.Cursor], cls: ci.Cursor | None, given: list[str]
             ) -> dict[str, Any] | None:
     """The deduction's declaration and call as text (the name still `NAME`), None where it cannot be written:
     a pack or template template parameter, an argument count that differs, a local whose type is not written
@@ -72,7 +72,7 @@ def prepare(ctx: TUContext, kernel: ci.Cursor, args: list[ci.Cursor], fn: ci.Cur
         params.append(f"{t} km_p{i}")
     exprs = []
     for a in args:
-        e = _expression(ctx, a, fn)
+        e = _expression(ctx, a, cls)
         if e is None:
             return None
         exprs.append(e)
@@ -94,7 +94,7 @@ def texts(info: dict[str, Any], kinds: list[str]) -> list[str]:
     return out
 
 
-def _expression(ctx: TUContext, arg: ci.Cursor, fn: ci.Cursor) -> str | None:
+def _expression(ctx: TUContext, arg: ci.Cursor, cls: ci.Cursor | None) -> str | None:
     """The argument's text with each local variable or parameter of the launching function replaced by a value of
     its declared type, and `this` by a pointer to the class (its injected name, visible in the probe struct
     derived from the class): a text that means the same at class scope, for `decltype`."""
@@ -104,7 +104,6 @@ def _expression(ctx: TUContext, arg: ci.Cursor, fn: ci.Cursor) -> str | None:
         return None
     start, end = e.start.offset, e.end.offset
     text = ctx.read(ctx.norm(e.start.file.name))[start:end].decode("utf-8", "replace")
-    cls = fn.semantic_parent if fn is not None else None
     reps: list[tuple[int, int, str]] = []
     for c in arg.walk_preorder():
         ce = c.extent

@@ -104,7 +104,7 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
             # instantiation of the class the launch sits in (class_scope, deduce_probe).
             kargs = [a for a in children if a is not callee and a is not cfg]
             launch._deduce = deduce_probe.prepare(  # type: ignore[attr-defined]
-                ctx, t, kargs, fn, list(launch.template_args_text))
+                ctx, t, kargs, st.classes.get(host_key), list(launch.template_args_text))
         if own and r is not None:
             _record_aliases(st, launch, r)
         _values(ctx, launch, fn, call)
