@@ -65,3 +65,20 @@ def test_namespace_heads_of_explicit_lines_are_spelled_as_their_scope_reads_them
     args = sorted(tuple(i["args"]) for i in m["instantiations"])
     assert args == [("float", "Binary<proj::fn::ops::Max>"), ("float", "Binary<proj::fn::ops::Sum>")], args
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def wrapped_thrust(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "weak3/wrapped_thrust")
+
+
+def test_thrust_wrapped_in_the_builds_namespace_is_typed_in_the_parse(wrapped_thrust: dict[str, Any]) -> None:
+    """The build wraps thrust and CUB in a namespace (`-DTHRUST_CUB_WRAPPED_NAMESPACE=wrapns`, passed to the parse
+    too), and the code spells `wrapns::thrust::device_vector<double>`. The parse's thrust stand-in declared its
+    vocabulary in `::thrust` only, so the vector, the launch's argument and its type were invalid and the kernel took
+    `float` (`inferred`); declared where the macros put it, the argument deduces `double`."""
+    assert wrapped_thrust["proc"].returncode == 0, wrapped_thrust["proc"].stderr
+    m = only_meta(wrapped_thrust, "scale")
+    assert m["diagnostics"]["errors"] == 0, m["diagnostics"]["messages"]
+    assert [(i["args"], i["origin"]) for i in m["instantiations"]] == [(["double"], "call_site")], m["instantiations"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -165,10 +165,11 @@ def resolve(st: _State, insts: dict[tuple[str, int], list[list[str]]], aliases: 
             continue
         prober.add(rec, rec.host_template, [substitute(t, local) for t in rec.template_args_text],
                    _param_kinds(st, rec), getattr(rec, "_scope", None))
+    leading = _leading_to_launches(st)
     for dc in st.dep_calls:
         callee = st.host_cursors.get(dc.callee)
         kinds = [_KINDS.get(p.kind, "type") for p in _tparams(callee)] if callee is not None else []
-        deduce = getattr(dc, "_deduce", None)
+        deduce = getattr(dc, "_deduce", None) if dc.callee in leading else None
         if deduce is not None:  # (the written leading arguments and the deduced rest, as for a launch above)
             name = f"__km_deduce_{len(prober.prelude)}"
             info = {k: v.replace(deduce_probe.NAME, name) for k, v in deduce.items()}
@@ -184,6 +185,22 @@ def resolve(st: _State, insts: dict[tuple[str, int], list[list[str]]], aliases: 
             # (the compiler's whole lists replace the written leading arguments, which bind too few parameters)
             dc._probed_only = True  # type: ignore[attr-defined]
     return prober
+
+
+def _leading_to_launches(st: _State) -> set[tuple[str, int]]:
+    """Host templates that launch a kernel or call, through dependent calls, one that does: a deduction probe is
+    written only for calls of these (a project's wrappers of library algorithms, called from every method of a
+    class, took the probe's whole budget before the launches' own deductions)."""
+    found = {rec.host_template for rec in st.launches + st.refs if rec.host_template is not None}
+    found |= {st.out_of_line.get(k, k) for k in list(found)}
+    changed = True
+    while changed:
+        changed = False
+        for dc in st.dep_calls:
+            if dc.callee in found and dc.caller not in found:
+                found.add(dc.caller)
+                changed = True
+    return found
 
 
 def objects(st: _State, insts: dict[tuple[str, int], list[list[str]]]) -> bool:
