@@ -82,3 +82,15 @@ def test_thrust_wrapped_in_the_builds_namespace_is_typed_in_the_parse(wrapped_th
     assert m["diagnostics"]["errors"] == 0, m["diagnostics"]["messages"]
     assert [(i["args"], i["origin"]) for i in m["instantiations"]] == [(["double"], "call_site")], m["instantiations"]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+def test_a_dispatch_the_probe_cannot_deduce_leaves_no_parameter_name_in_the_arguments(
+        member_expr_args: dict[str, Any]) -> None:
+    """`sum_untyped_dispatch<64, true>(w2, A.diag.raw(), vals, ...)` with `auto vals = A.values.raw();`: the probe
+    writes no deduction for an `auto` local, and the dispatcher's instantiation binds `kThreads, kHasDiag,
+    Workspace` only. Its launch `sum_rows_untyped<ValueType, kThreads, kHasDiag>` was given `ValueType` as written
+    ("identifier ValueType is undefined"); an instantiation binding fewer parameters than the text uses now gives
+    the launch defaults, which build."""
+    m = only_meta(member_expr_args, "sum_rows_untyped")
+    assert all("ValueType" not in a for i in m["instantiations"] for a in i["args"]), m["instantiations"]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
