@@ -471,3 +471,25 @@ def test_identical_in_the_originals_library_header_context(built: Path, tmp_path
     # the project's own headers are not library headers; the library's and the toolkit's are, in order
     assert found[0] == "#include <vf_lib.h>" and "#include <cuda_runtime.h>" in found, found
     assert not any("vf_helpers" in ln or "vf_kernels" in ln for ln in found), found
+
+
+def test_a_host_template_instantiation_is_verified_in_the_tu_it_came_from(tmp_path: Path) -> None:
+    """A header's launcher (`vo::fill<T>`) instantiated by a benchmark with `float` and by a test program with
+    a type only that program defines (`pair_key`): the kernel is parsed with the benchmark (first by path), but
+    each instantiation records the TU it came from (`origin_tu`) and verify compiles that one. Compiled in the
+    benchmark, the `pair_key` instantiation named a type the benchmark lacks (original_unbuildable)."""
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURES / "verify_origin", src)
+    ds = tmp_path / "ds"
+    r = run_miner("extract", src, "-o", ds, "--build", "-j", "2", "-q", timeout=600)
+    assert r.returncode == 0, r.stderr
+    meta = next(m for m in load_dataset(ds) if m["name"] == "fill_kernel")
+    assert meta["parse_context"]["translation_unit"] == "bench/bench_fill.cu"
+    tus = {i["args"][0]: i.get("origin_tu") for i in meta["instantiations"]}
+    assert tus == {"float": "bench/bench_fill.cu", "pair_key": "tests/fill_pair_test.cu"}
+    r = run_miner("verify", ds, "--cache-dir", tmp_path / "cache", "-j", "2", timeout=600)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    fid = _fidelity(ds)
+    assert fid["fill_kernel/pair_key"]["status"] == "identical"
+    assert fid["fill_kernel/pair_key"]["original"] == "tests/fill_pair_test.cu"
+    assert fid["fill_kernel/float"]["original"] == "bench/bench_fill.cu"

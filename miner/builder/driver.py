@@ -22,6 +22,7 @@ from miner.builder.scheduler import LOG_LIMIT, Builder, Result
 from miner.builder.toolchain import BuildOptions
 from miner.builder.toolchains.base import Toolchain
 from miner.builder.toolchains.nvcc import Nvcc
+from miner.builder.toolkit_additions import added_after_toolkit
 from miner.builder.toolkit_redefinition import redefined_by_toolkit
 from miner.builder.unit_split import Unit, collect_units
 from miner.dataset import atomic
@@ -148,6 +149,8 @@ def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME
         rec["missing_include"] = r.missing_include
     if r.status == "failed" and (removed := removed_from_toolkit(r.missing_symbol, r.error)):
         rec["toolkit_removed"] = removed  # a stated reason: no unit can supply it
+    elif r.status == "failed" and (added := added_after_toolkit(r.missing_symbol, toolkit_dirs)):
+        rec["toolkit_removed"] = added  # a stated reason likewise: a later toolkit's library has the name
     elif r.status == "failed" and (saturate := float_saturate_call(r.missing_symbol, u.text)):
         rec["toolkit_removed"] = saturate  # a stated reason likewise: the call is the source's own
     elif r.status == "failed" and (conflict := _TOOLKIT_CONFLICT.search(u.text or "")):

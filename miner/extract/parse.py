@@ -453,5 +453,5 @@ def _variant_parses(kernels: list[Kernel], kernel_files: dict[str, SourceFile], 
         # Only the variant kernels take their closure and launches from this configuration.
         found.closures = {key: u for key, u in found.closures.items() if key in hits}
         found.launches = [lc for lc in found.launches if lc.kernel in hits]
-        units.add_analysis(found)
+        units.add_analysis(found, res.path)
     return [swap.get(id(k), k) for k in kernels]

@@ -25,9 +25,11 @@ class UnitData:
     declared: list[Launch] = field(default_factory=list)  # launches of re-declared kernels
 
     def add(self, res: clang_frontend.ParseResult) -> None:
-        self.add_analysis(analysis_of(res))
+        self.add_analysis(analysis_of(res), res.path)
 
-    def add_analysis(self, found: TUAnalysis) -> None:
+    def add_analysis(self, found: TUAnalysis, tu: str | None = None) -> None:
+        if tu is not None:
+            _mark_tu(found.launches, tu)
         for key, unit in found.closures.items():
             have = self.closures.setdefault(key, unit)
             if have is not unit:
@@ -133,6 +135,14 @@ def _type_key(text: str) -> str:
     return "".join(_QUALIFIERS.sub(" ", text).split())
 
 
+def _mark_tu(launches: list[Launch], tu: str) -> None:
+    """Each host-template argument list of one translation unit's analysis came from that TU (the parse's main
+    file): a header's launcher instantiated only in a test program is compiled, by `verify`, in that program."""
+    for lc in launches:
+        if lc.host_template_args and not lc.host_defaulted and len(lc.host_tus) != len(lc.host_template_args):
+            lc.host_tus = [tu] * len(lc.host_template_args)
+
+
 def _merge_host_args(first: Launch, other: Launch) -> None:
     """The same launch in a header seen from another translation unit: a host template is instantiated
     per TU (`dispatch_softmax<Half, float>(...)` in one .cu, nothing in another that includes the same
@@ -140,10 +150,14 @@ def _merge_host_args(first: Launch, other: Launch) -> None:
     new = [a for a in other.host_template_args or [] if a]
     if new and not other.host_defaulted:
         if first.host_defaulted or not first.host_template_args:
-            first.host_template_args, first.host_defaulted = [], False
-        for args in new:
-            if args not in first.host_template_args:
+            first.host_template_args, first.host_defaulted, first.host_tus = [], False, []
+        tus = other.host_tus if len(other.host_tus) == len(other.host_template_args) else []
+        for i, args in enumerate(other.host_template_args or []):
+            if args and args not in first.host_template_args:
                 first.host_template_args.append(args)
+                # (kept parallel only while every list has its TU: the first TU's lists carry theirs)
+                if tus and len(first.host_tus) == len(first.host_template_args) - 1:
+                    first.host_tus.append(tus[i])
     for args in other.dispatch_args or []:
         if args not in first.dispatch_args:
             first.dispatch_args.append(args)

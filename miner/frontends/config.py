@@ -258,9 +258,27 @@ def toolkit_math_constants_header() -> str | None:
 # `thrust::pointer<T, thrust::device_system_tag>`, `thrust::counting_iterator<I>`, thrust's functional
 # objects) and the algorithms that return nothing: without them its execution policies, pointers and every
 # overload declared with them were invalid, and libclang cut the extents of the valid overloads beside them.
+# A build that wraps thrust and CUB in a namespace of its own (`-DTHRUST_CUB_WRAPPED_NAMESPACE=proj`, or the two
+# macros apart) has them as `proj::thrust`, `proj::cub`, as CCCL's config declares them: the vocabulary is declared
+# there, else every `proj::thrust::device_vector<T>` member, and the class around it, was invalid in the parse.
 _THRUST_VOCABULARY = """#ifndef KM_THRUST_VOCABULARY
 #define KM_THRUST_VOCABULARY
-namespace thrust {
+#if defined(THRUST_WRAPPED_NAMESPACE)
+#define KM_THRUST_OPEN namespace THRUST_WRAPPED_NAMESPACE { namespace thrust {
+#define KM_THRUST_CLOSE } }
+#elif defined(THRUST_CUB_WRAPPED_NAMESPACE)
+#define KM_THRUST_OPEN namespace THRUST_CUB_WRAPPED_NAMESPACE { namespace thrust {
+#define KM_THRUST_CLOSE } }
+#else
+#define KM_THRUST_OPEN namespace thrust {
+#define KM_THRUST_CLOSE }
+#endif
+#if defined(CUB_WRAPPED_NAMESPACE)
+namespace CUB_WRAPPED_NAMESPACE { namespace cub {} }
+#elif defined(THRUST_CUB_WRAPPED_NAMESPACE)
+namespace THRUST_CUB_WRAPPED_NAMESPACE { namespace cub {} }
+#endif
+KM_THRUST_OPEN
 template <class T1, class T2> struct pair {
   typedef T1 first_type; typedef T2 second_type; T1 first; T2 second;
   __host__ __device__ pair(); __host__ __device__ pair(const T1 &, const T2 &);
@@ -350,7 +368,7 @@ template <class... A> void sort(A &&...);
 template <class... A> void sort_by_key(A &&...);
 template <class... A> void stable_sort(A &&...);
 template <class... A> void stable_sort_by_key(A &&...);
-}  // namespace thrust
+KM_THRUST_CLOSE
 #endif
 """
 _CCCL_STAND_IN = "/* kernel-miner parse stand-in: a CUDA core library header (CCCL), not parsed; units include " \

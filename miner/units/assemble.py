@@ -96,6 +96,9 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
     omitted: list[dict[str, Any]] = []
     insts = instantiations.plan(meta, records, data.explicit.get(k.name, []), omitted=omitted,
                                  kernel_text=text)
+    for inst in insts:
+        if inst.get("origin_tu"):
+            inst["origin_tu"] = _rel(inst["origin_tu"], root)
     launches = [lc for lc in records if lc.kind != "reference"]
     meta["launches"] = [_launch_json(lc, root, meta["params"]) for lc in launches]
     meta["references"] = [_launch_json(lc, root, meta["params"]) for lc in records if lc.kind == "reference"]

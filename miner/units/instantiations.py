@@ -319,26 +319,30 @@ def _normalize(args: list[str], tparams: list[dict[str, Any]],
 
 
 def _candidates(launches: list[Launch], explicit: list[list[str]],
-                scalar_for_class: Callable[[list[str]], bool] = lambda _a: False) -> list[tuple[list[str], str]]:
-    out: list[tuple[list[str], str]] = []
+                scalar_for_class: Callable[[list[str]], bool] = lambda _a: False
+                ) -> list[tuple[list[str], str, str | None]]:
+    """Each argument list found, its origin and, for a host template's, the translation unit it came from."""
+    out: list[tuple[list[str], str, str | None]] = []
     for launch in launches:
         ref = launch.kind == "reference"
         # A generic lambda dispatched over a list of values: one instantiation per value.
-        out += [(a, "reference" if ref else "dispatch") for a in launch.dispatch_args or []]
+        out += [(a, "reference" if ref else "dispatch", None) for a in launch.dispatch_args or []]
         if launch.template_args:
             out.append((launch.template_args, "reference" if ref else
-                        "dispatch" if launch.in_lambda else "call_site"))
+                        "dispatch" if launch.in_lambda else "call_site", None))
         elif launch.host_template_args:
             origin = "reference" if ref else "inferred" if launch.host_defaulted else "host_template"
+            tus: list[str | None] = (list(launch.host_tus) if len(launch.host_tus) == len(launch.host_template_args)
+                                     else [None] * len(launch.host_template_args))
             # (a reference in a host template nothing instantiates took that template's defaults: where that put a
             # scalar for a parameter the kernel uses as a class, it is a guess like any defaulted launch's, which
             # known instantiations push out; kept as `reference`, lc0's `attention_kernel_batched_impl<Attention>`
             # had a `float` beside the two real `AttentionKernel<...>`)
-            out += [(a, "inferred" if ref and launch.host_defaulted and scalar_for_class(a) else origin)
-                    for a in launch.host_template_args]
+            out += [(a, "inferred" if ref and launch.host_defaulted and scalar_for_class(a) else origin, tu)
+                    for a, tu in zip(launch.host_template_args, tus, strict=True)]
         elif launch.resolved_text:
-            out.append((launch.resolved_text, "reference" if ref else "call_site"))
-    out += [([a.strip() for a in args], "explicit") for args in explicit]
+            out.append((launch.resolved_text, "reference" if ref else "call_site", None))
+    out += [([a.strip() for a in args], "explicit", None) for args in explicit]
     return out
 
 
@@ -553,7 +557,9 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
     # (index-like type parameters and shift-count value parameters: the names _default reads)
     subs = subscript_types(meta, kernel_text) | shift_counts(meta, kernel_text) if kernel_text else frozenset()
     ptrs = dereferenced_types(meta, kernel_text) if kernel_text else frozenset()
-    for args, origin in _candidates(launches, explicit, lambda a: _scalar_for_class(tuple(a), names, classes)):
+    # The translation unit a host template's instantiation came from (`origin_tu`: verify compiles that one).
+    tus: dict[tuple[str, ...], str] = {}
+    for args, origin, tu in _candidates(launches, explicit, lambda a: _scalar_for_class(tuple(a), names, classes)):
         if origin == "inferred":
             args = _kernel_defaults(list(args), tparams, subs, ptrs)
         norm = _normalize(list(args), tparams, packs)
@@ -561,6 +567,9 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
             continue
         if norm not in best or ORIGINS.index(origin) < ORIGINS.index(best[norm]):
             best[norm] = origin
+            tus.pop(norm, None)
+        if tu and best[norm] == origin and origin == "host_template":
+            tus.setdefault(norm, tu)
     # A guess only stands in for nothing: known instantiations push out inferred ones.
     if any(o != "inferred" for o in best.values()):
         best = {a: o for a, o in best.items() if o != "inferred"}
@@ -584,7 +593,8 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
         keep = set(kept)
         omitted += [{"args": list(a), "template_args": dict(zip(names, a, strict=False)), "origin": o}
                     for a, o in found if (a, o) not in keep]
-    return [{"args": list(a), "template_args": dict(zip(names, a, strict=False)), "origin": o} for a, o in kept]
+    return [{"args": list(a), "template_args": dict(zip(names, a, strict=False)), "origin": o,
+             **({"origin_tu": tus[a]} if o == "host_template" and a in tus else {})} for a, o in kept]
 
 
 def _kernel_defaults(args: list[str], tparams: list[dict[str, Any]], subs: frozenset[str],

@@ -128,6 +128,9 @@ class Launch:
     host_params: list[str] = field(default_factory=list)
     # One argument list per known instantiation of the enclosing host template(s).
     host_template_args: list[list[str]] = field(default_factory=list)
+    # The translation unit (main file) each of `host_template_args` was instantiated in, same order: set when
+    # the analyses are merged (extract.unit_data), so `verify` compiles a TU that makes that instantiation.
+    host_tus: list[str] = field(default_factory=list)
     # The host template's instantiations were unknown: its parameters took their defaults.
     host_defaulted: bool = False
     # Written arguments with macros, enumerators and aliases replaced (no host parameters left).

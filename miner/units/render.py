@@ -708,6 +708,8 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
         atomic.write_text(os.path.join(udir, "host_wrapper.cu"), wrap)
         records.append({
             "id": iid, "template_args": mapping, "args": inst["args"], "origin": inst["origin"],
+            # (the translation unit a host template's instantiation came from: verify compiles that one)
+            **({"origin_tu": inst["origin_tu"]} if inst.get("origin_tu") else {}),
             "unit": f"units/{iid}/unit.cu", "host_wrapper": f"units/{iid}/host_wrapper.cu",
             "launcher": {"symbol": symbol, "params": [{k: p[k] for k in ("name", "type", "ctype")} for p in params]},
         })

@@ -167,8 +167,25 @@ def _collect(out_dir: Path, selectors: list[str], source: Path | None) -> list[_
         except ValueError as exc:
             orig, error = None, str(exc)
         for i in built:
-            items.append(_Item(kdir, meta, i, kdir / meta["instantiations"][i]["unit"], orig, error))
+            o = _origin_of(meta, meta["instantiations"][i], source, orig)
+            items.append(_Item(kdir, meta, i, kdir / meta["instantiations"][i]["unit"], o,
+                               error if o is orig else None))
     return items
+
+
+def _origin_of(meta: dict[str, Any], inst: dict[str, Any], source: Path | None, orig: Original | None
+               ) -> Original | None:
+    """The original TU for one instantiation: a host template's instantiation recorded with the TU it came from
+    (`origin_tu`, a test program instantiating a library header's launcher with its own types) is compiled in
+    that TU; the kernel's parse TU may never instantiate it, and a wrapper there names types it lacks. Where
+    that file is gone, the kernel's TU, as before."""
+    tu = inst.get("origin_tu")
+    if not tu or (orig is not None and orig.rel == tu):
+        return orig
+    try:
+        return orig_mod.locate(meta, source, tu)
+    except ValueError:
+        return orig
 
 
 def _explicit(item: _Item) -> str | None:

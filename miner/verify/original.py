@@ -1,9 +1,11 @@
 """The original translation unit of a kernel, compiled the way its project compiles it.
 
-Which file: `parse_context.translation_unit` (the `.cu` the kernel was parsed with), else the file
-that defines the kernel. Where the sources are: `--source DIR`, else `parse_context.root` (recorded
-by extract). Flags: the mined `-D` set (less `__CUDA_ARCH__`/`__NVCC__`, which nvcc sets itself),
-the mined include dirs (as -I, or -iquote and -idirafter for another platform's stand-in, see compile_flags), and:
+Which file: for an instantiation of a host template, the TU that instantiated it (`origin_tu`, a test
+program that includes the library's header); else `parse_context.translation_unit` (the `.cu` the kernel
+was parsed with), else the file that defines the kernel. Where the sources are: `--source DIR`, else
+`parse_context.root` (recorded by extract). Flags: the mined `-D` set (less `__CUDA_ARCH__`/`__NVCC__`,
+which nvcc sets itself), the mined include dirs (as -I, or -iquote and -idirafter for another platform's stand-in, see
+compile_flags), and:
 
 - when the TU's includes reach torch (`torch/`, `ATen/`, `c10/`, `THC/`): torch's include dirs
   (`torch.utils.cpp_extension.include_paths()`), Python's, stand-ins for the two headers a CUDA build
@@ -65,14 +67,16 @@ class Original:
                 tuple(map(str, self.also)))
 
 
-def locate(meta: dict[str, Any], source_root: Path | None) -> Original:
-    """The original TU of a kernel; ValueError (one line) when it cannot be found."""
+def locate(meta: dict[str, Any], source_root: Path | None, origin_tu: str | None = None) -> Original:
+    """The original TU of a kernel; ValueError (one line) when it cannot be found. `origin_tu` (an
+    instantiation's, metadata `instantiations[].origin_tu`): the TU that instantiated the host template the
+    launch sits in, compiled instead of the kernel's own parse TU, which may never instantiate it."""
     pc = meta.get("parse_context") or {}
     root_text = str(source_root) if source_root else pc.get("root")
     if not root_text:
         raise ValueError("the dataset does not record where its sources are (pass --source DIR)")
     root = Path(root_text)
-    rel = pc.get("translation_unit") or meta["source"]["path"]
+    rel = origin_tu or pc.get("translation_unit") or meta["source"]["path"]
     tu = (root / rel).resolve()
     if not tu.is_file():
         raise ValueError(f"{tu}: original source not found")

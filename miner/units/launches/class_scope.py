@@ -26,7 +26,7 @@ import clang.cindex as ci
 from miner.frontends.common import split_top
 from miner.units.closure import TUContext
 from miner.units.closure.shims import _enclosing_namespaces
-from miner.units.launches import value_spelling
+from miner.units.launches import deduce_probe, value_spelling
 from miner.units.launches.cursors import _evaluated, _key, _tparams
 from miner.units.launches.record import _COMMENT, _IDENT, K, Launch
 from miner.units.launches.state import _add, _DepCall, _State
@@ -48,9 +48,10 @@ class Prober:
         self.members: dict[str, tuple[ci.Cursor, dict[str, str]]] = {}  # member probe -> class, its parameters
         self.results: dict[int, list[list[str]]] = {}
         self.scope_names: dict[tuple[str, int], set[str]] = {}  # class key -> names its scope declares
+        self.prelude: list[str] = []  # declarations the probes call (deduce_probe), before them
 
     def add(self, owner: Any, host: tuple[str, int] | None, texts: list[str], kinds: list[str],
-            scope: tuple[list[str], list[str]] | None, force: bool = False) -> None:
+            scope: tuple[list[str], list[str]] | None, force: bool = False, prelude: str = "") -> None:
         """One argument list `texts` written in host `host` (a class template's method or member template)."""
         st = self.st
         cls = st.classes.get(host) if host is not None else None
@@ -93,12 +94,15 @@ class Prober:
             made.append((name, self.classes[ck], filled, kinds))
         if made:
             self.jobs.append((owner, made))
+            if prelude:
+                self.prelude.append(prelude)
 
     def run(self) -> None:
         """Parse once with every probe; each owner's argument lists (by id) in `results`."""
         if not self.jobs or self.st.ctx.probe is None:
             return
-        tu = self.st.ctx.probe("\n".join(self.lines))
+        head = [deduce_probe.HELPERS, *self.prelude] if self.prelude else []
+        tu = self.st.ctx.probe("\n".join([*head, *self.lines]))
         if tu is None:
             return
         ctx = self.st.ctx
@@ -128,6 +132,9 @@ class Prober:
                 if any(k == "value" and not vals.get(f"a{i}") and not _LITERAL.fullmatch(args[i])
                        for i, k in enumerate(kinds[:len(args)])):
                     continue
+                # (a deduction the compiler rejected reads back as its own text: no argument)
+                if any("__km_at<" in a for a in args):
+                    continue
                 if all(args) and not any(n in known for a in args for n in _free_names(a)) and args not in got:
                     got.append(args)
             if got:
@@ -146,17 +153,54 @@ def resolve(st: _State, insts: dict[tuple[str, int], list[list[str]]], aliases: 
         cls = st.classes.get(rec.host_template) if rec.host_template is not None else None
         member = _member_names(cls) if cls is not None else set()
         local = {k: v for k, v in aliases.get(id(rec), {}).items() if v and k not in member}
+        deduce = getattr(rec, "_deduce", None)
+        if deduce is not None:
+            # The whole list deduced by the compiler from the launch's arguments (deduce_probe), the written
+            # leading ones passed explicitly; one name per launch for its declaration.
+            kinds = _param_kinds(st, rec)
+            name = f"__km_deduce_{len(prober.prelude)}"
+            info = {k: substitute(v, local).replace(deduce_probe.NAME, name) for k, v in deduce.items()}
+            prober.add(rec, rec.host_template, deduce_probe.texts(info, kinds), kinds,
+                       getattr(rec, "_scope", None), force=True, prelude=info["decl"])
+            continue
         prober.add(rec, rec.host_template, [substitute(t, local) for t in rec.template_args_text],
                    _param_kinds(st, rec), getattr(rec, "_scope", None))
+    leading = _leading_to_launches(st)
     for dc in st.dep_calls:
         callee = st.host_cursors.get(dc.callee)
         kinds = [_KINDS.get(p.kind, "type") for p in _tparams(callee)] if callee is not None else []
+        deduce = getattr(dc, "_deduce", None) if dc.callee in leading else None
+        if deduce is not None:  # (the written leading arguments and the deduced rest, as for a launch above)
+            name = f"__km_deduce_{len(prober.prelude)}"
+            info = {k: v.replace(deduce_probe.NAME, name) for k, v in deduce.items()}
+            prober.add(dc, dc.caller, deduce_probe.texts(info, kinds), kinds, getattr(dc, "_scope", None),
+                       force=True, prelude=info["decl"])
+            continue
         prober.add(dc, dc.caller, dc.args_text, kinds, getattr(dc, "_scope", None))
     prober.run()
     for dc in st.dep_calls:
         for args in prober.results.get(id(dc), []):
             _add(st.concrete, dc.callee, args)
+        if getattr(dc, "_deduce", None) is not None and prober.results.get(id(dc)):
+            # (the compiler's whole lists replace the written leading arguments, which bind too few parameters)
+            dc._probed_only = True  # type: ignore[attr-defined]
     return prober
+
+
+def _leading_to_launches(st: _State) -> set[tuple[str, int]]:
+    """Host templates that launch a kernel or call, through dependent calls, one that does: a deduction probe is
+    written only for calls of these (a project's wrappers of library algorithms, called from every method of a
+    class, took the probe's whole budget before the launches' own deductions)."""
+    found = {rec.host_template for rec in st.launches + st.refs if rec.host_template is not None}
+    found |= {st.out_of_line.get(k, k) for k in list(found)}
+    changed = True
+    while changed:
+        changed = False
+        for dc in st.dep_calls:
+            if dc.callee in found and dc.caller not in found:
+                found.add(dc.caller)
+                changed = True
+    return found
 
 
 def objects(st: _State, insts: dict[tuple[str, int], list[list[str]]]) -> bool:

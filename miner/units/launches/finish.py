@@ -191,7 +191,10 @@ def _finish_one(st: _State, rec: Launch, insts: dict[tuple[str, int], list[list[
         if used or idents & unknown:
             rec.resolved_text = None
         return
-    known = insts.get(rec.host_template, [])
+    # An instantiation that binds fewer parameters than the text uses (a dependent call whose trailing arguments
+    # neither the parse nor the probe deduced) would leave a parameter's name in the arguments, which names
+    # nothing in the unit ("identifier Value_type is undefined"): the launch takes defaults instead.
+    known = [i for i in insts.get(rec.host_template, []) if used <= set(rec.host_params[:len(i)])]
     if known and st.class_keys.get(rec.host_template) == rec.host_template:
         # (a method of a class template: the instances that use it)
         known = used_methods.used_instances(st, rec.host_template, rec.launcher, known)

@@ -9,7 +9,7 @@ from typing import Any
 
 import clang.cindex as ci
 
-from miner.units.launches import value_spelling
+from miner.units.launches import deduce_probe, value_spelling
 from miner.units.launches.cursors import _aliases, _key, _primary, _targets, _template_args, _tparams
 from miner.units.launches.record import _FUNCS, _MAX_DEPTH, K
 from miner.units.launches.state import LAMBDA, _add, _DepCall, _State, _written_args, host_names, subtree_flags
@@ -63,7 +63,13 @@ def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.C
                 alias = {k: v for k, v in _aliases(ctx, callee, st.lists).items() if v}
                 written = _deduce_rest(st, t, [substitute_aliases(x, alias) for x in texts[0]], children, params)
                 if written is not None:
-                    st.dep_calls.append(_DepCall(host_key, params, key, written))
+                    dc = _DepCall(host_key, params, key, written)
+                    if len(written) < len(_tparams(t)) and host_key in st.classes:
+                        # The rest deduced by the compiler in the class's probe (deduce_probe): the arguments'
+                        # types depend on the class's configuration, which no written type spells.
+                        dc._deduce = deduce_probe.prepare(  # type: ignore[attr-defined]
+                            ctx, t, children[1:], st.classes[host_key], written)
+                    st.dep_calls.append(dc)
         break
 
 

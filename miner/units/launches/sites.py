@@ -10,7 +10,7 @@ import clang.cindex as ci
 
 from miner.frontends.common import split_top
 from miner.units.closure.shims import _enclosing_namespaces
-from miner.units.launches import value_spelling
+from miner.units.launches import deduce_probe, value_spelling
 from miner.units.launches.chosen import _variable, chosen_launches, table_launches
 from miner.units.launches.config_objects import launch_config_fields
 from miner.units.launches.cursors import _aliases, _overloaded, _primary, _template_args, _tparams, qualify_namespaces
@@ -98,6 +98,13 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
                                 "stream": parts[3] or "0"},
                         args=args_text or [], template_args=concrete, template_args_text=written[0] if written else [],
                         in_lambda=in_lambda, host_template=host_key)
+        if own and concrete is None and host_key is not None and t.kind == K.FUNCTION_TEMPLATE \
+                and len(launch.template_args_text) < len(_tparams(t)):
+            # Arguments the parse could not type deduce nothing here: the class's probe deduces them per
+            # instantiation of the class the launch sits in (class_scope, deduce_probe).
+            kargs = [a for a in children if a is not callee and a is not cfg]
+            launch._deduce = deduce_probe.prepare(  # type: ignore[attr-defined]
+                ctx, t, kargs, st.classes.get(host_key), list(launch.template_args_text))
         if own and r is not None:
             _record_aliases(st, launch, r)
         _values(ctx, launch, fn, call)

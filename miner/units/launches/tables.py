@@ -11,7 +11,7 @@ import clang.cindex as ci
 from miner.units import macro_text
 from miner.units.closure import written_with
 from miner.units.instantiations import eval_int, explicit_in, writing_template
-from miner.units.launches import deduced, value_spelling
+from miner.units.launches import deduced, scope_names, value_spelling
 from miner.units.launches.cursors import _key, _primary, _targets, _template_args, _tparams
 from miner.units.launches.record import _CLASS_TEMPLATES, _COMMENT, _FUNCS, _IDENT, _SCOPES, K, Launch
 from miner.units.launches.state import _add, _kernel_key, _record_aliases, _State, _written_args
@@ -234,6 +234,9 @@ def _explicit_host_instantiations(st: _State) -> None:
         macros.update(macro_text.definitions(t))
     # A file may write its instantiations only through the macros (a generated `DECL_CASE(64, float);`).
     writers = writing_template(macros)
+    # (key, arguments, read from an explicit line), in the order found: the lines' namespace heads are spelled
+    # in full by one probe before they are added.
+    found: list[tuple[tuple[str, int], list[str], bool]] = []
     for t in texts:
         if "template" not in t and not any(w in t for w in writers):
             continue
@@ -244,7 +247,7 @@ def _explicit_host_instantiations(st: _State) -> None:
             for args in lists:
                 for key in _overloads(st, st.host_names.get(name, set()), lines.get((name, tuple(args)), [])):
                     if len(args) == len(st.host_params.get(key, [])):
-                        _add(st.concrete, key, [st.resolver(a, set()) for a in args])
+                        found.append((key, args, True))
         # Read after the project's macros are expanded (which also drops `#define` lines): the text of
         # `#define INST(T) template void launch(T *, int);` bound the launcher's `T` to the macro's `T`.
         for name, ret, types in deduced.deduced_in(macro_text.expand(t, macros, writers) if writers else t,
@@ -255,7 +258,14 @@ def _explicit_host_instantiations(st: _State) -> None:
                 params = [p.spelling for p in st.host_params.get(key, [])]
                 args = deduced.bind(decl, (ret, types), params) if decl and params else None
                 if args:
-                    _add(st.concrete, key, [st.resolver(a, set()) for a in args])
+                    found.append((key, args, False))
+    # Namespace heads an explicit line writes relative to its scope (`elem::Min` under `using namespace
+    # functional;`) spelled in full, as the compiler reads them there: the kernels instantiate them elsewhere.
+    asked = [i for i, (key, _a, explicit) in enumerate(found) if explicit and key in st.host_cursors]
+    spelled = dict(zip(asked, scope_names.qualify(ctx, [(st.host_cursors[found[i][0]], found[i][1]) for i in asked]),
+                       strict=True))
+    for i, (key, args, _explicit) in enumerate(found):
+        _add(st.concrete, key, [st.resolver(a, set()) for a in spelled.get(i, args)])
 
 
 def _overloads(st: _State, keys: set[tuple[str, int]], lines: list[list[str]]) -> list[tuple[str, int]]:
