@@ -10,8 +10,9 @@ removed (`diagnostics.TOOLKIT_REMOVED`). The release each name came with is CCCL
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable
+
+from miner.frontends.config import numeric_define
 
 # Name -> (CCCL version that added it, as a tuple, and the release to name).
 TOOLKIT_ADDED: dict[str, tuple[tuple[int, int, int], str]] = {
@@ -22,22 +23,13 @@ TOOLKIT_ADDED: dict[str, tuple[tuple[int, int, int], str]] = {
     "cuda::sincos": ((3, 3, 0), "CCCL 3.3.0 (CUDA 13.3)"),
 }
 
-_VERSION = re.compile(r"^\s*#\s*define\s+CCCL_VERSION\s+(\d+)", re.M)
-
-
 def cccl_version(dirs: Iterable[str]) -> tuple[int, int, int] | None:
     """The CCCL version of the first include folder holding `cuda/std/__cccl/version.h` (3000001 -> (3, 0, 1))."""
-    for d in dirs:
-        path = os.path.join(d, "cuda", "std", "__cccl", "version.h")
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                m = _VERSION.search(f.read())
-        except OSError:
-            continue
-        if m:
-            v = int(m.group(1))
-            return v // 1000000, v // 1000 % 1000, v % 1000
-    return None
+    found = numeric_define("CCCL_VERSION", [os.path.join(d, "cuda", "std", "__cccl", "version.h") for d in dirs])
+    if found is None:
+        return None
+    v = int(found)
+    return v // 1000000, v // 1000 % 1000, v % 1000
 
 
 def added_after_toolkit(symbol: str | None, toolkit_dirs: Callable[[], Iterable[str]]) -> str | None:

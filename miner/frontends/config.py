@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -192,15 +193,21 @@ def _cccl_versions() -> tuple[tuple[str, str], ...]:
 def _toolkit_defines(files: dict[str, str]) -> dict[str, str]:
     """The numeric `#define NAME N` of each name in the toolkit header `files` names for it (the first include
     directory of the installed nvcc that has it). Empty without nvcc."""
-    out: dict[str, str] = {}
-    for name, rel in files.items():
-        for f in _toolkit_files(rel):
-            m = re.search(rf"^[ \t]*#[ \t]*define[ \t]+{name}[ \t]+(\d+)", f.read_text(encoding="utf-8",
-                          errors="replace"), re.M)
-            if m:
-                out[name] = m.group(1)
-                break
-    return out
+    return {name: v for name, rel in files.items()
+            if (v := numeric_define(name, [str(f) for f in _toolkit_files(rel)])) is not None}
+
+
+def numeric_define(name: str, paths: Iterable[str]) -> str | None:
+    """The number of `#define NAME N` in the first of `paths` that defines it (unreadable files skipped)."""
+    pattern = re.compile(rf"^[ \t]*#[ \t]*define[ \t]+{re.escape(name)}[ \t]+(\d+)", re.M)
+    for path in paths:
+        try:
+            m = pattern.search(Path(path).read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+        if m:
+            return m.group(1)
+    return None
 
 
 def _toolkit_files(rel: str) -> list[Path]:
