@@ -51,15 +51,15 @@ def lost(error: str | None) -> bool:
 
 def _why(exc: BaseException, timeout: float) -> str:
     if isinstance(exc, FutureTimeout):
-        return f"the parse took longer than {timeout:g} s (KM_PARSE_TIMEOUT); tree-sitter used"
+        return f"the parse took longer than {timeout:g} s (KM_PARSE_TIMEOUT)"
     code = getattr(exc, "exitcode", None)
     if isinstance(code, int) and code < 0:
         try:
             name = signal.Signals(-code).name
         except ValueError:
             name = f"signal {-code}"
-        return f"the parse crashed ({name}); tree-sitter used"
-    return f"the parse crashed (exit code {code}); tree-sitter used"
+        return f"the parse crashed ({name})"
+    return f"the parse crashed (exit code {code})"
 
 
 def run(fn: Callable[[T], R], items: list[T], workers: int, failed: Callable[[T, str], R],

@@ -209,13 +209,12 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
                              and p not in pending)
         config = pch_config[0] if pch_config else plain_config
         for p, why in sorted(clang_failed.items()):
-            if isolated.lost(why):  # (a crash or a hang: said as it was)
-                (report.failures if opts.frontend == "clang" else report.notes).append(
-                    f"{p}: {why if opts.frontend != 'clang' else why.removesuffix('; tree-sitter used')}")
-            elif opts.frontend == "clang":
-                report.failures.append(f"{p}: libclang could not parse the file")
+            # (a crash or a hang is said as it was; any other error as libclang's refusal)
+            said = f"{p}: {why if isolated.lost(why) else 'libclang could not parse the file'}"
+            if opts.frontend == "clang":
+                report.failures.append(said)
             else:
-                report.notes.append(f"{p}: libclang could not parse the file; tree-sitter used")
+                report.notes.append(f"{said}; tree-sitter used")
     kernels = list(found.values())
     if opts.frontend in ("auto", "treesitter"):
         # tree-sitter also sees both sides of every #if: add what the preprocessor hid from clang.
