@@ -116,6 +116,28 @@ def bind(template: tuple[str, list[str]], inst: tuple[str, list[str]], params: l
     return [bound[p] for p in params]
 
 
+def bind_rest(template: tuple[str, list[str]], types: list[str], params: list[str], written: list[str]
+              ) -> list[str] | None:
+    """`params` for an explicit instantiation that writes the leading `written` arguments and spells the
+    parameter `types` (`template void f<true>(const float *, int);`): the written ones as written, the rest bound
+    by matching `types` against the template's own parameter types; None where they do not match or one stays
+    unbound (the return type is not read: the line's may sit before the written list)."""
+    t_params = template[1]
+    if len(t_params) != len(types) or len(written) > len(params):
+        return None
+    bound = dict(zip(params, written, strict=False))
+    for t, i in zip(t_params, types, strict=True):
+        got = _unify(t, i, params)
+        if got is None:
+            return None
+        for k, v in got.items():
+            if " ".join(bound.setdefault(k, v).split()) != " ".join(v.split()):
+                return None
+    if any(p not in bound for p in params):
+        return None
+    return [bound[p] for p in params]
+
+
 def _unify(t: str, i: str, params: list[str]) -> dict[str, str] | None:
     toks = _TOKEN.findall(t)
     if not any(tok in params for tok in toks):

@@ -240,14 +240,22 @@ def _explicit_host_instantiations(st: _State) -> None:
     for t in texts:
         if "template" not in t and not any(w in t for w in writers):
             continue
-        overloaded = {n for n, keys in st.host_names.items() if len(keys) > 1 and n in t}
+        written = explicit_in(t, macros, members=True)
+        # Parameter types of the lines that name an overloaded template, or that write only its leading
+        # arguments (`template void launch<true>(const float *, ...);` of `template <bool R, typename T>`: the
+        # rest the compiler deduces from those types).
+        spelled = {n for n, keys in st.host_names.items() if n in t and (len(keys) > 1 or any(
+            0 < len(args) < len(st.host_params.get(k, [])) for k in keys for args in written.get(n, [])))}
         lines = deduced.written_parameters(macro_text.expand(t, macros, writers) if writers else t,
-                                           overloaded) if overloaded else {}
-        for name, lists in explicit_in(t, macros, members=True).items():
+                                           spelled) if spelled else {}
+        for name, lists in written.items():
             for args in lists:
-                for key in _overloads(st, st.host_names.get(name, set()), lines.get((name, tuple(args)), [])):
+                given = lines.get((name, tuple(args)), [])
+                for key in _overloads(st, st.host_names.get(name, set()), given):
                     if len(args) == len(st.host_params.get(key, [])):
                         found.append((key, args, True))
+                    elif 0 < len(args) < len(st.host_params.get(key, [])) and key in st.host_cursors:
+                        found += [(key, full, True) for full in _completed(st, key, args, given)]
         # Read after the project's macros are expanded (which also drops `#define` lines): the text of
         # `#define INST(T) template void launch(T *, int);` bound the launcher's `T` to the macro's `T`.
         for name, ret, types in deduced.deduced_in(macro_text.expand(t, macros, writers) if writers else t,
@@ -266,6 +274,19 @@ def _explicit_host_instantiations(st: _State) -> None:
                        strict=True))
     for i, (key, args, _explicit) in enumerate(found):
         _add(st.concrete, key, [st.resolver(a, set()) for a in spelled.get(i, args)])
+
+
+def _completed(st: _State, key: tuple[str, int], args: list[str], lines: list[list[str]]) -> list[list[str]]:
+    """The full argument lists of a host template whose explicit instantiation writes only the leading
+    `args`, the rest bound by the parameter types each of its `lines` spells."""
+    decl = deduced.declaration(st.ctx.read(key[0]), st.host_cursors[key])
+    params = [p.spelling for p in st.host_params.get(key, [])]
+    out = []
+    for types in lines:
+        full = deduced.bind_rest(decl, types, params, args) if decl else None
+        if full and full not in out:
+            out.append(full)
+    return out
 
 
 def _overloads(st: _State, keys: set[tuple[str, int]], lines: list[list[str]]) -> list[tuple[str, int]]:
