@@ -13,6 +13,7 @@ import clang.cindex as ci
 from miner.builder.diagnostics import HEADERS_REMOVED
 from miner.source.include_graph import INCLUDE
 from miner.units.closure.arch_branches import PARSER_ONLY, _arch_test, arch_chain, arch_dependent, arch_guards
+from miner.units.closure.compiler_chains import identity_projection
 from miner.units.closure.context import Closure, Macro, Piece, TUContext, _skipped_ranges
 from miner.units.closure.host_bodies import DECLARED_ONLY, DECLARED_ONLY_UNRESOLVED
 from miner.units.closure.shims import UNRESOLVED_BASE
@@ -322,7 +323,11 @@ def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_sta
         defined.add(m.name)
         # (a definition chosen by `#ifdef __CUDA_ARCH__` comes with its chain: nvcc's host pass takes the other; so
         # does one chosen by what the compiler answers, `#ifdef __has_feature`: the parse is clang, nvcc is not)
-        text = arch_chain(ctx.read(m.path), m.start, m.name, arch_dependent(ctx), compiler=True) or _text(ctx, m)
+        # (and one inside a chain of branches per compiler, `#if defined(__clang__)` / `#elif defined(__GNUC__)`, comes
+        # with every branch's definition of it: the parse took clang's branch, nvcc's passes take g++'s)
+        data = ctx.read(m.path)
+        text = (identity_projection(data, m.start, m.name)
+                or arch_chain(data, m.start, m.name, arch_dependent(ctx), compiler=True) or _text(ctx, m))
         items.append((ctx.sort_key(m.path, m.start), {
             "kind": "MACRO", "name": m.name, "namespaces": [], "text": undef + text, "path": m.path,
             "line": ctx.read(m.path).count(b"\n", 0, m.start) + 1}))
