@@ -54,12 +54,64 @@ def kernel_object(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_a_c_kernel_named_through_a_plain_c_declaration_is_named(kernel_object: dict[str, Any]) -> None:
     """A host file that never reaches the kernel's `.cu` takes its address through a header's `extern "C"` plain
     declaration and hands it to a kernel object: the kernel is named there (not "named nowhere", which would
-    call it dead code), and the declarations themselves (alone, or in an `extern "C" {` block) name nothing."""
-    named = only_meta(kernel_object, "scale_rows")["launch_missing"]
-    assert named["reason"] == "unresolved", named
-    assert named["mentions"] == ["load.cpp:6"], named
+    call it dead code), and the declarations themselves (alone, or in an `extern "C" {` block) name nothing.
+    Since session 21 the object's storing call is the kernel's launch (launches.stored, below)."""
+    m = only_meta(kernel_object, "scale_rows")
+    assert "launch_missing" not in m, m["launch_missing"]
+    [launch] = m["launches"]
+    assert (launch["path"], launch["line"], launch["declaration"]) == ("load.cpp", 6, "host_decls.h:3"), launch
     unused = only_meta(kernel_object, "retired_rows")["launch_missing"]
     assert unused["reason"] == "not_referenced", unused
+
+
+def test_a_kernel_handed_to_an_object_that_launches_it_later_is_launched(kernel_object: dict[str, Any]) -> None:
+    """`obj.create("scale_rows", (const void *)&scale_rows)` in a host file with no launch of its own: the method
+    stores the address in a member another method hands to cudaLaunchKernel. The storing call is the launch (its
+    file is parsed for it), of the launching method's kind; the grid and block, set on the object at run time,
+    are stated unread with the member and the launching method."""
+    [launch] = only_meta(kernel_object, "scale_rows")["launches"]
+    assert (launch["kind"], launch["launcher"]) == ("cudaLaunchKernel", "load_kernels"), launch
+    why = launch["config_unread"]
+    assert why["grid"].startswith("stored_pointer: the kernel is kept in the member fn_ of kernel_object, "
+                                  "launched by execute"), why
+    assert why["block"].startswith("stored_pointer:"), why
+
+
+@pytest.fixture(scope="module")
+def stored_kernel(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind20/stored_kernel")
+
+
+def test_a_kernel_bound_to_a_typed_member_takes_the_bound_instantiation(stored_kernel: dict[str, Any]) -> None:
+    """`a.bind(stride_rows<3>)` stores a typed pointer that `go` launches with `body_<<<...>>>`; `p.attach(...,
+    (const void *)&stride_rows<5>)` one that `fire` hands to cudaLaunchKernel with a fixed grid and block. Each
+    storing call is a launch with the instantiation its address names; the fixed configuration is read, the one
+    made of the object's members is stated unread."""
+    m = only_meta(stored_kernel, "stride_rows")
+    assert "launch_missing" not in m, m["launch_missing"]
+    got = {(lc["kind"], lc["line"], tuple(lc["template_args"])): lc for lc in m["launches"]}
+    assert set(got) == {("<<<>>>", 18, ("3",)), ("cudaLaunchKernel", 20, ("5",))}, sorted(got)
+    chevron, api = got[("<<<>>>", 18, ("3",))], got[("cudaLaunchKernel", 20, ("5",))]
+    assert chevron["config_unread"]["grid"].startswith("stored_pointer: the kernel is kept in the member body_ of "
+                                                       "row_task, launched by go"), chevron
+    assert (api["config"]["grid"], api["config"]["block"]) == ("dim3(32)", "dim3(64)"), api
+    assert "config_unread" not in api, api
+    assert {i["id"] for i in m["instantiations"]} == {"3", "5"}
+    neg = only_meta(stored_kernel, "negate_rows")
+    assert [lc["line"] for lc in neg["launches"]] == [19], neg.get("launch_missing")
+
+
+def test_a_stale_c_declaration_still_names_the_one_c_kernel(stored_kernel: dict[str, Any]) -> None:
+    """setup.cpp hands `(const void *)&shift_rows` to the object through a C declaration one parameter behind the
+    kernel's definition: C linkage has one symbol per name, so the launch is the only C kernel of that name's."""
+    [launch] = only_meta(stored_kernel, "shift_rows")["launches"]
+    assert (launch["path"], launch["line"], launch["declaration"]) == ("setup.cpp", 6, "c_decls.h:3"), launch
+
+
+@_nvcc
+def test_kernels_launched_through_stored_members_build(stored_kernel: dict[str, Any]) -> None:
+    assert build_statuses(only_meta(stored_kernel, "stride_rows")) == {"3": "ok", "5": "ok"}
+    assert build_statuses(only_meta(stored_kernel, "negate_rows")) == {"default": "ok"}
 
 
 @pytest.fixture(scope="module")

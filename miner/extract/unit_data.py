@@ -77,7 +77,8 @@ class UnitData:
     def match_declared(self, kernels: list[Kernel]) -> None:
         """Launches of a kernel re-declared in another translation unit (`void K(const P p);` in a host
         .cpp, `cudaLaunchKernel((void*)K, ...)`) go to the kernel of that qualified name whose parameter
-        types match; where no types match, to the only kernel of that name and parameter count."""
+        types match; where no types match, to the only kernel of that name and parameter count; for an
+        `extern "C"` declaration, else to the only C kernel of that name (one symbol, whatever it lists)."""
         by_name: dict[str, list[Kernel]] = defaultdict(list)
         for k in kernels:
             by_name[k.qualified_name].append(k)
@@ -90,7 +91,10 @@ class UnitData:
                 continue
             same = [k for k in by_name.get(decl.name, ()) if len(k.params) == len(decl.params)]
             exact = [k for k in same if [_type_key(p.type) for p in k.params] == [_type_key(t) for t in decl.params]]
-            for k in exact or (same if len(same) == 1 else []):
+            # A C declaration names the one symbol of its name whatever parameters it lists (a host header's copy
+            # the kernel's own signature has outgrown): the only C kernel of that name where none fits better.
+            cnamed = [k for k in by_name.get(decl.name, ()) if k.c_linkage] if decl.c_linkage else []
+            for k in exact or (same if len(same) == 1 else []) or (cnamed if len(cnamed) == 1 else []):
                 self._add_launch((k.path, k.start_offset), replace(launch, kernel=(k.path, k.start_offset)))
 
 

@@ -75,6 +75,10 @@ class _State:
     # Names cast to `void *` (by cursor hash) and the member each such cast is stored into (launches.chosen).
     as_pointer: set[int] = field(default_factory=set)
     stored: dict[int, str] = field(default_factory=dict)
+    # Members a method stores one of its parameters in, and members a method launches, by the member's USR
+    # (miner.units.launches.stored): a setter's callers with a kernel are launches of it.
+    member_stores: dict[str, list[Any]] = field(default_factory=dict)
+    member_launches: dict[str, list[Any]] = field(default_factory=dict)
     # A host key inside a class template (one of its methods: the class's key; a member function template: its
     # own key) -> the class template's cursor and key (miner.units.launches.class_scope).
     classes: dict[tuple[str, int], ci.Cursor] = field(default_factory=dict)

@@ -21,6 +21,7 @@ from miner.units.launches.record import _API, _TYPED_USES, K, Launch
 from miner.units.launches.recovered import recover_dropped, recover_dropped_calls
 from miner.units.launches.sites import _api_launch, _chevron
 from miner.units.launches.state import LAMBDA, _State, subtree_flags
+from miner.units.launches.stored import note_store, stored_helpers
 from miner.units.launches.tables import (
     _class_instance,
     _definitions,
@@ -52,6 +53,7 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
         _walk(st, d, path, d)
     recover_dropped(st, defs)
     recover_dropped_calls(st, defs)
+    stored_helpers(st)
     forward_helpers(st)
     finish_helpers(st)
     _explicit_host_instantiations(st)
@@ -177,7 +179,10 @@ def _walk_body(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None, hos
         if kind == K.VAR_DECL and fn is not None and _may_hold_lambda(c):
             tag_lambda(st, c, fn)  # before the lambda's body is walked: its launches read the tag values
         if kind in _CASTS_AND_STORES:
-            note_pointer(st, c, list(c.get_children()))
+            stores = list(c.get_children())
+            note_pointer(st, c, stores)
+            if kind == K.BINARY_OPERATOR and fn is not None:
+                note_store(st, fn, c, stores)  # `fn_ = fn;` in a method: launches.stored
         if kind == K.CALL_EXPR:
             children = children_ = list(c.get_children())
             cfg = next((x for x in children if x.kind == K.CALL_EXPR

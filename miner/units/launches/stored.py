@@ -1,0 +1,127 @@
+"""Launches through a kernel pointer an object keeps (issue 14): one method stores a parameter in a member, another
+method of the class launches that member,
+
+    class kernel_object {
+      void create(const char *name, const void *fn) { fn_ = fn; }
+      void execute(void **args, cudaStream_t s) { cudaLaunchKernel(fn_, grid_, block_, args, 0, s); }
+    };
+    k.create("scale", (const void *)&scale);   // in one file
+    k.set_work(n, 128); k.execute(args);       // in others
+
+The object is not followed from the storing call to the launching one (they are often in different files, the
+object a member of a larger one): the storing call with a kernel is the launch, as a launch helper's call is
+(launches.helpers), of the kind the launching method uses (`<<<>>>` on a typed member, or the launch API). Its
+grid and block are the launching method's where they name none of that method's parameters or locals nor the
+class's members (`dim3(32)`); otherwise they are left unread, and `config["stored"]` says which member holds the
+kernel and which method launches it (launch_unread states it). The kernel's template arguments are the address's
+(`t.bind(step<3>)`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import clang.cindex as ci
+
+from miner.units.launches.chosen import _is_assignment, _strip
+from miner.units.launches.helpers import Helper, _helper_name
+from miner.units.launches.record import K
+from miner.units.launches.state import _State
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+@dataclass
+class _Store:
+    method: ci.Cursor  # the storing method
+    index: int  # the parameter it stores
+    names: list[str]  # its parameters' names
+
+
+@dataclass
+class _MemberLaunch:
+    method: str  # the launching method's name
+    kind: str  # `<<<>>>` or the launch API
+    config: list[str | None]  # grid, block, shared memory, stream where readable at any call, else None
+    member: str
+    cls: str
+
+
+def _own_member(expr: ci.Cursor) -> ci.Cursor | None:
+    """The field an expression names on the method's own object (`fn_`, `this->fn_`), else None."""
+    c = _strip(expr)
+    if c.kind != K.MEMBER_REF_EXPR or c.referenced is None or c.referenced.kind != K.FIELD_DECL:
+        return None
+    base = [k for k in c.get_children() if k.kind not in (K.TYPE_REF, K.NAMESPACE_REF)]
+    if base and _strip(base[0]).kind != K.CXX_THIS_EXPR:
+        return None  # another object's member: `other.fn_`
+    return c.referenced
+
+
+def _holds_function(field: ci.Cursor) -> bool:
+    """A member that can hold a kernel's address: a function pointer, `void *`, or a type a template leaves open."""
+    t = field.type.get_canonical()
+    if t.kind != ci.TypeKind.POINTER:
+        return t.kind in (ci.TypeKind.UNEXPOSED, ci.TypeKind.DEPENDENT, ci.TypeKind.AUTO)
+    return t.get_pointee().kind in (ci.TypeKind.VOID, ci.TypeKind.FUNCTIONPROTO, ci.TypeKind.FUNCTIONNOPROTO,
+                                    ci.TypeKind.UNEXPOSED)
+
+
+def _key(field: ci.Cursor) -> str:
+    return field.get_usr() or f"{field.semantic_parent.spelling if field.semantic_parent else ''}::{field.spelling}"
+
+
+def note_store(st: _State, fn: ci.Cursor, c: ci.Cursor, children: list[ci.Cursor]) -> None:
+    """During the walk: `member_ = param;` in a method, the member able to hold a kernel's address."""
+    if fn.kind != K.CXX_METHOD or len(children) != 2 or not _is_assignment(c):
+        return
+    field = _own_member(children[0])
+    if field is None or not _holds_function(field):
+        return
+    rhs = _strip(children[1])
+    if rhs.kind != K.DECL_REF_EXPR or rhs.referenced is None or rhs.referenced.kind != K.PARM_DECL:
+        return
+    names = [p.spelling for p in fn.get_children() if p.kind == K.PARM_DECL]
+    if rhs.referenced.spelling in names:
+        st.member_stores.setdefault(_key(field), []).append(_Store(fn, names.index(rhs.referenced.spelling), names))
+
+
+def note_member_launch(st: _State, fn: ci.Cursor, launched: ci.Cursor, parts: list[str | None], kind: str) -> bool:
+    """A method that launches a member of its own object (`cudaLaunchKernel(fn_, ...)`, `body_<<<g, b>>>(...)`).
+    True when recorded."""
+    if fn.kind != K.CXX_METHOD:
+        return False
+    field = _own_member(launched)
+    if field is None:
+        return False
+    cls = field.semantic_parent
+    # Names that mean nothing at the storing call: the launching method's own, and the object's members.
+    own = {d.spelling for d in fn.walk_preorder() if d.kind in (K.PARM_DECL, K.VAR_DECL)}
+    if cls is not None:
+        own |= {f.spelling for f in cls.get_children() if f.kind == K.FIELD_DECL}
+    config = [p if p and not (set(_IDENT.findall(p)) & own) else None for p in (list(parts) + [None] * 4)[:4]]
+    st.member_launches.setdefault(_key(field), []).append(
+        _MemberLaunch(fn.spelling, kind, config, field.spelling, cls.spelling if cls is not None else ""))
+    return True
+
+
+def stored_helpers(st: _State) -> None:
+    """After the walk: each storing method of a member some method launches is a launch helper of the kernel it
+    is given (launches.helpers.finish_helpers makes the launches)."""
+    for key, stores in st.member_stores.items():
+        launches = st.member_launches.get(key)
+        if not launches:
+            continue
+        first = launches[0]
+        by = ", ".join(dict.fromkeys(m.method for m in launches))
+        # The configuration where every launching method writes the same readable one.
+        config = [first.config[i] if all(m.config[i] == first.config[i] for m in launches) else None
+                  for i in range(4)]
+        for s in stores:
+            name = _helper_name(s.method.spelling, s.method.semantic_parent)
+            have = st.helpers.setdefault(name, [])
+            if any(h.origin == s.method.hash and h.index == s.index for h in have):
+                continue
+            have.append(Helper(s.index, s.names, None, list(config), [], {}, kind=first.kind, origin=s.method.hash,
+                               stored=f"member {first.member} of {first.cls}, launched by {by}"))
