@@ -175,3 +175,25 @@ def test_only_an_error_on_the_kernels_own_lines_is_stated(line: int, stated: str
     if stated:
         assert f"at {stated})" in why, why
     assert ill_formed_kernel(text, f'units/x/unit.cu({line}): error: identifier "q" is undefined') is None
+
+
+@pytest.fixture(scope="module")
+def typed_pointer(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind20/typed_pointer")
+
+
+def test_a_kernel_stored_in_a_pointer_typedef_is_launched_where_that_type_is(typed_pointer: dict[str, Any]) -> None:
+    """Kernels chosen into `row_scorer` variables travel through a parameter and a context struct to a worker
+    function that launches `scorer<<<BLOCKS, THREADS>>>` and `fast<<<...>>>`: each kernel stored in a
+    `row_scorer` gets those launches (configuration read, matched by the pointer type, as `through` says); a kernel
+    of the same signature never stored in one gets none."""
+    for name in ("score_fwd", "score_rev", "score_wide"):
+        m = only_meta(typed_pointer, name)
+        assert "launch_missing" not in m, (name, m["launch_missing"])
+        lines = sorted(lc["line"] for lc in m["launches"])
+        assert lines == [48, 50], (name, lines)
+        for lc in m["launches"]:
+            assert (lc["values"]["grid"], lc["values"]["block"]) == (120, 64), lc
+            assert lc["config"]["through"].startswith("a row_scorer pointer"), lc
+    spare = only_meta(typed_pointer, "score_spare")
+    assert spare["launch_missing"]["reason"] == "not_referenced", spare

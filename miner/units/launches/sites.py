@@ -21,6 +21,7 @@ from miner.units.launches.record import _API, K, Launch
 from miner.units.launches.state import _kernel_key, _kernel_refs, _record_aliases, _State, _written_args, host_names
 from miner.units.launches.stored import note_member_launch
 from miner.units.launches.text import _join_tokens, _macro_launch, _src, substitute
+from miner.units.launches.typed_pointers import note_typed_launch
 from miner.units.launches.values import _values
 
 
@@ -54,8 +55,10 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
                                           "stream": parts[3] or "0"}, args_text or [], kind, in_lambda, host_key):
             return
         # `kernel<<<...>>>(n, args...)` with `kernel` a parameter: a launch helper, whose callers are the launches.
-        if kind == "<<<>>>" and fn is not None and not note_helper(st, fn, callee, parts, args_text or []):
-            note_member_launch(st, fn, callee, parts, kind)  # `body_<<<g, b>>>(...)`: a member the object keeps
+        if kind == "<<<>>>" and fn is not None and not note_helper(st, fn, callee, parts, args_text or []) \
+                and not note_member_launch(st, fn, callee, parts, kind):  # `body_<<<g, b>>>(...)`: launches.stored
+            # `f<<<g, b>>>(...)` with `Scorer f = ctx->scorer;`: the kernels stored in a `Scorer`.
+            note_typed_launch(st, fn, path, call, callee, parts, args_text or [], kind, in_lambda, host_key)
         return
     for r, t, own in found:
         kkey = _kernel_key(st, t)

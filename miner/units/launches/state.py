@@ -79,6 +79,10 @@ class _State:
     # (miner.units.launches.stored): a setter's callers with a kernel are launches of it.
     member_stores: dict[str, list[Any]] = field(default_factory=dict)
     member_launches: dict[str, list[Any]] = field(default_factory=dict)
+    # Kernels stored in a function-pointer typedef's variables, and launches through one that name no kernel, by
+    # the typedef's USR (miner.units.launches.typed_pointers).
+    typed_kernels: dict[str, list[tuple[ci.Cursor, ci.Cursor]]] = field(default_factory=dict)
+    typed_launches: list[Any] = field(default_factory=list)
     # A host key inside a class template (one of its methods: the class's key; a member function template: its
     # own key) -> the class template's cursor and key (miner.units.launches.class_scope).
     classes: dict[tuple[str, int], ci.Cursor] = field(default_factory=dict)

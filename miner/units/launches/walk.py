@@ -30,9 +30,11 @@ from miner.units.launches.tables import (
     _reference,
 )
 from miner.units.launches.tags import tag_lambda
+from miner.units.launches.typed_pointers import finish_typed, note_typed_store
 from miner.units.launches.values import _taken_branches
 
 _CUDA_ATTRS = {K.CUDAGLOBAL_ATTR, K.CUDADEVICE_ATTR, K.CUDAHOST_ATTR}
+_NAMED_TYPES = (ci.TypeKind.TYPEDEF, ci.TypeKind.ELABORATED)  # (a variable of a pointer typedef, cheaply)
 _CASTS_AND_STORES = {K.CSTYLE_CAST_EXPR, K.CXX_REINTERPRET_CAST_EXPR, K.CXX_STATIC_CAST_EXPR, K.BINARY_OPERATOR}
 
 
@@ -56,6 +58,7 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
     stored_helpers(st)
     forward_helpers(st)
     finish_helpers(st)
+    finish_typed(st)
     _explicit_host_instantiations(st)
     insts = _propagate(st)
     # Arguments written in a class template's scope (its member aliases) read by the compiler, per known
@@ -183,6 +186,9 @@ def _walk_body(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None, hos
             note_pointer(st, c, stores)
             if kind == K.BINARY_OPERATOR and fn is not None:
                 note_store(st, fn, c, stores)  # `fn_ = fn;` in a method: launches.stored
+                note_typed_store(st, c, stores)  # `f = k;` with `Scorer f`: launches.typed_pointers
+        elif kind == K.VAR_DECL and fn is not None and c.type.kind in _NAMED_TYPES:
+            note_typed_store(st, c, list(c.get_children()))  # `Scorer f = k;`
         if kind == K.CALL_EXPR:
             children = children_ = list(c.get_children())
             cfg = next((x for x in children if x.kind == K.CALL_EXPR
