@@ -197,3 +197,27 @@ def test_a_kernel_stored_in_a_pointer_typedef_is_launched_where_that_type_is(typ
             assert lc["config"]["through"].startswith("a row_scorer pointer"), lc
     spare = only_meta(typed_pointer, "score_spare")
     assert spare["launch_missing"]["reason"] == "not_referenced", spare
+
+
+@pytest.fixture(scope="module")
+def make_cmdline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind20/make_cmdline")
+
+
+@_nvcc
+def test_a_macro_only_makes_command_line_gives_is_stated_as_such(make_cmdline: dict[str, Any]) -> None:
+    """The Makefile passes `-DBLOCK_ROWS=$(BLOCK_ROWS)` and leaves `BLOCK_ROWS=` empty (`make BLOCK_ROWS=64`): a
+    kernel using it fails as the original does without the value, and the build says that (not "declared nowhere"
+    left unstated, nor blamed on a header by an absolute path that another name of the unit needs); `TILE ?= 8`, a
+    default, is not such a value."""
+    [fill] = only_meta(make_cmdline, "fill_rows")["instantiations"]
+    why = fill["build"].get("toolkit_removed") or ""
+    assert fill["build"]["status"] == "failed", fill["build"]
+    assert why.startswith("BLOCK_ROWS, PAD_VALUE are given on make's command line: Makefile passes "
+                          "-DBLOCK_ROWS=$(BLOCK_ROWS), -DPAD_VALUE=$(PAD_VALUE)"), why
+    assert "TILE" not in why, why
+    [scale] = only_meta(make_cmdline, "scale_rows")["instantiations"]
+    why = scale["build"].get("toolkit_removed") or ""
+    assert why.startswith("BLOCK_ROWS is given on make's command line"), why
+    assert "; SCALE_FACTOR is declared in no file the translation unit reaches, which includes " \
+           "</opt/nowhere-sdk-9.9/include/scale_defs.h>" in why, why
