@@ -221,3 +221,20 @@ def test_a_macro_only_makes_command_line_gives_is_stated_as_such(make_cmdline: d
     assert why.startswith("BLOCK_ROWS is given on make's command line"), why
     assert "; SCALE_FACTOR is declared in no file the translation unit reaches, which includes " \
            "</opt/nowhere-sdk-9.9/include/scale_defs.h>" in why, why
+
+
+@pytest.fixture(scope="module")
+def old_branch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind20/old_branch")
+
+
+@_nvcc
+def test_an_older_kernel_under_if_0_takes_its_namesakes_closure(old_branch: dict[str, Any]) -> None:
+    """An `#if 0` version of a kernel with other parameters than the one built (tree-sitter's only): it takes the
+    closure of its namesake in the parsed branch (the file's device helpers it calls), not its launch, and builds;
+    before, it had no closure ("identifier unit_noise is undefined")."""
+    metas = {m["frontend"]: m for m in old_branch["metas"] if m["name"] == "tint_points"}
+    old = metas["treesitter"]
+    assert build_statuses(old) == {"default": "ok"}, build_statuses(old)
+    assert old["launches"] == [] and old["launch_missing"]["reason"] == "no_ast", old.get("launch_missing")
+    assert [lc["line"] for lc in metas["clang"]["launches"]] == [33]

@@ -58,20 +58,29 @@ class UnitData:
         MAX_THREADS)`, the parameter types), and a launch binds to one or the other by configuration (nvcc's host
         pass sees the `#else`). Before, it had no closure at all: "MAX_THREADS is undefined"."""
         parsed = defaultdict(list)
+        namesakes = defaultdict(list)
         for k in kernels:
             if k.frontend == "clang" and (k.path, k.start_offset) in self.closures:
                 parsed[(k.path, k.qualified_name, len(k.params))].append(k)
+                namesakes[(k.path, k.qualified_name)].append(k)
         for k in kernels:
             key = (k.path, k.start_offset)
             twins = parsed.get((k.path, k.qualified_name, len(k.params)), [])
-            if k.frontend != "treesitter" or key in self.closures or len(twins) != 1:
+            if k.frontend != "treesitter" or key in self.closures:
+                continue
+            # An older version of the kernel under `#if 0` (other parameters) beside the one built: the file's
+            # names it uses (its device helpers, types) are the ones its namesake's closure takes; its launches
+            # (other arguments) are not shared.
+            alike = len(twins) == 1
+            if not alike and len(twins := namesakes.get((k.path, k.qualified_name), [])) != 1:
                 continue
             twin = twins[0]
             have = self.closures[(twin.path, twin.start_offset)]
+            what = "twin" if alike else "namesake (other parameters)"
             self.closures[key] = replace(have, unresolved=[*have.unresolved, {
                 "symbol": "*", "where": f"{os.path.basename(k.path)}:{k.start_line}",
-                "reason": f"no AST (an inactive #if branch): the closure of its twin at line {twin.start_line}"}])
-            for lc in self.launches.get((twin.path, twin.start_offset), []):
+                "reason": f"no AST (an inactive #if branch): the closure of its {what} at line {twin.start_line}"}])
+            for lc in self.launches.get((twin.path, twin.start_offset), []) if alike else ():
                 self._add_launch(key, replace(lc, kernel=key))
 
     def match_declared(self, kernels: list[Kernel]) -> None:
