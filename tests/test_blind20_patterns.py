@@ -238,3 +238,19 @@ def test_an_older_kernel_under_if_0_takes_its_namesakes_closure(old_branch: dict
     assert build_statuses(old) == {"default": "ok"}, build_statuses(old)
     assert old["launches"] == [] and old["launch_missing"]["reason"] == "no_ast", old.get("launch_missing")
     assert [lc["line"] for lc in metas["clang"]["launches"]] == [33]
+
+
+@pytest.fixture(scope="module")
+def tcu_spaced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind20/tcu_spaced")
+
+
+@_nvcc
+def test_spaced_chevrons_in_an_included_template_file_are_launches(tcu_spaced: dict[str, Any]) -> None:
+    """`ray_device<TVoxel, BlockHash, true> << <grid, block >> >(...)` in a `.tcu` that a `.cu` includes, inside a
+    host function template: the file is an input (it launches with chevrons), so its spaced chevrons are joined
+    for the parse and both launches are found, with the instantiations the explicit class instantiation gives
+    (before: no launch, and an inferred `float, int` that cannot build)."""
+    m = only_meta(tcu_spaced, "ray_device")
+    assert "launch_missing" not in m, m["launch_missing"]
+    assert build_statuses(m) == {"Voxel_s_BlockHash_true": "ok", "Voxel_s_BlockHash_false": "ok"}, build_statuses(m)
