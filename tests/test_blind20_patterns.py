@@ -254,3 +254,24 @@ def test_spaced_chevrons_in_an_included_template_file_are_launches(tcu_spaced: d
     m = only_meta(tcu_spaced, "ray_device")
     assert "launch_missing" not in m, m["launch_missing"]
     assert build_statuses(m) == {"Voxel_s_BlockHash_true": "ok", "Voxel_s_BlockHash_false": "ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def ctor_stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind20/ctor_stored")
+
+
+def test_a_kernel_a_constructor_keeps_is_launched_at_the_construction(ctor_stored: dict[str, Any]) -> None:
+    """`launch_props<count_fn> count_props(count_pass<tile_policy<4> >, 128)`: the class template's constructor
+    keeps the kernel in a member (`fn(fn)`), and another function launches `count_props.fn<<<grid,
+    count_props.threads>>>` on the object it is handed. The construction is the launch, with the instantiation the
+    address names; the launching function's grid and block are stated (not taken for the kernel: `count_props`,
+    a parameter there, is no launch helper's kernel)."""
+    for name, line, policy in (("count_pass", 34, "tile_policy<4>"), ("scatter_pass", 35, "tile_policy<2>")):
+        m = only_meta(ctor_stored, name)
+        assert "launch_missing" not in m, (name, m["launch_missing"])
+        [launch] = m["launches"]
+        assert (launch["line"], launch["template_args"]) == (line, [policy]), launch
+        why = launch["config_unread"]["block"]
+        assert why.startswith("stored_pointer: the kernel is kept in the member fn of launch_props, launched by "
+                              "run_passes (grid grid, block count_props.threads)"), why

@@ -33,8 +33,8 @@ def config_unread(config: dict[str, Any], values: dict[str, Any], formula: dict[
         elif not text and config.get("stored"):
             # (launches.stored: the call that stores the kernel in an object is the launch; the object's own
             # launching method sizes it from what other calls set on the object)
-            out[key] = (f"stored_pointer: the kernel is kept in the {config['stored']}; its {key} is set on the "
-                        "object at run time, not at the call that stores the kernel")
+            out[key] = (f"stored_pointer: the kernel is kept in the {config['stored']}; its {key} is worked out "
+                        "there, from the object or that function's own values, not at the call that stores the kernel")
         elif not text:
             out[key] = "not_set: the launch sets no value the parse sees"
         elif _OBJECT_READ.search(_NUMBER.sub("0", str(text))):

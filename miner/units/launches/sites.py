@@ -55,8 +55,10 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
                                           "stream": parts[3] or "0"}, args_text or [], kind, in_lambda, host_key):
             return
         # `kernel<<<...>>>(n, args...)` with `kernel` a parameter: a launch helper, whose callers are the launches.
-        if kind == "<<<>>>" and fn is not None and not note_helper(st, fn, callee, parts, args_text or []) \
-                and not note_member_launch(st, fn, callee, parts, kind):  # `body_<<<g, b>>>(...)`: launches.stored
+        # (`body_<<<g, b>>>(...)`, `props.fn<<<...>>>(...)`: a member that holds the kernel, launches.stored; before
+        # note_helper, which would take `props`, a parameter, for the kernel)
+        if kind == "<<<>>>" and fn is not None and not note_member_launch(st, fn, callee, parts, kind) \
+                and not note_helper(st, fn, callee, parts, args_text or []):
             # `f<<<g, b>>>(...)` with `Scorer f = ctx->scorer;`: the kernels stored in a `Scorer`.
             note_typed_launch(st, fn, path, call, callee, parts, args_text or [], kind, in_lambda, host_key)
         return
@@ -509,8 +511,8 @@ def _api_launch(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children:
         cfg = launch_config_fields(st, fn, call, args[0]) if ex else _api_config(texts)
         kargs = texts[idx + 1:] if api == "cudaLaunchKernelEx" else [texts[3]] if len(texts) > 3 else []
         parts = [cfg[k] for k in ("grid", "block", "shared_mem", "stream")]
-        if note_helper(st, fn, args[idx], parts, kargs, kind=api) or \
-                note_member_launch(st, fn, args[idx], parts, api):  # (`cudaLaunchKernel(fn_, ...)`: launches.stored)
+        if note_member_launch(st, fn, args[idx], parts, api) or \
+                note_helper(st, fn, args[idx], parts, kargs, kind=api):  # (`cudaLaunchKernel(fn_, ...)`: as above)
             return
     if not found and idx == 0 and not ex:
         # No kernel named: a pointer a function chose (`k = pick<T>(p); cudaLaunchKernel(k, ...)`).

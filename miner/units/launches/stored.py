@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import clang.cindex as ci
 
 from miner.units.launches.chosen import _is_assignment, _strip
+from miner.units.launches.cursors import _primary
 from miner.units.launches.helpers import Helper, _helper_name
 from miner.units.launches.record import K
 from miner.units.launches.state import _State
@@ -46,15 +47,17 @@ class _MemberLaunch:
     config: list[str | None]  # grid, block, shared memory, stream where readable at any call, else None
     member: str
     cls: str
+    written: list[str | None]  # grid and block as the launching function writes them
 
 
-def _own_member(expr: ci.Cursor) -> ci.Cursor | None:
-    """The field an expression names on the method's own object (`fn_`, `this->fn_`), else None."""
+def _own_member(expr: ci.Cursor, own: bool = True) -> ci.Cursor | None:
+    """The field an expression names on the method's own object (`fn_`, `this->fn_`), else None; with `own`
+    False, on any object (`props.fn`, a launch's)."""
     c = _strip(expr)
     if c.kind != K.MEMBER_REF_EXPR or c.referenced is None or c.referenced.kind != K.FIELD_DECL:
         return None
     base = [k for k in c.get_children() if k.kind not in (K.TYPE_REF, K.NAMESPACE_REF)]
-    if base and _strip(base[0]).kind != K.CXX_THIS_EXPR:
+    if own and base and _strip(base[0]).kind != K.CXX_THIS_EXPR:
         return None  # another object's member: `other.fn_`
     return c.referenced
 
@@ -69,7 +72,13 @@ def _holds_function(field: ci.Cursor) -> bool:
 
 
 def _key(field: ci.Cursor) -> str:
-    return field.get_usr() or f"{field.semantic_parent.spelling if field.semantic_parent else ''}::{field.spelling}"
+    """A member's key: its class template's (the pattern's, where the launch names a specialization's member and the
+    constructor that stores it is the template's) and its name."""
+    cls = field.semantic_parent
+    if cls is None:
+        return field.get_usr() or field.spelling
+    primary = _primary(cls)
+    return f"{primary.get_usr() or primary.spelling}::{field.spelling}"
 
 
 def note_store(st: _State, fn: ci.Cursor, c: ci.Cursor, children: list[ci.Cursor]) -> None:
@@ -87,22 +96,39 @@ def note_store(st: _State, fn: ci.Cursor, c: ci.Cursor, children: list[ci.Cursor
         st.member_stores.setdefault(_key(field), []).append(_Store(fn, names.index(rhs.referenced.spelling), names))
 
 
+def note_ctor_stores(st: _State, fn: ci.Cursor) -> None:
+    """A constructor's member initializers that store one of its parameters (`fn(fn)` of `props(KernelFn fn, int
+    threads) : fn(fn), threads(threads)`): the constructor is a storing method of that member."""
+    kids = list(fn.get_children())
+    names = [p.spelling for p in kids if p.kind == K.PARM_DECL]
+    for j, ch in enumerate(kids[:-1]):
+        field = ch.referenced if ch.kind == K.MEMBER_REF else None
+        if field is None or field.kind != K.FIELD_DECL or not _holds_function(field):
+            continue
+        init = _strip(kids[j + 1])
+        while init.kind in (K.CALL_EXPR, K.INIT_LIST_EXPR) and len(inner := list(init.get_children())) == 1:
+            init = _strip(inner[0])  # (`fn{fn}`, a conversion's call)
+        if init.kind == K.DECL_REF_EXPR and init.referenced is not None and init.referenced.kind == K.PARM_DECL \
+                and init.referenced.spelling in names:
+            st.member_stores.setdefault(_key(field), []).append(_Store(fn, names.index(init.referenced.spelling),
+                                                                       names))
+
+
 def note_member_launch(st: _State, fn: ci.Cursor, launched: ci.Cursor, parts: list[str | None], kind: str) -> bool:
-    """A method that launches a member of its own object (`cudaLaunchKernel(fn_, ...)`, `body_<<<g, b>>>(...)`).
-    True when recorded."""
-    if fn.kind != K.CXX_METHOD:
-        return False
-    field = _own_member(launched)
-    if field is None:
+    """A function that launches a member (`cudaLaunchKernel(fn_, ...)`, `body_<<<g, b>>>(...)` in a method of the
+    object, `props.fn<<<g, props.threads>>>(...)` anywhere). True when recorded."""
+    field = _own_member(launched, own=False)
+    if field is None or not _holds_function(field):
         return False
     cls = field.semantic_parent
-    # Names that mean nothing at the storing call: the launching method's own, and the object's members.
+    # Names that mean nothing at the storing call: the launching function's own, and the object's members.
     own = {d.spelling for d in fn.walk_preorder() if d.kind in (K.PARM_DECL, K.VAR_DECL)}
     if cls is not None:
         own |= {f.spelling for f in cls.get_children() if f.kind == K.FIELD_DECL}
     config = [p if p and not (set(_IDENT.findall(p)) & own) else None for p in (list(parts) + [None] * 4)[:4]]
     st.member_launches.setdefault(_key(field), []).append(
-        _MemberLaunch(fn.spelling, kind, config, field.spelling, cls.spelling if cls is not None else ""))
+        _MemberLaunch(fn.spelling, kind, config, field.spelling, cls.spelling if cls is not None else "",
+                      [(p or None) and " ".join(str(p).split()) for p in (list(parts) + [None, None])[:2]]))
     return True
 
 
@@ -114,12 +140,16 @@ def stored_helpers(st: _State) -> None:
         if not launches:
             continue
         first = launches[0]
-        by = ", ".join(dict.fromkeys(m.method for m in launches))
+        by = ", ".join(dict.fromkeys(f"{m.method} (grid {m.written[0]}, block {m.written[1]})"
+                                     if m.written[0] and m.written[1] else m.method for m in launches))
         # The configuration where every launching method writes the same readable one.
         config = [first.config[i] if all(m.config[i] == first.config[i] for m in launches) else None
                   for i in range(4)]
         for s in stores:
-            name = _helper_name(s.method.spelling, s.method.semantic_parent)
+            # (a constructor's call names no class: `props<F> p(k, 128);` is a call of `props`)
+            # (a class template's constructor is spelled `props<F>`)
+            name = s.method.spelling.split("<", 1)[0] if s.method.kind == K.CONSTRUCTOR else \
+                _helper_name(s.method.spelling, s.method.semantic_parent)
             have = st.helpers.setdefault(name, [])
             if any(h.origin == s.method.hash and h.index == s.index for h in have):
                 continue

@@ -21,7 +21,7 @@ from miner.units.launches.record import _API, _TYPED_USES, K, Launch
 from miner.units.launches.recovered import recover_dropped, recover_dropped_calls
 from miner.units.launches.sites import _api_launch, _chevron
 from miner.units.launches.state import LAMBDA, _State, subtree_flags
-from miner.units.launches.stored import note_store, stored_helpers
+from miner.units.launches.stored import note_ctor_stores, note_store, stored_helpers
 from miner.units.launches.tables import (
     _class_instance,
     _definitions,
@@ -156,6 +156,8 @@ def _merge(records: list[Launch]) -> list[Launch]:
 
 def _walk(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None) -> None:
     host_key = _host_of(st, path, fn) if fn is not None else None
+    if fn is not None and fn.kind == K.CONSTRUCTOR:
+        note_ctor_stores(st, fn)  # `props(F fn, ...) : fn(fn)`: launches.stored
     first = (len(st.launches), len(st.refs), len(st.dep_calls))
     _walk_body(st, root, path, fn, host_key)
     if fn is not None and host_key in st.classes:
