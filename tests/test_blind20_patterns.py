@@ -275,3 +275,17 @@ def test_a_kernel_a_constructor_keeps_is_launched_at_the_construction(ctor_store
         why = launch["config_unread"]["block"]
         assert why.startswith("stored_pointer: the kernel is kept in the member fn of launch_props, launched by "
                               "run_passes (grid grid, block count_props.threads)"), why
+
+
+@pytest.fixture(scope="module")
+def local_alias_member(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind20/local_alias_member")
+
+
+@_nvcc
+def test_a_member_type_of_a_local_typedef_in_launch_arguments_is_resolved(local_alias_member: dict[str, Any]) -> None:
+    """`mesh_blocks<VD, typename ID::Data><<<...>>>` with `typedef multi_index<BlockIndex> ID;` in the method of a
+    class partial specialization: the qualifier is the local typedef's type (before, `typename ID::Data` stayed in
+    the unit: "a class or namespace qualified name is required")."""
+    m = only_meta(local_alias_member, "mesh_blocks")
+    assert build_statuses(m) == {"multi_voxel_voxel_f_multi_index_BlockIndex_Data": "ok"}, build_statuses(m)
