@@ -289,3 +289,18 @@ def test_a_member_type_of_a_local_typedef_in_launch_arguments_is_resolved(local_
     the unit: "a class or namespace qualified name is required")."""
     m = only_meta(local_alias_member, "mesh_blocks")
     assert build_statuses(m) == {"multi_voxel_voxel_f_multi_index_BlockIndex_Data": "ok"}, build_statuses(m)
+
+
+@_nvcc
+def test_a_construction_the_parse_leaves_without_initializer_is_read_from_its_text(
+        ctor_stored: dict[str, Any]) -> None:
+    """In a member function template, `launch_props<rank_fn> rank_props(rank_pass<typename
+    DevicePolicy::RankPolicy>, 64)`: the argument depends on the template, and libclang shows the variable with no
+    initializer; its written arguments are read from the text, and the constructor that stores the kernel makes it
+    a launch in that template, resolved through its instantiation (`rank_device_policy`)."""
+    m = only_meta(ctor_stored, "rank_pass")
+    assert "launch_missing" not in m, m["launch_missing"]
+    [launch] = m["launches"]
+    assert launch["line"] == 30, launch
+    assert list(build_statuses(m).values()) == ["ok"], build_statuses(m)
+    assert "rank_device_policy" in m["instantiations"][0]["id"], m["instantiations"]

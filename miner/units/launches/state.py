@@ -83,6 +83,8 @@ class _State:
     # the typedef's USR (miner.units.launches.typed_pointers).
     typed_kernels: dict[str, list[tuple[ci.Cursor, ci.Cursor]]] = field(default_factory=dict)
     typed_launches: list[Any] = field(default_factory=list)
+    # Local objects constructed with arguments the AST leaves out (launches.stored.note_construction).
+    constructions: list[Any] = field(default_factory=list)
     # A host key inside a class template (one of its methods: the class's key; a member function template: its
     # own key) -> the class template's cursor and key (miner.units.launches.class_scope).
     classes: dict[tuple[str, int], ci.Cursor] = field(default_factory=dict)

@@ -24,11 +24,13 @@ from dataclasses import dataclass
 
 import clang.cindex as ci
 
+from miner.frontends.common import split_top
 from miner.units.launches.chosen import _is_assignment, _strip
 from miner.units.launches.cursors import _primary
 from miner.units.launches.helpers import Helper, _helper_name
-from miner.units.launches.record import K
+from miner.units.launches.record import K, Launch
 from miner.units.launches.state import _State
+from miner.units.launches.text import _src
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 
@@ -155,3 +157,65 @@ def stored_helpers(st: _State) -> None:
                 continue
             have.append(Helper(s.index, s.names, None, list(config), [], {}, kind=first.kind, origin=s.method.hash,
                                stored=f"member {first.member} of {first.cls}, launched by {by}"))
+
+
+@dataclass
+class _Construction:
+    fn: ci.Cursor
+    path: str
+    var: ci.Cursor
+    cls: str  # the class's name, as a constructor's helper is keyed
+    args: list[str]  # the initializer's arguments as written
+    in_lambda: bool
+    host_key: tuple[str, int] | None
+
+
+# A kernel named as an argument (`k<typename P::Up>`, `(const void *)&k`): its name and written template arguments.
+_KERNEL_ARG = re.compile(r"^[&(\s]*(?:\(\s*(?:const\s+)?void\s*(?:const\s*)?\*\s*\)\s*)?&?\s*(?:[\w:]*::)?(\w+)\s*"
+                         r"(<.*>)?\s*\)?\s*$", re.S)
+
+
+def note_construction(st: _State, fn: ci.Cursor, path: str, var: ci.Cursor, in_lambda: bool,
+                      host_key: tuple[str, int] | None) -> None:
+    """During the walk: a local object constructed with arguments the parse leaves out of the AST (in a function
+    template, `props<F> p(k<typename P::Up>, 128);` whose argument depends on the template: libclang shows the
+    variable with no initializer). Its written arguments are kept, in case the class's constructor stores a kernel
+    (`finish_constructions`)."""
+    if any(ch.kind not in (K.TYPE_REF, K.TEMPLATE_REF, K.NAMESPACE_REF, K.UNEXPOSED_EXPR) for ch in var.get_children()):
+        return  # an initializer the AST has (a constructor's call): note_call sees it
+    # (the dependent initializer is at most an unexposed expression, a parenthesized list)
+    decl = var.type.get_canonical().get_declaration()
+    if decl is None or decl.kind not in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE):
+        return
+    text = _src(st.ctx, var)
+    m = re.search(rf"\b{re.escape(var.spelling)}\s*[({{]", text)
+    if m is None or not any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", text[m.end():]) for n in st.names if n):
+        return
+    inner = text[m.end():].rstrip().rstrip(";").rstrip()
+    if not inner.endswith((")", "}")):
+        return
+    st.constructions.append(_Construction(fn, path, var, decl.spelling.split("<", 1)[0],
+                                          [a.strip() for a in split_top(inner[:-1])], in_lambda, host_key))
+
+
+def finish_constructions(st: _State) -> None:
+    """After the walk: a launch for each kept construction whose class's constructor stores the kernel one of its
+    written arguments names (one kernel of that name), its template arguments as written (the host template's
+    instantiations resolve them, as for any launch in it)."""
+    for c in st.constructions:
+        for h in st.helpers.get(c.cls, ()):
+            if not h.stored or h.index >= len(c.args) or len(c.args) > len(h.params):
+                continue
+            m = _KERNEL_ARG.match(c.args[h.index])
+            keys = [k for k, v in st.kernels.items() if m and v.name == m.group(1)]
+            if len(keys) != 1:
+                continue
+            written = m.group(2)
+            targs = [a.strip() for a in split_top(written[1:-1])] if written else []
+            cfg = h.config
+            st.launches.append(Launch(
+                kernel=keys[0], launcher=c.fn.spelling, path=c.path, line=c.var.location.line, kind=h.kind,
+                config={"grid": cfg[0], "block": cfg[1], "shared_mem": cfg[2] or "0", "stream": cfg[3] or "0",
+                        "stored": h.stored},
+                args=[], template_args=None, template_args_text=targs, in_lambda=c.in_lambda,
+                host_template=c.host_key))

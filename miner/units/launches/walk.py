@@ -21,7 +21,13 @@ from miner.units.launches.record import _API, _TYPED_USES, K, Launch
 from miner.units.launches.recovered import recover_dropped, recover_dropped_calls
 from miner.units.launches.sites import _api_launch, _chevron
 from miner.units.launches.state import LAMBDA, _State, subtree_flags
-from miner.units.launches.stored import note_ctor_stores, note_store, stored_helpers
+from miner.units.launches.stored import (
+    finish_constructions,
+    note_construction,
+    note_ctor_stores,
+    note_store,
+    stored_helpers,
+)
 from miner.units.launches.tables import (
     _class_instance,
     _definitions,
@@ -58,6 +64,7 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
     stored_helpers(st)
     forward_helpers(st)
     finish_helpers(st)
+    finish_constructions(st)
     finish_typed(st)
     _explicit_host_instantiations(st)
     insts = _propagate(st)
@@ -191,6 +198,8 @@ def _walk_body(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None, hos
                 note_typed_store(st, c, stores)  # `f = k;` with `Scorer f`: launches.typed_pointers
         elif kind == K.VAR_DECL and fn is not None and c.type.kind in _NAMED_TYPES:
             note_typed_store(st, c, list(c.get_children()))  # `Scorer f = k;`
+        if kind == K.VAR_DECL and fn is not None and c.type.kind in (ci.TypeKind.RECORD, ci.TypeKind.ELABORATED):
+            note_construction(st, fn, path, c, in_lambda, host_key)  # `props<F> p(k<typename P::X>, 128);`
         if kind == K.CALL_EXPR:
             children = children_ = list(c.get_children())
             cfg = next((x for x in children if x.kind == K.CALL_EXPR
