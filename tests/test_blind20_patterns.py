@@ -304,3 +304,23 @@ def test_a_construction_the_parse_leaves_without_initializer_is_read_from_its_te
     assert launch["line"] == 30, launch
     assert list(build_statuses(m).values()) == ["ok"], build_statuses(m)
     assert "rank_device_policy" in m["instantiations"][0]["id"], m["instantiations"]
+
+
+@pytest.fixture(scope="module")
+def sibling_partial(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind20/sibling_partial")
+
+
+@_nvcc
+def test_an_unselected_partial_specialization_takes_its_siblings_class_argument(
+        sibling_partial: dict[str, Any]) -> None:
+    """`template class fuser<TheVoxel, TheIndex>;` with the configuration's typedef choosing `BlockIndex`: the
+    `fuser<TVoxel, PlainIndex>` specialization is instantiated by nothing here, and its launches' `TVoxel` took the
+    scalar default (`float`, "expression must have class type"). It now takes the class's instantiation's argument
+    at that position (`voxel_s`), still marked inferred; the selected specialization's stay the program's."""
+    plain = only_meta(sibling_partial, "fuse_plain")
+    assert {i["id"]: (i["origin"], i["build"]["status"]) for i in plain["instantiations"]} == {
+        "voxel_s_true": ("inferred", "ok"), "voxel_s_false": ("inferred", "ok")}, plain["instantiations"]
+    block = only_meta(sibling_partial, "fuse_block")
+    assert {i["id"]: i["origin"] for i in block["instantiations"]} == {
+        "voxel_s_true": "host_template", "voxel_s_false": "host_template"}
