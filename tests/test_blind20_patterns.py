@@ -324,3 +324,14 @@ def test_an_unselected_partial_specialization_takes_its_siblings_class_argument(
     block = only_meta(sibling_partial, "fuse_block")
     assert {i["id"]: i["origin"] for i in block["instantiations"]} == {
         "voxel_s_true": "host_template", "voxel_s_false": "host_template"}
+
+
+@_nvcc
+def test_a_member_launched_on_an_object_of_dependent_type_is_found(ctor_stored: dict[str, Any]) -> None:
+    """`props.fn<<<grid, props.threads>>>` in a method of a class template whose `props` is a
+    `launch_props<bucket_fn> &` with `bucket_fn` the class's own typedef: libclang resolves no member (nor spells
+    it); the member is looked up by name in the class template, so the construction in `dispatch` is a launch."""
+    m = only_meta(ctor_stored, "bucket_pass")
+    assert "launch_missing" not in m, m["launch_missing"]
+    assert [lc["line"] for lc in m["launches"]] == [31], m["launches"]
+    assert list(build_statuses(m).values()) == ["ok"], build_statuses(m)

@@ -56,12 +56,34 @@ def _own_member(expr: ci.Cursor, own: bool = True) -> ci.Cursor | None:
     """The field an expression names on the method's own object (`fn_`, `this->fn_`), else None; with `own`
     False, on any object (`props.fn`, a launch's)."""
     c = _strip(expr)
+    if c.kind == K.MEMBER_REF_EXPR and c.referenced is None and not own:
+        return _dependent_member(c)
     if c.kind != K.MEMBER_REF_EXPR or c.referenced is None or c.referenced.kind != K.FIELD_DECL:
         return None
     base = [k for k in c.get_children() if k.kind not in (K.TYPE_REF, K.NAMESPACE_REF)]
     if own and base and _strip(base[0]).kind != K.CXX_THIS_EXPR:
         return None  # another object's member: `other.fn_`
     return c.referenced
+
+
+def _dependent_member(c: ci.Cursor) -> ci.Cursor | None:
+    """The field a member access names on an object whose type depends on a template (`props.fn` with
+    `props<Enclosing::F> &props`: libclang resolves no member), looked up by name in that type's class template."""
+    base = [k for k in c.get_children() if k.kind not in (K.TYPE_REF, K.NAMESPACE_REF)]
+    if len(base) != 1:
+        return None
+    # (the access spells no member either: its last token names it, `props.fn` / `props->fn`)
+    tokens = [t.spelling for t in c.get_tokens()]
+    name = c.spelling or (tokens[-1] if len(tokens) >= 3 and tokens[-2] in (".", "->") else "")
+    t = _strip(base[0]).type
+    if t.kind in (ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.RVALUEREFERENCE, ci.TypeKind.POINTER):
+        t = t.get_pointee()
+    if t.kind == ci.TypeKind.ELABORATED:
+        t = t.get_named_type()
+    decl = t.get_declaration()
+    if not name or decl is None or decl.kind not in (K.CLASS_TEMPLATE, K.STRUCT_DECL, K.CLASS_DECL):
+        return None
+    return next((f for f in _primary(decl).get_children() if f.kind == K.FIELD_DECL and f.spelling == name), None)
 
 
 def _holds_function(field: ci.Cursor) -> bool:
