@@ -221,6 +221,10 @@ def test_a_macro_only_makes_command_line_gives_is_stated_as_such(make_cmdline: d
     assert why.startswith("BLOCK_ROWS is given on make's command line"), why
     assert "; SCALE_FACTOR is declared in no file the translation unit reaches, which includes " \
            "</opt/nowhere-sdk-9.9/include/scale_defs.h>" in why, why
+    # (beside that header, with no other name missing: the make value alone, not "the operators it declares")
+    [clear] = only_meta(make_cmdline, "clear_rows")["instantiations"]
+    why = clear["build"].get("toolkit_removed") or ""
+    assert why.startswith("BLOCK_ROWS is given on make's command line") and ";" not in why, why
 
 
 @pytest.fixture(scope="module")

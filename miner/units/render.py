@@ -500,7 +500,8 @@ def _lacking_statement(meta: dict[str, Any], unresolved: list[dict[str, Any]], l
     if root and (given := make_command_line.statement(root, unresolved, named)) is not None:
         syms, text = given
         # The other names, with the reason they would have had alone (a header nobody here has, say).
-        rest = _lacking_statement(meta, [u for u in unresolved if u.get("symbol") not in syms], lacking, named)
+        # (not the operators of a header nobody has: those name no symbol, and would be said of every such unit)
+        rest = _lacking_statement(meta, [u for u in unresolved if u.get("symbol") not in syms], (), named)
         more, _, why = rest.partition(" ") if rest else ("", "", "")
         return f"{','.join([*syms, *[m for m in more.split(',') if m and m != '-']])} {text}" + (f"; {why}" if why
                                                                                                   else "")
