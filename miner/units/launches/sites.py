@@ -511,8 +511,10 @@ def _api_launch(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children:
         cfg = launch_config_fields(st, fn, call, args[0]) if ex else _api_config(texts)
         kargs = texts[idx + 1:] if api == "cudaLaunchKernelEx" else [texts[3]] if len(texts) > 3 else []
         parts = [cfg[k] for k in ("grid", "block", "shared_mem", "stream")]
-        if note_member_launch(st, fn, args[idx], parts, api) or \
-                note_helper(st, fn, args[idx], parts, kargs, kind=api):  # (`cudaLaunchKernel(fn_, ...)`: as above)
+        # (`cudaLaunchKernel(fn_, ...)`: a member, launches.stored; the member of a local a chooser filled,
+        # `spec.run`, is launches.chosen's too: on to it below)
+        if not note_member_launch(st, fn, args[idx], parts, api) and \
+                note_helper(st, fn, args[idx], parts, kargs, kind=api):
             return
     if not found and idx == 0 and not ex:
         # No kernel named: a pointer a function chose (`k = pick<T>(p); cudaLaunchKernel(k, ...)`).
