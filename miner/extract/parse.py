@@ -133,6 +133,13 @@ def _parse_all(files: list[SourceFile], config: ParseConfig, graph: include_grap
         launchers |= {f.path for f in [*files, *extra] if os.path.splitext(f.path)[1].lower()
                       in include_graph.TU_SUFFIXES and context.LAUNCH_API.search(f.data)
                       and context.names_any(f.data, choosers)}
+        # ... and those that hand a kernel's address to an object whose class, in a header they include, launches
+        # it later (`k.create("scale", (const void *)&scale)`; launches.stored): the storing call is the launch.
+        launching = {f.path for f in [*files, *extra] if context.LAUNCH_TOKEN.search(f.data)}
+        launchers |= {f.path for f in [*files, *extra] if f.path not in launchers
+                      and os.path.splitext(f.path)[1].lower() in include_graph.TU_SUFFIXES
+                      and context.addresses_any(f.data, names)
+                      and graph.closure(f.path) & launching}
         roots = include_graph.parse_roots(files, graph, extra, launchers)
         reach = {r: graph.closure(r) for r in roots}
         data = {f.path: f.data for f in [*files, *extra]}

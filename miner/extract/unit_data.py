@@ -58,26 +58,36 @@ class UnitData:
         MAX_THREADS)`, the parameter types), and a launch binds to one or the other by configuration (nvcc's host
         pass sees the `#else`). Before, it had no closure at all: "MAX_THREADS is undefined"."""
         parsed = defaultdict(list)
+        namesakes = defaultdict(list)
         for k in kernels:
             if k.frontend == "clang" and (k.path, k.start_offset) in self.closures:
                 parsed[(k.path, k.qualified_name, len(k.params))].append(k)
+                namesakes[(k.path, k.qualified_name)].append(k)
         for k in kernels:
             key = (k.path, k.start_offset)
             twins = parsed.get((k.path, k.qualified_name, len(k.params)), [])
-            if k.frontend != "treesitter" or key in self.closures or len(twins) != 1:
+            if k.frontend != "treesitter" or key in self.closures:
+                continue
+            # An older version of the kernel under `#if 0` (other parameters) beside the one built: the file's
+            # names it uses (its device helpers, types) are the ones its namesake's closure takes; its launches
+            # (other arguments) are not shared.
+            alike = len(twins) == 1
+            if not alike and len(twins := namesakes.get((k.path, k.qualified_name), [])) != 1:
                 continue
             twin = twins[0]
             have = self.closures[(twin.path, twin.start_offset)]
+            what = "twin" if alike else "namesake (other parameters)"
             self.closures[key] = replace(have, unresolved=[*have.unresolved, {
                 "symbol": "*", "where": f"{os.path.basename(k.path)}:{k.start_line}",
-                "reason": f"no AST (an inactive #if branch): the closure of its twin at line {twin.start_line}"}])
-            for lc in self.launches.get((twin.path, twin.start_offset), []):
+                "reason": f"no AST (an inactive #if branch): the closure of its {what} at line {twin.start_line}"}])
+            for lc in self.launches.get((twin.path, twin.start_offset), []) if alike else ():
                 self._add_launch(key, replace(lc, kernel=key))
 
     def match_declared(self, kernels: list[Kernel]) -> None:
         """Launches of a kernel re-declared in another translation unit (`void K(const P p);` in a host
         .cpp, `cudaLaunchKernel((void*)K, ...)`) go to the kernel of that qualified name whose parameter
-        types match; where no types match, to the only kernel of that name and parameter count."""
+        types match; where no types match, to the only kernel of that name and parameter count; for an
+        `extern "C"` declaration, else to the only C kernel of that name (one symbol, whatever it lists)."""
         by_name: dict[str, list[Kernel]] = defaultdict(list)
         for k in kernels:
             by_name[k.qualified_name].append(k)
@@ -90,7 +100,10 @@ class UnitData:
                 continue
             same = [k for k in by_name.get(decl.name, ()) if len(k.params) == len(decl.params)]
             exact = [k for k in same if [_type_key(p.type) for p in k.params] == [_type_key(t) for t in decl.params]]
-            for k in exact or (same if len(same) == 1 else []):
+            # A C declaration names the one symbol of its name whatever parameters it lists (a host header's copy
+            # the kernel's own signature has outgrown): the only C kernel of that name where none fits better.
+            cnamed = [k for k in by_name.get(decl.name, ()) if k.c_linkage] if decl.c_linkage else []
+            for k in exact or (same if len(same) == 1 else []) or (cnamed if len(cnamed) == 1 else []):
                 self._add_launch((k.path, k.start_offset), replace(launch, kernel=(k.path, k.start_offset)))
 
 

@@ -633,8 +633,10 @@ class DeclaredFunction:
     params: list[str]
     path: str
     line: int
+    c_linkage: bool = False
 
 
 def _declared(c: ci.Cursor, norm) -> DeclaredFunction:
     params = [ch.type.spelling for ch in c.get_children() if ch.kind == K.PARM_DECL]
-    return DeclaredFunction(c.spelling, _qualified_name(c), params, norm(c.location.file.name), c.location.line)
+    return DeclaredFunction(c.spelling, _qualified_name(c), params, norm(c.location.file.name), c.location.line,
+                            c.mangled_name == c.spelling)  # (as a kernel's c_linkage)

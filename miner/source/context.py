@@ -103,6 +103,16 @@ def names_any(data: bytes, names: set[str]) -> bool:
                for n in names)
 
 
+def addresses_any(data: bytes, names: set[str]) -> bool:
+    """Whether `data` takes the address of one of `names` (`&scale`, `(const void *)scale`): a kernel handed to
+    an object that keeps it and launches it later (miner.units.launches.stored), in a file with no launch."""
+    if not names or b"&" not in data and b"void" not in data:
+        return False
+    return any(n.encode() in data and re.search(rb"(?:&\s*|\(\s*(?:const\s+)?void\s*(?:const\s*)?\*\s*\)\s*&?\s*)"
+                                                 + re.escape(n.encode()) + rb"(?!\w)", data)
+               for n in names)
+
+
 def _unnamed(files: list[SourceFile]) -> set[str]:
     """Kernels of the inputs that no input names outside `__global__` statements (their definition and
     declarations): their launcher, if any, is elsewhere in the project."""

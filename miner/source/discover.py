@@ -14,6 +14,8 @@ from miner.source import qualifier_macros
 SOURCE_SUFFIXES = {".cu", ".cuh", ".hip", ".h", ".hpp", ".hh", ".hxx", ".cpp", ".cc", ".cxx", ".inl"}
 # `#include "kernel_files/step.cuknl"`: a quoted include, resolved beside its includer.
 _QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+# A launch written with chevrons, joined or spaced as nvcc also accepts (`k << <grid, block >> >(...)`).
+_CHEVRON_LAUNCH = re.compile(rb"<<<|<<[ \t]+<|<[ \t]+<<")
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".venv"}
 
 
@@ -121,8 +123,10 @@ def _under(path: str, roots: list[str]) -> bool:
 def _add_included_kernel_files(out: Discovery) -> None:
     """A file a source of the walked folders includes is CUDA source whatever its suffix: kernels kept in
     `step.cuknl` (or `.inc`, `.cuinl`) files that a `.cu` includes are the project's kernels, and the suffix list
-    alone never reaches them. Only files inside the given folders that define a kernel are added (others stay
-    headers the parse finds on its own), transitively (such a file may include the next)."""
+    alone never reaches them. Only files inside the given folders that define a kernel or launch one with chevrons
+    are added (others stay headers the parse finds on its own), transitively (such a file may include the next):
+    an input's spaced chevrons (`k << <g, b >> >(...)`, a `.tcu` template file's launches) are joined for the parse
+    (clang_frontend._joined_chevrons), which otherwise drops those launches."""
     if not out.roots:
         return
     have = {f.path for f in out.files}
@@ -143,7 +147,7 @@ def _add_included_kernel_files(out: Discovery) -> None:
             _read(real, explicit=False, out=scratch)
             for g in scratch.files:  # an unreadable or binary file is left out quietly, as in a walk
                 todo.append(g)  # a kernel-less one is still followed: it may include the kernels' file
-                if g.has_kernel:
+                if g.has_kernel or _CHEVRON_LAUNCH.search(g.data):
                     out.files.append(g)
 
 

@@ -2,7 +2,8 @@
 grid and block as numbers or a formula, or says why not).
 
 Two cases are told apart: the launch sets no value the parse sees (a `cudaLaunchConfig_t` whose fields are
-filled elsewhere), and a value read from an object at run time (`p.grid_size()` of an execution policy that an
+filled elsewhere; a kernel an object keeps and launches later, launches.stored), and a value read from an object at
+run time (`p.grid_size()` of an execution policy that an
 occupancy query sizes, `cfg.dims.grid` of a configuration object built out of sight). Both stay as written in
 `config`; `config_unread` names the part and the reason.
 """
@@ -29,6 +30,11 @@ def config_unread(config: dict[str, Any], values: dict[str, Any], formula: dict[
         if not text and config.get("config"):
             out[key] = (f"config_object: the configuration object {config['config']} is built where its grid and "
                         "block are not read (a run-time query, a reassignment, a setter of no telling name)")
+        elif not text and config.get("stored"):
+            # (launches.stored: the call that stores the kernel in an object is the launch; the object's own
+            # launching method sizes it from what other calls set on the object)
+            out[key] = (f"stored_pointer: the kernel is kept in the {config['stored']}; its {key} is worked out "
+                        "there, from the object or that function's own values, not at the call that stores the kernel")
         elif not text:
             out[key] = "not_set: the launch sets no value the parse sees"
         elif _OBJECT_READ.search(_NUMBER.sub("0", str(text))):

@@ -106,6 +106,7 @@ class Declaration:
     params: list[str]  # parameter types as clang spells them
     path: str
     line: int
+    c_linkage: bool = False  # `extern "C"`: one symbol of that name, whatever parameters the declaration lists
 
 
 @dataclass

@@ -27,6 +27,9 @@ The search is split by job (each module's docstring says more), roughly in the o
   helpers     the project's launch helpers (functions and launcher objects that launch a parameter)
   chosen      launches of a kernel pointer a function chose (`cudaLaunchKernel(pick<T>(p), ...)`), matched
               across translation units to the references inside the chooser
+  stored      a kernel a method or constructor stores in a member that another function launches: the storing
+              call is the launch (`obj.create("k", (const void *)&k)`, `props<F> p(k<P>, 128)`)
+  typed_pointers  a `<<<>>>` through a function-pointer typedef's variable: the kernels the TU stores in that type
   walk        the walk over a translation unit and `find`, the entry point
 """
 

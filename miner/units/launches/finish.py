@@ -220,9 +220,29 @@ def _finish_one(st: _State, rec: Launch, insts: dict[tuple[str, int], list[list[
         params = st.host_params.get(rec.host_template, [])
         mapping = {p.spelling: _default_for(p) for p in params}
         mapping.update(_bounded_defaults(st.host_cursors.get(rec.host_template), params, mapping))
+        mapping.update(_sibling_arguments(st, rec.host_template, insts))
         rec.host_template_args.append([_fold_conditional(substitute(t, mapping)) for t in rec.resolved_text])
         rec.host_defaulted = True
     rec.resolved_text = None
+
+
+def _sibling_arguments(st: _State, key: tuple[str, int] | None, insts: dict[tuple[str, int], list[list[str]]]
+                       ) -> dict[str, str]:
+    """For a class partial specialization no known instantiation selects (`engine<TVoxel, PlainIndex>` where the
+    configuration header's typedef picks `BlockIndex`: `template class engine<voxel_s, TheIndex>;`), its parameters
+    that stand alone at a position of its argument list take what the class's first instantiation gives there
+    (`TVoxel` = `voxel_s`): the type the project's other configuration would use, and a better default than a
+    scalar for a class the kernel reads members of. Still an inferred argument (the launch stays `host_defaulted`).
+    Empty where the key is no such specialization or a parameter is left over."""
+    for primary, parts in st.partials.items():
+        for pkey, pattern, params in parts:
+            if pkey != key or not params:
+                continue
+            for inst in insts.get(primary, []):
+                got = {p.strip(): inst[i] for i, p in enumerate(pattern) if i < len(inst) and p.strip() in params}
+                if set(params) <= set(got):
+                    return got
+    return {}
 
 
 # Values tried, largest first, for a value parameter that indexes an array of known size.

@@ -52,6 +52,8 @@ class Helper:
     kind: str = "<<<>>>"  # how the body launches: `<<<>>>` or the launch API it calls (`cudaLaunchKernel`)
     origin: int | None = None  # the hash of the function it was read from (a forwarding helper's own)
     config_object: int | None = None  # the parameter holding the whole configuration (a signature helper's)
+    # A method that stores the kernel in a member another method launches (launches.stored): which, said.
+    stored: str | None = None
 
 
 @dataclass
@@ -100,7 +102,8 @@ def _helper_name(name: str, cls: ci.Cursor | None) -> str:
     return f"{cls.spelling}::{name}" if cls is not None else name
 
 
-_PLAIN_REF = re.compile(r"^[&(\s]*(?:\(\s*void\s*\*\s*\)\s*)?&?\s*(?:[\w:]*::)?(\w+)\s*(?:<.*>)?\s*\)?\s*$", re.S)
+_PLAIN_REF = re.compile(r"^[&(\s]*(?:\(\s*(?:const\s+)?void\s*(?:const\s*)?\*\s*\)\s*)?"  # (`(const void *)&k`)
+                        r"&?\s*(?:[\w:]*::)?(\w+)\s*(?:<.*>)?\s*\)?\s*$", re.S)
 
 
 def note_call(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: list[ci.Cursor], in_lambda: bool,
@@ -334,7 +337,8 @@ def finish_helpers(st: _State) -> None:
         launch = Launch(kernel=kkey, launcher=hc.fn.spelling, path=hc.path, line=hc.call.location.line,
                         kind=helper.kind, config={"grid": cfg[0], "block": cfg[1], "shared_mem": cfg[2] or "0",
                                                "stream": cfg[3] or "0",
-                                               **({"config": whole} if whole and cfg[0] is None else {})},
+                                               **({"config": whole} if whole and cfg[0] is None else {}),
+                                               **({"stored": helper.stored} if helper.stored else {})},
                         args=args, template_args=concrete, template_args_text=written[0] if written else [],
                         in_lambda=hc.in_lambda, host_template=hc.host_key)
         _record_aliases(st, launch, hc.ref)

@@ -19,7 +19,9 @@ from miner.units.launches.functors import lambda_overrides
 from miner.units.launches.helpers import note_helper
 from miner.units.launches.record import _API, K, Launch
 from miner.units.launches.state import _kernel_key, _kernel_refs, _record_aliases, _State, _written_args, host_names
+from miner.units.launches.stored import note_member_launch
 from miner.units.launches.text import _join_tokens, _macro_launch, _src, substitute
+from miner.units.launches.typed_pointers import note_typed_launch
 from miner.units.launches.values import _values
 
 
@@ -53,8 +55,12 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
                                           "stream": parts[3] or "0"}, args_text or [], kind, in_lambda, host_key):
             return
         # `kernel<<<...>>>(n, args...)` with `kernel` a parameter: a launch helper, whose callers are the launches.
-        if kind == "<<<>>>" and fn is not None:
-            note_helper(st, fn, callee, parts, args_text or [])
+        # (`body_<<<g, b>>>(...)`, `props.fn<<<...>>>(...)`: a member that holds the kernel, launches.stored; before
+        # note_helper, which would take `props`, a parameter, for the kernel)
+        if kind == "<<<>>>" and fn is not None and not note_member_launch(st, fn, callee, parts, kind) \
+                and not note_helper(st, fn, callee, parts, args_text or []):
+            # `f<<<g, b>>>(...)` with `Scorer f = ctx->scorer;`: the kernels stored in a `Scorer`.
+            note_typed_launch(st, fn, path, call, callee, parts, args_text or [], kind, in_lambda, host_key)
         return
     for r, t, own in found:
         kkey = _kernel_key(st, t)
@@ -504,8 +510,11 @@ def _api_launch(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children:
         # The kernel is one of the function's parameters: a launch helper, as for `kernel<<<...>>>`.
         cfg = launch_config_fields(st, fn, call, args[0]) if ex else _api_config(texts)
         kargs = texts[idx + 1:] if api == "cudaLaunchKernelEx" else [texts[3]] if len(texts) > 3 else []
-        if note_helper(st, fn, args[idx], [cfg[k] for k in ("grid", "block", "shared_mem", "stream")], kargs,
-                       kind=api):
+        parts = [cfg[k] for k in ("grid", "block", "shared_mem", "stream")]
+        # (`cudaLaunchKernel(fn_, ...)`: a member, launches.stored; the member of a local a chooser filled,
+        # `spec.run`, is launches.chosen's too: on to it below)
+        if not note_member_launch(st, fn, args[idx], parts, api) and \
+                note_helper(st, fn, args[idx], parts, kargs, kind=api):
             return
     if not found and idx == 0 and not ex:
         # No kernel named: a pointer a function chose (`k = pick<T>(p); cudaLaunchKernel(k, ...)`).

@@ -75,6 +75,16 @@ class _State:
     # Names cast to `void *` (by cursor hash) and the member each such cast is stored into (launches.chosen).
     as_pointer: set[int] = field(default_factory=set)
     stored: dict[int, str] = field(default_factory=dict)
+    # Members a method stores one of its parameters in, and members a method launches, by the member's USR
+    # (miner.units.launches.stored): a setter's callers with a kernel are launches of it.
+    member_stores: dict[str, list[Any]] = field(default_factory=dict)
+    member_launches: dict[str, list[Any]] = field(default_factory=dict)
+    # Kernels stored in a function-pointer typedef's variables, and launches through one that name no kernel, by
+    # the typedef's USR (miner.units.launches.typed_pointers).
+    typed_kernels: dict[str, list[tuple[ci.Cursor, ci.Cursor]]] = field(default_factory=dict)
+    typed_launches: list[Any] = field(default_factory=list)
+    # Local objects constructed with arguments the AST leaves out (launches.stored.note_construction).
+    constructions: list[Any] = field(default_factory=list)
     # A host key inside a class template (one of its methods: the class's key; a member function template: its
     # own key) -> the class template's cursor and key (miner.units.launches.class_scope).
     classes: dict[tuple[str, int], ci.Cursor] = field(default_factory=dict)

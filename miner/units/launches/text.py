@@ -105,8 +105,15 @@ def substitute_aliases(text: str, alias: dict[str, str]) -> str:
         parts = [p.strip() for p in m.group(0).split("::")]
         if len(parts) > 1 and alias.get(parts[-1]):
             return alias[parts[-1]]
+        if len(parts) > 1 and alias.get(parts[0]):
+            # A member type of a local typedef (`typename ID::Data` with `typedef multi_index<B> ID;`): the
+            # qualifier is the alias's type.
+            return "::".join([alias[parts[0]], *parts[1:]])
         return substitute(m.group(0), alias) if len(parts) == 1 else m.group(0)
-    return re.sub(r"(?<![\w:])(?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*", one, text)
+    out = re.sub(r"(?<![\w:])(?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*", one, text)
+    # (`typename` before a qualified name whose qualifier an alias made concrete stays valid C++ outside a template
+    # too; it is dropped where the whole argument is that name, so the argument reads as the type it names)
+    return re.sub(r"^\s*typename\s+(?=[\w:]+(?:<.*>)?::\w+\s*$)", "", out) if out != text else out
 
 
 def _macro_params(body: str) -> tuple[list[str], str] | None:

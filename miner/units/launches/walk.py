@@ -21,6 +21,13 @@ from miner.units.launches.record import _API, _TYPED_USES, K, Launch
 from miner.units.launches.recovered import recover_dropped, recover_dropped_calls
 from miner.units.launches.sites import _api_launch, _chevron
 from miner.units.launches.state import LAMBDA, _State, subtree_flags
+from miner.units.launches.stored import (
+    finish_constructions,
+    note_construction,
+    note_ctor_stores,
+    note_store,
+    stored_helpers,
+)
 from miner.units.launches.tables import (
     _class_instance,
     _definitions,
@@ -29,9 +36,11 @@ from miner.units.launches.tables import (
     _reference,
 )
 from miner.units.launches.tags import tag_lambda
+from miner.units.launches.typed_pointers import finish_typed, note_typed_store
 from miner.units.launches.values import _taken_branches
 
 _CUDA_ATTRS = {K.CUDAGLOBAL_ATTR, K.CUDADEVICE_ATTR, K.CUDAHOST_ATTR}
+_NAMED_TYPES = (ci.TypeKind.TYPEDEF, ci.TypeKind.ELABORATED)  # (a variable of a pointer typedef, cheaply)
 _CASTS_AND_STORES = {K.CSTYLE_CAST_EXPR, K.CXX_REINTERPRET_CAST_EXPR, K.CXX_STATIC_CAST_EXPR, K.BINARY_OPERATOR}
 
 
@@ -52,8 +61,11 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
         _walk(st, d, path, d)
     recover_dropped(st, defs)
     recover_dropped_calls(st, defs)
+    stored_helpers(st)
     forward_helpers(st)
     finish_helpers(st)
+    finish_constructions(st)
+    finish_typed(st)
     _explicit_host_instantiations(st)
     insts = _propagate(st)
     # Arguments written in a class template's scope (its member aliases) read by the compiler, per known
@@ -151,6 +163,8 @@ def _merge(records: list[Launch]) -> list[Launch]:
 
 def _walk(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None) -> None:
     host_key = _host_of(st, path, fn) if fn is not None else None
+    if fn is not None and fn.kind == K.CONSTRUCTOR:
+        note_ctor_stores(st, fn)  # `props(F fn, ...) : fn(fn)`: launches.stored
     first = (len(st.launches), len(st.refs), len(st.dep_calls))
     _walk_body(st, root, path, fn, host_key)
     if fn is not None and host_key in st.classes:
@@ -177,7 +191,15 @@ def _walk_body(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None, hos
         if kind == K.VAR_DECL and fn is not None and _may_hold_lambda(c):
             tag_lambda(st, c, fn)  # before the lambda's body is walked: its launches read the tag values
         if kind in _CASTS_AND_STORES:
-            note_pointer(st, c, list(c.get_children()))
+            stores = list(c.get_children())
+            note_pointer(st, c, stores)
+            if kind == K.BINARY_OPERATOR and fn is not None:
+                note_store(st, fn, c, stores)  # `fn_ = fn;` in a method: launches.stored
+                note_typed_store(st, c, stores)  # `f = k;` with `Scorer f`: launches.typed_pointers
+        elif kind == K.VAR_DECL and fn is not None and c.type.kind in _NAMED_TYPES:
+            note_typed_store(st, c, list(c.get_children()))  # `Scorer f = k;`
+        if kind == K.VAR_DECL and fn is not None and c.type.kind in (ci.TypeKind.RECORD, ci.TypeKind.ELABORATED):
+            note_construction(st, fn, path, c, in_lambda, host_key)  # `props<F> p(k<typename P::X>, 128);`
         if kind == K.CALL_EXPR:
             children = children_ = list(c.get_children())
             cfg = next((x for x in children if x.kind == K.CALL_EXPR
