@@ -25,6 +25,14 @@ from collections.abc import Iterator
 from typing import Any
 
 _INSTALLED = False
+# Kind ids of cursors that never have children, whose listing was a `clang_visitChildren` call for nothing (about a
+# fifth of the walks' listings: every type, template, namespace and member named, every literal). libclang's
+# `VisitChildren` returns at once for a reference cursor ("by definition, references have no children"; the C++ base
+# specifier, 44, is the one reference it visits into); the literals' AST nodes have no children (an imaginary
+# literal, 108, has its number as a child: not here). `tests/test_cindex_leaves.py` checks every such cursor of real
+# parses against the bindings' own listing.
+LEAF_KINDS = frozenset({40, 41, 42, 43, 45, 46, 47, 48, 49, 50,  # OBJC_*_REF, TYPE_REF, TEMPLATE_REF, ..., VARIABLE_REF
+                        106, 107, 109, 110, 130, 131})  # INTEGER, FLOATING, STRING, CHARACTER, CXX_BOOL, CXX_NULL_PTR
 ORIGINAL: dict[str, Any] = {}  # the bindings' own methods, for tests that compare
 _TOP = "_km_top_level"  # attribute of a TranslationUnit: its top-level cursors while a parse holds them
 # File handle -> name while a parse holds its TU (a walk asks a location's file name hundreds of
@@ -58,8 +66,12 @@ def install() -> None:
     visitor = ci.callbacks["cursor_visit"](_visit)  # one ctypes thunk for the process, not one per call
 
     tu_kind = ci.CursorKind.TRANSLATION_UNIT.value
+    leaves = LEAF_KINDS
+    empty: tuple[Any, ...] = ()
 
     def get_children(self: Any) -> Iterator[Any]:
+        if self._kind_id in leaves:
+            return iter(empty)  # (no children by libclang's definition: no call to ask)
         tu = self._tu
         if self._kind_id == tu_kind:
             held = tu.__dict__.get(_TOP)

@@ -3,6 +3,7 @@ kernel keys, kernels named by an expression, the template arguments written at a
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -257,12 +258,20 @@ def _kernel_key(st: _State, t: ci.Cursor) -> tuple[str, int] | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
+def _name_patterns(name: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """`name` as the text starts with it, and with a template argument list after it. Compiled once per name: a
+    walk asks this of every call of a function (thousands of names), past `re`'s cache of 512 patterns."""
+    return (re.compile(rf"(?:[\w:]*::)?{re.escape(name)}\b"), re.compile(rf"(?:[\w:]*::)?{re.escape(name)}\s*<(?!<)"))
+
+
 def _written_args(st: _State, ref: ci.Cursor, name: str) -> list[list[str]]:
     """Template argument lists written at a reference; through the macro invocation it sits in."""
     text = _src(st.ctx, ref)
     stripped = _COMMENT.sub(" ", text).strip()
-    if re.match(rf"(?:[\w:]*::)?{re.escape(name)}\b", stripped):
-        m = re.match(rf"(?:[\w:]*::)?{re.escape(name)}\s*<(?!<)", stripped)
+    named, listed = _name_patterns(name)
+    if named.match(stripped):
+        m = listed.match(stripped)
         got = _angle_args(stripped, m.end() - 1) if m else None
         return [got[0]] if got else []
     loc = ref.extent.start
