@@ -9,6 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from miner.extract import specialized
 from miner.frontends import clang_frontend
 from miner.frontends.model import Kernel
 from miner.units.launches.chosen import match_chosen
@@ -77,7 +78,8 @@ class UnitData:
     def match_declared(self, kernels: list[Kernel]) -> None:
         """Launches of a kernel re-declared in another translation unit (`void K(const P p);` in a host
         .cpp, `cudaLaunchKernel((void*)K, ...)`) go to the kernel of that qualified name whose parameter
-        types match; where no types match, to the only kernel of that name and parameter count."""
+        types match; a declared template's, to the explicit specializations its arguments reach; where
+        neither, to the only kernel of that name and parameter count."""
         by_name: dict[str, list[Kernel]] = defaultdict(list)
         for k in kernels:
             by_name[k.qualified_name].append(k)
@@ -90,7 +92,9 @@ class UnitData:
                 continue
             same = [k for k in by_name.get(decl.name, ()) if len(k.params) == len(decl.params)]
             exact = [k for k in same if [_type_key(p.type) for p in k.params] == [_type_key(t) for t in decl.params]]
-            for k in exact or (same if len(same) == 1 else []):
+            # A declared template (`template <typename T> __global__ void K(T *p);`) whose definitions are
+            # explicit specializations in other units: the ones its arguments reach (extract.specialized).
+            for k in exact or specialized.reached(same, launch, _type_key) or (same if len(same) == 1 else []):
                 self._add_launch((k.path, k.start_offset), replace(launch, kernel=(k.path, k.start_offset)))
 
 

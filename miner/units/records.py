@@ -106,6 +106,7 @@ class Declaration:
     params: list[str]  # parameter types as clang spells them
     path: str
     line: int
+    template_params: list[str] = field(default_factory=list)  # of a declared-only function template
 
 
 @dataclass
