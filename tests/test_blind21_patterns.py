@@ -30,6 +30,11 @@ def _specialization(ds: dict[str, Any], name: str, arg: str) -> dict[str, Any]:
     ("blend_rows", "float", 8), ("blend_rows", "__half", 8),
     # launched from a plain function with float arguments, beside a specialization for int nothing calls
     ("shift_rows", "float", 15),
+    # launched from a member of a class template nothing instantiates, with __half buffers of its own
+    ("scale_rows", "__half", 23),
+    # launched from a member of a class template whose element type is `typename Traits<P>::Elem`, instantiated
+    # for both precisions: text cannot evaluate the member type, so every fitting specialization has the launch
+    ("negate_rows", "float", 37), ("negate_rows", "__half", 37),
 ])
 def test_a_launch_through_a_declared_template_reaches_the_specializations_another_file_defines(
         specialized_elsewhere: dict[str, Any], kernel: str, arg: str, line: int) -> None:
@@ -43,11 +48,11 @@ def test_a_launch_through_a_declared_template_reaches_the_specializations_anothe
 
 
 @_nvcc
-@pytest.mark.parametrize(("kernel", "arg"), [("blend_rows", "double"), ("shift_rows", "int")])
+@pytest.mark.parametrize(("kernel", "arg"), [("blend_rows", "double"), ("shift_rows", "int"), ("scale_rows", "float")])
 def test_a_specialization_no_launch_can_take_stays_unlaunched(specialized_elsewhere: dict[str, Any], kernel: str,
                                                               arg: str) -> None:
-    """No instantiation of the host template takes double, and the plain call passes float: those specializations
-    are the program's dead code, not launched."""
+    """No instantiation of the host template takes double, the plain call passes float, the class member __half:
+    those specializations are the program's dead code, not launched."""
     m = _specialization(specialized_elsewhere, kernel, arg)
     assert m["launches"] == [], m["launches"]
     assert m["launch_missing"]["reason"] == "not_referenced", m["launch_missing"]

@@ -18,6 +18,8 @@ from miner.frontends.model import Kernel
 from miner.units.records import Launch
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
+# A type named through a class template's member (`typename Traits<Op>::DataType`): not comparable as text.
+_MEMBER_TYPE = re.compile(r"^\s*typename\b|>\s*::")
 
 
 def reached(candidates: list[Kernel], launch: Launch, type_key: Callable[[str], str]) -> list[Kernel]:
@@ -56,10 +58,13 @@ def _argument_lists(launch: Launch, tparams: list[str]) -> list[list[str]]:
         return []
     lists: list[list[str]] = []
     host = launch.host_params
-    for args in launch.host_template_args if host else [[]]:
+    # (a host template nothing instantiates still fixes the arguments it writes concretely: `__half *` locals)
+    for args in launch.host_template_args or [[]]:
         text = [_substitute(a, dict(zip(host, args, strict=False))) for a in written]
         if any(w in set(host) | set(tparams) for a in text for w in _WORD.findall(a)):
             continue  # (a parameter still open: this list says nothing)
+        if any(_MEMBER_TYPE.search(a) for a in text):
+            continue  # (`typename Traits<HALF>::DataType`: a member of a class the text cannot evaluate)
         lists.append(text)
     return lists
 
