@@ -9,6 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from miner.extract import specialized
 from miner.frontends import clang_frontend
 from miner.frontends.model import Kernel
 from miner.units.launches.chosen import match_chosen
@@ -86,8 +87,9 @@ class UnitData:
     def match_declared(self, kernels: list[Kernel]) -> None:
         """Launches of a kernel re-declared in another translation unit (`void K(const P p);` in a host
         .cpp, `cudaLaunchKernel((void*)K, ...)`) go to the kernel of that qualified name whose parameter
-        types match; where no types match, to the only kernel of that name and parameter count; for an
-        `extern "C"` declaration, else to the only C kernel of that name (one symbol, whatever it lists)."""
+        types match; a declared template's, to the explicit specializations its arguments reach; where
+        neither, to the only kernel of that name and parameter count; for an `extern "C"` declaration, else to
+        the only C kernel of that name (one symbol, whatever it lists)."""
         by_name: dict[str, list[Kernel]] = defaultdict(list)
         for k in kernels:
             by_name[k.qualified_name].append(k)
@@ -103,7 +105,10 @@ class UnitData:
             # A C declaration names the one symbol of its name whatever parameters it lists (a host header's copy
             # the kernel's own signature has outgrown): the only C kernel of that name where none fits better.
             cnamed = [k for k in by_name.get(decl.name, ()) if k.c_linkage] if decl.c_linkage else []
-            for k in exact or (same if len(same) == 1 else []) or (cnamed if len(cnamed) == 1 else []):
+            # A declared template (`template <typename T> __global__ void K(T *p);`) whose definitions are
+            # explicit specializations in other units: the ones its arguments reach (extract.specialized).
+            for k in exact or specialized.reached(same, launch, _type_key) or (same if len(same) == 1 else []) \
+                    or (cnamed if len(cnamed) == 1 else []):
                 self._add_launch((k.path, k.start_offset), replace(launch, kernel=(k.path, k.start_offset)))
 
 

@@ -634,9 +634,14 @@ class DeclaredFunction:
     path: str
     line: int
     c_linkage: bool = False
+    # A declared-only function template's parameter names (`T` of `template <typename T> __global__ void
+    # K(T *p);`): its launches reach the explicit specializations other translation units define.
+    template_params: list[str] = field(default_factory=list)
 
 
 def _declared(c: ci.Cursor, norm) -> DeclaredFunction:
-    params = [ch.type.spelling for ch in c.get_children() if ch.kind == K.PARM_DECL]
+    children = list(c.get_children())
+    params = [ch.type.spelling for ch in children if ch.kind == K.PARM_DECL]
+    tparams = [ch.spelling for ch in children if ch.kind in _TEMPLATE_PARAMS]
     return DeclaredFunction(c.spelling, _qualified_name(c), params, norm(c.location.file.name), c.location.line,
-                            c.mangled_name == c.spelling)  # (as a kernel's c_linkage)
+                            c.mangled_name == c.spelling, tparams)  # (as a kernel's c_linkage)

@@ -63,7 +63,7 @@ def _analyse_in(live: LiveTU, ctx: closure.TUContext, out: TUAnalysis) -> None:
             if launch.kind != "reference":
                 dl = stand_ins[launch.kernel]
                 out.declared_launches.append(replace(launch, kernel=None, declared=Declaration(
-                    dl.qualified_name, dl.params, dl.path, dl.line, dl.c_linkage)))
+                    dl.qualified_name, dl.params, dl.path, dl.line, dl.c_linkage, list(dl.template_params))))
             continue
         k = by_name[launch.kernel]
         rec = replace(launch, kernel=(k.path, k.start_offset))

@@ -107,6 +107,7 @@ class Declaration:
     path: str
     line: int
     c_linkage: bool = False  # `extern "C"`: one symbol of that name, whatever parameters the declaration lists
+    template_params: list[str] = field(default_factory=list)  # of a declared-only function template
 
 
 @dataclass
