@@ -377,7 +377,23 @@ def _macros_before_templates(items: list[dict[str, Any]], names: list[str]) -> l
             continue
         word = re.compile(rf"(?<![\w#]){re.escape(d['name'])}(?!\w)")
         at = out.index(d)
-        first = next((i for i, e in enumerate(out[:at]) if e["kind"] in _TEMPLATES and word.search(e["text"])), None)
+        # (not over a template that declares the name itself, `static const uint32_t TPI = tpi;` of a header the
+        # file defining `#define TPI 32` includes first: the original's template never saw the macro, and in front
+        # of it the macro turns the member's name into a number, "expected an identifier")
+        first = next((i for i, e in enumerate(out[:at]) if e["kind"] in _TEMPLATES and word.search(e["text"])
+                      and not _declares(e["text"], d["name"])), None)
         if first is not None:
             out.insert(first, out.pop(at))
     return out
+
+
+# Words that may stand before a name in an expression (`return TPI;`) where a declaration has its type.
+_NOT_TYPES = {"return", "case", "else", "throw", "goto", "sizeof", "alignof", "co_return", "co_yield", "delete", "new",
+              "typename", "using", "define", "undef", "ifdef", "ifndef", "defined"}
+
+
+def _declares(text: str, name: str) -> bool:
+    """Whether C++ `text` declares `name` (a member, a variable, a parameter, a template parameter): the name after a
+    type word or a `*`/`&`/`>` and before what ends a declarator (`=`, `;`, `[`, `,`, `{`, `(`, `)`)."""
+    pattern = re.compile(rf"(\w+|[*&>])\s+{re.escape(name)}\s*[=;\[,{{()]|[*&]{re.escape(name)}\s*[=;\[,{{()]")
+    return any(m.group(1) not in _NOT_TYPES for m in pattern.finditer(text))
