@@ -5,11 +5,13 @@ judged by the real libclang parse and the real nvcc."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
+from tests.conftest import FIXTURES, build_statuses, extract_and_build, only_meta, unit_texts
 
 _nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -29,3 +31,27 @@ def test_a_macro_defined_after_a_header_stays_after_the_template_that_declares_i
     assert build_statuses(m) == {"default": "ok"}, m["instantiations"]
     [text] = unit_texts(macro_after_member, m)
     assert text.index("static const uint32_t LANES = width;") < text.index("#define LANES 8"), text
+
+
+@pytest.fixture(scope="module")
+def device_pass_only(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind22/device_pass_only")
+
+
+@_nvcc
+def test_a_name_missing_in_a_device_pass_only_template_is_not_stated_as_the_originals_failure(
+        device_pass_only: dict[str, Any], tmp_path: Path) -> None:
+    """A library header chooses its implementation per pass (`#if defined(__CUDA_ARCH__)` the device one, else a
+    host one); a class template of the device one names `wide_or` and `width`, declared nowhere, in a member nothing
+    instantiates. nvcc's device pass leaves that unchecked and the original compiles; the unit copies the template
+    bare, its host pass stops on the names. The failure is the unit's: no stated reason says the original does not
+    compile. A template every pass reads with such a name keeps that statement (the original fails there too)."""
+    src = FIXTURES / "blind22" / "device_pass_only"
+    original = subprocess.run(["nvcc", "-c", str(src / "zeros.cu"), "-o", str(tmp_path / "zeros.o")],
+                              capture_output=True, text=True, check=False)
+    assert original.returncode == 0, original.stderr
+    [inst] = only_meta(device_pass_only, "count_zero_vectors")["instantiations"]
+    assert inst["build"]["status"] == "failed", inst["build"]
+    assert "does not compile" not in (inst["build"].get("toolkit_removed") or ""), inst["build"]
+    [other] = only_meta(device_pass_only, "sum_first")["instantiations"]
+    assert (other["build"].get("toolkit_removed") or "").startswith("pending_total is declared nowhere"), other["build"]

@@ -14,6 +14,7 @@ from miner.builder.diagnostics import HEADERS_REMOVED
 from miner.source.include_graph import INCLUDE
 from miner.units.closure.arch_branches import PARSER_ONLY, _arch_test, arch_chain, arch_dependent, arch_guards
 from miner.units.closure.context import Closure, Macro, Piece, TUContext, _skipped_ranges
+from miner.units.closure.device_pass import device_only_include
 from miner.units.closure.host_bodies import DECLARED_ONLY, DECLARED_ONLY_UNRESOLVED
 from miner.units.closure.shims import UNRESOLVED_BASE
 from miner.units.closure.switched_off import switched_off
@@ -212,7 +213,8 @@ def _library_includes(ctx: TUContext, tokens: list[str], have: list[str]) -> lis
 
 def _unresolved(ctx: TUContext, files: set[str], ranges: set[tuple[str, int, int]],
                 kernel: tuple[str, int, int], cuts: list[tuple[str, int, int]] = ()) -> list[dict[str, str]]:
-    """Parse errors inside the kernel or a piece, less those in members the unit leaves out (`cuts`)."""
+    """Parse errors inside the kernel or a piece, less those in members the unit leaves out (`cuts`). `ranges`
+    are the pieces' (path, start, end)."""
     spans = [*ranges, kernel]
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -246,8 +248,23 @@ def _unresolved(ctx: TUContext, files: set[str], ranges: set[tuple[str, int, int
                         **({"lacking": lacking} if lacking and _NOT_DECLARED.search(spelling) else {}),
                         # One declared nowhere in a translation unit whose every header is here and none a
                         # framework's stand-in: the source itself lacks it (an exercise's `FIXME` placeholder).
-                        **({"nowhere": True} if plain and _UNDECLARED_ID.search(spelling) else {})})
+                        # Not in a template of a file only nvcc's device pass reads, which leaves templates
+                        # nothing instantiates unchecked: the original compiles (closure.device_pass).
+                        **({"nowhere": True} if plain and _UNDECLARED_ID.search(spelling)
+                           and not _device_pass_template(ctx, path, off, spans) else {})})
     return out
+
+
+_TEMPLATE_HEAD = re.compile(rb"\s*template\s*<\s*[^>\s]")
+
+
+def _device_pass_template(ctx: TUContext, path: str, offset: int, spans: list[tuple[str, int, int]]) -> bool:
+    """Whether the error at `offset` lies in a template (not a full specialization, `template <>`) of a file the
+    original compiles in nvcc's device pass only."""
+    if device_only_include(ctx, path) is None:
+        return False
+    data = ctx.read(path)
+    return any(p == path and s <= offset <= e and _TEMPLATE_HEAD.match(data, s) for p, s, e in spans)
 
 
 def _errors(ctx: TUContext) -> list[tuple[str, int, int, str]]:
