@@ -55,3 +55,23 @@ def test_a_name_missing_in_a_device_pass_only_template_is_not_stated_as_the_orig
     assert "does not compile" not in (inst["build"].get("toolkit_removed") or ""), inst["build"]
     [other] = only_meta(device_pass_only, "sum_first")["instantiations"]
     assert (other["build"].get("toolkit_removed") or "").startswith("pending_total is declared nowhere"), other["build"]
+
+
+@pytest.fixture(scope="module")
+def stored_chooser(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind22/stored_chooser")
+
+
+def test_a_launch_through_a_member_a_chooser_set_elsewhere_is_the_chosen_kernels_launch(
+        stored_chooser: dict[str, Any]) -> None:
+    """`coder_setup` stores `(void *)select_convert<ORDER_RGB>(bytes)` (a chooser returning `&convert_kernel<order,
+    3>` or `<order, 4>`) in `s->kernel`; `coder_run` reads it into a local pointer and launches `kernel<<<grid, 128, 0,
+    stream>>>(...)`. The kernel's launches are that launch, once per kernel the chooser returns (not "referenced
+    only"), with its configuration; the chooser's instantiations give the arguments."""
+    m = only_meta(stored_chooser, "convert_kernel")
+    assert m.get("launch_missing") is None, m.get("launch_missing")
+    launches = m["launches"]
+    assert {(lc["launcher"], lc["config"]["block"], lc["config"]["grid"]) for lc in launches} == \
+        {("coder_run", "128", "grid")}, launches
+    assert sorted(lc["template_args"][1] for lc in launches) == ["3", "4"], launches
+    assert {i["id"] for i in m["instantiations"]} == {"0_3", "1_3", "0_4", "1_4"}, m["instantiations"]
