@@ -75,3 +75,20 @@ def test_a_launch_through_a_member_a_chooser_set_elsewhere_is_the_chosen_kernels
         {("coder_run", "128", "grid")}, launches
     assert sorted(lc["template_args"][1] for lc in launches) == ["3", "4"], launches
     assert {i["id"] for i in m["instantiations"]} == {"0_3", "1_3", "0_4", "1_4"}, m["instantiations"]
+
+
+@pytest.fixture(scope="module")
+def array_params(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind22/array_params")
+
+
+@_nvcc
+def test_pointer_to_array_parameters_through_commented_macros_build(array_params: dict[str, Any]) -> None:
+    """`const T (*rows)[WIDTH]` with `#define WIDTH (1 << LOG_WIDTH) /* ... */` and `#define LOG_WIDTH 6 // ...`, and a
+    two-dimensional `const T stage[4][8]`: the launcher names its parameters inside their declarators
+    (`const float (*km_rows)[(1 << 6)]`, `const float (*km_stage)[8]`), the macros' comments left out (one put
+    into the launcher's line would comment out the rest of it), and the unit builds."""
+    m = only_meta(array_params, "scale_rows")
+    assert build_statuses(m) == {"float": "ok"}, m["instantiations"]
+    [text] = unit_texts(array_params, m)
+    assert "const float (*km_rows)[(1 << 6)]" in text and "const float (*km_stage)[8]" in text, text

@@ -149,7 +149,10 @@ def _object_macros(pieces: list[dict[str, Any]]) -> dict[str, str]:
     out = {}
     for p in pieces:
         if p["kind"] == "MACRO" and (m := _OBJECT_MACRO.match(p["text"].lstrip())):
-            out[m.group(1)] = re.sub(r"\\\n", " ", m.group(2)).strip()
+            # (without its comments: `#define MAX_LG 28 // tested up to 2^32` put into a parameter type on one
+            # line turns the rest of the launcher's line into a comment)
+            value = re.sub(r"\\\n", " ", m.group(2))
+            out[m.group(1)] = re.sub(r"//.*$", "", re.sub(r"/\*.*?\*/", " ", value, flags=re.S)).strip()
     return out
 
 
@@ -219,9 +222,10 @@ def by_value_unqualified(type_text: str, grid_constant: tuple[str, ...] = ("__gr
     `__grid_constant__` on a `__global__` function's parameter only, so the launcher's copy goes without it."""
     type_text = re.sub(r"\b(?:" + "|".join(map(re.escape, grid_constant)) + r")\b\s*", "", type_text)
     # An array parameter (`const unsigned keys[]`, typed `const unsigned []`) is a pointer: the launcher's
-    # `T [] name` would not parse ("expected a ')'").
-    if (m := re.fullmatch(r"(.*?\S)\s*\[[^\[\]]*\]\s*", type_text)) and "(" not in m.group(1):
-        return f"{m.group(1)} *"
+    # `T [] name` would not parse ("expected a ')'"); one of several dimensions (`const T [512][512]`) a pointer to
+    # the rest (`const T (*)[512]`, which launcher_declaration names).
+    if (m := re.fullmatch(r"(.*?\S)\s*\[[^\[\]]*\]((?:\s*\[[^\[\]]*\])*)\s*", type_text)) and "(" not in m.group(1):
+        return f"{m.group(1)} (*){m.group(2).strip()}" if m.group(2).strip() else f"{m.group(1)} *"
     outer = _outside_angles(type_text)
     if re.search(r"[*&\[(]", outer) or not re.search(r"\bconst\b", outer):
         return type_text
@@ -230,6 +234,16 @@ def by_value_unqualified(type_text: str, grid_constant: tuple[str, ...] = ("__gr
     bare = type_text[head.end():] if head else type_text[:tail.start()] if tail else type_text
     # A scalar copies from const alike: its unit text (and build cache key) stays as it was.
     return type_text if _SCALAR.fullmatch(bare.strip()) else bare
+
+
+def launcher_declaration(type_text: str, name: str) -> str:
+    """The launcher's parameter declaration: `T name`, or the name inside the declarator of a pointer to an array or
+    to a function (`const float (*km_roots)[64]`; `const float (*)[64] km_roots` does not parse)."""
+    for m in re.finditer(r"\(\s*([*&])\s*\)", type_text):
+        head = type_text[:m.start()]
+        if head.count("<") == head.count(">"):
+            return f"{head}({m.group(1)}{name}){type_text[m.end():]}"
+    return f"{type_text} {name}"
 
 
 _SCALAR = re.compile(r"(?:(?:unsigned|signed|long|short)\s+)*(?:char|short|int|long|float|double|bool|size_t"
@@ -638,6 +652,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             p["ctype"] = ctype_of(p["type"])
             p["base"] = _base(p["type"])
             p["launcher_type"] = by_value_unqualified(p["type"], grid_constant)
+            p["launcher_decl"] = launcher_declaration(p["launcher_type"], f"km_{p['name']}")
         args_text = ", ".join(typed)
         # A lambda's functor struct only where these arguments name it (another's body need not build here).
         # Pieces another translation unit's closure brought for its argument types: only where those are named.
