@@ -92,3 +92,21 @@ def test_pointer_to_array_parameters_through_commented_macros_build(array_params
     assert build_statuses(m) == {"float": "ok"}, m["instantiations"]
     [text] = unit_texts(array_params, m)
     assert "const float (*km_rows)[(1 << 6)]" in text and "const float (*km_stage)[8]" in text, text
+
+
+@pytest.fixture(scope="module")
+def grid_constant_first(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind22/grid_constant_first")
+
+
+@_nvcc
+def test_a_grid_constant_written_before_the_type_is_repeated_in_the_explicit_instantiation(
+        grid_constant_first: dict[str, Any]) -> None:
+    """`__grid_constant__ const char *const chars` (the annotation in front of the type, whose parsed spelling drops
+    it): the unit's explicit instantiation writes it on every such parameter (without, nvcc stops: "incompatible
+    __grid_constant__ annotation for parameter in instantiation directive"), and the unit builds."""
+    m = only_meta(grid_constant_first, "score_lanes")
+    assert build_statuses(m) == {"4_int": "ok"}, m["instantiations"]
+    [text] = unit_texts(grid_constant_first, m)
+    directive = next(line for line in text.splitlines() if line.startswith("template __global__"))
+    assert directive.count("__grid_constant__") == 3, directive
