@@ -149,7 +149,10 @@ def _object_macros(pieces: list[dict[str, Any]]) -> dict[str, str]:
     out = {}
     for p in pieces:
         if p["kind"] == "MACRO" and (m := _OBJECT_MACRO.match(p["text"].lstrip())):
-            out[m.group(1)] = re.sub(r"\\\n", " ", m.group(2)).strip()
+            # (without its comments: `#define MAX_LG 28 // tested up to 2^32` put into a parameter type on one
+            # line turns the rest of the launcher's line into a comment)
+            value = re.sub(r"\\\n", " ", m.group(2))
+            out[m.group(1)] = re.sub(r"//.*$", "", re.sub(r"/\*.*?\*/", " ", value, flags=re.S)).strip()
     return out
 
 
@@ -219,9 +222,10 @@ def by_value_unqualified(type_text: str, grid_constant: tuple[str, ...] = ("__gr
     `__grid_constant__` on a `__global__` function's parameter only, so the launcher's copy goes without it."""
     type_text = re.sub(r"\b(?:" + "|".join(map(re.escape, grid_constant)) + r")\b\s*", "", type_text)
     # An array parameter (`const unsigned keys[]`, typed `const unsigned []`) is a pointer: the launcher's
-    # `T [] name` would not parse ("expected a ')'").
-    if (m := re.fullmatch(r"(.*?\S)\s*\[[^\[\]]*\]\s*", type_text)) and "(" not in m.group(1):
-        return f"{m.group(1)} *"
+    # `T [] name` would not parse ("expected a ')'"); one of several dimensions (`const T [512][512]`) a pointer to
+    # the rest (`const T (*)[512]`, which launcher_declaration names).
+    if (m := re.fullmatch(r"(.*?\S)\s*\[[^\[\]]*\]((?:\s*\[[^\[\]]*\])*)\s*", type_text)) and "(" not in m.group(1):
+        return f"{m.group(1)} (*){m.group(2).strip()}" if m.group(2).strip() else f"{m.group(1)} *"
     outer = _outside_angles(type_text)
     if re.search(r"[*&\[(]", outer) or not re.search(r"\bconst\b", outer):
         return type_text
@@ -230,6 +234,34 @@ def by_value_unqualified(type_text: str, grid_constant: tuple[str, ...] = ("__gr
     bare = type_text[head.end():] if head else type_text[:tail.start()] if tail else type_text
     # A scalar copies from const alike: its unit text (and build cache key) stays as it was.
     return type_text if _SCALAR.fullmatch(bare.strip()) else bare
+
+
+def _grid_constant_written(kernel_text: str, name: str, spellings: tuple[str, ...], count: int) -> list[bool]:
+    """Per parameter of the kernel's definition, whether its text writes `__grid_constant__` (or a macro for it);
+    empty where the list cannot be read or its length is not `count`."""
+    text = _STRING_OR_COMMENT.sub(" ", kernel_text)
+    m = re.search(rf"\b{re.escape(name)}\s*\(", text)
+    if m is None:
+        return []
+    depth, start = 0, m.end()
+    for i in range(start - 1, len(text)):
+        depth += text[i] == "("
+        depth -= text[i] == ")"
+        if depth == 0:
+            parts = [q for q in split_top(text[start:i]) if q.strip()]
+            word = re.compile(r"\b(?:" + "|".join(map(re.escape, spellings)) + r")\b")
+            return [bool(word.search(q)) for q in parts] if len(parts) == count else []
+    return []
+
+
+def launcher_declaration(type_text: str, name: str) -> str:
+    """The launcher's parameter declaration: `T name`, or the name inside the declarator of a pointer to an array or
+    to a function (`const float (*km_roots)[64]`; `const float (*)[64] km_roots` does not parse)."""
+    for m in re.finditer(r"\(\s*([*&])\s*\)", type_text):
+        head = type_text[:m.start()]
+        if head.count("<") == head.count(">"):
+            return f"{head}({m.group(1)}{name}){type_text[m.end():]}"
+    return f"{type_text} {name}"
 
 
 _SCALAR = re.compile(r"(?:(?:unsigned|signed|long|short)\s+)*(?:char|short|int|long|float|double|bool|size_t"
@@ -646,6 +678,16 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             p["ctype"] = ctype_of(p["type"])
             p["base"] = _base(p["type"])
             p["launcher_type"] = by_value_unqualified(p["type"], grid_constant)
+            p["launcher_decl"] = launcher_declaration(p["launcher_type"], f"km_{p['name']}")
+        # The explicit instantiation repeats a `__grid_constant__` the definition writes in front of a parameter's
+        # type, which the parse's type spelling drops (`__grid_constant__ const char * const p` reads `const char *
+        # const`): without it nvcc stops, "incompatible __grid_constant__ annotation for parameter in instantiation
+        # directive".
+        written_gc = _grid_constant_written(kernel_text, meta["name"], grid_constant, len(params))
+        instantiation_types = [f"__grid_constant__ {p['type']}" if written_gc and written_gc[i]
+                               and not any(re.search(rf"\b{re.escape(g)}\b", p["type"]) for g in grid_constant)
+                               else p["type"]
+                               for i, p in enumerate(params)]
         args_text = ", ".join(typed)
         # A lambda's functor struct only where these arguments name it (another's body need not build here).
         # Pieces another translation unit's closure brought for its argument types: only where those are named.
@@ -702,7 +744,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             "c_symbols": list(dict.fromkeys([*([meta["name"]] if meta.get("linkage") == "C" else []),
                                              *(p.name for p in unit.pieces if p.c_linkage)])),
             "inst": {"args_text": args_text, "explicit": explicit, "params": params,
-                     "param_types": [p["type"] for p in params]},
+                     "param_types": instantiation_types},
         }
         unit_text = template_env().get_template("unit.cu.j2").render(**ctx)
         cfg = launch.config if launch is not None else {}

@@ -154,9 +154,13 @@ class TUContext:
         # position in the preprocessed stream is chain + (offset,), compared as tuples.
         self.chain: dict[str, tuple[int, ...]] = {norm(tu.spelling): ()}
         self.files[norm(tu.spelling)] = tu.get_file(tu.spelling)
+        # file -> (including file, offset of its #include directive) of each inclusion (closure.device_pass)
+        self.included_at: dict[str, list[tuple[str, int]]] = {}
         for inc in tu.get_includes():
             path = norm(inc.include.name)
             self.files.setdefault(path, inc.include)
+            if inc.source is not None:
+                self.included_at.setdefault(path, []).append((norm(inc.source.name), inc.location.offset))
             self.order.setdefault(path, len(self.order))
             if path not in self.chain:
                 parent = self.chain.get(norm(inc.source.name)) if inc.source is not None else None

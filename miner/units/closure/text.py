@@ -15,6 +15,7 @@ from miner.source.include_graph import INCLUDE
 from miner.units.closure.arch_branches import PARSER_ONLY, _arch_test, arch_chain, arch_dependent, arch_guards
 from miner.units.closure.compiler_chains import identity_projection
 from miner.units.closure.context import Closure, Macro, Piece, TUContext, _skipped_ranges
+from miner.units.closure.device_pass import device_only_include
 from miner.units.closure.host_bodies import DECLARED_ONLY, DECLARED_ONLY_UNRESOLVED
 from miner.units.closure.shims import UNRESOLVED_BASE
 from miner.units.closure.switched_off import switched_off
@@ -213,7 +214,8 @@ def _library_includes(ctx: TUContext, tokens: list[str], have: list[str]) -> lis
 
 def _unresolved(ctx: TUContext, files: set[str], ranges: set[tuple[str, int, int]],
                 kernel: tuple[str, int, int], cuts: list[tuple[str, int, int]] = ()) -> list[dict[str, str]]:
-    """Parse errors inside the kernel or a piece, less those in members the unit leaves out (`cuts`)."""
+    """Parse errors inside the kernel or a piece, less those in members the unit leaves out (`cuts`). `ranges`
+    are the pieces' (path, start, end)."""
     spans = [*ranges, kernel]
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -247,8 +249,23 @@ def _unresolved(ctx: TUContext, files: set[str], ranges: set[tuple[str, int, int
                         **({"lacking": lacking} if lacking and _NOT_DECLARED.search(spelling) else {}),
                         # One declared nowhere in a translation unit whose every header is here and none a
                         # framework's stand-in: the source itself lacks it (an exercise's `FIXME` placeholder).
-                        **({"nowhere": True} if plain and _UNDECLARED_ID.search(spelling) else {})})
+                        # Not in a template of a file only nvcc's device pass reads, which leaves templates
+                        # nothing instantiates unchecked: the original compiles (closure.device_pass).
+                        **({"nowhere": True} if plain and _UNDECLARED_ID.search(spelling)
+                           and not _device_pass_template(ctx, path, off, spans) else {})})
     return out
+
+
+_TEMPLATE_HEAD = re.compile(rb"\s*template\s*<\s*[^>\s]")
+
+
+def _device_pass_template(ctx: TUContext, path: str, offset: int, spans: list[tuple[str, int, int]]) -> bool:
+    """Whether the error at `offset` lies in a template (not a full specialization, `template <>`) of a file the
+    original compiles in nvcc's device pass only."""
+    if device_only_include(ctx, path) is None:
+        return False
+    data = ctx.read(path)
+    return any(p == path and s <= offset <= e and _TEMPLATE_HEAD.match(data, s) for p, s, e in spans)
 
 
 def _errors(ctx: TUContext) -> list[tuple[str, int, int, str]]:
@@ -382,7 +399,23 @@ def _macros_before_templates(items: list[dict[str, Any]], names: list[str]) -> l
             continue
         word = re.compile(rf"(?<![\w#]){re.escape(d['name'])}(?!\w)")
         at = out.index(d)
-        first = next((i for i, e in enumerate(out[:at]) if e["kind"] in _TEMPLATES and word.search(e["text"])), None)
+        # (not over a template that declares the name itself, `static const uint32_t TPI = tpi;` of a header the
+        # file defining `#define TPI 32` includes first: the original's template never saw the macro, and in front
+        # of it the macro turns the member's name into a number, "expected an identifier")
+        first = next((i for i, e in enumerate(out[:at]) if e["kind"] in _TEMPLATES and word.search(e["text"])
+                      and not _declares(e["text"], d["name"])), None)
         if first is not None:
             out.insert(first, out.pop(at))
     return out
+
+
+# Words that may stand before a name in an expression (`return TPI;`) where a declaration has its type.
+_NOT_TYPES = {"return", "case", "else", "throw", "goto", "sizeof", "alignof", "co_return", "co_yield", "delete", "new",
+              "typename", "using", "define", "undef", "ifdef", "ifndef", "defined"}
+
+
+def _declares(text: str, name: str) -> bool:
+    """Whether C++ `text` declares `name` (a member, a variable, a parameter, a template parameter): the name after a
+    type word or a `*`/`&`/`>` and before what ends a declarator (`=`, `;`, `[`, `,`, `{`, `(`, `)`)."""
+    pattern = re.compile(rf"(\w+|[*&>])\s+{re.escape(name)}\s*[=;\[,{{()]|[*&]{re.escape(name)}\s*[=;\[,{{()]")
+    return any(m.group(1) not in _NOT_TYPES for m in pattern.finditer(text))

@@ -32,7 +32,18 @@ def chosen_launches(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, kerne
     if var is None:
         return
     table_launches(st, fn, path, call, var, cfg, args, api, in_lambda, host_key)
-    for chooser in _assigned_calls(fn, var):
+    chooser_launches(st, fn, path, call, var, member, cfg, args, api, in_lambda, host_key)
+
+
+def chooser_launches(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, var: ci.Cursor, member: str | None,
+                     cfg: dict[str, str | None], args: list[str], api: str, in_lambda: bool,
+                     host_key: tuple[str, int] | None) -> bool:
+    """Launch records (kernel unknown, `via` set) for each chooser call whose result `var` holds: stored in it by
+    this function, or stored by a function of the same file in the member `var` is initialized from
+    (`coder->pre.kernel = (void *)pick<RGB>(coder);` in a set-up function, `k = (kernel_t)coder->pre.kernel;
+    k<<<grid, block>>>(...)` in the run function). True when one was recorded."""
+    done = False
+    for chooser in _assigned_calls(fn, var) + _member_assigned_calls(fn, var):
         ref = chooser.referenced
         if ref is None or ref.kind not in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
             continue
@@ -45,6 +56,8 @@ def chosen_launches(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, kerne
         launch.via = {"function": _qualified(primary), "template_args": list(targs or []), "member": member}
         _values(st.ctx, launch, fn, call)
         st.chosen.append(launch)
+        done = True
+    return done
 
 
 def table_launches(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, var: ci.Cursor, cfg: dict[str, str | None],
@@ -126,6 +139,31 @@ def _assigned_calls(fn: ci.Cursor, var: ci.Cursor) -> list[ci.Cursor]:
             lhs, rhs = _strip(kids[0]), _strip(kids[1])
             if lhs.kind == K.DECL_REF_EXPR and lhs.referenced is not None and lhs.referenced == var \
                     and rhs.kind == K.CALL_EXPR:
+                out.append(rhs)
+    return out
+
+
+def _member_assigned_calls(fn: ci.Cursor, var: ci.Cursor) -> list[ci.Cursor]:
+    """Where `var` is initialized from a member (`(kernel_t)coder->pre.kernel`): the calls any function of the
+    file stores in that member (`coder->pre.kernel = (void *)pick<RGB>(coder);`), in source order."""
+    init = [_strip(c) for c in var.get_children() if c.kind not in (K.TYPE_REF, K.NAMESPACE_REF, K.TEMPLATE_REF)]
+    field = init[-1].referenced if init and init[-1].kind == K.MEMBER_REF_EXPR else None
+    if field is None or field.kind != K.FIELD_DECL or fn.location.file is None:
+        return []
+    out: list[ci.Cursor] = []
+    name = fn.location.file.name
+    for top in fn.translation_unit.cursor.get_children():
+        if top.location.file is None or top.location.file.name != name:
+            continue
+        for c in top.walk_preorder():
+            if c.kind != K.BINARY_OPERATOR or not _is_assignment(c):
+                continue
+            kids = list(c.get_children())
+            if len(kids) != 2:
+                continue
+            lhs, rhs = _strip(kids[0]), _strip(kids[1])
+            if lhs.kind == K.MEMBER_REF_EXPR and lhs.referenced == field and rhs.kind == K.CALL_EXPR \
+                    and rhs.referenced is not None and rhs.referenced.kind != K.CONSTRUCTOR:
                 out.append(rhs)
     return out
 

@@ -11,7 +11,7 @@ import clang.cindex as ci
 from miner.frontends.common import split_top
 from miner.units.closure.shims import _enclosing_namespaces
 from miner.units.launches import deduce_probe, value_spelling
-from miner.units.launches.chosen import _variable, chosen_launches, table_launches
+from miner.units.launches.chosen import _variable, chooser_launches, chosen_launches, table_launches
 from miner.units.launches.config_objects import launch_config_fields
 from miner.units.launches.cursors import _aliases, _overloaded, _primary, _template_args, _tparams, qualify_namespaces
 from miner.units.launches.dataflow import _targets_of_launch
@@ -50,9 +50,14 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
         found = _fitting(st, found, len([a for a in children if a is not callee and a is not cfg]))
     if not found:
         var = _local_variable(callee)
+        chevron_cfg: dict[str, str | None] = {"grid": parts[0], "block": parts[1], "shared_mem": parts[2] or "0",
+                                              "stream": parts[3] or "0"}
         if var is not None and fn is not None and table_launches(
-                st, fn, path, call, var, {"grid": parts[0], "block": parts[1], "shared_mem": parts[2] or "0",
-                                          "stream": parts[3] or "0"}, args_text or [], kind, in_lambda, host_key):
+                st, fn, path, call, var, chevron_cfg, args_text or [], kind, in_lambda, host_key):
+            return
+        # (a pointer a chooser returned, stored here or in the member the pointer is read from)
+        if var is not None and fn is not None and var.kind == K.VAR_DECL and chooser_launches(
+                st, fn, path, call, var, None, chevron_cfg, args_text or [], kind, in_lambda, host_key):
             return
         # `kernel<<<...>>>(n, args...)` with `kernel` a parameter: a launch helper, whose callers are the launches.
         # (`body_<<<g, b>>>(...)`, `props.fn<<<...>>>(...)`: a member that holds the kernel, launches.stored; before
