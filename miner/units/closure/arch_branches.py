@@ -338,6 +338,20 @@ _GUARD_NAMES = re.compile(r"defined|__CUDA_ARCH__|__CUDA_ARCH_FEAT_\w+|__CUDACC_
 PARSER_ONLY = re.compile(r"\b(?:__clang__|__clang_major__|__clang_minor__|__CUDA__)\b")
 
 
+def chains_open_at(data: bytes, offset: int) -> list[list[tuple[bytes, bytes]]]:
+    """The `#if` chains open at `offset`, outermost first: each chain's branches (kind, condition) so far."""
+    stack: list[list[tuple[bytes, bytes]]] = []
+    for m in _DIRECTIVE.finditer(data, 0, offset):
+        kind, cond = m.group(1), m.group(2)
+        if kind in (b"if", b"ifdef", b"ifndef"):
+            stack.append([(kind, cond)])
+        elif kind in (b"elif", b"else") and stack:
+            stack[-1].append((kind, cond))
+        elif kind == b"endif" and stack:
+            stack.pop()
+    return stack
+
+
 def arch_guards(data: bytes, start: int, end: int) -> list[str]:
     """The `#if` conditions of the chains around the declaration at [start, end) that test `__CUDA_ARCH__` in a
     single branch which nvcc's host pass skips (`#if __CUDA_ARCH__ >= 530` ... `#endif` around a specialization that
@@ -348,15 +362,7 @@ def arch_guards(data: bytes, start: int, end: int) -> list[str]:
     which nvcc declares, so a bare copy was "more than one instance of overloaded function"). A chain with another
     branch (the host's alternative), or a condition naming other macros, gives nothing (the declaration is copied
     as before)."""
-    stack: list[list[tuple[bytes, bytes]]] = []  # open chains: their branches (kind, condition) so far
-    for m in _DIRECTIVE.finditer(data, 0, start):
-        kind, cond = m.group(1), m.group(2)
-        if kind in (b"if", b"ifdef", b"ifndef"):
-            stack.append([(kind, cond)])
-        elif kind in (b"elif", b"else") and stack:
-            stack[-1].append((kind, cond))
-        elif kind == b"endif" and stack:
-            stack.pop()
+    stack = chains_open_at(data, start)
     if not stack:
         return []
     # Whether each open chain closes after the declaration with no other branch: scan on from its end.

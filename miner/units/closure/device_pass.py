@@ -9,7 +9,7 @@ fails the unit and not the original (the unit's failure is the miner's, not a re
 
 from __future__ import annotations
 
-from miner.units.closure.arch_branches import _DIRECTIVE, _host_value
+from miner.units.closure.arch_branches import _host_value, chains_open_at
 from miner.units.closure.context import TUContext
 
 
@@ -17,17 +17,8 @@ def _host_skips(data: bytes, offset: int) -> bool:
     """Whether nvcc's host pass skips the line at `offset`: a branch around it is false there (`#if
     defined(__CUDA_ARCH__)`, `#ifdef __CUDA_ARCH__`), or an earlier branch of its chain is true there (the `#else` of
     `#ifndef __CUDA_ARCH__`). Conditions on other macros count as taken."""
-    stack: list[list[tuple[bytes, bytes]]] = []
-    for m in _DIRECTIVE.finditer(data, 0, offset):
-        kind, cond = m.group(1), m.group(2)
-        if kind in (b"if", b"ifdef", b"ifndef"):
-            stack.append([(kind, cond)])
-        elif kind in (b"elif", b"else") and stack:
-            stack[-1].append((kind, cond))
-        elif kind == b"endif" and stack:
-            stack.pop()
     return any(_host_value(*branches[-1]) is False or any(_host_value(k, c) is True for k, c in branches[:-1])
-               for branches in stack)
+               for branches in chains_open_at(data, offset))
 
 
 def device_only_include(ctx: TUContext, path: str) -> tuple[str, int] | None:
