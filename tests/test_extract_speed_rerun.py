@@ -145,3 +145,31 @@ def test_render_all_keeps_the_order(monkeypatch):
     assert [m["job"] for m in forked] == jobs and stages._RENDER == []
     assert any(m["pid"] != __import__("os").getpid() for m in forked)
     assert [m["job"] for m in stages._render_all(jobs[:3], 2)] == jobs[:3]  # too few: in this process
+
+
+def _c_declared_by_search(raw: bytes, name: str) -> bool:
+    """The search per name that `Mentions._c_declared`'s per-file index replaced (quadratic in an `extern "C" {`
+    block's length: the lazy block match retried at every position, once per kernel name)."""
+    return re.search(rb'extern\s*"C"\s*(?:\{[^}]*?)?[^;{}]*?\(?\s*\b' + re.escape(name.encode())
+                     + rb"\s*\)?\s*\(", raw) is not None
+
+
+def test_c_declaration_index_answers_what_the_search_answered():
+    texts = [
+        b'extern "C" void step(float *);\nvoid other(int);\n',
+        b'extern "C" void (step)(float *);\n',
+        b'extern "C" {\n  void a(int);\n  int (b)(float);\n}\nvoid c(int);\nextern "C" {\n}\n',
+        b'extern "C" { struct S { int x; }; void after_brace(int); }\n',
+        b'extern "C"\n__global__ void k1(int *x) { k2(); }\nextern "C" int v;\n',
+        b'void f(); // extern "C" g(\nextern "C" typedef void (*fp)(int);\n',
+        b'extern "C" {\n' + b"".join(b"__global__ void kern%d(float *p, int n);\n" % i for i in range(300)) + b"}\n",
+    ]
+    names = ["step", "other", "a", "b", "c", "S", "after_brace", "k1", "k2", "v", "f", "g", "fp", "kern0", "kern299",
+             "kern300", "float", "absent"]
+    for i, raw in enumerate(texts):
+        m = Mentions([(f"/p/{i}.cu", raw)])
+        for name in names:
+            assert m._sees_c_declaration(f"/p/{i}.cu", name) == _c_declared_by_search(raw, name), (i, name)
+    # through the include graph: a file declares nothing itself, the header it includes does
+    m = Mentions([("/p/h.h", texts[0]), ("/p/u.cpp", b'#include "h.h"\n')], includes={"/p/u.cpp": {"/p/h.h"}})
+    assert m._sees_c_declaration("/p/u.cpp", "step") and not m._sees_c_declaration("/p/u.cpp", "other")

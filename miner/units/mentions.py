@@ -19,6 +19,10 @@ _STATEMENT_START = re.compile(rb"[;{}]")
 _WORD = re.compile(rb"\w+")
 _EXTERN_C = re.compile(rb'\bextern\s*"C"')
 _EXTERN_C_BLOCK = re.compile(rb'\bextern\s*"C"\s*\{[^{}]*$')
+_BLOCK_OPEN = re.compile(rb"\s*\{")
+_STATEMENT_END = re.compile(rb"[;{}]")
+# A word that a `(` follows, a `)` possibly between (`(step)(`): a function's declarator.
+_CALLED_WORD = re.compile(rb"\b(\w+)\s*\)?\s*\(")
 
 
 def _blank(m: re.Match[bytes]) -> bytes:
@@ -39,6 +43,7 @@ class Mentions:
         self._reach: dict[str, set[str]] = {}
         self._files_of: dict[bytes, list[str]] | None = None
         self._dead: dict[str, list[tuple[int, int]]] = {}
+        self._c_names: dict[str, frozenset[bytes]] = {}
 
     def _with_word(self, word: bytes) -> list[str]:
         """The files whose raw text has `word` (letters, digits, `_`) as a whole word, in file order. A name
@@ -77,12 +82,33 @@ class Mentions:
     def _sees_c_declaration(self, path: str, name: str) -> bool:
         """Whether `path`, or a project file it includes, declares `name` as an `extern "C"` function (alone or
         in an `extern "C" {` block, the name possibly parenthesized: `extern "C" void (step)(float *);`)."""
-        decl = re.compile(rb'extern\s*"C"\s*(?:\{[^}]*?)?[^;{}]*?\(?\s*\b' + re.escape(name.encode())
-                          + rb"\s*\)?\s*\(")
+        word = name.encode()
         if self._includes is None or path not in self._includes:
-            return decl.search(self._raw.get(path, b"")) is not None
+            return word in self._c_declared(path)
         self._sees(path, "")  # (fills the reach of `path`)
-        return any(decl.search(self._raw.get(q, b"")) is not None for q in self._reach.get(path, {path}))
+        return any(word in self._c_declared(q) for q in self._reach.get(path, {path}))
+
+    def _c_declared(self, path: str) -> frozenset[bytes]:
+        """The names `path` declares `extern "C"`, read once per file: each word followed by `(` (a `)` between
+        allowed) in the declaration after an `extern "C"` (up to its `;`, `{` or `}`), or in an `extern "C" {`
+        block up to the block's first `}`. A search per name and file instead scanned every block again for
+        every kernel of C linkage (quadratic on a driver-API library whose kernels all sit in such blocks)."""
+        found = self._c_names.get(path)
+        if found is None:
+            raw = self._raw.get(path, b"")
+            names: set[bytes] = set()
+            for m in _EXTERN_C.finditer(raw):
+                block = _BLOCK_OPEN.match(raw, m.end())
+                if block is not None:
+                    close = raw.find(b"}", block.end())
+                    region = raw[block.end():len(raw) if close < 0 else close]
+                else:
+                    start = m.end()
+                    stop = _STATEMENT_END.search(raw, start)
+                    region = raw[start:len(raw) if stop is None else stop.start()]
+                names.update(_CALLED_WORD.findall(region))
+            found = self._c_names[path] = frozenset(names)
+        return found
 
     def uses(self, name: str, definition: tuple[str, int, int], c_linkage: bool = False) -> list[tuple[str, int]]:
         """(path, line) of each place that names `name` outside its definition and outside a `__global__`
