@@ -52,3 +52,42 @@ def test_an_importable_extension_still_counts_beside_a_shell_script(tmp_path: Pa
     (other / "compile.sh").write_text("nvcc -std=c++20 --shared other.cu -o libother.so\n")
     found = build_flags.find(str(other / "scale.cu"), str(tmp_path))
     assert found is not None and found["from"] == ["other/setup.py"] and "-std=c++20" not in found["nvcc"], found
+
+
+@pytest.fixture(scope="module")
+def cmake_function_define(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind23/cmake_function_define")
+
+
+@_nvcc
+def test_a_define_given_through_a_cmake_function_of_the_project_reaches_the_cuda_translation_unit(
+        cmake_function_define: dict[str, Any]) -> None:
+    """The CMakeLists gives every switch through a function of its own (`config_switch(VAR VALUE)` wrapping
+    `target_compile_definitions(... ${VAR}=${VALUE})`), `BUILD_GPU 1` under `if (ENABLE_CUDA OR ENABLE_HIP)` (the GPU
+    build, CUDA's included) and `BUILD_GPU 0` in its else. The `.cpp` the build compiles as CUDA includes the kernels'
+    header under `#if BUILD_GPU`, after the header defining the kernels' `FIXED_OR_RUNTIME` macro. With
+    `BUILD_GPU=1` the `.cpp` is the kernel's translation unit: its launches are read, the header's `#error` and the
+    macro's names are no failure, and both launched instantiations build."""
+    m = only_meta(cmake_function_define, "flip_bits_kernel")
+    assert "-DBUILD_GPU=1" in m["build_flags"]["nvcc"] and "-DAMP_PRECISION=2" in m["build_flags"]["nvcc"], \
+        m["build_flags"]
+    assert m["parse_context"]["translation_unit"] == "src/backend.cpp", m["parse_context"]
+    assert {launch["launcher"] for launch in m["launches"]} == {"flip_bits"}, m["launches"]
+    assert sorted(i["args"] for i in m["instantiations"]) == [["-1"], ["2"]], m["instantiations"]
+    assert set(build_statuses(m).values()) == {"ok"}, m["instantiations"]
+
+
+@pytest.fixture(scope="module")
+def make_continued(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind23/make_continued")
+
+
+@_nvcc
+def test_a_make_variable_continued_over_lines_gives_its_defines(make_continued: dict[str, Any]) -> None:
+    """The Makefile writes its value types one define a line (`FE_TYPES = \\`, `-DFE_SCALAR=double \\`,
+    `-DFE_ORDINAL=int`) and passes `$(FE_TYPES)` through `CPPFLAGS` to nvcc; the kernel's header uses `FE_SCALAR`
+    with no default of its own. Read as make reads it (continued lines joined), the build gives both defines, the
+    launch's `FE_ORDINAL` is `int`, and the unit builds."""
+    m = only_meta(make_continued, "weigh_kernel")
+    assert {"-DFE_SCALAR=double", "-DFE_ORDINAL=int", "-DUSE_ELL"} <= set(m["build_flags"]["nvcc"]), m["build_flags"]
+    assert build_statuses(m) == {"int": "ok"}, m["instantiations"]

@@ -36,7 +36,15 @@ import re
 import tokenize
 from typing import Any
 
-from miner.source import cmake_modules, cmake_version, make_vars, py_build, shell_builds, torch_flag_removal
+from miner.source import (
+    cmake_functions,
+    cmake_modules,
+    cmake_version,
+    make_vars,
+    py_build,
+    shell_builds,
+    torch_flag_removal,
+)
 from miner.source.flag_spelling import normal, std_flag, uncommented
 
 # torch.utils.cpp_extension.COMMON_NVCC_FLAGS, which every CUDAExtension / load() build passes first.
@@ -250,6 +258,7 @@ def _cmake_defines(code: str, variables: dict[str, str] | None = None, directory
     passed in (`target_compile_definitions(${target} ...)`), not those of a target it names (a vendored
     library's own `STB_IMAGE_IMPLEMENTATION`)."""
     variables = variables or {}
+    code = cmake_functions.expanded(code)  # a call of the file's own function that gives definitions
     raw: list[str] = []
     hip_on_nvcc = bool(_HIP_ON_NVCC.search(code))
     branches = _Branches(hip_on_nvcc)
