@@ -91,3 +91,23 @@ def test_a_make_variable_continued_over_lines_gives_its_defines(make_continued: 
     m = only_meta(make_continued, "weigh_kernel")
     assert {"-DFE_SCALAR=double", "-DFE_ORDINAL=int", "-DUSE_ELL"} <= set(m["build_flags"]["nvcc"]), m["build_flags"]
     assert build_statuses(m) == {"int": "ok"}, m["instantiations"]
+
+
+@pytest.fixture(scope="module")
+def make_include_order(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind23/make_include_order")
+
+
+@_nvcc
+def test_the_makefiles_include_folders_decide_which_copy_of_a_header_the_translation_unit_reads(
+        make_include_order: dict[str, Any]) -> None:
+    """Two versions of one program lie side by side (`serial/` and `gpu/`, each with a `driver.hpp`; `box.hpp` in
+    `serial/` and `utils/`). `gpu/main.cu` includes `<box.hpp>` and `<driver.hpp>`; its Makefile passes `-I.
+    -I../utils`. Read in that order, `main.cu` includes the GPU `driver.hpp` and is the translation unit of the kernel
+    its `scale_ops.hpp` defines: the launch in `scale_vec<VecPOD<double>>` gives the class argument (not an inferred
+    `float`, which names no `ScalarType`), and the unit builds."""
+    m = only_meta(make_include_order, "scale_vec_kernel")
+    assert m["parse_context"]["translation_unit"] == "gpu/main.cu", m["parse_context"]
+    [inst] = m["instantiations"]
+    assert inst["origin"] != "inferred" and "double" in " ".join(inst["args"]), inst
+    assert inst["build"]["status"] == "ok", inst["build"]
