@@ -111,3 +111,23 @@ def test_the_makefiles_include_folders_decide_which_copy_of_a_header_the_transla
     [inst] = m["instantiations"]
     assert inst["origin"] != "inferred" and "double" in " ".join(inst["args"]), inst
     assert inst["build"]["status"] == "ok", inst["build"]
+
+
+@pytest.fixture(scope="module")
+def feature_chain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind23/feature_chain")
+
+
+@_nvcc
+def test_a_translation_units_feature_chain_ending_in_error_is_parsed_in_its_first_branch(
+        feature_chain: dict[str, Any]) -> None:
+    """`api/field_api.cu` chooses the field its kernels compute with by the consumer's define (`#if
+    defined(FEATURE_SMALL_PRIME)` one header, `#elif defined(FEATURE_LARGE_PRIME)` another, `#else #error "no
+    FEATURE"`), then includes the kernels' header, which names `fr_t`. No project file defines either switch: the
+    kernels are parsed through that unit with the chain's first branch on (the unit records and defines
+    `FEATURE_SMALL_PRIME`), and both build."""
+    for name in ("square_kernel", "fold_kernel"):
+        m = only_meta(feature_chain, name)
+        assert m["parse_context"]["translation_unit"] == "api/field_api.cu", m["parse_context"]
+        assert "FEATURE_SMALL_PRIME" in m["parse_context"]["defines"], m["parse_context"]
+        assert set(build_statuses(m).values()) == {"ok"}, m["instantiations"]
