@@ -131,3 +131,20 @@ def test_a_translation_units_feature_chain_ending_in_error_is_parsed_in_its_firs
         assert m["parse_context"]["translation_unit"] == "api/field_api.cu", m["parse_context"]
         assert "FEATURE_SMALL_PRIME" in m["parse_context"]["defines"], m["parse_context"]
         assert set(build_statuses(m).values()) == {"ok"}, m["instantiations"]
+
+
+@pytest.fixture(scope="module")
+def member_call_view(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind23/member_call_view")
+
+
+@_nvcc
+def test_a_kernel_parameter_given_a_member_calls_result_is_not_the_launchers_same_named_parameter(
+        member_call_view: dict[str, Any]) -> None:
+    """`scale<Vector>(const Vector &x, ...)` launches `scale_view_kernel<<<32, 128>>>(x.getPOD(), alpha)`, the kernel
+    taking `const Vector x` (its own template parameter, named like the launcher's). The argument is what `getPOD()`
+    returns (a `VectorView<double>` for the launcher's `HostVector<double>`), so the launcher's `Vector` is not the
+    kernel's: the instantiation is the deduced view, and it builds (with `HostVector<double>` it had no member `n`)."""
+    m = only_meta(member_call_view, "scale_view_kernel")
+    assert [i["args"] for i in m["instantiations"]] == [["VectorView<double>"]], m["instantiations"]
+    assert set(build_statuses(m).values()) == {"ok"}, m["instantiations"]
