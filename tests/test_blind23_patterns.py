@@ -148,3 +148,21 @@ def test_a_kernel_parameter_given_a_member_calls_result_is_not_the_launchers_sam
     m = only_meta(member_call_view, "scale_view_kernel")
     assert [i["args"] for i in m["instantiations"]] == [["VectorView<double>"]], m["instantiations"]
     assert set(build_statuses(m).values()) == {"ok"}, m["instantiations"]
+
+
+def test_a_cmake_modules_function_called_elsewhere_keeps_the_definitions_it_gives(tmp_path: Path) -> None:
+    """The expansion of a project's CMake functions at their calls leaves a function the file defines and does not
+    call as written: a module's `add_gpu_library(name ...)` (called by other folders' CMakeLists) gives every target
+    passed in `target_compile_definitions(${name} PUBLIC GPU_LIB_BUILD=1)`, which the module reader keeps."""
+    (tmp_path / "cmake").mkdir()
+    (tmp_path / "cmake" / "gpu_setup.cmake").write_text(
+        "function(add_gpu_library name)\n  add_library(${name} ${ARGN})\n"
+        "  target_compile_definitions(${name} PUBLIC GPU_LIB_BUILD=1)\nendfunction()\n")
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(p LANGUAGES CXX CUDA)\ninclude(cmake/gpu_setup.cmake)\n"
+        "add_subdirectory(lib)\n")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "CMakeLists.txt").write_text("add_gpu_library(core k.cu)\n")
+    (tmp_path / "lib" / "k.cu").write_text("__global__ void k() {}\n")
+    found = build_flags.find(str(tmp_path / "lib" / "k.cu"), str(tmp_path))
+    assert found is not None and "-DGPU_LIB_BUILD=1" in found["nvcc"], found

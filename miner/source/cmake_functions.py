@@ -13,7 +13,8 @@ Read as text, the definition inside the function names only `${VAR}=${VALUE}` an
 reader knows: `COMPILE_CUDA=1` was lost, and with it the `#if COMPILE_CUDA` that includes the kernels' header into
 the translation unit that launches them. `expanded` replaces each call of such a function (one whose body gives a
 definition) by its body with the parameters (`${VAR}`, `${ARGV0}`, `${ARGN}`) substituted, and drops the
-definitions themselves, so the call's place (inside its `if`) decides whether the definition counts.
+definitions themselves, so the call's place (inside its `if`) decides whether the definition counts. A function the
+file defines and does not call (a module's helper other files call) is left as written.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ def expanded(code: str) -> str:
         if _GIVES_DEFINE.search(m.group(4)):
             # (of two definitions of one name in the branches of an `if`, the first: both give the same names)
             functions.setdefault(m.group(2).lower(), (m.group(3).split(), m.group(4)))
+    # Only functions this file calls: a module's function that other files call (`add_cuda_library(...)`) stays as
+    # written, where the module reader takes its body's definitions as given to every target passed in.
+    rest = _DEFINITION.sub("", code)
+    functions = {n: f for n, f in functions.items() if re.search(r"(?<![\w$])" + re.escape(n) + r"\s*\(", rest, re.I)}
     if not functions:
         return code
     out = _DEFINITION.sub(lambda m: "" if m.group(2).lower() in functions else m.group(0), code)
