@@ -36,7 +36,15 @@ import re
 import tokenize
 from typing import Any
 
-from miner.source import cmake_modules, cmake_version, make_vars, py_build, torch_flag_removal
+from miner.source import (
+    cmake_functions,
+    cmake_modules,
+    cmake_version,
+    make_vars,
+    py_build,
+    shell_builds,
+    torch_flag_removal,
+)
 from miner.source.flag_spelling import normal, std_flag, uncommented
 
 # torch.utils.cpp_extension.COMMON_NVCC_FLAGS, which every CUDAExtension / load() build passes first.
@@ -250,6 +258,7 @@ def _cmake_defines(code: str, variables: dict[str, str] | None = None, directory
     passed in (`target_compile_definitions(${target} ...)`), not those of a target it names (a vendored
     library's own `STB_IMAGE_IMPLEMENTATION`)."""
     variables = variables or {}
+    code = cmake_functions.expanded(code)  # a call of the file's own function that gives definitions
     raw: list[str] = []
     hip_on_nvcc = bool(_HIP_ON_NVCC.search(code))
     branches = _Branches(hip_on_nvcc)
@@ -377,8 +386,30 @@ _MAKEFILES = ("Makefile", "makefile", "GNUmakefile")
 
 
 def _is_build_file(name: str) -> bool:
-    return (name == "CMakeLists.txt" or name.endswith((".cmake", ".mk")) or name in _MAKEFILES
+    return (name == "CMakeLists.txt" or name.endswith((".cmake", ".mk", ".sh")) or name in _MAKEFILES
             or _BUILD_PY.match(name) is not None)
+
+
+def _python_names(text: str, rel: str) -> bool:
+    """Whether an extension call of a Python build script's text names the source at `rel`."""
+    return bool(_other_extensions(text, rel)) or (_PY_TORCH.search(text) is not None
+                                                  and any(_names_file(s, rel) for s in _call_strings(text)))
+
+
+def _call_strings(text: str) -> list[str]:
+    """The string literals of a Python script's extension calls."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if name in _EXTENSION_CALLS:
+                out += [c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+    return out
 
 
 @functools.cache
@@ -392,27 +423,42 @@ def _build_files(folder: str) -> tuple[str, ...] | None:
 
 
 def _folder_flags(folder: str, root: str, rel: str = "") -> tuple[tuple[str, ...], tuple[str, ...],
-                                                                   tuple[tuple[str, str], ...]] | None:
-    """(flags, build files read, where each -D is written) of one folder for the source at `rel` below
-    it, None when it holds no build file."""
+                                                                   tuple[tuple[str, str], ...], tuple[str, ...]] | None:
+    """(flags, build files read, where each -D is written, Python build scripts a shell script's nvcc line
+    overrules) of one folder for the source at `rel` below it, None when it holds no build file."""
     names = _build_files(folder)
     if not names:
         return None
-    if not any(_BUILD_PY.match(n) for n in names):
-        rel = ""  # only the Python build code reads which source asks: one answer for the folder
+    if not any(_BUILD_PY.match(n) or n.endswith(".sh") for n in names):
+        rel = ""  # only the Python build code and shell scripts read which source asks: one answer for the folder
     return _folder_flags_of(folder, root, rel, names)
 
 
 @functools.cache
 def _folder_flags_of(folder: str, root: str, rel: str, names: tuple[str, ...]
-                     ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...]] | None:
+                     ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...], tuple[str, ...]] | None:
     flags: list[str] = []
     used: list[str] = []
     where: dict[str, str] = {}
+    source = os.path.join(folder, rel) if rel else ""
+    # A shell script's nvcc line that names the source is a build description of it (shell_builds); beside one, a
+    # Python build script counts only where an importable extension of it names the source too.
+    commands = {n: shell_builds.names(os.path.join(folder, n), source) for n in names if n.endswith(".sh") and source}
+    by_shell = any(commands.values())
+    dropped: list[str] = []
     for name in names:
         path = os.path.join(folder, name)
-        if name == "CMakeLists.txt" or name.endswith(".cmake"):
-            got: list[str] | None = _from_cmake(_read(path), cmake_cache_defaults(root))
+        got: list[str] | None
+        if name.endswith(".sh"):
+            if not commands.get(name):
+                continue  # a script that runs no nvcc on this source says nothing about it
+            got = [t for cmd in commands[name] for t in tokens(cmd)]
+        elif by_shell and _BUILD_PY.match(name) and (
+                not _python_names(_read(path), rel) or shell_builds.unloadable_extension(path, source)):
+            dropped.append(os.path.relpath(path, root))
+            continue
+        elif name == "CMakeLists.txt" or name.endswith(".cmake"):
+            got = _from_cmake(_read(path), cmake_cache_defaults(root))
         elif name in _MAKEFILES or name.endswith(".mk"):
             got = _from_make(path) or None  # a Makefile that gives nvcc nothing is no CUDA build file
         elif _BUILD_PY.match(name):
@@ -429,7 +475,7 @@ def _folder_flags_of(folder: str, root: str, rel: str, names: tuple[str, ...]
         for f in got:
             if f.startswith("-D") and not f.startswith("-D__CUDA_NO_"):
                 where.setdefault(f, os.path.relpath(path, root))
-    return (tuple(flags), tuple(used), tuple(where.items())) if used else None
+    return (tuple(flags), tuple(used), tuple(where.items()), tuple(dropped)) if used else None
 
 
 def _inherited_cmake_defines(folder: str, stop: str) -> list[tuple[str, str]]:
@@ -515,6 +561,7 @@ def find(path: str, stop: str) -> dict[str, Any] | None:
     flags: list[str] = []
     used: list[str] = []
     where: dict[str, str] = {}
+    dropped: set[str] = set()
     d = os.path.dirname(real)
     while True:
         got = _folder_flags(d, stop, os.path.relpath(real, d).replace(os.sep, "/"))
@@ -522,6 +569,7 @@ def find(path: str, stop: str) -> dict[str, Any] | None:
             flags += got[0]
             used += [os.path.relpath(os.path.join(d, u), stop) for u in got[1]]
             where.update(got[2])
+            dropped.update(got[3])
             # A CMakeLists.txt that only lists the sources (`add_library(x ${SOURCES})`, with
             # `target_compile_options(x PRIVATE ${CUDA_NVCC_FLAGS})`) takes its flags from the parent
             # folder's, which set the variable: the walk goes on up to a build file that gives some.
@@ -557,6 +605,8 @@ def find(path: str, stop: str) -> dict[str, Any] | None:
             used += [rel] if defines and rel not in used else []
     if real.startswith(stop + os.sep):
         evaluated, scopes = py_build.source_flags(stop, real)
+        if dropped and all(re.split(r" \(|:\d+$", sc)[0] in dropped for sc in scopes):
+            evaluated, scopes = [], []  # only extensions a shell script's nvcc line overrules name the file
         more, at = _evaluated(evaluated, stop)
         if scopes and not flags:
             # a builder class or extension call: a torch extension build, less what its script removes

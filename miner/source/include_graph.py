@@ -7,7 +7,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from miner.source import cmake_includes
+from miner.source import cmake_includes, make_includes
 from miner.source.discover import SourceFile
 from miner.units.headers import STD_HEADERS, SYSTEM_HEADERS, is_toolkit_header, toolkit_lacks
 
@@ -112,11 +112,17 @@ def build(files: list[SourceFile], include_dirs: list[str], roots: frozenset[str
                 # The include folders the project's CMake build gives this folder (source.cmake_includes), before
                 # any guess by tail: of a library vendored twice, the copy the build includes.
                 top = next((r for r in roots if here == r or here.startswith(r + os.sep)), None)
-                for d in cmake_includes.include_folders(here, top):
+                folders = cmake_includes.include_folders(here, top)
+                # else the `-I` folders of the Makefile that compiles the folder's sources (source.make_includes)
+                by_make = not folders
+                folders = folders or make_includes.include_folders(here, top)
+                for d in folders:
                     cand = resolve(d, name)
                     if cand is not None and cand in by_path:
                         found = cand
-                        if add_dir(f.path, d) and len(by_tail.get(os.path.basename(name), [])) > 1:
+                        # (a Makefile's folders all, in its order: the parse searches them as its command line does)
+                        added = [add_dir(f.path, x) for x in (folders if by_make else (d,))]
+                        if any(added) and len(by_tail.get(os.path.basename(name), [])) > 1:
                             graph.chose.add(f.path)  # its own dirs first: the other copy is an auto dir too
                         break
             if found is None and not _system_header(name):

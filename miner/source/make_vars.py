@@ -29,7 +29,7 @@ def lines(path: str, read: Callable[[str], str], variables: dict[str, str], dept
     include whose name, expanded with `variables` as assigned so far, is a file beside the top Makefile's
     folder or the including one's). The caller assigns as it goes (`assign`), so a later include sees them."""
     folder = os.path.dirname(path)
-    for raw in read(path).splitlines():
+    for raw in _joined(read(path)):
         line = raw.split("#", 1)[0].rstrip()
         m = _INCLUDE.match(line)
         if m is None or depth >= _MAX_DEPTH:
@@ -41,6 +41,26 @@ def lines(path: str, read: Callable[[str], str], variables: dict[str, str], dept
             target = name if os.path.isabs(name) else os.path.join(folder, name)
             if os.path.isfile(target):
                 yield from lines(target, read, variables, depth + 1)
+
+
+def _joined(text: str) -> list[str]:
+    """The Makefile's logical lines: a line ending in `\\` goes on in the next, as make reads it (`TYPES = \\`,
+    then `-DSCALAR=double \\` and `-DORDINAL=int` on lines of their own: read line by line, the variable was `\\`
+    and its defines were lost). A recipe line keeps its break (the shell's continuation), read here as one line."""
+    out: list[str] = []
+    pending: str | None = None
+    for raw in text.splitlines():
+        if pending is not None:
+            raw = pending + " " + raw.lstrip()
+        body = raw.rstrip()
+        if body.endswith("\\") and not body.endswith("\\\\"):
+            pending = body[:-1].rstrip()
+            continue
+        pending = None
+        out.append(raw)
+    if pending is not None:
+        out.append(pending)
+    return out
 
 
 _RULE = re.compile(r"^[^\t#:=\s][^=]*?:(?![=:])")  # `target: prereqs` (not `X := v`, `X ::= v`)

@@ -119,6 +119,20 @@ _PLATFORM_WORD = re.compile(r"^(?:\w+_)?(cuda|hip|rocm)(?:_found|_home|_availabl
                             r"|_backend|_?config)?$", re.I)
 
 
+_OR = re.compile(r"\bOR\b|\bor\b|\|\|")
+
+
+def _cuda_alternative(condition: str) -> bool:
+    """A disjunction (no conjunction) one alternative of which is a CUDA switch (`if (ENABLE_CUDA OR ENABLE_HIP)`,
+    the GPU build's test of a project that builds one code for both): it holds in the CUDA build. Read as HIP's, the
+    `COMPILE_CUDA=1` it defines was lost."""
+    if re.search(r"\bAND\b|\band\b|&&", condition) or not _OR.search(condition):
+        return False
+    body = re.sub(r"^\s*(?:NOT\b|not\b|!)", "", condition)
+    words = [_PLATFORM_WORD.match(a.strip(" ()")) for a in _OR.split(body)]
+    return any(m is not None and m.group(1).lower() == "cuda" for m in words)
+
+
 def platform_of(condition: str) -> str | None:
     """"cuda" when a build condition holds in the CUDA build (`WITH_CUDA`, `not torch.version.hip`), "hip"
     when in the HIP one, None when it says nothing of the platform (an option, a compiler, a version)."""
@@ -127,6 +141,8 @@ def platform_of(condition: str) -> str | None:
     if not words or re.search(r"\bis\s+None\b|\bNOT\s+DEFINED\b", condition):
         return None
     side = "hip" if any(w in ("hip", "rocm") for w in words) else "cuda"
+    if side == "hip" and _cuda_alternative(condition):
+        side = "cuda"
     return ({"cuda": "hip", "hip": "cuda"}[side]) if neg else side
 
 

@@ -91,7 +91,8 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
                 kargs = [a for a in children if a is not callee and a is not cfg]
                 deduced = _deduce(t, kargs, host, lambda_overrides(st, kargs, host_key))
                 own_names = [p.spelling for p in _tparams(t)]
-                if not deduced and own_names and all(n in host for n in own_names):
+                if (not deduced and own_names and all(n in host for n in own_names)
+                        and not _converted_whole(t, [_src(ctx, a) for a in kargs], own_names)):
                     # Argument types the parse leaves dependent (`make_view(this->cams())` in an out-of-line
                     # method of `Base<Model>`) match nothing; a kernel whose every template parameter is
                     # named like one of the launching template's is taken to receive that parameter.
@@ -120,6 +121,22 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
             _record_aliases(st, launch, r)
         _values(ctx, launch, fn, call)
         st.launches.append(launch)
+
+
+_MEMBER_CALL = re.compile(r"^[\w:]+(?:\.|->)\w+\s*\(.*\)$", re.S)
+
+
+def _converted_whole(kernel: ci.Cursor, args: list[str], names: list[str]) -> bool:
+    """Whether a kernel parameter whose whole type is one of its template parameters (`const Vector x`) receives a
+    member call's result (`x.getPOD()` of the launcher's `const Vector &x`): what the call returns is another type (a
+    plain view of the object), so the launcher's same-named parameter is not the kernel's. Taken for it, the launch
+    of `dot<Vector>` instantiated `dot_kernel<Vector<double, int, int>>`, which has none of the view's members."""
+    params = [c for c in kernel.get_children() if c.kind == K.PARM_DECL]
+    for p, text in zip(params, args, strict=False):
+        whole = re.sub(r"\b(?:const|volatile)\b|[\s&]", "", p.type.spelling)
+        if whole in names and _MEMBER_CALL.match(text.strip()):
+            return True
+    return False
 
 
 def _local_variable(callee: ci.Cursor) -> ci.Cursor | None:
