@@ -20,6 +20,8 @@ _WORD = re.compile(rb"\w+")
 _EXTERN_C = re.compile(rb'\bextern\s*"C"')
 _EXTERN_C_BLOCK = re.compile(rb'\bextern\s*"C"\s*\{[^{}]*$')
 _BLOCK_OPEN = re.compile(rb"\s*\{")
+# The driver API's (and HIP's) lookups of a kernel in a module by its symbol name.
+_LOADS_BY_NAME = re.compile(rb"\b(?:cuModuleGetFunction|cuLibraryGetKernel|hipModuleGetFunction)\b")
 _STATEMENT_END = re.compile(rb"[;{}]")
 # A word that a `(` follows, a `)` possibly between (`(step)(`): a function's declarator.
 _CALLED_WORD = re.compile(rb"\b(\w+)\s*\)?\s*\(")
@@ -142,6 +144,23 @@ class Mentions:
                 out.append((path, text.count(b"\n", 0, m.start()) + 1))
         return out
 
+
+    def loaded_by_name(self, name: str) -> list[tuple[str, int]]:
+        """(path, line) of each string literal `"name"` in a file that looks kernels up in a module by name
+        (`cuModuleGetFunction(&f, module, "name")`, or a project helper called with the name in such a file): the
+        driver API loads the kernel from a module at run time and launches it through the handle, so the sources
+        name it only in a string, which `uses` leaves out."""
+        lit = b'"' + name.encode() + b'"'
+        out = []
+        for path, raw in self._raw.items():
+            if lit not in raw or _LOADS_BY_NAME.search(raw) is None:
+                continue
+            clean = _COMMENT_OR_STRING.sub(lambda m: m.group(0) if m.group(0) == lit else _blank(m), raw)
+            at = clean.find(lit)
+            while at >= 0:
+                out.append((path, clean.count(b"\n", 0, at) + 1))
+                at = clean.find(lit, at + 1)
+        return out
 
     def disabled(self, path: str, line: int) -> bool:
         """Whether `line` of `path` lies in code that a literal `#if 0` (or the `#else` of a literal `#if 1`)
