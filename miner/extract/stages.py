@@ -132,7 +132,9 @@ def _configure(run: CudaRun) -> None:
     run.config = ParseConfig(include_dirs=run.include_dirs + graph.auto_include_dirs,
                              defines=[*run.opts.defines, *(f"{m}={v}" for m, v in run.disc.kernel_macros.items()
                                                            if not any(d.partition("=")[0] == m
-                                                                      for d in run.opts.defines))],
+                                                                      for d in run.opts.defines)),
+                                      *(n for n in run.disc.kernel_switches()
+                                        if not any(d.partition("=")[0] == n for d in run.opts.defines))],
                              per_file_args=run.per_file,
                              context=frozenset(f.path for f in extra),
                              args_of={p: a for p, fl in flags_of.items()
@@ -143,6 +145,9 @@ def _configure(run: CudaRun) -> None:
                                   if (f.has_kernel or os.path.splitext(f.path)[1].lower() in include_graph.TU_SUFFIXES)
                                   and (dirs := graph.include_dirs_of(f.path))}
     _header_wheels(run, files + extra, graph)
+    if run.disc.kernel_switches():
+        run.report.notes.append(f"defined for every parse: {', '.join(run.disc.kernel_switches())} (the switch whose "
+                                f"branch defines the project's kernel qualifier macro as __global__)")
     switches = sorted({n for names in run.config.defines_of.values() for n in names if "=" not in n})
     if switches:
         run.report.notes.append(f"defined for the translation units whose explicit instantiations they guard "

@@ -7,5 +7,6 @@
   provenance     git remote, commit and SPDX license of the kernel's repository
   missing_headers  build values that switch a conditional off a header found nowhere (`OPENFST_VER=10800`)
   cmake_version  CMake conditions on the CUDA toolkit's version, decided for the installed nvcc
-  qualifier_macros  kernel qualifier macros nothing defines (`GLOBALQUALIFIER void k(`), told by the launches
+  qualifier_macros  kernel qualifier macros nothing defines (`GLOBALQUALIFIER void k(`), told by the launches, and
+                    those one framework branch defines as __global__ (`#ifdef CUDA`), with that branch's switch
 """

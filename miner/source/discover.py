@@ -40,6 +40,13 @@ class Discovery:
     roots: list[str] = field(default_factory=list)  # directories given (for include resolution)
     # Kernel qualifier macros nothing defines -> what they stand for (`GLOBALQUALIFIER` -> `__global__`).
     kernel_macros: dict[str, str] = field(default_factory=dict)
+    # Kernel qualifier macros the project defines as `__global__` -> the switch whose branch defines them (None:
+    # none needed), miner.source.qualifier_macros.defined_qualifiers.
+    defined_kernel_macros: dict[str, str | None] = field(default_factory=dict)
+
+    def kernel_switches(self) -> list[str]:
+        """The names to define so that every defined kernel qualifier macro means `__global__` (`CUDA`)."""
+        return sorted({s for s in self.defined_kernel_macros.values() if s})
 
     def kernel_files(self) -> list[SourceFile]:
         return [f for f in self.files if f.has_kernel]
@@ -169,6 +176,8 @@ def discover(paths: list[str]) -> Discovery:
         unique.setdefault(f.path, f)
     out.files = sorted(unique.values(), key=lambda f: f.path)
     out.kernel_macros = qualifier_macros.kernel_qualifiers(f.data for f in out.files)
+    out.defined_kernel_macros = qualifier_macros.defined_qualifiers(f.data for f in out.files)
+    macros = {**out.kernel_macros, **dict.fromkeys(out.defined_kernel_macros, "__global__")}
     for f in out.files:
-        f.macro_kernels = qualifier_macros.uses(f.data, out.kernel_macros)
+        f.macro_kernels = qualifier_macros.uses(f.data, macros)
     return out

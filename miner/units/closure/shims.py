@@ -77,7 +77,7 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
             if not lacks and m.spelling in unknown_fields:
                 lacks = "a data member of a type the parse could not resolve"
             if lacks:
-                out[(e.start.offset, e.end.offset)] = lacks
+                out[(e.start.offset, _field_end(ctx, m, e.end.offset))] = lacks
             continue
         if m.kind not in _MEMBER_FUNCS or any(ch.kind in _DEVICE_ATTRS for ch in m.get_children()):
             continue
@@ -105,6 +105,29 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
         else:
             out[(_attributes_start(ctx, m, e.start.offset), e.end.offset)] = lacks
     return out
+
+
+def _field_end(ctx: TUContext, field: ci.Cursor, end: int) -> int:
+    """Where a data member left out ends: its extent's end, or, where the parse gave up on its type, the end of
+    its default member initializer. A member of a type the parse could not resolve (`NosuchEnv *env = NULL;`) is
+    an invalid declaration whose extent stops at its name, so cutting the extent alone left `= NULL;` in the
+    class ("expected a declaration"). The cut runs on to the `;` that ends the declaration (itself kept: an
+    empty member declaration), but not past a `,` (a second declarator shares the type) nor out of the class."""
+    text = _blanked(ctx, ctx.norm(field.extent.start.file.name))
+    depth = 0
+    for pos in range(end, min(len(text), end + 4000)):
+        c = text[pos]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            if depth == 0:
+                return end
+            depth -= 1
+        elif depth == 0 and c == ",":
+            return end
+        elif depth == 0 and c == ";":
+            return pos
+    return end
 
 
 def _unknown_type(ctx: TUContext, field: ci.Cursor) -> bool:
