@@ -1,9 +1,12 @@
 """Kernels that the driver API loads from a module by name (`cuModuleGetFunction(&f, module, "name")`) and
 launches through the handle (`cuLaunchKernel`): the sources name them only in a string, so they are not dead
-code (`not_referenced`) but `launch_missing: driver_api`, with the places that name them."""
+code (`not_referenced`): the `cuLaunchKernel` of the handle the lookup filled is the launch, and one looked up but
+never launched is `launch_missing: driver_api`, with the places that name it."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,16 +19,34 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return extract_and_build(tmp_path_factory, "driver_api")
 
 
-def test_a_kernel_looked_up_by_name_in_a_module_is_a_driver_api_launch(dataset: dict[str, Any]) -> None:
+def test_a_kernel_looked_up_by_name_and_never_launched_states_driver_api(dataset: dict[str, Any]) -> None:
+    """`fill_voxels` is looked up (`load_function(FUNC_FILL, "fill_voxels")`) but no `cuLaunchKernel` takes its
+    handle: no launch, and the reason names the lookup."""
     assert dataset["proc"].returncode == 0, dataset["proc"].stdout + dataset["proc"].stderr
-    for name, line in (("fill_voxels", 15), ("scale_voxels", 17)):
-        m = only_meta(dataset, name)
-        assert m["launches"] == []
-        missing = m["launch_missing"]
-        assert missing["reason"] == "driver_api", missing
-        assert missing["mentions"] == [f"volume_host.cpp:{line}"], missing
-        assert f'"{name}"' in missing["detail"]
-        assert [i["build"]["status"] for i in m["instantiations"]] == ["ok"]
+    m = only_meta(dataset, "fill_voxels")
+    assert m["launches"] == []
+    missing = m["launch_missing"]
+    assert missing["reason"] == "driver_api", missing
+    assert missing["mentions"] == ["volume_host.cpp:15"], missing
+    assert '"fill_voxels"' in missing["detail"]
+    assert [i["build"]["status"] for i in m["instantiations"]] == ["ok"]
+
+
+def test_a_cuLaunchKernel_of_the_handle_the_lookup_filled_is_the_launch(dataset: dict[str, Any]) -> None:
+    """`load_function(FUNC_SCALE, "scale_voxels")` fills `functions[FUNC_SCALE]` (FUNC_SCALE is the word no other
+    lookup call holds); `cuLaunchKernel(functions[FUNC_SCALE], (n + 127) / 128, 1, 1, 128, 1, 1, 0, 0, ...)` is
+    its launch, with that configuration, and the host wrapper takes its block."""
+    m = only_meta(dataset, "scale_voxels")
+    assert "launch_missing" not in m, m.get("launch_missing")
+    [launch] = m["launches"]
+    assert (launch["kind"], launch["path"], launch["line"], launch["launcher"]) == \
+        ("cuLaunchKernel", "volume_host.cpp", 22, "scale"), launch
+    assert launch["config"] == {"grid": "(n + 127) / 128", "block": "128", "shared_mem": "0", "stream": "0"}, launch
+    assert launch["values"] == {"block": 128, "shared_mem": 0}, launch
+    [inst] = m["instantiations"]
+    assert inst["build"]["status"] == "ok", inst["build"]
+    wrapper = (Path(dataset["out"]) / m["id"] / inst["host_wrapper"]).read_text(encoding="utf-8")
+    assert re.search(r"\(256, 1, 1, 128, 1, 1, 0, nullptr", wrapper), wrapper  # grid 256 (its default), block 128
 
 
 def test_a_name_only_a_comment_holds_is_still_named_nowhere(dataset: dict[str, Any]) -> None:

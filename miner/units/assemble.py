@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from miner.frontends.model import Kernel
-from miner.units import generated, instantiations, render, vendor_copy, weak_args
+from miner.units import driver_api, generated, instantiations, render, vendor_copy, weak_args
 from miner.units.headers import STD_HEADERS, is_toolkit_header
 from miner.units.launch_unread import config_unread
 from miner.units.mentions import Mentions, launch_missing
@@ -93,6 +93,10 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
         unresolved.append({"symbol": "*", "reason": f"no AST closure: kernel came from the {k.frontend} frontend",
                            "where": f"{_rel(k.path, root)}:{k.start_line}"})
     records = data.launches.get(key, [])
+    if mentions is not None and not any(lc.kind != "reference" for lc in records) \
+            and (loads := mentions.loaded_by_name(k.name)) \
+            and not mentions.uses(k.name, (k.path, k.start_offset, k.end_offset), c_linkage=k.c_linkage):
+        records = [*records, *driver_api.launches(k.name, loads, mentions.files)]
     omitted: list[dict[str, Any]] = []
     insts = instantiations.plan(meta, records, data.explicit.get(k.name, []), omitted=omitted,
                                  kernel_text=text)

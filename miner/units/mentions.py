@@ -47,6 +47,11 @@ class Mentions:
         self._dead: dict[str, list[tuple[int, int]]] = {}
         self._c_names: dict[str, frozenset[bytes]] = {}
 
+    @property
+    def files(self) -> dict[str, bytes]:
+        """path -> raw text of every file of the extraction."""
+        return self._raw
+
     def _with_word(self, word: bytes) -> list[str]:
         """The files whose raw text has `word` (letters, digits, `_`) as a whole word, in file order. A name
         that `uses` matches is one (comments and strings are blanked from a `/` or `"` on, never from a word
