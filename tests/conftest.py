@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.fixture_groups import mark_shared_fixture_groups
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 CORPUS = FIXTURES / "corpus"
@@ -69,6 +71,11 @@ def build_statuses(meta: dict[str, Any]) -> dict[str, str]:
     """Instantiation id -> build status, with the error appended where there is one."""
     return {i["id"]: i["build"]["status"] + (": " + (i["build"].get("error") or "") if i["build"].get("error") else "")
             for i in meta["instantiations"]}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the marks into the test ids
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    mark_shared_fixture_groups(items)
 
 
 @pytest.fixture(scope="session")
