@@ -7,10 +7,13 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.fixture_groups import mark_shared_fixture_groups
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -69,6 +72,23 @@ def build_statuses(meta: dict[str, Any]) -> dict[str, str]:
     """Instantiation id -> build status, with the error appended where there is one."""
     return {i["id"]: i["build"]["status"] + (": " + (i["build"].get("error") or "") if i["build"].get("error") else "")
             for i in meta["instantiations"]}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the marks into the test ids
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    mark_shared_fixture_groups(items)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _children_keep_bytecode() -> Iterator[None]:
+    """Python children the tests start (`python -m miner`, scripts, pool workers) write and reuse the miner's
+    bytecode (`__pycache__`, git-ignored). With PYTHONDONTWRITEBYTECODE=1 in the environment (as on the 2-core
+    machine) every child compiled the ~240 modules it imports again: about a quarter of an `extract --build` of a
+    small fixture's CPU time. What the children compute does not change; children that must not write bytecode
+    (sandboxed test runs, Triton builds) set the variable themselves."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+        yield
 
 
 @pytest.fixture(scope="session")

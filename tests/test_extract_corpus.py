@@ -129,9 +129,14 @@ def test_ids_unique_safe_and_case_insensitive(extracted) -> None:
     assert set(ids) <= dirs
 
 
-def test_ids_stable_across_runs(extracted, corpus_copy: Path, tmp_path: Path) -> None:
-    _, _, second = _extract(tmp_path, "extract", str(corpus_copy))
-    assert {_meta_key(m): m["id"] for m in second} == {_meta_key(m): m["id"] for m in extracted[2]}
+@pytest.fixture(scope="module")
+def default_run(corpus_copy: Path, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """A second run with no options (read-only): one run for the two tests below, not one per test and frontend."""
+    return _extract(tmp_path_factory.mktemp("run-default"), "extract", str(corpus_copy))[2]
+
+
+def test_ids_stable_across_runs(extracted, default_run: list[dict[str, Any]]) -> None:
+    assert {_meta_key(m): m["id"] for m in default_run} == {_meta_key(m): m["id"] for m in extracted[2]}
 
 
 def test_metadata_validates_against_schema(extracted) -> None:
@@ -152,9 +157,8 @@ def test_index_has_one_line_per_kernel(extracted) -> None:
     assert not list(out.rglob("*.tmp")), "temporary files left behind"
 
 
-def test_clang_is_the_primary_frontend(corpus_copy: Path, tmp_path: Path) -> None:
-    _, _, metas = _extract(tmp_path, "extract", str(corpus_copy))
-    assert {m["frontend"] for m in metas} == {"clang"}
+def test_clang_is_the_primary_frontend(default_run: list[dict[str, Any]]) -> None:
+    assert {m["frontend"] for m in default_run} == {"clang"}
 
 
 def test_valid_corpus_parses_without_errors(corpus_copy: Path, tmp_path: Path) -> None:
