@@ -1,0 +1,35 @@
+"""`extract --build` on tests/fixtures/blind23: patterns found on the twenty-third set of repositories (issue 14,
+scripts/corpus_repos_blind23.txt, measured in session 21), each reproduced by code of our own and judged by the real
+libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta
+
+_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def class_param_deduced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind23/class_param_deduced")
+
+
+@_nvcc
+@pytest.mark.parametrize(("kernel", "expected"), [
+    ("merge_wide", {("double", "13", "14", "1"), ("double", "13", "15", "2")}),
+    ("sort_wide", {("12", "1", "double"), ("16", "1", "double"), ("12", "2", "double"), ("16", "2", "double")}),
+])
+def test_a_type_deduced_from_a_class_member_binds_the_class_parameter_not_the_members(
+        class_param_deduced: dict[str, Any], kernel: str, expected: set[tuple[str, ...]]) -> None:
+    """`sort_pairs<BITS>(keys, payload, n)` in `Bench<K>::sweep<BITS>`, `payload` a `K *`: the parse spells its type
+    `type-parameter-0-0 *` (the class's first parameter, depth 0), which was read as the member's first parameter,
+    so `P` took the number `BITS` (`double` comes from the class's instantiation, by its probe)."""
+    m = only_meta(class_param_deduced, kernel)
+    got = {tuple(i["template_args"].values()) for i in m["instantiations"]}
+    assert got == expected, got
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
