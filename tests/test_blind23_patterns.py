@@ -33,3 +33,26 @@ def test_a_type_deduced_from_a_class_member_binds_the_class_parameter_not_the_me
     got = {tuple(i["template_args"].values()) for i in m["instantiations"]}
     assert got == expected, got
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def inactive_instantiation(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind23/inactive_instantiation")
+
+
+@_nvcc
+@pytest.mark.parametrize(("kernel", "expected"), [
+    # through the host template the macro instantiates (launches.tables)
+    ("reset_cells", {("float", "3"), ("double", "2")}),
+    # the kernel's own explicit instantiation the macro writes (units.analysis)
+    ("scale_values", {("float",), ("double",)}),
+])
+def test_a_macro_instantiation_in_a_skipped_branch_instantiates_nothing(
+        inactive_instantiation: dict[str, Any], kernel: str, expected: set[tuple[str, ...]]) -> None:
+    """`#ifdef GRID_INST_T GRID_INSTANTIATE(GRID_INST_T, GRID_INST_N) #else GRID_INSTANTIATE(float, 3) ...`: the
+    macro's invocations were read from the whole text, so the branch a build's `-D` would switch on gave an
+    instantiation with the undefined names (`identifier "GRID_INST_T" is undefined`)."""
+    m = only_meta(inactive_instantiation, kernel)
+    got = {tuple(i["template_args"].values()) for i in m["instantiations"]}
+    assert got == expected, got
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
