@@ -12,8 +12,16 @@ import clang.cindex as ci
 from miner.units.launches import deduce_probe, value_spelling
 from miner.units.launches.cursors import _aliases, _key, _primary, _targets, _template_args, _tparams
 from miner.units.launches.record import _FUNCS, _MAX_DEPTH, K
-from miner.units.launches.state import (LAMBDA, HostNames, _add, _DepCall, _State, _written_args, host_names,
-                                        subtree_flags)
+from miner.units.launches.state import (
+    LAMBDA,
+    HostNames,
+    _add,
+    _DepCall,
+    _State,
+    _written_args,
+    host_names,
+    subtree_flags,
+)
 from miner.units.launches.tables import _class_instance, _match_partial
 from miner.units.launches.text import _angle_args, _src, substitute, substitute_aliases
 
