@@ -56,3 +56,22 @@ def test_a_macro_instantiation_in_a_skipped_branch_instantiates_nothing(
     got = {tuple(i["template_args"].values()) for i in m["instantiations"]}
     assert got == expected, got
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def shadowed_toolkit_header(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind23/shadowed_toolkit_header")
+
+
+@_nvcc
+def test_a_compiler_header_is_not_matched_to_a_project_file_whose_folder_shadows_a_toolkit_header(
+        shadowed_toolkit_header: dict[str, Any]) -> None:
+    """`#include <omp.h>` (gcc's OpenMP header) was matched by its tail to the library's `builder/omp.h`, which made
+    `geo/builder` an include dir of the run: `<cuda.h>` in `math/vec.h` then read the library's `builder/cuda.h`,
+    which includes the boxes before the vectors exist, and the unit put `box_pod` (`using vec_t = geo::vec_t<S,
+    N>`) before `vec_t` ("namespace geo has no member vec_t")."""
+    m = only_meta(shadowed_toolkit_header, "clear_boxes")
+    assert "geo/builder" not in m["parse_context"]["include_dirs"], m["parse_context"]
+    got = {tuple(i["template_args"].values()) for i in m["instantiations"]}
+    assert got == {("float", "3"), ("double", "2")}, got
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
