@@ -75,3 +75,19 @@ def test_a_compiler_header_is_not_matched_to_a_project_file_whose_folder_shadows
     got = {tuple(i["template_args"].values()) for i in m["instantiations"]}
     assert got == {("float", "3"), ("double", "2")}, got
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def local_enum_argument(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind23/local_enum_argument")
+
+
+@_nvcc
+def test_a_local_enumerator_as_a_launch_argument_is_its_value(local_enum_argument: dict[str, Any]) -> None:
+    """`enum { kAxes = 2, kDims };` in the launching host template, `clear_bins<T, kDims><<<...>>>`: the argument
+    stayed `kDims`, undefined in the unit; libclang gives the enumerators of an enumeration in a template's body the
+    value 0, so the value is the compiler's evaluation of the initializers (kDims: one more than kAxes)."""
+    m = only_meta(local_enum_argument, "clear_bins")
+    got = {tuple(i["template_args"].values()) for i in m["instantiations"]}
+    assert got == {("float", "3"), ("double", "3")}, got
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
