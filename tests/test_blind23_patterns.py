@@ -91,3 +91,20 @@ def test_a_local_enumerator_as_a_launch_argument_is_its_value(local_enum_argumen
     got = {tuple(i["template_args"].values()) for i in m["instantiations"]}
     assert got == {("float", "3"), ("double", "3")}, got
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def dependent_value_argument(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind23/dependent_value_argument")
+
+
+@_nvcc
+def test_a_value_argument_deduced_from_a_dependent_specialization_is_the_hosts(
+        dependent_value_argument: dict[str, Any]) -> None:
+    """`refit(tree, s)` in `build<T, D>(tree_t<T, D>& tree, ...)`: the parse spells the argument's canonical type
+    `tree_t<type-parameter-0-0, _dims>`, the class template's own value parameter where the host's `D` is meant, so
+    the launch in `refit` took `_dims` ("identifier _dims is undefined")."""
+    m = only_meta(dependent_value_argument, "reset_nodes")
+    got = {tuple(i["template_args"].values()) for i in m["instantiations"]}
+    assert got == {("float", "3"), ("double", "2")}, got
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
