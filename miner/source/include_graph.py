@@ -125,7 +125,7 @@ def build(files: list[SourceFile], include_dirs: list[str], roots: frozenset[str
                         if any(added) and len(by_tail.get(os.path.basename(name), [])) > 1:
                             graph.chose.add(f.path)  # its own dirs first: the other copy is an auto dir too
                         break
-            if found is None and not _system_header(name):
+            if found is None and not _system_header(name) and not (m.group(1) == b"<" and _host_compiler_has(name)):
                 tail = include_tail(name)
                 matches = [p for p in by_tail.get(os.path.basename(name), []) if tail_match(p, tail, roots)]
                 if len(matches) >= 1:
@@ -158,6 +158,15 @@ def _system_header(name: str) -> bool:
     to a project file by its tail. A repo's own `include/math.h` found for `#include <math.h>` became an
     -I dir that shadowed the C library's math.h in every translation unit."""
     return name in STD_HEADERS or name in SYSTEM_HEADERS or (is_toolkit_header(name) and not toolkit_lacks(name))
+
+
+def _host_compiler_has(name: str) -> bool:
+    """Whether `<name>` is in the host compiler's own include search list (`<omp.h>` in gcc's folder): the build
+    finds it there. Matched by its tail to a project file instead (a library's `builder/omp.h`), the -I dir that
+    gave it shadowed a toolkit header in every translation unit (`<cuda.h>` read as the same folder's `cuda.h`)."""
+    from miner.source.missing_headers import system_include_dirs  # (lazy: asks the compiler once, when needed)
+
+    return any(os.path.isfile(os.path.join(d, name)) for d in system_include_dirs())
 
 
 _MAIN = re.compile(rb"\bint\s+main\s*\(")

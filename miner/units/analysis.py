@@ -77,7 +77,7 @@ def _analyse_in(live: LiveTU, ctx: closure.TUContext, out: TUAnalysis) -> None:
                         for n, f in launches.functors(ctx).items() if n in named]
     # Explicit instantiations sit beside the kernel or in the .cu that includes its header, often
     # written through the project's macros (defined in any file of this TU).
-    texts = {p: live.read(p).decode("utf-8", "replace") for p in ctx.order if p in live.inputs}
+    texts = {p: ctx.active_text(p) for p in ctx.order if p in live.inputs}  # (the branches taken)
     macros: dict[str, macro_text.MacroDef] = {}
     for t in texts.values():
         macros.update(macro_text.definitions(t))

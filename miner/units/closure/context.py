@@ -328,6 +328,24 @@ class TUContext:
             text = self._blanked[path] = _STRING_OR_COMMENT.sub(lambda m: " " * len(m.group()), raw)
         return text
 
+    def active_text(self, path: str) -> str:
+        """The file's text (utf-8) with the #if branches the preprocessor skipped blanked, newlines kept: lines of
+        a branch this configuration does not take (`#ifdef INST_T` writing `INST(INST_T)`, `INST_T` a name only a
+        build's `-D` gives) instantiate nothing here. A file outside this TU (an instance file) is read whole."""
+        key = f"active:{path}"
+        text = self.__dict__.get(key)
+        if text is None:
+            data = self.read(path)
+            f = self.files.get(path)
+            ranges = _skipped_ranges(self.tu, f) if f is not None else []
+            if ranges:
+                buf = bytearray(data)
+                for start, end in ranges:
+                    buf[start:end] = bytes(b if b == 0x0A else 0x20 for b in buf[start:end])
+                data = bytes(buf)
+            text = self.__dict__[key] = data.decode("utf-8", "replace")
+        return text
+
     def _c_linkage_spec(self, spec: ci.Cursor) -> bool:
         """`extern "C"` rather than `extern "C++"` (from the text: libclang does not expose the language)."""
         e = spec.extent

@@ -232,6 +232,10 @@ def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[s
                     out.setdefault(n, v)
                 known = {n: v for n, v in inner.items() if v}
                 out[d.spelling] = substitute(d.underlying_typedef_type.spelling, known)
+        elif d.kind == K.ENUM_CONSTANT_DECL and ch.kind == K.DECL_REF_EXPR and _local_enumerator(d):
+            # `enum { kDims = 3 };` in the launching function: the name means nothing where the unit
+            # instantiates the kernel, its value does.
+            out[d.spelling] = _enumerator_value(ctx, d)
         elif d.kind in (K.VAR_DECL, K.PARM_DECL) and ch.kind == K.DECL_REF_EXPR:
             t = d.type.get_canonical()
             if lists and d.kind == K.PARM_DECL and _key(ctx, d) in lists:
@@ -269,6 +273,31 @@ def _aliases(ctx: TUContext, ref: ci.Cursor, lists: dict[tuple[str, int], list[s
                         out.setdefault(n, v)
                     out[d.spelling] = f"({substitute(text, {n: v for n, v in inner.items() if v})})"
     return out
+
+
+def _local_enumerator(d: ci.Cursor) -> bool:
+    """An enumerator of an enumeration declared in a function's body (a host template's `enum { D = 3 };`)."""
+    enum = d.semantic_parent
+    parent = enum.semantic_parent if enum is not None else None
+    return parent is not None and parent.kind in _FUNCS
+
+
+def _enumerator_value(ctx: TUContext, d: ci.Cursor) -> str:
+    """An enumerator's value as clang evaluates its initializer (libclang gives an enumeration inside a template's
+    body the value 0 for each), else the initializer's text; one more than the one before where it has none."""
+    value = ""
+    for e in d.semantic_parent.get_children():
+        if e.kind != K.ENUM_CONSTANT_DECL:
+            continue
+        init = list(e.get_children())
+        if init:
+            v = _evaluated(init[-1])
+            value = str(v) if v is not None else f"({_src(ctx, init[-1])})"
+        else:
+            value = "0" if not value else str(int(value) + 1) if value.lstrip("-").isdigit() else f"({value} + 1)"
+        if e == d:
+            break
+    return value
 
 
 def _constant_object(ctx: TUContext, d: ci.Cursor) -> str | None:

@@ -12,7 +12,16 @@ import clang.cindex as ci
 from miner.units.launches import deduce_probe, value_spelling
 from miner.units.launches.cursors import _aliases, _key, _primary, _targets, _template_args, _tparams
 from miner.units.launches.record import _FUNCS, _MAX_DEPTH, K
-from miner.units.launches.state import LAMBDA, _add, _DepCall, _State, _written_args, host_names, subtree_flags
+from miner.units.launches.state import (
+    LAMBDA,
+    HostNames,
+    _add,
+    _DepCall,
+    _State,
+    _written_args,
+    host_names,
+    subtree_flags,
+)
 from miner.units.launches.tables import _class_instance, _match_partial
 from miner.units.launches.text import _angle_args, _src, substitute, substitute_aliases
 
@@ -61,7 +70,10 @@ def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.C
             if texts and _kinds_fit(callee, _tparams(t), texts[0]):
                 params = [p.spelling for p in st.host_params.get(host_key, [])]
                 alias = {k: v for k, v in _aliases(ctx, callee, st.lists).items() if v}
-                written = _deduce_rest(st, t, [substitute_aliases(x, alias) for x in texts[0]], children, params)
+                # (the deduction reads argument types by the depth of each parameter they name: in a member
+                # template of a class template, `K *` of the class's `K` is not the member's first parameter)
+                written = _deduce_rest(st, t, [substitute_aliases(x, alias) for x in texts[0]], children,
+                                       host_names(st, host_key))
                 if written is not None:
                     dc = _DepCall(host_key, params, key, written)
                     if len(written) < len(_tparams(t)) and host_key in st.classes:
@@ -88,7 +100,7 @@ def _kinds_fit(callee: ci.Cursor, tparams: list[ci.Cursor], written: list[str]) 
     return True
 
 
-def _deduce_rest(st: _State, t: ci.Cursor, written: list[str], children: list[ci.Cursor], params: list[str]
+def _deduce_rest(st: _State, t: ci.Cursor, written: list[str], children: list[ci.Cursor], params: HostNames
                  ) -> list[str] | None:
     """Leading arguments written, the rest deduced (`run<kItems, kThreads>(n, nullptr, fn)` in a host template
     over `Fn fn`): without the deduced ones the callee's instantiation lacks `Fn`, and so does its launch.
@@ -334,6 +346,19 @@ def _lambda_lists(st: _State, call: ci.Cursor, children: list[ci.Cursor]) -> Non
         st.lists[key] = vals
 
 
+def _class_names(st: _State, dc: _DepCall) -> set[str]:
+    """The parameters of the class template around a member template that makes a dependent call, less the member's
+    own names (which shadow them); empty for a caller outside a class template."""
+    if dc.caller not in st.classes:
+        return set()
+    return {n for level in host_names(st, dc.caller).outer for n in level} - set(dc.caller_params)
+
+
+def _words(text: str) -> list[str]:
+    """The identifiers a text names, less those after `::` or `.` (members, not parameters)."""
+    return re.findall(r"(?<![\w:.])[A-Za-z_]\w*", text)
+
+
 def _to_definitions(st: _State, insts: dict[tuple[str, int], list[list[str]]]) -> bool:
     """A call of an out-of-line member template records its instantiation under the in-class declaration (all
     libclang gives the call); the launches in its body are keyed by the definition: copied there."""
@@ -365,6 +390,7 @@ def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
         if not added:
             break
     _to_definitions(st, insts)
+    class_names = {dc.caller: _class_names(st, dc) for dc in st.dep_calls}
     for _ in range(_MAX_DEPTH):
         changed = False
         for dc in st.dep_calls:
@@ -373,7 +399,12 @@ def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
             for inst in list(insts.get(dc.caller, [])):
                 # (an unnamed parameter, `template <typename = void>`, names nothing to put in)
                 mapping = {k: v for k, v in zip(dc.caller_params, inst, strict=False) if k}
-                args = [st.resolver(substitute(t, mapping), set()) for t in dc.args_text]
+                texts = [substitute(t, mapping) for t in dc.args_text]
+                if class_names[dc.caller] and any(n in class_names[dc.caller] for t in texts for n in _words(t)):
+                    # An argument naming the caller's class's parameter (`K` deduced from a member `K *`): the
+                    # caller's arguments do not bind it, the class's probe does (class_scope.resolve).
+                    continue
+                args = [st.resolver(t, set()) for t in texts]
                 changed |= _add(insts, dc.callee, args)
         changed |= _to_definitions(st, insts)
         if not changed:

@@ -256,7 +256,22 @@ def _arg_type(arg: ci.Cursor, host: list[str]) -> str:
     if canon != written and words & names and not set(re.findall(r"[A-Za-z_]\w*", canon)) & names \
             and "type-parameter" not in canon:
         return written
+    if canon != written and words & names and _own_parameters(arg.type) & (set(re.findall(r"[A-Za-z_]\w*", canon))
+                                                                         - names - words):
+        # `tree_t<T, _dims>` for `tree_t<T, D>`: the canonical spelling of a dependent specialization names the
+        # class template's own value parameter where the host's is meant (its type parameters it spells by
+        # position, read as the host's above); the written spelling names the host's.
+        return written
     return canon
+
+
+def _own_parameters(t: ci.Type) -> set[str]:
+    """The template parameter names of the class template a (pointer to, reference to) dependent specialization
+    names; empty for any other type."""
+    while t.kind in (ci.TypeKind.POINTER, ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.RVALUEREFERENCE):
+        t = t.get_pointee()
+    d = t.get_declaration()
+    return {p.spelling for p in _tparams(d)} if d.kind == K.CLASS_TEMPLATE else set()
 
 
 def _this_type(arg: ci.Cursor) -> str | None:

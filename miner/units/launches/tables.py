@@ -228,7 +228,9 @@ def _explicit_host_instantiations(st: _State) -> None:
     if not st.host_names:
         return
     ctx = st.ctx
-    texts = [ctx.read(p).decode("utf-8", "replace") for p in [*ctx.order, *ctx.instances] if p in ctx.inputs]
+    # (the branches this configuration takes: a line under `#ifdef NAME` that a build's `-D` would switch on names
+    # `NAME`, nothing the unit has)
+    texts = [ctx.active_text(p) for p in [*ctx.order, *ctx.instances] if p in ctx.inputs]
     macros: dict[str, macro_text.MacroDef] = {}
     for t in texts:
         macros.update(macro_text.definitions(t))
