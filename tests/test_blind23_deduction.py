@@ -1,6 +1,6 @@
-"""`extract --build` on tests/fixtures/blind23 (template deduction, closure and include patterns): patterns found on the twenty-third set of repositories (issue 14,
-scripts/corpus_repos_blind23.txt, measured in session 21), each reproduced by code of our own and judged by the real
-libclang parse and the real nvcc."""
+"""`extract --build` on tests/fixtures/blind23 (template deduction, closure and include patterns): patterns found
+on the twenty-third set of repositories (issue 14, scripts/corpus_repos_blind23.txt, measured in session 21), each
+reproduced by code of our own and judged by the real libclang parse and the real nvcc."""
 
 from __future__ import annotations
 
