@@ -49,5 +49,6 @@ def test_a_cuLaunchKernel_of_the_handle_the_lookup_filled_is_the_launch(dataset:
     assert re.search(r"\(256, 1, 1, 128, 1, 1, 0, nullptr", wrapper), wrapper  # grid 256 (its default), block 128
 
 
-def test_a_name_only_a_comment_holds_is_still_named_nowhere(dataset: dict[str, Any]) -> None:
+def test_a_name_only_a_comment_or_another_call_holds_is_still_named_nowhere(dataset: dict[str, Any]) -> None:
+    """`retired_voxels` is in a comment beside the lookups and passed to `log_name`, whose body looks nothing up."""
     assert only_meta(dataset, "retired_voxels")["launch_missing"]["reason"] == "not_referenced"

@@ -30,7 +30,7 @@ def _blank(m: re.Match[bytes]) -> bytes:
     return re.sub(rb"[^\n]", b" ", m.group(0))
 
 
-def _call_around(text: bytes, at: int) -> tuple[str, int, int] | None:
+def call_around(text: bytes, at: int) -> tuple[str, int, int] | None:
     """(callee, offset of its `(`, offset of the matching `)`) of the innermost call whose arguments hold `at`."""
     depth, i = 0, at - 1
     while i >= 0:
@@ -80,7 +80,7 @@ def _args(text: bytes, open_at: int, close: int) -> list[str]:
     return out
 
 
-def _enclosing_function(text: bytes, at: int) -> str:
+def enclosing_function(text: bytes, at: int) -> str:
     """The name of the function whose body holds `at` (the head before the outermost `{` around it), or ``."""
     depth, opened = 0, -1
     for i in range(at):
@@ -100,7 +100,7 @@ def _enclosing_function(text: bytes, at: int) -> str:
 def _handle_words(text: bytes, lit: bytes, at: int) -> set[str] | None:
     """The words of the lookup call around the literal at `at` that no other call of the same function holds (the
     handle it fills), or None where the literal is no call argument."""
-    call = _call_around(text, at)
+    call = call_around(text, at)
     if call is None:
         return None
     callee, open_at, close = call
@@ -155,5 +155,5 @@ def _launch(name: str, path: str, text: bytes, m: re.Match[bytes], args: list[st
     config = {"grid": dims(args[1:4]), "block": dims(args[4:7]), "shared_mem": args[7], "stream": args[8]}
     values = {key: int(v.rstrip("uUlL")) for key, v in config.items() if key != "stream" and
               re.fullmatch(r"\d+[uUlL]*", v)}
-    return Launch(kernel=None, launcher=_enclosing_function(text, m.start()), path=path,
+    return Launch(kernel=None, launcher=enclosing_function(text, m.start()), path=path,
                   line=text.count(b"\n", 0, m.start()) + 1, kind=m.group(1).decode(), config=config, values=values)

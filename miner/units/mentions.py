@@ -46,6 +46,7 @@ class Mentions:
         self._files_of: dict[bytes, list[str]] | None = None
         self._dead: dict[str, list[tuple[int, int]]] = {}
         self._c_names: dict[str, frozenset[bytes]] = {}
+        self._loader_names: frozenset[str] | None = None
 
     @property
     def files(self) -> dict[str, bytes]:
@@ -151,21 +152,43 @@ class Mentions:
 
 
     def loaded_by_name(self, name: str) -> list[tuple[str, int]]:
-        """(path, line) of each string literal `"name"` in a file that looks kernels up in a module by name
-        (`cuModuleGetFunction(&f, module, "name")`, or a project helper called with the name in such a file): the
-        driver API loads the kernel from a module at run time and launches it through the handle, so the sources
-        name it only in a string, which `uses` leaves out."""
+        """(path, line) of each string literal `"name"` passed to a call that looks a kernel up in a module by name:
+        `cuModuleGetFunction(&f, module, "name")`, or a function of the project whose body makes that lookup
+        (`gpu->GetFunction("name")`, `LoadKernel(FUNC_X, "name")`). The driver API loads the kernel from a module
+        at run time and launches it through the handle, so the sources name it only in a string, which `uses`
+        leaves out."""
+        from miner.units import driver_api
+
         lit = b'"' + name.encode() + b'"'
+        loaders = self._loaders()
         out = []
         for path, raw in self._raw.items():
-            if lit not in raw or _LOADS_BY_NAME.search(raw) is None:
+            if lit not in raw:
                 continue
             clean = _COMMENT_OR_STRING.sub(lambda m: m.group(0) if m.group(0) == lit else _blank(m), raw)
             at = clean.find(lit)
             while at >= 0:
-                out.append((path, clean.count(b"\n", 0, at) + 1))
+                call = driver_api.call_around(clean, at)
+                if call is not None and call[0] in loaders:
+                    out.append((path, clean.count(b"\n", 0, at) + 1))
                 at = clean.find(lit, at + 1)
         return out
+
+    def _loaders(self) -> frozenset[str]:
+        """The lookup functions: the driver API's, and the project's functions that call one (last name part)."""
+        if self._loader_names is None:
+            from miner.units import driver_api
+
+            names = {"cuModuleGetFunction", "cuLibraryGetKernel", "hipModuleGetFunction"}
+            for raw in self._raw.values():
+                if _LOADS_BY_NAME.search(raw) is None:
+                    continue
+                clean = _COMMENT_OR_STRING.sub(_blank, raw)
+                for m in _LOADS_BY_NAME.finditer(clean):
+                    if fn := driver_api.enclosing_function(clean, m.start()):
+                        names.add(re.split(r"::|->|\.", fn)[-1])
+            self._loader_names = frozenset(names)
+        return self._loader_names
 
     def disabled(self, path: str, line: int) -> bool:
         """Whether `line` of `path` lies in code that a literal `#if 0` (or the `#else` of a literal `#if 1`)
