@@ -14,6 +14,13 @@ The helper may be a method of a launcher object that keeps the configuration in 
 (`Launcher run{blocks, 256}; run(k, a, b);`, `Launcher{g, b, 0, s}(k, a)`): the members in the configuration
 are read back through the constructor's member initializers from the object's construction (a local variable's
 initializer or the temporary itself), its defaulted parameters as declared.
+
+A method helper called where its object's type is a template parameter (`template <class C> void reset(C &ctx) {
+ctx.launch({g, b}, k, *this); }`) has neither a name nor a class in the AST: the member's name is read from the call's
+tokens and the helper is the TU's one launcher method of that name. A call depending on a generic lambda's `auto`
+parameter leaves an overloaded kernel's name unresolved: each overload whose parameters take the launched arguments is
+launched there (the lambda's instantiations pick one each). A configuration object a method helper reads members of
+(`lc.dg`) passed as a braced list (`{blocks, 128, smem}`) gives its elements (config_objects), as for a function helper.
 """
 
 from __future__ import annotations
