@@ -168,12 +168,12 @@ def _macro_site(st: _State, path: str, base: int, text: str, m: re.Match[str]
     expansion = expand(macro, text[inv[1]:inv[2]]) if macro is not None else None
     if macro is None or expansion is None:
         return None
-    k = re.search(r"(?<![\w.])(?:\w+::)*" + re.escape(m.group(1)) + r"\b", expansion)
-    got = _site(expansion, k.end()) if k is not None else None
-    if got is None:
-        return None
-    targs, cfg, args, _end = got
-    return (targs, fold_locals(expansion, k.start(), cfg), args, inv[2]), macro
+    # (the first mention may be no launch: `#kernel`, the name stringified for a timing range)
+    for k in re.finditer(r"(?<![\w.])(?:\w+::)*" + re.escape(m.group(1)) + r"\b", expansion):
+        if (got := _site(expansion, k.end())) is not None:
+            targs, cfg, args, _end = got
+            return (targs, fold_locals(expansion, k.start(), cfg), args, inv[2]), macro
+    return None
 
 
 def recover_dropped_calls(st: _State, defs: list[tuple[str, ci.Cursor]]) -> None:
