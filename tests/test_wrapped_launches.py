@@ -7,11 +7,13 @@ blind23/inactive_launch_macro). Each reproduced by code of our own, judged by th
 from __future__ import annotations
 
 import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import build_statuses, extract_and_build
+from tests.conftest import FIXTURES, build_statuses, extract_and_build
 
 _nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -67,6 +69,17 @@ def test_a_template_kernel_deduced_from_a_generic_lambdas_auto_parameter_states_
 @pytest.fixture(scope="module")
 def launch_macro(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return extract_and_build(tmp_path_factory, "blind23/inactive_launch_macro")
+
+
+@_nvcc
+def test_the_launch_macro_fixture_compiles_only_with_its_build_flag(tmp_path: Path) -> None:
+    """The pattern as the project has it: nvcc compiles ops.cu with the build script's `-DRT_ENABLE_GPU=1`, and
+    without it stops on the undeclared macro (what the parse sees)."""
+    src = FIXTURES / "blind23" / "inactive_launch_macro" / "ops.cu"
+    runs = [subprocess.run(["nvcc", *flags, "-c", str(src), "-o", str(tmp_path / "ops.o")], capture_output=True,
+                           text=True, check=False) for flags in (["-DRT_ENABLE_GPU=1"], [])]
+    assert runs[0].returncode == 0, runs[0].stderr
+    assert runs[1].returncode != 0 and "rt_launch_device" in runs[1].stderr, runs[1].stderr
 
 
 @_nvcc
