@@ -42,6 +42,7 @@ from miner.units.launches.state import (
     _record_aliases,
     _State,
     _written_args,
+    host_names,
     subtree_flags,
 )
 from miner.units.launches.text import _src, substitute
@@ -377,8 +378,7 @@ def finish_helpers(st: _State) -> None:
             cfg = object_config(st, helper, hc.call, cfg)
         else:
             # The same passed to a method (`ctx.launch({blocks, 128}, k, args...)`): its arguments after the object.
-            given = list(hc.call.get_arguments()) or list(hc.call.get_children())[1:]
-            cfg = object_config(st, helper, hc.call, cfg, given[1:] if given and given[0] == hc.obj else given)
+            cfg = object_config(st, helper, hc.call, cfg, given_args(hc))
         written = _written_args(st, hc.ref, st.kernels[kkey].name)
         concrete = _template_args(hc.target) if hc.target.kind == K.FUNCTION_DECL else None
         launch = Launch(kernel=kkey, launcher=hc.fn.spelling, path=hc.path, line=hc.call.location.line,
@@ -388,13 +388,43 @@ def finish_helpers(st: _State) -> None:
                                                **({"stored": helper.stored} if helper.stored else {})},
                         args=args, template_args=concrete, template_args_text=written[0] if written else [],
                         in_lambda=hc.in_lambda, host_template=hc.host_key)
-        if not concrete and not launch.template_args_text and st.kernels[kkey].template_params:
+        tparams = st.kernels[kkey].template_params
+        if not concrete and not launch.template_args_text and tparams and hc.target.kind == K.FUNCTION_TEMPLATE \
+                and (kargs := _launched(helper, given_args(hc))):
+            # `ctx.launch(cfg, k, arr, p, part)` in a generic lambda: what the arguments the parse types deduce
+            # (`arr`, `part`; not the lambda's `auto &p`), as for `k<<<...>>>(arr, p, part)`.
+            from miner.units.launches.sites import _deduce  # (sites imports this module)
+
+            launch.template_args_text = _deduce(hc.target, kargs, host_names(st, hc.host_key, hc.fn)) or []
+        if not concrete and len(launch.template_args_text) < len(tparams):
             launch.generic_params = _generic_params(hc.call)
         _record_aliases(st, launch, hc.ref)
         _values(st.ctx, launch, hc.fn, hc.call)
         st.consumed.add(hc.ref.hash)
         st.launches.append(launch)
 
+
+
+def given_args(hc: HelperCall) -> list[ci.Cursor]:
+    """The argument expressions of a helper call in the helper's parameter order: a method's object left out, a
+    dependent call's listed from its children (clang gives it no arguments)."""
+    given = list(hc.call.get_arguments()) or list(hc.call.get_children())[1:]
+    return given[1:] if hc.obj is not None and given and given[0] == hc.obj else given
+
+
+def _launched(helper: Helper, given: list[ci.Cursor]) -> list[ci.Cursor] | None:
+    """The argument expressions the helper launches the kernel with, where each of its launch arguments is one of
+    its parameters or its pack handed on whole; None otherwise (an argument it computes)."""
+    fixed = helper.params[:-1] if helper.pack else helper.params
+    out: list[ci.Cursor] = []
+    for a in helper.args:
+        if helper.pack and spreads(a, helper.pack):
+            out += given[len(fixed):]
+        elif a.strip() in fixed and fixed.index(a.strip()) < len(given):
+            out.append(given[fixed.index(a.strip())])
+        else:
+            return None
+    return out
 
 
 def _generic_params(call: ci.Cursor) -> list[str]:
