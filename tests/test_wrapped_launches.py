@@ -43,6 +43,21 @@ def test_an_overloaded_kernel_passed_to_a_launch_method_in_a_generic_lambda_is_e
 
 
 @_nvcc
+def test_an_overloaded_kernel_template_in_a_generic_lambda_takes_the_arguments_the_typed_arguments_deduce(
+        generic_lambda: dict[str, Any]) -> None:
+    """`ctx.launch({1, 32}, census, p, counter)` with `template <typename Counter> census(particles<phase::solid>,
+    Counter)` and its fluid overload: `Counter` is deduced from `counter` (a `tally`, typed by the parse), not from the
+    lambda's `auto &p`; each overload is launched with `<tally>`, builds, and states no missing arguments."""
+    metas = _named(generic_lambda, "census")
+    assert len(metas) == 2, [m["name"] for m in generic_lambda["metas"]]
+    for m in metas:
+        [launch] = m["launches"]
+        assert (launch["config"]["grid"], launch["config"]["block"]) == ("1", "32"), launch
+        assert build_statuses(m) == {"tally": "ok"}, m["instantiations"]
+        assert m.get("args_missing") is None, m.get("args_missing")
+
+
+@_nvcc
 def test_a_launch_method_called_on_a_template_parameters_object_is_the_launch(generic_lambda: dict[str, Any]) -> None:
     """`template <typename Context> void reset(Context &ctx) { ctx.launch({(count + 255) / 256, 256}, wipe, *this); }`:
     the member call on a dependent object has no name in the AST and no class; the project's one launch method of that
