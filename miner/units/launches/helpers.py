@@ -440,8 +440,8 @@ def _generic_params(call: ci.Cursor) -> list[str]:
 
 
 def _takes(kernel: Any, helper: Helper, hc: HelperCall) -> bool:
-    """Whether an overload's parameters take the arguments the helper launches it with (their number; defaults
-    and a parameter pack of the kernel's own fit any number from its required ones up)."""
+    """Whether an overload's parameters take the arguments the helper launches it with: as many as it declares
+    (the types are what the call's instantiations fix, unknown here)."""
     fixed = helper.params[:-1] if helper.pack else helper.params
     n = sum(len(hc.args) - len(fixed) if helper.pack and spreads(a, helper.pack) else 1 for a in helper.args)
     params = getattr(kernel, "params", None)
