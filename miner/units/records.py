@@ -140,6 +140,10 @@ class Launch:
     # One argument list per element of the list a generic lambda is dispatched over
     # (`for_each<list_c<int, 64, 32>>([&](auto Tile) { k<T, Tile><<<...>>>(); })`).
     dispatch_args: list[list[str]] = field(default_factory=list)
+    # The `auto` parameters of a generic lambda the launch's arguments name where the kernel's template arguments
+    # are deduced from them (`[&](auto &p) { ctx.launch(cfg, k, p); }`): each instantiation of the lambda (a variant
+    # visitor's alternatives) gives its own, and the parse sees none of them (units.weak_args: `generic_lambda`).
+    generic_params: list[str] = field(default_factory=list)
     # A launch of a function the unit only declares: `kernel` is None until extract matches the
     # declaration to the kernel another translation unit defines.
     declared: Declaration | None = None

@@ -14,6 +14,8 @@ Two cases are stated, each checked against the sources rather than assumed:
 - `launcher_not_instantiated`: every launch sits in a host function template whose instantiations are unknown,
   and no such template is named anywhere besides its own definition and the bodies of its same-name overloads
   (`SetData(ContextPtr c, ...)` forwarding to `SetData(cudaStream_t s, ...)`): nothing calls or instantiates it.
+- `generic_lambda`: every launch sits in a generic lambda and deduces the kernel's template arguments from its
+  `auto` parameters, whose types only the lambda's instantiations (a variant visitor's alternatives) give.
 - `launcher_unparsed` (set by units.assemble): every launch's text sits in a function whose head the parse
   reported errors on and read as no function (a parameter of a library type the parse does not read:
   units/unparsed_launchers.py), so the launch is not in the AST.
@@ -111,6 +113,13 @@ def reason(meta: dict[str, Any], insts: list[dict[str, Any]], records: list[Laun
         return {"reason": "launcher_not_instantiated",
                 "detail": f"{name} is launched only in host template(s) {', '.join(names)}, which nothing in the "
                           "mined sources calls or instantiates: no concrete template arguments exist there"}
+    launches = [lc for lc in records if lc.kind != "reference"]
+    if launches and all(lc.generic_params for lc in launches):
+        params = sorted({p for lc in launches for p in lc.generic_params})
+        return {"reason": "generic_lambda",
+                "detail": f"{name}'s template arguments are deduced from {', '.join(params)}, the `auto` parameter(s) "
+                          "of the generic lambda(s) that launch it: each instantiation of the lambda (a visitor "
+                          "calling it per alternative) gives its own, and the parse sees none of those types"}
     named = sorted({n for i in insts for n in (i.get("template_args") or {}) if n in classes})
     if named:
         return {"reason": "class_parameter",

@@ -30,6 +30,8 @@ The search is split by job (each module's docstring says more), roughly in the o
   stored      a kernel a method or constructor stores in a member that another function launches: the storing
               call is the launch (`obj.create("k", (const void *)&k)`, `props<F> p(k<P>, 128)`)
   typed_pointers  a `<<<>>>` through a function-pointer typedef's variable: the kernels the TU stores in that type
+  macro_sites a launch through a project macro whose body holds the `<<<>>>`, read from its expansion where the parse
+              has none (recovered calls it; also a definition in an `#if` branch the parse's configuration skips)
   walk        the walk over a translation unit and `find`, the entry point
 """
 

@@ -33,15 +33,17 @@ def _member_of(text: str | None) -> str | None:
     return m.group(1) if m else None
 
 
-def object_config(st: Any, helper: Any, call: ci.Cursor, cfg: list[str | None]) -> list[str | None]:
+def object_config(st: Any, helper: Any, call: ci.Cursor, cfg: list[str | None],
+                  given: list[ci.Cursor] | None = None) -> list[str | None]:
     """`cfg` (the helper's configuration with the call's arguments put in) with the slots the helper reads out
-    of one configuration parameter replaced by that object's construction arguments."""
+    of one configuration parameter replaced by that object's construction arguments. `given`: the call's
+    arguments where `call.get_arguments()` does not list them as the helper's parameters (a method's call)."""
     fixed = helper.params[:-1] if helper.pack else helper.params
     objs = [_member_of(c) for c in helper.config[:3]]
     if objs[0] is None or objs[0] != objs[1] or objs[0] not in fixed:
         return cfg  # grid and block must both come out of the same parameter
     j = fixed.index(objs[0])
-    args = list(call.get_arguments())
+    args = list(call.get_arguments()) if given is None else given
     if j >= len(args):
         return cfg
     parts = construction_args(st, args[j])

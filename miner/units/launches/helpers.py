@@ -14,6 +14,13 @@ The helper may be a method of a launcher object that keeps the configuration in 
 (`Launcher run{blocks, 256}; run(k, a, b);`, `Launcher{g, b, 0, s}(k, a)`): the members in the configuration
 are read back through the constructor's member initializers from the object's construction (a local variable's
 initializer or the temporary itself), its defaulted parameters as declared.
+
+A method helper called where its object's type is a template parameter (`template <class C> void reset(C &ctx) {
+ctx.launch({g, b}, k, *this); }`) has neither a name nor a class in the AST: the member's name is read from the call's
+tokens and the helper is the TU's one launcher method of that name. A call depending on a generic lambda's `auto`
+parameter leaves an overloaded kernel's name unresolved: each overload whose parameters take the launched arguments is
+launched there (the lambda's instantiations pick one each). A configuration object a method helper reads members of
+(`lc.dg`) passed as a braced list (`{blocks, 128, smem}`) gives its elements (config_objects), as for a function helper.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import clang.cindex as ci
 from miner.frontends.common import split_top
 from miner.units.launches.config_objects import object_config, object_parts
 from miner.units.launches.cursors import _template_args
-from miner.units.launches.record import _COMMENT, K, Launch
+from miner.units.launches.record import _COMMENT, _IDENT, K, Launch
 from miner.units.launches.state import (
     REF,
     _kernel_key,
@@ -35,6 +42,7 @@ from miner.units.launches.state import (
     _record_aliases,
     _State,
     _written_args,
+    host_names,
     subtree_flags,
 )
 from miner.units.launches.text import _src, substitute
@@ -69,6 +77,8 @@ class HelperCall:
     in_lambda: bool
     host_key: tuple[str, int] | None
     obj: ci.Cursor | None = None  # a method helper's object expression
+    # One of the overloads a dependent call names (note_call): a launch only where its parameters fit the arguments.
+    overloaded: bool = False
 
 
 
@@ -113,6 +123,8 @@ def note_call(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: l
     name = call.spelling
     if not name and children:  # a dependent call (in a template) has no spelling: its callee's overload set does
         name = next((d.spelling for d in children[0].walk_preorder() if d.kind == K.OVERLOADED_DECL_REF), "")
+    if not name and children and children[0].kind == K.MEMBER_REF_EXPR:
+        name = _dependent_member(children[0])
     if not name:
         return
     via: dict[int, list[tuple[ci.Cursor, ci.Cursor]]] = {}
@@ -122,7 +134,8 @@ def note_call(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: l
         if not via:
             return
     args = list(call.get_arguments()) or children[1:]
-    found = [(i, refs) for i, a in enumerate(args) if len(refs := via.get(i) or _kernel_refs(st, a)) == 1]
+    found = [(i, refs) for i, a in enumerate(args) if len(refs := via.get(i) or _kernel_refs(st, a)) == 1
+             or (len(refs) > 1 and _overload_set(a, refs))]
     if not found:
         return  # no argument names one kernel: the arguments' texts are not needed (most calls)
     obj, cls = _object_of(call, children, args)
@@ -137,6 +150,28 @@ def note_call(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: l
             ref, target = refs[0]
             st.helper_calls.append(HelperCall(fn, path, call, name, i, ref, target, texts, in_lambda, host_key,
                                               obj))
+        elif len(refs) > 1 and m and all(m.group(1) == t.spelling for _r, t in refs):
+            # An overloaded kernel named in a call whose argument types depend on a template parameter (a generic
+            # lambda's `auto`): each instantiation picks the overload its types fit, so each overload the call's
+            # argument count fits is a launch (finish_helpers checks the count).
+            st.helper_calls += [HelperCall(fn, path, call, name, i, ref, target, texts, in_lambda, host_key, obj,
+                                           overloaded=True) for ref, target in refs]
+
+
+def _dependent_member(head: ci.Cursor) -> str:
+    """The member a dependent member call names (`ctx.launch(...)` with `Context &ctx` a template parameter's type:
+    clang leaves the member expression unnamed): the identifier after its last `.` or `->`."""
+    tokens = [t.spelling for t in head.get_tokens()]
+    if len(tokens) >= 2 and tokens[-2] in (".", "->") and _IDENT.fullmatch(tokens[-1]):
+        return tokens[-1]
+    return ""
+
+
+def _overload_set(arg: ci.Cursor, refs: list[tuple[ci.Cursor, ci.Cursor]]) -> bool:
+    """Whether the kernel references of one argument are the overloads its one name stands for, unresolved because
+    the call depends on a template parameter (one OVERLOADED_DECL_REF, every target of that name)."""
+    names = {t.spelling for _r, t in refs}
+    return len(names) == 1 and any(d.kind == K.OVERLOADED_DECL_REF for d in arg.walk_preorder())
 
 
 def _local_pointers(st: _State, args: list[ci.Cursor]) -> dict[int, list[tuple[ci.Cursor, ci.Cursor]]]:
@@ -247,6 +282,13 @@ def known_helper(st: _State, hc: HelperCall | Any) -> Helper | None:
     """The helper a call (with a kernel or a forwarded parameter at `hc.index`) reaches: the project's own of that
     name first, then a framework's, then one known by its signature alone."""
     helper = next((h for h in st.helpers.get(hc.name, ()) if _fits(h, hc)), None)
+    if helper is None and getattr(hc, "obj", None) is not None and "::" not in hc.name:
+        # A method called on an object of a template parameter's type (`ctx.launch(...)` in `template <class Context>
+        # void reset(Context &ctx)`): the class is unknown until instantiation; the helper method of that name, where
+        # the TU's launcher classes have only one.
+        owners = {key for key in st.helpers if key.endswith("::" + hc.name)}
+        if len(owners) == 1:
+            helper = next((h for h in st.helpers[owners.pop()] if _fits(h, hc)), None)
     if helper is None and (fw := FRAMEWORK_HELPERS.get(hc.name)) is not None and _fits(fw, hc):
         helper = fw
     if helper is None and (sig := _signature_helper(st, hc)) is not None and _fits(sig, hc):
@@ -317,6 +359,8 @@ def finish_helpers(st: _State) -> None:
         kkey = _kernel_key(st, hc.target)
         if helper is None or kkey is None:
             continue
+        if hc.overloaded and not _takes(st.kernels[kkey], helper, hc):
+            continue
         fixed = helper.params[:-1] if helper.pack else helper.params
         mapping = {p: f"({a.strip()})" for p, a in zip(fixed, hc.args, strict=False)}
         if helper.members and hc.obj is not None:
@@ -332,6 +376,9 @@ def finish_helpers(st: _State) -> None:
         elif hc.obj is None:
             # A configuration object passed in (`launch(k, make_config(g, b, smem), args...)`): its parts.
             cfg = object_config(st, helper, hc.call, cfg)
+        else:
+            # The same passed to a method (`ctx.launch({blocks, 128}, k, args...)`): its arguments after the object.
+            cfg = object_config(st, helper, hc.call, cfg, given_args(hc))
         written = _written_args(st, hc.ref, st.kernels[kkey].name)
         concrete = _template_args(hc.target) if hc.target.kind == K.FUNCTION_DECL else None
         launch = Launch(kernel=kkey, launcher=hc.fn.spelling, path=hc.path, line=hc.call.location.line,
@@ -341,11 +388,66 @@ def finish_helpers(st: _State) -> None:
                                                **({"stored": helper.stored} if helper.stored else {})},
                         args=args, template_args=concrete, template_args_text=written[0] if written else [],
                         in_lambda=hc.in_lambda, host_template=hc.host_key)
+        tparams = st.kernels[kkey].template_params
+        if not concrete and not launch.template_args_text and tparams and hc.target.kind == K.FUNCTION_TEMPLATE \
+                and (kargs := _launched(helper, given_args(hc))):
+            # `ctx.launch(cfg, k, arr, p, part)` in a generic lambda: what the arguments the parse types deduce
+            # (`arr`, `part`; not the lambda's `auto &p`), as for `k<<<...>>>(arr, p, part)`.
+            from miner.units.launches.sites import _deduce  # (sites imports this module)
+
+            launch.template_args_text = _deduce(hc.target, kargs, host_names(st, hc.host_key, hc.fn)) or []
+        if not concrete and len(launch.template_args_text) < len(tparams):
+            launch.generic_params = _generic_params(hc.call)
         _record_aliases(st, launch, hc.ref)
         _values(st.ctx, launch, hc.fn, hc.call)
         st.consumed.add(hc.ref.hash)
         st.launches.append(launch)
 
+
+
+def given_args(hc: HelperCall) -> list[ci.Cursor]:
+    """The argument expressions of a helper call in the helper's parameter order: a method's object left out, a
+    dependent call's listed from its children (clang gives it no arguments)."""
+    given = list(hc.call.get_arguments()) or list(hc.call.get_children())[1:]
+    return given[1:] if hc.obj is not None and given and given[0] == hc.obj else given
+
+
+def _launched(helper: Helper, given: list[ci.Cursor]) -> list[ci.Cursor] | None:
+    """The argument expressions the helper launches the kernel with, where each of its launch arguments is one of
+    its parameters or its pack handed on whole; None otherwise (an argument it computes)."""
+    fixed = helper.params[:-1] if helper.pack else helper.params
+    out: list[ci.Cursor] = []
+    for a in helper.args:
+        if helper.pack and spreads(a, helper.pack):
+            out += given[len(fixed):]
+        elif a.strip() in fixed and fixed.index(a.strip()) < len(given):
+            out.append(given[fixed.index(a.strip())])
+        else:
+            return None
+    return out
+
+
+def _generic_params(call: ci.Cursor) -> list[str]:
+    """The `auto` parameters (of a generic lambda) a call's arguments name: the types its template arguments are
+    deduced from, fixed only per instantiation of the lambda."""
+    out: list[str] = []
+    for d in call.walk_preorder():
+        p = d.referenced if d.kind == K.DECL_REF_EXPR else None
+        if p is not None and p.kind == K.PARM_DECL and re.search(r"\bauto\b", p.type.spelling) \
+                and p.spelling not in out:
+            out.append(p.spelling)
+    return out
+
+
+def _takes(kernel: Any, helper: Helper, hc: HelperCall) -> bool:
+    """Whether an overload's parameters take the arguments the helper launches it with: as many as it declares
+    (the types are what the call's instantiations fix, unknown here)."""
+    fixed = helper.params[:-1] if helper.pack else helper.params
+    n = sum(len(hc.args) - len(fixed) if helper.pack and spreads(a, helper.pack) else 1 for a in helper.args)
+    params = getattr(kernel, "params", None)
+    if params is None:
+        return True
+    return n == len(params)
 
 
 def _member_values(st: _State, obj: ci.Cursor, members: dict[str, ci.Cursor]) -> dict[str, str]:

@@ -11,6 +11,7 @@ read back from the source text where a parse error lies inside it, and the dispa
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from collections.abc import Iterable, Iterator
 from types import SimpleNamespace
@@ -20,10 +21,12 @@ import clang.cindex as ci
 
 from miner.frontends.clang_frontend import skipped_in
 from miner.frontends.common import split_top
+from miner.units.closure.context import Macro
 from miner.units.instantiations import eval_int
 from miner.units.launch_formula import formula, local_initializers
 from miner.units.launches import value_spelling
 from miner.units.launches.class_scope import scope_params
+from miner.units.launches.macro_sites import enclosing_invocation, expand, fold_locals, launch_macro
 from miner.units.launches.record import _FUNCS, _IDENT, K, Launch
 from miner.units.launches.state import _add as _add_inst
 from miner.units.launches.state import _DepCall, _State
@@ -126,6 +129,9 @@ def recover_dropped(st: _State, defs: list[tuple[str, ci.Cursor]]) -> None:
         skipped: list[tuple[int, int]] | None = None
         for m in rx.finditer(text):
             site = _site(text, m.end())
+            macro: Macro | None = None
+            if site is None and (got := _macro_site(st, path, e.start.offset, text, m)) is not None:
+                site, macro = got  # (`run_device(CTX, k, n, (x, n))`, a macro whose body launches)
             if site is None:
                 continue
             targs, cfg, args, end = site
@@ -147,7 +153,27 @@ def recover_dropped(st: _State, defs: list[tuple[str, ci.Cursor]]) -> None:
             if len(keys) != 1:
                 continue
             _add(st, fn, path, keys[0], e.start.offset + m.start(),
-                 raw.count(b"\n", 0, m.start()) + e.start.line, targs, cfg, args)
+                 raw.count(b"\n", 0, m.start()) + e.start.line, targs, cfg, args, macro)
+
+
+def _macro_site(st: _State, path: str, base: int, text: str, m: re.Match[str]
+                ) -> tuple[tuple[list[str], list[str], list[str], int], Macro] | None:
+    """The launch of the kernel `m` names as an argument of a project macro whose body launches it: the site as
+    `_site` gives it (the end being the invocation's), read from the invocation's expansion, the configuration with
+    the macro's own locals put in; and the macro. `base`: the offset of `text` (a function's body) in its file."""
+    inv = enclosing_invocation(text, m.start())
+    if inv is None:
+        return None
+    macro = launch_macro(st.ctx, inv[0], (path, base + inv[1]))
+    expansion = expand(macro, text[inv[1]:inv[2]]) if macro is not None else None
+    if macro is None or expansion is None:
+        return None
+    # (the first mention may be no launch: `#kernel`, the name stringified for a timing range)
+    for k in re.finditer(r"(?<![\w.])(?:\w+::)*" + re.escape(m.group(1)) + r"\b", expansion):
+        if (got := _site(expansion, k.end())) is not None:
+            targs, cfg, args, _end = got
+            return (targs, fold_locals(expansion, k.start(), cfg), args, inv[2]), macro
+    return None
 
 
 def recover_dropped_calls(st: _State, defs: list[tuple[str, ci.Cursor]]) -> None:
@@ -193,7 +219,7 @@ def recover_dropped_calls(st: _State, defs: list[tuple[str, ci.Cursor]]) -> None
 
 
 def _add(st: _State, fn: ci.Cursor, path: str, kkey: tuple[str, int], offset: int, line: int,
-         targs: list[str], cfg: list[str], args: list[str]) -> None:
+         targs: list[str], cfg: list[str], args: list[str], macro: Macro | None = None) -> None:
     names = {n for t in targs for n in _IDENT.findall(t)}
     bound = _bindings(fn, path, offset, names) if names else {}
     combos = [dict(zip(bound, vals, strict=True)) for vals in itertools.product(*bound.values())][:_MAX_COMBOS]
@@ -207,10 +233,19 @@ def _add(st: _State, fn: ci.Cursor, path: str, kkey: tuple[str, int], offset: in
     # `sweep<BLOCK_X, BLOCK_DIM><<<...>>>` with `constexpr int BLOCK_X = 128;` above it in the function: a value
     # argument's local constants folded to the number (the AST, which would have given it, dropped the statement).
     valued = _local_values(st, fn, path, offset, targs)
+    # A launch through a macro (macro_sites) is of that macro's kind; one whose every definition sits in an `#if` branch
+    # this parse skipped says which definition it read.
+    note: dict[str, str] = {}
+    if macro is not None and not macro.active:
+        line_no = st.ctx.read(macro.path).count(b"\n", 0, macro.start) + 1
+        where = f"{os.path.basename(macro.path)}:{line_no}"
+        note["macro"] = (f"{macro.name} as defined at {where}, in an #if branch the parse's configuration leaves "
+                         "inactive (a build flag it does not know)")
     for combo in combos or [{}]:
-        launch = Launch(kernel=kkey, launcher=fn.spelling, path=path, line=line, kind="<<<>>>",
+        launch = Launch(kernel=kkey, launcher=fn.spelling, path=path, line=line,
+                        kind="<<<>>>" if macro is None else macro.name,
                         config={"grid": parts[0], "block": parts[1], "shared_mem": parts[2] or "0",
-                                "stream": parts[3] or "0"},
+                                "stream": parts[3] or "0", **note},
                         args=args, template_args=[substitute(t, combo) for t in valued] if combo
                         else valued if valued != targs else None,
                         template_args_text=targs, in_lambda=bool(combo), host_template=host_key)
