@@ -16,7 +16,7 @@ from tests.conftest import extract_and_build, only_meta
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return extract_and_build(tmp_path_factory, "driver_api")
+    return extract_and_build(tmp_path_factory, "driver_module")
 
 
 def test_a_kernel_looked_up_by_name_and_never_launched_states_driver_api(dataset: dict[str, Any]) -> None:
@@ -47,6 +47,15 @@ def test_a_cuLaunchKernel_of_the_handle_the_lookup_filled_is_the_launch(dataset:
     assert inst["build"]["status"] == "ok", inst["build"]
     wrapper = (Path(dataset["out"]) / m["id"] / inst["host_wrapper"]).read_text(encoding="utf-8")
     assert re.search(r"\(256, 1, 1, 128, 1, 1, 0, nullptr", wrapper), wrapper  # grid 256 (its default), block 128
+
+
+def test_a_loader_method_in_a_namespace_and_the_variable_it_initializes(dataset: dict[str, Any]) -> None:
+    """`CUfunction clear_fn = loader.get("clear_voxels");` where `vol::Loader::get` calls cuModuleGetFunction: a
+    lookup, and `cuLaunchKernel(clear_fn, n / 64, 1, 1, 64, ...)` its launch."""
+    m = only_meta(dataset, "clear_voxels")
+    [launch] = m["launches"]
+    assert (launch["launcher"], launch["config"]["grid"], launch["config"]["block"]) == ("clear", "n / 64", "64"), \
+        launch
 
 
 def test_a_name_only_a_comment_or_another_call_holds_is_still_named_nowhere(dataset: dict[str, Any]) -> None:

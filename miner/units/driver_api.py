@@ -23,6 +23,8 @@ _LAUNCH = re.compile(rb"\b(cuLaunchKernel|cuLaunchCooperativeKernel|hipModuleLau
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _OPEN = {ord("("): ord(")"), ord("["): ord("]"), ord("{"): ord("}")}
 _CLOSE = {v: k for k, v in _OPEN.items()}
+_ASSIGNED = re.compile(rb"([A-Za-z_]\w*)\s*(?:\[[^\]]*\])?\s*=(?!=)[^=]*$")
+_CONTROL = {b"if", b"for", b"while", b"switch", b"catch", b"sizeof", b"return"}
 _FUNCTION_HEAD = re.compile(rb"([A-Za-z_][\w:~]*)\s*\([^;{}]*\)\s*(?:const\s*)?(?:noexcept\s*)?$")
 
 
@@ -81,20 +83,20 @@ def _args(text: bytes, open_at: int, close: int) -> list[str]:
 
 
 def enclosing_function(text: bytes, at: int) -> str:
-    """The name of the function whose body holds `at` (the head before the outermost `{` around it), or ``."""
-    depth, opened = 0, -1
+    """The name of the function whose body holds `at`: the outermost `{` around it whose head is a function's
+    (`Type Class::name(params) const {`), past namespaces, classes and `extern "C"` blocks; or ``."""
+    stack: list[int] = []
     for i in range(at):
         c = text[i]
         if c == ord("{"):
-            if depth == 0:
-                opened = i
-            depth += 1
-        elif c == ord("}") and depth:
-            depth -= 1
-    if depth == 0 or opened < 0:
-        return ""
-    m = _FUNCTION_HEAD.search(text[max(0, opened - 400):opened])
-    return m.group(1).decode() if m else ""
+            stack.append(i)
+        elif c == ord("}") and stack:
+            stack.pop()
+    for opened in stack:
+        m = _FUNCTION_HEAD.search(text[max(0, opened - 400):opened])
+        if m and m.group(1) not in _CONTROL:
+            return m.group(1).decode()
+    return ""
 
 
 def _handle_words(text: bytes, lit: bytes, at: int) -> set[str] | None:
@@ -105,6 +107,11 @@ def _handle_words(text: bytes, lit: bytes, at: int) -> set[str] | None:
         return None
     callee, open_at, close = call
     own = {w for a in _args(text, open_at, close) if a.encode() != lit for w in _WORD.findall(a)}
+    # `CUfunction clear_fn = loader.get("clear_voxels");`: the variable assigned is the handle too
+    head = text[max(0, open_at - 300):open_at]
+    head = head[max((head.rfind(c) for c in b";{}"), default=-1) + 1:]
+    if target := _ASSIGNED.search(head):
+        own.add(target.group(1).decode())
     for m in re.finditer(rb"\b" + re.escape(callee.encode()) + rb"\s*\(", text):
         if m.end() - 1 == open_at:
             continue
