@@ -16,21 +16,12 @@ import functools
 import os
 import re
 
-from miner.source import make_vars
+from miner.source import make_command_line, make_vars
 
 _MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
 _INCLUDE_FLAG = re.compile(r"(?<!\S)-I\s*(\S+)")
 # Variables whose value goes to the compiler's command line (`CPPFLAGS`, `NVCCFLAGS`, `INCLUDES`, `INC_DIRS`).
 _FLAG_VARIABLE = re.compile(r"FLAGS|^INC|INCLUDE", re.I)
-_MAX_BYTES = 1_000_000
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(_MAX_BYTES)
-    except OSError:
-        return ""
 
 
 @functools.lru_cache(maxsize=256)
@@ -40,7 +31,7 @@ def _folders_of(makefile: str, top: str) -> tuple[str, ...]:
     variables: dict[str, str] = {}
     words: list[str] = []
     recipes = make_vars.Recipes()
-    for line in make_vars.lines(makefile, _read, variables):
+    for line in make_vars.lines(makefile, make_command_line._read, variables):
         if recipes.is_recipe(line):
             words += [m.group(1) for m in _INCLUDE_FLAG.finditer(make_vars.expand(line, variables))]
             continue
