@@ -45,6 +45,7 @@ from miner.source import (
     shell_builds,
     torch_flag_removal,
 )
+from miner.source.build_files import read_build_file
 from miner.source.flag_spelling import normal, std_flag, uncommented
 
 # torch.utils.cpp_extension.COMMON_NVCC_FLAGS, which every CUDAExtension / load() build passes first.
@@ -67,13 +68,7 @@ def _std_num(value: str) -> int:
 
 
 def _read(path: str) -> str:
-    try:
-        if os.path.getsize(path) > _MAX_BYTES:
-            return ""
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except OSError:
-        return ""
+    return read_build_file(path, _MAX_BYTES)
 
 
 Span = tuple[tuple[int, int], tuple[int, int]]  # (line, column) of a call's start and end

@@ -19,6 +19,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
+from miner.source.build_files import read_build_file
 from miner.source.configured_headers import project_folders
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
@@ -92,13 +93,7 @@ def _paths_written(script: str) -> str:
 
 
 def _read(path: str) -> str:
-    try:
-        if os.path.getsize(path) > 1_000_000:
-            return ""
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except OSError:
-        return ""
+    return read_build_file(path, 1_000_000)
 
 
 def write_links(found: dict[str, str]) -> str | None:

@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from miner.source import make_vars
+from miner.source.build_files import read_build_file
 
 _MAKEFILE = re.compile(r"^(?:GNUmakefile|[Mm]akefile(?:\..*)?|.*\.mk)$")
 # `-DNAME=$(VAR)`, `-DNAME=${VAR}` (in a recipe, or a flags variable's value), possibly comma-joined after
@@ -47,11 +48,7 @@ def command_line_defines(root: str) -> dict[str, tuple[str, str]]:
 
 
 def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(_MAX_BYTES)
-    except OSError:
-        return ""
+    return read_build_file(path, _MAX_BYTES, head_of_larger=True)
 
 
 def _unset_defines(path: str) -> dict[str, tuple[str, str]]:

@@ -17,6 +17,8 @@ import functools
 import os
 import re
 
+from miner.source.build_files import read_build_file
+
 _MAX_BYTES = 200_000
 _NVCC = re.compile(r"(?:^|[\s;&|(`/])nvcc(?:\s|$)")
 _SOURCE = re.compile(r"\.(?:cu|cpp|cc|cxx|c)$")
@@ -26,13 +28,7 @@ _EXTENSIONS = {"CUDAExtension", "CppExtension", "Extension"}
 
 
 def _read(path: str) -> str:
-    try:
-        if os.path.getsize(path) > _MAX_BYTES:
-            return ""
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except OSError:
-        return ""
+    return read_build_file(path, _MAX_BYTES)
 
 
 def _logical_lines(text: str) -> list[str]:
