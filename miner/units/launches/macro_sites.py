@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from miner.units.closure.context import Macro
-from miner.units.launches.text import _invocation, _macro_params, substitute
+from miner.units.launches.text import _invocation, _macro_params, bind_params, substitute
 
 # A local declaration with an initializer in a macro's body: `const int num_blocks = (dim + 255) / 256;`.
 _LOCAL = re.compile(r"(?:^|(?<=[;{}]))\s*(?:(?:const|constexpr|static|unsigned|signed|long)\s+)*[A-Za-z_][\w:]*"
@@ -78,14 +78,7 @@ def expand(macro: Macro, invocation: str) -> str | None:
     if mp is None or inv is None:
         return None
     params, body = mp
-    args = inv[1]
-    mapping: dict[str, str] = {}
-    for i, p in enumerate(params):
-        if p == "...":
-            mapping["__VA_ARGS__"] = ", ".join(args[i:])
-            break
-        mapping[p] = args[i].strip() if i < len(args) else ""
-    return substitute(body.replace("##", ""), mapping)
+    return substitute(body.replace("##", ""), bind_params(params, inv[1], strip=True))
 
 
 def fold_locals(expansion: str, before: int, parts: list[str]) -> list[str]:

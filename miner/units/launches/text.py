@@ -127,6 +127,19 @@ def _macro_params(body: str) -> tuple[list[str], str] | None:
     return params, body[close + 1:].replace("\\\n", " ")
 
 
+def bind_params(params: list[str], args: list[str], strip: bool = False) -> dict[str, str]:
+    """A function-like macro's parameters mapped to one invocation's arguments (`...` to `__VA_ARGS__`, a missing
+    argument to ""). `strip`: each argument without its surrounding space."""
+    mapping: dict[str, str] = {}
+    for i, p in enumerate(params):
+        if p == "...":
+            mapping["__VA_ARGS__"] = ", ".join(args[i:])
+            break
+        arg = args[i] if i < len(args) else ""
+        mapping[p] = arg.strip() if strip else arg
+    return mapping
+
+
 def _invocation(text: str) -> tuple[str, list[str]] | None:
     m = re.match(r"\s*([A-Za-z_]\w*)\s*\(", text)
     if not m:
@@ -167,13 +180,7 @@ def expand_macros(ctx: TUContext, text: str, depth: int = 4, at: tuple[str, int]
             if inv is None:
                 continue
             params, body = mp
-            args = inv[1]
-            mapping: dict[str, str] = {}
-            for i, p in enumerate(params):
-                if p == "...":
-                    mapping["__VA_ARGS__"] = ", ".join(args[i:])
-                    break
-                mapping[p] = args[i] if i < len(args) else ""
+            mapping = bind_params(params, inv[1])
             end = m.start() + _invocation_length(text[m.start():])
             out += text[pos:m.start()] + " " + substitute(body.replace("##", ""), mapping) + " "
             pos = end
