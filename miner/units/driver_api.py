@@ -7,9 +7,11 @@ launched through the handle, with no `<<<>>>` and no name the parse can follow.
 The sources name such a kernel only in a string (`Mentions.loaded_by_name`). The lookup call's other arguments
 say which handle it fills (`FUNC_SCALE`, `&cuScaleKernel`): the words no other call of the same function has. A
 `cuLaunchKernel` (or `hipModuleLaunchKernel`) whose handle argument holds one of those words launches this kernel;
-its six dimensions, shared memory and stream are the launch configuration. Text only (host files of such programs
-are often not CUDA translation units the miner parses), so a handle filled in one place and copied to another
-variable is not followed.
+its six dimensions, shared memory and stream are the launch configuration. So is a call of the project's own
+wrapper around such a launch whose handle parameter takes one of those words (`units.driver_wrappers`), and a
+launch of `functions[op]` whose local `op` is given that word (`units.driver_sites`). Text only (host files of such
+programs are often not CUDA translation units the miner parses), so a handle filled in one place and copied to
+another variable through anything but a local's plain assignment is not followed.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from miner.units.driver_text import without_comments
+from miner.units.driver_text import bodies, body_at, without_comments
 from miner.units.records import Launch
 
 _LAUNCH = re.compile(rb"\b(cuLaunchKernel|cuLaunchCooperativeKernel|hipModuleLaunchKernel)\s*\(")
@@ -26,8 +28,6 @@ _WORD = re.compile(r"[A-Za-z_]\w*")
 _OPEN = {ord("("): ord(")"), ord("["): ord("]"), ord("{"): ord("}")}
 _CLOSE = {v: k for k, v in _OPEN.items()}
 _ASSIGNED = re.compile(rb"([A-Za-z_]\w*)\s*(?:\[[^\]]*\])?\s*=(?!=)[^=]*$")
-_CONTROL = {b"if", b"for", b"while", b"switch", b"catch", b"sizeof", b"return"}
-_FUNCTION_HEAD = re.compile(rb"([A-Za-z_][\w:~]*)\s*\([^;{}]*\)\s*(?:const\s*)?(?:noexcept\s*)?$")
 
 
 def call_around(text: bytes, at: int) -> tuple[str, int, int] | None:
@@ -81,20 +81,10 @@ def _args(text: bytes, open_at: int, close: int) -> list[str]:
 
 
 def enclosing_function(text: bytes, at: int) -> str:
-    """The name of the function whose body holds `at`: the outermost `{` around it whose head is a function's
-    (`Type Class::name(params) const {`), past namespaces, classes and `extern "C"` blocks; or ``."""
-    stack: list[int] = []
-    for i in range(at):
-        c = text[i]
-        if c == ord("{"):
-            stack.append(i)
-        elif c == ord("}") and stack:
-            stack.pop()
-    for opened in stack:
-        m = _FUNCTION_HEAD.search(text[max(0, opened - 400):opened])
-        if m and m.group(1) not in _CONTROL:
-            return m.group(1).decode()
-    return ""
+    """The name of the function whose body holds `at` (`driver_text.bodies`: the outermost `{` around it whose head
+    is a function's, `Type Class::name(params) const {`, past namespaces, classes and `extern "C"` blocks); or ``."""
+    body = body_at(bodies(text), at)
+    return body.name if body is not None else ""
 
 
 def _handle_words(text: bytes, lit: bytes, at: int) -> set[str] | None:

@@ -117,8 +117,9 @@ def _build(files: dict[str, bytes]) -> Index:
             w = api_wrapper(path, line, body, kind, args[0], config)
             if w is not None:
                 # (two launches of the parameter in one function, on two streams: the first is its configuration)
-                w = next((o for o in level if o.path == path and o.body.start == w.body.start), None) or w
-                level += [w] if w not in level else []
+                same = next((o for o in level if o.path == path and o.body.start == w.body.start), None)
+                w = same or w
+                level += [] if same else [w]
             direct.append((_site(text, path, line, body, kind, config, args[0]), w))
     wrappers = list(level)
     found_calls: list[Call] = []

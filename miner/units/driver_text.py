@@ -27,6 +27,7 @@ _FN_POINTER = re.compile(r"\(\s*[*&]\s*([A-Za-z_]\w*)\s*\)")
 # What a local variable may be given and still hold a known constant: one (qualified) name, or a table's entry at one
 # (`cuFunc[FUNC_X]`).
 _CONSTANT = re.compile(r"\s*(?:[A-Za-z_][\w:]*|[A-Za-z_][\w.>-]*\s*\[\s*[A-Za-z_][\w:]*\s*\])\s*")
+_NOT_TYPES = {b"return", b"case", b"else", b"goto", b"throw", b"delete", b"co_return", b"co_yield"}
 _COMPOUND = re.compile(rb"\s*(?:\+\+|--|(?:[-+*/%&|^]|<<|>>)=)")
 
 
@@ -84,7 +85,8 @@ def bodies(text: bytes) -> list[Body]:
 
 def _head(text: bytes, brace: int) -> tuple[str, str] | None:
     """(name, parameter list) of the function head a `{` ends (`Type Class::name(params) const {`), read backwards
-    from the brace: however long the parameter list."""
+    from the brace, however long the parameter list; a constructor's member initializers (`: a_(a), b_{b}`) are
+    stepped over to its own head."""
     j = brace
     while True:
         before = text[max(0, j - 40):j].rstrip()
@@ -92,27 +94,42 @@ def _head(text: bytes, brace: int) -> tuple[str, str] | None:
         if q is None:
             break
         j -= len(text[max(0, j - 40):j]) - q.start()
-    j = len(text[:j].rstrip()) - 1
-    if j < 0 or text[j] != ord(")"):
-        return None
-    close, depth = j, 0
+    while True:
+        j = len(text[:j].rstrip()) - 1
+        if j < 0 or text[j] not in b")}":
+            return None
+        close = j
+        j = _opening(text, j)
+        if j is None:
+            return None
+        name = _NAME_AT_END.search(text[max(0, j - 300):j])
+        if name is None or name.group(1) in _CONTROL:
+            return None
+        start = j - (len(text[max(0, j - 300):j]) - name.start())
+        lead = text[max(0, start - 40):start].rstrip()
+        if text[close] == ord(")") and not (lead.endswith(b",") or lead.endswith(b":") and not lead.endswith(b"::")):
+            return name.group(1).decode(), text[j + 1:close].decode("utf-8", "replace")
+        if not (lead.endswith(b",") or lead.endswith(b":") and not lead.endswith(b"::")):
+            return None  # (`name{...} {`: no function's head)
+        j = start - (len(text[max(0, start - 40):start]) - len(lead)) - 1  # (before the `,` or `:`)
+
+
+def _opening(text: bytes, close: int) -> int | None:
+    """The offset of the `(` (`{`) that the `)` (`}`) at `close` ends, reading backwards; None past a `;`."""
+    pair = {ord(")"): ord("("), ord("}"): ord("{")}[text[close]]
+    shut, depth, j = text[close], 0, close
     while j >= 0:
         c = text[j]
-        if c == ord(")"):
+        if c == shut:
             depth += 1
-        elif c == ord("("):
+        elif c == pair:
             depth -= 1
             if depth == 0:
-                break
-        elif c in b";{}":
+                return j
+        elif c == ord(";") or (shut == ord(")") and c in b"{}"):
             return None
         j -= 1
-    if j < 0:
-        return None
-    name = _NAME_AT_END.search(text[max(0, j - 300):j])
-    if name is None or name.group(1) in _CONTROL:
-        return None
-    return name.group(1).decode(), text[j + 1:close].decode("utf-8", "replace")
+    return None
 
 
 def body_at(found: list[Body], at: int) -> Body | None:
@@ -148,8 +165,9 @@ def local_values(text: bytes, body: Body, var: str) -> list[str] | None:
         return None
     inner = text[body.start:body.end]
     word = re.escape(var.encode())
-    if not re.search(rb"[\w>*&]\s+" + word + rb"\s*(?:[;=,{]|\[)", inner):
-        return None
+    declared = re.finditer(rb"(?:(\w+)|>)(?:\s*[*&]+\s*|\s+)" + word + rb"\s*(?:[;=,{]|\[)", inner)
+    if not any(d.group(1) not in _NOT_TYPES for d in declared):
+        return None  # (no declaration: `return op;` is none)
     values: list[str] = []
     for m in re.finditer(rb"(?<![\w.>:])" + word + rb"\b", inner):
         before = inner[:m.start()].rstrip()

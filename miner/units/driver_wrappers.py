@@ -124,7 +124,7 @@ def deeper(level: list[Wrapper], found: list[Call]) -> list[Wrapper]:
     out: list[Wrapper] = []
     seen: set[tuple[str, int]] = set()
     for c in found:
-        if c.wrapper not in level or (c.path, c.body.start) in seen:
+        if not any(c.wrapper is w for w in level) or (c.path, c.body.start) in seen:
             continue
         index = handle_parameter(c.args[c.wrapper.helper.index], c.body)
         if index is None:
