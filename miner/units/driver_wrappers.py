@@ -75,7 +75,7 @@ def _fits(w: Wrapper, args: list[str]) -> bool:
     return w.helper.index < len(args) and (len(args) <= n or w.helper.pack is not None)
 
 
-def calls(wrappers: list[Wrapper], texts: Callable[[str], bytes | None], paths: list[str],
+def calls(wrappers: list[Wrapper], texts: Callable[[str], bytes], paths: list[str],
           bodies: Callable[[str], list[Body]]) -> list[Call]:
     """Each call of a wrapper in a function body of the files (`texts`: path -> comment-blanked text, for those that
     spell a wrapper's name), with the first wrapper of that name whose parameters take its arguments. A call in the
@@ -85,20 +85,18 @@ def calls(wrappers: list[Wrapper], texts: Callable[[str], bytes | None], paths: 
         by_name.setdefault(w.body.last, []).append(w)
     if not by_name:
         return []
-    spelled = re.compile(r"(?<![\w~])(" + "|".join(map(re.escape, sorted(by_name))) + r")\s*\(")
+    spelled = re.compile(rb"(?<![\w~])(" + b"|".join(re.escape(n.encode()) for n in sorted(by_name)) + rb")\s*\(")
     out: list[Call] = []
     for path in paths:
         text = texts(path)
-        if text is None:
-            continue
         found = bodies(path)
-        for m in spelled.finditer(text.decode("latin-1")):
+        for m in spelled.finditer(text):
             body = body_at(found, m.start())
             close = _matching(text, m.end() - 1)
             if body is None or close is None:
                 continue
             args = _args(text, m.end() - 1, close)
-            w = next((w for w in by_name[m.group(1)] if _fits(w, args)
+            w = next((w for w in by_name[m.group(1).decode()] if _fits(w, args)
                       and not (w.path == path and w.body.start == body.start)), None)
             if w is None:
                 continue
