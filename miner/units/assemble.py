@@ -120,13 +120,7 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
         if not uses and k.frontend == "clang" and (found := generated.writers(meta, root)):
             meta["launch_missing"] = generated.launch_missing(k.name, found)
         elif not uses and (loads := mentions.loaded_by_name(k.name)):
-            where = ", ".join(f"{_rel(p, root)}:{ln}" for p, ln in loads[:5])
-            meta["launch_missing"] = {
-                "reason": "driver_api", "mentions": [f"{_rel(p, root)}:{ln}" for p, ln in loads[:5]],
-                "detail": f"{k.name} is named only as the string \"{k.name}\" ({where}), in a file that looks kernels "
-                          "up in a module by name (cuModuleGetFunction): the driver API loads it from a compiled "
-                          "module at run time and launches the handle (cuLaunchKernel), whose grid and block the "
-                          "miner does not follow"}
+            meta["launch_missing"] = driver_api.launch_missing(k.name, loads, mentions.files, lambda p: _rel(p, root))
         if meta["launch_missing"]["reason"] == "unresolved" and (unparsed := unparsed_launcher(
                 k.name, k.path, uses, mentions.text(k.path), (k.diagnostics or {}).get("_error_lines"),
                 _rel(k.path, root))):

@@ -7,29 +7,27 @@ launched through the handle, with no `<<<>>>` and no name the parse can follow.
 The sources name such a kernel only in a string (`Mentions.loaded_by_name`). The lookup call's other arguments
 say which handle it fills (`FUNC_SCALE`, `&cuScaleKernel`): the words no other call of the same function has. A
 `cuLaunchKernel` (or `hipModuleLaunchKernel`) whose handle argument holds one of those words launches this kernel;
-its six dimensions, shared memory and stream are the launch configuration. Text only (host files of such programs
-are often not CUDA translation units the miner parses), so a handle filled in one place and copied to another
-variable is not followed.
+its six dimensions, shared memory and stream are the launch configuration. So is a call of the project's own
+wrapper around such a launch whose handle parameter takes one of those words (`units.driver_wrappers`), and a
+launch of `functions[op]` whose local `op` is given that word (`units.driver_sites`). Text only (host files of such
+programs are often not CUDA translation units the miner parses), so a handle filled in one place and copied to
+another variable through anything but a local's plain assignment is not followed.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
+from miner.units.driver_text import bodies, body_at, without_comments
 from miner.units.records import Launch
 
-_COMMENT = re.compile(rb"/\*.*?\*/|//[^\n]*", re.S)
 _LAUNCH = re.compile(rb"\b(cuLaunchKernel|cuLaunchCooperativeKernel|hipModuleLaunchKernel)\s*\(")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _OPEN = {ord("("): ord(")"), ord("["): ord("]"), ord("{"): ord("}")}
 _CLOSE = {v: k for k, v in _OPEN.items()}
 _ASSIGNED = re.compile(rb"([A-Za-z_]\w*)\s*(?:\[[^\]]*\])?\s*=(?!=)[^=]*$")
-_CONTROL = {b"if", b"for", b"while", b"switch", b"catch", b"sizeof", b"return"}
-_FUNCTION_HEAD = re.compile(rb"([A-Za-z_][\w:~]*)\s*\([^;{}]*\)\s*(?:const\s*)?(?:noexcept\s*)?$")
-
-
-def _blank(m: re.Match[bytes]) -> bytes:
-    return re.sub(rb"[^\n]", b" ", m.group(0))
 
 
 def call_around(text: bytes, at: int) -> tuple[str, int, int] | None:
@@ -83,20 +81,10 @@ def _args(text: bytes, open_at: int, close: int) -> list[str]:
 
 
 def enclosing_function(text: bytes, at: int) -> str:
-    """The name of the function whose body holds `at`: the outermost `{` around it whose head is a function's
-    (`Type Class::name(params) const {`), past namespaces, classes and `extern "C"` blocks; or ``."""
-    stack: list[int] = []
-    for i in range(at):
-        c = text[i]
-        if c == ord("{"):
-            stack.append(i)
-        elif c == ord("}") and stack:
-            stack.pop()
-    for opened in stack:
-        m = _FUNCTION_HEAD.search(text[max(0, opened - 400):opened])
-        if m and m.group(1) not in _CONTROL:
-            return m.group(1).decode()
-    return ""
+    """The name of the function whose body holds `at` (`driver_text.bodies`: the outermost `{` around it whose head
+    is a function's, `Type Class::name(params) const {`, past namespaces, classes and `extern "C"` blocks); or ``."""
+    body = body_at(bodies(text), at)
+    return body.name if body is not None else ""
 
 
 def _handle_words(text: bytes, lit: bytes, at: int) -> set[str] | None:
@@ -121,13 +109,18 @@ def _handle_words(text: bytes, lit: bytes, at: int) -> set[str] | None:
     return own - {callee}
 
 
-def launches(name: str, loads: list[tuple[str, int]], files: dict[str, bytes]) -> list[Launch]:
-    """The driver-API launches of kernel `name`, which the files name only as the string literal at `loads`
-    ((path, line) pairs, Mentions.loaded_by_name); `files`: path -> raw text of every file read."""
+_LOOKUP_APIS = {"cuModuleGetFunction", "cuLibraryGetKernel", "hipModuleGetFunction"}
+
+
+def _lookups(name: str, loads: list[tuple[str, int]], files: dict[str, bytes]
+             ) -> tuple[set[str], list[tuple[str, str]]]:
+    """The words of the handles the lookups of kernel `name` fill (`_handle_words`), and the (callee, first argument)
+    of each lookup call, which say which table the handle is an entry of."""
     lit = b'"' + name.encode() + b'"'
     words: set[str] = set()
+    callees: list[tuple[str, str]] = []
     for path, line in loads:
-        text = _COMMENT.sub(_blank, files.get(path, b""))
+        text = without_comments(files.get(path, b""))
         start = 0
         for _ in range(line - 1):
             start = text.find(b"\n", start) + 1
@@ -135,32 +128,86 @@ def launches(name: str, loads: list[tuple[str, int]], files: dict[str, bytes]) -
         found = _handle_words(text, lit, at) if at >= 0 else None
         if found:
             words |= found
+        if at >= 0 and (call := call_around(text, at)) is not None:
+            callees.append((call[0], _args(text, call[1], call[2])[0]))
+    return words, callees
+
+
+def launches(name: str, loads: list[tuple[str, int]], files: dict[str, bytes]) -> list[Launch]:
+    """The driver-API launches of kernel `name`, which the files name only as the string literal at `loads`
+    ((path, line) pairs, Mentions.loaded_by_name); `files`: path -> raw text of every file read. Each launch site
+    (`units.driver_sites`: an API launch, or a call of a project wrapper around one) whose handle holds a word of
+    the handle a lookup filled; one that holds it only through a variable's assignment says which (`pinned`)."""
+    from miner.units import driver_sites
+
+    words, _ = _lookups(name, loads, files)
     if not words:
         return []
     out: list[Launch] = []
-    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(words))) + r")\b")
-    for path, raw in files.items():
-        if _LAUNCH.search(raw) is None:
+    for site in driver_sites.index(files).sites:
+        hit = [w for w in site.held if w in words]
+        if not hit:
             continue
-        text = _COMMENT.sub(_blank, raw)
-        for m in _LAUNCH.finditer(text):
-            close = _matching(text, m.end() - 1)
-            if close is None:
-                continue
-            args = _args(text, m.end() - 1, close)
-            if len(args) < 9 or not pattern.search(args[0]):
-                continue
-            out.append(_launch(name, path, text, m, args))
+        config = dict(site.config)
+        if all(site.held[w] is not None for w in hit):
+            config["pinned"] = str(site.held[hit[0]])
+        out.append(make_launch(site.path, site.line, site.launcher, site.kind, config))
     return out
 
 
-def _launch(name: str, path: str, text: bytes, m: re.Match[bytes], args: list[str]) -> Launch:
-    def dims(xyz: list[str]) -> str:
-        # `dim3(n, 1, 1)` is n, as a one-dimensional `<<<n, ...>>>` writes it
-        return xyz[0] if xyz[1:] == ["1", "1"] else f"dim3({', '.join(xyz)})"
+def launch_missing(name: str, loads: list[tuple[str, int]], files: dict[str, bytes],
+                   rel: Callable[[str], str]) -> dict[str, Any]:
+    """Why a kernel looked up by name has no launch: `driver_api_table` where its handle is an entry of a table some
+    launch picks from by an index the text does not pin (which entry that launch takes is known only at run time),
+    else `driver_api` (no launch site holds its handle)."""
+    from miner.units import driver_sites
 
-    config = {"grid": dims(args[1:4]), "block": dims(args[4:7]), "shared_mem": args[7], "stream": args[8]}
-    values = {key: int(v.rstrip("uUlL")) for key, v in config.items() if key != "stream" and
-              re.fullmatch(r"\d+[uUlL]*", v)}
-    return Launch(kernel=None, launcher=enclosing_function(text, m.start()), path=path,
-                  line=text.count(b"\n", 0, m.start()) + 1, kind=m.group(1).decode(), config=config, values=values)
+    idx = driver_sites.index(files)
+    _, callees = _lookups(name, loads, files)
+    tables: set[str] = set()
+    for callee, first in callees:
+        if callee in _LOOKUP_APIS and (entry := driver_sites.table_of(first)):
+            tables.add(entry[0])
+        tables |= idx.tables.get(callee, set())
+    where = ", ".join(f"{rel(p)}:{ln}" for p, ln in loads[:5])
+    mentions = [f"{rel(p)}:{ln}" for p, ln in loads[:5]]
+    open_sites = [s for s in idx.sites if s.open and s.table in tables]
+    if open_sites:
+        at = ", ".join(f"`{s.handle}` at {rel(s.path)}:{s.line}" for s in open_sites[:5])
+        return {"reason": "driver_api_table", "mentions": mentions,
+                "detail": f"{name} is looked up by name (\"{name}\", {where}) into an entry of the table "
+                          f"{', '.join(sorted(tables))}, and no launch takes that entry by a constant index; "
+                          f"{_launches_pick(len(open_sites))} an entry by an index the code does not pin ({at}): "
+                          "which kernel is launched there is known only at run time"}
+    return {"reason": "driver_api", "mentions": mentions,
+            "detail": f"{name} is named only as the string \"{name}\" ({where}), in a file that looks kernels up in a "
+                      "module by name (cuModuleGetFunction): the driver API loads it from a compiled module at run "
+                      "time and launches the handle (cuLaunchKernel), and no launch the miner follows takes its handle"}
+
+
+def _launches_pick(n: int) -> str:
+    return "1 launch picks" if n == 1 else f"{n} launches pick"
+
+
+def config_of(args: list[str]) -> dict[str, str]:
+    """The launch configuration of a `cuLaunchKernel` / `hipModuleLaunchKernel` call's arguments (handle, six
+    dimensions, shared memory, stream, ...)."""
+    return {"grid": _dims(args[1:4]), "block": _dims(args[4:7]), "shared_mem": args[7], "stream": args[8]}
+
+
+def _dims(xyz: list[str]) -> str:
+    # `dim3(n, 1, 1)` is n, as a one-dimensional `<<<n, ...>>>` writes it; `grid.x, grid.y, grid.z` is `grid` (a
+    # dim3 or the project's own three-int struct), which a wrapper's call replaces whole
+    if xyz[1:] == ["1", "1"]:
+        return xyz[0]
+    parts = [m.groups() for a in xyz if (m := re.fullmatch(r"(.+?)\s*(?:\.|->)\s*([xyz])", a))]
+    if [p[1] for p in parts] == ["x", "y", "z"] and len({p[0] for p in parts}) == 1:
+        return parts[0][0]
+    return f"dim3({', '.join(xyz)})"
+
+
+def make_launch(path: str, line: int, launcher: str, kind: str, config: dict[str, str]) -> Launch:
+    """A driver-API launch record: the values of the configuration's plain numbers."""
+    values = {key: int(v.rstrip("uUlL")) for key, v in config.items() if key in ("grid", "block", "shared_mem")
+              and re.fullmatch(r"\d+[uUlL]*", v)}
+    return Launch(kernel=None, launcher=launcher, path=path, line=line, kind=kind, config=config, values=values)
