@@ -1,0 +1,47 @@
+"""`extract --build` on tests/fixtures/blind25: patterns found on the twenty-fifth set of repositories (issue 14,
+scripts/corpus_repos_blind25.txt, development data in session 23), each reproduced by code of our own and judged
+by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
+
+_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def macro_per_inclusion(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind25/macro_per_inclusion")
+
+
+@_nvcc
+def test_a_header_included_once_per_macro_value_is_written_once_per_inclusion(
+        macro_per_inclusion: dict[str, Any]) -> None:
+    """`scaled_ops.h` has no include guard: `lazy.h` includes it three times, under `#define SCALED_T float`,
+    `double` and `int`, each `#undef`'d after its `#include`, and each inclusion declares the operators of one
+    scalar type. The unit wrote the operators once, under the first definition: `scale_view<double>` found no
+    `operator*` for `View<double> * double`. Each operator is written once per inclusion under the definition in
+    force there, and both instantiations build."""
+    m = only_meta(macro_per_inclusion, "scale_view")
+    for unit in unit_texts(macro_per_inclusion, m):
+        for t in ("float", "double", "int"):
+            assert f"#define SCALED_T {t}" in unit, unit
+    assert build_statuses(m) == {"float": "ok", "double": "ok"}, build_statuses(m)
+
+
+@_nvcc
+def test_a_scoped_macro_after_the_kernel_comes_with_the_pieces_inside_its_scope(
+        macro_per_inclusion: dict[str, Any]) -> None:
+    """`#define HALVED_T float` / `#include "halved_ops.h"` / `#undef HALVED_T` follows the kernels' header: the
+    definition is in force at neither kernel, so it was left out as a scoped macro of another place, though the
+    `operator/` the unit takes from that scope names it ("identifier HALVED_T is undefined"). A scoped definition
+    whose scope holds a piece the unit takes comes with it."""
+    m = only_meta(macro_per_inclusion, "halve_view")
+    (unit,) = unit_texts(macro_per_inclusion, m)
+    assert "#define HALVED_T float" in unit, unit
+    assert build_statuses(m) == {"float": "ok"}, build_statuses(m)
