@@ -45,3 +45,25 @@ def test_a_scoped_macro_after_the_kernel_comes_with_the_pieces_inside_its_scope(
     (unit,) = unit_texts(macro_per_inclusion, m)
     assert "#define HALVED_T float" in unit, unit
     assert build_statuses(m) == {"float": "ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def overload_by_reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind25/overload_by_reference")
+
+
+@_nvcc
+def test_a_dependent_call_reaches_only_the_overloads_its_arguments_can_bind_to(
+        overload_by_reference: dict[str, Any]) -> None:
+    """`Grid::reduce` is an overload set of member templates whose same-length lists differ by a `Grid &`
+    parameter: `reduce(target, red, post, cudaStream_t(0))` cannot reach `reduce(Red, Pre, Post, Grid &)` (a
+    stream does not bind to `Grid &`), `reduce(red, Ident(), post, target)` in `reduce(Red, Post, Grid &)` cannot
+    reach `reduce(Grid &, Red, Post, cudaStream_t)` for a `Red` that is no `Grid`, and four arguments do not fill
+    five parameters without defaults. Deduced by position, those overloads pushed functors into the wrong
+    parameters: `reduce_rows<Ident, Ident, Keep>` ("class Ident has no member init"), `<Sum, Ident, Ident>`
+    ("cannot be called with the given argument list"), `<Grid, Sum, Keep>`, `<Sum, Keep, CUstream_st *>`. Only the
+    two instantiations the program makes remain, and both build."""
+    m = only_meta(overload_by_reference, "reduce_rows")
+    assert sorted(i["args"] for i in m["instantiations"]) == [["Sum", "Ident", "Keep"], ["Sum", "Square", "Keep"]], \
+        [i["args"] for i in m["instantiations"]]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

@@ -9,7 +9,7 @@ from typing import Any
 
 import clang.cindex as ci
 
-from miner.units.launches import deduce_probe, value_spelling
+from miner.units.launches import deduce_probe, overload_fit, value_spelling
 from miner.units.launches.cursors import _aliases, _key, _primary, _targets, _template_args, _tparams
 from miner.units.launches.record import _FUNCS, _MAX_DEPTH, K
 from miner.units.launches.state import (
@@ -75,7 +75,9 @@ def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.C
                 written = _deduce_rest(st, t, [substitute_aliases(x, alias) for x in texts[0]], children,
                                        host_names(st, host_key))
                 if written is not None:
-                    dc = _DepCall(host_key, params, key, written)
+                    dc = _DepCall(host_key, params, key, written, binds=[
+                        b for a, p in zip(children[1:], _parms(t), strict=False)
+                        if (b := overload_fit.reference_binds(a, p, params)) is not None])
                     if len(written) < len(_tparams(t)) and host_key in st.classes:
                         # The rest deduced by the compiler in the class's probe (deduce_probe): the arguments'
                         # types depend on the class's configuration, which no written type spells.
@@ -109,12 +111,15 @@ def _deduce_rest(st: _State, t: ci.Cursor, written: list[str], children: list[ci
     from miner.units.launches.sites import _deduce  # (sites imports this module)
 
     args = children[1:]
-    parms = [c for c in t.get_children() if c.kind == K.PARM_DECL]
+    parms = _parms(t)
     if len(parms) < len(args) and not any("..." in _src(st.ctx, p) for p in parms[-1:]):
+        return None
+    # (an argument of a known type the parameter cannot take: another overload of the same length's)
+    if any(overload_fit.ill_typed(a, p) for a, p in zip(args, parms, strict=False)):
         return None
     # (too few arguments for the parameters without a default: another overload of the name, one with fewer
     # parameters, which the written arguments would then be mapped onto wrongly)
-    if len(args) < sum(1 for p in parms if "=" not in (text := _src(st.ctx, p)) and "..." not in text):
+    if overload_fit.too_few(st.ctx, parms, len(args)):
         return None
     if len(written) >= len(_tparams(t)):
         return written
@@ -369,6 +374,10 @@ def _to_definitions(st: _State, insts: dict[tuple[str, int], list[list[str]]]) -
     return changed
 
 
+def _parms(t: ci.Cursor) -> list[ci.Cursor]:
+    return [c for c in t.get_children() if c.kind == K.PARM_DECL]
+
+
 def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
     """Concrete instantiations of every host template, pushed through dependent calls to a fixed point.
     A class template's instantiations reach the partial specializations they match."""
@@ -399,6 +408,10 @@ def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
             for inst in list(insts.get(dc.caller, [])):
                 # (an unnamed parameter, `template <typename = void>`, names nothing to put in)
                 mapping = {k: v for k, v in zip(dc.caller_params, inst, strict=False) if k}
+                if dc.binds and not overload_fit.class_ok(
+                        dc.binds, mapping, st.ctx.memo("derived_classes", lambda: overload_fit.derived_classes(
+                            st.ctx.tu))):
+                    continue  # (an overload this instantiation's arguments cannot reach)
                 texts = [substitute(t, mapping) for t in dc.args_text]
                 if class_names[dc.caller] and any(n in class_names[dc.caller] for t in texts for n in _words(t)):
                     # An argument naming the caller's class's parameter (`K` deduced from a member `K *`): the

@@ -29,6 +29,9 @@ class _DepCall:
     caller_params: list[str]
     callee: tuple[str, int]
     args_text: list[str]
+    # (caller's template parameter, class): an argument typed by that parameter meets a `Class &` parameter of
+    # the callee; only the caller's instantiations with that class reach this overload (launches.overload_fit).
+    binds: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
