@@ -67,3 +67,20 @@ def test_a_dependent_call_reaches_only_the_overloads_its_arguments_can_bind_to(
     assert sorted(i["args"] for i in m["instantiations"]) == [["Sum", "Ident", "Keep"], ["Sum", "Square", "Keep"]], \
         [i["args"] for i in m["instantiations"]]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def parameter_named_like_a_class(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind25/parameter_named_like_a_class")
+
+
+@_nvcc
+def test_template_arguments_are_put_in_one_pass(parameter_named_like_a_class: dict[str, Any]) -> None:
+    """`apply_plan<DstPlan, Plan>` launched as `apply_plan<lz::Plan<lz::Buffer>, lz::Plan<lz::Ones>>`: the
+    launcher's parameter `DstPlan dst` took `lz::Plan<lz::Buffer>`, and then the `Plan` of that value was
+    replaced by the second argument (`lz::lz::Plan<lz::Ones><lz::Buffer>`: "name followed by '::' must be a class
+    or namespace name"). Each parameter's name is replaced once, in the kernel's own text only."""
+    m = only_meta(parameter_named_like_a_class, "apply_plan")
+    (unit,) = unit_texts(parameter_named_like_a_class, m)
+    assert "lz::Plan<lz::Buffer> km_dst" in unit, unit
+    assert build_statuses(m) == {"lz_Plan_Buffer_lz_Plan_Ones": "ok"}, build_statuses(m)
