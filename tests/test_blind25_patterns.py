@@ -84,3 +84,21 @@ def test_template_arguments_are_put_in_one_pass(parameter_named_like_a_class: di
     (unit,) = unit_texts(parameter_named_like_a_class, m)
     assert "lz::Plan<lz::Buffer> km_dst" in unit, unit
     assert build_statuses(m) == {"lz_Plan_Buffer_lz_Plan_Ones": "ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def toolkit_switch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind25/toolkit_switch")
+
+
+@_nvcc
+def test_a_definition_under_a_toolkit_option_is_the_cuda_builds(toolkit_switch: dict[str, Any]) -> None:
+    """`lib/CMakeLists.txt` gives `-DVENDOR_NV` under `if(USE_CUDA_TOOLKIT)` (`-DVENDOR_AMD` under
+    `if(USE_ROCM_TOOLKIT)`), inherited by `lib/src/gpu`; the kernel's helper picks its warp exchange by `#if
+    VENDOR_NV` / `#elif VENDOR_AMD` / `#else #error`. `USE_CUDA_TOOLKIT` read as an option of no platform, the
+    definition was dropped and the unit stopped at the `#error`. A `..._TOOLKIT` switch names its platform, as
+    `WITH_CUDA` does: the unit carries `-DVENDOR_NV` and builds."""
+    m = only_meta(toolkit_switch, "broadcast_lane0")
+    assert "-DVENDOR_NV" in m["build_flags"]["nvcc"], m["build_flags"]
+    assert "-DVENDOR_AMD" not in m["build_flags"]["nvcc"], m["build_flags"]
+    assert build_statuses(m) == {"float": "ok"}, build_statuses(m)
