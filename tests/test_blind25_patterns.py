@@ -102,3 +102,21 @@ def test_a_definition_under_a_toolkit_option_is_the_cuda_builds(toolkit_switch: 
     assert "-DVENDOR_NV" in m["build_flags"]["nvcc"], m["build_flags"]
     assert "-DVENDOR_AMD" not in m["build_flags"]["nvcc"], m["build_flags"]
     assert build_statuses(m) == {"float": "ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def constexpr_argument(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind25/constexpr_argument")
+
+
+@_nvcc
+def test_a_constexpr_function_computing_a_value_argument_comes_with_the_unit(
+        constexpr_argument: dict[str, Any]) -> None:
+    """`launch_sum_tiles<W>` launches `sum_tiles<W, rows_per_thread(W)>`, `rows_per_thread` a host `constexpr`
+    function: the instantiations are `<8, rows_per_thread(8)>` and `<32, rows_per_thread(32)>`, whose units lacked
+    the function ("identifier rows_per_thread is undefined"). A constexpr function a template argument names is
+    taken into the closure like a device function given as an argument, and both units build."""
+    m = only_meta(constexpr_argument, "sum_tiles")
+    for unit in unit_texts(constexpr_argument, m):
+        assert "constexpr int rows_per_thread(int width)" in unit, unit
+    assert set(build_statuses(m).values()) == {"ok"} and len(m["instantiations"]) == 2, build_statuses(m)

@@ -195,6 +195,10 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 for gp, gc in lst:
                     if gp.kind in _ARG_FUNCTION_KINDS and any(ch.kind in _DEVICE_ATTRS for ch in gc.get_children()):
                         take(gp, gc)
+                    elif gp.kind in _ARG_FUNCTION_KINDS and _constexpr(ctx, gp, gc):
+                        # A host constexpr function that computes a value argument (`k<W, rows_per_thread(W)>` in
+                        # a launcher template): the unit's instantiation and launcher write the call.
+                        take(gp, gc)
                     elif gp.kind == "VAR_DECL" and gc.type.is_const_qualified():
                         # A namespace-scope constant given as a value argument (`k<T, kTileV1, kRowsV1>` in an
                         # explicit instantiation, `constexpr int32_t kTileV1 = 32;` beside it) that the kernel's
@@ -498,6 +502,15 @@ def _scope_closed_unused(ctx: TUContext, m: Macro, kernel_key: tuple[int, ...],
     pieces generated under it, `#define OP ...` / `ATOMIC(Add)` / `#undef OP`, need it at their place)."""
     u = _undef_of(ctx, m)
     return u is not None and ctx.sort_key(m.path, u) < kernel_key and not _scope_holds_piece(ctx, m, piece_keys)
+
+
+def _constexpr(ctx: TUContext, piece: Piece, cur: ci.Cursor) -> bool:
+    """Whether a function's declaration says `constexpr` before its name."""
+    head = ctx.read(piece.path)[piece.start:cur.location.offset]
+    return re.search(rb"\bconstexpr\b", _STRING_OR_COMMENT_B.sub(b" ", head)) is not None
+
+
+_STRING_OR_COMMENT_B = re.compile(rb'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"', re.S)
 
 
 def _scope_holds_piece(ctx: TUContext, m: Macro, piece_keys: list[tuple[int, ...]]) -> bool:
