@@ -120,3 +120,20 @@ def test_a_constexpr_function_computing_a_value_argument_comes_with_the_unit(
     for unit in unit_texts(constexpr_argument, m):
         assert "constexpr int rows_per_thread(int width)" in unit, unit
     assert set(build_statuses(m).values()) == {"ok"} and len(m["instantiations"]) == 2, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def undef_in_skipped_branch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind25/undef_in_skipped_branch")
+
+
+@_nvcc
+def test_an_undef_in_a_skipped_branch_closes_no_definition(undef_in_skipped_branch: dict[str, Any]) -> None:
+    """`portable.h` defines `fall_through_` as a comment, then under `#if __cplusplus >= 201703L` `#undef`s it and
+    defines `[[fallthrough]];`, and under the `#elif` (skipped) `#undef`s it again. That skipped `#undef` was read
+    as the end of the C++17 definition's scope, so the unit took neither definition ("identifier fall_through_ is
+    undefined"). Only `#undef`s the preprocessor processed close a definition: the unit carries the C++17 one."""
+    m = only_meta(undef_in_skipped_branch, "pad_tail")
+    (unit,) = unit_texts(undef_in_skipped_branch, m)
+    assert "#define fall_through_ [[fallthrough]];" in unit, unit
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)

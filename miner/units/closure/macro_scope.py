@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from miner.frontends.clang_frontend import skipped_in
 from miner.units.closure.context import Macro, TUContext
 
 # Every `#define` and `#undef` line of a file, by the name it names (`_undef_of`).
@@ -27,7 +28,14 @@ def _undef_of(ctx: TUContext, m: Macro) -> int | None:
     found = lines.get(m.path)
     if found is None:
         found = lines[m.path] = {}
+        # (an `#undef` in a branch the preprocessor skipped closes nothing: `#define F_ /* x */` / `#if __cplusplus
+        # >= 201703L` / `#undef F_` / `#define F_ [[fallthrough]];` / `#elif defined(__has_attribute)` / `#undef F_`
+        # ...: read as the end of the C++17 definition's scope, it left the unit with no definition at all)
+        f = ctx.files.get(m.path)
+        skipped = skipped_in(ctx.tu, f) if f is not None else []
         for d in _DEFINE_OR_UNDEF.finditer(ctx.read(m.path)):
+            if d.group(1) == b"undef" and any(s <= d.start() < e for s, e in skipped):
+                continue
             found.setdefault(d.group(2), []).append((d.start(), d.group(1) == b"undef"))
     for at, undef in found.get(name, ()):
         if at >= m.end:
