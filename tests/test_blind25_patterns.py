@@ -137,3 +137,22 @@ def test_an_undef_in_a_skipped_branch_closes_no_definition(undef_in_skipped_bran
     (unit,) = unit_texts(undef_in_skipped_branch, m)
     assert "#define fall_through_ [[fallthrough]];" in unit, unit
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def partial_specialization_launcher(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind25/partial_specialization_launcher")
+
+
+@_nvcc
+def test_a_class_instantiation_a_partial_specialization_matches_is_not_the_primarys(
+        partial_specialization_launcher: dict[str, Any]) -> None:
+    """`launch_tile<R, U>::operator()` launches `tile_sums<R, U>`; `launch_tile<256, U>` is a partial
+    specialization that launches nothing (the kernel's `float partial[4 - R / 64]` has no element there).
+    `run_tile<64>` and `run_tile<256>` instantiate `launch_tile<64, 2>`, `<64, 1>`, `<256, 2>`, `<256, 1>`; the
+    last two went to the primary as well, whose launch then gave `tile_sums<256, ...>` ("zero-sized variable").
+    An instantiation a partial specialization matches is that specialization's only: two units, both build."""
+    m = only_meta(partial_specialization_launcher, "tile_sums")
+    assert sorted(i["args"] for i in m["instantiations"]) == [["64", "1"], ["64", "2"]], \
+        [i["args"] for i in m["instantiations"]]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)

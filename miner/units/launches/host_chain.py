@@ -374,6 +374,21 @@ def _to_definitions(st: _State, insts: dict[tuple[str, int], list[list[str]]]) -
     return changed
 
 
+def _add_instance(st: _State, insts: dict[tuple[str, int], list[list[str]]], key: tuple[str, int],
+                  args: list[str]) -> bool:
+    """`args` as an instantiation of `key`; of a class template, as one of each partial specialization they match
+    instead: the compiler instantiates the specialization, not the primary template (`launch<256, U>` declared
+    to launch nothing for an unsupported width: the primary's launch with 256 is no launch of the program)."""
+    matched = False
+    changed = False
+    for pkey, pattern, params in st.partials.get(key, ()):
+        got = _match_partial(pattern, params, args)
+        if got is not None:
+            matched = True
+            changed |= _add(insts, pkey, got)
+    return changed if matched else _add(insts, key, args)
+
+
 def _parms(t: ci.Cursor) -> list[ci.Cursor]:
     return [c for c in t.get_children() if c.kind == K.PARM_DECL]
 
@@ -382,12 +397,11 @@ def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
     """Concrete instantiations of every host template, pushed through dependent calls to a fixed point.
     A class template's instantiations reach the partial specializations they match."""
     insts = {k: [list(a) for a in v] for k, v in st.concrete.items()}
-    for key, parts in st.partials.items():
-        for inst in list(insts.get(key, [])):
-            for pkey, pattern, params in parts:
-                args = _match_partial(pattern, params, inst)
-                if args is not None:
-                    _add(insts, pkey, args)
+    for key in st.partials:
+        if key in insts:
+            got, insts[key] = insts[key], []
+            for inst in got:
+                _add_instance(st, insts, key, inst)
     # (a base's own bases: a chain of a few classes, each level from the one before)
     for _ in range(_MAX_DEPTH):
         added = False
@@ -418,7 +432,7 @@ def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
                     # caller's arguments do not bind it, the class's probe does (class_scope.resolve).
                     continue
                 args = [st.resolver(t, set()) for t in texts]
-                changed |= _add(insts, dc.callee, args)
+                changed |= _add_instance(st, insts, dc.callee, args)
         changed |= _to_definitions(st, insts)
         if not changed:
             break
