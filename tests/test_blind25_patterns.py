@@ -156,3 +156,22 @@ def test_a_class_instantiation_a_partial_specialization_matches_is_not_the_prima
     assert sorted(i["args"] for i in m["instantiations"]) == [["64", "1"], ["64", "2"]], \
         [i["args"] for i in m["instantiations"]]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def auto_pointer_argument(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind25/auto_pointer_argument")
+
+
+@_nvcc
+def test_a_kernel_argument_declared_auto_pointer_is_deduced_from_its_initializer(
+        auto_pointer_argument: dict[str, Any]) -> None:
+    """`copy_peaks<T>` (explicitly instantiated for float and double) launches `copy_peak<<<1, 1>>>(targetPart,
+    sourcePart, ...)` with `auto *targetPart = target + part;`: the parse of the template spells that type `auto
+    *`, which the deduction took as the argument itself (`copy_peak<auto>`: "auto is not allowed here"). A type
+    holding a placeholder is read from the local's initializer, a pointer sum from its pointer operand (`T *`):
+    `copy_peak<float>` and `<double>`, both built."""
+    m = only_meta(auto_pointer_argument, "copy_peak")
+    assert sorted(i["args"] for i in m["instantiations"]) == [["double"], ["float"]], \
+        [i["args"] for i in m["instantiations"]]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
