@@ -386,7 +386,10 @@ def _add_instance(st: _State, insts: dict[tuple[str, int], list[list[str]]], key
         if got is not None:
             matched = True
             changed |= _add(insts, pkey, got)
-    return changed if matched else _add(insts, key, args)
+    if matched:
+        _add(st.routed, key, args)
+        return changed
+    return _add(insts, key, args)
 
 
 def _parms(t: ci.Cursor) -> list[ci.Cursor]:
