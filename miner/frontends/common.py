@@ -177,15 +177,21 @@ def sizeof_packs(text: str, mapping: dict[str, str]) -> str:
 def substitute(text: str, mapping: dict[str, str]) -> str:
     """Each whole identifier `name` of `mapping` replaced by its value. An unnamed template parameter
     (`std::enable_if_t<C, int> = 0`, its name "") replaces nothing: as a pattern it matched at every word
-    boundary (`0const0 0float0 *`)."""
-    for name, value in mapping.items():
-        if name:
-            # (a value that is itself `typename X<...>::Kernel` where the text says `typename AK::Params`: one
-            # `typename`, `typename typename` is no C++: lc0's backward attention launcher)
-            dependent = value.startswith("typename ")
-            text = re.sub(rf"(\btypename\s+)?\b{re.escape(name)}\b",
-                          lambda m, v=value, d=dependent: v if d and m.group(1) else (m.group(1) or "") + v, text)
-    return text
+    boundary (`0const0 0float0 *`). One pass: a value that holds another parameter's name as a word stays as it
+    is (`DstPlan` -> `expr::Plan<Tensor<gpu, 2>, float>` beside a parameter `Plan`: replaced in turn, the `Plan` of
+    the first value became the second's, `expr::expr::Plan<...><Tensor<gpu, 2>, float>`)."""
+    mapping = {k: v for k, v in mapping.items() if k}
+    if not mapping:
+        return text
+    pat = re.compile(r"(\btypename\s+)?\b(" + "|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True))
+                     + r")\b")
+
+    def put(m: re.Match[str]) -> str:
+        value = mapping[m.group(2)]
+        # (a value that is itself `typename X<...>::Kernel` where the text says `typename AK::Params`: one
+        # `typename`, `typename typename` is no C++: lc0's backward attention launcher)
+        return value if value.startswith("typename ") and m.group(1) else (m.group(1) or "") + value
+    return pat.sub(put, text)
 
 
 _COND = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b", re.M)

@@ -116,7 +116,7 @@ class Index:
 # not an option that merely names CUDA (`GGML_CUDA_FORCE_MMQ`, a header named `CUDAGeneratorImpl.h`).
 # (`HIPCONFIG`, the path of ROCm's hipconfig a Makefile tests with `ifdef HIPCONFIG`, names the platform too)
 _PLATFORM_WORD = re.compile(r"^(?:\w+_)?(cuda|hip|rocm)(?:_found|_home|_available|_enabled|_compiler|_module|_support"
-                            r"|_backend|_?config)?$", re.I)
+                            r"|_backend|_?config|_toolkit)?$", re.I)
 
 
 _OR = re.compile(r"\bOR\b|\bor\b|\|\|")

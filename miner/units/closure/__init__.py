@@ -14,6 +14,8 @@ Modules, one job each:
   dropped   namespace-scope declarations the parse dropped (their text names a library it only stands in for)
   operators a type's `__device__` operators, which come with the type
   usings    the using-directives, using-declarations and namespace aliases a unit keeps
+  macro_scope   where a #define is in force: the #undef that closes it, the definition at one place
+  per_inclusion a header included once per macro value: its pieces written once per inclusion
 """
 
 from miner.units.closure.compute import compute

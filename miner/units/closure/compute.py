@@ -26,6 +26,7 @@ from miner.units.closure.context import (
 from miner.units.closure.dropped import dropped_pieces, names_in, visible
 from miner.units.closure.host_bodies import host_bodies_to_drop, unresolved_free_body
 from miner.units.closure.invalid_vars import invalid_variables
+from miner.units.closure.macro_scope import _undef_of, _undef_scanned  # noqa: F401 (tests patch them here)
 from miner.units.closure.operators import operators_of
 from miner.units.closure.shims import (
     _DEVICE_ATTRS,
@@ -193,6 +194,10 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
                 # kernel body names only the parameter, so nothing else brings the function along.
                 for gp, gc in lst:
                     if gp.kind in _ARG_FUNCTION_KINDS and any(ch.kind in _DEVICE_ATTRS for ch in gc.get_children()):
+                        take(gp, gc)
+                    elif gp.kind in _ARG_FUNCTION_KINDS and _constexpr(ctx, gp, gc):
+                        # A host constexpr function that computes a value argument (`k<W, rows_per_thread(W)>` in
+                        # a launcher template): the unit's instantiation and launcher write the call.
                         take(gp, gc)
                     elif gp.kind == "VAR_DECL" and gc.type.is_const_qualified():
                         # A namespace-scope constant given as a value argument (`k<T, kTileV1, kRowsV1>` in an
@@ -496,48 +501,25 @@ def _scope_closed_unused(ctx: TUContext, m: Macro, kernel_key: tuple[int, ...],
     """Whether `m` is `#undef`'d in its file before the kernel and no piece the unit takes lies in between (the
     pieces generated under it, `#define OP ...` / `ATOMIC(Add)` / `#undef OP`, need it at their place)."""
     u = _undef_of(ctx, m)
+    return u is not None and ctx.sort_key(m.path, u) < kernel_key and not _scope_holds_piece(ctx, m, piece_keys)
+
+
+def _constexpr(ctx: TUContext, piece: Piece, cur: ci.Cursor) -> bool:
+    """Whether a function's declaration says `constexpr` before its name."""
+    head = ctx.read(piece.path)[piece.start:cur.location.offset]
+    return re.search(rb"\bconstexpr\b", _STRING_OR_COMMENT_B.sub(b" ", head)) is not None
+
+
+_STRING_OR_COMMENT_B = re.compile(rb'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"', re.S)
+
+
+def _scope_holds_piece(ctx: TUContext, m: Macro, piece_keys: list[tuple[int, ...]]) -> bool:
+    """Whether a piece the unit takes lies between `m` and the `#undef` that closes it."""
+    u = _undef_of(ctx, m)
     if u is None:
         return False
     start, end = ctx.sort_key(m.path, m.start), ctx.sort_key(m.path, u)
-    return end < kernel_key and not any(start < k < end for k in piece_keys)
-
-
-# Every `#define` and `#undef` line of a file, by the name it names (`_undef_of`).
-_DEFINE_OR_UNDEF = re.compile(rb"^[ \t]*#[ \t]*(undef|define)[ \t]+(\w+)", re.M)
-_PLAIN_NAME = re.compile(rb"\w+")
-
-
-def _undef_of(ctx: TUContext, m: Macro) -> int | None:
-    """The offset of the `#undef` of `m`'s name that follows it in its file before any redefinition, else None.
-
-    Read from the file's `#define`/`#undef` lines indexed once per file and TU: asked per candidate definition of
-    every macro a closure takes, this compiled two patterns for the name and scanned the file from the definition
-    each time (a thirtieth of a ggml unit's analysis). Both patterns match at line starts only, so the index's
-    first line at or after the definition answers the same: an `#undef` there, else a redefinition comes first."""
-    name = m.name.encode()
-    if not _PLAIN_NAME.fullmatch(name):  # (not an ASCII identifier: the index's `\w+` would not hold it)
-        return _undef_scanned(ctx, m)
-    lines = ctx.memo("define_undef_lines", dict)
-    found = lines.get(m.path)
-    if found is None:
-        found = lines[m.path] = {}
-        for d in _DEFINE_OR_UNDEF.finditer(ctx.read(m.path)):
-            found.setdefault(d.group(2), []).append((d.start(), d.group(1) == b"undef"))
-    for at, undef in found.get(name, ()):
-        if at >= m.end:
-            return at if undef else None
-    return None
-
-
-def _undef_scanned(ctx: TUContext, m: Macro) -> int | None:
-    """`_undef_of` by scanning the file for the name's own patterns."""
-    data = ctx.read(m.path)
-    name = re.escape(m.name.encode())
-    undef = re.compile(rb"^[ \t]*#[ \t]*undef[ \t]+" + name + rb"\b", re.M).search(data, m.end)
-    if undef is None:
-        return None
-    again = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+" + name + rb"\b", re.M).search(data, m.end, undef.start())
-    return undef.start() if again is None else None
+    return any(start < k < end for k in piece_keys)
 
 
 def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...],
@@ -580,7 +562,9 @@ def _macros(ctx: TUContext, tokens: list[str], kernel_key: tuple[int, ...],
                 # Defined only after the kernel: a definition its own file `#undef`s a few lines on (`#define
                 # Float typename Solver::Float` / one declaration / `#undef Float`) is in force there alone,
                 # never at the kernel; taken, it turned every later `class Float` into `class typename ...`.
-                cands = [m for m in cands if not _undefined_after(ctx, m)]
+                # Unless a piece the unit takes lies in that scope (`#define SCALAR float` / `#include "ops-inl.h"` /
+                # `#undef SCALAR` after the kernel's header: the operators it declares name it).
+                cands = [m for m in cands if not _undefined_after(ctx, m) or _scope_holds_piece(ctx, m, piece_keys)]
                 if not cands:
                     chosen[name] = []
                     continue

@@ -177,6 +177,9 @@ class TUContext:
         self.inner: dict[tuple[str, int], list[tuple[Piece, ci.Cursor]]] = {}
         # (path, start) of a text included in several namespaces: one piece per namespace (_outermost)
         self.twice: set[tuple[str, int]] = set()
+        # (path, start) of a text a header without an include guard declares again at each inclusion in the same
+        # namespace -> how many times the parse saw it (closure.per_inclusion: one copy per inclusion's macros)
+        self.repeated: dict[tuple[str, int], int] = {}
         self._index(tu.cursor, ())
         for path, lst in self.pieces.items():
             lst.sort(key=lambda t: (t[0], -t[1]))
@@ -398,6 +401,12 @@ class TUContext:
                 continue
             if out and item[0] >= out[-1][0] and item[1] <= out[-1][1] and item is not out[-1]:
                 outer = out[-1]
+                if (item[0], item[1]) == (outer[0], outer[1]) and (item[2].kind, item[2].name) == (
+                        outer[2].kind, outer[2].name):
+                    # The same declaration again: its header included once more (or one invocation writing two
+                    # overloads, which closure.per_inclusion tells apart by the file's inclusions).
+                    key2 = (item[2].path, item[2].start)
+                    self.repeated[key2] = self.repeated.get(key2, 1) + 1
                 key = (item[2].namespaces, item[2].name)
                 group = self.by_name.get(key, [])
                 self.by_name[key] = [(outer[2], outer[3]) if gp is item[2] else (gp, gc) for gp, gc in group]

@@ -18,6 +18,7 @@ The search is split by job (each module's docstring says more), roughly in the o
   state       one TU's search state; kernel keys, kernels named by an expression, written arguments
   tables      reference tables: definitions, class template instances, partial specializations, references
   host_chain  host-template chains: dependent calls, lambda dispatch lists, call-graph fixed point
+  overload_fit  which overload of a host template a dependent call can reach, by its arguments' types
   finish      template arguments finished per host instantiation, conditional_t folded, defaults
   values      value folding: configuration values, constant branches
   dataflow    argument data flow: the kernel behind variables, assignments, struct members

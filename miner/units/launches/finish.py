@@ -238,7 +238,7 @@ def _sibling_arguments(st: _State, key: tuple[str, int] | None, insts: dict[tupl
         for pkey, pattern, params in parts:
             if pkey != key or not params:
                 continue
-            for inst in insts.get(primary, []):
+            for inst in [*insts.get(primary, []), *st.routed.get(primary, [])]:
                 got = {p.strip(): inst[i] for i, p in enumerate(pattern) if i < len(inst) and p.strip() in params}
                 if set(params) <= set(got):
                     return got

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import clang.cindex as ci
 
 from miner.units.closure.shims import _enclosing_namespaces
-from miner.units.launches import value_spelling
+from miner.units.launches import overload_fit, value_spelling
 from miner.units.launches.cursors import _key, _primary, _targets, _tparams
 from miner.units.launches.record import K
 from miner.units.launches.state import _add, _DepCall, _State, _written_args
@@ -312,13 +312,18 @@ def deduced_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], host_ke
                 continue
             seen.add(key)
             parms = [c for c in t.get_children() if c.kind == K.PARM_DECL]
-            if len(parms) < len(args):
+            if len(parms) < len(args) or overload_fit.too_few(st.ctx, parms, len(args)):
+                continue
+            # (an argument of a known type the parameter cannot take: another overload of the same length's)
+            if any(overload_fit.ill_typed(a, p) for a, p in zip(args, parms, strict=False)):
                 continue
             got = _deduce(t, args, host, overrides, given)
             if not got or len(got) != len(_tparams(t)):
                 continue
             if host_key is not None and any(re.search(rf"\b{re.escape(h)}\b", a) for a in got for h in host):
-                dc = _DepCall(host_key, host, key, got)
+                dc = _DepCall(host_key, host, key, got, binds=[
+                    b for a, p in zip(args, parms, strict=False)
+                    if (b := overload_fit.reference_binds(a, p, host)) is not None])
                 if dc not in st.dep_calls:
                     st.dep_calls.append(dc)
             elif lambdas:

@@ -9,7 +9,7 @@ from typing import Any
 
 import clang.cindex as ci
 
-from miner.units.launches import deduce_probe, value_spelling
+from miner.units.launches import deduce_probe, overload_fit, value_spelling
 from miner.units.launches.cursors import _aliases, _key, _primary, _targets, _template_args, _tparams
 from miner.units.launches.record import _FUNCS, _MAX_DEPTH, K
 from miner.units.launches.state import (
@@ -75,7 +75,9 @@ def _host_call(st: _State, call: ci.Cursor, children: list[ci.Cursor], ref: ci.C
                 written = _deduce_rest(st, t, [substitute_aliases(x, alias) for x in texts[0]], children,
                                        host_names(st, host_key))
                 if written is not None:
-                    dc = _DepCall(host_key, params, key, written)
+                    dc = _DepCall(host_key, params, key, written, binds=[
+                        b for a, p in zip(children[1:], _parms(t), strict=False)
+                        if (b := overload_fit.reference_binds(a, p, params)) is not None])
                     if len(written) < len(_tparams(t)) and host_key in st.classes:
                         # The rest deduced by the compiler in the class's probe (deduce_probe): the arguments'
                         # types depend on the class's configuration, which no written type spells.
@@ -109,12 +111,15 @@ def _deduce_rest(st: _State, t: ci.Cursor, written: list[str], children: list[ci
     from miner.units.launches.sites import _deduce  # (sites imports this module)
 
     args = children[1:]
-    parms = [c for c in t.get_children() if c.kind == K.PARM_DECL]
+    parms = _parms(t)
     if len(parms) < len(args) and not any("..." in _src(st.ctx, p) for p in parms[-1:]):
+        return None
+    # (an argument of a known type the parameter cannot take: another overload of the same length's)
+    if any(overload_fit.ill_typed(a, p) for a, p in zip(args, parms, strict=False)):
         return None
     # (too few arguments for the parameters without a default: another overload of the name, one with fewer
     # parameters, which the written arguments would then be mapped onto wrongly)
-    if len(args) < sum(1 for p in parms if "=" not in (text := _src(st.ctx, p)) and "..." not in text):
+    if overload_fit.too_few(st.ctx, parms, len(args)):
         return None
     if len(written) >= len(_tparams(t)):
         return written
@@ -369,16 +374,37 @@ def _to_definitions(st: _State, insts: dict[tuple[str, int], list[list[str]]]) -
     return changed
 
 
+def _add_instance(st: _State, insts: dict[tuple[str, int], list[list[str]]], key: tuple[str, int],
+                  args: list[str]) -> bool:
+    """`args` as an instantiation of `key`; of a class template, as one of each partial specialization they match
+    instead: the compiler instantiates the specialization, not the primary template (`launch<256, U>` declared
+    to launch nothing for an unsupported width: the primary's launch with 256 is no launch of the program)."""
+    matched = False
+    changed = False
+    for pkey, pattern, params in st.partials.get(key, ()):
+        got = _match_partial(pattern, params, args)
+        if got is not None:
+            matched = True
+            changed |= _add(insts, pkey, got)
+    if matched:
+        _add(st.routed, key, args)
+        return changed
+    return _add(insts, key, args)
+
+
+def _parms(t: ci.Cursor) -> list[ci.Cursor]:
+    return [c for c in t.get_children() if c.kind == K.PARM_DECL]
+
+
 def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
     """Concrete instantiations of every host template, pushed through dependent calls to a fixed point.
     A class template's instantiations reach the partial specializations they match."""
     insts = {k: [list(a) for a in v] for k, v in st.concrete.items()}
-    for key, parts in st.partials.items():
-        for inst in list(insts.get(key, [])):
-            for pkey, pattern, params in parts:
-                args = _match_partial(pattern, params, inst)
-                if args is not None:
-                    _add(insts, pkey, args)
+    for key in st.partials:
+        if key in insts:
+            got, insts[key] = insts[key], []
+            for inst in got:
+                _add_instance(st, insts, key, inst)
     # (a base's own bases: a chain of a few classes, each level from the one before)
     for _ in range(_MAX_DEPTH):
         added = False
@@ -399,13 +425,17 @@ def _propagate(st: _State) -> dict[tuple[str, int], list[list[str]]]:
             for inst in list(insts.get(dc.caller, [])):
                 # (an unnamed parameter, `template <typename = void>`, names nothing to put in)
                 mapping = {k: v for k, v in zip(dc.caller_params, inst, strict=False) if k}
+                if dc.binds and not overload_fit.class_ok(
+                        dc.binds, mapping, st.ctx.memo("derived_classes", lambda: overload_fit.derived_classes(
+                            st.ctx.tu))):
+                    continue  # (an overload this instantiation's arguments cannot reach)
                 texts = [substitute(t, mapping) for t in dc.args_text]
                 if class_names[dc.caller] and any(n in class_names[dc.caller] for t in texts for n in _words(t)):
                     # An argument naming the caller's class's parameter (`K` deduced from a member `K *`): the
                     # caller's arguments do not bind it, the class's probe does (class_scope.resolve).
                     continue
                 args = [st.resolver(t, set()) for t in texts]
-                changed |= _add(insts, dc.callee, args)
+                changed |= _add_instance(st, insts, dc.callee, args)
         changed |= _to_definitions(st, insts)
         if not changed:
             break

@@ -247,7 +247,8 @@ def _arg_type(arg: ci.Cursor, host: list[str]) -> str:
             return " ".join(_CV.sub(" ", ref.type.spelling).split())
     if arg.type.spelling == "<dependent type>" and (own := _this_type(arg)):
         return own
-    if arg.type.spelling in ("<dependent type>", "auto") and (declared := _declared_type(arg)):
+    if (arg.type.spelling == "<dependent type>" or _placeholder(arg.type.spelling)) and (
+            declared := _declared_type(arg)):
         return declared
     canon = " ".join(_CV.sub(" ", _type_text(arg.type, host)).split())
     written = " ".join(_CV.sub(" ", arg.type.spelling).split())
@@ -315,10 +316,29 @@ def _declared_type(arg: ci.Cursor, depth: int = 0) -> str | None:
     else:
         return None
     text = " ".join(_CV.sub(" ", t.spelling).split())
-    if d.kind == K.VAR_DECL and depth < 2 and (text == "auto" or "dependent" in text):
+    if d.kind == K.VAR_DECL and depth < 2 and (_placeholder(text) or "dependent" in text):
         init = [ch for ch in d.get_children() if ch.kind.is_expression()]
-        return _declared_type(init[-1], depth + 1) if init else None
-    return text if text and "dependent" not in text and not re.fullmatch(r"auto|decltype\(auto\)", text) else None
+        return _initializer_type(init[-1], depth + 1) if init else None
+    return text if text and "dependent" not in text and not _placeholder(text) else None
+
+
+def _placeholder(text: str) -> bool:
+    """Whether a type's spelling is (or holds) a placeholder the template's parse has not deduced: `auto`,
+    `auto *` and `const auto *const` of a local in a host template, `decltype(auto)`."""
+    return re.search(r"\bauto\b", text) is not None
+
+
+def _initializer_type(init: ci.Cursor, depth: int) -> str | None:
+    """`_declared_type` of a local's initializer; pointer arithmetic (`auto *part = target + i * n;`) has its
+    pointer operand's type."""
+    c = _bare(init)
+    if c.kind == K.BINARY_OPERATOR:
+        for side in c.get_children():
+            t = _declared_type(side, depth)
+            if t is not None and t.endswith("*"):
+                return t
+        return None
+    return _declared_type(init, depth)
 
 
 def _bare(c: ci.Cursor) -> ci.Cursor:
@@ -465,11 +485,12 @@ def _deduce(kernel: ci.Cursor, args: list[ci.Cursor], host: list[str],
     for i, (parm, arg) in enumerate(zip(parms, args, strict=False)):
         pat = " ".join(_CV.sub(" ", parm.type.spelling).split())
         act = (overrides or {}).get(i) or _arg_type(arg, host)
-        weak = i not in (overrides or {}) and arg.type.spelling in ("<dependent type>", "auto")
+        weak = i not in (overrides or {}) and (arg.type.spelling == "<dependent type>"
+                                               or _placeholder(arg.type.spelling))
         if whole and i not in (overrides or {}) and pat in tps and (exact := _whole_type(arg, host)) \
                 and " ".join(_CV.sub(" ", exact).split()) == act:
             act = exact  # (`whole`: a member template's call, `InputIt first` given a `const int *`)
-        if not pat or not act or "type-parameter" in act or "<dependent" in act or act == "auto":
+        if not pat or not act or "type-parameter" in act or "<dependent" in act or _placeholder(act):
             continue
         if pat.endswith("...") and act.endswith("..."):
             # A pack passed on whole (`ArgTypes... args` given `args...` of the host's `Ts... args`).

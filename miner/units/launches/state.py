@@ -29,6 +29,9 @@ class _DepCall:
     caller_params: list[str]
     callee: tuple[str, int]
     args_text: list[str]
+    # (caller's template parameter, class): an argument typed by that parameter meets a `Class &` parameter of
+    # the callee; only the caller's instantiations with that class reach this overload (launches.overload_fit).
+    binds: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -64,6 +67,9 @@ class _State:
     bases: dict[tuple[str, int], list[tuple[tuple[str, int], list[str], list[str]]]] = field(default_factory=dict)
     partials: dict[tuple[str, int], list[tuple[tuple[str, int], list[str], list[str]]]] = field(
         default_factory=dict)
+    # A class template's instantiations that a partial specialization took instead of it (host_chain._add_instance),
+    # as written for the primary: still the class's arguments, which an unselected sibling reads (finish).
+    routed: dict[tuple[str, int], list[list[str]]] = field(default_factory=dict)
     # Launch helpers (functions that launch one of their parameters) by name, and the calls that pass a
     # kernel to a function, matched to them after the walk (miner.units.launches.helpers).
     helpers: dict[str, list[Any]] = field(default_factory=dict)
