@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import re
 
+from miner import lazy_re
 from miner.units.records import Launch
 
-_COMMENT = re.compile(rb"/\*.*?\*/|//[^\n]*", re.S)
-_LAUNCH = re.compile(rb"\b(cuLaunchKernel|cuLaunchCooperativeKernel|hipModuleLaunchKernel)\s*\(")
-_WORD = re.compile(r"[A-Za-z_]\w*")
+_COMMENT = lazy_re.compile(rb"/\*.*?\*/|//[^\n]*", re.S)
+_LAUNCH = lazy_re.compile(rb"\b(cuLaunchKernel|cuLaunchCooperativeKernel|hipModuleLaunchKernel)\s*\(")
+_WORD = lazy_re.compile(r"[A-Za-z_]\w*")
 _OPEN = {ord("("): ord(")"), ord("["): ord("]"), ord("{"): ord("}")}
 _CLOSE = {v: k for k, v in _OPEN.items()}
-_ASSIGNED = re.compile(rb"([A-Za-z_]\w*)\s*(?:\[[^\]]*\])?\s*=(?!=)[^=]*$")
+_ASSIGNED = lazy_re.compile(rb"([A-Za-z_]\w*)\s*(?:\[[^\]]*\])?\s*=(?!=)[^=]*$")
 _CONTROL = {b"if", b"for", b"while", b"switch", b"catch", b"sizeof", b"return"}
-_FUNCTION_HEAD = re.compile(rb"([A-Za-z_][\w:~]*)\s*\([^;{}]*\)\s*(?:const\s*)?(?:noexcept\s*)?$")
+_FUNCTION_HEAD = lazy_re.compile(rb"([A-Za-z_][\w:~]*)\s*\([^;{}]*\)\s*(?:const\s*)?(?:noexcept\s*)?$")
 
 
 def _blank(m: re.Match[bytes]) -> bytes:

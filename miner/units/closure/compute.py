@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.units.closure import pasted
 from miner.units.closure.arch_branches import arch_chain, arch_dependent, host_pass_names
 from miner.units.closure.context import (
@@ -46,7 +47,8 @@ from miner.units.closure.usings import overloaded, usings
 from miner.units.closure.vendored import Library, Vendored
 
 # The toolkit's vector types (vector_types.h), which a repo may give operators of its own.
-_VECTOR_TYPE = re.compile(r"(?:u?char|u?short|u?int|u?long|u?longlong|float|double)[1-4]|__half2|half2|__nv_bfloat162")
+_VECTOR_TYPE = lazy_re.compile(
+    r"(?:u?char|u?short|u?int|u?long|u?longlong|float|double)[1-4]|__half2|half2|__nv_bfloat162")
 _ARG_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
                    "CLASS_TEMPLATE", "TYPE_ALIAS_TEMPLATE_DECL"}
 _ARG_FUNCTION_KINDS = {"FUNCTION_DECL", "FUNCTION_TEMPLATE"}
@@ -503,8 +505,8 @@ def _scope_closed_unused(ctx: TUContext, m: Macro, kernel_key: tuple[int, ...],
 
 
 # Every `#define` and `#undef` line of a file, by the name it names (`_undef_of`).
-_DEFINE_OR_UNDEF = re.compile(rb"^[ \t]*#[ \t]*(undef|define)[ \t]+(\w+)", re.M)
-_PLAIN_NAME = re.compile(rb"\w+")
+_DEFINE_OR_UNDEF = lazy_re.compile(rb"^[ \t]*#[ \t]*(undef|define)[ \t]+(\w+)", re.M)
+_PLAIN_NAME = lazy_re.compile(rb"\w+")
 
 
 def _undef_of(ctx: TUContext, m: Macro) -> int | None:
