@@ -15,8 +15,8 @@ import pytest
 from miner import lazy_re
 from tests.conftest import ROOT
 
-# Imports the extract command's stages and counts the patterns `re` compiled for modules of miner/ meanwhile
-# (a compile is `re._compile` missing its cache; a lazy pattern compiles nothing until it is used).
+# Imports every command's modules and the extract stages, and counts the patterns `re` compiled for modules of
+# miner/ meanwhile (a compile is `re._compile` missing its cache; a lazy pattern compiles nothing until it is used).
 _COUNT_COMPILES = r"""
 import json, re, sys
 compiled = []
@@ -30,7 +30,9 @@ def counting(pattern, flags):
     return orig(pattern, flags)
 re._compile = counting
 import miner.commands.extract, miner.extract.stages, miner.extract.parse, miner.units.analysis  # noqa: E401
-import miner.commands.build, miner.commands.verify, miner.builder.driver  # noqa: E401
+import importlib, miner.builder.driver, miner.cli  # noqa: E401
+for name in miner.cli.COMMANDS:  # every command's modules (`import` is a keyword: by name)
+    importlib.import_module(f"miner.commands.{name}")
 print(json.dumps({"compiled": compiled, "modules": sorted(m for m in sys.modules if m.startswith("miner."))}))
 """
 
