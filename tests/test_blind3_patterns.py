@@ -114,12 +114,18 @@ def test_expt_flags_in_a_cmake_module_the_root_includes_reach_the_units(tmp_path
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
 
 
+@pytest.fixture(scope="module")
+def blind5_cmake(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """tests/fixtures/blind5_cmake extracted and built once for the two tests below (each ran it)."""
+    return extract_and_build(tmp_path_factory, "blind5_cmake")
+
+
 def test_expt_flags_in_a_cmake_module_included_by_name_from_the_module_path_reach_the_units(
-        tmp_path_factory: pytest.TempPathFactory) -> None:
+        blind5_cmake: dict[str, Any]) -> None:
     """tests/fixtures/blind5_cmake: `list(APPEND CMAKE_MODULE_PATH "${CMAKE_CURRENT_SOURCE_DIR}/cmake")` then
     `include(RangesCudaWarnings)`: a module included by name, not by path (`include(CheckLanguage)`, a standard
     module, is in no project folder and is passed over)."""
-    ds = extract_and_build(tmp_path_factory, "blind5_cmake")
+    ds = blind5_cmake
     m = only_meta(ds, "saturate_to_int16")
     assert "--expt-relaxed-constexpr" in m["build_flags"]["nvcc"], m["build_flags"]
     assert "cmake/RangesCudaWarnings.cmake" in m["build_flags"]["from"], m["build_flags"]
@@ -127,12 +133,12 @@ def test_expt_flags_in_a_cmake_module_included_by_name_from_the_module_path_reac
 
 
 def test_definitions_a_cmake_modules_function_gives_every_target_select_the_cuda_build(
-        tmp_path_factory: pytest.TempPathFactory) -> None:
+        blind5_cmake: dict[str, Any]) -> None:
     """The same module's function gives each target `RANGES_BUILD_CUDA_MODULE` under
     `if (RANGES_BUILD_CUDA_MODULE)` (a platform switch): with it the project's `RANGES_HD` is `__host__
     __device__` (was: calling a __host__ function from a __global__ function). A definition naming a variable,
     a non-platform option's and a named vendored target's are not the kernel's."""
-    ds = extract_and_build(tmp_path_factory, "blind5_cmake")
+    ds = blind5_cmake
     m = only_meta(ds, "midpoints")
     assert m["build_flags"]["defines"] == {"-DRANGES_BUILD_CUDA_MODULE": "cmake/RangesCudaWarnings.cmake"}, \
         m["build_flags"]

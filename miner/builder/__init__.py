@@ -25,25 +25,57 @@ uses them:
   single      one unit on demand (validate, the harness), same flags and cache as the stage
 """
 
-from miner.builder.batch import attribute, batch_source, split_log
-from miner.builder.cache import CACHE_FORMAT, Cache, default_cache_dir, unit_key
-from miner.builder.compiler import Compiled, Compiler
-from miner.builder.diagnostics import Diagnostic, missing_include, missing_symbol, parse_errors
-from miner.builder.driver import LIBRARY_NAME, LOG_NAME, BuildReport, build_dataset, build_record
-from miner.builder.ptxas import demangle, parse_resources, pick_resources
-from miner.builder.scheduler import LOG_LIMIT, Builder, Result
-from miner.builder.single import build_unit
-from miner.builder.toolchain import (
-    DEFAULT_ARCH,
-    DEFAULT_BATCH,
-    DEFAULT_TIMEOUT,
-    BuildOptions,
-    find_nvcc,
-    gencode_flags,
-    nvcc_release,
-    toolchain_id,
-)
-from miner.builder.unit_split import Unit, collect_units, split_unit
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from miner.builder.batch import attribute, batch_source, split_log
+    from miner.builder.cache import CACHE_FORMAT, Cache, default_cache_dir, unit_key
+    from miner.builder.compiler import Compiled, Compiler
+    from miner.builder.diagnostics import Diagnostic, missing_include, missing_symbol, parse_errors
+    from miner.builder.driver import LIBRARY_NAME, LOG_NAME, BuildReport, build_dataset, build_record
+    from miner.builder.ptxas import demangle, parse_resources, pick_resources
+    from miner.builder.scheduler import LOG_LIMIT, Builder, Result
+    from miner.builder.single import build_unit
+    from miner.builder.toolchain import (
+        DEFAULT_ARCH,
+        DEFAULT_BATCH,
+        DEFAULT_TIMEOUT,
+        BuildOptions,
+        find_nvcc,
+        gencode_flags,
+        nvcc_release,
+        toolchain_id,
+    )
+    from miner.builder.unit_split import Unit, collect_units, split_unit
+
+# The public names are loaded with their module at first use (PEP 562): `from miner.builder.diagnostics import
+# ...` in the extract stage loaded the whole build stage with this package (~40 ms of each start-up).
+_HOME = {
+    **dict.fromkeys(("attribute", "batch_source", "split_log"), "batch"),
+    **dict.fromkeys(("CACHE_FORMAT", "Cache", "default_cache_dir", "unit_key"), "cache"),
+    **dict.fromkeys(("Compiled", "Compiler"), "compiler"),
+    **dict.fromkeys(("Diagnostic", "missing_include", "missing_symbol", "parse_errors"), "diagnostics"),
+    **dict.fromkeys(("LIBRARY_NAME", "LOG_NAME", "BuildReport", "build_dataset", "build_record"), "driver"),
+    **dict.fromkeys(("demangle", "parse_resources", "pick_resources"), "ptxas"),
+    **dict.fromkeys(("LOG_LIMIT", "Builder", "Result"), "scheduler"),
+    **dict.fromkeys(("build_unit",), "single"),
+    **dict.fromkeys(("DEFAULT_ARCH", "DEFAULT_BATCH", "DEFAULT_TIMEOUT", "BuildOptions", "find_nvcc", "gencode_flags",
+                     "nvcc_release", "toolchain_id"), "toolchain"),
+    **dict.fromkeys(("Unit", "collect_units", "split_unit"), "unit_split"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"miner.builder.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CACHE_FORMAT", "DEFAULT_ARCH", "DEFAULT_BATCH", "DEFAULT_TIMEOUT", "LIBRARY_NAME", "LOG_LIMIT", "LOG_NAME",

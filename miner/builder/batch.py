@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 
+from miner import lazy_re
 from miner.builder.diagnostics import is_tool_error, located_error, parse_errors
 from miner.builder.unit_split import Unit
 
-_NS = re.compile(r"km_b(\d+)_")
-_NOTE = re.compile(r"^(?P<file>.+?)\(\d+\): (?:warning|remark)")
+_NS = lazy_re.compile(r"km_b(\d+)_")
+_NOTE = lazy_re.compile(r"^(?P<file>.+?)\(\d+\): (?:warning|remark)")
 
 
 # Repos overload these for their own types (atomicAdd for Half...). Declared inside a batch namespace,
@@ -25,7 +26,7 @@ _BUILTINS = (
     "rsqrt rsqrtf pow powf floor floorf ceil ceilf round roundf tanh tanhf fmaxf fminf fma fmaf erf erff"
 ).split()
 _DEFINES_FN = r"\b{}\s*\([^;{{}}]*\)\s*\{{"
-_DECLARED = re.compile(
+_DECLARED = lazy_re.compile(
     r"\b(?:struct|class|union|enum(?:\s+class)?)\s+([A-Za-z_]\w*)"
     r"|\b([A-Za-z_]\w*)\s*(?:<[^;{}()]*>)?\s*\([^;{}]*\)\s*(?:const\s*)?\{"
     r"|\busing\s+([A-Za-z_]\w*)\s*="

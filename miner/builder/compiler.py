@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from miner import lazy_re
+
 
 def _kill_group(pid: int) -> None:
     """SIGKILL nvcc's whole process group (cicc, ptxas, gcc); it may have exited already."""
@@ -30,7 +32,7 @@ class Compiled:
 # A unit flag (render: a kernel using `wgmma`) that builds every target of the run as its arch-specific variant:
 # sm_90 -> sm_90a, compute_90 -> compute_90a. Targets before sm_90 have none and stay as they are.
 ARCH_SPECIFIC = "--km-arch-specific"
-_TARGET = re.compile(r"\b((?:arch=compute|code=sm|code=compute)_)(9\d|[1-9]\d\d)(?![\da-z])")
+_TARGET = lazy_re.compile(r"\b((?:arch=compute|code=sm|code=compute)_)(9\d|[1-9]\d\d)(?![\da-z])")
 
 
 def arch_specific_targets(flags: list[str]) -> list[str]:

@@ -5,25 +5,27 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_EDG = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?:catastrophic )?error\b:?\s*(?P<msg>.*)$")
-_GCC = re.compile(r"^(?P<file>[^\s:(][^:(]*):(?P<line>\d+):(?:\d+:)? (?:fatal )?error: (?P<msg>.*)$")
-_TOOL = re.compile(r"^(?:ptxas|nvlink|ld|fatbinary|cicc|nvcc)\b.*?(?:fatal|error)\s*:?\s*(?P<msg>.*)$", re.I)
-_LINK = re.compile(r"undefined reference to [`'](?P<sym>[^'`]+)'")
+from miner import lazy_re
+
+_EDG = lazy_re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?:catastrophic )?error\b:?\s*(?P<msg>.*)$")
+_GCC = lazy_re.compile(r"^(?P<file>[^\s:(][^:(]*):(?P<line>\d+):(?:\d+:)? (?:fatal )?error: (?P<msg>.*)$")
+_TOOL = lazy_re.compile(r"^(?:ptxas|nvlink|ld|fatbinary|cicc|nvcc)\b.*?(?:fatal|error)\s*:?\s*(?P<msg>.*)$", re.I)
+_LINK = lazy_re.compile(r"undefined reference to [`'](?P<sym>[^'`]+)'")
 
 _MISSING = [
-    re.compile(r'identifier "(?P<sym>[^"]+)" is undefined'),
-    re.compile(r"use of undeclared identifier '(?P<sym>[^']+)'"),
-    re.compile(r"[‘'`](?P<sym>[^’'`]+)[’'] was not declared"),
-    re.compile(r'namespace "(?P<ns>[^"]+)" has no member "(?P<sym>[^"]+)"'),
-    re.compile(r'no instance of (?:overloaded )?function(?: template)? "(?P<sym>[^"]+)" matches'),
-    re.compile(r'(?:undefined|unknown) (?:identifier|type name) [‘\'"`](?P<sym>[^’\'"`]+)'),
-    re.compile(r'"(?P<sym>[^"]+)" is not a (?:class |function |variable )?template'),
-    re.compile(r"undefined reference to [`'](?P<sym>[^'`]+)'"),
-    re.compile(r"[‘'`](?P<sym>[^’'`]+)[’'] (?:does not name a type|has not been declared)"),
+    lazy_re.compile(r'identifier "(?P<sym>[^"]+)" is undefined'),
+    lazy_re.compile(r"use of undeclared identifier '(?P<sym>[^']+)'"),
+    lazy_re.compile(r"[‘'`](?P<sym>[^’'`]+)[’'] was not declared"),
+    lazy_re.compile(r'namespace "(?P<ns>[^"]+)" has no member "(?P<sym>[^"]+)"'),
+    lazy_re.compile(r'no instance of (?:overloaded )?function(?: template)? "(?P<sym>[^"]+)" matches'),
+    lazy_re.compile(r'(?:undefined|unknown) (?:identifier|type name) [‘\'"`](?P<sym>[^’\'"`]+)'),
+    lazy_re.compile(r'"(?P<sym>[^"]+)" is not a (?:class |function |variable )?template'),
+    lazy_re.compile(r"undefined reference to [`'](?P<sym>[^'`]+)'"),
+    lazy_re.compile(r"[‘'`](?P<sym>[^’'`]+)[’'] (?:does not name a type|has not been declared)"),
 ]
-_UNDEFINED = re.compile(r'^identifier "[^"]+" is undefined$|^[‘\'`][^’\'`]+[’\'] was not declared in this scope$'
+_UNDEFINED = lazy_re.compile(r'^identifier "[^"]+" is undefined$|^[‘\'`][^’\'`]+[’\'] was not declared in this scope$'
                         r"|^use of undeclared identifier '[^']+'(?:; did you mean '[^']+'\?)?$")  # clang (hipcc)
-_MISSING_INCLUDE = re.compile(r"fatal error: (?P<inc>[^:]+): No such file")
+_MISSING_INCLUDE = lazy_re.compile(r"fatal error: (?P<inc>[^:]+): No such file")
 
 
 @dataclass
@@ -114,24 +116,25 @@ HEADERS_REMOVED["cub/iterator/tex_ref_input_iterator.cuh"] = ("CUDA 12.0 (textur
 
 # A kernel that waits for its child grids (`cudaDeviceSynchronize()` after a device-side launch): CUDA 12.0 removed
 # it from device code, so nvcc 13 takes the host function and refuses the call.
-_DEVICE_SYNC = re.compile(r'calling a __host__ function\("(cudaDeviceSynchronize)"\) from a '
+_DEVICE_SYNC = lazy_re.compile(r'calling a __host__ function\("(cudaDeviceSynchronize)"\) from a '
                           r'__(?:global|device)__ function')
 
 
 # ptxas on inline PTX written for targets before Volta (`vote.any.pred` without `.sync`): no target this
 # toolkit builds accepts it, so the original does not assemble either.
-_PTX_WITHOUT_SYNC = re.compile(r"Instruction '(\w+)' without '\.sync' is not supported on \.target sm_70 and higher")
+_PTX_WITHOUT_SYNC = lazy_re.compile(
+    r"Instruction '(\w+)' without '\.sync' is not supported on \.target sm_70 and higher")
 
 
 # A legacy texture or surface reference (`texture<float, 2, cudaReadModeElementType> lut;` at namespace scope, read
 # by tex1D/tex2D/tex1Dfetch, bound by cudaBindTexture): CUDA 12.0 removed the `texture`/`surface` templates and
 # their functions, so nvcc 13 stops on the declaration the unit keeps as the source wrote it.
-_TEXTURE_REFERENCE = re.compile(r"\b(texture|surface) is not a template\b")
+_TEXTURE_REFERENCE = lazy_re.compile(r"\b(texture|surface) is not a template\b")
 
 
 # `wmma::mma_sync(d, a, b, c, satf)` on a floating-point accumulator: CUDA 9's <mma.h> declared the saturate flag for
 # every accumulator, this toolkit's declares it for integer accumulators only, so such a call matches no overload.
-_MMA_CALL = re.compile(r"\bmma_sync\s*\(")
+_MMA_CALL = lazy_re.compile(r"\bmma_sync\s*\(")
 _FP_ACCUMULATOR = (r"\bfragment\s*<\s*(?:\w+\s*::\s*)*accumulator\b[^<>;]*,\s*(?:float|double|half|__half)\s*>"
                    r"[^;]*?\b{}\b")
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from miner import cuda_libs, dataset
+from miner import cuda_libs, dataset, lazy_re
 from miner.builder.cache import Cache, default_cache_dir, unit_key
 from miner.builder.compiler import ARCH_SPECIFIC, arch_specific_arch
 from miner.builder.diagnostics import float_saturate_call, removed_from_toolkit
@@ -83,17 +83,17 @@ def _with_build_failures(unresolved: list[dict[str, Any]], insts: list[dict[str,
     return out
 
 
-_TOOLKIT_CONFLICT = re.compile(r"^// km:toolkit-conflict (.*)$", re.M)
-_LACKS_HEADERS = re.compile(r"^// km:lacks-headers (\S+) (.*)$", re.M)
+_TOOLKIT_CONFLICT = lazy_re.compile(r"^// km:toolkit-conflict (.*)$", re.M)
+_LACKS_HEADERS = lazy_re.compile(r"^// km:lacks-headers (\S+) (.*)$", re.M)
 
 
-_NO_OPERATOR = re.compile(r'error: no operator "[^"]+" matches these operands\s*\n\s*operand types are: (.*)')
+_NO_OPERATOR = lazy_re.compile(r'error: no operator "[^"]+" matches these operands\s*\n\s*operand types are: (.*)')
 # The toolkit's vector types (`float2`, `uchar4`), whose arithmetic operators only helper headers declare.
-_VECTOR_TYPE = re.compile(r"(?:const\s+)?(?:u?char|u?short|u?int|u?long|(?:u)?longlong|float|double)[1-4]\s*&?")
+_VECTOR_TYPE = lazy_re.compile(r"(?:const\s+)?(?:u?char|u?short|u?int|u?long|(?:u)?longlong|float|double)[1-4]\s*&?")
 
 
 # nvcc's first error: its message line, the source line, and the caret under the column it stopped at.
-_FIRST_ERROR = re.compile(r"^[^\n]*\berror: [^\n]*\n([^\n]*)\n([ \t]*)\^", re.M)
+_FIRST_ERROR = lazy_re.compile(r"^[^\n]*\berror: [^\n]*\n([^\n]*)\n([ \t]*)\^", re.M)
 
 
 def _first_error_word(log: str) -> str | None:

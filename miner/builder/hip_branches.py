@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from miner import lazy_re
+
 # hip-clang predefines these on both the host and the device pass (__HIP_DEVICE_COMPILE__ only on one,
 # so it stays unknown); it defines none of nvcc's.
 HIP_DEFINED = frozenset({"__HIP__", "__HIPCC__", "__HIP_PLATFORM_AMD__", "__HIP_PLATFORM_HCC__", "__clang__",
@@ -20,8 +22,8 @@ HIP_DEFINED = frozenset({"__HIP__", "__HIPCC__", "__HIP_PLATFORM_AMD__", "__HIP_
 HIP_UNDEFINED = frozenset({"__CUDACC__", "__NVCC__", "__CUDA_ARCH__", "__CUDACC_VER_MAJOR__",
                            "__HIP_PLATFORM_NVIDIA__", "__HIP_PLATFORM_NVCC__"})
 
-_DIRECTIVE = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif|else|endif|define|undef)\b\s*(.*)$")
-_DEFINED = re.compile(r"\bdefined\s*(?:\(\s*(\w+)\s*\)|(\w+))")
+_DIRECTIVE = lazy_re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif|else|endif|define|undef)\b\s*(.*)$")
+_DEFINED = lazy_re.compile(r"\bdefined\s*(?:\(\s*(\w+)\s*\)|(\w+))")
 
 
 def _decide(cond: str, defined: set[str], undefined: set[str]) -> bool | None:

@@ -24,9 +24,10 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from miner import lazy_re
 from miner.dataset import atomic
 
-_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<([^<>\s]+)>", re.M)
+_INCLUDE = lazy_re.compile(r"^[ \t]*#[ \t]*include[ \t]*<([^<>\s]+)>", re.M)
 _FORMAT = "km-implied-1"
 
 

@@ -35,21 +35,22 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from miner import lazy_re
 from miner.builder import hip_branches, portability
 
-_SHFL = re.compile(r"\b__shfl(_up|_down|_xor)?_sync\s*\(")
-_SYNCWARP = re.compile(r"\b__syncwarp\s*\(")
-_LOAD = re.compile(r"\b__ld(?:cs|cg|ca|lu|cv)\s*\(")
-_STORE = re.compile(r"\b__st(?:cs|cg|wb|wt)\s*\(")
-_BF16_RN = re.compile(r"\b__float2bfloat16_rn\s*\(")
-_TRAP = re.compile(r"\b__trap\s*\(\s*\)")
-_CG_ALIAS = re.compile(r"\bnamespace\s+(\w+)\s*=\s*(?:::)?cooperative_groups\s*;")
+_SHFL = lazy_re.compile(r"\b__shfl(_up|_down|_xor)?_sync\s*\(")
+_SYNCWARP = lazy_re.compile(r"\b__syncwarp\s*\(")
+_LOAD = lazy_re.compile(r"\b__ld(?:cs|cg|ca|lu|cv)\s*\(")
+_STORE = lazy_re.compile(r"\b__st(?:cs|cg|wb|wt)\s*\(")
+_BF16_RN = lazy_re.compile(r"\b__float2bfloat16_rn\s*\(")
+_TRAP = lazy_re.compile(r"\b__trap\s*\(\s*\)")
+_CG_ALIAS = lazy_re.compile(r"\bnamespace\s+(\w+)\s*=\s*(?:::)?cooperative_groups\s*;")
 # CUDA's cooperative_groups operators: `less` / `greater` give the smaller / greater value, not a bool.
 _CG_OPS = {"plus": "a + b", "less": "b < a ? b : a", "greater": "a < b ? b : a", "bit_and": "a & b",
            "bit_or": "a | b", "bit_xor": "a ^ b"}
-_WARPSIZE = re.compile(r"\bwarpSize\b")
-_LINE_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*line[ \t]+(\d+)", re.M)
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_WARPSIZE = lazy_re.compile(r"\bwarpSize\b")
+_LINE_DIRECTIVE = lazy_re.compile(r"^[ \t]*#[ \t]*line[ \t]+(\d+)", re.M)
+_COMMENT = lazy_re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 _HELPERS = {
     "syncwarp": "__device__ inline void km_hip_syncwarp() { __builtin_amdgcn_fence(__ATOMIC_RELEASE, \"wavefront\"); "

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-_NAME = re.compile(r"remark: Function Name: (\S+)")
-_FIELD = re.compile(r"remark:\s+([A-Za-z][A-Za-z ]*?)(?: \[([^\]]+)\])?: (\d+)")
+from miner import lazy_re
+
+_NAME = lazy_re.compile(r"remark: Function Name: (\S+)")
+_FIELD = lazy_re.compile(r"remark:\s+([A-Za-z][A-Za-z ]*?)(?: \[([^\]]+)\])?: (\d+)")
 _KEYS = {
     "SGPRs": "sgprs", "VGPRs": "vgprs", "AGPRs": "agprs", "ScratchSize": "scratch_bytes",
     "Occupancy": "occupancy", "SGPRs Spill": "sgpr_spill", "VGPRs Spill": "vgpr_spill", "LDS Size": "lds_bytes",

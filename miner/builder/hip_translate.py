@@ -15,11 +15,12 @@ from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 
+from miner import lazy_re
 from miner.errors import UsageError
 
 _PACKAGE = "km_torch_hipify"
 # An include of a library's sub-header: `<cooperative_groups/reduce.h>`, `<cub/warp/warp_reduce.cuh>`.
-_SUB_HEADER = re.compile(r'^([ \t]*#[ \t]*include[ \t]*[<"])(\w+)/([\w./-]+)([>"])', re.M)
+_SUB_HEADER = lazy_re.compile(r'^([ \t]*#[ \t]*include[ \t]*[<"])(\w+)/([\w./-]+)([>"])', re.M)
 INSTALL_HINT = ("the hip toolchain translates units with torch.utils.hipify: "
                 "pip install 'kernel-miner[hip]' (torch==2.13.0)")
 

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import re
 
+from miner import lazy_re
+
 # EDG's definition-time diagnostics that a kernel's statements alone cause.
 _DEFINITION_ERRORS = (
-    re.compile(r'"(\w+)", declared in for-loop initialization, may not be redeclared in this scope'),
+    lazy_re.compile(r'"(\w+)", declared in for-loop initialization, may not be redeclared in this scope'),
 )
-_ERROR_AT = re.compile(r"\((\d+)\): error: (.*)$", re.M)
-_KERNEL_MARK = re.compile(r"^// the kernel, (.+?):(\d+)(?:, with its C linkage|$)")
+_ERROR_AT = lazy_re.compile(r"\((\d+)\): error: (.*)$", re.M)
+_KERNEL_MARK = lazy_re.compile(r"^// the kernel, (.+?):(\d+)(?:, with its C linkage|$)")
 # What the unit template writes after the kernel's text (units/unit.cu.j2): a piece placed after it, the
 # explicit instantiation, the launcher.
-_AFTER_KERNEL = re.compile(r'^(?://\s\w+ \S+ from \S+:\d+|// device passes only|extern "C" int km_launch_)')
+_AFTER_KERNEL = lazy_re.compile(r'^(?://\s\w+ \S+ from \S+:\d+|// device passes only|extern "C" int km_launch_)')
 
 
 def ill_formed_kernel(unit_text: str | None, error: str | None) -> str | None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from miner import lazy_re
 from miner.builder import hip_branches
 
 KINDS = ("unmapped_api", "inline_ptx", "library", "wave64")
@@ -20,23 +21,23 @@ ERROR_CLASSES = ("unmapped_api", "inline_ptx", "wave64", "other")
 
 # CUDA runtime/driver/library names by their prefixes; a project's own CUDA_* macros are excluded below
 # by being defined in the unit.
-_CUDA_NAME = re.compile(r"\b(cuda[A-Z]\w*|cu(?:blas|blasLt|dnn|rand|sparse|fft|solver|tensor)[A-Z_]\w*"
+_CUDA_NAME = lazy_re.compile(r"\b(cuda[A-Z]\w*|cu(?:blas|blasLt|dnn|rand|sparse|fft|solver|tensor)[A-Z_]\w*"
                         r"|CU(?:BLAS|DNN|RAND|SPARSE|FFT|DA|DART)_\w+|__nv_\w+|nvrtc\w+|nvtx\w+)\b")
-_ANY_CUDA = re.compile(r"cu[a-zA-Z]|CU[A-Z]|__nv_|nvrtc|nvtx")
-_LIBRARY = re.compile(r"\b(cublas(?:Lt)?\w*|cudnn\w*)\b")
-_ASM = re.compile(r"\b(?:asm|__asm__)\s*(?:volatile\s*|__volatile__\s*)?\(")
-_SYNC = re.compile(r"\b(__(?:shfl(?:_up|_down|_xor)?|ballot|any|all|uni|match_any|match_all|reduce_\w+)_sync)"
+_ANY_CUDA = lazy_re.compile(r"cu[a-zA-Z]|CU[A-Z]|__nv_|nvrtc|nvtx")
+_LIBRARY = lazy_re.compile(r"\b(cublas(?:Lt)?\w*|cudnn\w*)\b")
+_ASM = lazy_re.compile(r"\b(?:asm|__asm__)\s*(?:volatile\s*|__volatile__\s*)?\(")
+_SYNC = lazy_re.compile(r"\b(__(?:shfl(?:_up|_down|_xor)?|ballot|any|all|uni|match_any|match_all|reduce_\w+)_sync)"
                    r"\s*\(\s*([^,()]+(?:\([^()]*\))?)")
-_ACTIVEMASK = re.compile(r"\b__activemask\s*\(")
-_WARP32_DEFINE = re.compile(r"^\s*#\s*define\s+(\w*(?:WARP|Warp|warp)\w*)\s+\(?\s*32\s*\)?\s*$", re.M)
-_WARP32_CONST = re.compile(r"\b(\w*(?:warp|Warp|WARP)\w*)\s*=\s*32\b")
-_LANE_MATH = re.compile(r"(threadIdx\.[xyz]|\b(?:tid|lane\w*|idx|thread_id|threadId)\b)\s*"
+_ACTIVEMASK = lazy_re.compile(r"\b__activemask\s*\(")
+_WARP32_DEFINE = lazy_re.compile(r"^\s*#\s*define\s+(\w*(?:WARP|Warp|warp)\w*)\s+\(?\s*32\s*\)?\s*$", re.M)
+_WARP32_CONST = lazy_re.compile(r"\b(\w*(?:warp|Warp|WARP)\w*)\s*=\s*32\b")
+_LANE_MATH = lazy_re.compile(r"(threadIdx\.[xyz]|\b(?:tid|lane\w*|idx|thread_id|threadId)\b)\s*"
                         r"(%\s*32|&\s*(?:31|0x1[fF])|/\s*32|>>\s*5)\b")
-_HALF_WARP_LOOP = re.compile(r"for\s*\([^;]*?=\s*16\s*;[^;]*;[^)]*(?:/=\s*2|>>=\s*1)\s*\)")
-_SHARED_WARP = re.compile(r"__shared__[^;]*\[[^\]]*\b(warpSize|\w*WARP_SIZE\w*|\w*warp_size\w*)\b[^\]]*\]")
-_DEFINED = re.compile(r"^\s*#\s*define\s+(\w+)|\b(?:struct|class|union|enum(?:\s+class)?|using|namespace)\s+(\w+)"
+_HALF_WARP_LOOP = lazy_re.compile(r"for\s*\([^;]*?=\s*16\s*;[^;]*;[^)]*(?:/=\s*2|>>=\s*1)\s*\)")
+_SHARED_WARP = lazy_re.compile(r"__shared__[^;]*\[[^\]]*\b(warpSize|\w*WARP_SIZE\w*|\w*warp_size\w*)\b[^\]]*\]")
+_DEFINED = lazy_re.compile(r"^\s*#\s*define\s+(\w+)|\b(?:struct|class|union|enum(?:\s+class)?|using|namespace)\s+(\w+)"
                       r"|\b(\w+)\s*\([^;{}()]*\)\s*(?:const\s*)?\{", re.M)
-_FULL32 = re.compile(r"^(?:0x[fF]{8}[uU]?[lL]{0,2}|4294967295[uU]?|~0[uU]?|\(unsigned\)\s*-1|-1)$")
+_FULL32 = lazy_re.compile(r"^(?:0x[fF]{8}[uU]?[lL]{0,2}|4294967295[uU]?|~0[uU]?|\(unsigned\)\s*-1|-1)$")
 
 
 @dataclass(frozen=True)
@@ -115,16 +116,16 @@ def find(cuda_text: str, hip_text: str, mapped: Callable[[str], bool]) -> list[F
 
 # "use of undeclared identifier 'X'" first: as a later alternative, "use of undeclared" matched first and
 # took "identifier" for the name.
-_IDENT = re.compile(r"(?:use of undeclared identifier|undeclared identifier|unknown type name|no member named"
+_IDENT = lazy_re.compile(r"(?:use of undeclared identifier|undeclared identifier|unknown type name|no member named"
                     r"|undeclared function|no matching function for call to|use of undeclared)\s*['‘\"]?(\w+)")
-_LIBRARY_NAMESPACE = re.compile(r"(?:member|template|type) named '\w+' in namespace "
+_LIBRARY_NAMESPACE = lazy_re.compile(r"(?:member|template|type) named '\w+' in namespace "
                                 r"'(?:cooperative_groups|cub|hipcub|thrust|nvcuda|cuda)'")
 # ROCm >= 6.2 has the *_sync shuffles behind -DHIP_ENABLE_WARP_SYNC_BUILTINS, asserting a 64-bit mask.
-_WAVE64_ASSERT = re.compile(r"amd_warp_sync_functions\.h:\d+:\d+: error|mask must be a 64-bit integer")
+_WAVE64_ASSERT = lazy_re.compile(r"amd_warp_sync_functions\.h:\d+:\d+: error|mask must be a 64-bit integer")
 # A candidate of HIP's own headers rejecting a HIP type from the mapping (`__hip_bfloat162 *`).
-_HIP_TYPE_MISMATCH = re.compile(r"/hip/[\w/]+\.h:\d+:\d+: note: candidate [^\n]*no known conversion from "
+_HIP_TYPE_MISMATCH = lazy_re.compile(r"/hip/[\w/]+\.h:\d+:\d+: note: candidate [^\n]*no known conversion from "
                                 r"'(?:const )?(?:__hip_\w+|hip[A-Z]\w*)")
-_WAVE64_NAME = re.compile(r"__(?:shfl\w*|ballot\w*|activemask|any_sync|all_sync|match_\w+|reduce_\w+)|warpSize")
+_WAVE64_NAME = lazy_re.compile(r"__(?:shfl\w*|ballot\w*|activemask|any_sync|all_sync|match_\w+|reduce_\w+)|warpSize")
 
 
 def _first_error_notes(log: str) -> str:

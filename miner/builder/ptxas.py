@@ -7,10 +7,12 @@ import shutil
 import subprocess
 from typing import Any
 
-_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
-_PROPS = re.compile(r"Function properties for (\S+)")
-_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_USED = re.compile(r"Used (\d+) registers")
+from miner import lazy_re
+
+_ENTRY = lazy_re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
+_PROPS = lazy_re.compile(r"Function properties for (\S+)")
+_FRAME = lazy_re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = lazy_re.compile(r"Used (\d+) registers")
 
 
 def parse_resources(log: str) -> dict[str, dict[str, Any]]:

@@ -11,19 +11,20 @@ the unit may have dropped, the original could skip it and the failure would be t
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from miner import lazy_re
+
 # nvcc (EDG): `unit.cu(12): error: function "atomicAdd(double *, double)" has already been defined (previous
 # definition at line 93 of /usr/local/cuda-13.0/bin/../targets/x86_64-linux/include/sm_60_atomic_functions.h)`.
-_REDEFINED = re.compile(r'\((?P<line>\d+)\): error: function "(?P<sig>[^"]+)" has already been defined '
+_REDEFINED = lazy_re.compile(r'\((?P<line>\d+)\): error: function "(?P<sig>[^"]+)" has already been defined '
                         r'\(previous definition at line \d+ of (?P<prev>[^)]+)\)')
 # The header the renderer writes above each copied declaration (templates/unit.cu.j2).
-_PIECE = re.compile(r"^// \w+ \S+ from (?P<rel>\S+):(?P<line>\d+)$")
-_COND = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b")
-_GUARD_OPEN = re.compile(r"^[ \t]*#[ \t]*(?:ifndef[ \t]+(\w+)|if[ \t]+!\s*defined\s*\(?\s*(\w+)\s*\)?)")
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)")
+_PIECE = lazy_re.compile(r"^// \w+ \S+ from (?P<rel>\S+):(?P<line>\d+)$")
+_COND = lazy_re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b")
+_GUARD_OPEN = lazy_re.compile(r"^[ \t]*#[ \t]*(?:ifndef[ \t]+(\w+)|if[ \t]+!\s*defined\s*\(?\s*(\w+)\s*\)?)")
+_DEFINE = lazy_re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)")
 
 
 def _under(path: str, dirs: Iterable[str]) -> bool:

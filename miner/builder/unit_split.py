@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from miner import lazy_re
 from miner.source import build_flags
 
-_INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
-_DEFINE = re.compile(r"^\s*#\s*(?:define|undef)\s+([A-Za-z_]\w*)", re.M)
+_INCLUDE = lazy_re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+_DEFINE = lazy_re.compile(r"^\s*#\s*(?:define|undef)\s+([A-Za-z_]\w*)", re.M)
 _MARKS = {f"// km:{name}": name for name in ("includes-begin", "includes-end", "body-begin", "body-end")}
 
 

@@ -6,7 +6,9 @@ import json
 import re
 from typing import Any
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+from miner import lazy_re
+
+_FENCE = lazy_re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 # Deeper than this is no analysis or description, and would exhaust the recursion of json and jsonschema.
 MAX_DEPTH = 32
 

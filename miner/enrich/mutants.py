@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from miner import lazy_re
 from miner.enrich.prompt_context import writes_through
 
 if TYPE_CHECKING:  # tree-sitter is needed only to mutate CUDA: Triton mutants (miner.triton.mutants) use `ast`
@@ -38,8 +39,8 @@ if TYPE_CHECKING:  # tree-sitter is needed only to mutate CUDA: Triton mutants (
 
 KINDS = ("no_write", "poison", "drop_term", "off_by_one")
 _ARITH = {"+", "-", "*", "/"}
-_BUILTINS = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim|warpSize)\b")
-_ATOMIC = re.compile(r"^atomic(Add|Sub|Max|Min|Exch|And|Or|Xor)(_block|_system)?$")
+_BUILTINS = lazy_re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim|warpSize)\b")
+_ATOMIC = lazy_re.compile(r"^atomic(Add|Sub|Max|Min|Exch|And|Or|Xor)(_block|_system)?$")
 
 
 @dataclass(frozen=True)

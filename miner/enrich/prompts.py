@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
+from miner import lazy_re
 from miner.resources import data_dir, template_env
 
-_VERSION = re.compile(r"\{#-?\s*version:\s*(\S+)\s*-?#\}")
+_VERSION = lazy_re.compile(r"\{#-?\s*version:\s*(\S+)\s*-?#\}")
 _SPLIT = "=== user ==="
 
 

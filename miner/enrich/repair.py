@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from miner import lazy_re
 from miner.enrich.json_extract import ExtractError, extract_code, extract_json
 from miner.enrich.prompts import Prompt
 
@@ -71,12 +72,12 @@ def repair_messages(prompt: Prompt, *, kernel: dict[str, Any], code: str, test_c
 
 
 _VARYING = [
-    (re.compile(r"\b(in|after|took) \d+(\.\d+)?s\b"), r"\1 <t>s"),         # "1 failed in 2.31s"
-    (re.compile(r"\(\d+:\d\d:\d\d(\.\d+)?\)"), "(<t>)"),                 # "(0:00:02)"
-    (re.compile(r"\b\d+(\.\d+)?(s|ms) (call|setup|teardown)\b"), r"<t>\2 \3"),  # --durations lines
-    (re.compile(r"0x[0-9a-fA-F]{6,}"), "0x<addr>"),                            # object and device addresses
-    (re.compile(r"/tmp/[^\s/:'\"]+"), "/tmp/<tmp>"),                          # temp folders
-    (re.compile(r"\b(pid|PID) \d+"), r"\1 <pid>"),
+    (lazy_re.compile(r"\b(in|after|took) \d+(\.\d+)?s\b"), r"\1 <t>s"),         # "1 failed in 2.31s"
+    (lazy_re.compile(r"\(\d+:\d\d:\d\d(\.\d+)?\)"), "(<t>)"),                 # "(0:00:02)"
+    (lazy_re.compile(r"\b\d+(\.\d+)?(s|ms) (call|setup|teardown)\b"), r"<t>\2 \3"),  # --durations lines
+    (lazy_re.compile(r"0x[0-9a-fA-F]{6,}"), "0x<addr>"),                            # object and device addresses
+    (lazy_re.compile(r"/tmp/[^\s/:'\"]+"), "/tmp/<tmp>"),                          # temp folders
+    (lazy_re.compile(r"\b(pid|PID) \d+"), r"\1 <pid>"),
 ]
 
 

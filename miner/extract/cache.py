@@ -38,7 +38,9 @@ def _templates_id() -> str:
 
     h = hashlib.sha256()
     for p in sorted(data_dir("templates").rglob("*")):
-        if p.is_file():
+        # not bytecode: Python's for an installed package's `__init__.py`, jinja's compiled templates
+        # (resources.template_env), written by the run itself
+        if p.is_file() and "__pycache__" not in p.parts:
             h.update(p.relative_to(data_dir("templates")).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import re
 
+from miner import lazy_re
 from miner.frontends import treesitter_frontend
 from miner.frontends.model import Kernel
 from miner.source.feature_guards import is_feature_name
 
-_ERROR = re.compile(rb"^[ \t]*#[ \t]*error\b", re.M)
+_ERROR = lazy_re.compile(rb"^[ \t]*#[ \t]*error\b", re.M)
 
 
 def error_branches(kernels: list[Kernel], tu_of: dict[str, str], data: dict[str, bytes], defined: list[str],

@@ -27,15 +27,16 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 
+from miner import lazy_re
 from miner.units import macro_text
 
-_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"][^>"\n]+[>"][ \t]*$', re.M)
-_DIRECTIVE = re.compile(r"^[ \t]*#", re.M)
+_COMMENT = lazy_re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_INCLUDE = lazy_re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"][^>"\n]+[>"][ \t]*$', re.M)
+_DIRECTIVE = lazy_re.compile(r"^[ \t]*#", re.M)
 # `template R f<A>(...)` / `extern template ...`: an explicit instantiation (declaration) of a function;
 # `template <...>` (a template or a specialization) and `template struct/class/union X<A>` are not.
-_FUNCTION_INSTANCE = re.compile(r"(?:extern\s+)?template\s+(?!<|struct\b|class\b|union\b)[^{}]*\)[^{}()]*")
-_MACRO_CALL = re.compile(r"(?:extern\s+)?([A-Za-z_]\w*)\s*\(")
+_FUNCTION_INSTANCE = lazy_re.compile(r"(?:extern\s+)?template\s+(?!<|struct\b|class\b|union\b)[^{}]*\)[^{}()]*")
+_MACRO_CALL = lazy_re.compile(r"(?:extern\s+)?([A-Za-z_]\w*)\s*\(")
 MAX_BYTES = 64_000  # generated instance files are a few lines; a big file is not one
 MAX_DEPTH = 4  # macros that invoke macros that write the instantiations
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from miner import lazy_re
 from miner.frontends.common import split_top
 from miner.frontends.model import Kernel
 from miner.units.records import Launch
 
-_WORD = re.compile(r"[A-Za-z_]\w*")
+_WORD = lazy_re.compile(r"[A-Za-z_]\w*")
 # A type named through a class template's member (`typename Traits<Op>::DataType`): not comparable as text.
-_MEMBER_TYPE = re.compile(r"^\s*typename\b|>\s*::")
+_MEMBER_TYPE = lazy_re.compile(r"^\s*typename\b|>\s*::")
 
 
 def reached(candidates: list[Kernel], launch: Launch, type_key: Callable[[str], str]) -> list[Kernel]:

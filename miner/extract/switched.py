@@ -21,18 +21,19 @@ from __future__ import annotations
 import functools
 import re
 
+from miner import lazy_re
 from miner.frontends import treesitter_frontend
 from miner.frontends.model import Kernel
 from miner.source.feature_guards import is_feature_name
 from miner.source.include_graph import IncludeGraph
 from miner.units.records import KernelKey, Launch
 
-_DEFINED = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
-_CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*if", re.M)
-_PASTE = re.compile(rb"([A-Za-z_]\w*)[ \t]*##")
+_DEFINED = lazy_re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
+_CONDITIONAL = lazy_re.compile(rb"^[ \t]*#[ \t]*if", re.M)
+_PASTE = lazy_re.compile(rb"([A-Za-z_]\w*)[ \t]*##")
 # `#ifndef NAME...` or `#if !defined(NAME...`: what follows is NAME, then anything on the line (the pattern
 # with NAME written in, `[^\n]*` after it, matched the same lines).
-_DEFAULT_TEST = re.compile(rb"#[ \t]*(?:ifndef[ \t]+|if[ \t]+!\s*defined\s*\(?\s*)([^\n]*)")
+_DEFAULT_TEST = lazy_re.compile(rb"#[ \t]*(?:ifndef[ \t]+|if[ \t]+!\s*defined\s*\(?\s*)([^\n]*)")
 
 
 def _is_default(text: bytes, at: int, name: bytes) -> bool:

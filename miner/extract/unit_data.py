@@ -4,11 +4,11 @@ instantiations, and launches of kernels re-declared elsewhere matched to their d
 from __future__ import annotations
 
 import os
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from miner import lazy_re
 from miner.extract import specialized
 from miner.frontends import clang_frontend
 from miner.frontends.model import Kernel
@@ -112,7 +112,7 @@ class UnitData:
                 self._add_launch((k.path, k.start_offset), replace(launch, kernel=(k.path, k.start_offset)))
 
 
-_IDENT = re.compile(r"[A-Za-z_]\w*")
+_IDENT = lazy_re.compile(r"[A-Za-z_]\w*")
 
 
 def _take_argument_types(have: ClosureRecord, other: ClosureRecord, launches: list[Launch]) -> None:
@@ -144,7 +144,7 @@ def analysis_of(res: clang_frontend.ParseResult) -> TUAnalysis:
     return TUAnalysis.from_dict(res.analysis) if res.analysis is not None else TUAnalysis()
 
 
-_QUALIFIERS = re.compile(r"\b(?:const|volatile|__restrict__|__restrict|restrict|struct|class|enum)\b|(?:\w+)?::")
+_QUALIFIERS = lazy_re.compile(r"\b(?:const|volatile|__restrict__|__restrict|restrict|struct|class|enum)\b|(?:\w+)?::")
 
 
 def _type_key(text: str) -> str:

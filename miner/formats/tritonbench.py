@@ -18,11 +18,10 @@ from __future__ import annotations
 import ast
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
-from miner import dataset
+from miner import dataset, lazy_re
 from miner.dataset import atomic, schema
 from miner.errors import UsageError
 from miner.source.provenance import Origin
@@ -30,7 +29,7 @@ from miner.triton import extract as triton_extract
 from miner.triton.test_check import check_test_source
 
 FORMATS = ("tritonbench", "geak")
-_HEX = re.compile(r"^[0-9a-f]{40,64}$")
+_HEX = lazy_re.compile(r"^[0-9a-f]{40,64}$")
 
 
 def read_records(path: str, fmt: str = "auto") -> tuple[str, list[dict[str, Any]]]:

@@ -24,6 +24,8 @@ import ctypes
 from collections.abc import Iterator
 from typing import Any
 
+from miner.frontends.prefix_view import RecordedDiagnostic, RecordedFile, RecordedLocation
+
 _INSTALLED = False
 # Kind ids of cursors that never have children, whose listing was a `clang_visitChildren` call for nothing (about a
 # fifth of the walks' listings: every type, template, namespace and member named, every literal). libclang's
@@ -172,10 +174,26 @@ def install() -> None:
             loc = d["_km_end"] = lib.clang_getRangeEnd(self)
         return loc
 
+    diagnostics_of = ci.TranslationUnit.diagnostics.fget
+
+    def diagnostics(self: Any) -> list[Any]:
+        # Read once per TU, as plain records (`prefix_view.RecordedDiagnostic`: severity, location, spelling,
+        # option): seven analyses each iterated them (has_errors, the launch search's error offsets, the
+        # closures' errors and lacking headers, dropped pieces, the kernels' diagnostics, the HIP digest), a
+        # libclang call per diagnostic and per field each time. A TU whose includes are missing has tens of
+        # thousands (each generic file included once per scalar type repeats its errors): a quarter of its
+        # analysis was reading them again.
+        d = self.__dict__
+        got = d.get(_DIAGNOSTICS)
+        if got is None:
+            got = d[_DIAGNOSTICS] = [_record(x) for x in diagnostics_of(self)]
+        return got
+
     ORIGINAL.update(get_children=ci.Cursor.get_children, walk_preorder=ci.Cursor.walk_preorder,
                     kind=ci.Cursor.kind, file_name=ci.File.name, loc_file=ci.SourceLocation.file,
                     loc_offset=ci.SourceLocation.offset, range_start=ci.SourceRange.start,
-                    range_end=ci.SourceRange.end)
+                    range_end=ci.SourceRange.end, diagnostics=ci.TranslationUnit.diagnostics)
+    ci.TranslationUnit.diagnostics = property(diagnostics)
     ci.File.name = property(file_name)
     ci.SourceLocation.file = property(loc_file)
     ci.SourceLocation.offset = property(loc_offset)
@@ -185,6 +203,17 @@ def install() -> None:
     ci.Cursor.walk_preorder = walk_preorder
     ci.Cursor.kind = property(kind)
     _INSTALLED = True
+
+
+_DIAGNOSTICS = "_km_diagnostics_read"  # attribute of a TranslationUnit: its diagnostics as records, once read
+
+
+def _record(d: Any) -> Any:
+    """A libclang diagnostic as the plain record the walks read (the fields they ask, each read once)."""
+    loc = d.location
+    f = loc.file
+    where = RecordedLocation(RecordedFile(f.name) if f is not None else None, loc.line, loc.column, loc.offset)
+    return RecordedDiagnostic(d.severity, where, d.spelling, d.option or "")
 
 
 _RECURSE = 2  # CXChildVisit_Recurse

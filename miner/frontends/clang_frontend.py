@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from miner import lazy_re
 from miner.frontends import pch
 from miner.frontends.common import (
     attributes_from_prefix,
@@ -261,8 +262,8 @@ def _kernel(c: ci.Cursor, data: bytes, path: str, clang_name: str, diags: dict) 
     )
 
 
-_OPEN_SPACED = re.compile(rb"<<[ \t]+<|<[ \t]+<<")
-_CLOSE_SPACED = re.compile(rb">>[ \t]+>|>[ \t]+>>|>>>")
+_OPEN_SPACED = lazy_re.compile(rb"<<[ \t]+<|<[ \t]+<<")
+_CLOSE_SPACED = lazy_re.compile(rb">>[ \t]+>|>[ \t]+>>|>>>")
 
 
 @functools.cache
@@ -538,7 +539,7 @@ def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[st
     return result
 
 
-_LAUNCH_API = re.compile(rb"\b(?:cudaLaunch\w*|hipLaunchKernel|hipLaunchCooperativeKernel|cuLaunchKernel\w*)\s*\(")
+_LAUNCH_API = lazy_re.compile(rb"\b(?:cudaLaunch\w*|hipLaunchKernel|hipLaunchCooperativeKernel|cuLaunchKernel\w*)\s*\(")
 
 
 class RangeList(ctypes.Structure):
@@ -595,7 +596,7 @@ def _preprocessed(tu: ci.TranslationUnit, args: list[str]) -> tuple[str, list[st
     return hashlib.sha256(text.encode()).hexdigest(), files
 
 
-_CONDITION = re.compile(rb"[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef)\b")
+_CONDITION = lazy_re.compile(rb"[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef)\b")
 
 
 def _names_used(files: list[str], names: tuple[str, ...]) -> bool:

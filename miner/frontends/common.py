@@ -5,10 +5,11 @@ from __future__ import annotations
 import functools
 import re
 
+from miner import lazy_re
 from miner.frontends.model import Attribute, Param, TemplateParam
 
-_WS = re.compile(r"\s+")
-_ATTR = re.compile(
+_WS = lazy_re.compile(r"\s+")
+_ATTR = lazy_re.compile(
     r"\b(__launch_bounds__|__maxnreg__|__cluster_dims__|__noinline__|__forceinline__|static|inline"
     r"|extern\s+\"C\"|__grid_constant__)\b"
 )
@@ -161,7 +162,7 @@ def split_top(text: str, angle: bool = True) -> list[str]:
     return out
 
 
-_SIZEOF_PACK = re.compile(r"\bsizeof\s*\.\.\.\s*\(\s*([A-Za-z_]\w*)\s*\)")
+_SIZEOF_PACK = lazy_re.compile(r"\bsizeof\s*\.\.\.\s*\(\s*([A-Za-z_]\w*)\s*\)")
 
 
 def sizeof_packs(text: str, mapping: dict[str, str]) -> str:
@@ -194,7 +195,7 @@ def substitute(text: str, mapping: dict[str, str]) -> str:
     return pat.sub(put, text)
 
 
-_COND = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b", re.M)
+_COND = lazy_re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b", re.M)
 
 
 def conditional_start(data: bytes, start: int, end: int) -> int:

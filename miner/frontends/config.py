@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from miner import lazy_re
 from miner.targets import CUDA_ARCH_MACRO
 
 DEFAULT_CUDA_ARCH = CUDA_ARCH_MACRO
@@ -124,7 +125,7 @@ def _prefix_of(config: ParseConfig, path: str) -> str | None:
 # libcu++'s standard headers (`<cuda/std/type_traits>`): the parse has no toolkit include dir, and without
 # `::cuda::std::enable_if` a project template constrained by it (`template <class T, typename
 # ::cuda::std::enable_if<...>::type = 0> void copy(...)`) is dropped from the AST with every call to it.
-_LIBCUXX_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"](cuda/std/([a-z_]+))[>"]', re.M)
+_LIBCUXX_INCLUDE = lazy_re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"](cuda/std/([a-z_]+))[>"]', re.M)
 _LIBCUXX_STD = frozenset("""
     algorithm array atomic bit cassert cfloat chrono climits cmath complex concepts cstddef cstdint cstdlib cstring
     functional initializer_list iterator limits numeric optional ratio span tuple type_traits utility variant
@@ -176,7 +177,7 @@ def framework_overlay(texts: list[bytes]) -> str | None:
 
 
 # (TensorFlow's build spells CUB `"gpu/cub/..."`, a third_party alias of the toolkit's; units include `<cub/...>`.)
-_CCCL_INCLUDE = re.compile(
+_CCCL_INCLUDE = lazy_re.compile(
     rb'^[ \t]*#[ \t]*include[ \t]*(?:<((?:cub|thrust|cuda)/[\w./-]+)>|[<"](gpu/cub/[\w./-]+)[>"])', re.M)
 _CCCL_VERSION_FILES = {"CCCL_VERSION": "cuda/std/__cccl/version.h", "CUB_VERSION": "cub/version.cuh",
                        "THRUST_VERSION": "thrust/version.h"}

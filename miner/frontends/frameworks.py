@@ -16,10 +16,11 @@ import functools
 import re
 from dataclasses import dataclass
 
+from miner import lazy_re
 from miner.frontends.config import stub_dir
 
-_STRING_OR_COMMENT = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
-_IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
+_STRING_OR_COMMENT = lazy_re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
+_IDENT = lazy_re.compile(r"\b[A-Za-z_]\w*\b")
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,9 @@ class Framework:
 
 
 TORCH = Framework("torch", "km_torch_parse.h", ("ATen", "c10", "torch", "THC"), "km_torch_unit.h",
-                  re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]((?:ATen|c10|torch|THC)/[\w./-]+)[>"]', re.M))
+                  lazy_re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]((?:ATen|c10|torch|THC)/[\w./-]+)[>"]', re.M))
 TF = Framework("tf", "km_tf_parse.h", (), "km_tf_unit.h",
-               re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]((?:tensorflow/(?:core|stream_executor|compiler)|tsl'
+               lazy_re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]((?:tensorflow/(?:core|stream_executor|compiler)|tsl'
                           rb'|third_party/eigen3|unsupported/Eigen/CXX11)/[\w./-]+)[>"]', re.M),
                macros_need_parse=True)
 FRAMEWORKS: tuple[Framework, ...] = (TORCH, TF)

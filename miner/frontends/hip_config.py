@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from miner import lazy_re
 from miner.frontends import pch
 
 if TYPE_CHECKING:
@@ -30,10 +31,10 @@ if TYPE_CHECKING:
     from miner.source.discover import SourceFile
     from miner.source.include_graph import IncludeGraph
 
-_GUARD = re.compile(rb"\b(__HIP_PLATFORM_(?:AMD|HCC)__|__HIPCC__|__HIP__|__HIP_DEVICE_COMPILE__"
+_GUARD = lazy_re.compile(rb"\b(__HIP_PLATFORM_(?:AMD|HCC)__|__HIPCC__|__HIP__|__HIP_DEVICE_COMPILE__"
                     rb"|\w*(?:WITH|USE|ENABLE)_(?:HIP|ROCM)\w*)\b")
-_COND = re.compile(rb"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef)\b([^\n]*)", re.M)
-_HIP_SOURCE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*[<\"]hip/|\bhipLaunchKernelGGL\b", re.M)
+_COND = lazy_re.compile(rb"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef)\b([^\n]*)", re.M)
+_HIP_SOURCE = lazy_re.compile(rb"^[ \t]*#[ \t]*include[ \t]*[<\"]hip/|\bhipLaunchKernelGGL\b", re.M)
 
 
 def guards(data: bytes) -> list[str]:
@@ -67,7 +68,7 @@ def native_reason(path: str, data: bytes, cuda_macros: frozenset[str] = frozense
     return None
 
 
-_DEFINE_HIP = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(hip\w+)", re.M)
+_DEFINE_HIP = lazy_re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(hip\w+)", re.M)
 
 
 def cuda_side_macros(files: list[tuple[str, bytes]]) -> frozenset[str]:
@@ -86,14 +87,14 @@ def cuda_side_macros(files: list[tuple[str, bytes]]) -> frozenset[str]:
 # A condition's HIP guard for telling sides apart: `_GUARD`'s names and any upper-case name with a HIP or ROCM word
 # (`#ifdef O_HIP`, `#if defined(HIP_BUILD)`), which selects the ROCm build of a project that ports itself. Only the
 # side test reads these; the HIP configuration parsed for variants stays the one `_GUARD` names.
-_SIDE_GUARD = re.compile(rb"\b(?:[A-Z0-9]+_)*(?:HIP|ROCM)(?:_[A-Z0-9]+)*\b")
+_SIDE_GUARD = lazy_re.compile(rb"\b(?:[A-Z0-9]+_)*(?:HIP|ROCM)(?:_[A-Z0-9]+)*\b")
 
 
 def _hip_test(cond: bytes) -> bool:
     return bool(_GUARD.search(cond) or _SIDE_GUARD.search(cond))
 
 
-_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b([^\n]*)", re.M)
+_DIRECTIVE = lazy_re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b([^\n]*)", re.M)
 
 
 def _on_hip_side(data: bytes, at: int) -> bool:

@@ -11,10 +11,11 @@ import os
 import re
 from dataclasses import replace
 
+from miner import lazy_re
 from miner.frontends import prefix_view
 from miner.frontends.config import ParseConfig, clang_args, stub_dir
 
-_TORCH_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"](ATen|torch|c10|THC)/', re.M)
+_TORCH_INCLUDE = lazy_re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"](ATen|torch|c10|THC)/', re.M)
 # Files each prefix built in this process was read from (the stub, the shims, the C++ headers they pull in).
 _PREFIX_FILES: dict[str, tuple[str, ...]] = {}
 _PREFIX_PARENTS: dict[str, dict[str, str]] = {}

@@ -17,9 +17,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-_TOKEN = re.compile(rb"\s*(?:(&&|\|\||==|!=|>=|<=|<<|>>)|([A-Za-z_]\w*)|(\d[\w.']*)|(\S))")
-_INT = re.compile(rb"(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9]\d*)[uUlL]*$")
-_COMMENT = re.compile(rb"/\*.*?\*/|//.*$", re.S)
+from miner import lazy_re
+
+_TOKEN = lazy_re.compile(rb"\s*(?:(&&|\|\||==|!=|>=|<=|<<|>>)|([A-Za-z_]\w*)|(\d[\w.']*)|(\S))")
+_INT = lazy_re.compile(rb"(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9]\d*)[uUlL]*$")
+_COMMENT = lazy_re.compile(rb"/\*.*?\*/|//.*$", re.S)
 
 Tri = bool | None
 

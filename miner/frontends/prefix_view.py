@@ -22,9 +22,10 @@ prefix file made is placed where the unit's directive that names the same file s
 from __future__ import annotations
 
 import bisect
-import re
 from dataclasses import dataclass
 from typing import Any
+
+from miner import lazy_re
 
 _DIAGS = "_km_diagnostics"
 _INCLUDES = "_km_includes"
@@ -228,7 +229,7 @@ def install(tu: Any, rec: Record, top: list[Any]) -> list[Any]:
     return out
 
 
-_INCLUDE_WORD = re.compile(rb"#\s*include(?:_next)?\s*")
+_INCLUDE_WORD = lazy_re.compile(rb"#\s*include(?:_next)?\s*")
 
 
 def _name_token(directive: Any) -> tuple[int, int, int]:

@@ -33,18 +33,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from miner import lazy_re
 from miner.frontends import pp_conditions, prefix_view
 from miner.frontends.config import ParseConfig, clang_args, stub_dir
 
-_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif|include|define|undef)\b[ \t]*(.*)$", re.M)
-_INCLUDE_NAME = re.compile(rb'^([<"])([^>"]+)[>"]')
-_MACRO_NAME = re.compile(rb"[A-Za-z_]\w*")
-_WORD = re.compile(rb"[A-Za-z_]\w*")
-_STEP = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elifdef|elifndef|elif|else|endif|include_next|include|import"
+_DIRECTIVE = lazy_re.compile(
+    rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif|include|define|undef)\b[ \t]*(.*)$", re.M)
+_INCLUDE_NAME = lazy_re.compile(rb'^([<"])([^>"]+)[>"]')
+_MACRO_NAME = lazy_re.compile(rb"[A-Za-z_]\w*")
+_WORD = lazy_re.compile(rb"[A-Za-z_]\w*")
+_STEP = lazy_re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elifdef|elifndef|elif|else|endif|include_next|include|import"
                    rb"|define|undef|pragma)\b[ \t]*(.*)$", re.M)
-_ONCE = re.compile(rb"^[ \t]*#[ \t]*pragma[ \t]+once\b", re.M)
-_POP_MACRO = re.compile(rb'pop_macro\s*\(\s*"(\w+)"')
-_GUARD_IF = re.compile(rb"^(?:ifndef[ \t]+(\w+)|if[ \t]+!\s*defined\s*\(?\s*(\w+))")
+_ONCE = lazy_re.compile(rb"^[ \t]*#[ \t]*pragma[ \t]+once\b", re.M)
+_POP_MACRO = lazy_re.compile(rb'pop_macro\s*\(\s*"(\w+)"')
+_GUARD_IF = lazy_re.compile(rb"^(?:ifndef[ \t]+(\w+)|if[ \t]+!\s*defined\s*\(?\s*(\w+))")
 # Headers a prelude may hold: the C and C++ standard libraries and the C/POSIX ones every toolchain has.
 # (the caller's list of standard and C/POSIX headers: `units.headers`, which this layer does not import)
 _NEVER_HELD = frozenset({"linux/types.h", "asm/types.h"})
@@ -123,7 +125,7 @@ class _Scan:
                         self.includes.append((m.group(1), m.group(2).strip()))
 
 
-_TEXT = re.compile(rb"[ \t\r\n\f\v]+|//[^\n]*|/\*.*?\*/|#(?:[^\n]*\\\r?\n)*[^\n]*", re.S)
+_TEXT = lazy_re.compile(rb"[ \t\r\n\f\v]+|//[^\n]*|/\*.*?\*/|#(?:[^\n]*\\\r?\n)*[^\n]*", re.S)
 
 
 def _first_code(data: bytes) -> int:
@@ -140,7 +142,7 @@ def _first_code(data: bytes) -> int:
     return n
 
 
-_CPLUSPLUS = re.compile(rb"^(!\s*)?(?:defined\s*\(\s*__cplusplus\s*\)|defined\s+__cplusplus|__cplusplus)\s*(?://.*|/\*.*)?$")
+_CPLUSPLUS = lazy_re.compile(rb"^(!\s*)?(?:defined\s*\(\s*__cplusplus\s*\)|defined\s+__cplusplus|__cplusplus)\s*(?://.*|/\*.*)?$")
 
 
 def _cplusplus(kind: bytes, rest: bytes) -> str:
@@ -699,7 +701,7 @@ def _holds_project(headers: tuple[str, ...]) -> bool:
 
 
 _WORDS: dict[str, frozenset[bytes]] = {}
-_UNDEF = re.compile(rb"^[ \t]*#[ \t]*undef[ \t]+(\w+)", re.M)
+_UNDEF = lazy_re.compile(rb"^[ \t]*#[ \t]*undef[ \t]+(\w+)", re.M)
 
 
 def _undefs(path: str) -> set[bytes]:

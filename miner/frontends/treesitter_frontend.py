@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 
+from miner import lazy_re
 from miner.frontends.common import (
     attributes_from_prefix,
     line_of,
@@ -281,7 +282,8 @@ def earlier_branches(data: bytes, offset: int) -> list[int]:
 _BRANCHES = ("preproc_if", "preproc_ifdef", "preproc_elif", "preproc_elifdef", "preproc_else")
 
 
-_NUMERIC_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+\(?[ \t]*((?:0[xX])?[0-9a-fA-F]+)[uUlL]*[ \t]*\)?"
+_NUMERIC_DEFINE = lazy_re.compile(
+    rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+\(?[ \t]*((?:0[xX])?[0-9a-fA-F]+)[uUlL]*[ \t]*\)?"
                              rb"[ \t]*(?://[^\n]*)?$", re.M)
 
 

@@ -4,11 +4,12 @@ structs), with the element-size check of tensors passed for typed pointers."""
 from __future__ import annotations
 
 import ctypes
-import re
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from miner import lazy_re
 
 _CTYPES: dict[str, Any] = {
     "pointer": ctypes.c_void_p,
@@ -85,7 +86,7 @@ _POINTEE_SIZE = {
     "long long": 8, "unsigned long long": 8, "int64_t": 8, "uint64_t": 8, "long": 8, "unsigned long": 8,
     "size_t": 8, "short": 2, "unsigned short": 2, "int16_t": 2, "uint16_t": 2,
 }
-_QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|struct|signed)\b|\b\w+::")
+_QUALIFIERS = lazy_re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|struct|signed)\b|\b\w+::")
 
 
 def pointee_size(ctype_text: str) -> int | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import re
 import sys
 import time
 from collections.abc import Sequence
@@ -13,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from miner import lazy_re
 from miner.dataset.folder import KernelFolder
 from miner.harness import state
 from miner.harness.convert import Param, _convert, _dim3
@@ -46,7 +46,7 @@ CUDA_ERROR_NAMES = {
 # Codes that mean "this machine has no usable GPU", not "the kernel is wrong".
 NO_GPU_CODES = frozenset({35, 100})
 
-_ATOMICS = re.compile(
+_ATOMICS = lazy_re.compile(
     r"\batomic[A-Z]\w*\s*\(|\bcuda::atomic|\b__nv_atomic|\bfastAtomicAdd\b"
     r"|\b(?:atom|red)\.(?:global|shared|gpu|sys|cta|relaxed|release|acquire|acq_rel|add|inc|dec|min|max|and|or"
     r"|xor|exch|cas)\b")

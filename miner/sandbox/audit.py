@@ -17,6 +17,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from miner import lazy_re
+
 REPORT = "violations.jsonl"
 _MAX_LINES = 50
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
@@ -99,14 +101,14 @@ def read(report: str | os.PathLike[str]) -> list[dict[str, str]]:
 
 # What a test's error says when the sandbox stopped it (strerror texts of the errno values).
 _LIMITS = (
-    ("write", re.compile(r"Read-only file system(?:: '([^']*)')?")),
-    ("network", re.compile(r"Network is unreachable|\[Errno 101\]")),
-    ("processes", re.compile(r"(?:BlockingIOError|fork|thread).{0,80}Resource temporarily unavailable|"
+    ("write", lazy_re.compile(r"Read-only file system(?:: '([^']*)')?")),
+    ("network", lazy_re.compile(r"Network is unreachable|\[Errno 101\]")),
+    ("processes", lazy_re.compile(r"(?:BlockingIOError|fork|thread).{0,80}Resource temporarily unavailable|"
                              r"Resource temporarily unavailable.{0,40}fork|can't start new thread", re.S)),
-    ("memory", re.compile(r"\bMemoryError\b|[Cc]annot allocate memory|can't allocate memory|std::bad_alloc|"
+    ("memory", lazy_re.compile(r"\bMemoryError\b|[Cc]annot allocate memory|can't allocate memory|std::bad_alloc|"
                           r"out of memory \(host\)")),
-    ("file_size", re.compile(r"File too large|\[Errno 27\]")),
-    ("open_files", re.compile(r"Too many open files")),
+    ("file_size", lazy_re.compile(r"File too large|\[Errno 27\]")),
+    ("open_files", lazy_re.compile(r"Too many open files")),
 )
 
 

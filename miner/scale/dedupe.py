@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from miner import dataset
+from miner import dataset, lazy_re
 from miner.errors import UsageError
 
 THRESHOLD = 0.8
@@ -24,9 +24,9 @@ NUM_PERM = 128
 SHINGLE = 5
 _SEED = 1  # fixed: the same signatures on every machine and run
 
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-_STRING = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'')
-_TOKEN = re.compile(r"[A-Za-z_]\w*|\d[\w.]*|\S")
+_COMMENT = lazy_re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_STRING = lazy_re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'')
+_TOKEN = lazy_re.compile(r"[A-Za-z_]\w*|\d[\w.]*|\S")
 
 
 def normalize(text: str) -> str:

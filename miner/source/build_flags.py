@@ -36,6 +36,7 @@ import re
 import tokenize
 from typing import Any
 
+from miner import lazy_re
 from miner.source import (
     cmake_functions,
     cmake_modules,
@@ -53,12 +54,12 @@ TORCH_NVCC_FLAGS = ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSION
                     "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr"]
 NVCC_DEFAULT_STD = 17  # nvcc 12/13's default dialect; CUDA 13's own headers (CCCL) need at least this
 
-_PY_TORCH = re.compile(r"\bCUDAExtension\b|cpp_extension|\bextra_cuda_cflags\b|['\"]nvcc['\"]\s*:")
-_PY_FLAG = re.compile(r"(?<![\w/])(-{1,2}std[= ](?:c|gnu)\+\+\d\w|-{1,2}expt-relaxed-constexpr"
+_PY_TORCH = lazy_re.compile(r"\bCUDAExtension\b|cpp_extension|\bextra_cuda_cflags\b|['\"]nvcc['\"]\s*:")
+_PY_FLAG = lazy_re.compile(r"(?<![\w/])(-{1,2}std[= ](?:c|gnu)\+\+\d\w|-{1,2}expt-relaxed-constexpr"
                       r"|-{1,2}expt-extended-lambda|-{1,2}extended-lambda|-[DU]\s*__CUDA_NO_(?:HALF|BFLOAT16)\w*)")
-_CMAKE_STD = re.compile(r"\b(?:CMAKE_CUDA_STANDARD|CUDA_STANDARD)\s+(\d\d)\b|\bcuda_std_(\d\d)\b")
-_CMAKE_CXX_STD = re.compile(r"\b(?:CMAKE_CXX_STANDARD|CXX_STANDARD)\s+(\d\d)\b|\bcxx_std_(\d\d)\b")
-_BUILD_PY = re.compile(r"^(setup|build|backend|.*_build|build_.*|.*extension.*)\.py$")
+_CMAKE_STD = lazy_re.compile(r"\b(?:CMAKE_CUDA_STANDARD|CUDA_STANDARD)\s+(\d\d)\b|\bcuda_std_(\d\d)\b")
+_CMAKE_CXX_STD = lazy_re.compile(r"\b(?:CMAKE_CXX_STANDARD|CXX_STANDARD)\s+(\d\d)\b|\bcxx_std_(\d\d)\b")
+_BUILD_PY = lazy_re.compile(r"^(setup|build|backend|.*_build|build_.*|.*extension.*)\.py$")
 _MAX_BYTES = 500_000
 
 
@@ -116,10 +117,10 @@ def _other_extensions(text: str, rel: str) -> list[Span]:
     return other if mine else []
 
 
-_NVCC_DEFINE = re.compile(r"^-D([A-Za-z_]\w*)(=[\w.+-]*)?$")
+_NVCC_DEFINE = lazy_re.compile(r"^-D([A-Za-z_]\w*)(=[\w.+-]*)?$")
 # Defines that select another platform's build: the configuration mined is CUDA's (its HIP variant is
 # parsed apart; a CPU-only or other-accelerator branch of a build file is not what nvcc compiles).
-_OTHER_PLATFORM = re.compile(r"HIP|ROCM|^__CUDA_NO_|(?:^|_)(?:CPU_ONLY|NO_CUDA|WITHOUT_CUDA|DISABLE_CUDA|MLU|NPU"
+_OTHER_PLATFORM = lazy_re.compile(r"HIP|ROCM|^__CUDA_NO_|(?:^|_)(?:CPU_ONLY|NO_CUDA|WITHOUT_CUDA|DISABLE_CUDA|MLU|NPU"
                              r"|MPS|MUSA|XPU|SYCL|METAL|OPENCL)(?:_|$)", re.I)
 
 
@@ -171,9 +172,10 @@ def _from_python(path: str, root: str, rel: str = "") -> tuple[list[str], dict[s
 
 
 # (arguments with one level of parentheses, `if((A AND B) OR C)`, else up to the first `)`)
-_CMAKE_CMD = re.compile(r"\b(if|elseif|else|endif|add_definitions|add_compile_definitions|target_compile_definitions"
+_CMAKE_CMD = lazy_re.compile(
+    r"\b(if|elseif|else|endif|add_definitions|add_compile_definitions|target_compile_definitions"
                         r"|set|list|string)\s*\((?:((?:[^()]|\([^()]*\))*)\)|([^)]*)\))", re.I)
-_CMAKE_NVCC_VAR = re.compile(r"^\s*(?:APPEND\s+)?(?:CUDA_NVCC_FLAGS|CMAKE_CUDA_FLAGS)\b(.*)$", re.I | re.S)
+_CMAKE_NVCC_VAR = lazy_re.compile(r"^\s*(?:APPEND\s+)?(?:CUDA_NVCC_FLAGS|CMAKE_CUDA_FLAGS)\b(.*)$", re.I | re.S)
 _CMAKE_KEYWORDS = {"PRIVATE", "PUBLIC", "INTERFACE", "APPEND"}
 
 
@@ -227,9 +229,9 @@ class _Branches:
 
 
 # `set(X "64" CACHE STRING "...")`: the value a configure without -DX=... gives X.
-_CMAKE_CACHE_SET = re.compile(r"\bset\s*\(\s*(\w+)\s+\"?([\w.+-]+)\"?\s+CACHE\b", re.I)
-_CMAKE_VAR = re.compile(r"\$\{(\w+)\}")
-_HIP_ON_NVCC = re.compile(r"\bHIP_PLATFORM\b\W+STREQUAL\W+\"?(?:nvcc|nvidia)\b", re.I)
+_CMAKE_CACHE_SET = lazy_re.compile(r"\bset\s*\(\s*(\w+)\s+\"?([\w.+-]+)\"?\s+CACHE\b", re.I)
+_CMAKE_VAR = lazy_re.compile(r"\$\{(\w+)\}")
+_HIP_ON_NVCC = lazy_re.compile(r"\bHIP_PLATFORM\b\W+STREQUAL\W+\"?(?:nvcc|nvidia)\b", re.I)
 
 
 @functools.cache
@@ -299,17 +301,17 @@ def _from_cmake(text: str, variables: dict[str, str] | None = None) -> list[str]
     return out + _cmake_defines(code, variables)
 
 
-_MAKE_NVCC_LINE = re.compile(r"^\s*(?:export\s+)?\w*(?:NVCC|CUDA|NV|CU)\w*FLAGS\s*[:+?]?=(.*)$"
+_MAKE_NVCC_LINE = lazy_re.compile(r"^\s*(?:export\s+)?\w*(?:NVCC|CUDA|NV|CU)\w*FLAGS\s*[:+?]?=(.*)$"
                              r"|^\s+.*\b(?:nvcc|NVCC)\b(.*)$")
-_MAKE_COND = re.compile(r"^\s*(ifeq|ifneq|ifdef|ifndef|else|endif)\b(.*)$")
+_MAKE_COND = lazy_re.compile(r"^\s*(ifeq|ifneq|ifdef|ifndef|else|endif)\b(.*)$")
 
 
-_MAKE_FLAGS_VAR = re.compile(r"^\w*(?:NVCC|CUDA|NV|CU)\w*FLAGS$")
+_MAKE_FLAGS_VAR = lazy_re.compile(r"^\w*(?:NVCC|CUDA|NV|CU)\w*FLAGS$")
 
 # A Makefile's test of the machine it runs on: `ifeq ($(OS),Windows_NT)` (the variable Windows sets),
 # `ifeq ($(shell uname -s),Darwin)`, `UNAME_S := $(shell uname -s)` / `ifeq ($(UNAME_S),Linux)`.
-_MAKE_HOST_PROBE = re.compile(r"\$[({]OS[)}]|\buname\b")
-_MAKE_HOST_NAME = re.compile(r"\b(Linux|Windows_NT|Darwin|MINGW\w*|MSYS\w*|CYGWIN\w*|FreeBSD)\b")
+_MAKE_HOST_PROBE = lazy_re.compile(r"\$[({]OS[)}]|\buname\b")
+_MAKE_HOST_NAME = lazy_re.compile(r"\b(Linux|Windows_NT|Darwin|MINGW\w*|MSYS\w*|CYGWIN\w*|FreeBSD)\b")
 
 
 def _make_host_test(cond: str, variables: dict[str, str]) -> bool | None:
@@ -502,7 +504,7 @@ def _directory_flags(text: str, variables: tuple[tuple[str, str], ...]) -> tuple
     return (*flags, *defines)
 
 
-_SET_STD = re.compile(r"\bset\s*\(\s*CMAKE_(CUDA|CXX)_STANDARD\s+\"?(\d\d)\b")
+_SET_STD = lazy_re.compile(r"\bset\s*\(\s*CMAKE_(CUDA|CXX)_STANDARD\s+\"?(\d\d)\b")
 
 
 def _inherited_std(folder: str, stop: str) -> tuple[str, str] | None:
@@ -625,10 +627,10 @@ def find(path: str, stop: str) -> dict[str, Any] | None:
 # C++20 in the code itself. Each pattern is searched only in a text holding one of its words: the leading
 # alternatives cost a look at every position of the tree's files (the project's context files too) on every run's
 # configure step, and almost no file holds any of them.
-_CXX20_CODE = re.compile(r"(?:>|\))\s*requires\s*[(\w:]|\bconcept\s+\w+\s*=|\bconsteval\b|\bconstinit\b|<=>")
+_CXX20_CODE = lazy_re.compile(r"(?:>|\))\s*requires\s*[(\w:]|\bconcept\s+\w+\s*=|\bconsteval\b|\bconstinit\b|<=>")
 _CXX20_CODE_WORDS = ("requires", "concept", "consteval", "constinit", "<=>")
 _CXX20_HEADERS = ("concepts", "ranges", "span", "bit", "compare", "numbers")
-_CXX20_INCLUDE = re.compile(r"#\s*include\s*<(?:" + "|".join(_CXX20_HEADERS) + r")>")
+_CXX20_INCLUDE = lazy_re.compile(r"#\s*include\s*<(?:" + "|".join(_CXX20_HEADERS) + r")>")
 
 
 def source_std(text: str) -> str | None:

@@ -22,8 +22,10 @@ from __future__ import annotations
 import functools
 import re
 
-_DEFINITION = re.compile(r"\b(function|macro)\s*\(\s*([A-Za-z_]\w*)([^)]*)\)(.*?)\bend\1\s*\([^)]*\)", re.I | re.S)
-_GIVES_DEFINE = re.compile(r"\b(?:target_compile_definitions|add_compile_definitions|add_definitions)\s*\(", re.I)
+from miner import lazy_re
+
+_DEFINITION = lazy_re.compile(r"\b(function|macro)\s*\(\s*([A-Za-z_]\w*)([^)]*)\)(.*?)\bend\1\s*\([^)]*\)", re.I | re.S)
+_GIVES_DEFINE = lazy_re.compile(r"\b(?:target_compile_definitions|add_compile_definitions|add_definitions)\s*\(", re.I)
 _MAX_DEPTH = 3
 
 

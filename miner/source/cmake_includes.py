@@ -16,12 +16,13 @@ import functools
 import os
 import re
 
+from miner import lazy_re
 from miner.source.flag_spelling import uncommented
 
-_COMMAND = re.compile(r"\b(include_directories|target_include_directories)\s*\(([^()]*)\)", re.I)
+_COMMAND = lazy_re.compile(r"\b(include_directories|target_include_directories)\s*\(([^()]*)\)", re.I)
 _KEYWORDS = {"SYSTEM", "BEFORE", "AFTER", "PRIVATE", "PUBLIC", "INTERFACE"}
-_HERE = re.compile(r"\$\{(?:CMAKE_CURRENT_SOURCE_DIR|CMAKE_CURRENT_LIST_DIR)\}")
-_TOP = re.compile(r"\$\{(?:CMAKE_SOURCE_DIR|PROJECT_SOURCE_DIR|\w+_SOURCE_DIR)\}")
+_HERE = lazy_re.compile(r"\$\{(?:CMAKE_CURRENT_SOURCE_DIR|CMAKE_CURRENT_LIST_DIR)\}")
+_TOP = lazy_re.compile(r"\$\{(?:CMAKE_SOURCE_DIR|PROJECT_SOURCE_DIR|\w+_SOURCE_DIR)\}")
 _MAX_BYTES = 1 << 20
 _MAX_UP = 8
 

@@ -15,13 +15,14 @@ import functools
 import os
 import re
 
+from miner import lazy_re
 from miner.source.flag_spelling import normal, uncommented
 
-_INCLUDE = re.compile(r"^\s*include\s*\(\s*\"?([^\s)\"]+)\"?", re.M)
-_ROOT_VAR = re.compile(r"^\$\{(?:\w*_SOURCE_DIR|CMAKE_CURRENT_LIST_DIR)\}/")
-_MODULE_PATH = re.compile(r"^\s*(?:list\s*\(\s*(?:APPEND|INSERT)\s+CMAKE_MODULE_PATH(?:\s+\d+)?"
+_INCLUDE = lazy_re.compile(r"^\s*include\s*\(\s*\"?([^\s)\"]+)\"?", re.M)
+_ROOT_VAR = lazy_re.compile(r"^\$\{(?:\w*_SOURCE_DIR|CMAKE_CURRENT_LIST_DIR)\}/")
+_MODULE_PATH = lazy_re.compile(r"^\s*(?:list\s*\(\s*(?:APPEND|INSERT)\s+CMAKE_MODULE_PATH(?:\s+\d+)?"
                           r"|set\s*\(\s*CMAKE_MODULE_PATH)([^)]*)\)", re.M | re.I)
-_EXPT = re.compile(r"(?<![\w/])-{1,2}(expt-relaxed-constexpr|expt-extended-lambda|extended-lambda)\b")
+_EXPT = lazy_re.compile(r"(?<![\w/])-{1,2}(expt-relaxed-constexpr|expt-extended-lambda|extended-lambda)\b")
 
 
 @functools.cache

@@ -16,9 +16,11 @@ import re
 import shutil
 from collections.abc import Callable
 
-_VARS = re.compile(r"^(?:CUDA_VERSION|CUDA_VERSION_STRING|CUDAToolkit_VERSION|CMAKE_CUDA_COMPILER_VERSION"
+from miner import lazy_re
+
+_VARS = lazy_re.compile(r"^(?:CUDA_VERSION|CUDA_VERSION_STRING|CUDAToolkit_VERSION|CMAKE_CUDA_COMPILER_VERSION"
                    r"|CUDA_VERSION_MAJOR|CUDA_VERSION_MINOR|CUDAToolkit_VERSION_MAJOR|CUDAToolkit_VERSION_MINOR)$")
-_TOKEN = re.compile(r'\$\{(\w+)\}|"([^"]*)"|([()])|([\w.+-]+)')
+_TOKEN = lazy_re.compile(r'\$\{(\w+)\}|"([^"]*)"|([()])|([\w.+-]+)')
 _OPS = {"VERSION_GREATER_EQUAL", "VERSION_GREATER", "VERSION_LESS", "VERSION_LESS_EQUAL", "VERSION_EQUAL",
         "GREATER_EQUAL", "GREATER", "LESS", "LESS_EQUAL", "EQUAL", "STREQUAL"}
 

@@ -35,16 +35,18 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from miner import lazy_re
+
 _SUFFIXES = (".in", ".cmake", ".cmakein")
 _SKIP_DIRS = {".git", "build", "node_modules", "__pycache__", "third_party", "3rdparty", "external"}
 _MAX_FILES = 20000
 _MAX_BYTES = 1_000_000
 
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
-_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w+)[ \t]*((?:[^\n\\]|\\\r?\n|\\.)*)", re.M)
-_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
-_AT_VAR = re.compile(r"@(\w+)@")
-_BRACE_VAR = re.compile(r"\$\{(\w+)\}")
+_INCLUDE = lazy_re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+_DIRECTIVE = lazy_re.compile(r"^[ \t]*#[ \t]*(\w+)[ \t]*((?:[^\n\\]|\\\r?\n|\\.)*)", re.M)
+_COMMENT = lazy_re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_AT_VAR = lazy_re.compile(r"@(\w+)@")
+_BRACE_VAR = lazy_re.compile(r"\$\{(\w+)\}")
 _FALSE = {"", "0", "OFF", "NO", "FALSE", "N", "IGNORE", "NOTFOUND"}
 _TRUE = {"1", "ON", "YES", "TRUE", "Y"}
 
@@ -556,7 +558,7 @@ def _command(reading: _Reading, cmd: _Cmd, folder: str, env: _Vars) -> None:
         return
 
 
-_MATH = re.compile(r"\s*(?:0[xX][0-9a-fA-F]+|\d+|[-+*/%()~&|^]|<<|>>)")
+_MATH = lazy_re.compile(r"\s*(?:0[xX][0-9a-fA-F]+|\d+|[-+*/%()~&|^]|<<|>>)")
 
 
 def _arithmetic(expr: str) -> int:
@@ -907,12 +909,13 @@ def write_generated(headers: dict[str, str]) -> str | None:
 
 # The placeholders a template may hold: CMake's `@VAR@` and `${VAR}`, and a project's own `${ns:Name}` that its
 # build replaces with `sed` or `string(REPLACE)`.
-_PLACEHOLDER = re.compile(r"@\w+@|\$\{[^{}\s]+\}")
-_MAKE_ASSIGN = re.compile(r"^[ \t]*(?:export[ \t]+|override[ \t]+)?([A-Za-z_]\w*)[ \t]*(?::{1,3}|\?|)=[ \t]*([^\n#]*)",
+_PLACEHOLDER = lazy_re.compile(r"@\w+@|\$\{[^{}\s]+\}")
+_MAKE_ASSIGN = lazy_re.compile(
+    r"^[ \t]*(?:export[ \t]+|override[ \t]+)?([A-Za-z_]\w*)[ \t]*(?::{1,3}|\?|)=[ \t]*([^\n#]*)",
                           re.M)
-_MAKE_REF = re.compile(r"\$[({](\w+)[)}]")
+_MAKE_REF = lazy_re.compile(r"\$[({](\w+)[)}]")
 # `s/PATTERN/REPLACEMENT/g` of a `sed` in a build script (any delimiter)
-_SED = re.compile(r"\bs([/|#,:])((?:\\.|(?!\1).)+)\1((?:\\.|(?!\1).)*)\1g?")
+_SED = lazy_re.compile(r"\bs([/|#,:])((?:\\.|(?!\1).)+)\1((?:\\.|(?!\1).)*)\1g?")
 
 
 def _build_scripts(stop: str) -> tuple[list[str], list[str]]:

@@ -19,6 +19,7 @@ import os
 import re
 from collections import defaultdict
 
+from miner import lazy_re
 from miner.source import cmake_includes, umbrella
 from miner.source.checkout import project_root
 from miner.source.discover import _SKIP_DIRS as _DISCOVER_SKIP_DIRS
@@ -27,7 +28,7 @@ from miner.source.include_graph import INCLUDE, TU_SUFFIXES, include_tail, resol
 from miner.units.headers import STD_HEADERS, is_toolkit_header, toolkit_lacks
 
 _SKIP_DIRS = _DISCOVER_SKIP_DIRS | {"build", "dist"}
-_SYSTEM_DIR = re.compile(r"^(torch|ATen|c10|caffe2|pybind11|cuda|cub|thrust|cooperative_groups|nv|crt|hip|rocm|"
+_SYSTEM_DIR = lazy_re.compile(r"^(torch|ATen|c10|caffe2|pybind11|cuda|cub|thrust|cooperative_groups|nv|crt|hip|rocm|"
                          r"sys|bits|linux|mma|cutlass|cute|cudnn|cublas|nccl|mpi|omp|Python)/")
 MAX_PROJECT_FILES = 20000  # a bigger tree is not scanned: pass the folders you need instead
 # Files taken because they name a kernel: a common kernel name (`add_kernel`) in a big project must not
@@ -35,11 +36,11 @@ MAX_PROJECT_FILES = 20000  # a bigger tree is not scanned: pass the folders you 
 MAX_NAMING_FILES = 64
 # A kernel's name after `__global__` and its return type (macro-written kernels are not seen; they are
 # rare among kernels launched from another file).
-_GLOBAL_NAME = re.compile(rb"__global__\s+(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?"
+_GLOBAL_NAME = lazy_re.compile(rb"__global__\s+(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?"
                           rb"(?:[\w:<>,*&\s]*?[\s*&])?"
                           rb"(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?(\w+)\s*\(")
 # A launch the host compiler accepts (a launch API) or nvcc does (chevrons).
-LAUNCH_TOKEN = re.compile(rb"\b(?:cudaLaunch\w*|hipLaunch\w*|cuLaunchKernel\w*)\s*\(|<<<")
+LAUNCH_TOKEN = lazy_re.compile(rb"\b(?:cudaLaunch\w*|hipLaunch\w*|cuLaunchKernel\w*)\s*\(|<<<")
 
 
 def kernel_names(files: list[SourceFile]) -> set[str]:
@@ -48,13 +49,13 @@ def kernel_names(files: list[SourceFile]) -> set[str]:
 
 
 # A kernel taken as a pointer (`(void *)&k<T, 4>`, `reinterpret_cast<void *>(k)`): named, not launched, here.
-_KERNEL_POINTER = re.compile(rb"(?:\(\s*(?:const\s+)?void\s*\*\s*\)"
+_KERNEL_POINTER = lazy_re.compile(rb"(?:\(\s*(?:const\s+)?void\s*\*\s*\)"
                              rb"|reinterpret_cast\s*<\s*(?:const\s+)?void\s*\*\s*>\s*\()\s*&?\s*(?:\w+::)*(\w+)")
 # A function's head just before its body's brace: `name(...)`, `name<...>(...)`, possibly `const`.
-_FUNCTION_HEAD = re.compile(rb"(\w+)\s*(?:<[^{};()]*>)?\s*\((?:[^{};()]|\([^{};()]*\))*\)\s*(?:const\s*)?$")
+_FUNCTION_HEAD = lazy_re.compile(rb"(\w+)\s*(?:<[^{};()]*>)?\s*\((?:[^{};()]|\([^{};()]*\))*\)\s*(?:const\s*)?$")
 _CONTROL = {b"if", b"for", b"while", b"switch", b"catch", b"sizeof", b"return"}
 # An explicit launch API (what a host compiler's file uses: it cannot write chevrons).
-LAUNCH_API = re.compile(rb"\b(?:cudaLaunch\w*|hipLaunchKernel|hipLaunchCooperativeKernel|cuLaunchKernel\w*)\s*\(")
+LAUNCH_API = lazy_re.compile(rb"\b(?:cudaLaunch\w*|hipLaunchKernel|hipLaunchCooperativeKernel|cuLaunchKernel\w*)\s*\(")
 
 
 def chooser_names(files: list[SourceFile], names: set[str]) -> set[str]:

@@ -19,10 +19,11 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
+from miner import lazy_re
 from miner.source.build_files import read_build_file
 from miner.source.configured_headers import project_folders
 
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+_INCLUDE = lazy_re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 _SKIP_DIRS = {".git", "build", "node_modules", "__pycache__"}
 _BUILD_FILES = ("CMakeLists.txt", "Makefile", "makefile", "GNUmakefile")
 _MAX_FILES = 50000
@@ -83,8 +84,8 @@ def aliases(texts: dict[str, bytes], found: Callable[[str, str, bool], bool], ro
     return out
 
 
-_COMMENT = re.compile(r"#[^\n]*")
-_URL = re.compile(r"\S+://\S+")
+_COMMENT = lazy_re.compile(r"#[^\n]*")
+_URL = lazy_re.compile(r"\S+://\S+")
 
 
 def _paths_written(script: str) -> str:

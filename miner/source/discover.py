@@ -8,14 +8,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from miner import lazy_re
 from miner.errors import UsageError
 from miner.source import qualifier_macros
 
 SOURCE_SUFFIXES = {".cu", ".cuh", ".hip", ".h", ".hpp", ".hh", ".hxx", ".cpp", ".cc", ".cxx", ".inl"}
 # `#include "kernel_files/step.cuknl"`: a quoted include, resolved beside its includer.
-_QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+_QUOTED_INCLUDE = lazy_re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 # A launch written with chevrons, joined or spaced as nvcc also accepts (`k << <grid, block >> >(...)`).
-_CHEVRON_LAUNCH = re.compile(rb"<<<|<<[ \t]+<|<[ \t]+<<")
+_CHEVRON_LAUNCH = lazy_re.compile(rb"<<<|<<[ \t]+<|<[ \t]+<<")
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".venv"}
 
 

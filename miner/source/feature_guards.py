@@ -20,16 +20,17 @@ from __future__ import annotations
 
 import re
 
+from miner import lazy_re
 from miner.units import macro_text
 from miner.units.instantiations import _EXPLICIT, writing_template
 
-_EXPLICIT_B = re.compile(_EXPLICIT.pattern.encode(), re.S)
-_DEFINE_B = re.compile(rb"^[ \t]*#[ \t]*define\b(?:[^\n\\]|\\\r?\n|\\.)*", re.M)
+_EXPLICIT_B = lazy_re.compile(_EXPLICIT.pattern.encode(), re.S)
+_DEFINE_B = lazy_re.compile(rb"^[ \t]*#[ \t]*define\b(?:[^\n\\]|\\\r?\n|\\.)*", re.M)
 # `template void k<T>(...);`, `template void launch(T *, int);` (deduced), `template class C<float>;`, as a
 # statement; not `template <...>` (a definition) nor `x.template f<T>()`.
-_INSTANTIATION = re.compile(r"(?:^|[;{}])\s*(?:extern\s+)?template\s+(?!<)\w")
+_INSTANTIATION = lazy_re.compile(r"(?:^|[;{}])\s*(?:extern\s+)?template\s+(?!<)\w")
 _CUDA_SUFFIXES = (".cu", ".cuh", ".CU", ".CUH")
-_PLATFORM = re.compile(r"HIP|ROCM|ROCm|MUSA|CUDA|NVCC|CLANG|GNUC|MSC|WIN|APPLE|LINUX|VERSION|ARCH|DEBUG", re.I)
+_PLATFORM = lazy_re.compile(r"HIP|ROCM|ROCm|MUSA|CUDA|NVCC|CLANG|GNUC|MSC|WIN|APPLE|LINUX|VERSION|ARCH|DEBUG", re.I)
 
 
 def _invocation_length(text: str) -> int:
@@ -50,8 +51,8 @@ def is_feature_name(name: str) -> bool:
     return bool(re.fullmatch(r"[A-Za-z]\w*", name)) and not _PLATFORM.search(name)
 
 
-_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(ifdef|ifndef|if|elif|else|endif)\b[ \t]*([^\n]*)", re.M)
-_SIMPLE_IF = re.compile(rb"^(?:defined\s*\(\s*(\w+)\s*\)|defined\s+(\w+)|(\w+))\s*(?://.*|/\*.*)?$")
+_DIRECTIVE = lazy_re.compile(rb"^[ \t]*#[ \t]*(ifdef|ifndef|if|elif|else|endif)\b[ \t]*([^\n]*)", re.M)
+_SIMPLE_IF = lazy_re.compile(rb"^(?:defined\s*\(\s*(\w+)\s*\)|defined\s+(\w+)|(\w+))\s*(?://.*|/\*.*)?$")
 
 
 def _guarded_spans(data: bytes) -> list[tuple[int, int, str, bool]]:

@@ -7,11 +7,12 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from miner import lazy_re
 from miner.source import cmake_includes, make_includes
 from miner.source.discover import SourceFile
 from miner.units.headers import STD_HEADERS, SYSTEM_HEADERS, is_toolkit_header, toolkit_lacks
 
-INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+INCLUDE = lazy_re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 TU_SUFFIXES = {".cu", ".hip", ".cpp", ".cc", ".cxx"}
 
 
@@ -169,7 +170,7 @@ def _host_compiler_has(name: str) -> bool:
     return any(os.path.isfile(os.path.join(d, name)) for d in system_include_dirs())
 
 
-_MAIN = re.compile(rb"\bint\s+main\s*\(")
+_MAIN = lazy_re.compile(rb"\bint\s+main\s*\(")
 
 
 def parse_roots(files: list[SourceFile], graph: IncludeGraph, context: list[SourceFile] = (),

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from typing import Any
 
+from miner import lazy_re
 from miner.source import make_vars
 from miner.source.build_files import read_build_file
 
-_MAKEFILE = re.compile(r"^(?:GNUmakefile|[Mm]akefile(?:\..*)?|.*\.mk)$")
+_MAKEFILE = lazy_re.compile(r"^(?:GNUmakefile|[Mm]akefile(?:\..*)?|.*\.mk)$")
 # `-DNAME=$(VAR)`, `-DNAME=${VAR}` (in a recipe, or a flags variable's value), possibly comma-joined after
 # `-Xcompiler`.
-_DEFINE_FROM_VAR = re.compile(r"-D([A-Za-z_]\w*)=\$[({]([A-Za-z_][\w.-]*)[)}]")
+_DEFINE_FROM_VAR = lazy_re.compile(r"-D([A-Za-z_]\w*)=\$[({]([A-Za-z_][\w.-]*)[)}]")
 _MAX_FILES = 64
 _MAX_BYTES = 1_000_000
 

@@ -16,12 +16,13 @@ import functools
 import os
 import re
 
+from miner import lazy_re
 from miner.source import make_command_line, make_vars
 
 _MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
-_INCLUDE_FLAG = re.compile(r"(?<!\S)-I\s*(\S+)")
+_INCLUDE_FLAG = lazy_re.compile(r"(?<!\S)-I\s*(\S+)")
 # Variables whose value goes to the compiler's command line (`CPPFLAGS`, `NVCCFLAGS`, `INCLUDES`, `INC_DIRS`).
-_FLAG_VARIABLE = re.compile(r"FLAGS|^INC|INCLUDE", re.I)
+_FLAG_VARIABLE = lazy_re.compile(r"FLAGS|^INC|INCLUDE", re.I)
 
 
 @functools.lru_cache(maxsize=256)

@@ -17,10 +17,12 @@ import os
 import re
 from collections.abc import Callable, Iterator
 
-_ASSIGN = re.compile(r"^\s*(?:export\s+|override\s+)*([A-Za-z_][\w.-]*)\s*(\+=|\?=|::?=|:::=|=)(.*)$")
-_INCLUDE = re.compile(r"^\s*-?s?include\s+(\S.*)$")
-_REF = re.compile(r"\$[({]([A-Za-z_][\w.-]*)[)}]")
-_RECIPE_COMPILER = re.compile(r"^\t\s*@?\s*(\$[({][A-Za-z_][\w.-]*[)}]|\S+)")
+from miner import lazy_re
+
+_ASSIGN = lazy_re.compile(r"^\s*(?:export\s+|override\s+)*([A-Za-z_][\w.-]*)\s*(\+=|\?=|::?=|:::=|=)(.*)$")
+_INCLUDE = lazy_re.compile(r"^\s*-?s?include\s+(\S.*)$")
+_REF = lazy_re.compile(r"\$[({]([A-Za-z_][\w.-]*)[)}]")
+_RECIPE_COMPILER = lazy_re.compile(r"^\t\s*@?\s*(\$[({][A-Za-z_][\w.-]*[)}]|\S+)")
 _MAX_DEPTH = 4  # includes followed; references expanded
 
 
@@ -63,9 +65,10 @@ def _joined(text: str) -> list[str]:
     return out
 
 
-_RULE = re.compile(r"^[^\t#:=\s][^=]*?:(?![=:])")  # `target: prereqs` (not `X := v`, `X ::= v`)
-_CONDITIONAL = re.compile(r"^\s*(?:ifeq|ifneq|ifdef|ifndef|else|endif)\b")
-_MESSAGE = re.compile(r"^\s*\$[({](?:info|warning|error)\s")  # `$(info CUDA_PATH: ...)`: no rule, whatever it holds
+_RULE = lazy_re.compile(r"^[^\t#:=\s][^=]*?:(?![=:])")  # `target: prereqs` (not `X := v`, `X ::= v`)
+_CONDITIONAL = lazy_re.compile(r"^\s*(?:ifeq|ifneq|ifdef|ifndef|else|endif)\b")
+_MESSAGE = lazy_re.compile(
+    r"^\s*\$[({](?:info|warning|error)\s")  # `$(info CUDA_PATH: ...)`: no rule, whatever it holds
 
 
 class Recipes:

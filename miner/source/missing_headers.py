@@ -27,16 +27,18 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from miner import lazy_re
 from miner.units.headers import FRAMEWORK
 
-_LINE = re.compile(r"^[ \t]*#[ \t]*(ifdef|ifndef|if|elif|else|endif|include|error)\b((?:[^\n\\]|\\\r?\n|\\.)*)", re.M)
-_INCLUDE_NAME = re.compile(r'\s*([<"])([^>"\n]+)[>"]')
-_NAME = re.compile(r"[A-Za-z_]\w*")
-_NUMBER = re.compile(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\b")
-_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
-_PLATFORM = re.compile(r"HIP|ROCM|MUSA|CUDA|NVCC|CLANG|GNUC|MSC|MSVC|WIN|APPLE|LINUX|POSIX|UNIX|ANDROID|ARM|X86",
+_LINE = lazy_re.compile(
+    r"^[ \t]*#[ \t]*(ifdef|ifndef|if|elif|else|endif|include|error)\b((?:[^\n\\]|\\\r?\n|\\.)*)", re.M)
+_INCLUDE_NAME = lazy_re.compile(r'\s*([<"])([^>"\n]+)[>"]')
+_NAME = lazy_re.compile(r"[A-Za-z_]\w*")
+_NUMBER = lazy_re.compile(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\b")
+_COMMENT = lazy_re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_PLATFORM = lazy_re.compile(r"HIP|ROCM|MUSA|CUDA|NVCC|CLANG|GNUC|MSC|MSVC|WIN|APPLE|LINUX|POSIX|UNIX|ANDROID|ARM|X86",
                        re.I)
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
+_DEFINE = lazy_re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
 
 
 @dataclass

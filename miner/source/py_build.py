@@ -20,11 +20,12 @@ import functools
 import os
 import re
 
+from miner import lazy_re
 from miner.source.py_eval import Evaluator, Flag, Frame, Index, platform_of
 
 __all__ = ["Flag", "index_of", "platform_of", "script_flags", "source_flags"]
 
-_CHEAP = re.compile(r"nvcc|CUDAExtension|cpp_extension|extra_cuda_cflags")
+_CHEAP = lazy_re.compile(r"nvcc|CUDAExtension|cpp_extension|extra_cuda_cflags")
 _SKIP_DIRS = {"test", "tests", "doc", "docs", "third_party", "3rdparty", "thirdparty", "build", "dist",
               "node_modules", "site-packages", "__pycache__", "venv"}
 _MAX_FILES = 600       # Python files looked at per project (cheap text test first)
@@ -34,7 +35,7 @@ _SINK_KEYWORDS = {"extra_cuda_cflags"}
 _EXTENSION_CALLS = {"CUDAExtension", "CppExtension", "load", "load_inline", "Extension"}
 # Functions whose name says they compute nvcc flags: roots even when the call that passes them to
 # nvcc is written elsewhere (a setup.py that calls `ext.nvcc_flags()` on an object it cannot name).
-_NVCC_FUNC = re.compile(r"^_*(get_|extra_|build_)*(nvcc|cuda)_?(c?flags|args|compile_args|options)$", re.I)
+_NVCC_FUNC = lazy_re.compile(r"^_*(get_|extra_|build_)*(nvcc|cuda)_?(c?flags|args|compile_args|options)$", re.I)
 
 
 def _sinks(node: ast.AST, index: Index) -> list[ast.expr]:

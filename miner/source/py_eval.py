@@ -19,10 +19,12 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from miner import lazy_re
+
 _MAX_DEPTH = 14
 ASSUMED_VALUE = "64"  # a power of two: a valid array extent, loop bound, block size and multiple of a warp's lanes
 _NUMBER = object()   # a scalar known to be a number whose value the build code does not hold
-_FSTRING_DEFINE = re.compile(r"^-D\w+=$")
+_FSTRING_DEFINE = lazy_re.compile(r"^-D\w+=$")
 
 @dataclass
 class ProjectClass:
@@ -115,11 +117,12 @@ class Index:
 # `is_rocm`;
 # not an option that merely names CUDA (`GGML_CUDA_FORCE_MMQ`, a header named `CUDAGeneratorImpl.h`).
 # (`HIPCONFIG`, the path of ROCm's hipconfig a Makefile tests with `ifdef HIPCONFIG`, names the platform too)
-_PLATFORM_WORD = re.compile(r"^(?:\w+_)?(cuda|hip|rocm)(?:_found|_home|_available|_enabled|_compiler|_module|_support"
-                            r"|_backend|_?config|_toolkit)?$", re.I)
+_PLATFORM_WORD = lazy_re.compile(
+    r"^(?:\w+_)?(cuda|hip|rocm)(?:_found|_home|_available|_enabled|_compiler|_module|_support"
+    r"|_backend|_?config|_toolkit)?$", re.I)
 
 
-_OR = re.compile(r"\bOR\b|\bor\b|\|\|")
+_OR = lazy_re.compile(r"\bOR\b|\bor\b|\|\|")
 
 
 def _cuda_alternative(condition: str) -> bool:

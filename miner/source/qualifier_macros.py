@@ -23,12 +23,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
+from miner import lazy_re
+
+_DEFINE = lazy_re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
 # `M void f(` at a declaration's start (after `;`, a brace, `template <...>` or a line start), other words between.
-_QUALIFIED = re.compile(rb"(?:^|[;{}>])[ \t\r\n]*([A-Z_][A-Z0-9_]{2,})\s+"
+_QUALIFIED = lazy_re.compile(rb"(?:^|[;{}>])[ \t\r\n]*([A-Z_][A-Z0-9_]{2,})\s+"
                         rb"(?:(?:static|inline|[A-Z_][A-Z0-9_]*)\s+)*void\s+(\w+)\s*\(", re.M)
 # A chevron launch of `f`, qualified and with template arguments possibly over lines.
-_LAUNCHED = re.compile(rb"\b(\w+)\s*(?:<[^;{}()<>]*(?:<[^;{}()<>]*>[^;{}()<>]*)*>\s*)?<<<")
+_LAUNCHED = lazy_re.compile(rb"\b(\w+)\s*(?:<[^;{}()<>]*(?:<[^;{}()<>]*>[^;{}()<>]*)*>\s*)?<<<")
 
 
 def kernel_qualifiers(texts: Iterable[bytes]) -> dict[str, str]:
@@ -57,11 +59,11 @@ def uses(data: bytes, macros: dict[str, str]) -> bool:
 
 
 # `#define M __global__` alone on its line (a trailing comment allowed).
-_DEFINES_GLOBAL = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+__global__[ \t]*(?://[^\n]*|/\*[^\n]*)?$",
+_DEFINES_GLOBAL = lazy_re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+__global__[ \t]*(?://[^\n]*|/\*[^\n]*)?$",
                              re.M)
-_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b([^\n]*)", re.M)
+_DIRECTIVE = lazy_re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b([^\n]*)", re.M)
 # The test of a branch that one defined name turns on: `#ifdef X`, `#if defined(X)`, `#elif defined X`.
-_ON_WHEN_DEFINED = re.compile(rb"(?:ifdef[ \t]+([A-Za-z_]\w*)|(?:el)?if[ \t]+\(?\s*defined\s*\(?\s*([A-Za-z_]\w*)"
+_ON_WHEN_DEFINED = lazy_re.compile(rb"(?:ifdef[ \t]+([A-Za-z_]\w*)|(?:el)?if[ \t]+\(?\s*defined\s*\(?\s*([A-Za-z_]\w*)"
                               rb"\s*\)?\s*\)?)[ \t]*(?://.*|/\*.*)?$")
 
 

@@ -17,13 +17,14 @@ import functools
 import os
 import re
 
+from miner import lazy_re
 from miner.source.build_files import read_build_file
 
 _MAX_BYTES = 200_000
-_NVCC = re.compile(r"(?:^|[\s;&|(`/])nvcc(?:\s|$)")
-_SOURCE = re.compile(r"\.(?:cu|cpp|cc|cxx|c)$")
+_NVCC = lazy_re.compile(r"(?:^|[\s;&|(`/])nvcc(?:\s|$)")
+_SOURCE = lazy_re.compile(r"\.(?:cu|cpp|cc|cxx|c)$")
 # What a torch / pybind11 extension's sources must define for Python to import the built module.
-_MODULE_ENTRY = re.compile(rb"\bPYBIND11_MODULE\b|\bTORCH_LIBRARY(?:_IMPL)?\b|\bPyInit_\w+|\bPyModule_Create\b")
+_MODULE_ENTRY = lazy_re.compile(rb"\bPYBIND11_MODULE\b|\bTORCH_LIBRARY(?:_IMPL)?\b|\bPyInit_\w+|\bPyModule_Create\b")
 _EXTENSIONS = {"CUDAExtension", "CppExtension", "Extension"}
 
 

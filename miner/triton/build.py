@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from miner import dataset
+from miner import dataset, lazy_re
 from miner.dataset import atomic
 from miner.targets import SM
 
@@ -32,31 +32,33 @@ REPAIR_BUDGET = 60.0  # seconds of trial compiles per unit before its best error
 
 # First error -> failure class (first match wins). Every failure gets one: the corpus table counts them.
 _CLASSES = [
-    ("missing_module", re.compile(r"ModuleNotFoundError|No module named")),
-    ("non_constexpr_global", re.compile(r"Cannot access global variable")),
+    ("missing_module", lazy_re.compile(r"ModuleNotFoundError|No module named")),
+    ("non_constexpr_global", lazy_re.compile(r"Cannot access global variable")),
     # The kernel calls a `tl.*` API the installed Triton no longer has (`tl._experimental_descriptor_load`,
     # gone in 3.6): the project's code targets an older release, no signature can fix it.
-    ("removed_triton_api", re.compile(r"module 'triton(\.\w+)*' has no attribute")),
-    ("unresolved_name", re.compile(r"NameError|is not defined|has no attribute")),
+    ("removed_triton_api", lazy_re.compile(r"module 'triton(\.\w+)*' has no attribute")),
+    ("unresolved_name", lazy_re.compile(r"NameError|is not defined|has no attribute")),
     # Code the installed Triton does not accept whatever the signature (a dtype called as a constructor,
     # `tl.float32(0.0)`): not a guessed type, so not signature_type although the text says "dtype".
-    ("compile_error", re.compile(r"object is not callable")),
+    ("compile_error", lazy_re.compile(r"object is not callable")),
     # A jit helper of the project called with arguments it does not take: the code, not a guessed signature.
-    ("compile_error", re.compile(r"\w+\(\) (?:got an unexpected keyword argument|takes \d+ positional arguments? but|"
+    ("compile_error", lazy_re.compile(
+        r"\w+\(\) (?:got an unexpected keyword argument|takes \d+ positional arguments? but|"
                                  r"missing \d+ required)")),
-    ("constexpr_value", re.compile(r"constexpr|power of 2|arange|must be a|shape|static_assert", re.I)),
-    ("signature_type", re.compile(r"pointer|ptr|dtype|type|cast|Unsupported|scalar", re.I)),
+    ("constexpr_value", lazy_re.compile(r"constexpr|power of 2|arange|must be a|shape|static_assert", re.I)),
+    ("signature_type", lazy_re.compile(r"pointer|ptr|dtype|type|cast|Unsupported|scalar", re.I)),
 ]
 
 
 # A `tl.*` call whose keyword or arity an older Triton accepted (`tl.dot(a, b, trans_b=True)`, gone in 2.x): the
 # TypeError is raised inside triton/language itself, which tells it from a project helper called wrongly.
-_REMOVED_ARGUMENT = re.compile(r'/triton/language/[^"\n]*", line \d+, in \w+\n(?:[^\n]*\n){0,4}?TypeError: \w+\(\) '
+_REMOVED_ARGUMENT = lazy_re.compile(
+    r'/triton/language/[^"\n]*", line \d+, in \w+\n(?:[^\n]*\n){0,4}?TypeError: \w+\(\) '
                                r"(?:got an unexpected keyword argument|takes \d+ positional arguments? but|"
                                r"missing \d+ required)")
 
 
-_AT_CONTEXT = re.compile(r" \(at \d+:\d+: [^\n]*\)$")
+_AT_CONTEXT = lazy_re.compile(r" \(at \d+:\d+: [^\n]*\)$")
 
 
 def classify(stage: str, error: str | None, status: str, log: str | None = None) -> str | None:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from miner import dataset
+from miner import dataset, lazy_re
 from miner.dataset import atomic
 from miner.dataset.schema import SCHEMA_VERSION
 from miner.errors import UsageError
@@ -94,8 +94,8 @@ def _signature_text(mod: Module, fn: ast.FunctionDef) -> str:
     return " ".join(head.split())
 
 
-_LAYER_CLASS = re.compile(rb"^class\s+\w+\s*\((?:torch\.)?nn\.[A-Z]", re.M)
-_SUBSCRIPTED = re.compile(rb"([A-Za-z_][A-Za-z0-9_]*)\s*\[")
+_LAYER_CLASS = lazy_re.compile(rb"^class\s+\w+\s*\((?:torch\.)?nn\.[A-Z]", re.M)
+_SUBSCRIPTED = lazy_re.compile(rb"([A-Za-z_][A-Za-z0-9_]*)\s*\[")
 
 
 class LaunchIndex:

@@ -18,6 +18,7 @@ import re
 import tokenize
 from typing import Any
 
+from miner import lazy_re
 from miner.triton.shape_model import Dim, Shape, unify, unify_shapes
 from miner.triton.shapes import FLOAT_NAMES, Const, Param, Reader
 
@@ -36,7 +37,7 @@ _SIZES: list[tuple[int, set[str]]] = [
 _NAMED = {n: v for v, names in _SIZES for n in names}
 _DEFAULT = 16
 _VECTOR = {"weight", "bias", "gamma", "beta", "norm_weight", "norm_bias", "w", "b"}
-_HINT = re.compile(r"[\[(]([\w\s,.*+]+)[\])]")
+_HINT = lazy_re.compile(r"[\[(]([\w\s,.*+]+)[\])]")
 _TYPES = {"float", "int", "bool", "str", "tensor", "optional", "none", "torch", "list", "tuple", "dtype"}
 
 

@@ -17,14 +17,15 @@ written.
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from miner import lazy_re
 
 # old name in triton.language -> its replacement, for pure renames only (same signature, same result).
 RENAMES = {"_experimental_make_tensor_descriptor": "make_tensor_descriptor"}
 
-_MISSING = re.compile(r"module 'triton\.language' has no attribute '(\w+)'")
-_GLOBAL = re.compile(r"Cannot access global variable (\w+)")
+_MISSING = lazy_re.compile(r"module 'triton\.language' has no attribute '(\w+)'")
+_GLOBAL = lazy_re.compile(r"Cannot access global variable (\w+)")
 
 
 def port(error: str, namespace: dict[str, Any], done: list[str]) -> str | None:

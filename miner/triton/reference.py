@@ -10,12 +10,12 @@ itself when the module defines it (the public API), else the launcher.
 from __future__ import annotations
 
 import ast
-import re
 
+from miner import lazy_re
 from miner.triton.project import Module
 
-_SUFFIX = re.compile(r"(_fwd|_forward|_triton|_impl|_kernel|_launcher|_op)$")
-_PREFIX = re.compile(r"^(_+|fused_|triton_)")
+_SUFFIX = lazy_re.compile(r"(_fwd|_forward|_triton|_impl|_kernel|_launcher|_op)$")
+_PREFIX = lazy_re.compile(r"^(_+|fused_|triton_)")
 
 
 def bases(launcher: str) -> list[str]:

@@ -22,33 +22,35 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from miner import lazy_re
+
 # Origins a repair may change: guesses (a launcher_pointer's element type only), and the first autotune
 # config (one of several real ones).
 GUESSED = {"usage", "launcher_pointer", "name", "fallback"}
 CHANGEABLE_CONSTEXPR = {"fallback", "autotune"}
 
-_POINTER_WANTED = re.compile(r"ptr type|pointer type|`base`|element_ty|pointer_type|is not a pointer|"
+_POINTER_WANTED = lazy_re.compile(r"ptr type|pointer type|`base`|element_ty|pointer_type|is not a pointer|"
                              r"block_type|has no attribute 'dtype'", re.I)
-_INT_WANTED = re.compile(r"For loop bounds|must all be ints|unexpected type fp|cannot use .* as index|"
+_INT_WANTED = lazy_re.compile(r"For loop bounds|must all be ints|unexpected type fp|cannot use .* as index|"
                          r"pointer<[^>]*> and triton\.language\.float|float.*and pointer<|"
                          r"pointer<[^>]*> and pointer<", re.I)
-_SCALAR_WANTED = re.compile(r"invalid operands of type pointer<|and pointer<|pointer<[^>]*> and", re.I)
-_FLOAT_MET_POINTER = re.compile(r"pointer<[^>]*> and triton\.language\.(float|bfloat)|"
+_SCALAR_WANTED = lazy_re.compile(r"invalid operands of type pointer<|and pointer<|pointer<[^>]*> and", re.I)
+_FLOAT_MET_POINTER = lazy_re.compile(r"pointer<[^>]*> and triton\.language\.(float|bfloat)|"
                                 r"(float|bfloat)\d+ and pointer<|For loop bounds|must all be ints|unexpected type fp",
                                 re.I)
-_DTYPE_CLASH = re.compile(r"same dtype|Got (fp|bf|int|uint)\d+ and|element type|dtype mismatch|"
+_DTYPE_CLASH = lazy_re.compile(r"same dtype|Got (fp|bf|int|uint)\d+ and|element type|dtype mismatch|"
                           r"invalid operands of type triton\.language\.(float|bfloat)\d+ and "
                           r"triton\.language\.(float|bfloat)\d+", re.I)
-_UNDEFINED = re.compile(r"NameError\(['\"](?!Cannot access global)|is not defined|referenced before", re.I)
+_UNDEFINED = lazy_re.compile(r"NameError\(['\"](?!Cannot access global)|is not defined|referenced before", re.I)
 
 # Errors about shapes and block sizes: a whole autotune config (its block sizes agree with each other) is
 # a better next try than one constexpr changed alone.
-_SHAPE = re.compile(r"shape|arange|power of 2|reshape|number of elements|dimension|broadcast|constexpr|"
+_SHAPE = lazy_re.compile(r"shape|arange|power of 2|reshape|number of elements|dimension|broadcast|constexpr|"
                     r"must be a|static_assert|block", re.I)
 CONFIG = "*autotune config*"  # the pseudo-parameter of a whole-config change (value: the config's index)
 # A half-precision value met an fp32 one (`Got bf16 and fp32`): the kernel was written for half inputs
 # (`p.to(tl.bfloat16)` then `tl.dot(p, do)`), so every guessed fp32 pointer may need that type.
-_HALF_MET_FP32 = re.compile(r"Got (bf16|fp16) and fp32|Got fp32 and (bf16|fp16)")
+_HALF_MET_FP32 = lazy_re.compile(r"Got (bf16|fp16) and fp32|Got fp32 and (bf16|fp16)")
 TOGETHER = "*together*"  # several parameters changed at once (value: ((param, type), ...))
 
 _POINTERS = ["*fp32", "*fp16", "*bf16", "*i32", "*i64", "*i8", "*u8", "*i1"]

@@ -15,6 +15,7 @@ import ast
 import re
 from typing import Any
 
+from miner import lazy_re
 from miner.frontends.triton_frontend import TritonKernel
 from miner.triton import descriptors
 
@@ -26,18 +27,18 @@ _ANNOTATION_TYPES = {
     "tl.uint32": "u32", "tl.uint64": "u64", "tl.float16": "fp16", "tl.bfloat16": "bf16", "tl.float32": "fp32",
     "tl.float64": "fp64", "tl.tensor": "*fp32", "torch.Tensor": "*fp32",
 }
-_FLOAT_NAME = re.compile(r"(^|_)(eps|epsilon|scale|sm_scale|alpha|beta|gamma|momentum|temperature|softcap|lr|"
+_FLOAT_NAME = lazy_re.compile(r"(^|_)(eps|epsilon|scale|sm_scale|alpha|beta|gamma|momentum|temperature|softcap|lr|"
                          r"weight_decay|ratio|theta|dropout_p|p_drop|label_smoothing|negative_slope|threshold|"
                          r"lambd|factor|min_val|max_val|base|std|mean|inv_.*|.*_scale|norm)$", re.I)
-_POINTER_NAME = re.compile(r"(^|_)(ptr|ptrs|pointer)$|^p_|_ptr_|Ptr$", re.I)
+_POINTER_NAME = lazy_re.compile(r"(^|_)(ptr|ptrs|pointer)$|^p_|_ptr_|Ptr$", re.I)
 # Offsets, sizes, counts and strides: added to pointers, never pointers themselves.
-_SCALAR_NAME = re.compile(r"(^|_)(stride|strides|offset|offsets|off|offs|start|end|size|sizes|num|len|length|"
+_SCALAR_NAME = lazy_re.compile(r"(^|_)(stride|strides|offset|offsets|off|offs|start|end|size|sizes|num|len|length|"
                           r"n|m|k|dim|dims|idx|index|batch|seq|seqlen|rows|cols|row|col|numel|count|total|"
                           r"head|heads|step|pos|chunk|group|groups|block|width|height)(_|$|\d)|^N_|_N$",
                           re.I)
-_BOOL_CONST = re.compile(r"^(IS|HAS|USE|EVEN|ENABLE|RETURN|SAVE|STORE|APPLY|CAUSAL|NEED|DO|WITH|INPLACE|"
+_BOOL_CONST = lazy_re.compile(r"^(IS|HAS|USE|EVEN|ENABLE|RETURN|SAVE|STORE|APPLY|CAUSAL|NEED|DO|WITH|INPLACE|"
                          r"TRAINING|REVERSE|HEAD_FIRST|FUSE|COMPUTE|OUTPUT|LOAD)(_|$)|_(FLAG|ON|ENABLED)$", re.I)
-_DTYPE_CONST = re.compile(r"dtype|_ty$|type$", re.I)
+_DTYPE_CONST = lazy_re.compile(r"dtype|_ty$|type$", re.I)
 
 
 def _pointer_params(fn: ast.FunctionDef, names: set[str]) -> set[str]:

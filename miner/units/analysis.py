@@ -8,17 +8,17 @@ result is typed (`units.records.TUAnalysis`); the frontend hands it back as plai
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from miner import lazy_re
 from miner.units import closure, cross_file, instantiations, launches, macro_text
 from miner.units.records import ClosureRecord, Declaration, PieceText, TUAnalysis, plain
 
 if TYPE_CHECKING:
     from miner.frontends.clang_frontend import LiveTU
 
-_IDENT = re.compile(r"[A-Za-z_]\w*")
+_IDENT = lazy_re.compile(r"[A-Za-z_]\w*")
 
 
 def analyse(live: LiveTU) -> TUAnalysis:

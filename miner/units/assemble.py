@@ -7,6 +7,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from miner import lazy_re
 from miner.frontends.model import Kernel
 from miner.units import driver_api, generated, instantiations, render, vendor_copy, weak_args
 from miner.units.headers import STD_HEADERS, is_toolkit_header
@@ -44,7 +45,7 @@ def _launch_json(launch: Launch, root: str, kernel_params: list[dict[str, Any]])
     }
 
 
-_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif|include)\b[ \t]*(?:[<\"]([^>\"\n]+)[>\"])?", re.M)
+_DIRECTIVE = lazy_re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif|include)\b[ \t]*(?:[<\"]([^>\"\n]+)[>\"])?", re.M)
 
 
 def _file_includes(path: str, offset: int) -> list[str]:

@@ -16,9 +16,10 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from miner import lazy_re
 from miner.units.records import ClosureRecord, PieceText
 
-_EXTERN = re.compile(r"^\s*extern\b(?!\s*\")", re.M)
+_EXTERN = lazy_re.compile(r"^\s*extern\b(?!\s*\")", re.M)
 
 
 def _ident(entry: dict[str, Any]) -> str:

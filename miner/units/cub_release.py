@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 import re
 
-_VERSION = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+CUB_VERSION[ \t]+(\d+)", re.M)
-_THRUST_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"](thrust/[^>"\n]+)[>"]', re.M)
+from miner import lazy_re
+
+_VERSION = lazy_re.compile(rb"^[ \t]*#[ \t]*define[ \t]+CUB_VERSION[ \t]+(\d+)", re.M)
+_THRUST_INCLUDE = lazy_re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"](thrust/[^>"\n]+)[>"]', re.M)
 
 
 def cub_version(cub_dir: str) -> str | None:

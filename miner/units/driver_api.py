@@ -20,14 +20,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from miner import lazy_re
 from miner.units.driver_text import bodies, body_at, without_comments
 from miner.units.records import Launch
 
-_LAUNCH = re.compile(rb"\b(cuLaunchKernel|cuLaunchCooperativeKernel|hipModuleLaunchKernel)\s*\(")
-_WORD = re.compile(r"[A-Za-z_]\w*")
+_LAUNCH = lazy_re.compile(rb"\b(cuLaunchKernel|cuLaunchCooperativeKernel|hipModuleLaunchKernel)\s*\(")
+_WORD = lazy_re.compile(r"[A-Za-z_]\w*")
 _OPEN = {ord("("): ord(")"), ord("["): ord("]"), ord("{"): ord("}")}
 _CLOSE = {v: k for k, v in _OPEN.items()}
-_ASSIGNED = re.compile(rb"([A-Za-z_]\w*)\s*(?:\[[^\]]*\])?\s*=(?!=)[^=]*$")
+_ASSIGNED = lazy_re.compile(rb"([A-Za-z_]\w*)\s*(?:\[[^\]]*\])?\s*=(?!=)[^=]*$")
 
 
 def call_around(text: bytes, at: int) -> tuple[str, int, int] | None:

@@ -15,14 +15,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from miner import lazy_re
 from miner.units.driver_api import _LAUNCH, _args, _matching, config_of
 from miner.units.driver_text import Body, bodies, body_at, code_only, local_values
 from miner.units.driver_wrappers import DEPTH, Call, Wrapper, api_wrapper, calls, deeper
 
-_WORD = re.compile(r"[A-Za-z_]\w*")
-_LOOKUP = re.compile(rb"\b(?:cuModuleGetFunction|cuLibraryGetKernel|hipModuleGetFunction)\s*\(")
+_WORD = lazy_re.compile(r"[A-Za-z_]\w*")
+_LOOKUP = lazy_re.compile(rb"\b(?:cuModuleGetFunction|cuLibraryGetKernel|hipModuleGetFunction)\s*\(")
 # A table entry: `table[i]`, `&this->table[i]`, `(table)[i]`: the table's name and the index.
-_ENTRY = re.compile(r"^\s*&?\s*\(?\s*(?:[A-Za-z_]\w*\s*(?:\.|->)\s*)*([A-Za-z_]\w*)\s*\)?\s*\[(.*)\]\s*$", re.S)
+_ENTRY = lazy_re.compile(r"^\s*&?\s*\(?\s*(?:[A-Za-z_]\w*\s*(?:\.|->)\s*)*([A-Za-z_]\w*)\s*\)?\s*\[(.*)\]\s*$", re.S)
 
 
 @dataclass

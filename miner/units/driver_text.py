@@ -13,22 +13,23 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from miner import lazy_re
 from miner.frontends.common import split_top
 
-_BRACE = re.compile(rb"[{}]")
+_BRACE = lazy_re.compile(rb"[{}]")
 # A comment or a literal: a `//` in a string (`"f //0"`) starts no comment, a `}` in one closes nothing.
-_COMMENT_OR_LITERAL = re.compile(rb'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|/\*.*?\*/|//[^\n]*', re.S)
-_QUALIFIER_AT_END = re.compile(rb"\b(?:const|noexcept|override|final|volatile)\s*$")
-_NAME_AT_END = re.compile(rb"([A-Za-z_][\w:~]*)\s*$")
+_COMMENT_OR_LITERAL = lazy_re.compile(rb'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|/\*.*?\*/|//[^\n]*', re.S)
+_QUALIFIER_AT_END = lazy_re.compile(rb"\b(?:const|noexcept|override|final|volatile)\s*$")
+_NAME_AT_END = lazy_re.compile(rb"([A-Za-z_][\w:~]*)\s*$")
 _CONTROL = {b"if", b"for", b"while", b"switch", b"catch", b"sizeof", b"return"}
-_PARAM_NAME = re.compile(r"([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*$")
+_PARAM_NAME = lazy_re.compile(r"([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*$")
 _QUALIFIERS = {"const", "volatile", "unsigned", "signed", "int", "char", "float", "double", "long", "short", "bool"}
-_FN_POINTER = re.compile(r"\(\s*[*&]\s*([A-Za-z_]\w*)\s*\)")
+_FN_POINTER = lazy_re.compile(r"\(\s*[*&]\s*([A-Za-z_]\w*)\s*\)")
 # What a local variable may be given and still hold a known constant: one (qualified) name, or a table's entry at one
 # (`cuFunc[FUNC_X]`).
-_CONSTANT = re.compile(r"\s*(?:[A-Za-z_][\w:]*|[A-Za-z_][\w.>-]*\s*\[\s*[A-Za-z_][\w:]*\s*\])\s*")
+_CONSTANT = lazy_re.compile(r"\s*(?:[A-Za-z_][\w:]*|[A-Za-z_][\w.>-]*\s*\[\s*[A-Za-z_][\w:]*\s*\])\s*")
 _NOT_TYPES = {b"return", b"case", b"else", b"goto", b"throw", b"delete", b"co_return", b"co_yield"}
-_COMPOUND = re.compile(rb"\s*(?:\+\+|--|(?:[-+*/%&|^]|<<|>>)=)")
+_COMPOUND = lazy_re.compile(rb"\s*(?:\+\+|--|(?:[-+*/%&|^]|<<|>>)=)")
 
 
 def without_comments(raw: bytes) -> bytes:

@@ -18,13 +18,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from miner import lazy_re
 from miner.units.driver_api import _args, _matching
 from miner.units.driver_text import Body, body_at
 from miner.units.launches.helpers import Helper, apply_helper, substitute_names
 
 DEPTH = 3  # wrapper levels followed above the API launch
-_WORD = re.compile(r"[A-Za-z_]\w*")
-_OPERAND = re.compile(r"[A-Za-z_][\w:]*(?:\s*(?:\.|->)\s*[A-Za-z_]\w*)*|\d+[uUlL]*")
+_WORD = lazy_re.compile(r"[A-Za-z_]\w*")
+_OPERAND = lazy_re.compile(r"[A-Za-z_][\w:]*(?:\s*(?:\.|->)\s*[A-Za-z_]\w*)*|\d+[uUlL]*")
 
 
 @dataclass

@@ -14,7 +14,9 @@ import os
 import re
 from typing import Any
 
-_NOT_FOUND = re.compile(r"'([^']+)' file not found")
+from miner import lazy_re
+
+_NOT_FOUND = lazy_re.compile(r"'([^']+)' file not found")
 _SCRIPTS = (".py", ".cmake", ".sh", ".txt", ".in")
 _MAX_SCRIPT = 1_000_000  # bytes: a larger file is no generator script
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import functools
 import os
-import re
+
+from miner import lazy_re
 
 # Toolkit and standard headers a unit may keep; torch/framework headers never enter a unit.
 STD_HEADERS = frozenset("""
@@ -26,13 +27,13 @@ SYSTEM_HEADERS = frozenset("""
     sys/mman.h malloc.h alloca.h memory.h strings.h linux/types.h asm/types.h
 """.split())
 # Headers that ship with the CUDA toolkit's compiler and runtime (not cuBLAS, cuDNN, cuRAND, NCCL, ...).
-TOOLKIT_HEADER = re.compile(
+TOOLKIT_HEADER = lazy_re.compile(
     r"^(cuda\.h|cuda_\w+\.h|device_(functions|launch_parameters|types|atomic_functions)\.h"
     r"|vector_(types|functions)\.h|math_constants\.h|mma\.h|sm_\d+_intrinsics\.h|driver_types\.h|cuComplex\.h"
     r"|cooperative_groups(/.*)?(\.h)?|cub/.*|cuda/.*|thrust/.*|nv/.*)$")
 # The toolkit's own `cuda_*.h` headers (CUDA 11-13): a project header sharing the prefix (`<cuda_helper.h>`)
 # is the project's, inlined by the closure, never kept as an include the toolkit would have to find.
-_TOOLKIT_CUDA_PREFIXED = re.compile(
+_TOOLKIT_CUDA_PREFIXED = lazy_re.compile(
     r"^cuda_(runtime|runtime_api|device_runtime_api|fp16|bf16|fp8|fp6|fp4|profiler_api|occupancy|stdint"
     r"|texture_types|surface_types|gl_interop|egl_interop|vdpau_interop|d3d\d+_interop|awbarrier\w*|pipeline\w*)"
     r"\.h(pp)?$")
@@ -45,7 +46,7 @@ def is_toolkit_header(name: str) -> bool:
 
 
 # The toolkit's header folders (CCCL, cooperative groups): a name under one is the toolkit's only if the toolkit has it.
-_TOOLKIT_FOLDER = re.compile(r"^(cuda|cub|thrust|nv|cooperative_groups)/")
+_TOOLKIT_FOLDER = lazy_re.compile(r"^(cuda|cub|thrust|nv|cooperative_groups)/")
 
 
 def toolkit_lacks(name: str) -> bool:
@@ -76,5 +77,5 @@ def toolkit_dirs() -> tuple[str, ...]:
 # types and callback pointers): a unit includes one when
 # its closure names a declaration of our parse shim of it (curandState_t); the build finds it in the toolkit
 # or in an installed nvidia-* wheel (miner.cuda_libs).
-UNIT_LIBRARY_HEADER = re.compile(r"^(curand(_\w+)?|cufft(Xt)?)\.h$")
-FRAMEWORK = re.compile(r"^(ATen|c10|torch|THC|pybind11|parrots|caffe2|Python)\b|^Python\.h$")
+UNIT_LIBRARY_HEADER = lazy_re.compile(r"^(curand(_\w+)?|cufft(Xt)?)\.h$")
+FRAMEWORK = lazy_re.compile(r"^(ATen|c10|torch|THC|pybind11|parrots|caffe2|Python)\b|^Python\.h$")

@@ -29,17 +29,19 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from miner import lazy_re
 from miner.frontends.common import split_top, substitute  # noqa: F401 - re-exported for render
 from miner.units import macro_text
 from miner.units.records import Launch
 
 # `template [attributes, macros such as GLOBAL, __launch_bounds__(256)] void [ns::]k<args>(`
 # (the words before the name may be qualified, `template at::Tensor f<float>(...)`, and end in `*`/`&`)
-_EXPLICIT = re.compile(r"\btemplate\s+(?:[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*(?:\s*\((?:[^;{()]|\([^;{()]*\))*\))?"
+_EXPLICIT = lazy_re.compile(
+    r"\btemplate\s+(?:[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*(?:\s*\((?:[^;{()]|\([^;{()]*\))*\))?"
                        r"(?:\s*[*&]+\s*|\s+))*?(?:[\w:]+::)?(\w+)\s*<([^;{]*?)>\s*\(", re.S)
 # A type parameter named like an index (`index_t`, `Idx`, `I`, `IntT`, `scalar_int_t`) defaults to int; a name
 # merely holding the letters (`InT`, an input type) does not.
-INDEX_LIKE = re.compile(r"(?i:index|idx)|^I$|int|INT|Int(?:eger|(?![a-z]))|Id(?![a-z])|(?<![A-Z])ID(?![A-Z])")
+INDEX_LIKE = lazy_re.compile(r"(?i:index|idx)|^I$|int|INT|Int(?:eger|(?![a-z]))|Id(?![a-z])|(?<![A-Z])ID(?![A-Z])")
 DEFAULT_TYPE = "float"  # a type parameter with no instantiation anywhere becomes float (marked inferred)
 MAX_INSTANTIATIONS = 16  # units per kernel: a kernel chosen from a table of 100 variants keeps 16
 ORIGINS = ("explicit", "dispatch", "call_site", "host_template", "reference", "inferred")
@@ -48,7 +50,8 @@ ORIGINS = ("explicit", "dispatch", "call_site", "host_template", "reference", "i
 # `template void Layer<float>::Forward_gpu(...)`: an explicit instantiation of a class template's member.
 # (a member template's own arguments may follow: `template void Map<int, pool>::insert<true>(...)`)
 # (an argument may be a macro's invocation: `template void Layer<WIDTHS(float)>::Forward(...)`)
-_EXPLICIT_MEMBER = re.compile(r"\btemplate\s+(?!<)[^;{}()]*?\b(\w+)\s*<((?:[^;{}()]|\([^;{}()]*\))*?)>\s*::\s*~?\w+\s*"
+_EXPLICIT_MEMBER = lazy_re.compile(
+    r"\btemplate\s+(?!<)[^;{}()]*?\b(\w+)\s*<((?:[^;{}()]|\([^;{}()]*\))*?)>\s*::\s*~?\w+\s*"
                               r"(?:<[^;{}()]*>\s*)?\(", re.S)
 
 
@@ -87,7 +90,7 @@ def explicit_in(text: str, macros: dict[str, macro_text.MacroDef] | None = None,
     return out
 
 
-_INVOCATION = re.compile(r"\s*([A-Za-z_]\w*)\s*(\(.*\))?\s*", re.S)
+_INVOCATION = lazy_re.compile(r"\s*([A-Za-z_]\w*)\s*(\(.*\))?\s*", re.S)
 
 
 def _macro_lists(args: list[str], macros: dict[str, macro_text.MacroDef] | None) -> list[str]:
@@ -151,7 +154,7 @@ _writing_template = writing_template  # the old name: branches written before it
 
 # `typename base_type::index_type`: a member alias of an unqualified (class-scope) name, not `typename
 # holder<float>::index_type`, which names a namespace-scope template and builds.
-_UNRESOLVED_ARG = re.compile(r"<dependent type>|\btypename\s+(?!std::)[A-Za-z_]\w*::[A-Za-z_]\w*\s*$")
+_UNRESOLVED_ARG = lazy_re.compile(r"<dependent type>|\btypename\s+(?!std::)[A-Za-z_]\w*::[A-Za-z_]\w*\s*$")
 
 
 # A value parameter the kernel shifts by (`1 << LOG2_N`): 128 is no valid shift count (the constant it gives is
@@ -169,7 +172,7 @@ def _default(tp: dict[str, Any], subscripts: frozenset[str] = frozenset(),
         return DEFAULT_TYPE + " *"  # an iterator the kernel dereferences (`*(first + i)`): a pointer is one
     if tp["kind"] == "type":
         # Index-like type parameters are used as integers (array subscripts, shifts).
-        return "int" if re.search(INDEX_LIKE, tp["name"]) or tp["name"] in subscripts else DEFAULT_TYPE
+        return "int" if INDEX_LIKE.search(tp["name"]) or tp["name"] in subscripts else DEFAULT_TYPE
     t = (tp.get("type") or "").strip()
     if t == "bool":
         return "false"
@@ -192,10 +195,10 @@ _CMP = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE:
 
 _INT_TYPE = (r"(?:(?:(?:unsigned|signed)\s+)?(?:int|long\s+long|long|short|char)|unsigned|signed"
              r"|(?:std::)?size_t|u?int(?:8|16|32|64)_t)")
-_INT_CAST = re.compile(rf"\b{_INT_TYPE}\s*\(")
+_INT_CAST = lazy_re.compile(rf"\b{_INT_TYPE}\s*\(")
 # A value parameter's type that takes a plain integer argument (anything else, an enum, needs a cast).
-INTEGRAL_TYPE = re.compile(rf"(?:const\s+)?(?:{_INT_TYPE}|bool|auto|index_t|[A-Z])")
-_C_CAST = re.compile(rf"\(\s*{_INT_TYPE}\s*\)")
+INTEGRAL_TYPE = lazy_re.compile(rf"(?:const\s+)?(?:{_INT_TYPE}|bool|auto|index_t|[A-Z])")
+_C_CAST = lazy_re.compile(rf"\(\s*{_INT_TYPE}\s*\)")
 
 
 def _omit(best: dict[Any, str], bad: list[Any], why: str, names: list[str],
@@ -502,7 +505,7 @@ def _callee_before(text: str, at: int) -> str | None:
 
 
 # Types that have no members: a parameter the kernel names members through (`typename AK::Params`) is no such type.
-_SCALARS = re.compile(r"(?:(?:un)?signed\s+)?(?:float|double|int|char|short|long(?:\s+long)?|bool|size_t|"
+_SCALARS = lazy_re.compile(r"(?:(?:un)?signed\s+)?(?:float|double|int|char|short|long(?:\s+long)?|bool|size_t|"
                       r"u?int(?:8|16|32|64)_t|half|__half|c10::Half|at::Half|__nv_bfloat16|c10::BFloat16|"
                       r"at::BFloat16|unsigned)")
 

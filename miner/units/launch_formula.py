@@ -15,9 +15,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from miner import lazy_re
 from miner.units import macro_text
 
-_IDENT = re.compile(r"[A-Za-z_]\w*")
+_IDENT = lazy_re.compile(r"[A-Za-z_]\w*")
 _MAX_ROUNDS = 6
 _MAX_LEN = 600
 

@@ -10,13 +10,14 @@ occupancy query sizes, `cfg.dims.grid` of a configuration object built out of si
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from miner import lazy_re
+
 # A member read or a method call on an object: `p.grid_size()`, `(cfg).dims.grid`, `policy->block`.
-_OBJECT_READ = re.compile(r"(?:[A-Za-z_]\w*|\))\s*(?:\.|->)\s*[A-Za-z_]")
+_OBJECT_READ = lazy_re.compile(r"(?:[A-Za-z_]\w*|\))\s*(?:\.|->)\s*[A-Za-z_]")
 # A number's own member is no object read: `1.5f`, and `dim3(...).x` is not written in launches.
-_NUMBER = re.compile(r"\d+\.\d*")
+_NUMBER = lazy_re.compile(r"\d+\.\d*")
 
 
 def config_unread(config: dict[str, Any], values: dict[str, Any], formula: dict[str, Any]) -> dict[str, str]:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from miner import lazy_re
 from miner.frontends.common import split_top
 
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\([^)]*\))?((?:[^\n\\]|\\\r?\n|\\.)*)", re.M)
-_IDENT = re.compile(r"[A-Za-z_]\w*")
-_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_DEFINE = lazy_re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\([^)]*\))?((?:[^\n\\]|\\\r?\n|\\.)*)", re.M)
+_IDENT = lazy_re.compile(r"[A-Za-z_]\w*")
+_COMMENT = lazy_re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 MAX_PASSES = 6
 MAX_TEXT = 2_000_000  # expansion stops growing a text past this many characters
 

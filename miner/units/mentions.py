@@ -12,19 +12,20 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from miner import lazy_re
 from miner.frontends.common import matching
 
-_COMMENT_OR_STRING = re.compile(rb'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"', re.S)
-_STATEMENT_START = re.compile(rb"[;{}]")
-_WORD = re.compile(rb"\w+")
-_EXTERN_C = re.compile(rb'\bextern\s*"C"')
-_EXTERN_C_BLOCK = re.compile(rb'\bextern\s*"C"\s*\{[^{}]*$')
-_BLOCK_OPEN = re.compile(rb"\s*\{")
+_COMMENT_OR_STRING = lazy_re.compile(rb'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"', re.S)
+_STATEMENT_START = lazy_re.compile(rb"[;{}]")
+_WORD = lazy_re.compile(rb"\w+")
+_EXTERN_C = lazy_re.compile(rb'\bextern\s*"C"')
+_EXTERN_C_BLOCK = lazy_re.compile(rb'\bextern\s*"C"\s*\{[^{}]*$')
+_BLOCK_OPEN = lazy_re.compile(rb"\s*\{")
 # The driver API's (and HIP's) lookups of a kernel in a module by its symbol name.
-_LOADS_BY_NAME = re.compile(rb"\b(?:cuModuleGetFunction|cuLibraryGetKernel|hipModuleGetFunction)\b")
-_STATEMENT_END = re.compile(rb"[;{}]")
+_LOADS_BY_NAME = lazy_re.compile(rb"\b(?:cuModuleGetFunction|cuLibraryGetKernel|hipModuleGetFunction)\b")
+_STATEMENT_END = lazy_re.compile(rb"[;{}]")
 # A word that a `(` follows, a `)` possibly between (`(step)(`): a function's declarator.
-_CALLED_WORD = re.compile(rb"\b(\w+)\s*\)?\s*\(")
+_CALLED_WORD = lazy_re.compile(rb"\b(\w+)\s*\)?\s*\(")
 
 
 def _blank(m: re.Match[bytes]) -> bytes:
@@ -279,8 +280,8 @@ class Mentions:
         return (m.group(1).decode(), starts[i], end) if starts[line - 1] < end else None
 
 
-_DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)")
-_CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b[ \t]*([^\n]*)", re.M)
+_DEFINE = lazy_re.compile(rb"[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)")
+_CONDITIONAL = lazy_re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b[ \t]*([^\n]*)", re.M)
 
 
 def _disabled_lines(raw: bytes) -> list[tuple[int, int]]:
@@ -307,7 +308,7 @@ def _disabled_lines(raw: bytes) -> list[tuple[int, int]]:
     return out
 
 
-_SCOPE_OPENER = re.compile(rb"(?:\bnamespace\b[\w\s:]*|\bextern\s*\"C\+*\"\s*)$")
+_SCOPE_OPENER = lazy_re.compile(rb"(?:\bnamespace\b[\w\s:]*|\bextern\s*\"C\+*\"\s*)$")
 
 
 def _namespace_scope(text: bytes, pos: int) -> bool:

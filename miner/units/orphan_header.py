@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from typing import Any
 
+from miner import lazy_re
 from miner.source.discover import _SKIP_DIRS
 from miner.source.include_graph import TU_SUFFIXES
 from miner.units.closure.switched_off import _declaration
 
 # What the parse says of a name the translation unit never declared.
-_UNDECLARED = re.compile(r"^(?:use of undeclared identifier|unknown type name|no template named|"
+_UNDECLARED = lazy_re.compile(r"^(?:use of undeclared identifier|unknown type name|no template named|"
                          r"no type named) '([A-Za-z_]\w*)'")
 _SOURCES = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".cu", ".cpp", ".cc", ".cxx")
 _MAX_FILES = 5000  # a bigger project is not scanned: the reason stays unstated

@@ -8,7 +8,7 @@ import os
 import re
 from typing import Any
 
-from miner import __version__
+from miner import __version__, lazy_re
 from miner.builder.compiler import ARCH_SPECIFIC
 from miner.builder.diagnostics import _CCCL3, CUB_REMOVED
 from miner.cuda_libs import header_library_of
@@ -48,7 +48,7 @@ _NO_HALF = ("__CUDA_NO_HALF_OPERATORS__", "__CUDA_NO_HALF_CONVERSIONS__", "__CUD
 _SHIM_SCOPES = {"torch": ((),), "tf": ((), ("tensorflow",))}
 # A TensorFlow or Eigen type named in an instantiation's arguments (`Eigen::half`, `tensorflow::int64`, from a
 # `template struct F<GPUDevice, Eigen::half>;`) needs the TensorFlow unit shim even where the closure names none.
-_TF_ARG = re.compile(r"\b(?:Eigen|tensorflow)::")
+_TF_ARG = lazy_re.compile(r"\b(?:Eigen|tensorflow)::")
 
 # Built-ins the shim overloads for c10's 16-bit types; each overload sits between km:<name>-<type> markers.
 _SHIM_OVERLOADS = ("atomicAdd", "__ldg")
@@ -58,14 +58,14 @@ _SHIM_OVERLOADS = ("atomicAdd", "__ldg")
 # device runtime: the original's build says so (`-rdc=true`, CMake's CUDA_SEPARABLE_COMPILATION), and nvcc
 # rejects the launch without it ("requires separate compilation mode").
 _DYNAMIC_PARALLELISM = ["-rdc=true", "-lcudadevrt"]
-_LAUNCH = re.compile(r"<<<")
-_DEVICE_CODE = re.compile(r"\b__(?:global|device)__\b")
+_LAUNCH = lazy_re.compile(r"<<<")
+_DEVICE_CODE = lazy_re.compile(r"\b__(?:global|device)__\b")
 
 
 # Instructions and feature macros that exist only on an arch-specific target (sm_90a: `wgmma`, `setmaxnreg`;
 # sm_100a: `tcgen05`): ptxas rejects them for plain sm_90 ("Instruction 'wgmma.fence' not supported on .target
 # 'sm_90'"), and the original's build names the `a` target (`-gencode arch=compute_90a,code=sm_90a`).
-_ARCH_SPECIFIC = re.compile(
+_ARCH_SPECIFIC = lazy_re.compile(
     r"\b(?:wgmma|setmaxnreg|tcgen05)\.|\btensormap\.replace\b|\b__CUDA_ARCH_FEAT_SM\d+_ALL\b|\b__CUDA_ARCH_SPECIFIC__\b")
 
 
@@ -115,9 +115,9 @@ def _shim_for(pieces: list[dict[str, Any]], framework: str = "torch") -> str:
 
 # Argument types the shim overloads atomics for where CUDA has none (ATen/cuda/Atomic.cuh: int64_t and the 8-
 # and 16-bit integers, bool).
-_INT64_ARG = re.compile(r"^(?:long|long int|int64_t|std::int64_t|signed long|(?:unsigned |signed )?char|u?int8_t"
+_INT64_ARG = lazy_re.compile(r"^(?:long|long int|int64_t|std::int64_t|signed long|(?:unsigned |signed )?char|u?int8_t"
                         r"|short|short int|int16_t|bool)$")
-_ATOMIC_CALL = re.compile(r"\b(?:atomicAdd|gpuAtomicAdd|gpuAtomicMul)\s*\(")
+_ATOMIC_CALL = lazy_re.compile(r"\b(?:atomicAdd|gpuAtomicAdd|gpuAtomicMul)\s*\(")
 
 
 def _shim_types(args: list[str], kernel_text: str, pieces: list[dict[str, Any]]) -> bool:
@@ -142,7 +142,7 @@ def ctype_of(type_text: str) -> str:
     return "struct"
 
 
-_OBJECT_MACRO = re.compile(r"#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])[ \t]*((?:[^\n\\]|\\\r?\n|\\.)*)")
+_OBJECT_MACRO = lazy_re.compile(r"#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])[ \t]*((?:[^\n\\]|\\\r?\n|\\.)*)")
 
 
 def _object_macros(pieces: list[dict[str, Any]]) -> dict[str, str]:
@@ -173,7 +173,7 @@ def concrete_type(type_text: str, mapping: dict[str, str], macros: dict[str, str
     return _pointer_restrict(substitute(_east_const(type_text, mapping), mapping))
 
 
-_RESTRICT = re.compile(r"\b(?:__restrict__|__restrict|restrict)\b")
+_RESTRICT = lazy_re.compile(r"\b(?:__restrict__|__restrict|restrict)\b")
 
 
 def _pointer_restrict(type_text: str) -> str:
@@ -205,7 +205,7 @@ def _outside_angles(type_text: str) -> str:
     return out
 
 
-_GRID_CONSTANT_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+__grid_constant__[ \t]*$", re.M)
+_GRID_CONSTANT_MACRO = lazy_re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+__grid_constant__[ \t]*$", re.M)
 
 
 def grid_constant_spellings(pieces: list[dict[str, Any]]) -> tuple[str, ...]:
@@ -264,7 +264,7 @@ def launcher_declaration(type_text: str, name: str) -> str:
     return f"{type_text} {name}"
 
 
-_SCALAR = re.compile(r"(?:(?:unsigned|signed|long|short)\s+)*(?:char|short|int|long|float|double|bool|size_t"
+_SCALAR = lazy_re.compile(r"(?:(?:unsigned|signed|long|short)\s+)*(?:char|short|int|long|float|double|bool|size_t"
                      r"|u?int\d+_t|unsigned|__half|half|__nv_bfloat16)")
 
 
@@ -280,7 +280,7 @@ def _east_const(type_text: str, mapping: dict[str, str]) -> str:
 
 
 # A function parameter pack (`ArgTypes... args`, `const Ts&... xs`): its type as the parameter spells it.
-_PACK_PARAM = re.compile(r"((?:const\s+)?)([A-Za-z_]\w*)\s*(&&|&)?\s*\.\.\.")
+_PACK_PARAM = lazy_re.compile(r"((?:const\s+)?)([A-Za-z_]\w*)\s*(&&|&)?\s*\.\.\.")
 
 
 def _params(decl: list[dict[str, Any]], mapping: dict[str, str], macros: dict[str, str]) -> list[dict[str, Any]]:
@@ -412,7 +412,7 @@ _TOOLKIT_TYPEDEFS = {"half": "cuda_fp16.h", "half2": "cuda_fp16.h", "nv_half": "
 
 # CUB's binary functors that CCCL 3 (CUDA 13) removed (builder.diagnostics.CUB_REMOVED, with their replacements):
 # code written for CUDA 11/12 (`BlockReduce(t).Reduce(x, cub::Max())`) failed with "namespace cub has no member Max".
-_CUB_NAMED = re.compile(r"\bcub\s*::\s*(" + "|".join(CUB_REMOVED) + r")\b")
+_CUB_NAMED = lazy_re.compile(r"\bcub\s*::\s*(" + "|".join(CUB_REMOVED) + r")\b")
 
 
 def _cub_compat(kernel_text: str, pieces: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -426,7 +426,7 @@ def _cub_compat(kernel_text: str, pieces: list[dict[str, Any]]) -> list[tuple[st
     return [(n, CUB_REMOVED[n]) for n in sorted(names - own)]
 
 
-_QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+_QUOTED_INCLUDE = lazy_re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 
 
 @functools.lru_cache(maxsize=8)
@@ -438,7 +438,7 @@ def _project_file_names(root: str) -> frozenset[str]:
     return frozenset(names)
 
 
-_BUILD_FILES = re.compile(r"^(?:CMakeLists\.txt|.*\.cmake|Makefile.*|.*\.mk|setup\.py|.*\.bzl|BUILD(?:\.bazel)?|"
+_BUILD_FILES = lazy_re.compile(r"^(?:CMakeLists\.txt|.*\.cmake|Makefile.*|.*\.mk|setup\.py|.*\.bzl|BUILD(?:\.bazel)?|"
                           r"meson\.build|.*\.gyp|SConstruct|SConscript)$")
 
 

@@ -15,12 +15,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from miner import lazy_re
 from miner.frontends.common import matching
 
-_NAMES_MISSING = re.compile(r"no member named|unknown type name|undeclared identifier|no template named|"
+_NAMES_MISSING = lazy_re.compile(r"no member named|unknown type name|undeclared identifier|no template named|"
                             r"is not a class, namespace")
-_LAUNCH_AFTER = re.compile(rb"^\s*(?:<[^;{}]*?>\s*)?<<<")
-_SCOPE_OPENER = re.compile(rb"(?:\bnamespace\b[\w\s:]*|\bextern\s*\"C\+*\"\s*|\b(?:class|struct|union)\b[^;{}()]*)$")
+_LAUNCH_AFTER = lazy_re.compile(rb"^\s*(?:<[^;{}]*?>\s*)?<<<")
+_SCOPE_OPENER = lazy_re.compile(
+    rb"(?:\bnamespace\b[\w\s:]*|\bextern\s*\"C\+*\"\s*|\b(?:class|struct|union)\b[^;{}()]*)$")
 
 
 def _line_start(text: bytes, line: int) -> int:
@@ -110,7 +112,7 @@ def enclosing_function(text: bytes, line: int) -> tuple[str, int, int] | None:
 
 
 # `callee(name, ...)` / `obj.member.callee(cfg, name)`: the kernel passed as an argument of a call.
-_CALLEE = re.compile(rb"((?:[A-Za-z_]\w*\s*(?:::|\.|->)\s*)*[A-Za-z_]\w*)\s*(?:<[^;{}()]*>)?\s*\($")
+_CALLEE = lazy_re.compile(rb"((?:[A-Za-z_]\w*\s*(?:::|\.|->)\s*)*[A-Za-z_]\w*)\s*(?:<[^;{}()]*>)?\s*\($")
 
 
 def unparsed_call(name: str, path: str, uses: list[tuple[str, int]], text: bytes, errors: int,

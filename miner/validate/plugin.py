@@ -17,13 +17,14 @@ from typing import Any
 
 import pytest
 
+from miner import lazy_re
 from miner.dataset.atomic import write_json
 
-_CUDA_ERROR = re.compile(
+_CUDA_ERROR = lazy_re.compile(
     r"CUDA error|cudaError|CUDA_ERROR|illegal memory access|illegal address|device-side assert|"
     r"unspecified launch failure|illegal instruction|misaligned address|CUBLAS_STATUS|"
     r"an error was encountered while running the kernel", re.I)
-_NO_GPU = re.compile(
+_NO_GPU = lazy_re.compile(
     r"Found no NVIDIA driver|Torch not compiled with CUDA enabled|No CUDA GPUs are available|"
     r"no CUDA-capable device|CUDA driver version is insufficient|cudaErrorNoDevice|"
     r"cudaErrorInsufficientDriver", re.I)

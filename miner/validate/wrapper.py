@@ -14,13 +14,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+from miner import lazy_re
 from miner.dataset.atomic import write_text
 from miner.dataset.folder import KernelFolder
 from miner.resources import template_env
 
 TEMPLATE = "kernel_wrapper.py.j2"
 _INT_CTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
-_SIZE_NAME = re.compile(r"^(n|size|count|total|len|length|numel|nthreads|num\w*|\w*_?(size|count|num|len))$",
+_SIZE_NAME = lazy_re.compile(r"^(n|size|count|total|len|length|numel|nthreads|num\w*|\w*_?(size|count|num|len))$",
                         re.I)
 
 
@@ -40,7 +41,7 @@ def _text(v: Any) -> str | None:
 
 _INT_TYPES = (r"(?:unsigned\s+|signed\s+)?(?:long\s+long|long|int|short|char)|unsigned|size_t|u?int(?:8|16|32|64)_t"
               r"|index_t|std::size_t")
-_CEIL_DIV = re.compile(r"^(?:(?:at|c10|cuda|std)::)*(?:ceil_div|ceilDiv|div_up|divUp|DIVUP|DIV_UP|CEIL_DIV|cdiv"
+_CEIL_DIV = lazy_re.compile(r"^(?:(?:at|c10|cuda|std)::)*(?:ceil_div|ceilDiv|div_up|divUp|DIVUP|DIV_UP|CEIL_DIV|cdiv"
                        r"|DivUp|ATenCeilDiv|THCCeilDiv)$")
 
 

@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from miner import cuda_libs
+from miner import cuda_libs, lazy_re
 from miner.source import build_flags
 from miner.targets import COMPUTE_FLAG
 
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
-_TORCH = re.compile(r"^(torch|ATen|c10|THC)/")
+_INCLUDE = lazy_re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+_TORCH = lazy_re.compile(r"^(torch|ATen|c10|THC)/")
 MAX_HEADERS = 2000
 # Headers a CUDA build of torch installs and the CPU wheel lacks (THC/THCAtomics.cuh, the generated
 # c10/cuda/impl/cuda_cmake_macros.h): each file says what the real one holds.
@@ -198,7 +198,7 @@ def compile_flags(orig: Original, arch_flag: str) -> list[str]:
     return flags
 
 
-_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif|define)\b[ \t]*(\w*)")
+_CONDITIONAL = lazy_re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif|define)\b[ \t]*(\w*)")
 
 
 def _unconditional_includes(text: str) -> list[str]:
@@ -260,10 +260,11 @@ def _holds_platform_standin(folder: Path) -> bool:
     return False
 
 
-_ERROR_AT = re.compile(r"^(.+?)(?::(\d+):\d+:|\((\d+)\):)\s*(?:fatal\s+)?error:?\s*#error", re.M)
-_GUARD = re.compile(r"^[ \t]*#[ \t]*(?:ifndef[ \t]+([A-Za-z_]\w*)|if[ \t]+!\s*defined\s*\(?\s*([A-Za-z_]\w*)\s*\)?)"
+_ERROR_AT = lazy_re.compile(r"^(.+?)(?::(\d+):\d+:|\((\d+)\):)\s*(?:fatal\s+)?error:?\s*#error", re.M)
+_GUARD = lazy_re.compile(
+    r"^[ \t]*#[ \t]*(?:ifndef[ \t]+([A-Za-z_]\w*)|if[ \t]+!\s*defined\s*\(?\s*([A-Za-z_]\w*)\s*\)?)"
                     r"[ \t]*(?://.*|/\*.*)?$")
-_COND = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b")
+_COND = lazy_re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b")
 
 
 def _enclosing_guard(path: Path, line_no: int) -> str | None:
@@ -351,8 +352,8 @@ def wrapper_source(orig: Original, instantiations: list[str]) -> str:
             f'#include "{orig.tu}"\n{also}{body}\n')
 
 
-_MISSING_HEADER = re.compile(r"fatal error: .*: No such file or directory|cannot open source file")
-_SUBMODULE_PATH = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.M)
+_MISSING_HEADER = lazy_re.compile(r"fatal error: .*: No such file or directory|cannot open source file")
+_SUBMODULE_PATH = lazy_re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.M)
 
 
 @functools.lru_cache(maxsize=64)

@@ -42,25 +42,27 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
-_FUNC_HEAD = re.compile(r"^(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\b")
-_NAME_AFTER = re.compile(r"^\s*(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)")
-_GLOBAL_DECL = re.compile(
+from miner import lazy_re
+
+_FUNC_HEAD = lazy_re.compile(r"^(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\b")
+_NAME_AFTER = lazy_re.compile(r"^\s*(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)")
+_GLOBAL_DECL = lazy_re.compile(
     r"^(?:\.(?:visible|weak|extern)\s+)*\.(?:global|const|shared)\b.*?([A-Za-z_$][\w$]*)\s*(?:\[|=|;)")
-_IDENT = re.compile(r"(?<![\w$.%])[A-Za-z_$][\w$]*")   # not an opcode part (st.shared) nor a register
-_LABEL = re.compile(r"\$L__(BB|tmp)\d+_(\d+)")
-_DEPOT = re.compile(r"__local_depot\d+")
-_INTERNAL = re.compile(r"(\d+)(_INTERNAL_|_GLOBAL__N_)")
-_COMPONENT = re.compile(r"_(?:INTERNAL|GLOBAL__N)_\w*_[0-9a-f]{8}")
-_NUMBERED = re.compile(r"\$str(?:\$\d+)?(?![\w$])|\b__unnamed_\d+\b|\bprototype_\d+\b")
-_NV_STATIC = re.compile(r"__nv_static_(\d+)_")
-_NV_STATIC_BODY = re.compile(r"_[0-9a-f]{8}_\d+_\w+")
-_SHARED_DECL = re.compile(r"^(?:\.extern\s+)?\.shared\b")
-_MOV = re.compile(r"^(?:mov|cvta\.global)\.u64\s+(%rd\d+),\s*([%\w$]+);")
-_MANGLED = re.compile(r"(?<![\w$])_Z[\w$]+")
-_DM_INTERNAL = re.compile(r"_INTERNAL_[0-9a-f]{8}_\w+?_[0-9a-f]{8}")
-_ENTRY_LINKAGE = re.compile(r"^(?:\.(?:visible|weak)\s+)+\.entry <ENTRY>")
-_DATA_LINKAGE = re.compile(r"^(?:\.(?:visible|weak)\s+)+(?=\.(?:func|global|const)\b)")
-_PARAM_STORE = re.compile(r"^st\.param\.b(?:32|64)\s+\[param(\d+)\+0\],\s*(%?\w+);")
+_IDENT = lazy_re.compile(r"(?<![\w$.%])[A-Za-z_$][\w$]*")   # not an opcode part (st.shared) nor a register
+_LABEL = lazy_re.compile(r"\$L__(BB|tmp)\d+_(\d+)")
+_DEPOT = lazy_re.compile(r"__local_depot\d+")
+_INTERNAL = lazy_re.compile(r"(\d+)(_INTERNAL_|_GLOBAL__N_)")
+_COMPONENT = lazy_re.compile(r"_(?:INTERNAL|GLOBAL__N)_\w*_[0-9a-f]{8}")
+_NUMBERED = lazy_re.compile(r"\$str(?:\$\d+)?(?![\w$])|\b__unnamed_\d+\b|\bprototype_\d+\b")
+_NV_STATIC = lazy_re.compile(r"__nv_static_(\d+)_")
+_NV_STATIC_BODY = lazy_re.compile(r"_[0-9a-f]{8}_\d+_\w+")
+_SHARED_DECL = lazy_re.compile(r"^(?:\.extern\s+)?\.shared\b")
+_MOV = lazy_re.compile(r"^(?:mov|cvta\.global)\.u64\s+(%rd\d+),\s*([%\w$]+);")
+_MANGLED = lazy_re.compile(r"(?<![\w$])_Z[\w$]+")
+_DM_INTERNAL = lazy_re.compile(r"_INTERNAL_[0-9a-f]{8}_\w+?_[0-9a-f]{8}")
+_ENTRY_LINKAGE = lazy_re.compile(r"^(?:\.(?:visible|weak)\s+)+\.entry <ENTRY>")
+_DATA_LINKAGE = lazy_re.compile(r"^(?:\.(?:visible|weak)\s+)+(?=\.(?:func|global|const)\b)")
+_PARAM_STORE = lazy_re.compile(r"^st\.param\.b(?:32|64)\s+\[param(\d+)\+0\],\s*(%?\w+);")
 
 
 @dataclass

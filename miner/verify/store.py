@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from miner import lazy_re
 from miner.builder.compiler import Compiler
 from miner.dataset import atomic
 
 FORMAT = "km-verify-1"
-_MISSING_HEADER = re.compile(r"fatal error: .*: No such file or directory|cannot open source file")
+_MISSING_HEADER = lazy_re.compile(r"fatal error: .*: No such file or directory|cannot open source file")
 LOG_LIMIT = 20000
 
 

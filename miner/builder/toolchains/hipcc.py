@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from miner import lazy_re
 from miner.builder import hip_port, hip_translate, portability
 from miner.builder.hip_implied import Implied, identity
 from miner.builder.hip_resources import parse_remarks
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 DEFAULT_HIP_ARCH = "gfx90a"
 TRANSLATION_FORMAT = "km-hipify-8"  # bump when translate(), hip_port or the portability scans change
-_GFX = re.compile(r"gfx[0-9a-f]{3,4}(?::(?:xnack|sramecc)[+-])*")
+_GFX = lazy_re.compile(r"gfx[0-9a-f]{3,4}(?::(?:xnack|sramecc)[+-])*")
 
 
 class Hipcc(Toolchain):

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from miner import cuda_libs
+from miner import cuda_libs, lazy_re
 from miner.builder import toolchain as nvcc_tool
 from miner.builder.ptxas import parse_resources
 from miner.builder.toolchains.base import Toolchain
@@ -24,8 +24,8 @@ def _in_system(header: str) -> bool:
     return any((Path(d) / header).is_file() for d in system_include_dirs())
 
 
-_ANGLE_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<([^>\n]+)>", re.M)
-_HAS_INCLUDE = re.compile(r"__has_include\s*\(\s*<([^>\n]+)>")
+_ANGLE_INCLUDE = lazy_re.compile(r"^[ \t]*#[ \t]*include[ \t]*<([^>\n]+)>", re.M)
+_HAS_INCLUDE = lazy_re.compile(r"__has_include\s*\(\s*<([^>\n]+)>")
 
 
 class Nvcc(Toolchain):

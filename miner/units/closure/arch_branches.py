@@ -15,10 +15,11 @@ from collections.abc import Callable
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.units.closure.context import _IDENT, _STRING_OR_COMMENT, TUContext, _skipped_ranges
 from miner.units.closure.pasted import expansion_names
 
-_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(.*)$", re.M)
+_DIRECTIVE = lazy_re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(.*)$", re.M)
 
 
 def _chain_of(data: bytes, start: int) -> list[tuple[bytes, bytes]]:
@@ -85,7 +86,8 @@ def _host_value(kind: bytes, cond: bytes) -> bool | None:
     return None if value is None else bool(value)
 
 
-_TOKEN = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|\d+)[uUlL]*|([A-Za-z_]\w*)|(&&|\|\||==|!=|<=|>=|<<|>>|[-+*/%<>!()~]))")
+_TOKEN = lazy_re.compile(
+    r"\s*(?:(0[xX][0-9a-fA-F]+|\d+)[uUlL]*|([A-Za-z_]\w*)|(&&|\|\||==|!=|<=|>=|<<|>>|[-+*/%<>!()~]))")
 
 
 class _Condition:
@@ -203,7 +205,7 @@ def host_pass_names(ctx: TUContext, cur: ci.Cursor) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-_DEFINE_OF = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)")
+_DEFINE_OF = lazy_re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)")
 
 
 def arch_dependent(ctx: TUContext) -> Callable[[bytes], bool]:
@@ -231,7 +233,8 @@ def arch_dependent(ctx: TUContext) -> Callable[[bytes], bool]:
 # What the compiler itself answers, differently in the parse (libclang, claiming GCC 4.2) and in nvcc's passes (g++ on
 # the host, EDG in g++ mode on the device): clang's feature-test operators, which g++ lacks or answers otherwise, and
 # the compilers' identities and versions.
-COMPILER_TESTS = re.compile(rb"\b(?:__has_feature|__has_extension|__has_builtin|__has_attribute|__has_cpp_attribute|"
+COMPILER_TESTS = lazy_re.compile(
+    rb"\b(?:__has_feature|__has_extension|__has_builtin|__has_attribute|__has_cpp_attribute|"
                             rb"__has_declspec_attribute|__is_identifier|__clang__|__clang_major__|__clang_minor__|"
                             rb"__clang_version__|__CUDA__|__GNUC__|__GNUC_MINOR__|__GNUC_PATCHLEVEL__)\b")
 
@@ -331,11 +334,11 @@ def _only_defines_of(chain: bytes, name: str) -> str | None:
 
 # Names a guard may test and still mean the same in the unit: the compiler's, and the runtime's version (every unit
 # that uses the CUDA runtime includes it).
-_GUARD_NAMES = re.compile(r"defined|__CUDA_ARCH__|__CUDA_ARCH_FEAT_\w+|__CUDACC__|__NVCC__|__CUDACC_VER_\w+__|"
+_GUARD_NAMES = lazy_re.compile(r"defined|__CUDA_ARCH__|__CUDA_ARCH_FEAT_\w+|__CUDACC__|__NVCC__|__CUDACC_VER_\w+__|"
                           r"CUDART_VERSION|__clang__|__clang_major__|__clang_minor__|__CUDA__")
 # What the parse defines because libclang is the parser (nvcc defines none of them): a branch testing them holds
 # code for clang's CUDA mode only (a helper nvcc's headers already declare), whatever `__CUDA_ARCH__` says.
-PARSER_ONLY = re.compile(r"\b(?:__clang__|__clang_major__|__clang_minor__|__CUDA__)\b")
+PARSER_ONLY = lazy_re.compile(r"\b(?:__clang__|__clang_major__|__clang_minor__|__CUDA__)\b")
 
 
 def chains_open_at(data: bytes, offset: int) -> list[list[tuple[bytes, bytes]]]:

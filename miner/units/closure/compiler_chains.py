@@ -17,14 +17,15 @@ import functools
 import re
 from dataclasses import dataclass
 
+from miner import lazy_re
 from miner.units.closure.arch_branches import _only_defines_of
 
-_LINE_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif|define|undef)\b[ \t]*(\w*)")
+_LINE_DIRECTIVE = lazy_re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif|define|undef)\b[ \t]*(\w*)")
 # The compilers' identities: the parse answers these as clang does, nvcc's passes as g++ (EDG in g++ mode).
-_IDENTITY = re.compile(rb"\b(?:__clang__|__GNUC__|__GNUG__|_MSC_VER|__INTEL_COMPILER|__ICC|__ICL|__NVCOMPILER|"
+_IDENTITY = lazy_re.compile(rb"\b(?:__clang__|__GNUC__|__GNUG__|_MSC_VER|__INTEL_COMPILER|__ICC|__ICL|__NVCOMPILER|"
                        rb"__PGI|__llvm__)\b")
-_WORD = re.compile(rb"[A-Za-z_]\w*")
-_COMMENT = re.compile(rb"/\*.*?\*/|//[^\n]*", re.S)
+_WORD = lazy_re.compile(rb"[A-Za-z_]\w*")
+_COMMENT = lazy_re.compile(rb"/\*.*?\*/|//[^\n]*", re.S)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.units.closure import pasted
 from miner.units.closure.arch_branches import arch_chain, arch_dependent, host_pass_names
 from miner.units.closure.context import (
@@ -47,7 +48,8 @@ from miner.units.closure.usings import overloaded, usings
 from miner.units.closure.vendored import Library, Vendored
 
 # The toolkit's vector types (vector_types.h), which a repo may give operators of its own.
-_VECTOR_TYPE = re.compile(r"(?:u?char|u?short|u?int|u?long|u?longlong|float|double)[1-4]|__half2|half2|__nv_bfloat162")
+_VECTOR_TYPE = lazy_re.compile(
+    r"(?:u?char|u?short|u?int|u?long|u?longlong|float|double)[1-4]|__half2|half2|__nv_bfloat162")
 _ARG_TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
                    "CLASS_TEMPLATE", "TYPE_ALIAS_TEMPLATE_DECL"}
 _ARG_FUNCTION_KINDS = {"FUNCTION_DECL", "FUNCTION_TEMPLATE"}
@@ -510,7 +512,7 @@ def _constexpr(ctx: TUContext, piece: Piece, cur: ci.Cursor) -> bool:
     return re.search(rb"\bconstexpr\b", _STRING_OR_COMMENT_B.sub(b" ", head)) is not None
 
 
-_STRING_OR_COMMENT_B = re.compile(rb'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"', re.S)
+_STRING_OR_COMMENT_B = lazy_re.compile(rb'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"', re.S)
 
 
 def _scope_holds_piece(ctx: TUContext, m: Macro, piece_keys: list[tuple[int, ...]]) -> bool:

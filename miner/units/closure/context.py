@@ -12,6 +12,7 @@ from typing import Any
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.frontends.clang_frontend import skipped_in, unclosed_namespace
 from miner.frontends.common import conditional_start, matching
 from miner.frontends.config import stub_dir
@@ -30,12 +31,12 @@ _CLASS_KINDS = {K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL, K.CLASS_TEMPLATE, K.C
 _SCOPE_KINDS = {K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL}
 _REF_KINDS = {K.DECL_REF_EXPR, K.MEMBER_REF_EXPR, K.TYPE_REF, K.TEMPLATE_REF, K.CALL_EXPR,
               K.OVERLOADED_DECL_REF, K.MEMBER_REF, K.VARIABLE_REF}
-_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)((?:[^\n\\]|\\\r?\n|\\.)*)", re.M)
-_IDENT = re.compile(r"[A-Za-z_]\w*")
-_STRING_OR_COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"', re.S)
+_DEFINE = lazy_re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)((?:[^\n\\]|\\\r?\n|\\.)*)", re.M)
+_IDENT = lazy_re.compile(r"[A-Za-z_]\w*")
+_STRING_OR_COMMENT = lazy_re.compile(r'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"', re.S)
 
 
-_INVOCATION = re.compile(r"[A-Za-z_]\w*\s*\(")
+_INVOCATION = lazy_re.compile(r"[A-Za-z_]\w*\s*\(")
 
 
 def _matching_brace(text: str, at: int) -> int | None:

@@ -10,21 +10,22 @@ from __future__ import annotations
 
 import re
 
+from miner import lazy_re
 from miner.units.closure.context import _STRING_OR_COMMENT, Piece, TUContext
 from miner.units.closure.unvisited import candidate_scopes
 
 # A possibly qualified name (`::a::b::c`, `a :: b`).
-_CHAIN = re.compile(r"(::\s*)?([A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*)")
+_CHAIN = lazy_re.compile(r"(::\s*)?([A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*)")
 
 # A preprocessor line with its continuations: blanked, so `#if` branches and `#define` bodies are no statements.
-_DIRECTIVE = re.compile(r"^[ \t]*#(?:[^\n\\]|\\\r?\n|\\.)*", re.M)
-_NAMESPACE_HEAD = re.compile(r"^(?:inline\s+)?namespace\b\s*([\w:\s]*)$")
-_LINKAGE_HEAD = re.compile(r"^extern\s*$")  # `extern "C" {` with its string blanked
-_TEMPLATE_HEAD = re.compile(r"^template\s*<")
-_ALIAS = re.compile(r"^using\s+([A-Za-z_]\w*)\s*(?:\[\[[^\]]*\]\]\s*)?=")
-_TYPEDEF_NAME = re.compile(r"([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*;$")
-_FUNCTION_NAME = re.compile(r"(?<![\w:~])(operator\s*(?:\(\s*\)|[^\s\w(]+)|[A-Za-z_]\w*)\s*$")
-_CLASS_HEAD = re.compile(r"^(?:typedef\s+)?(?:struct|class|union|enum)\b")
+_DIRECTIVE = lazy_re.compile(r"^[ \t]*#(?:[^\n\\]|\\\r?\n|\\.)*", re.M)
+_NAMESPACE_HEAD = lazy_re.compile(r"^(?:inline\s+)?namespace\b\s*([\w:\s]*)$")
+_LINKAGE_HEAD = lazy_re.compile(r"^extern\s*$")  # `extern "C" {` with its string blanked
+_TEMPLATE_HEAD = lazy_re.compile(r"^template\s*<")
+_ALIAS = lazy_re.compile(r"^using\s+([A-Za-z_]\w*)\s*(?:\[\[[^\]]*\]\]\s*)?=")
+_TYPEDEF_NAME = lazy_re.compile(r"([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*;$")
+_FUNCTION_NAME = lazy_re.compile(r"(?<![\w:~])(operator\s*(?:\(\s*\)|[^\s\w(]+)|[A-Za-z_]\w*)\s*$")
+_CLASS_HEAD = lazy_re.compile(r"^(?:typedef\s+)?(?:struct|class|union|enum)\b")
 
 
 def dropped_pieces(ctx: TUContext) -> dict[tuple[tuple[str, ...], str], list[Piece]]:

@@ -22,6 +22,7 @@ import re
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.units.closure.context import _CLASS_KINDS, _IDENT, _STRING_OR_COMMENT, K, TUContext, _class_key
 
 # The `why` of a cut that leaves the member's declaration (text.py renders it as `;`).
@@ -30,7 +31,7 @@ DECLARED_ONLY = "declared only"
 DECLARED_ONLY_UNRESOLVED = "declared only: its body names what the parse could not resolve"
 _DEVICE_ATTRS = {K.CUDADEVICE_ATTR, K.CUDAGLOBAL_ATTR}
 _FUNCS = {K.CXX_METHOD, K.CONSTRUCTOR, K.CONVERSION_FUNCTION, K.FUNCTION_TEMPLATE}
-_CONSTEXPR = re.compile(r"\b(?:constexpr|consteval)\b")
+_CONSTEXPR = lazy_re.compile(r"\b(?:constexpr|consteval)\b")
 
 
 def host_bodies_to_drop(ctx: TUContext, cls: ci.Cursor,

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import re
 
+from miner import lazy_re
 from miner.frontends.clang_frontend import skipped_in
 from miner.units.closure.context import Macro, TUContext
 
 # Every `#define` and `#undef` line of a file, by the name it names (`_undef_of`).
-_DEFINE_OR_UNDEF = re.compile(rb"^[ \t]*#[ \t]*(undef|define)[ \t]+(\w+)", re.M)
-_PLAIN_NAME = re.compile(rb"\w+")
+_DEFINE_OR_UNDEF = lazy_re.compile(rb"^[ \t]*#[ \t]*(undef|define)[ \t]+(\w+)", re.M)
+_PLAIN_NAME = lazy_re.compile(rb"\w+")
 
 
 def _undef_of(ctx: TUContext, m: Macro) -> int | None:

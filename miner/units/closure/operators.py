@@ -9,10 +9,11 @@ import re
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.units.closure.context import _STRING_OR_COMMENT, K, Piece, TUContext
 from miner.units.closure.dropped import dropped_pieces
 
-_DEVICE = re.compile(r"\b__device__\b")
+_DEVICE = lazy_re.compile(r"\b__device__\b")
 
 
 def operators_of(ctx: TUContext, type_name: str) -> list[tuple[Piece, ci.Cursor | None]]:

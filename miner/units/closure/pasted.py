@@ -16,8 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-_TOKEN = re.compile(r'[A-Za-z_]\w*|\d[\w.]*|"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|##|#|\s+|.', re.S)
-_IDENT = re.compile(r"[A-Za-z_]\w*")
+from miner import lazy_re
+
+_TOKEN = lazy_re.compile(r'[A-Za-z_]\w*|\d[\w.]*|"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|##|#|\s+|.', re.S)
+_IDENT = lazy_re.compile(r"[A-Za-z_]\w*")
 _MAX_DEPTH = 24
 _MAX_TEXT = 20_000
 

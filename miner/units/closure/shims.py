@@ -8,6 +8,7 @@ import re
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.frontends import frameworks
 from miner.frontends.common import split_top
 from miner.frontends.frameworks import Framework
@@ -273,7 +274,7 @@ def _namespace_chain(c: ci.Cursor) -> tuple[str, ...]:
 
 
 UNRESOLVED_BASE = "unresolved base"
-_HEAD_COLON = re.compile(r"(?<!:):(?!:)")
+_HEAD_COLON = lazy_re.compile(r"(?<!:):(?!:)")
 
 
 def unresolved_bases(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int], str]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.builder.diagnostics import HEADERS_REMOVED
 from miner.source.include_graph import INCLUDE
 from miner.units.closure.arch_branches import PARSER_ONLY, _arch_test, arch_chain, arch_dependent, arch_guards
@@ -65,8 +66,8 @@ HEADER_OF = {
 }
 _C_HEADER = {"float.h": "cfloat", "limits.h": "climits", "stdint.h": "cstdint", "assert.h": "cassert",
              "stdio.h": "cstdio", "string.h": "cstring"}
-_QUOTED = re.compile(r"'([^']+)'")
-_UNDECLARED = re.compile(r"(?:use of undeclared identifier|unknown type name|no template named|"
+_QUOTED = lazy_re.compile(r"'([^']+)'")
+_UNDECLARED = lazy_re.compile(r"(?:use of undeclared identifier|unknown type name|no template named|"
                          r"no member named) '([^']+)'")
 
 
@@ -81,7 +82,7 @@ def _text(ctx: TUContext, p: Piece | Macro) -> str:
     return _cut(ctx.read(p.path), p.start, p.end, [(s, e) for s, e, _w in cuts], notes).decode("utf-8", "replace")
 
 
-_CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|else|endif)\b[^\n]*", re.M)
+_CONDITIONAL = lazy_re.compile(rb"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|else|endif)\b[^\n]*", re.M)
 
 
 def _cut(data: bytes, start: int, end: int, cuts: list[tuple[int, int]], note: list[str] | None = None) -> bytes:
@@ -160,7 +161,7 @@ def _includes(ctx: TUContext, files: set[str], tokens: list[str],
 
 
 _CCCL_FOLDERS = ("thrust/", "cub/")
-_USES_CCCL = re.compile(rb"\busing\s+namespace\s+(?:::\s*)?(?:thrust|cub)\b"
+_USES_CCCL = lazy_re.compile(rb"\busing\s+namespace\s+(?:::\s*)?(?:thrust|cub)\b"
                         rb"|\bnamespace\s+\w+\s*=\s*(?:::\s*)?(?:thrust|cub)\b"
                         rb"|\bnamespace\s+(?:thrust|cub)\s*\{|\b(?:THRUST|CUB)_NAMESPACE_BEGIN\b")
 
@@ -257,7 +258,7 @@ def _unresolved(ctx: TUContext, files: set[str], ranges: set[tuple[str, int, int
     return out
 
 
-_TEMPLATE_HEAD = re.compile(rb"\s*template\s*<\s*[^>\s]")
+_TEMPLATE_HEAD = lazy_re.compile(rb"\s*template\s*<\s*[^>\s]")
 
 
 def _device_pass_template(ctx: TUContext, path: str, offset: int, spans: list[tuple[str, int, int]]) -> bool:
@@ -277,7 +278,7 @@ def _errors(ctx: TUContext) -> list[tuple[str, int, int, str]]:
         for d in ctx.tu.diagnostics if d.severity >= ci.Diagnostic.Error and d.location.file is not None])
 
 
-_UNDECLARED_ID = re.compile(r"^use of undeclared identifier '")
+_UNDECLARED_ID = lazy_re.compile(r"^use of undeclared identifier '")
 
 
 def _plain(ctx: TUContext) -> bool:
@@ -295,8 +296,8 @@ def _project_owned(ctx: TUContext, name: str) -> bool:
     return "/" in name and toolkit_lacks(name) and any(p.endswith(tail) for p in ctx.files if p in ctx.inputs)
 
 
-_NOT_FOUND = re.compile(r"^'([^']+)' file not found")
-_NOT_DECLARED = re.compile(r"^(?:use of undeclared identifier|unknown type name|no template named) '")
+_NOT_FOUND = lazy_re.compile(r"^'([^']+)' file not found")
+_NOT_DECLARED = lazy_re.compile(r"^(?:use of undeclared identifier|unknown type name|no template named) '")
 
 
 def _lacking_headers(ctx: TUContext) -> list[str]:
@@ -357,7 +358,7 @@ def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_sta
     return _macros_before_templates(_without_extern_twins(ordered), [m.name for m in closure.macros])
 
 
-_EXTERN = re.compile(r"^\s*extern\b(?!\s*\")", re.M)
+_EXTERN = lazy_re.compile(r"^\s*extern\b(?!\s*\")", re.M)
 
 
 def _without_extern_twins(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

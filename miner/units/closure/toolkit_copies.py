@@ -21,12 +21,14 @@ import functools
 import os
 import re
 
+from miner import lazy_re
 from miner.units.closure.context import TUContext
 from miner.units.headers import toolkit_dirs
 
-_DIRECTIVE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*<([^>\n]+)>', re.M)
-_ANY_DIRECTIVE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.M)
-_REFUSES_DIRECT = re.compile(rb'^[ \t]*#[ \t]*error\b[^\n]*\b(?:include|included)\b[^\n]*\bdirectly\b', re.M | re.I)
+_DIRECTIVE = lazy_re.compile(rb'^[ \t]*#[ \t]*include[ \t]*<([^>\n]+)>', re.M)
+_ANY_DIRECTIVE = lazy_re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.M)
+_REFUSES_DIRECT = lazy_re.compile(
+    rb'^[ \t]*#[ \t]*error\b[^\n]*\b(?:include|included)\b[^\n]*\bdirectly\b', re.M | re.I)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -15,13 +15,14 @@ import re
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.units.closure.context import TUContext
 from miner.units.closure.shims import _namespace_chain
 
 # Keywords/attributes whose parenthesized argument libclang does not expose as child cursors.
-_OPENERS = re.compile(r"\b(?:noexcept|alignas|explicit|__launch_bounds__|__align__|__attribute__|__declspec)\s*\(")
+_OPENERS = lazy_re.compile(r"\b(?:noexcept|alignas|explicit|__launch_bounds__|__align__|__attribute__|__declspec)\s*\(")
 # A possibly qualified name: `::a::b::c`, `a :: b`; template arguments end it (`nothrow<T>::value`).
-_CHAIN = re.compile(r"(::\s*)?([A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*)")
+_CHAIN = lazy_re.compile(r"(::\s*)?([A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*)")
 _KEYWORDS = frozenset({"noexcept", "alignas", "explicit", "sizeof", "alignof", "decltype", "typename", "template",
                        "true", "false", "nullptr", "const", "volatile", "static_cast", "reinterpret_cast",
                        "const_cast", "dynamic_cast", "this", "operator", "__attribute__", "__declspec"})

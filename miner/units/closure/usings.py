@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.units.closure.context import K, Piece, TUContext
 from miner.units.closure.shims import (
     _is_torch_shim,
@@ -104,7 +104,7 @@ def usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple
     return out
 
 
-_SYSTEM_STD = re.compile(r"/(?:c\+\+|include)/(?:v1/|\d[\w.]*/)?([a-z_]+(?:\.h)?)$")
+_SYSTEM_STD = lazy_re.compile(r"/(?:c\+\+|include)/(?:v1/|\d[\w.]*/)?([a-z_]+(?:\.h)?)$")
 
 
 def _system_std_header(path: str) -> str | None:

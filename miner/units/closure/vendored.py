@@ -28,10 +28,9 @@ from __future__ import annotations
 import configparser
 import functools
 import os
-import re
 from dataclasses import dataclass, field
 
-from miner import cuda_libs
+from miner import cuda_libs, lazy_re
 from miner.cuda_libs import HeaderLibrary, header_library_of
 from miner.source.configured_headers import is_generated
 from miner.units.closure.context import _IDENT, _STRING_OR_COMMENT, Macro, TUContext, _skipped_ranges
@@ -41,7 +40,7 @@ THIRD_PARTY_DIRS = frozenset({"third_party", "third-party", "thirdparty", "3rdpa
                               "external", "externals", "extern", "vendor", "vendored", "deps", "dependencies",
                               "submodules"})
 MAX_BYTES = 32 << 20
-_DIRECTIVE = re.compile(rb'#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]')
+_DIRECTIVE = lazy_re.compile(rb'#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]')
 
 
 @dataclass

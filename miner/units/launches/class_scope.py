@@ -23,6 +23,7 @@ from typing import Any
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.frontends.common import split_top
 from miner.units.closure import TUContext
 from miner.units.closure.shims import _enclosing_namespaces
@@ -263,7 +264,7 @@ def apply(st: _State, prober: Prober) -> None:
             rec.resolved_text = None
 
 
-_LITERAL = re.compile(r"-?\d+[uUlL]*|true|false")
+_LITERAL = lazy_re.compile(r"-?\d+[uUlL]*|true|false")
 _KINDS = {K.TEMPLATE_TYPE_PARAMETER: "type", K.TEMPLATE_NON_TYPE_PARAMETER: "value",
           K.TEMPLATE_TEMPLATE_PARAMETER: "template"}
 
@@ -391,7 +392,7 @@ def _expand_members(ctx: TUContext, cls: ci.Cursor, params: dict[str, str], prob
     return out
 
 
-_MEMBER_ALIAS = re.compile(r"(?<![\w:])(?:using\s+([A-Za-z_]\w*)\s*=\s*([^;{}]+);"
+_MEMBER_ALIAS = lazy_re.compile(r"(?<![\w:])(?:using\s+([A-Za-z_]\w*)\s*=\s*([^;{}]+);"
                            r"|typedef\s+([^;{}]+?)\s*\b([A-Za-z_]\w*)\s*;)")
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.units.launches.record import K
 from miner.units.launches.text import _src
 
@@ -107,10 +108,10 @@ def construction_args(st: Any, arg: ci.Cursor) -> list[str] | None:
 
 # A builder's setters, by what their names say they set (`.grid_size(g)`, `.block_dimensions(b)`,
 # `.dynamic_shared_memory_size(s)`; `.overall_size(n)`: the total number of threads, the grid being n over the block).
-_SETTERS = (("grid", re.compile(r"(?:grid|num_blocks|blocks)(?:_(?:size|dim|dims|dimensions))?", re.I)),
-            ("block", re.compile(r"(?:block|threads)(?:_(?:size|dim|dims|dimensions)|_per_block)?", re.I)),
-            ("overall", re.compile(r"(?:overall|total)_(?:size|dim|dims|dimensions|threads)", re.I)),
-            ("shared_mem", re.compile(r"\w*(?:shared_mem|smem|shmem)\w*", re.I)))
+_SETTERS = (("grid", lazy_re.compile(r"(?:grid|num_blocks|blocks)(?:_(?:size|dim|dims|dimensions))?", re.I)),
+            ("block", lazy_re.compile(r"(?:block|threads)(?:_(?:size|dim|dims|dimensions)|_per_block)?", re.I)),
+            ("overall", lazy_re.compile(r"(?:overall|total)_(?:size|dim|dims|dimensions|threads)", re.I)),
+            ("shared_mem", lazy_re.compile(r"\w*(?:shared_mem|smem|shmem)\w*", re.I)))
 
 
 def _builder_parts(st: Any, root: ci.Cursor) -> list[str] | None:

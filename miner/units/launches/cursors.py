@@ -9,6 +9,7 @@ from typing import Any
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.frontends.common import split_top
 from miner.units.closure import TUContext
 from miner.units.launches import value_spelling
@@ -147,12 +148,12 @@ def _tparams(fn: ci.Cursor) -> list[ci.Cursor]:
 
 
 # as instantiations.INDEX_LIKE
-_INDEX_LIKE = re.compile(r"(?i:index|idx)|^I$|int|INT|Int(?:eger|(?![a-z]))|Id(?![a-z])|(?<![A-Z])ID(?![A-Z])")
+_INDEX_LIKE = lazy_re.compile(r"(?i:index|idx)|^I$|int|INT|Int(?:eger|(?![a-z]))|Id(?![a-z])|(?<![A-Z])ID(?![A-Z])")
 
 
 def _default_for(p: ci.Cursor) -> str:
     if p.kind == K.TEMPLATE_TYPE_PARAMETER:
-        return "int" if re.search(_INDEX_LIKE, p.spelling) else _DEFAULT_TYPE
+        return "int" if _INDEX_LIKE.search(p.spelling) else _DEFAULT_TYPE
     canon = p.type.get_canonical()
     if canon.kind == ci.TypeKind.ENUM:
         # An enum parameter (`AMGX_VecPrecision t_vecPrec`) takes its enumeration's first value: 128 is often no
@@ -348,7 +349,7 @@ def _evaluated(d: ci.Cursor) -> int | None:
         lib.clang_EvalResult_dispose(res)
 
 
-_QUALIFIED = re.compile(r"(?<![\w:])(?:[A-Za-z_]\w*\s*::\s*)+([A-Za-z_]\w*)\b(?!\s*[(<:])")
+_QUALIFIED = lazy_re.compile(r"(?<![\w:])(?:[A-Za-z_]\w*\s*::\s*)+([A-Za-z_]\w*)\b(?!\s*[(<:])")
 
 
 class _Resolver:

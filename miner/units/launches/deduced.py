@@ -10,13 +10,14 @@ import re
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.frontends.common import matching
 from miner.units.instantiations import _EXPLICIT, _member_of_class, split_top
 
 # `template RET NAME(PARAMS);` (no `<` after `template`, none after NAME): a deduced explicit instantiation.
-_DEDUCED = re.compile(r"\btemplate\s+(?!<)((?:[^;{}()]|\([^;{}()]*\))*?)\b([A-Za-z_]\w*)\s*"
+_DEDUCED = lazy_re.compile(r"\btemplate\s+(?!<)((?:[^;{}()]|\([^;{}()]*\))*?)\b([A-Za-z_]\w*)\s*"
                       r"\(((?:[^;{}()]|\([^;{}()]*\))*)\)\s*(?:const\s*)?(?:noexcept\s*)?;", re.S)
-_TOKEN = re.compile(r"[A-Za-z_]\w*|::|\d+\w*|\S")
+_TOKEN = lazy_re.compile(r"[A-Za-z_]\w*|::|\d+\w*|\S")
 _TYPE_WORDS = {"int", "unsigned", "signed", "long", "short", "char", "float", "double", "bool", "void", "const",
                "volatile", "auto", "size_t", "struct", "class", "typename", "restrict", "__restrict__"}
 _QUALIFIERS = {"inline", "static", "extern", "constexpr", "__host__", "__device__", "__forceinline__", "virtual",

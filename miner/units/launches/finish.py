@@ -7,6 +7,7 @@ import re
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.frontends.common import split_top
 from miner.units.launches import used_methods, value_spelling
 from miner.units.launches.cursors import _default_for
@@ -18,7 +19,8 @@ from miner.units.launches.text import substitute, substitute_aliases
 _MAX_LIST_VARIANTS = 64
 
 
-_COND = re.compile(r"(?:std::)?conditional_t\s*<\s*(?:std::)?is_same(?:_v\s*<|\s*<)\s*([\w:\s]+?)\s*,\s*([\w:\s]+?)"
+_COND = lazy_re.compile(
+    r"(?:std::)?conditional_t\s*<\s*(?:std::)?is_same(?:_v\s*<|\s*<)\s*([\w:\s]+?)\s*,\s*([\w:\s]+?)"
                    r"\s*>(?:::value)?\s*,\s*([\w:\s]+?)\s*,\s*([\w:\s]+?)\s*>")
 
 
@@ -31,7 +33,7 @@ _DISTINCT = {"float", "double", "int", "unsigned int", "long", "unsigned long", 
              "c10::BFloat16", "__half", "__nv_bfloat16"}
 
 
-_MINMAX = re.compile(r"(?<![\w:])(?:std::)?(min|max)\s*\(\s*(-?\d+)[uUlL]*\s*,\s*(-?\d+)[uUlL]*\s*\)")
+_MINMAX = lazy_re.compile(r"(?<![\w:])(?:std::)?(min|max)\s*\(\s*(-?\d+)[uUlL]*\s*,\s*(-?\d+)[uUlL]*\s*\)")
 
 
 def _fold_conditional(text: str) -> str:
@@ -60,10 +62,12 @@ _SIZEOF = {
                      "size_t", "std::size_t", "float2", "int2", "uint2"), 8),
     **dict.fromkeys(("float4", "int4", "uint4", "double2"), 16),
 }
-_SIZEOF_RX = re.compile(r"\bsizeof\s*\(\s*([\w:\s]+?)\s*\)")
-_IS_SAME = re.compile(r"(?:std::)?is_same(?:_v\s*<|\s*<)")
-_COND_LITERAL = re.compile(r"(?:std::)?conditional_t\s*<\s*\(?(true|false)\)?\s*,\s*([\w:\s]+?)\s*,\s*([\w:\s]+?)\s*>")
-_TEMPLATE_ID = re.compile(r"^((?:[A-Za-z_]\w*::)*)([A-Za-z_]\w*)\s*<(.*)>$", re.S)
+_SIZEOF_RX = lazy_re.compile(r"\bsizeof\s*\(\s*([\w:\s]+?)\s*\)")
+_IS_SAME = lazy_re.compile(
+    r"(?:std::)?is_same(?:_v\s*<|\s*<)")
+_COND_LITERAL = lazy_re.compile(
+    r"(?:std::)?conditional_t\s*<\s*\(?(true|false)\)?\s*,\s*([\w:\s]+?)\s*,\s*([\w:\s]+?)\s*>")
+_TEMPLATE_ID = lazy_re.compile(r"^((?:[A-Za-z_]\w*::)*)([A-Za-z_]\w*)\s*<(.*)>$", re.S)
 
 
 def _fold_traits(st: _State, text: str) -> str:

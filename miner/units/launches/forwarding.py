@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.units.launches.helpers import (
     _CLASSES,
     Helper,
@@ -44,7 +45,7 @@ class ForwardCall:
 
 
 # `kernel`, `std::forward<K>(kernel)`, `std::move(kernel)`, `(void*)kernel`, `&kernel`
-_PASSED = re.compile(r"\s*(?:(?:::)?std\s*::\s*(?:forward|move)\s*(?:<[^()]*>)?\s*\(\s*(\w+)\s*\)"
+_PASSED = lazy_re.compile(r"\s*(?:(?:::)?std\s*::\s*(?:forward|move)\s*(?:<[^()]*>)?\s*\(\s*(\w+)\s*\)"
                      r"|(?:\(\s*(?:const\s+)?void\s*\*\s*\)\s*)?&?\s*(\w+))\s*")
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.units.closure.shims import _enclosing_namespaces
 from miner.units.launches import overload_fit, value_spelling
 from miner.units.launches.cursors import _key, _primary, _targets, _tparams
@@ -30,7 +31,7 @@ from miner.units.launches.record import K
 from miner.units.launches.state import _add, _DepCall, _State, _written_args
 from miner.units.launches.text import _src
 
-_FORWARD = re.compile(r"^\s*(?:::)?std\s*::\s*(?:forward\s*<\s*([^<>]+?)\s*>|move)\s*\(\s*(\w+)\s*\)\s*$")
+_FORWARD = lazy_re.compile(r"^\s*(?:::)?std\s*::\s*(?:forward\s*<\s*([^<>]+?)\s*>|move)\s*\(\s*(\w+)\s*\)\s*$")
 _CLASSES = {K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE, K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION}
 _LOCAL_SCOPES = {K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR,
                  K.LAMBDA_EXPR}
@@ -192,7 +193,7 @@ def _body_captures(lam: ci.Cursor) -> dict[str, str] | None:
     return out
 
 
-_INVOCATION = re.compile(r"([A-Za-z_]\w*)\s*\(")
+_INVOCATION = lazy_re.compile(r"([A-Za-z_]\w*)\s*\(")
 
 
 def _expanded_lambda(ctx: object, lam: ci.Cursor) -> str | None:

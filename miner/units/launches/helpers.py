@@ -31,6 +31,7 @@ from typing import Any
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.frontends.common import split_top
 from miner.units.launches.config_objects import object_config, object_parts
 from miner.units.launches.cursors import _template_args
@@ -112,7 +113,7 @@ def _helper_name(name: str, cls: ci.Cursor | None) -> str:
     return f"{cls.spelling}::{name}" if cls is not None else name
 
 
-_PLAIN_REF = re.compile(r"^[&(\s]*(?:\(\s*(?:const\s+)?void\s*(?:const\s*)?\*\s*\)\s*)?"  # (`(const void *)&k`)
+_PLAIN_REF = lazy_re.compile(r"^[&(\s]*(?:\(\s*(?:const\s+)?void\s*(?:const\s*)?\*\s*\)\s*)?"  # (`(const void *)&k`)
                         r"&?\s*(?:[\w:]*::)?(\w+)\s*(?:<.*>)?\s*\)?\s*$", re.S)
 
 
@@ -329,7 +330,7 @@ def substitute_names(text: str, mapping: dict[str, str]) -> str:
 
 
 # A parameter declared as a launch configuration object: `launch_configuration_t cfg`, `const LaunchConfig& lc`.
-_CONFIG_TYPE = re.compile(r"\b\w*(?:launch_?config(?:uration)?|LaunchConfig(?:uration)?)\w*\b", re.I)
+_CONFIG_TYPE = lazy_re.compile(r"\b\w*(?:launch_?config(?:uration)?|LaunchConfig(?:uration)?)\w*\b", re.I)
 
 
 def _config_object_helper(st: _State, params: list[ci.Cursor], i: int) -> Helper | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.units.launches import deduce_probe, overload_fit, value_spelling
 from miner.units.launches.cursors import _aliases, _key, _primary, _targets, _template_args, _tparams
 from miner.units.launches.record import _FUNCS, _MAX_DEPTH, K
@@ -294,10 +295,10 @@ def _class_use(st: _State, ref: ci.Cursor, host_key: tuple[str, int] | None) -> 
         st.dep_calls.append(dc)
 
 
-_LIST_VALUE = re.compile(r"integral_constant<[^<>,]+,\s*\(?(-?\d+)[uUlL]*\)?\s*>")
+_LIST_VALUE = lazy_re.compile(r"integral_constant<[^<>,]+,\s*\(?(-?\d+)[uUlL]*\)?\s*>")
 
 
-_LIST_C = re.compile(r"\w+_c\s*<\s*(?:(?:unsigned|signed|long|short|std::size_t|size_t|int|bool)\s*)+,([^<>]*)>")
+_LIST_C = lazy_re.compile(r"\w+_c\s*<\s*(?:(?:unsigned|signed|long|short|std::size_t|size_t|int|bool)\s*)+,([^<>]*)>")
 
 
 def _list_values(texts: list[str]) -> list[str]:

@@ -14,11 +14,11 @@ it (`apply`)."""
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.frontends import cindex_speed
 from miner.frontends.model import Kernel
 from miner.source.include_graph import TU_SUFFIXES
@@ -45,10 +45,10 @@ _MAX_LEVELS = 4
 _FAN_IN = 8
 _MAX_PROGRAM_FILES = 4000
 _MAX_PROGRAM_BYTES = 1 << 20
-_IDENT = re.compile(r"[A-Za-z_]\w*")
-_UNNAMEABLE = re.compile(r"\((?:lambda|unnamed|anonymous) (?:at|struct|class|union|enum|namespace)\b")
-_STD_NAME = re.compile(r"(?<![\w:])std::(\w+)")
-_CUDA_STD_NAME = re.compile(rb"\bcuda::std::(\w+)")
+_IDENT = lazy_re.compile(r"[A-Za-z_]\w*")
+_UNNAMEABLE = lazy_re.compile(r"\((?:lambda|unnamed|anonymous) (?:at|struct|class|union|enum|namespace)\b")
+_STD_NAME = lazy_re.compile(r"(?<![\w:])std::(\w+)")
+_CUDA_STD_NAME = lazy_re.compile(rb"\bcuda::std::(\w+)")
 _FUNCS_DEFINED = {K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD, K.CONSTRUCTOR, K.CONVERSION_FUNCTION}
 _CLASSES = {K.CLASS_DECL, K.STRUCT_DECL, K.CLASS_TEMPLATE, K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION}
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from miner import lazy_re
 from miner.units.closure.context import Macro
 from miner.units.launches.text import _invocation, _macro_params, bind_params, substitute
 
 # A local declaration with an initializer in a macro's body: `const int num_blocks = (dim + 255) / 256;`.
-_LOCAL = re.compile(r"(?:^|(?<=[;{}]))\s*(?:(?:const|constexpr|static|unsigned|signed|long)\s+)*[A-Za-z_][\w:]*"
+_LOCAL = lazy_re.compile(r"(?:^|(?<=[;{}]))\s*(?:(?:const|constexpr|static|unsigned|signed|long)\s+)*[A-Za-z_][\w:]*"
                     r"(?:\s+|\s*[*&]\s*)(?:const\s+)?([A-Za-z_]\w*)\s*=\s*([^;{}=][^;{}]*);")
 _MAX_ROUNDS = 4
 

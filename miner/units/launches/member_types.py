@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import re
 
+from miner import lazy_re
 from miner.units.closure.shims import _enclosing_namespaces
 from miner.units.launches.class_scope import _read
 from miner.units.launches.record import Launch
 from miner.units.launches.state import _State
 
-_MEMBER_TYPE = re.compile(r"(?:\btypename\s+)?[\w:]*\w\s*<.*>\s*::\s*[A-Za-z_]\w*\s*$", re.S)
+_MEMBER_TYPE = lazy_re.compile(r"(?:\btypename\s+)?[\w:]*\w\s*<.*>\s*::\s*[A-Za-z_]\w*\s*$", re.S)
 _MAX_PROBES = 128
 
 

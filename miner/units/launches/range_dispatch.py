@@ -12,10 +12,10 @@ values and its last.
 from __future__ import annotations
 
 import itertools
-import re
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.units.launches import value_spelling
 from miner.units.launches.cursors import _key, _primary, _tparams
 from miner.units.launches.record import K
@@ -24,7 +24,7 @@ from miner.units.launches.state import _add, _State
 _MAX_INSTANCES = 256
 _SAMPLED = 16  # instances kept of a range too large to mine whole
 _TPARAM_KINDS = (K.TEMPLATE_TYPE_PARAMETER, K.TEMPLATE_NON_TYPE_PARAMETER, K.TEMPLATE_TEMPLATE_PARAMETER)
-_MIN, _MAX = re.compile(r"(?i)min"), re.compile(r"(?i)max")
+_MIN, _MAX = lazy_re.compile(r"(?i)min"), lazy_re.compile(r"(?i)max")
 
 
 def note_call(st: _State, children: list[ci.Cursor], ref: ci.Cursor | None) -> None:

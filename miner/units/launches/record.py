@@ -7,6 +7,7 @@ import re
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.units.records import Launch  # noqa: F401 - the search's parts import it from here
 
 K = ci.CursorKind
@@ -37,13 +38,13 @@ _SCOPES = {K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL, K.CLASS_DECL, K.STRUCT
 _TPARAMS = (K.TEMPLATE_TYPE_PARAMETER, K.TEMPLATE_NON_TYPE_PARAMETER, K.TEMPLATE_TEMPLATE_PARAMETER)
 
 
-_NUM = re.compile(r"^\s*\(?\s*(\d+)[uUlL]*\s*\)?\s*$")
+_NUM = lazy_re.compile(r"^\s*\(?\s*(\d+)[uUlL]*\s*\)?\s*$")
 
 
-_IDENT = re.compile(r"[A-Za-z_]\w*")
+_IDENT = lazy_re.compile(r"[A-Za-z_]\w*")
 
 
-_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_COMMENT = lazy_re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 
 MAX_HOST_INSTANTIATIONS = 64  # per host template: a bound on the call-graph fixed point

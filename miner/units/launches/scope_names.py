@@ -21,12 +21,13 @@ import re
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.units.closure import TUContext
 from miner.units.closure.shims import _enclosing_namespaces
 from miner.units.launches.record import K
 
 # A relative qualified name's first component (`elem` of `elem::Min`; not `::x`, not the `b` of `a::b::c`).
-_HEAD = re.compile(r"(?<![\w:])([A-Za-z_]\w*)\s*::(?!\s*~)")
+_HEAD = lazy_re.compile(r"(?<![\w:])([A-Za-z_]\w*)\s*::(?!\s*~)")
 
 
 def qualify(ctx: TUContext, lines: list[tuple[ci.Cursor, list[str]]]) -> list[list[str]]:

@@ -8,6 +8,7 @@ from typing import Any
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.frontends.common import split_top
 from miner.units.closure.shims import _enclosing_namespaces
 from miner.units.launches import deduce_probe, value_spelling
@@ -123,7 +124,7 @@ def _chevron(st: _State, fn: ci.Cursor, path: str, call: ci.Cursor, children: li
         st.launches.append(launch)
 
 
-_MEMBER_CALL = re.compile(r"^[\w:]+(?:\.|->)\w+\s*\(.*\)$", re.S)
+_MEMBER_CALL = lazy_re.compile(r"^[\w:]+(?:\.|->)\w+\s*\(.*\)$", re.S)
 
 
 def _converted_whole(kernel: ci.Cursor, args: list[str], names: list[str]) -> bool:
@@ -217,7 +218,7 @@ def _fitting(st: _State, found: list[tuple[ci.Cursor | None, ci.Cursor, bool]], 
     return out or found
 
 
-_CV = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict)\b|&")
+_CV = lazy_re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict)\b|&")
 
 
 def _type_text(t: ci.Type, host: list[str]) -> str:

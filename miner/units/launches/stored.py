@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.frontends.common import split_top
 from miner.units.launches.chosen import _is_assignment, _strip
 from miner.units.launches.cursors import _primary
@@ -32,7 +33,7 @@ from miner.units.launches.record import K, Launch
 from miner.units.launches.state import _State
 from miner.units.launches.text import _src
 
-_IDENT = re.compile(r"[A-Za-z_]\w*")
+_IDENT = lazy_re.compile(r"[A-Za-z_]\w*")
 
 
 @dataclass
@@ -193,7 +194,7 @@ class _Construction:
 
 
 # A kernel named as an argument (`k<typename P::Up>`, `(const void *)&k`): its name and written template arguments.
-_KERNEL_ARG = re.compile(r"^[&(\s]*(?:\(\s*(?:const\s+)?void\s*(?:const\s*)?\*\s*\)\s*)?&?\s*(?:[\w:]*::)?(\w+)\s*"
+_KERNEL_ARG = lazy_re.compile(r"^[&(\s]*(?:\(\s*(?:const\s+)?void\s*(?:const\s*)?\*\s*\)\s*)?&?\s*(?:[\w:]*::)?(\w+)\s*"
                          r"(<.*>)?\s*\)?\s*$", re.S)
 
 

@@ -8,6 +8,7 @@ import re
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.units import macro_text
 from miner.units.closure import written_with
 from miner.units.instantiations import eval_int, explicit_in, writing_template
@@ -149,7 +150,7 @@ def _match_partial(pattern: list[str], params: list[str], args: list[str]) -> li
     return [bound[p] for p in params]
 
 
-_TEMPLATE_ID = re.compile(r"^\s*(?:typename\s+)?((?:::)?[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*)\s*<")
+_TEMPLATE_ID = lazy_re.compile(r"^\s*(?:typename\s+)?((?:::)?[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*)\s*<")
 
 
 def _nested(text: str) -> tuple[str, list[str]] | None:

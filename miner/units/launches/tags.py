@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.units.launches import value_spelling
 from miner.units.launches.cursors import _key
 from miner.units.launches.record import K
@@ -22,8 +23,9 @@ from miner.units.launches.state import _State
 from miner.units.launches.text import _src
 
 # `integral_constant<int, 4>` / `integral_constant<bool, true>` / `bool_constant<true>` in a type or in the text.
-_TAG = re.compile(r"\b(?:integral_constant\s*<[^<>,]+,\s*|bool_constant\s*<\s*)\(?(-?\d+|true|false)[uUlL]*\)?\s*>")
-_BOOL_TAG = re.compile(r"\b(true|false)_type\b")
+_TAG = lazy_re.compile(
+    r"\b(?:integral_constant\s*<[^<>,]+,\s*|bool_constant\s*<\s*)\(?(-?\d+|true|false)[uUlL]*\)?\s*>")
+_BOOL_TAG = lazy_re.compile(r"\b(true|false)_type\b")
 _WRAPPERS = (K.UNEXPOSED_EXPR, K.PAREN_EXPR)
 
 
@@ -67,7 +69,7 @@ def _callee_var(call: ci.Cursor) -> ci.Cursor | None:
 
 
 # `float{}`, `__half()`, `T{}`: a value-initialized object standing for its type (a type tag).
-_TYPE_TAG = re.compile(r"\s*((?:::)?[A-Za-z_][\w:]*(?:\s*<[^{}()]*>)?)\s*(?:\{\s*\}|\(\s*\))\s*")
+_TYPE_TAG = lazy_re.compile(r"\s*((?:::)?[A-Za-z_][\w:]*(?:\s*<[^{}()]*>)?)\s*(?:\{\s*\}|\(\s*\))\s*")
 _Cell = tuple[str, str] | None  # ("value", "64"), ("type", "__half"), ("ref", parameter) or unknown
 
 

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.frontends.clang_frontend import _qualified_name
 from miner.units.closure import TUContext
 from miner.units.launches import cursors  # (cursors spells arguments with this module: a module import)
@@ -24,8 +25,8 @@ from miner.units.launches.text import _angle_args
 _CLASS_KINDS = (K.STRUCT_DECL, K.CLASS_DECL)
 _WRAPPERS = (ci.TypeKind.POINTER, ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.RVALUEREFERENCE)
 _SIGNED_CHARS = {"char", "signed char"}
-_NAME_OPEN = re.compile(r"(?<![\w:])((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)\s*<(?!<)")
-_CHAR = re.compile(r"'(\\x[0-9a-fA-F]+|\\[0-7]{1,3}|\\.|[^\\'])'")
+_NAME_OPEN = lazy_re.compile(r"(?<![\w:])((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)\s*<(?!<)")
+_CHAR = lazy_re.compile(r"'(\\x[0-9a-fA-F]+|\\[0-7]{1,3}|\\.|[^\\'])'")
 _ESCAPES = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92, "'": 39, '"': 34, "?": 63}
 
 

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from miner import harness
+from miner import harness, lazy_re
 from miner.validate.oracles.capture import ArgRef, Launch, _torch
 from miner.validate.oracles.error_model import (
     MODEL,
@@ -34,8 +33,8 @@ _HALF_NAMES = r"(?:c10::|at::)?Half|__half|half|__nv_half"
 _BF16_NAMES = r"(?:c10::|at::)?BFloat16|__nv_bfloat16|nv_bfloat16|bfloat16|__bfloat16"
 
 
-_REDUCED_RE = {"half": re.compile(rf"(?<![\w:])(?:{_HALF_NAMES})(?!\w)"),
-               "bfloat16": re.compile(rf"(?<![\w:])(?:{_BF16_NAMES})(?!\w)")}
+_REDUCED_RE = {"half": lazy_re.compile(rf"(?<![\w:])(?:{_HALF_NAMES})(?!\w)"),
+               "bfloat16": lazy_re.compile(rf"(?<![\w:])(?:{_BF16_NAMES})(?!\w)")}
 
 
 def _as_float(text: str, kind: str) -> str:
