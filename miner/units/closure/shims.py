@@ -61,7 +61,7 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
     hold: a torch type the unit shim does not define (`torch::Tensor`, whose host API a unit has no
     business carrying) or a declaration of a library our parse shims stand for (cuBLAS, NCCL). Device code
     cannot call a host-only member, so the unit's copy of the class leaves it out; (start, end) -> why."""
-    out: dict[tuple[int, int], str] = {}
+    out: dict[tuple[int, int], str] = _unresolved_friends(ctx, cls)
     unknown_fields = {m.spelling for m in cls.get_children() if m.kind == K.FIELD_DECL and _unknown_type(ctx, m)}
     for m in cls.get_children():
         if m.kind in _CLASS_KINDS:
@@ -104,6 +104,40 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
             out[body] = DECLARED_ONLY_UNRESOLVED
         else:
             out[(_attributes_start(ctx, m, e.start.offset), e.end.offset)] = lacks
+    return out
+
+
+_FRIEND = re.compile(r"\bfriend\b")
+_TEMPLATE_HEAD = re.compile(r"\btemplate\s*<[^;{}]*>\s*$")
+UNRESOLVED_FRIEND = "a friend declaration naming what the parse could not resolve"
+
+
+def _unresolved_friends(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int], str]:
+    """Friend declarations of a class that name what the parse could not resolve (`friend class
+    archive::access;` of a serialization library this machine lacks): clang drops such a declaration from the AST,
+    so no member cursor covers its text, and the unit's copy of the class kept it ("invalid friend
+    declaration"). A friend grants access and declares nothing device code uses; it goes, with its `template
+    <...>` head; (start, end) -> why. One written with a body (a friend function defined in the class) stays."""
+    e = cls.extent
+    if e.start.file is None or e.end.file is None:
+        return {}
+    text = _blanked(ctx, ctx.norm(e.start.file.name))
+    members = [(m.extent.start.offset, m.extent.end.offset) for m in cls.get_children()
+               if m.extent.start.file is not None]
+    # (a friend template naming an undeclared class is kept in the AST, with the error inside its extent)
+    out: dict[tuple[int, int], str] = {
+        (a, _field_end(ctx, m, b) + 1): UNRESOLVED_FRIEND for m in cls.get_children()
+        if m.kind == K.FRIEND_DECL and m.extent.start.file is not None
+        and ctx.has_errors_in(m.extent.start.file.name, a := m.extent.start.offset, b := m.extent.end.offset)}
+    for f in _FRIEND.finditer(text, e.start.offset, e.end.offset):
+        start = f.start()
+        if any(a <= start < b for a, b in members):
+            continue  # a friend the parse resolved (FRIEND_DECL), or text inside a member or nested class
+        end = text.find(";", start, e.end.offset)
+        if end < 0 or "{" in text[start:end] or not ctx.has_errors_in(e.start.file.name, start, end):
+            continue
+        head = _TEMPLATE_HEAD.search(text, max(e.start.offset, start - 400), start)
+        out[(head.start() if head else start, end + 1)] = UNRESOLVED_FRIEND
     return out
 
 

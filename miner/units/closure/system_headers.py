@@ -15,6 +15,7 @@ import os
 
 import clang.cindex as ci
 
+from miner.frontends.config import libcuxx_stand_in
 from miner.units.closure.context import TUContext
 from miner.units.closure.usings import _include_parents
 from miner.units.headers import FRAMEWORK, is_toolkit_header
@@ -51,6 +52,12 @@ def included_header(ctx: TUContext, path: str) -> str | None:
         parent = parents.get(path)
         if parent is None or parent == path:
             return None
+        if (libcuxx := libcuxx_stand_in(parent)) is not None:
+            # `cuda::std::array` of a project header's `#include <cuda/std/array>`, which the parse reads through
+            # a stand-in holding the host's `<array>` (frontends.config.framework_overlay): the unit includes
+            # the real libcu++ header. The project header that included it may give the unit nothing else, so
+            # its own include line is not kept; the host's `<array>` alone leaves `cuda::std` undeclared.
+            return libcuxx
         if parent in ctx.inputs:
             break
         path = parent

@@ -1,0 +1,73 @@
+"""`extract --build` on tests/fixtures/blind26: patterns found on the twenty-sixth set of repositories (issue 14,
+scripts/corpus_repos_blind26.txt, measured before any change in session 23), each reproduced by code of our own and
+judged by the real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
+
+_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def libcuxx_only(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind26/libcuxx_only")
+
+
+@_nvcc
+def test_a_libcuxx_type_a_project_header_includes_brings_its_libcuxx_header(libcuxx_only: dict[str, Any]) -> None:
+    """The kernel takes and builds `cuda::std::array<int, 3>`, which only a project header's `#include
+    <cuda/std/array>` brings; the kernel uses nothing else of that header, so its include line is not kept. The
+    parse reads libcu++'s header through a stand-in holding the host's `<array>`: the unit got `<array>` alone
+    ("name followed by '::' must be a class or namespace name"). It includes the real `<cuda/std/array>`."""
+    m = only_meta(libcuxx_only, "count_cells")
+    (unit,) = unit_texts(libcuxx_only, m)
+    assert "#include <cuda/std/array>" in unit, unit
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def unresolved_friend(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind26/unresolved_friend")
+
+
+@_nvcc
+def test_friend_declarations_naming_an_absent_library_leave_the_class(unresolved_friend: dict[str, Any]) -> None:
+    """`vec3` befriends `archivelib::serialization::access` and a friend template of that library, whose header
+    this machine lacks: clang drops the first from the AST (no cursor covers its text) and keeps the second with
+    an error inside, and the unit's copy of the class kept both ("invalid friend declaration"). Both go, the
+    `template <class Ar>` head with the second; the friend the parse resolved (`vec3_printer`) stays."""
+    m = only_meta(unresolved_friend, "pair_energy")
+    (unit,) = unit_texts(unresolved_friend, m)
+    assert "friend class archivelib" not in unit and "friend struct archivelib" not in unit, unit
+    assert "friend struct vec3_printer;" in unit, unit
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def extern_device_var(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind26/extern_device_var")
+
+
+@_nvcc
+@pytest.mark.parametrize("kernel", ["smooth", "resolve"])
+def test_a_device_variable_defined_after_its_extern_declarations_is_defined_once(
+        extern_device_var: dict[str, Any], kernel: str) -> None:
+    """Two headers declare `extern __device__ __constant__ Surface<float> history;` and hold kernels that use it;
+    the .cu that includes them defines it after them (a cubin for the driver API, where the pair is fine). In
+    nvcc's whole-program mode an `extern __device__` declaration is a definition, so the unit's declarations and
+    the definition after the kernel stopped the host pass ("redefinition"). The definition takes the place of
+    the first declaration, once; the other variable's initializer stays."""
+    m = only_meta(extern_device_var, kernel)
+    (unit,) = unit_texts(extern_device_var, m)
+    body = unit.split("km:body-begin", 1)[1]
+    assert body.count("Surface<float> history;") == 1 and "extern __device__" not in body, unit
+    assert body.index("Surface<float> history;") < body.index(f"void {kernel}("), unit
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+    adv = only_meta(extern_device_var, "advance")
+    assert "__device__ __constant__ int frame_index = 0;" in unit_texts(extern_device_var, adv)[0]
