@@ -71,3 +71,22 @@ def test_a_device_variable_defined_after_its_extern_declarations_is_defined_once
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
     adv = only_meta(extern_device_var, "advance")
     assert "__device__ __constant__ int frame_index = 0;" in unit_texts(extern_device_var, adv)[0]
+
+
+@pytest.fixture(scope="module")
+def dropped_specialization(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind26/dropped_specialization")
+
+
+def test_a_launch_in_a_definition_clang_dropped_whole_is_read_back(dropped_specialization: dict[str, Any]) -> None:
+    """`template <> void Solver<device_memory>::force() {...}` launches `kernels::dragX`, declared in a header and
+    defined in another .cu; `device_memory` is a using-declaration of a library this machine lacks, so clang drops
+    the whole specialization (no cursor covers it, so recover_dropped, which reads bodies the AST holds, never
+    saw it): the kernel had no launch ("named nowhere"). The statement is read back from the text after the
+    dropped head's error, a macro's expansion in the body notwithstanding, and matched to the kernel by name."""
+    m = only_meta(dropped_specialization, "dragX")
+    assert [(lc["launcher"], lc["path"], lc["line"]) for lc in m["launches"]] == [
+        ("force", "solvers/Solver.cu", 13)], m["launches"]
+    assert m["launches"][0]["config"]["grid"] == "grid" and m["launches"][0]["config"]["block"] == "block"
+    assert "launch_missing" not in m or not m["launch_missing"], m.get("launch_missing")
+
