@@ -24,7 +24,8 @@ def test_a_libcuxx_type_a_project_header_includes_brings_its_libcuxx_header(libc
     """The kernel takes and builds `cuda::std::array<int, 3>`, which only a project header's `#include
     <cuda/std/array>` brings; the kernel uses nothing else of that header, so its include line is not kept. The
     parse reads libcu++'s header through a stand-in holding the host's `<array>`: the unit got `<array>` alone
-    ("name followed by '::' must be a class or namespace name"). It includes the real `<cuda/std/array>`."""
+    ("name followed by '::' must be a class or namespace name"). It includes the real `<cuda/std/array>`, though
+    the host's `<array>` came first through `<functional>` (so the include chain never passes the stand-in)."""
     m = only_meta(libcuxx_only, "count_cells")
     (unit,) = unit_texts(libcuxx_only, m)
     assert "#include <cuda/std/array>" in unit, unit
@@ -62,12 +63,15 @@ def test_a_device_variable_defined_after_its_extern_declarations_is_defined_once
     the .cu that includes them defines it after them (a cubin for the driver API, where the pair is fine). In
     nvcc's whole-program mode an `extern __device__` declaration is a definition, so the unit's declarations and
     the definition after the kernel stopped the host pass ("redefinition"). The definition takes the place of
-    the first declaration, once; the other variable's initializer stays."""
+    the first declaration, once; the other variable's initializer stays. `weights`, defined in the first header
+    and declared `extern` in the second, stays defined once where it was."""
     m = only_meta(extern_device_var, kernel)
     (unit,) = unit_texts(extern_device_var, m)
     body = unit.split("km:body-begin", 1)[1]
     assert body.count("Surface<float> history;") == 1 and "extern __device__" not in body, unit
     assert body.index("Surface<float> history;") < body.index(f"void {kernel}("), unit
+    if kernel == "resolve":
+        assert body.count("Surface<float> weights;") == 1, unit
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
     adv = only_meta(extern_device_var, "advance")
     assert "__device__ __constant__ int frame_index = 0;" in unit_texts(extern_device_var, adv)[0]

@@ -46,18 +46,21 @@ def included_header(ctx: TUContext, path: str) -> str | None:
     None for a file no project file reaches through system headers, a toolkit header (the unit keeps those
     already), or a framework's."""
     parents = ctx.memo("_include_parents", lambda: _include_parents(ctx))
+    libcuxx = ctx.memo("_libcuxx_stand_ins", lambda: {n for f in ctx.files if (n := libcuxx_stand_in(f))})
     seen: set[str] = set()
     while path not in seen:
         seen.add(path)
+        if libcuxx and f"cuda/std/{_system_name(path)}" in libcuxx:
+            # `cuda::std::array` where a project header includes `<cuda/std/array>`, which the parse reads through a
+            # stand-in holding the host's `<array>` (frontends.config.framework_overlay): the declaration is the
+            # host's, and the unit includes the real libcu++ header. The project header may give the unit nothing
+            # else, so its own include line is not kept, and the host's `<array>` alone leaves `cuda::std`
+            # undeclared. (The host header may have come first through another, `<functional>`: the stand-in is
+            # matched by the header's name, not by the include chain.)
+            return f"cuda/std/{_system_name(path)}"
         parent = parents.get(path)
         if parent is None or parent == path:
             return None
-        if (libcuxx := libcuxx_stand_in(parent)) is not None:
-            # `cuda::std::array` of a project header's `#include <cuda/std/array>`, which the parse reads through
-            # a stand-in holding the host's `<array>` (frontends.config.framework_overlay): the unit includes
-            # the real libcu++ header. The project header that included it may give the unit nothing else, so
-            # its own include line is not kept; the host's `<array>` alone leaves `cuda::std` undeclared.
-            return libcuxx
         if parent in ctx.inputs:
             break
         path = parent

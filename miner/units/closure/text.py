@@ -375,16 +375,18 @@ def _without_extern_twins(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     defined = {key(d): d for d in items if d["kind"] == "VAR_DECL" and not extern(d)}
     out: list[dict[str, Any]] = []
-    moved: set[tuple[str, tuple[str, ...]]] = set()
+    placed: set[tuple[str, tuple[str, ...]]] = set()  # definitions already in `out`, in place or moved up
     for d in items:
         k = key(d)
         if extern(d) and k in defined:
-            if k not in moved:
-                moved.add(k)
+            if k not in placed:
+                placed.add(k)
                 out.append(dict(defined[k], after=d["after"]))
             continue
-        if d["kind"] == "VAR_DECL" and k in moved and d is defined[k]:
-            continue
+        if d["kind"] == "VAR_DECL" and d is defined.get(k):
+            if k in placed:
+                continue
+            placed.add(k)
         out.append(d)
     return out
 
