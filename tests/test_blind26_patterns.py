@@ -5,10 +5,12 @@ judged by the real libclang parse and the real nvcc."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from miner.units.render import _installed, _source_missing
 from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
 
 _nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -94,3 +96,16 @@ def test_a_launch_in_a_definition_clang_dropped_whole_is_read_back(dropped_speci
     assert m["launches"][0]["config"]["grid"] == "grid" and m["launches"][0]["config"]["block"] == "block"
     assert "launch_missing" not in m or not m["launch_missing"], m.get("launch_missing")
 
+
+
+@pytest.mark.skipif(not _installed("curand_kernel.h"), reason="no cuRAND header installed")
+def test_a_quoted_include_of_an_installed_library_header_is_not_missing(tmp_path: Path) -> None:
+    """`#include "curand_kernel.h"` (quotes) in a docking code's kernel file, the header a CUDA library wheel's:
+    the failed unit was stated as "includes curand_kernel.h, which the project does not contain: the original
+    translation unit does not compile either", though nvcc finds it here, hiding the real cause (a typedef of
+    another library, absent). A quoted header found nowhere still is stated."""
+    (tmp_path / "mc.cu").write_text('#include "curand_kernel.h"\n__global__ void k(curandState *s) {}\n')
+    meta = {"source": {"path": "mc.cu"}, "parse_context": {"root": str(tmp_path), "include_dirs": []}}
+    assert _source_missing(meta) is None
+    (tmp_path / "mc.cu").write_text('#include "nosuch_rng_engine.h"\n__global__ void k() {}\n')
+    assert "which the project does not contain" in (_source_missing(meta) or "")
