@@ -4,6 +4,7 @@ judged by the real libclang parse and the real nvcc."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -109,3 +110,23 @@ def test_a_quoted_include_of_an_installed_library_header_is_not_missing(tmp_path
     assert _source_missing(meta) is None
     (tmp_path / "mc.cu").write_text('#include "nosuch_rng_engine.h"\n__global__ void k() {}\n')
     assert "which the project does not contain" in (_source_missing(meta) or "")
+
+
+@pytest.fixture(scope="module")
+def unresolved_alias(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind26/unresolved_alias")
+
+
+@_nvcc
+def test_host_declarations_naming_a_typedef_of_an_absent_type_leave_the_unit(unresolved_alias: dict[str, Any]) -> None:
+    """`typedef enginelib::mt19937 rng;`, the engine's header absent: clang takes `rng` for `int`, so neither the
+    host member `walker::randomize(fl, rng &)` nor the host overload `accept(fl, fl, fl, rng &)` has an error of its
+    own. The member kept its declaration (only its body went), and the host `accept` came with the device one the
+    template kernel calls (same-name sets are taken whole): "explicit type is missing" at the typedef. Both go, and
+    with them the typedef; the device `accept` and the `__host__ __device__` member stay."""
+    m = only_meta(unresolved_alias, "anneal")
+    (unit,) = unit_texts(unresolved_alias, m)
+    body = unit.split("km:body-begin", 1)[1].split("km:body-end", 1)[0]
+    assert not re.search(r"\brng\b", body) and "enginelib" not in body, unit
+    assert "__device__ __forceinline__ bool accept(" in body and "void step(" in body, unit
+    assert build_statuses(m) == {"8": "ok"}, build_statuses(m)

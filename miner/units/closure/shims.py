@@ -215,10 +215,33 @@ def _lacks_in(ctx: TUContext, decl: ci.Cursor, through: bool, outside: tuple[int
             continue
         if outside is not None and outside[0] <= c.extent.start.offset < outside[1]:
             continue
-        lacks = _unit_lacks(ctx, c.referenced) or (_signature_lacks(ctx, c.referenced) if through else None)
+        lacks = (_unit_lacks(ctx, c.referenced) or (_signature_lacks(ctx, c.referenced) if through else None)
+                 or _unresolved_alias(ctx, c.referenced))
         if lacks:
             return lacks
     return None
+
+
+UNRESOLVED_ALIAS = "a typedef of a type the parse could not resolve"
+
+
+def unresolvable_host_overload(ctx: TUContext, f: ci.Cursor) -> bool:
+    """Whether `f`, a candidate of an unresolved overload set (a dependent call in a template kernel), is a host-only
+    function whose parameters name what no unit can hold (a typedef of an absent library's type): a device
+    overload of the same name is the one device code calls, and this one, taken along, stopped the unit."""
+    if f.kind not in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) or any(ch.kind in _DEVICE_ATTRS for ch in f.get_children()):
+        return False
+    return any(_lacks_in(ctx, p, through=False) for p in f.get_children() if p.kind == K.PARM_DECL)
+
+
+def _unresolved_alias(ctx: TUContext, r: ci.Cursor | None) -> str | None:
+    """Why, where `r` is a project typedef or alias whose type the parse could not resolve (`typedef
+    nosuchlib::mt19937 rng;`, the library's header absent): clang takes it as `int`, so a host member declared with
+    `rng &` raised no error of its own and kept its declaration, which no unit can compile."""
+    if r is None or r.kind not in (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL) or r.location.file is None:
+        return None
+    e = r.extent
+    return UNRESOLVED_ALIAS if ctx.has_errors_in(r.location.file.name, e.start.offset, e.end.offset) else None
 
 
 def _signature_lacks(ctx: TUContext, r: ci.Cursor | None) -> str | None:
