@@ -90,7 +90,8 @@ def test_a_launch_in_a_definition_clang_dropped_whole_is_read_back(dropped_speci
     defined in another .cu; `device_memory` is a using-declaration of a library this machine lacks, so clang drops
     the whole specialization (no cursor covers it, so recover_dropped, which reads bodies the AST holds, never
     saw it): the kernel had no launch ("named nowhere"). The statement is read back from the text after the
-    dropped head's error, a macro's expansion in the body notwithstanding, and matched to the kernel by name."""
+    dropped head's error, a macro's expansion in the body notwithstanding, and matched to the kernel by name; a
+    `#define` after it whose body would launch is no launch."""
     m = only_meta(dropped_specialization, "dragX")
     assert [(lc["launcher"], lc["path"], lc["line"]) for lc in m["launches"]] == [
         ("force", "solvers/Solver.cu", 13)], m["launches"]

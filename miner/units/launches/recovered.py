@@ -292,6 +292,7 @@ def _bodies_naming(st: _State, defs: list[tuple[str, ci.Cursor]], errors: dict[s
 
 _SCOPES = (K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL)
 _HEAD_NAME = re.compile(r"(\w+)\s*$")
+_DIRECTIVE = re.compile(r"^[ \t]*#(?:[^\n\\]|\\\r?\n|\\.)*", re.M)
 
 
 def _declared_ranges(ctx: Any) -> dict[str, list[tuple[int, int]]]:
@@ -338,10 +339,12 @@ def recover_dropped_definitions(st: _State) -> None:
         raw = ctx.read(path)
         text = _COMMENT_OR_STRING.sub(_blank, raw).decode("utf-8", "replace")
         ranges = sorted(declared.get(path, []))
+        # (a `#define` whose body launches is no launch where it stands: macro_sites reads its uses)
+        directives = [(d.start(), d.end()) for d in _DIRECTIVE.finditer(text)]
         skipped: list[tuple[int, int]] | None = None
         for m in rx.finditer(text):
             at = m.start()
-            if any(a <= at < b for a, b in ranges) or (site := _site(text, m.end())) is None:
+            if any(a <= at < b for a, b in (*ranges, *directives)) or (site := _site(text, m.end())) is None:
                 continue
             gap = max((b for a, b in ranges if b <= at), default=0)
             if not any(gap <= o < at for o in errs):
