@@ -132,6 +132,21 @@ _LIBCUXX_STD = frozenset("""
 """.split())
 
 
+def overlay_root() -> Path:
+    """The folder framework_overlay writes its stand-ins into (shared across runs)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kernel-miner" / "framework-shims"
+
+
+def libcuxx_stand_in(path: str) -> str | None:
+    """`cuda/std/array` where `path` is framework_overlay's stand-in for libcu++'s `<cuda/std/array>`, else None."""
+    root = os.path.realpath(overlay_root()) + os.sep
+    real = os.path.realpath(path)
+    rel = real[len(root):] if real.startswith(root) else ""
+    head, _, name = rel.rpartition("/")
+    return rel if head == "cuda/std" and name in _LIBCUXX_STD else None
+
+
 def framework_overlay(texts: list[bytes]) -> str | None:
     """A folder of stand-ins for the framework headers (torch's `ATen/Dispatch_v2.h`, TensorFlow's
     `tensorflow/core/util/gpu_kernel_helper.h`, ...) the sources include and the shims lack, each including its
@@ -158,8 +173,7 @@ def framework_overlay(texts: list[bytes]) -> str | None:
                    if m.group(2).decode() in _LIBCUXX_STD and not (shims / m.group(1).decode()).is_file()})
     if not wanted:
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    root = Path(base) / "kernel-miner" / "framework-shims"
+    root = overlay_root()
     try:
         for rel, body in sorted(wanted.items()):
             if ".." in Path(rel).parts:

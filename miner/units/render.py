@@ -482,9 +482,11 @@ def _source_missing(meta: dict[str, Any]) -> str | None:
             continue
         if any(os.path.isfile(os.path.join(d, name)) for d in dirs):
             continue
-        if header_library_of(name) is not None or is_toolkit_header(name) or name in STD_HEADERS:
+        if header_library_of(name) is not None or is_toolkit_header(name) or name in STD_HEADERS or _installed(name):
             # (CUTLASS/CuTe: a wheel's, miner.cuda_libs, without it the build says what to install; a toolkit or
-            # standard header written with quotes, `#include "cuda_runtime.h"` in nccl's examples)
+            # standard header written with quotes, `#include "cuda_runtime.h"` in nccl's examples; a CUDA library's
+            # header a build here finds, `#include "curand_kernel.h"` of a wheel: the statement blamed it for a
+            # unit that failed on another library's names)
             continue
         names = _project_file_names(root)
         # A header the build writes from a template the project holds (`nccl.h` from `nccl.h.in`,

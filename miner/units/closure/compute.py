@@ -37,6 +37,7 @@ from miner.units.closure.shims import (
     _toolkit_header_of_shim,
     _unit_shim_macros,
     framework_of_shim,
+    unresolvable_host_overload,
     unresolved_bases,
 )
 from miner.units.closure.siblings import specialized_template, written_with
@@ -128,7 +129,14 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
 
     def take(piece: Piece, pc: ci.Cursor) -> None:
         # Overloads and specializations share a name: take the whole set at that scope.
-        for gp, gc in ctx.by_name.get((piece.namespaces, piece.name), [(piece, pc)]):
+        group = ctx.by_name.get((piece.namespaces, piece.name), [(piece, pc)])
+        # A host overload no unit can hold beside a device one (closure.shims.unresolvable_host_overload): the
+        # device one is what device code calls, though the parse, taking the absent type for `int`, may have
+        # resolved a call to the host one.
+        device = len(group) > 1 and any(ch.kind in _DEVICE_ATTRS for _gp, gc in group for ch in gc.get_children())
+        for gp, gc in group:
+            if device and unresolvable_host_overload(ctx, gc):
+                continue
             key: tuple = (gp.path, gp.start)
             if key in ctx.twice:  # one text in two namespaces: each copy is taken on its own
                 key = (*key, gp.namespaces)

@@ -62,7 +62,7 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
     hold: a torch type the unit shim does not define (`torch::Tensor`, whose host API a unit has no
     business carrying) or a declaration of a library our parse shims stand for (cuBLAS, NCCL). Device code
     cannot call a host-only member, so the unit's copy of the class leaves it out; (start, end) -> why."""
-    out: dict[tuple[int, int], str] = {}
+    out: dict[tuple[int, int], str] = _unresolved_friends(ctx, cls)
     unknown_fields = {m.spelling for m in cls.get_children() if m.kind == K.FIELD_DECL and _unknown_type(ctx, m)}
     for m in cls.get_children():
         if m.kind in _CLASS_KINDS:
@@ -105,6 +105,40 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
             out[body] = DECLARED_ONLY_UNRESOLVED
         else:
             out[(_attributes_start(ctx, m, e.start.offset), e.end.offset)] = lacks
+    return out
+
+
+_FRIEND = lazy_re.compile(r"\bfriend\b")
+_TEMPLATE_HEAD = lazy_re.compile(r"\btemplate\s*<[^;{}]*>\s*$")
+UNRESOLVED_FRIEND = "a friend declaration naming what the parse could not resolve"
+
+
+def _unresolved_friends(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int], str]:
+    """Friend declarations of a class that name what the parse could not resolve (`friend class
+    archive::access;` of a serialization library this machine lacks): clang drops such a declaration from the AST,
+    so no member cursor covers its text, and the unit's copy of the class kept it ("invalid friend
+    declaration"). A friend grants access and declares nothing device code uses; it goes, with its `template
+    <...>` head; (start, end) -> why. One written with a body (a friend function defined in the class) stays."""
+    e = cls.extent
+    if e.start.file is None or e.end.file is None:
+        return {}
+    text = _blanked(ctx, ctx.norm(e.start.file.name))
+    members = [(m.extent.start.offset, m.extent.end.offset) for m in cls.get_children()
+               if m.extent.start.file is not None]
+    # (a friend template naming an undeclared class is kept in the AST, with the error inside its extent)
+    out: dict[tuple[int, int], str] = {
+        (a, _field_end(ctx, m, b) + 1): UNRESOLVED_FRIEND for m in cls.get_children()
+        if m.kind == K.FRIEND_DECL and m.extent.start.file is not None
+        and ctx.has_errors_in(m.extent.start.file.name, a := m.extent.start.offset, b := m.extent.end.offset)}
+    for f in _FRIEND.finditer(text, e.start.offset, e.end.offset):
+        start = f.start()
+        if any(a <= start < b for a, b in members):
+            continue  # a friend the parse resolved (FRIEND_DECL), or text inside a member or nested class
+        end = text.find(";", start, e.end.offset)
+        if end < 0 or "{" in text[start:end] or not ctx.has_errors_in(e.start.file.name, start, end):
+            continue
+        head = _TEMPLATE_HEAD.search(text, max(e.start.offset, start - 400), start)
+        out[(head.start() if head else start, end + 1)] = UNRESOLVED_FRIEND
     return out
 
 
@@ -182,10 +216,33 @@ def _lacks_in(ctx: TUContext, decl: ci.Cursor, through: bool, outside: tuple[int
             continue
         if outside is not None and outside[0] <= c.extent.start.offset < outside[1]:
             continue
-        lacks = _unit_lacks(ctx, c.referenced) or (_signature_lacks(ctx, c.referenced) if through else None)
+        lacks = (_unit_lacks(ctx, c.referenced) or (_signature_lacks(ctx, c.referenced) if through else None)
+                 or _unresolved_alias(ctx, c.referenced))
         if lacks:
             return lacks
     return None
+
+
+UNRESOLVED_ALIAS = "a typedef of a type the parse could not resolve"
+
+
+def unresolvable_host_overload(ctx: TUContext, f: ci.Cursor) -> bool:
+    """Whether `f`, a candidate of an unresolved overload set (a dependent call in a template kernel), is a host-only
+    function whose parameters name what no unit can hold (a typedef of an absent library's type): a device
+    overload of the same name is the one device code calls, and this one, taken along, stopped the unit."""
+    if f.kind not in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) or any(ch.kind in _DEVICE_ATTRS for ch in f.get_children()):
+        return False
+    return any(_lacks_in(ctx, p, through=False) for p in f.get_children() if p.kind == K.PARM_DECL)
+
+
+def _unresolved_alias(ctx: TUContext, r: ci.Cursor | None) -> str | None:
+    """Why, where `r` is a project typedef or alias whose type the parse could not resolve (`typedef
+    nosuchlib::mt19937 rng;`, the library's header absent): clang takes it as `int`, so a host member declared with
+    `rng &` raised no error of its own and kept its declaration, which no unit can compile."""
+    if r is None or r.kind not in (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL) or r.location.file is None:
+        return None
+    e = r.extent
+    return UNRESOLVED_ALIAS if ctx.has_errors_in(r.location.file.name, e.start.offset, e.end.offset) else None
 
 
 def _signature_lacks(ctx: TUContext, r: ci.Cursor | None) -> str | None:

@@ -15,6 +15,7 @@ import os
 
 import clang.cindex as ci
 
+from miner.frontends.config import libcuxx_stand_in
 from miner.units.closure.context import TUContext
 from miner.units.closure.usings import _include_parents
 from miner.units.headers import FRAMEWORK, is_toolkit_header
@@ -45,9 +46,18 @@ def included_header(ctx: TUContext, path: str) -> str | None:
     None for a file no project file reaches through system headers, a toolkit header (the unit keeps those
     already), or a framework's."""
     parents = ctx.memo("_include_parents", lambda: _include_parents(ctx))
+    libcuxx = ctx.memo("_libcuxx_stand_ins", lambda: {n for f in ctx.files if (n := libcuxx_stand_in(f))})
     seen: set[str] = set()
     while path not in seen:
         seen.add(path)
+        if libcuxx and f"cuda/std/{_system_name(path)}" in libcuxx:
+            # `cuda::std::array` where a project header includes `<cuda/std/array>`, which the parse reads through a
+            # stand-in holding the host's `<array>` (frontends.config.framework_overlay): the declaration is the
+            # host's, and the unit includes the real libcu++ header. The project header may give the unit nothing
+            # else, so its own include line is not kept, and the host's `<array>` alone leaves `cuda::std`
+            # undeclared. (The host header may have come first through another, `<functional>`: the stand-in is
+            # matched by the header's name, not by the include chain.)
+            return f"cuda/std/{_system_name(path)}"
         parent = parents.get(path)
         if parent is None or parent == path:
             return None

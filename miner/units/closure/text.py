@@ -363,14 +363,34 @@ _EXTERN = lazy_re.compile(r"^\s*extern\b(?!\s*\")", re.M)
 
 def _without_extern_twins(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`extern __device__ Counters dct;` (the header) and `__device__ Counters dct;` (the .cu that owns it) both in
-    the unit: a project built with separable compilation (`-rdc`) accepts the pair, nvcc's whole-program mode
-    stops in the host pass ("redefinition of 'Counters dct'"). The definition alone says all the declaration
-    does; it is dropped where the definition comes before the kernel (else the kernel needs it)."""
+    the unit: a project built with separable compilation (`-rdc`), or to a cubin the driver API loads, accepts the
+    pair; nvcc's whole-program mode stops in the host pass ("redefinition of 'Counters dct'"). The definition alone
+    says all the declaration does: it takes the place of the first `extern` declaration and the others go. In its
+    own place it may follow code that names the variable (headers that declare it `extern`, included before the
+    .cu defines it, their device functions or kernels using it): where it came before the kernel the
+    declarations were dropped alone, where it came after it the pair stayed and stopped the build."""
     def key(d: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
         return d["name"], tuple(d["namespaces"])
 
-    defined = {key(d) for d in items if d["kind"] == "VAR_DECL" and not d["after"] and not _EXTERN.search(d["text"])}
-    return [d for d in items if not (d["kind"] == "VAR_DECL" and _EXTERN.search(d["text"]) and key(d) in defined)]
+    def extern(d: dict[str, Any]) -> bool:
+        return d["kind"] == "VAR_DECL" and bool(_EXTERN.search(d["text"]))
+
+    defined = {key(d): d for d in items if d["kind"] == "VAR_DECL" and not extern(d)}
+    out: list[dict[str, Any]] = []
+    placed: set[tuple[str, tuple[str, ...]]] = set()  # definitions already in `out`, in place or moved up
+    for d in items:
+        k = key(d)
+        if extern(d) and k in defined:
+            if k not in placed:
+                placed.add(k)
+                out.append(dict(defined[k], after=d["after"]))
+            continue
+        if d["kind"] == "VAR_DECL" and d is defined.get(k):
+            if k in placed:
+                continue
+            placed.add(k)
+        out.append(d)
+    return out
 
 
 def _undef_before(ctx: TUContext, p: Piece) -> str:

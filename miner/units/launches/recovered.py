@@ -19,6 +19,7 @@ from typing import Any
 
 import clang.cindex as ci
 
+from miner import lazy_re
 from miner.frontends.clang_frontend import skipped_in
 from miner.frontends.common import split_top
 from miner.units.closure.context import Macro
@@ -288,3 +289,100 @@ def _bodies_naming(st: _State, defs: list[tuple[str, ci.Cursor]], errors: dict[s
         raw = st.ctx.read(path)[e.start.offset:e.end.offset] if errs or words else b""
         if errs or any(w in raw for w in words):
             yield path, fn, errs, raw, _COMMENT_OR_STRING.sub(_blank, raw).decode("utf-8", "replace")
+
+
+_SCOPES = (K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL)
+_HEAD_NAME = lazy_re.compile(r"(\w+)\s*$")
+_DIRECTIVE = lazy_re.compile(r"^[ \t]*#(?:[^\n\\]|\\\r?\n|\\.)*", re.M)
+
+
+def _declared_ranges(ctx: Any) -> dict[str, list[tuple[int, int]]]:
+    """Extents of the declarations the AST holds at namespace scope, by file (namespaces and `extern "C"` blocks
+    entered, not kept: a dropped definition sits inside one)."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    stack = list(ctx.tu.cursor.get_children())
+    while stack:
+        c = stack.pop()
+        e = c.extent
+        if e.start.file is None or c.kind.is_preprocessing():
+            continue  # (a macro's expansion inside the dropped body is a cursor of the TU too)
+        if c.kind in _SCOPES:
+            stack.extend(c.get_children())
+            continue
+        out.setdefault(ctx.norm(e.start.file.name), []).append((e.start.offset, e.end.offset))
+    return out
+
+
+def recover_dropped_definitions(st: _State) -> None:
+    """Launches in function definitions clang dropped whole, so that no cursor covers their text: an explicit
+    specialization of a class template's member whose head names a type of a library the machine lacks
+    (`template <> void Solver<device_memory>::step() {...}`, `device_memory` a using-declaration of the absent
+    library's tag), the only definitions that launch the project's kernels. recover_dropped reads launches back
+    from the bodies the AST has; these have none. A `<<<>>>` statement of a kernel the walk found no launch of,
+    outside every declaration the AST holds at namespace scope and after a parse error in that gap (the dropped
+    head), in a branch the preprocessor took, is read back from the text; its launcher is the name the head
+    writes before its parameters. Its configuration's locals are not in the AST either: the values stay text."""
+    seen = {rec.kernel for rec in st.launches + st.refs}
+    by_name: dict[str, list[tuple[str, int]]] = {}
+    for key, k in st.kernels.items():
+        by_name.setdefault(k.name, []).append(key)
+    missing = {n: [k for k in keys if k not in seen] for n, keys in by_name.items()}
+    missing = {n: keys for n, keys in missing.items() if keys}
+    errors = _error_offsets(st) if missing else {}
+    if not errors:
+        return
+    ctx = st.ctx
+    rx = re.compile(r"(?<![\w.])(?:\w+::)*(" + "|".join(map(re.escape, sorted(missing))) + r")\b")
+    declared = ctx.memo("_declared_ranges", lambda: _declared_ranges(ctx))
+    for path, errs in errors.items():
+        if path not in ctx.inputs or (f := ctx.tu.get_file(path)) is None:
+            continue
+        raw = ctx.read(path)
+        text = _COMMENT_OR_STRING.sub(_blank, raw).decode("utf-8", "replace")
+        ranges = sorted(declared.get(path, []))
+        # (a `#define` whose body launches is no launch where it stands: macro_sites reads its uses)
+        directives = [(d.start(), d.end()) for d in _DIRECTIVE.finditer(text)]
+        skipped: list[tuple[int, int]] | None = None
+        for m in rx.finditer(text):
+            at = m.start()
+            if any(a <= at < b for a, b in (*ranges, *directives)) or (site := _site(text, m.end())) is None:
+                continue
+            gap = max((b for a, b in ranges if b <= at), default=0)
+            if not any(gap <= o < at for o in errs):
+                continue
+            skipped = skipped_in(ctx.tu, f) if skipped is None else skipped
+            if any(a <= at < b for a, b in skipped):
+                continue
+            targs, cfg, args, _end = site
+            keys = missing[m.group(1)]
+            if len(by_name[m.group(1)]) > 1:
+                keys = [k for k in keys if len(st.kernels[k].params) == len(args)]
+            if len(keys) != 1:
+                continue
+            body = _outermost_open(text, gap, at)
+            head = text[gap:body] if body is not None else ""
+            name = _HEAD_NAME.search(head[:head.find("(")] if "(" in head else "")
+            line = raw.count(b"\n", 0, at) + 1
+            call: Any = SimpleNamespace(extent=SimpleNamespace(start=SimpleNamespace(
+                file=SimpleNamespace(name=path), offset=at)))
+            parts = list(cfg) + [None] * 4
+            launch = Launch(kernel=keys[0], launcher=name.group(1) if name else "", path=path, line=line,
+                            kind="<<<>>>", config={"grid": parts[0], "block": parts[1], "shared_mem": parts[2] or "0",
+                                                   "stream": parts[3] or "0"},
+                            args=args, template_args=targs or None, template_args_text=targs)
+            _values(ctx, launch, None, call)
+            st.launches.append(launch)
+
+
+def _outermost_open(text: str, start: int, at: int) -> int | None:
+    """Offset of the `{` opened after `start` that is still open at `at` and encloses it outermost, else None."""
+    depth, first = 0, None
+    for i in range(start, at):
+        c = text[i]
+        if c == "{":
+            if depth == 0:
+                first = i
+            depth += 1
+        elif c == "}" and depth:
+            depth -= 1
+    return first if depth else None

@@ -18,7 +18,7 @@ from miner.units.launches.functors import deduced_call
 from miner.units.launches.helpers import finish_helpers, note_call
 from miner.units.launches.host_chain import _class_use, _host_call, _lambda_lists, _named_instance, _propagate
 from miner.units.launches.record import _API, _TYPED_USES, K, Launch
-from miner.units.launches.recovered import recover_dropped, recover_dropped_calls
+from miner.units.launches.recovered import recover_dropped, recover_dropped_calls, recover_dropped_definitions
 from miner.units.launches.sites import _api_launch, _chevron
 from miner.units.launches.state import LAMBDA, _State, subtree_flags
 from miner.units.launches.stored import (
@@ -60,6 +60,7 @@ def find(ctx: TUContext, kernels: dict[tuple[str, int], Any]
             continue  # device code calls no host function; it launches only through `<<<>>>` or a launch API
         _walk(st, d, path, d)
     recover_dropped(st, defs)
+    recover_dropped_definitions(st)
     recover_dropped_calls(st, defs)
     stored_helpers(st)
     forward_helpers(st)
