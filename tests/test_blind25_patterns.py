@@ -213,3 +213,23 @@ def test_a_class_with_a_file_stream_member_brings_fstream(file_stream_member: di
     for unit in unit_texts(file_stream_member, m):
         assert "#include <fstream>" in unit, unit
     assert build_statuses(m) == {"float": "ok", "double": "ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def dispatch_invalid_local(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind25/dispatch_invalid_local")
+
+
+@_nvcc
+def test_a_written_dispatch_alias_in_a_call_the_parse_could_not_type_is_bound_per_type(
+        dispatch_invalid_local: dict[str, Any]) -> None:
+    """`launch_scale_rows<scalar_t, int>(in, offsets, out, rows)` inside `AT_DISPATCH_FLOATING_TYPES`, where
+    `offsets` is initialized through an ATen operator the parse's torch stand-in lacks: the local is invalid, the
+    call is no resolved specialization but an overload set whose arguments were read as written, `scalar_t`
+    among them ("identifier scalar_t is undefined"). The dispatch's case blocks bind `scalar_t` to float and
+    double around the call: four instantiations, all built."""
+    m = only_meta(dispatch_invalid_local, "scale_rows_kernel")
+    assert sorted(i["args"] for i in m["instantiations"]) == [
+        ["double", "int"], ["double", "long"], ["float", "int"], ["float", "long"]], \
+        [i["args"] for i in m["instantiations"]]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
