@@ -233,3 +233,20 @@ def test_a_written_dispatch_alias_in_a_call_the_parse_could_not_type_is_bound_pe
         ["double", "int"], ["double", "long"], ["float", "int"], ["float", "long"]], \
         [i["args"] for i in m["instantiations"]]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def functors_of_two_units(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind25/functors_of_two_units")
+
+
+@_nvcc
+def test_a_type_an_earlier_merge_added_serves_every_unit_that_needs_it(
+        functors_of_two_units: dict[str, Any]) -> None:
+    """`map_values`'s closure is taken in `a_copy.cu`, which launches nothing; `b_scale.cu` and `c_shift.cu` each
+    launch it with a functor nested in their own layer class, derived from `Layer`. The first merge added `Buffer`
+    and `Layer` for `ScaleLayer`'s names only; the second found them known and did not add them again, so the
+    unit of `map_values<ShiftLayer::ShiftOp>` had `ShiftLayer : public Layer` without `Layer` ("not a class or
+    struct name"). A known piece an earlier merge added is emitted for the later merge's names too."""
+    m = only_meta(functors_of_two_units, "map_values")
+    assert build_statuses(m) == {"ScaleLayer_ScaleOp": "ok", "ShiftLayer_ShiftOp": "ok"}, build_statuses(m)

@@ -128,9 +128,16 @@ def _take_argument_types(have: ClosureRecord, other: ClosureRecord, launches: li
                                                                   for p in other.pieces))
     if not lacking:
         return
-    known = {(p.kind, p.name, tuple(p.namespaces)) for p in have.pieces}
+    known = {(p.kind, p.name, tuple(p.namespaces)): i for i, p in enumerate(have.pieces)}
     extra = [replace(p, needs=lacking) for p in other.pieces
              if not p.functor and (p.kind, p.name, tuple(p.namespaces)) not in known]
+    # A piece an earlier merge added is emitted only for that merge's names: where this TU's closure has it too
+    # (the matrix class both layers' virtual host methods use, each layer's functor launched from its own TU),
+    # this merge's names need it as well, or their units lack it ("not a class or struct name").
+    for p in other.pieces:
+        i = known.get((p.kind, p.name, tuple(p.namespaces)))
+        if i is not None and not p.functor and have.pieces[i].needs:
+            have.pieces[i] = replace(have.pieces[i], needs=list(dict.fromkeys([*have.pieces[i].needs, *lacking])))
     # Each after what it may need of the first closure: those before the kernel, then those after it.
     have.pieces = [*[p for p in have.pieces if not p.after], *[p for p in extra if not p.after],
                    *[p for p in have.pieces if p.after], *[p for p in extra if p.after]]
