@@ -247,6 +247,8 @@ def test_a_type_an_earlier_merge_added_serves_every_unit_that_needs_it(
     launch it with a functor nested in their own layer class, derived from `Layer`. The first merge added `Buffer`
     and `Layer` for `ScaleLayer`'s names only; the second found them known and did not add them again, so the
     unit of `map_values<ShiftLayer::ShiftOp>` had `ShiftLayer : public Layer` without `Layer` ("not a class or
-    struct name"). A known piece an earlier merge added is emitted for the later merge's names too."""
+    struct name"). A known piece an earlier merge added is emitted for the later merge's names too, every piece of
+    its name and kind: `class Buffer;` before `typedef std::vector<Buffer *> BufferList;` shares the definition's,
+    and extending the definition alone left the typedef naming an undeclared class."""
     m = only_meta(functors_of_two_units, "map_values")
     assert build_statuses(m) == {"ScaleLayer_ScaleOp": "ok", "ShiftLayer_ShiftOp": "ok"}, build_statuses(m)
