@@ -175,3 +175,80 @@ def test_a_kernel_argument_declared_auto_pointer_is_deduced_from_its_initializer
     assert sorted(i["args"] for i in m["instantiations"]) == [["double"], ["float"]], \
         [i["args"] for i in m["instantiations"]]
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def library_static_member(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind25/library_static_member")
+
+
+@_nvcc
+def test_a_static_data_member_of_a_library_type_the_unit_lacks_is_left_out(
+        library_static_member: dict[str, Any]) -> None:
+    """`map_cells<Scaled::ScaleOp>` is launched from `net.cu`, whose closure of the functor takes its enclosing
+    class, the base's virtual host methods and so the matrix class `Grid`, whose static data members keep cuBLAS
+    handles (`static std::map<int, cublasHandle_t> handles_;`). This toolkit has no cuBLAS header and the parse's
+    stand-in is no unit's: member functions naming cuBLAS were left out, static data members were not ("identifier
+    cublasHandle_t is undefined"). A static data member is left out for the same reasons as a non-static one.
+    (Mined from inside this repository, the stand-in headers are project context and the unit copied their
+    typedef: the test copies the fixture out, as a real checkout is.)"""
+    m = only_meta(library_static_member, "map_cells")
+    (unit,) = unit_texts(library_static_member, m)
+    assert "cublasHandle_t> handles_" not in unit, unit
+    assert build_statuses(m) == {"Scaled_ScaleOp": "ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def file_stream_member(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind25/file_stream_member")
+
+
+@_nvcc
+def test_a_class_with_a_file_stream_member_brings_fstream(file_stream_member: dict[str, Any]) -> None:
+    """`Box<T>`, whose device `wrap` the kernel calls, keeps a `std::fstream` member; `box.h` includes
+    `<fstream>`, but that was no header a unit keeps, and the name's declaration (the `typedef` in `<iosfwd>`)
+    came through the `<iostream>` the kernel's file includes first, which the unit has: "incomplete type
+    std::fstream is not allowed". `<fstream>` (and the other C++ standard headers) are kept like `<sstream>`."""
+    m = only_meta(file_stream_member, "wrap_coords")
+    for unit in unit_texts(file_stream_member, m):
+        assert "#include <fstream>" in unit, unit
+    assert build_statuses(m) == {"float": "ok", "double": "ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def dispatch_invalid_local(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind25/dispatch_invalid_local")
+
+
+@_nvcc
+def test_a_written_dispatch_alias_in_a_call_the_parse_could_not_type_is_bound_per_type(
+        dispatch_invalid_local: dict[str, Any]) -> None:
+    """`launch_scale_rows<scalar_t, int>(in, offsets, out, rows)` inside `AT_DISPATCH_FLOATING_TYPES`, where
+    `offsets` is initialized through an ATen operator the parse's torch stand-in lacks: the local is invalid, the
+    call is no resolved specialization but an overload set whose arguments were read as written, `scalar_t`
+    among them ("identifier scalar_t is undefined"). The dispatch's case blocks bind `scalar_t` to float and
+    double around the call: four instantiations, all built."""
+    m = only_meta(dispatch_invalid_local, "scale_rows_kernel")
+    assert sorted(i["args"] for i in m["instantiations"]) == [
+        ["double", "int"], ["double", "long"], ["float", "int"], ["float", "long"]], \
+        [i["args"] for i in m["instantiations"]]
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def functors_of_two_units(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind25/functors_of_two_units")
+
+
+@_nvcc
+def test_a_type_an_earlier_merge_added_serves_every_unit_that_needs_it(
+        functors_of_two_units: dict[str, Any]) -> None:
+    """`map_values`'s closure is taken in `a_copy.cu`, which launches nothing; `b_scale.cu` and `c_shift.cu` each
+    launch it with a functor nested in their own layer class, derived from `Layer`. The first merge added `Buffer`
+    and `Layer` for `ScaleLayer`'s names only; the second found them known and did not add them again, so the
+    unit of `map_values<ShiftLayer::ShiftOp>` had `ShiftLayer : public Layer` without `Layer` ("not a class or
+    struct name"). A known piece an earlier merge added is emitted for the later merge's names too, every piece of
+    its name and kind: `class Buffer;` before `typedef std::vector<Buffer *> BufferList;` shares the definition's,
+    and extending the definition alone left the typedef naming an undeclared class."""
+    m = only_meta(functors_of_two_units, "map_values")
+    assert build_statuses(m) == {"ScaleLayer_ScaleOp": "ok", "ShiftLayer_ShiftOp": "ok"}, build_statuses(m)

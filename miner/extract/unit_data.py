@@ -128,9 +128,21 @@ def _take_argument_types(have: ClosureRecord, other: ClosureRecord, launches: li
                                                                   for p in other.pieces))
     if not lacking:
         return
-    known = {(p.kind, p.name, tuple(p.namespaces)) for p in have.pieces}
+    known: dict[tuple[str, str, tuple[str, ...]], list[int]] = {}
+    for i, p in enumerate(have.pieces):
+        known.setdefault((p.kind, p.name, tuple(p.namespaces)), []).append(i)
     extra = [replace(p, needs=lacking) for p in other.pieces
              if not p.functor and (p.kind, p.name, tuple(p.namespaces)) not in known]
+    # A piece an earlier merge added is emitted only for that merge's names: where this TU's closure has it too
+    # (the matrix class both layers' virtual host methods use, each layer's functor launched from its own TU),
+    # this merge's names need it as well, or their units lack it ("not a class or struct name"). Every piece of
+    # that key: a class's forward declaration shares its definition's, and a typedef before the definition
+    # needs it.
+    for key in {(p.kind, p.name, tuple(p.namespaces)) for p in other.pieces if not p.functor}:
+        for i in known.get(key, ()):
+            if have.pieces[i].needs:
+                have.pieces[i] = replace(have.pieces[i],
+                                         needs=list(dict.fromkeys([*have.pieces[i].needs, *lacking])))
     # Each after what it may need of the first closure: those before the kernel, then those after it.
     have.pieces = [*[p for p in have.pieces if not p.after], *[p for p in extra if not p.after],
                    *[p for p in have.pieces if p.after], *[p for p in extra if p.after]]

@@ -16,6 +16,8 @@ STD_HEADERS = frozenset("""
     functional initializer_list iomanip ios iosfwd iostream istream iterator limits list map memory mutex new numeric
     optional ostream queue random ratio set span sstream stack stdexcept string string_view system_error thread
     tuple type_traits typeinfo unordered_map unordered_set utility valarray variant vector
+    fstream streambuf filesystem regex condition_variable future shared_mutex typeindex forward_list locale
+    clocale csetjmp cwctype compare numbers
     assert.h ctype.h errno.h float.h inttypes.h limits.h math.h signal.h stdarg.h stdbool.h stddef.h stdint.h
     stdio.h stdlib.h string.h time.h
 """.split())

@@ -71,9 +71,11 @@ def _host_members_to_drop(ctx: TUContext, cls: ci.Cursor) -> dict[tuple[int, int
         e = m.extent
         if e.start.file is None or e.end.file is None:
             continue
-        if m.kind == K.FIELD_DECL:
+        if m.kind in (K.FIELD_DECL, K.VAR_DECL):
             # A data member of a type no unit has (`at::Tensor weights;` in a parameter struct whose
-            # static constants and nested enums device code uses): device code cannot touch it either.
+            # static constants and nested enums device code uses): device code cannot touch it either. A static
+            # one too (`static std::map<int, cublasHandle_t> handles;`, a host-side registry of library handles):
+            # device code cannot read a host static member at all.
             lacks = _lacks_in(ctx, m, through=False)
             if not lacks and m.spelling in unknown_fields:
                 lacks = "a data member of a type the parse could not resolve"

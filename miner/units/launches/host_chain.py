@@ -3,6 +3,7 @@ dispatch, and the fixed point that pushes every known host instantiation down th
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -12,7 +13,7 @@ import clang.cindex as ci
 from miner import lazy_re
 from miner.units.launches import deduce_probe, overload_fit, value_spelling
 from miner.units.launches.cursors import _aliases, _key, _primary, _targets, _template_args, _tparams
-from miner.units.launches.record import _FUNCS, _MAX_DEPTH, K
+from miner.units.launches.record import _FUNCS, _IDENT, _MAX_DEPTH, K
 from miner.units.launches.state import (
     LAMBDA,
     HostNames,
@@ -128,11 +129,15 @@ def _deduce_rest(st: _State, t: ci.Cursor, written: list[str], children: list[ci
     return got if got and len(got) > len(written) else written
 
 
-def _named_instance(st: _State, c: ci.Cursor, host_key: tuple[str, int] | None) -> None:
+def _named_instance(st: _State, c: ci.Cursor, host_key: tuple[str, int] | None,
+                    fn: ci.Cursor | None = None) -> None:
     """A host function template named with concrete arguments outside any call (`{0, gpu<float, 4, float4>}` in a
     table of function pointers): an instantiation of it as a call would be, so the launches in its body take those
     arguments (they were inferred, and a vector type became its element type). libclang leaves the name in an
-    initializer unresolved (an overload set): the arguments are then read as written, outside host templates."""
+    initializer unresolved (an overload set): the arguments are then read as written, outside host templates.
+    So it leaves a call it could not type (an argument naming a local whose initializer calls what the parse lacks):
+    a written argument naming a type alias of the blocks around the reference in `fn` (`scalar_t` of a dispatch
+    macro's case blocks) is read once per type the alias is bound to, as `recovered` reads a dropped call."""
     ctx = st.ctx
     ref = c.referenced
     if c.kind == K.DECL_REF_EXPR and ref is not None and ref.kind == K.FUNCTION_DECL:
@@ -145,6 +150,9 @@ def _named_instance(st: _State, c: ci.Cursor, host_key: tuple[str, int] | None) 
         target = found[0]
         # (every list one macro invocation writes: `{ROW(float) ROW(half) nullptr}` names the template at one place)
         lists = [[st.resolver(t, set()) for t in w] for w in _written_args(st, c, target.spelling)]
+        if fn is not None and c.location.file is not None:
+            lists = [bound for w in lists for bound in _per_binding(fn, ctx.norm(c.location.file.name),
+                                                                    c.extent.start.offset, w)]
     else:
         return
     if target.location.file is None:
@@ -155,6 +163,19 @@ def _named_instance(st: _State, c: ci.Cursor, host_key: tuple[str, int] | None) 
     for args in lists:
         if args and not any("(lambda at " in a for a in args):
             _add(st.concrete, key, args)
+
+
+def _per_binding(fn: ci.Cursor, path: str, offset: int, args: list[str]) -> list[list[str]]:
+    """`args` once per combination of the types the aliases it names are bound to around `offset` in `fn`
+    (recovered._bindings); `args` itself where it names none."""
+    from miner.units.launches.recovered import _MAX_COMBOS, _bindings  # (recovered imports this module's kin)
+
+    idents = {n for a in args for n in _IDENT.findall(a)}
+    bound = _bindings(fn, path, offset, idents) if idents else {}
+    if not bound:
+        return [args]
+    combos = [dict(zip(bound, vals, strict=True)) for vals in itertools.product(*bound.values())][:_MAX_COMBOS]
+    return [[substitute(a, combo) for a in args] for combo in combos]
 
 
 def _class_arguments(st: _State, ref: ci.Cursor) -> None:

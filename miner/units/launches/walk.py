@@ -225,10 +225,10 @@ def _walk_body(st: _State, root: ci.Cursor, path: str, fn: ci.Cursor | None, hos
                 c.spelling in st.names or (not c.spelling and kind == K.DECL_REF_EXPR)):
             _reference(st, root if fn is None else fn, path, c, in_lambda, host_key)
             if c.kind == K.DECL_REF_EXPR and c.referenced is not None and c.referenced.kind == K.OVERLOADED_DECL_REF:
-                _named_instance(st, c, host_key)  # (a host template's name in a table's initializer)
+                _named_instance(st, c, host_key, fn)  # (a host template's name in a table's initializer)
                 continue  # its OVERLOADED_DECL_REF child names the same thing
         elif kind in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF):
-            _named_instance(st, c, host_key)
+            _named_instance(st, c, host_key, fn)
         elif kind == K.TEMPLATE_REF:
             _class_use(st, c, host_key)
         elif kind in _TYPED_USES:
