@@ -6,12 +6,13 @@ and the real nvcc."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from miner.frontends.clang_frontend import command_line_defines
-from miner.source import shell_builds
+from miner.source import build_flags, shell_builds
 from tests.conftest import FIXTURES, build_statuses, extract_and_build, only_meta
 
 _nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -50,3 +51,31 @@ def test_a_unit_compiles_in_the_first_configuration_of_the_loop(shell_loop: dict
     m = only_meta(shell_loop, kernel)
     assert m["build_flags"]["nvcc"] == [f"-DTILE_WIDTH={width}"], m["build_flags"]
     assert build_statuses(m) == {"default": "ok"}, m["instantiations"]
+
+
+def test_the_defines_every_nvcc_command_string_passes(tmp_path: Path) -> None:
+    """`build_lib.py` writes `f'{nvcc_cmd} ... -DRING_ENABLE_GPU=1 -o "{out}" -c "{cu_path}"'` twice (debug and
+    release): the switch both pass counts, the build mode's `-D_DEBUG` / `-DNDEBUG` does not, nor the `c++` line's."""
+    project = tmp_path / "p"
+    shutil.copytree(FIXTURES / "build_loops" / "py_command_string", project)
+    found = build_flags.find(str(project / "native" / "ring.cu"), str(project))
+    assert found is not None and found["nvcc"] == ["-DRING_ENABLE_GPU=1"], found
+    assert found["from"] == ["tools/build_lib.py"], found
+    assert build_flags.find(str(project / "native" / "gpu_util.h"), str(project)) is None
+
+
+@pytest.fixture(scope="module")
+def py_command_string(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "build_loops/py_command_string")
+
+
+@_nvcc
+def test_a_switch_only_a_python_nvcc_command_string_defines_reaches_the_parse(
+        py_command_string: dict[str, Any]) -> None:
+    """The device helper `ring_index` and the launch macro sit under `#if RING_ENABLE_GPU` (0 unless the build defines
+    it): with the command string's define the parse sees both, the kernel's launch is read through the macro and the
+    unit, which calls `ring_index`, builds."""
+    m = only_meta(py_command_string, "ring_shift")
+    assert m["build_flags"]["nvcc"] == ["-DRING_ENABLE_GPU=1"], m["build_flags"]
+    assert build_statuses(m) == {"default": "ok"}, m["instantiations"]
+    assert m["launches"], m.get("launch_missing")
