@@ -17,7 +17,7 @@ import re
 
 from miner.source.py_build import Flag, index_of
 
-# A whole `-DNAME` / `-DNAME=VALUE` written in the string's literal text (a `-D{name}` filled in at run time is not one).
+# A whole `-DNAME` / `-DNAME=VALUE` of the literal text (a `-D{name}` filled in at run time is not one).
 _DEFINE = re.compile(r"(?:^|\s)(-D[A-Za-z_]\w*(?:=[\w.+-]*)?)(?=\s|$)")
 # The compile of one file named by a placeholder: `-c "{cu_path}"`, `-c {src}`.
 _COMPILES_PLACEHOLDER = re.compile(r"(?:^|\s)-c\s+[\"']?\x00")
