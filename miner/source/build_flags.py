@@ -257,7 +257,6 @@ def _cmake_defines(code: str, variables: dict[str, str] | None = None, directory
     code = cmake_functions.expanded(code)  # a call of the file's own function that gives definitions
     raw: list[str] = []
     lists: dict[str, str] = {}  # `set(SIZES 4 16 32)`: what a foreach over ${SIZES} goes through
-    loops: dict[str, list[str]] = {}  # foreach variable -> its values
     hip_on_nvcc = bool(_HIP_ON_NVCC.search(code))
     branches = _Branches(hip_on_nvcc)
     for m in _CMAKE_CMD.finditer(code):
@@ -275,12 +274,9 @@ def _cmake_defines(code: str, variables: dict[str, str] | None = None, directory
         elif kind == "foreach":
             # A target per value (`foreach(SIZE 4 16 32)` ... `target_compile_definitions(k_${SIZE} PRIVATE
             # SIZE=${SIZE})`): the unit takes the loop's first configuration, as a shell loop's (shell_builds).
-            # A loop that gives one target (or the directory) each value (`foreach(D ${DEFS}) add_definitions(-D${D})`)
-            # gives them all.
-            loop = _foreach_items(args, {**lists, **variables})
+            loop = _foreach_first(args, {**lists, **variables})
             if loop is not None:
-                variables = {**variables, loop[0]: loop[1][0]}
-                loops[loop[0]] = loop[1]
+                variables = {**variables, loop[0]: loop[1]}
         elif kind in ("set", "list", "string"):
             if kind == "set" and (plain := _plain_set(args)) is not None:
                 lists[plain[0]] = plain[1]  # (read by a foreach only)
@@ -289,19 +285,12 @@ def _cmake_defines(code: str, variables: dict[str, str] | None = None, directory
         else:
             # `X="${Y}"` is one word, whose value names a variable
             words = args.replace('"', "").split()
-            per_value: list[str] = []  # the loop variables the command's target is named by
             if kind == "target_compile_definitions":
                 if any_target_only and not (words and words[0].startswith("${")):
                     continue
-                per_value = [v for v in loops if words and "${" + v + "}" in words[0]]
                 words = words[1:]
-            for w in words:
-                if w.upper() in _CMAKE_KEYWORDS:
-                    continue
-                w = w if kind == "add_definitions" else "-D" + w.removeprefix("-D")
-                every = [v for v in loops if "${" + v + "}" in w and v not in per_value]
-                raw += [_substituted(w, {**variables, every[0]: x}) for x in loops[every[0]]] if every \
-                    else [_substituted(w, variables)]
+            raw += [_substituted(w if kind == "add_definitions" else "-D" + w.removeprefix("-D"), variables)
+                    for w in words if w.upper() not in _CMAKE_KEYWORDS]
     return [t for w in raw if "$" not in w for t in tokens(w, hip_on_nvcc)
             if t.startswith("-D") and not t.startswith("-D__CUDA_NO_")]
 
@@ -318,9 +307,9 @@ def _plain_set(args: str) -> tuple[str, str] | None:
     return words[0], ";".join(words[1:])
 
 
-def _foreach_items(args: str, variables: dict[str, str]) -> tuple[str, list[str]] | None:
-    """(loop variable, its values) of a `foreach(VAR a b c)` / `foreach(VAR IN ITEMS a b)` / `foreach(VAR IN LISTS
-    L)` (L known from `variables`, `;`-separated) / `foreach(VAR RANGE n)`; None where a value is not known."""
+def _foreach_first(args: str, variables: dict[str, str]) -> tuple[str, str] | None:
+    """(loop variable, its first value) of a `foreach(VAR a b c)` / `foreach(VAR IN ITEMS a b)` / `foreach(VAR IN LISTS
+    L)` (L known from `variables`, `;`-separated) / `foreach(VAR RANGE n)`; None where the first value is not known."""
     words = [_substituted(w, variables) for w in args.replace('"', " ").split()]
     if len(words) < 2:
         return None
@@ -328,17 +317,12 @@ def _foreach_items(args: str, variables: dict[str, str]) -> tuple[str, list[str]
     if rest[0] == "IN" and len(rest) > 2 and rest[1] in ("ITEMS", "LISTS"):
         items = [x for w in rest[2:] for x in (variables.get(w, "").split(";") if rest[1] == "LISTS" else [w]) if x]
     elif rest[0] == "RANGE" and len(rest) > 1:
-        bounds = [int(x) for x in rest[1:4] if x.lstrip("-").isdigit()]
-        if len(bounds) != len(rest[1:4]) or len(bounds) > 3:
-            return None
-        start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else \
-            (bounds[0], bounds[1], bounds[2] if len(bounds) > 2 else 1)
-        items = [str(x) for x in range(start, stop + 1, max(step, 1))][:64]
+        items = ["0"] if len(rest) == 2 else rest[1:2]
     else:
         items = [x for w in rest for x in w.split(";") if x]
-    if not items or any("$" in x for x in items):
+    if not items or "$" in items[0]:
         return None
-    return var, items
+    return var, items[0]
 
 
 def _from_cmake(text: str, variables: dict[str, str] | None = None) -> list[str]:
