@@ -79,29 +79,3 @@ def test_a_switch_only_a_python_nvcc_command_string_defines_reaches_the_parse(
     assert m["build_flags"]["nvcc"] == ["-DRING_ENABLE_GPU=1"], m["build_flags"]
     assert build_statuses(m) == {"default": "ok"}, m["instantiations"]
     assert m["launches"], m.get("launch_missing")
-
-
-def test_a_cmake_foreach_gives_its_first_value(tmp_path: Path) -> None:
-    """`foreach(WIDTH ${BLOCK_WIDTHS})` over `set(BLOCK_WIDTHS 64 128 256)`, one target per value with
-    `BLOCK_WIDTH=${WIDTH}`: the source's define is the loop's first configuration (also `IN ITEMS` / `IN LISTS`)."""
-    project = tmp_path / "p"
-    shutil.copytree(FIXTURES / "build_loops" / "cmake_foreach", project)
-    found = build_flags.find(str(project / "block_sum.cu"), str(project))
-    assert found is not None and "-DBLOCK_WIDTH=64" in found["nvcc"], found
-    code = "set(L 7 8)\nforeach(A IN ITEMS 3 4)\nadd_definitions(-DA_V=${A})\nendforeach()\n" \
-           "foreach(B IN LISTS L)\nadd_definitions(-DB_V=${B})\nendforeach()\n"
-    assert build_flags._cmake_defines(code, {}) == ["-DA_V=3", "-DB_V=7"]
-
-
-@pytest.fixture(scope="module")
-def cmake_foreach(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return extract_and_build(tmp_path_factory, "build_loops/cmake_foreach")
-
-
-@_nvcc
-def test_a_unit_compiles_in_the_first_configuration_of_a_cmake_loop(cmake_foreach: dict[str, Any]) -> None:
-    """`BLOCK_WIDTH` sizes the kernel's shared array and is defined by nothing but the loop's targets: the unit
-    carries `-DBLOCK_WIDTH=64` and builds."""
-    m = only_meta(cmake_foreach, "block_sum")
-    assert "-DBLOCK_WIDTH=64" in m["build_flags"]["nvcc"], m["build_flags"]
-    assert build_statuses(m) == {"default": "ok"}, m["instantiations"]

@@ -173,7 +173,7 @@ def _from_python(path: str, root: str, rel: str = "") -> tuple[list[str], dict[s
 
 # (arguments with one level of parentheses, `if((A AND B) OR C)`, else up to the first `)`)
 _CMAKE_CMD = re.compile(r"\b(if|elseif|else|endif|add_definitions|add_compile_definitions|target_compile_definitions"
-                        r"|set|list|string|foreach)\s*\((?:((?:[^()]|\([^()]*\))*)\)|([^)]*)\))", re.I)
+                        r"|set|list|string)\s*\((?:((?:[^()]|\([^()]*\))*)\)|([^)]*)\))", re.I)
 _CMAKE_NVCC_VAR = re.compile(r"^\s*(?:APPEND\s+)?(?:CUDA_NVCC_FLAGS|CMAKE_CUDA_FLAGS)\b(.*)$", re.I | re.S)
 _CMAKE_KEYWORDS = {"PRIVATE", "PUBLIC", "INTERFACE", "APPEND"}
 
@@ -256,7 +256,6 @@ def _cmake_defines(code: str, variables: dict[str, str] | None = None, directory
     variables = variables or {}
     code = cmake_functions.expanded(code)  # a call of the file's own function that gives definitions
     raw: list[str] = []
-    lists: dict[str, str] = {}  # `set(SIZES 4 16 32)`: what a foreach over ${SIZES} goes through
     hip_on_nvcc = bool(_HIP_ON_NVCC.search(code))
     branches = _Branches(hip_on_nvcc)
     for m in _CMAKE_CMD.finditer(code):
@@ -271,15 +270,7 @@ def _cmake_defines(code: str, variables: dict[str, str] | None = None, directory
             continue
         elif directory_only and kind not in ("add_definitions", "add_compile_definitions"):
             continue
-        elif kind == "foreach":
-            # A target per value (`foreach(SIZE 4 16 32)` ... `target_compile_definitions(k_${SIZE} PRIVATE
-            # SIZE=${SIZE})`): the unit takes the loop's first configuration, as a shell loop's (shell_builds).
-            loop = _foreach_first(args, {**lists, **variables})
-            if loop is not None:
-                variables = {**variables, loop[0]: loop[1]}
         elif kind in ("set", "list", "string"):
-            if kind == "set" and (plain := _plain_set(args)) is not None:
-                lists[plain[0]] = plain[1]  # (read by a foreach only)
             v = _CMAKE_NVCC_VAR.match(args)
             raw += v.group(1).replace('"', " ").split() if v else []
         else:
@@ -289,40 +280,11 @@ def _cmake_defines(code: str, variables: dict[str, str] | None = None, directory
                 if any_target_only and not (words and words[0].startswith("${")):
                     continue
                 words = words[1:]
-            raw += [_substituted(w if kind == "add_definitions" else "-D" + w.removeprefix("-D"), variables)
+            raw += [w if kind == "add_definitions" else "-D" + w.removeprefix("-D")
                     for w in words if w.upper() not in _CMAKE_KEYWORDS]
+    raw = [_CMAKE_VAR.sub(lambda v: variables.get(v.group(1), v.group(0)), w) for w in raw]
     return [t for w in raw if "$" not in w for t in tokens(w, hip_on_nvcc)
             if t.startswith("-D") and not t.startswith("-D__CUDA_NO_")]
-
-
-def _substituted(word: str, variables: dict[str, str]) -> str:
-    return _CMAKE_VAR.sub(lambda v: variables.get(v.group(1), v.group(0)), word)
-
-
-def _plain_set(args: str) -> tuple[str, str] | None:
-    """(name, `;`-joined value) of a `set(NAME a b c)` of literal words (no cache entry, no parent scope)."""
-    words = args.replace('"', " ").split()
-    if len(words) < 2 or any(w in ("CACHE", "PARENT_SCOPE") or "$" in w for w in words):
-        return None
-    return words[0], ";".join(words[1:])
-
-
-def _foreach_first(args: str, variables: dict[str, str]) -> tuple[str, str] | None:
-    """(loop variable, its first value) of a `foreach(VAR a b c)` / `foreach(VAR IN ITEMS a b)` / `foreach(VAR IN LISTS
-    L)` (L known from `variables`, `;`-separated) / `foreach(VAR RANGE n)`; None where the first value is not known."""
-    words = [_substituted(w, variables) for w in args.replace('"', " ").split()]
-    if len(words) < 2:
-        return None
-    var, rest = words[0], words[1:]
-    if rest[0] == "IN" and len(rest) > 2 and rest[1] in ("ITEMS", "LISTS"):
-        items = [x for w in rest[2:] for x in (variables.get(w, "").split(";") if rest[1] == "LISTS" else [w]) if x]
-    elif rest[0] == "RANGE" and len(rest) > 1:
-        items = ["0"] if len(rest) == 2 else rest[1:2]
-    else:
-        items = [x for w in rest for x in w.split(";") if x]
-    if not items or "$" in items[0]:
-        return None
-    return var, items[0]
 
 
 def _from_cmake(text: str, variables: dict[str, str] | None = None) -> list[str]:
