@@ -97,6 +97,21 @@ class LiveTU:
     # knows (a class template's member alias in one instantiation) asked through declarations of our own.
     # None in a TU parsed without it; a parse that fails gives None.
     probe: Callable[[str], Any] | None = None
+    # The parse's command-line `-D`s (name -> value). Through a precompiled prefix they sit in the prefix, and the
+    # TU's preprocessing record lists no definition of them: a build's `-DTILE_WIDTH=4` that a unit's macros paste
+    # (`ROWS_##TILE_WIDTH`) is found here (closure.context.macro_lookup).
+    command_line: dict[str, str] = field(default_factory=dict)
+
+
+def command_line_defines(args: list[str]) -> dict[str, str]:
+    """Name -> value of the `-DNAME[=VALUE]` (and `-D NAME`) in a parse's arguments; a later one wins."""
+    out: dict[str, str] = {}
+    for i, a in enumerate(args):
+        d = args[i + 1] if a == "-D" and i + 1 < len(args) else a[2:] if a.startswith("-D") and len(a) > 2 else None
+        if d is not None:
+            name, eq, value = d.partition("=")
+            out[name] = value if eq else "1"
+    return out
 
 
 # An analysis: called with the live TU, returns a record with `to_dict()` and `error` (None, or why it
@@ -520,7 +535,8 @@ def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[st
         try:
             live = LiveTU(tu, result.kernels, cursors,
                           {(norm(c.location.file.name), c.location.offset): _declared(c, norm) for c in declared},
-                          inputs | config.context, norm, sources.get, instances, probe)
+                          inputs | config.context, norm, sources.get, instances, probe,
+                          command_line_defines(args or []))
             found = analyse(live)
             result.analysis, result.unit_error = found.to_dict(), found.error
         except Exception as exc:  # noqa: BLE001 - one TU's closure failing must not stop the run

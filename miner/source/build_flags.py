@@ -43,6 +43,7 @@ from miner.source import (
     cmake_version,
     make_vars,
     py_build,
+    py_command_strings,
     shell_builds,
     torch_flag_removal,
 )
@@ -615,6 +616,15 @@ def find(path: str, stop: str) -> dict[str, Any] | None:
         used += [s for s in scopes if s not in used and re.split(r" \(|:\d+$", s)[0] not in used]
         for k, v in at.items():
             where.setdefault(k, v)
+    if real.startswith(stop + os.sep) and real.endswith(".cu"):
+        # nvcc command strings of the project's Python build code that compile a placeholder's file
+        # (`f'{nvcc_cmd} -DFEATURE=1 -c "{cu_path}"'`): their common -Ds are every CUDA source's.
+        more, at = _evaluated(list(py_command_strings.command_defines(stop)), stop)
+        flags += more
+        for k, v in at.items():
+            where.setdefault(k, v)
+            file = v.rsplit(":", 1)[0]
+            used += [file] if file not in used else []
     if not used:
         return None
     out: dict[str, Any] = {"nvcc": merge(flags), "from": used}

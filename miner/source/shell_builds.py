@@ -22,6 +22,13 @@ from miner.source.build_files import read_build_file
 
 _MAX_BYTES = 200_000
 _NVCC = lazy_re.compile(r"(?:^|[\s;&|(`/])nvcc(?:\s|$)")
+# The compiler run through a variable the script names for it (`NVCC="$1"` ... `${NVCC} -ptx k.cu`): the value
+# comes from the caller (a CMake custom command passes the compiler's path), the name says what it runs.
+_NVCC_VAR = lazy_re.compile(r"""(?:^|[\s;&|(`])["']?\$\{?\w*NVCC\w*\}?["']?(?=\s|$)""", re.I)
+_ASSIGN = lazy_re.compile(
+    r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=(\"[^\"]*\"|'[^']*'|[^\s;&|]*)\s*(?:$|;)")
+_FOR = lazy_re.compile(r"(?:^|[\s;&|])for\s+([A-Za-z_]\w*)\s+in\s+([^;\n]*?)\s*(?:;|$)")
+_VAR_REF = lazy_re.compile(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
 _SOURCE = lazy_re.compile(r"\.(?:cu|cpp|cc|cxx|c)$")
 # What a torch / pybind11 extension's sources must define for Python to import the built module.
 _MODULE_ENTRY = lazy_re.compile(rb"\bPYBIND11_MODULE\b|\bTORCH_LIBRARY(?:_IMPL)?\b|\bPyInit_\w+|\bPyModule_Create\b")
@@ -48,6 +55,31 @@ def _logical_lines(text: str) -> list[str]:
     return out
 
 
+def _expand(text: str, env: dict[str, str]) -> str:
+    """`text` with the script's variables of known value (`$NAME`, `${NAME}`) replaced; others kept."""
+    return _VAR_REF.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), text)
+
+
+def _track(line: str, env: dict[str, str]) -> None:
+    """Record what one logical line sets: a plain assignment (`LIST='16 32 64'`, `src=.`) whose value holds no
+    unknown variable, and a `for` loop's variable, which takes the first word of its list. A build that runs the
+    same nvcc line once per value of a loop (`for s in $LIST; do nvcc -DSIZE=$s k.cu; done`, one PTX per size)
+    compiles the source in each of those configurations; the first is the one mined, as a unit compiles in one."""
+    m = _ASSIGN.match(line)
+    if m:
+        value = _expand(m.group(2).strip("'\""), env)
+        if "$" in value or "`" in value:
+            env.pop(m.group(1), None)  # (a positional argument, a command's output: not known)
+        else:
+            env[m.group(1)] = value
+    for m in _FOR.finditer(line):
+        words = _expand(m.group(2), env).replace('"', " ").replace("'", " ").split()
+        if words and not any("$" in w or "`" in w or "*" in w for w in words[:1]):
+            env[m.group(1)] = words[0]
+        else:
+            env.pop(m.group(1), None)
+
+
 @functools.cache
 def nvcc_lines(script: str) -> tuple[tuple[tuple[str, ...], str], ...]:
     """(sources named, the command's text after `nvcc`) for each nvcc command of the shell script at `script`;
@@ -55,8 +87,11 @@ def nvcc_lines(script: str) -> tuple[tuple[tuple[str, ...], str], ...]:
     variable is kept by its file name)."""
     folder = os.path.dirname(script)
     out: list[tuple[tuple[str, ...], str]] = []
+    env: dict[str, str] = {}
     for line in _logical_lines(_read(script)):
-        m = _NVCC.search(line)
+        _track(line, env)
+        line = _expand(line, env)
+        m = _NVCC.search(line) or _NVCC_VAR.search(line)
         if m is None:
             continue
         command = re.split(r"\s(?:&&|\|\||;|\|)\s", line[m.end():])[0]

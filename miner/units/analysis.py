@@ -46,6 +46,7 @@ def _analyse_in(live: LiveTU, ctx: closure.TUContext, out: TUAnalysis) -> None:
     tu, kernels, norm = live.tu, live.kernels, live.norm
     ctx.instances = list(live.instances)
     ctx.probe = getattr(live, "probe", None)
+    ctx.given_defines = dict(getattr(live, "command_line", None) or {})
     by_name = {(k.path, k.name_offset): k for k in kernels}
     # Every redeclaration is its own key: a reference resolves to whichever one lookup found.
     stand_ins = {key: d for key, d in live.declared.items() if key not in by_name}

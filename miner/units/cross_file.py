@@ -146,6 +146,7 @@ class DefinitionAnalysis:
     def __call__(self, live: LiveTU) -> DefinitionsFound:
         out = DefinitionsFound()
         ctx = closure.TUContext(live.tu, live.inputs, live.norm, live.read)
+        ctx.given_defines = dict(live.command_line)
         try:
             self._find(ctx, out)
         except Exception as exc:  # noqa: BLE001 - one defining TU failing must not stop the run

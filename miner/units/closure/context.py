@@ -171,6 +171,8 @@ class TUContext:
         self.by_name: dict[tuple[tuple[str, ...], str], list[tuple[Piece, ci.Cursor]]] = {}
         self.macros: dict[str, list[Macro]] = {}
         self.command_line: dict[str, ci.Cursor] = {}  # macros with no file: built in, or `-D` (macro_lookup)
+        # The parse's `-D`s as given (LiveTU.command_line): through a precompiled prefix, no cursor lists them.
+        self.given_defines: dict[str, str] = {}
         self.defined: set[tuple[str, int]] = set()  # (file, offset of the name) of each processed #define
         # class definition -> its members defined out of line (`vec<3, T, Q>::vec(T)` in a .inl)
         self.members: dict[tuple[str, int], list[tuple[Piece, ci.Cursor]]] = {}
@@ -443,7 +445,8 @@ class TUContext:
             return split_definition(defs[-1].body)
         c = self.command_line.get(name)
         if c is None:
-            return None
+            given = self.given_defines.get(name)
+            return None if given is None else (None, given)
         return None, " ".join(t.spelling for t in list(c.get_tokens())[1:])
 
     def active_macro(self, name: str) -> bool:
