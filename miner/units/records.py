@@ -144,6 +144,11 @@ class Launch:
     # are deduced from them (`[&](auto &p) { ctx.launch(cfg, k, p); }`): each instantiation of the lambda (a variant
     # visitor's alternatives) gives its own, and the parse sees none of them (units.weak_args: `generic_lambda`).
     generic_params: list[str] = field(default_factory=list)
+    # Launches read back from a definition the parse dropped whole (launches.recovered): the names of that
+    # function's own template parameters and type aliases its template arguments are written with. Only its
+    # callers fix them, and none of those calls were read, so the arguments stay unknown (weak_args:
+    # `launcher_unparsed`), never an instantiation spelled with the launcher's names.
+    unread_args: list[str] = field(default_factory=list)
     # A launch of a function the unit only declares: `kernel` is None until extract matches the
     # declaration to the kernel another translation unit defines.
     declared: Declaration | None = None

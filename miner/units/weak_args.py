@@ -120,6 +120,12 @@ def reason(meta: dict[str, Any], insts: list[dict[str, Any]], records: list[Laun
                 "detail": f"{name}'s template arguments are deduced from {', '.join(params)}, the `auto` parameter(s) "
                           "of the generic lambda(s) that launch it: each instantiation of the lambda (a visitor "
                           "calling it per alternative) gives its own, and the parse sees none of those types"}
+    if launches and all(lc.unread_args for lc in launches):
+        own = sorted({n for lc in launches for n in lc.unread_args})
+        return {"reason": "launcher_unparsed",
+                "detail": f"{name}'s launch was read back from the text of a definition the parse dropped whole (its "
+                          f"head names a type the parse could not read); its template arguments are that function's "
+                          f"own {', '.join(own)}, which only its callers fix, and those calls are no calls in the AST"}
     named = sorted({n for i in insts for n in (i.get("template_args") or {}) if n in classes})
     if named:
         return {"reason": "class_parameter",

@@ -366,12 +366,34 @@ def recover_dropped_definitions(st: _State) -> None:
             call: Any = SimpleNamespace(extent=SimpleNamespace(start=SimpleNamespace(
                 file=SimpleNamespace(name=path), offset=at)))
             parts = list(cfg) + [None] * 4
+            own = _own_type_names(text[gap:at])
+            unread = sorted({w for t in targs for w in _WORD.findall(t)} & own)
             launch = Launch(kernel=keys[0], launcher=name.group(1) if name else "", path=path, line=line,
                             kind="<<<>>>", config={"grid": parts[0], "block": parts[1], "shared_mem": parts[2] or "0",
                                                    "stream": parts[3] or "0"},
-                            args=args, template_args=targs or None, template_args_text=targs)
+                            args=args, template_args=None if unread else targs or None,
+                            template_args_text=[] if unread else targs, unread_args=unread)
             _values(ctx, launch, None, call)
             st.launches.append(launch)
+
+
+_WORD = lazy_re.compile(r"[A-Za-z_]\w*")
+# `template <typename T, class U, int N>` parameters, `typedef ... X;` and `using X = ...;` aliases.
+_TEMPLATE_HEAD = lazy_re.compile(r"\btemplate\s*<([^{};]*?)>")
+_TEMPLATE_PARAM = lazy_re.compile(r"(\w+)\s*(?:=[^,]*)?(?:,|$)")
+_TYPEDEF = lazy_re.compile(r"\btypedef\b[^;{}]*?(\w+)\s*;")
+_USING = lazy_re.compile(r"\busing\s+(\w+)\s*=")
+
+
+def _own_type_names(text: str) -> set[str]:
+    """The template parameters and type aliases a dropped definition declares before its launch (`text`: from
+    the end of the declaration before it to the launch): dependent names, which the definition's callers fix."""
+    out: set[str] = set()
+    for m in _TEMPLATE_HEAD.finditer(text):
+        out.update(p.group(1) for p in _TEMPLATE_PARAM.finditer(m.group(1).strip()))
+    out.update(m.group(1) for m in _TYPEDEF.finditer(text))
+    out.update(m.group(1) for m in _USING.finditer(text))
+    return out
 
 
 def _outermost_open(text: str, start: int, at: int) -> int | None:
