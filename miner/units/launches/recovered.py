@@ -110,15 +110,20 @@ def _bindings(fn: ci.Cursor, path: str, offset: int, names: set[str]) -> dict[st
     return out
 
 
-def recover_dropped(st: _State, defs: list[tuple[str, ci.Cursor]]) -> None:
-    """Launch records for `<<<>>>` statements of kernels the walk found no launch or reference of."""
+def _unlaunched(st: _State) -> tuple[dict[str, list[tuple[str, int]]], dict[str, list[tuple[str, int]]]]:
+    """Every kernel key by name, and by name the keys the walk found no launch or reference of. Overloads of one
+    name (`jacobi_kernel` with and without `ny`) are told apart later by the site's argument count."""
     seen = {rec.kernel for rec in st.launches + st.refs}
     by_name: dict[str, list[tuple[str, int]]] = {}
     for key, k in st.kernels.items():
         by_name.setdefault(k.name, []).append(key)
-    # Overloads of one name (`jacobi_kernel` with and without `ny`) are told apart by the site's argument count.
     missing = {n: [k for k in keys if k not in seen] for n, keys in by_name.items()}
-    missing = {n: keys for n, keys in missing.items() if keys}
+    return by_name, {n: keys for n, keys in missing.items() if keys}
+
+
+def recover_dropped(st: _State, defs: list[tuple[str, ci.Cursor]]) -> None:
+    """Launch records for `<<<>>>` statements of kernels the walk found no launch or reference of."""
+    by_name, missing = _unlaunched(st)
     if not missing:
         return
     errors = _error_offsets(st)
@@ -322,12 +327,7 @@ def recover_dropped_definitions(st: _State) -> None:
     outside every declaration the AST holds at namespace scope and after a parse error in that gap (the dropped
     head), in a branch the preprocessor took, is read back from the text; its launcher is the name the head
     writes before its parameters. Its configuration's locals are not in the AST either: the values stay text."""
-    seen = {rec.kernel for rec in st.launches + st.refs}
-    by_name: dict[str, list[tuple[str, int]]] = {}
-    for key, k in st.kernels.items():
-        by_name.setdefault(k.name, []).append(key)
-    missing = {n: [k for k in keys if k not in seen] for n, keys in by_name.items()}
-    missing = {n: keys for n, keys in missing.items() if keys}
+    by_name, missing = _unlaunched(st)
     errors = _error_offsets(st) if missing else {}
     if not errors:
         return
