@@ -42,18 +42,11 @@ def matching(text: str | bytes, at: int, open_: str | bytes, close: str | bytes,
 
 def _balanced_call(text: str, start: int) -> str:
     """Return `name(args)` starting at `start`, following nested parentheses."""
-    depth = 0
     i = text.find("(", start)
     if i < 0:
         return text[start:].split()[0]
-    for j in range(i, len(text)):
-        if text[j] == "(":
-            depth += 1
-        elif text[j] == ")":
-            depth -= 1
-            if depth == 0:
-                return text[start : j + 1]
-    return text[start:]
+    j = matching(text, i, "(", ")")
+    return text[start : j + 1] if j >= 0 else text[start:]
 
 
 def attributes_from_prefix(prefix: str) -> list[Attribute]:

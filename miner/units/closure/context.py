@@ -40,15 +40,8 @@ _INVOCATION = lazy_re.compile(r"[A-Za-z_]\w*\s*\(")
 
 
 def _matching_brace(text: str, at: int) -> int | None:
-    depth = 0
-    for i in range(at, len(text)):
-        if text[i] == "{":
-            depth += 1
-        elif text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return None
+    k = matching(text, at, "{", "}")
+    return k if k >= 0 else None
 
 
 @dataclass

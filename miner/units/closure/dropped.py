@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from miner import lazy_re
+from miner.frontends.common import matching
 from miner.units.closure.context import _STRING_OR_COMMENT, Piece, TUContext
 from miner.units.closure.unvisited import candidate_scopes
 
@@ -116,15 +117,8 @@ def _statements(raw: str) -> list[tuple[int, int, tuple[str, ...], str, str]]:
 
 def _matching(text: str, at: int) -> int:
     """The offset of the `}` closing the `{` at `at` (the end of the text when unbalanced)."""
-    depth = 0
-    for k in range(at, len(text)):
-        if text[k] == "{":
-            depth += 1
-        elif text[k] == "}":
-            depth -= 1
-            if depth == 0:
-                return k
-    return len(text) - 1
+    k = matching(text, at, "{", "}")
+    return k if k >= 0 else len(text) - 1
 
 
 def _kind_and_name(stmt: str) -> tuple[str, str] | None:
