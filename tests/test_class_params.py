@@ -54,6 +54,15 @@ def test_no_fitting_class_keeps_the_default_and_states_the_failure(dataset: dict
     assert "stands in for the class parameter" in inst["build"].get("toolkit_removed", ""), inst["build"]
 
 
+def test_a_scalar_named_as_a_scope_states_the_failure(dataset: dict[str, Any]) -> None:
+    """`Cfg::kScale` with `Cfg = float`: nvcc's "name followed by '::' must be a class or namespace name", with the
+    caret on the parameter, is the stand-in's failure too."""
+    m = only_meta(dataset, "scale_by_config")
+    [inst] = m["instantiations"]
+    assert inst["template_args"] == {"Cfg": "float"} and inst["build"]["status"] == "failed"
+    assert "stands in for the class parameter" in inst["build"].get("toolkit_removed", ""), inst["build"]
+
+
 def test_launched_kernels_keep_their_own_arguments(dataset: dict[str, Any]) -> None:
     m = only_meta(dataset, "copy_view")
     assert {i["origin"] for i in m["instantiations"]} == {"call_site"}
