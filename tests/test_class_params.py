@@ -44,6 +44,15 @@ def test_a_member_a_base_class_declares_counts(dataset: dict[str, Any]) -> None:
     assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
 
 
+def test_an_object_the_kernel_calls_needs_a_call_operator(dataset: dict[str, Any]) -> None:
+    """`fold_rows` calls `agg.identity()` and `agg(acc, x)`: `MaxAggNoCall`, launched more often with an `Agg`,
+    has no call operator and does not fit; `SumAgg` does."""
+    m = only_meta(dataset, "fold_rows")
+    [inst] = m["instantiations"]
+    assert (inst["origin"], inst["template_args"]) == ("inferred", {"Agg": "SumAgg"}), inst
+    assert set(build_statuses(m).values()) == {"ok"}, build_statuses(m)
+
+
 def test_no_fitting_class_keeps_the_default_and_states_the_failure(dataset: dict[str, Any]) -> None:
     """No class of the project has `drain`: nothing is invented; the float unit's failure is stated, and the
     metadata does not pretend the float is an argument."""

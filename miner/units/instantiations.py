@@ -540,6 +540,9 @@ def member_uses(meta: dict[str, Any], kernel_text: str) -> dict[str, frozenset[s
         # (`.` on an object or reference, `->` on a pointer to one)
         access = r"->" if ptr else r"\."
         found = set(re.findall(rf"(?<![\w.>:]){re.escape(pname)}\s*{access}\s*(?:template\s+)?([A-Za-z_]\w*)", body))
+        # (an object the kernel also calls, `agg(a, b)`, needs a call operator besides)
+        if found and not ptr and re.search(rf"(?<![\w.>:]){re.escape(pname)}\s*\(", body):
+            found.add("operator()")
         if found:
             out.setdefault(ptype[0], set()).update(found)
     return {k: frozenset(v) for k, v in out.items()}
