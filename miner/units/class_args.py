@@ -15,6 +15,7 @@ reason in the instantiation's `inferred_classes`.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
@@ -128,15 +129,15 @@ def infer(ctx: TUContext, kernels: list[Kernel], found: list[Launch], by_name: d
                 rank = (0 if p == param else 1, -n, len(a))
                 if best is None or rank < best[0]:
                     donor = next(kn for pp, aa, kn in given if (pp, aa) == (p, a))
-                    best = (rank, a, f"{donor}'s parameter {p}")
+                    best = (rank, a, f"{donor}'s parameter {p}, a launch in the translation unit of "
+                                     f"{os.path.basename(ctx.tu.spelling)}")
             if best is None:
                 continue
             _rank, arg, where = best
             out.setdefault(key, {})[param] = {
                 "type": arg,
                 "reason": f"no launch gives {param}, which {k.name} names members of ({', '.join(sorted(wanted))}); "
-                          f"{arg} is a class the project passes ({where}, a launch in the same translation unit) "
-                          "and declares every one of them"}
+                          f"{arg} is a class the project passes ({where}) and declares every one of them"}
     return out
 
 
