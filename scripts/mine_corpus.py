@@ -147,6 +147,7 @@ def tally(metas: list[dict[str, Any]]) -> Tally:
                         else "stated: the kernel's text as written" if "ill-formed as written" in stated
                         else "stated: another build configuration's" if "switches off in the configuration" in stated
                         else "stated: a function this toolkit defines too" if "and by this toolkit's <" in stated
+                        else "stated: a class parameter nothing gives" if "stands in for the class parameter" in stated
                         else "stated: a name this toolkit removed") if stated
                        else error_class(b.get("error") or ""))
                 classes[cls] += 1

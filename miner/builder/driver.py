@@ -85,6 +85,11 @@ def _with_build_failures(unresolved: list[dict[str, Any]], insts: list[dict[str,
 
 _TOOLKIT_CONFLICT = lazy_re.compile(r"^// km:toolkit-conflict (.*)$", re.M)
 _LACKS_HEADERS = lazy_re.compile(r"^// km:lacks-headers (\S+) (.*)$", re.M)
+_CLASS_STAND_IN = lazy_re.compile(r"^// km:class-stand-in (\S+) (.*)$", re.M)
+# EDG's words for a scalar used as a class (`plan.Eval(y, x)` on a float, `p->x` on an int pointer)
+_NOT_A_CLASS = lazy_re.compile(r'error: expression must have (?:pointer-to-)?class type but it has type "(?:const )?'
+                               r'(?:volatile )?([^"]*?)\s*\*?"')
+_NOT_A_SCOPE = 'error: name followed by "::" must be a class or namespace name'
 
 
 _NO_OPERATOR = lazy_re.compile(r'error: no operator "[^"]+" matches these operands\s*\n\s*operand types are: (.*)')
@@ -126,6 +131,22 @@ def _lacking(u: Unit, symbol: str | None, log: str) -> str | None:
     return m.group(2).strip() if operands and all(_VECTOR_TYPE.fullmatch(t) for t in operands) else None
 
 
+def _class_stand_in(u: Unit, error: str | None, symbol: str | None) -> str | None:
+    """The unit's stated reason (instantiations.class_stand_ins) where its build stopped on a scalar the unit gives
+    a class parameter, used as a class (`plan.Eval()` on a float; `Traits::kN` with the caret on `Traits`, the
+    parameter itself); None for any other failure."""
+    m = _CLASS_STAND_IN.search(u.text or "")
+    if m is None:
+        return None
+    given = dict(a.split("=", 1) for a in m.group(1).split(",") if "=" in a)
+    e = _NOT_A_CLASS.search(error or "")
+    if e is not None and e.group(1).strip() in {v.strip() for v in given.values()}:
+        return m.group(2).strip()
+    if symbol in given and _NOT_A_SCOPE in (error or ""):
+        return m.group(2).strip()
+    return None
+
+
 def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME,
                  log_name: str = LOG_NAME, source: tuple[str | None, list[str]] = (None, []),
                  toolkit_dirs: Callable[[], tuple[str, ...]] = tuple) -> dict[str, Any]:
@@ -161,6 +182,8 @@ def build_record(u: Unit, r: Result, arch: str, library_name: str = LIBRARY_NAME
         rec["toolkit_removed"] = again  # a definition an older toolkit lacked: the original fails the same way
     elif r.status == "failed" and (own := ill_formed_kernel(u.text, r.error)):
         rec["toolkit_removed"] = own  # the kernel's own statements, rejected at its definition
+    elif r.status == "failed" and (stand_in := _class_stand_in(u, r.error, r.missing_symbol)):
+        rec["toolkit_removed"] = stand_in  # a class parameter no launch or project class fills (a stated reason)
     if r.status != "ok":
         rec["log"] = f"{unit_dir}/{log_name}"
     return rec

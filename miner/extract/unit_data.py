@@ -35,6 +35,7 @@ class UnitData:
             have = self.closures.setdefault(key, unit)
             if have is not unit:
                 _take_argument_types(have, unit, [lc for lc in found.launches if lc.kernel == key])
+                _take_class_args(have, unit)
         for launch in found.launches:
             self._add_launch(launch.kernel, launch)
         self.declared.extend(found.declared_launches)
@@ -123,6 +124,22 @@ def _take_argument_types(have: ClosureRecord, other: ClosureRecord, launches: li
     named = {n for lc in launches for args in [lc.template_args or [], lc.resolved_text or [],
                                                *lc.host_template_args, *lc.dispatch_args]
              for a in args for n in _IDENT.findall(a)}
+    _take_types(have, other, named)
+
+
+def _take_class_args(have: ClosureRecord, other: ClosureRecord) -> None:
+    """Classes another translation unit found for class parameters (units.class_args) that the first closure's
+    TU did not: that TU passes them to other kernels (a test program instantiating the library's launchers), the
+    first may pass none. Taken with their types' pieces, emitted only in the units whose arguments name them."""
+    new = {p: v for p, v in other.class_args.items() if p not in have.class_args}
+    if not new:
+        return
+    have.class_args = {**have.class_args, **new}
+    _take_types(have, other, {n for v in new.values() for n in _IDENT.findall(v["type"])})
+
+
+def _take_types(have: ClosureRecord, other: ClosureRecord, named: set[str]) -> None:
+    """The pieces of `other` that the types `named` need and `have` lacks, added to `have` (see above)."""
     present = {p.name for p in have.pieces}
     lacking = sorted(n for n in named if n not in present and any(p.name == n and not p.functor
                                                                   for p in other.pieces))

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from miner import lazy_re
-from miner.units import closure, cross_file, instantiations, launches, macro_text
+from miner.units import class_args, closure, cross_file, instantiations, launches, macro_text
 from miner.units.records import ClosureRecord, Declaration, PieceText, TUAnalysis, plain
 
 if TYPE_CHECKING:
@@ -90,10 +90,13 @@ def _analyse_in(live: LiveTU, ctx: closure.TUContext, out: TUAnalysis) -> None:
     for path in live.instances:  # the group's other instance files: their lines as this unit's own
         for name, lst in instantiations.explicit_in(live.read(path).decode("utf-8", "replace"), macros).items():
             out.explicit.setdefault(name, []).extend(lst)
+    # Classes the TU passes other kernels, for class parameters no launch gives (units.class_args).
+    classes = class_args.infer(ctx, kernels, found, by_name, live.read)
     for k, c in zip(kernels, live.cursors, strict=True):
         key = (k.path, k.start_offset)
         names = arg_names.get(key, set()) | {n for args in out.explicit.get(k.name, []) for a in args
                                                for n in _IDENT.findall(a)}
+        names |= class_args.names(classes.get(key, {}))
         made = [f for n, f in launches.functors(ctx).items() if n in names]
         cl = closure.compute(ctx, c, k.path, k.start_offset, sorted(names), [f.cursor for f in made],
                              launches.redeclared(ctx) if made else frozenset())
@@ -103,4 +106,5 @@ def _analyse_in(live: LiveTU, ctx: closure.TUContext, out: TUAnalysis) -> None:
                              functor=True)
                    for f in made]
         out.closures[key] = ClosureRecord(k.path, pieces, cl.includes, cl.shims, cl.unresolved, cl.vendored,
-                                           cl.frameworks, cl.lacking, cross_file.externals(ctx, cl, c))
+                                           cl.frameworks, cl.lacking, cross_file.externals(ctx, cl, c),
+                                           class_args=classes.get(key, {}))

@@ -100,7 +100,7 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
         records = [*records, *driver_api.launches(k.name, loads, mentions.files)]
     omitted: list[dict[str, Any]] = []
     insts = instantiations.plan(meta, records, data.explicit.get(k.name, []), omitted=omitted,
-                                 kernel_text=text)
+                                 kernel_text=text, class_args=unit.class_args)
     for inst in insts:
         if inst.get("origin_tu"):
             inst["origin_tu"] = _rel(inst["origin_tu"], root)

@@ -453,14 +453,19 @@ def dereferenced_types(meta: dict[str, Any], kernel_text: str) -> frozenset[str]
 INFERRED_CALLABLE = "km_inferred_callable"
 
 
-def called_types(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
-    """Type parameters that type a by-value (or reference) parameter which the kernel's body only calls or passes
-    on as a call's argument, and that the body names nowhere else (a function object's type, not data)."""
+def _kernel_body(meta: dict[str, Any], kernel_text: str) -> str:
+    """The kernel's body (from its `{`), comments blanked; "" for a kernel without parameters or body."""
     text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", kernel_text, flags=re.S)
     m = re.search(rf"\b{re.escape(meta.get('name') or '')}\s*\(", text) if meta.get("params") else None
     close = m.end() - 1 + _closing(text[m.end() - 1:]) if m else -1
     open_at = text.find("{", close) if m and close >= m.end() else -1
-    body = text[open_at:] if open_at >= 0 else ""
+    return text[open_at:] if open_at >= 0 else ""
+
+
+def called_types(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
+    """Type parameters that type a by-value (or reference) parameter which the kernel's body only calls or passes
+    on as a call's argument, and that the body names nowhere else (a function object's type, not data)."""
+    body = _kernel_body(meta, kernel_text)
     out: set[str] = set()
     # (a value given to a parameter, or to a function-pointer template parameter `FN(data[i], p)`, is data for it)
     params = [p.get("name") for p in meta.get("params") or () if p.get("name")]
@@ -511,10 +516,51 @@ _SCALARS = lazy_re.compile(r"(?:(?:un)?signed\s+)?(?:float|double|int|char|short
 
 
 def class_types(meta: dict[str, Any], kernel_text: str) -> frozenset[str]:
-    """Type parameters the kernel names a member through (`AK::kNumThreads`, `typename AK::Params`): classes."""
+    """Type parameters the kernel names a member through (`AK::kNumThreads`, `typename AK::Params`), or whose
+    objects, the kernel's parameters, it names members of (`plan.Eval(y, x)`): classes."""
     names = {t["name"] for t in meta.get("template_params") or [] if t["kind"] == "type"}
     text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", kernel_text, flags=re.S)
-    return frozenset(n for n in names if re.search(rf"(?<![\w:]){re.escape(n)}\s*::\s*[A-Za-z_~]", text))
+    return frozenset(n for n in names if re.search(rf"(?<![\w:]){re.escape(n)}\s*::\s*[A-Za-z_~]", text)) \
+        | frozenset(member_uses(meta, kernel_text))
+
+
+def member_uses(meta: dict[str, Any], kernel_text: str) -> dict[str, frozenset[str]]:
+    """Type parameter -> the members the kernel's body names through its parameters of that type (`Plan plan`,
+    `const Plan &plan` with `plan.Eval(y, x)`; `Grid *g` with `g->ch(0)`): what a class given for it must have."""
+    body = _kernel_body(meta, kernel_text)
+    types = {t["name"] for t in meta.get("template_params") or [] if t["kind"] == "type"}
+    out: dict[str, set[str]] = {}
+    for p in meta.get("params") or ():
+        pname = p.get("name") or ""
+        words = re.sub(r"\b(const|volatile|__restrict__|__restrict)\b", " ", p.get("type") or "")
+        ptr = words.count("*")
+        ptype = re.sub(r"[&*]", " ", words).split()
+        if len(ptype) != 1 or ptype[0] not in types or not pname.isidentifier() or ptr > 1 or not body:
+            continue
+        # (`.` on an object or reference, `->` on a pointer to one)
+        access = r"->" if ptr else r"\."
+        found = set(re.findall(rf"(?<![\w.>:]){re.escape(pname)}\s*{access}\s*(?:template\s+)?([A-Za-z_]\w*)", body))
+        # (an object the kernel also calls, `agg(a, b)`, needs a call operator besides)
+        if found and not ptr and re.search(rf"(?<![\w.>:]){re.escape(pname)}\s*\(", body):
+            found.add("operator()")
+        if found:
+            out.setdefault(ptype[0], set()).update(found)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def class_stand_ins(inst: dict[str, Any], kernel: str, classes: frozenset[str]) -> str:
+    """`P=float,Q=int reason` for the unit's `// km:class-stand-in` line: an inferred instantiation's scalar defaults
+    for class parameters (`classes`), where no launch and no class of the project (units.class_args) gave one. A
+    build that stops on such a scalar used as a class states this reason (builder.driver); "" where none."""
+    if inst.get("origin") != "inferred":
+        return ""
+    given = [(n, a) for n, a in (inst.get("template_args") or {}).items() if n in classes and _SCALARS.fullmatch(a)]
+    if not given:
+        return ""
+    names = ", ".join(n for n, _a in given)
+    return (",".join(f"{n}={a}" for n, a in given) + f" {kernel} names members of {names} (a class, never a scalar), "
+            "and neither a launch the miner followed nor a class the project passes another kernel gives one: the "
+            "scalar default stands in for the class parameter, so the unit cannot build")
 
 
 def _scalar_for_class(args: tuple[str, ...], names: list[str], classes: frozenset[str]) -> bool:
@@ -541,13 +587,33 @@ def _callable_stand_ins(found: list[tuple[tuple[str, ...], str]], meta: dict[str
     return out
 
 
+def _with_classes(best: dict[tuple[str, ...], str], names: list[str], classes: frozenset[str],
+                  class_args: dict[str, dict[str, str]], chosen: dict[tuple[str, ...], dict[str, str]]) -> None:
+    """Inferred instantiations with the class units.class_args found in place of a scalar default given to a class
+    parameter; `chosen` records, per new argument list, the parameter -> reason."""
+    if not class_args:
+        return
+    for args, origin in list(best.items()):
+        if origin != "inferred":
+            continue
+        new = tuple(class_args[names[i]]["type"] if i < len(names) and names[i] in class_args
+                    and names[i] in classes and _SCALARS.fullmatch(a.strip()) else a for i, a in enumerate(args))
+        if new == args:
+            continue
+        del best[args]
+        best.setdefault(new, origin)
+        chosen[new] = {n: class_args[n]["reason"] for n, a, b in zip(names, args, new, strict=False) if a != b}
+
+
 def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]], *, limit: int = MAX_INSTANTIATIONS,
-         omitted: list[dict[str, Any]] | None = None, kernel_text: str = "") -> list[dict[str, Any]]:
+         omitted: list[dict[str, Any]] | None = None, kernel_text: str = "",
+         class_args: dict[str, dict[str, str]] | None = None) -> list[dict[str, Any]]:
     """Distinct instantiations with their origin; nothing found gives one `inferred` default.
 
     `launches` are the kernel's launch and reference records (`records.Launch`; host templates are
     resolved in launches.find). Instantiations beyond `limit` go to `omitted`.
     `kernel_text` tells which type parameters index arrays (`subscript_types`) for the default.
+    `class_args` (units.class_args): a class for a class parameter an inferred instantiation would give a scalar.
     """
     tparams = meta["template_params"]
     names = [t["name"] for t in tparams]
@@ -576,6 +642,8 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
     # A guess only stands in for nothing: known instantiations push out inferred ones.
     if any(o != "inferred" for o in best.values()):
         best = {a: o for a, o in best.items() if o != "inferred"}
+    chosen: dict[tuple[str, ...], dict[str, str]] = {}
+    _with_classes(best, names, classes, class_args or {}, chosen)
     # A scalar never stands for a parameter the kernel uses as a class (`float::Params` is no C++): where another
     # instantiation exists, such one is listed as not rendered (weak_args states the reason when none does).
     _omit(best, [a for a in best if _scalar_for_class(a, names, classes)], "scalar_for_class", names, omitted)
@@ -590,6 +658,7 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
                 break
             head.append(_default(t, subs, ptrs))
         best[_normalize(head, tparams) or tuple(_default(t, subs, ptrs) for t in tparams)] = "inferred"
+        _with_classes(best, names, classes, class_args or {}, chosen)
     found = _callable_stand_ins(list(best.items()), meta, kernel_text)
     kept = _spread(found, tparams, limit)
     if omitted is not None:
@@ -597,7 +666,8 @@ def plan(meta: dict[str, Any], launches: list[Launch], explicit: list[list[str]]
         omitted += [{"args": list(a), "template_args": dict(zip(names, a, strict=False)), "origin": o}
                     for a, o in found if (a, o) not in keep]
     return [{"args": list(a), "template_args": dict(zip(names, a, strict=False)), "origin": o,
-             **({"origin_tu": tus[a]} if o == "host_template" and a in tus else {})} for a, o in kept]
+             **({"origin_tu": tus[a]} if o == "host_template" and a in tus else {}),
+             **({"inferred_classes": chosen[a]} if a in chosen else {})} for a, o in kept]
 
 
 def _kernel_defaults(args: list[str], tparams: list[dict[str, Any]], subs: frozenset[str],

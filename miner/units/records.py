@@ -85,6 +85,9 @@ class ClosureRecord:
     externals: list[dict[str, Any]] = field(default_factory=list)
     # The definitions brought in from other files (extract.cross_file): symbol, kind, path, line, declared.
     cross_file: list[dict[str, Any]] = field(default_factory=list)
+    # Class parameter -> {"type", "reason"}: a class the TU passes another kernel that fits a class parameter no
+    # launch gives (units.class_args); the closure holds its definition, instantiations.plan puts it in.
+    class_args: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return plain(self)
@@ -94,7 +97,8 @@ class ClosureRecord:
         return cls(d["kernel_path"], [PieceText(**p) for p in d["pieces"]], list(d["includes"]),
                    list(d["shims"]), [dict(u) for u in d["unresolved"]], [dict(v) for v in d.get("vendored", [])],
                    list(d.get("frameworks", ["torch"] if d["shims"] else [])), list(d.get("lacking", [])),
-                   [dict(e) for e in d.get("externals", [])], [dict(c) for c in d.get("cross_file", [])])
+                   [dict(e) for e in d.get("externals", [])], [dict(c) for c in d.get("cross_file", [])],
+                   {k: dict(v) for k, v in d.get("class_args", {}).items()})
 
 
 @dataclass

@@ -21,7 +21,15 @@ from miner.units.closure.context import _STRING_OR_COMMENT
 from miner.units.closure.text import HEADER_OF
 from miner.units.cub_release import own_kernel_reason
 from miner.units.headers import STD_HEADERS, is_toolkit_header
-from miner.units.instantiations import INFERRED_CALLABLE, INTEGRAL_TYPE, inst_id, split_top, substitute
+from miner.units.instantiations import (
+    INFERRED_CALLABLE,
+    INTEGRAL_TYPE,
+    class_stand_ins,
+    class_types,
+    inst_id,
+    split_top,
+    substitute,
+)
 from miner.units.orphan_header import includer_statement
 from miner.units.records import ClosureRecord, Launch
 
@@ -653,6 +661,7 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
     written = set(re.findall(r"[A-Za-z_]\w*", "\n".join([kernel_text, *(p["text"] for p in pieces)])))
     lacks_headers = _lacking_statement(meta, unit.unresolved, unit.lacking, written)
     where = _namespace_context(meta, pieces)
+    classes = class_types(meta, kernel_text) if kernel_text else frozenset()
     for inst in insts:
         iid = inst_id(inst["args"])
         while iid in used_ids:
@@ -737,6 +746,8 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             "toolkit_conflict": _vendored_cub(meta, own, list(dict.fromkeys(unit.includes + extra)))
             or source_missing,
             "lacks_headers": lacks_headers,
+            # A scalar default given to a class parameter, where nothing better is known (builder.driver states it)
+            "class_stand_in": class_stand_ins(inst, meta["name"], classes),
             "pieces": own, **where,
             "text_namespaces": _written_in(where["namespaces"], meta["name"], kernel_text),
             "kernel_text": kernel_text, "callee": callee,
@@ -762,6 +773,8 @@ def render(out_dir: str, meta: dict[str, Any], kernel_text: str, unit: ClosureRe
             "id": iid, "template_args": mapping, "args": inst["args"], "origin": inst["origin"],
             # (the translation unit a host template's instantiation came from: verify compiles that one)
             **({"origin_tu": inst["origin_tu"]} if inst.get("origin_tu") else {}),
+            # (an inferred instantiation's class arguments: why each, units.class_args)
+            **({"inferred_classes": inst["inferred_classes"]} if inst.get("inferred_classes") else {}),
             "unit": f"units/{iid}/unit.cu", "host_wrapper": f"units/{iid}/host_wrapper.cu",
             "launcher": {"symbol": symbol, "params": [{k: p[k] for k in ("name", "type", "ctype")} for p in params]},
         })

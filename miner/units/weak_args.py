@@ -126,7 +126,9 @@ def reason(meta: dict[str, Any], insts: list[dict[str, Any]], records: list[Laun
                 "detail": f"{name}'s launch was read back from the text of a definition the parse dropped whole (its "
                           f"head names a type the parse could not read); its template arguments are that function's "
                           f"own {', '.join(own)}, which only its callers fix, and those calls are no calls in the AST"}
-    named = sorted({n for i in insts for n in (i.get("template_args") or {}) if n in classes})
+    # (a class units.class_args found for the parameter is no default standing for nothing)
+    named = sorted({n for i in insts for n in (i.get("template_args") or {})
+                    if n in classes and n not in (i.get("inferred_classes") or {})})
     if named:
         return {"reason": "class_parameter",
                 "detail": f"{name} names members through {', '.join(named)} (a class, never a scalar), and no launch "
