@@ -18,6 +18,7 @@ from miner.units.closure.compiler_chains import identity_projection
 from miner.units.closure.context import Closure, Macro, Piece, TUContext, _skipped_ranges
 from miner.units.closure.device_pass import device_only_include
 from miner.units.closure.host_bodies import DECLARED_ONLY, DECLARED_ONLY_UNRESOLVED
+from miner.units.closure.inner_includes import inline_includes
 from miner.units.closure.per_inclusion import per_inclusion
 from miner.units.closure.shims import UNRESOLVED_BASE
 from miner.units.closure.switched_off import switched_off
@@ -323,12 +324,14 @@ def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_sta
     after the kernel in the source (its own specializations, say) are marked to follow it."""
     kernel_key = ctx.sort_key(kernel_path, kernel_start)
     items: list[tuple[tuple[int, ...], dict[str, Any]]] = []
+    taken = frozenset(p.path for p in closure.pieces)
     for p in closure.pieces:
         # (`namespace a { namespace b {} }` before a `using namespace a::b;` whose namespace the unit opens later)
         opened = "".join(f"namespace {n} {{ " for n in p.declares) + "}" * len(p.declares)
         items.append((ctx.sort_key(p.path, p.start), {
             "kind": p.kind, "name": p.name, "namespaces": list(p.namespaces),
-            "text": (opened + "\n" if opened else "") + _undef_before(ctx, p) + per_inclusion(ctx, p, _text(ctx, p)),
+            "text": (opened + "\n" if opened else "") + _undef_before(ctx, p)
+            + per_inclusion(ctx, p, inline_includes(ctx, p.path, p.start, p.end, _text(ctx, p), taken)),
             # (a declaration the source writes under `#if __CUDA_ARCH__ >= X` alone: under it in the unit too, or
             # the host pass compiles what the original's never sees. Not a function under an arch test: a kernel
             # specialization written under the same test calls it, and the unit writes the kernel bare, so the

@@ -1,0 +1,34 @@
+"""`extract --build` on tests/fixtures/blind27: patterns found on the twenty-seventh set of repositories (issue 14,
+scripts/corpus_repos_blind27.txt, last session's holdout), each reproduced by code of our own and judged by the
+real libclang parse and the real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
+
+_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def xmacro_members(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind27/xmacro_members", mined="src/kernel")
+
+
+@_nvcc
+def test_a_list_header_included_inside_a_declaration_is_inlined(xmacro_members: dict[str, Any]) -> None:
+    """`enum FilmPass`, `struct FilmExposure` and a `switch` each take their entries from `#include
+    "kernel/film/passes.h"` (spelled from `src/`, which the CMake build gives with `-I`; the mined folder is
+    `src/kernel`) under a `FILM_PASS` of their own, and that list includes a second one. The unit kept the
+    directive inside the copied declarations and nvcc stopped at it ("No such file or directory"). The lists'
+    text takes each directive's place, the nested one too, and the unit builds."""
+    m = only_meta(xmacro_members, "tonemap_passes")
+    (unit,) = unit_texts(xmacro_members, m)
+    body = unit.split("km:body-begin", 1)[1]
+    assert "#include" not in body, unit
+    assert body.count("FILM_PASS(shadow)") == 3 and body.count("FILM_PASS(combined)") == 3, unit
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
