@@ -25,10 +25,14 @@ def test_a_list_header_included_inside_a_declaration_is_inlined(xmacro_members: 
     "kernel/film/passes.h"` (spelled from `src/`, which the CMake build gives with `-I`; the mined folder is
     `src/kernel`) under a `FILM_PASS` of their own, and that list includes a second one. The unit kept the
     directive inside the copied declarations and nvcc stopped at it ("No such file or directory"). The lists'
-    text takes each directive's place, the nested one too, and the unit builds."""
+    text takes each directive's place, the nested one too, and the unit builds. The list is also included at the
+    top level, where it declares a default per pass that the kernel uses: the closure takes those declarations as
+    pieces of the list's own file, and its inclusions inside declarations are still inlined."""
     m = only_meta(xmacro_members, "tonemap_passes")
     (unit,) = unit_texts(xmacro_members, m)
     body = unit.split("km:body-begin", 1)[1]
     assert "#include" not in body, unit
-    assert body.count("FILM_PASS(shadow)") == 3 and body.count("FILM_PASS(combined)") == 3, unit
+    assert body.count("kernel-miner: kernel/film/passes.h") == 3, unit
+    assert body.count("kernel-miner: kernel/film/passes_extra.h") == 3, unit
+    assert "default_depth" in body, unit
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)

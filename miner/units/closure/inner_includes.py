@@ -15,9 +15,11 @@ _MAX_DEPTH = 8  # a list header that includes another list: a few levels; a cycl
 
 def inline_includes(ctx: TUContext, path: str, start: int, end: int, text: str, taken: frozenset[str]) -> str:
     """`text` (the piece at `path`[start:end], as rendered) with each `#include` directive the parse resolved to a
-    project file replaced by that file's text, its own such directives replaced in turn. Not a file the closure
-    takes pieces of (`taken`: its declarations are in the unit already), nor one the parse did not enter (an
-    include guard skipped it) nor one outside the project's inputs: those directives stay as they are."""
+    project file replaced by that file's text, its own such directives replaced in turn. Not a file included once
+    that the closure takes pieces of (`taken`: its declarations are in the unit already; a list header included
+    at the top level for its declarations and again inside a struct for its members is inlined in the struct),
+    nor one the parse did not enter (an include guard skipped it) nor one outside the project's inputs: those
+    directives stay as they are."""
     return _inline(ctx, path, start, end, text, taken, ())
 
 
@@ -31,7 +33,8 @@ def _inline(ctx: TUContext, path: str, start: int, end: int, text: str, taken: f
         line_end = data.find(b"\n", m.end())
         line_end = len(data) if line_end < 0 else line_end
         target = _resolved(ctx, path, m.start(), line_end)
-        if target is None or target in taken or target in stack or target not in ctx.inputs:
+        if target is None or target in stack or target not in ctx.inputs \
+                or (target in taken and len(ctx.included_at.get(target, ())) < 2):
             continue
         directive = data[m.start():line_end].decode("utf-8", "replace")
         at = text.find(directive, pos)
