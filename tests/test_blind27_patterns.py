@@ -36,3 +36,23 @@ def test_a_list_header_included_inside_a_declaration_is_inlined(xmacro_members: 
     assert body.count("kernel-miner: kernel/film/passes_extra.h") == 3, unit
     assert "default_depth" in body, unit
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def version_branch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind27/version_branch")
+
+
+@_nvcc
+def test_a_kernel_under_a_dependency_version_test_says_which_branch_and_why(version_branch: dict[str, Any]) -> None:
+    """`window_exchange` is written under `#if COLL_VERSION_CODE >= COLL_VERSION(3, 2, 0)`, macros of a library header
+    the project includes but does not contain: the parse skips the branch, tree-sitter alone finds the kernel, and
+    the stated reason was only "an inactive #if branch". It names the directive, its line and the macros no project
+    file defines; the kernel outside the branch is parsed and launched as before."""
+    m = only_meta(version_branch, "window_exchange")
+    missing = m["launch_missing"]
+    assert missing["reason"] == "no_ast", missing
+    assert "`#if COLL_VERSION_CODE >= COLL_VERSION(3, 2, 0)`, src/exchange.cu:9" in missing["detail"], missing
+    assert "names COLL_VERSION_CODE, COLL_VERSION, which no file of the project defines" in missing["detail"], missing
+    other = only_meta(version_branch, "scale_chunks")
+    assert other["frontend"] == "clang" and other["launches"], other
