@@ -37,10 +37,13 @@ def test_an_include_a_known_folder_answers_on_disk_is_not_guessed_by_its_tail(tm
              _write(src, "kernel/film/read.h", '#pragma once\n#include "scene/film.h"\n'),
              _write(src, "kernel/util/colorspace.h", "#pragma once\n"),
              _write(src, "kernel/features.h", "#pragma once\n"),
-             _write(src, "scene/film.h", '#pragma once\n#include "util/colorspace.h"\n')]
+             _write(src, "scene/film.h", '#pragma once\n#include "util/colorspace.h"\n'),
+             _write(src, "kernel/device/k2.cu", '#include "kernel/film/read.h"\n')]
     g = build(files, [])
     assert g.auto_include_dirs == [str(src)], g.auto_include_dirs
     assert g.edges[str(src / "scene" / "film.h")] == set()
+    # (a file read that the known folder answers keeps its edge: the translation unit still reaches its kernels)
+    assert g.edges[str(src / "kernel" / "device" / "k2.cu")] == {str(src / "kernel" / "film" / "read.h")}
 
 
 def test_a_wrapper_of_a_system_header_never_answers_that_header(tmp_path) -> None:

@@ -128,7 +128,7 @@ def build(files: list[SourceFile], include_dirs: list[str], roots: frozenset[str
                             graph.chose.add(f.path)  # its own dirs first: the other copy is an auto dir too
                         break
             if found is None and not _system_header(name) and not (m.group(1) == b"<" and _host_compiler_has(name)) \
-                    and not _found_outside(name, [here] if m.group(1) == b'"' else [], auto):
+                    and not _found_outside(name, [here] if m.group(1) == b'"' else [], auto, by_path):
                 tail = include_tail(name)
                 matches = [p for p in by_tail.get(os.path.basename(name), [])
                            if tail_match(p, tail, roots) and not (m.group(1) == b"<" and _wraps(p, name, by_data))]
@@ -147,13 +147,18 @@ def build(files: list[SourceFile], include_dirs: list[str], roots: frozenset[str
     return graph
 
 
-def _found_outside(name: str, here: list[str], auto: list[str]) -> bool:
+def _found_outside(name: str, here: list[str], auto: list[str], read: set[str]) -> bool:
     """Whether the includer's folder (a quoted include) or a folder the run already gives by tail (`auto`, in the
-    order found) holds `name` on disk, though not among the files read: a project header neither mined nor taken
+    order found) holds `name` on disk, a file not among those `read`: a project header neither mined nor taken
     as context (`#include "bvh/bvh.h"` of a host header, answered by `src/` beside the mined `src/kernel`). Guessed
     by its tail instead, a same-named file under the mined folder (`src/kernel/bvh/bvh.h`) made that folder an
-    -I dir of every parse, and its `features.h` shadowed the C library's."""
-    return any(os.path.isfile(os.path.join(d, name)) for d in (*here, *auto))
+    -I dir of every parse, and its `features.h` shadowed the C library's. (A file read is left to the tail match,
+    which finds it, or a nearer namesake, as before.)"""
+    for d in (*here, *auto):
+        cand = resolve(d, name)
+        if cand is not None:
+            return cand not in read
+    return False
 
 
 def _wraps(path: str, name: str, data: dict[str, bytes]) -> bool:
