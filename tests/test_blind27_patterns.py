@@ -27,14 +27,15 @@ def test_a_list_header_included_inside_a_declaration_is_inlined(xmacro_members: 
     directive inside the copied declarations and nvcc stopped at it ("No such file or directory"). The lists'
     text takes each directive's place, the nested one too, and the unit builds. The list is also included at the
     top level, where it declares a default per pass that the kernel uses: the closure takes those declarations as
-    pieces of the list's own file, and its inclusions inside declarations are still inlined."""
+    pieces of the list's own file, and its inclusions inside declarations are still inlined. The list includes a
+    guarded header of its types (`pass_types.h`), whose declarations the unit has already: that directive goes."""
     m = only_meta(xmacro_members, "tonemap_passes")
     (unit,) = unit_texts(xmacro_members, m)
     body = unit.split("km:body-begin", 1)[1]
     assert "#include" not in body, unit
     assert body.count("kernel-miner: kernel/film/passes.h") == 3, unit
     assert body.count("kernel-miner: kernel/film/passes_extra.h") == 3, unit
-    assert "default_depth" in body, unit
+    assert "default_depth" in body and body.count("pass_types.h included before") == 3, unit
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
 
 

@@ -7,7 +7,9 @@ at it ("No such file or directory"). The included text takes the directive's pla
 
 from __future__ import annotations
 
-from miner.source.include_graph import INCLUDE
+import os
+
+from miner.source.include_graph import INCLUDE, include_tail
 from miner.units.closure.context import TUContext
 
 _MAX_DEPTH = 8  # a list header that includes another list: a few levels; a cycle stops here
@@ -33,6 +35,18 @@ def _inline(ctx: TUContext, path: str, start: int, end: int, text: str, taken: f
         line_end = data.find(b"\n", m.end())
         line_end = len(data) if line_end < 0 else line_end
         target = _resolved(ctx, path, m.start(), line_end)
+        seen = target if target in taken and len(ctx.included_at.get(target, ())) < 2 else None
+        if target is None:
+            seen = _entered_elsewhere(ctx, m.group(2).decode("utf-8", "replace"))
+        if stack and seen:
+            # Inside an inlined list header, a header the unit has the declarations of already (its include guard
+            # made it a no-op here, or this is the one place it was entered and the closure took its pieces:
+            # `#include "kernel/types.h"` atop the list): the directive goes.
+            directive = data[m.start():line_end].decode("utf-8", "replace")
+            if (at := text.find(directive, pos)) >= 0:
+                out += [text[pos:at], f"/* kernel-miner: {os.path.basename(seen)} included before */"]
+                pos = at + len(directive)
+            continue
         if target is None or target in stack or target not in ctx.inputs \
                 or (target in taken and len(ctx.included_at.get(target, ())) < 2):
             continue
@@ -54,3 +68,9 @@ def _resolved(ctx: TUContext, path: str, line_start: int, line_end: int) -> str 
         if any(src == path and line_start <= off <= line_end for src, off in sites):
             return target
     return None
+
+
+def _entered_elsewhere(ctx: TUContext, name: str) -> str | None:
+    """A project file of the translation unit that answers `#include "name"` by its path tail, or None."""
+    tail = include_tail(name)
+    return next((p for p in ctx.included_at if p.endswith(tail) and p in ctx.inputs), None)
