@@ -270,6 +270,29 @@ def referenced_unchecked(cursor: Any) -> Any:
     return out
 
 
+_BINARY_KIND: Any = None
+ASSIGN = 22  # CXBinaryOperator_Assign of libclang's CXBinaryOperatorKind (clang-c/Index.h, libclang 17 on)
+
+
+def binary_operator_kind(cursor: Any) -> int | None:
+    """libclang's `CXBinaryOperatorKind` of a binary operator cursor (`ASSIGN` for `a = b`), None where the library
+    lacks the function (before libclang 17). The bindings of 18 do not wrap it; the caller's fallback, the
+    operator's tokens, tokenized the whole expression, and in a translation unit of megabytes of device code
+    (a path tracer's every kernel in one `.cu`) that took most of the launch walk."""
+    global _BINARY_KIND
+    if _BINARY_KIND is None:
+        import clang.cindex as ci
+
+        try:
+            fn = ci.conf.lib["clang_getCursorBinaryOperatorKind"]
+        except (AttributeError, KeyError):
+            _BINARY_KIND = False
+        else:
+            fn.argtypes, fn.restype = [ci.Cursor], ctypes.c_int
+            _BINARY_KIND = fn
+    return _BINARY_KIND(cursor) if _BINARY_KIND else None
+
+
 def cursor_key(cursor: Any) -> tuple[int, int, int | None, int | None, int | None]:
     """The cursor's whole struct: equal structs are the same node (`clang_equalCursors` compares these)."""
     data = cursor.data

@@ -83,6 +83,7 @@ def build(files: list[SourceFile], include_dirs: list[str], roots: frozenset[str
     by_tail: dict[str, list[str]] = defaultdict(list)
     for f in files:
         by_tail[os.path.basename(f.path)].append(f.path)
+    by_data = {f.path: f.data for f in files}
     graph = IncludeGraph()
     auto: list[str] = []
 
@@ -126,9 +127,11 @@ def build(files: list[SourceFile], include_dirs: list[str], roots: frozenset[str
                         if any(added) and len(by_tail.get(os.path.basename(name), [])) > 1:
                             graph.chose.add(f.path)  # its own dirs first: the other copy is an auto dir too
                         break
-            if found is None and not _system_header(name) and not (m.group(1) == b"<" and _host_compiler_has(name)):
+            if found is None and not _system_header(name) and not (m.group(1) == b"<" and _host_compiler_has(name)) \
+                    and not _found_outside(name, [here] if m.group(1) == b'"' else [], auto, by_path):
                 tail = include_tail(name)
-                matches = [p for p in by_tail.get(os.path.basename(name), []) if tail_match(p, tail, roots)]
+                matches = [p for p in by_tail.get(os.path.basename(name), [])
+                           if tail_match(p, tail, roots) and not (m.group(1) == b"<" and _wraps(p, name, by_data))]
                 if len(matches) >= 1:
                     # Of several same-named headers, the one nearest the includer (the longest shared
                     # folder), as its own build's -I would give; an auto dir found for another project's
@@ -142,6 +145,32 @@ def build(files: list[SourceFile], include_dirs: list[str], roots: frozenset[str
         graph.edges[f.path] = targets
     graph.auto_include_dirs = auto
     return graph
+
+
+def _found_outside(name: str, here: list[str], auto: list[str], read: set[str]) -> bool:
+    """Whether the includer's folder (a quoted include) or a folder the run already gives by tail (`auto`, in the
+    order found) holds `name` on disk, a file not among those `read`: a project header neither mined nor taken
+    as context (`#include "bvh/bvh.h"` of a host header, answered by `src/` beside the mined `src/kernel`). Guessed
+    by its tail instead, a same-named file under the mined folder (`src/kernel/bvh/bvh.h`) made that folder an
+    -I dir of every parse, and its `features.h` shadowed the C library's. (A file read is left to the tail match,
+    which finds it, or a nearer namesake, as before.)"""
+    for d in (*here, *auto):
+        cand = resolve(d, name)
+        if cand is not None:
+            return cand not in read
+    return False
+
+
+def _wraps(path: str, name: str, data: dict[str, bytes]) -> bool:
+    """Whether the project file `path` is a wrapper of the system header `<name>` it is named like: it is the
+    includer itself, or it includes `<name>` itself (`util/windows.h` holding `#include <windows.h>` under
+    `#ifdef _WIN32`). `#include <windows.h>` means the system's then, never that file: matched by its tail, its
+    folder became an -I dir of every parse, and the folder's `math.h` shadowed the C library's."""
+    base = os.path.basename(name)
+    if os.path.basename(path) != base:
+        return False
+    return any(m.group(1) == b"<" and os.path.basename(m.group(2).decode("utf-8", "replace").strip()) == base
+               for m in INCLUDE.finditer(data.get(path, b"")))
 
 
 def _shared(a: str, b: str) -> int:

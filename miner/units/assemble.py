@@ -14,6 +14,7 @@ from miner.units.headers import STD_HEADERS, is_toolkit_header
 from miner.units.launch_unread import config_unread
 from miner.units.mentions import Mentions, launch_missing
 from miner.units.records import Analyses, ClosureRecord, Launch, PieceText
+from miner.units.skipped_branch import skipped_branch
 from miner.units.unparsed_launchers import unparsed_call, unparsed_launcher
 
 _TYPE_KINDS = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "ENUM_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
@@ -82,6 +83,22 @@ def _skipped_uses(k: Kernel, uses: list[tuple[str, int]], root: str) -> list[str
     return out
 
 
+def _skipped_branch(k: Kernel, mentions: Mentions, root: str) -> str | None:
+    """The `no_ast` detail of a kernel in a branch the parse skipped (units.skipped_branch): which `#if`, and
+    whether its macros come from outside the project."""
+    data = mentions.files.get(k.path)
+    found = skipped_branch(data, k.start_offset, mentions.files.values()) if data else None
+    if found is None:
+        return None
+    shown, line, undefined = found
+    why = (f", whose condition names {', '.join(undefined)}, which no file of the project defines: a header from "
+           "outside the project (a dependency's) would, and no header the parse reached does, so the original "
+           "translation unit compiled here skips the kernel too" if undefined
+           else ": the configuration mined does not take that branch")
+    return (f"{k.name} was found by the {k.frontend} frontend only: it lies in a branch the parse's preprocessor "
+            f"skipped (`{shown}`, {_rel(k.path, root)}:{line}){why}; launches are read from the AST")
+
+
 def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analyses, root: str,
            mentions: Mentions | None = None) -> None:
     """Add instantiations, launches, closure and unresolved to `meta`; write the units. A kernel without a
@@ -118,6 +135,8 @@ def attach(out_dir: str, meta: dict[str, Any], k: Kernel, text: str, data: Analy
                                                 lambda p: _rel(p, root), other,
                                                 bool(uses) and all(mentions.disabled(p, ln) or (p, ln) in namesakes
                                                                    for p, ln in uses), namesakes, skipped)
+        if meta["launch_missing"]["reason"] == "no_ast" and (why := _skipped_branch(k, mentions, root)):
+            meta["launch_missing"]["detail"] = why
         if not uses and k.frontend == "clang" and (found := generated.writers(meta, root)):
             meta["launch_missing"] = generated.launch_missing(k.name, found)
         elif not uses and (loads := mentions.loaded_by_name(k.name)):

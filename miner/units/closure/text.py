@@ -18,6 +18,7 @@ from miner.units.closure.compiler_chains import identity_projection
 from miner.units.closure.context import Closure, Macro, Piece, TUContext, _skipped_ranges
 from miner.units.closure.device_pass import device_only_include
 from miner.units.closure.host_bodies import DECLARED_ONLY, DECLARED_ONLY_UNRESOLVED
+from miner.units.closure.inner_includes import inline_includes
 from miner.units.closure.per_inclusion import per_inclusion
 from miner.units.closure.shims import UNRESOLVED_BASE
 from miner.units.closure.switched_off import switched_off
@@ -323,12 +324,14 @@ def render_pieces(ctx: TUContext, closure: Closure, kernel_path: str, kernel_sta
     after the kernel in the source (its own specializations, say) are marked to follow it."""
     kernel_key = ctx.sort_key(kernel_path, kernel_start)
     items: list[tuple[tuple[int, ...], dict[str, Any]]] = []
+    taken = frozenset(p.path for p in closure.pieces)
     for p in closure.pieces:
         # (`namespace a { namespace b {} }` before a `using namespace a::b;` whose namespace the unit opens later)
         opened = "".join(f"namespace {n} {{ " for n in p.declares) + "}" * len(p.declares)
         items.append((ctx.sort_key(p.path, p.start), {
             "kind": p.kind, "name": p.name, "namespaces": list(p.namespaces),
-            "text": (opened + "\n" if opened else "") + _undef_before(ctx, p) + per_inclusion(ctx, p, _text(ctx, p)),
+            "text": (opened + "\n" if opened else "") + _undef_before(ctx, p)
+            + per_inclusion(ctx, p, inline_includes(ctx, p.path, p.start, p.end, _text(ctx, p), taken)),
             # (a declaration the source writes under `#if __CUDA_ARCH__ >= X` alone: under it in the unit too, or
             # the host pass compiles what the original's never sees. Not a function under an arch test: a kernel
             # specialization written under the same test calls it, and the unit writes the kernel bare, so the
@@ -409,13 +412,27 @@ def _undef_before(ctx: TUContext, p: Piece) -> str:
 _TEMPLATES = ("FUNCTION_TEMPLATE", "CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION")
 
 
+_IDENT_WORD = lazy_re.compile(r"[A-Za-z_]\w*")
+
+
 def _macros_before_templates(items: list[dict[str, Any]], names: list[str]) -> list[dict[str, Any]]:
     """A macro a template names before the macro's `#define` (a header of helpers written to be included
     after the one that defines it: compilers that looked non-dependent names up at instantiation accepted it,
     nvcc now stops with `identifier is undefined`) moves to just before that template. Only a macro defined
     once in the unit, and only over templates: anything else naming it first would have failed in any compiler."""
-    once = {n for n in names if names.count(n) == 1}
+    counts = Counter(names)
+    once = {n for n, c in counts.items() if c == 1}
     out = list(items)
+    # Each template's words, once: a unit of thousands of pieces and hundreds of macros (a path tracer's kernel)
+    # ran the macro's pattern over every template before it, per macro and per kernel.
+    words: dict[int, set[str]] = {}
+
+    def names_word(e: dict[str, Any], name: str) -> bool:
+        got = words.get(id(e))
+        if got is None:
+            got = words[id(e)] = set(_IDENT_WORD.findall(e["text"]))
+        return name in got
+
     for d in items:
         if d["kind"] != "MACRO" or d["name"] not in once:
             continue
@@ -424,8 +441,8 @@ def _macros_before_templates(items: list[dict[str, Any]], names: list[str]) -> l
         # (not over a template that declares the name itself, `static const uint32_t TPI = tpi;` of a header the
         # file defining `#define TPI 32` includes first: the original's template never saw the macro, and in front
         # of it the macro turns the member's name into a number, "expected an identifier")
-        first = next((i for i, e in enumerate(out[:at]) if e["kind"] in _TEMPLATES and word.search(e["text"])
-                      and not _declares(e["text"], d["name"])), None)
+        first = next((i for i, e in enumerate(out[:at]) if e["kind"] in _TEMPLATES and names_word(e, d["name"])
+                      and word.search(e["text"]) and not _declares(e["text"], d["name"])), None)
         if first is not None:
             out.insert(first, out.pop(at))
     return out

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import clang.cindex as ci
 
+from miner.frontends.cindex_speed import ASSIGN, binary_operator_kind
 from miner.units.launches.cursors import _primary, _template_args
 from miner.units.launches.record import K, Launch
 from miner.units.launches.state import _State
@@ -171,6 +172,8 @@ def _member_assigned_calls(fn: ci.Cursor, var: ci.Cursor) -> list[ci.Cursor]:
 def _is_assignment(c: ci.Cursor) -> bool:
     if c.kind == K.CALL_EXPR:
         return True
+    if (op := binary_operator_kind(c)) is not None:
+        return op == ASSIGN
     try:
         return c.binary_operator == ci.BinaryOperator.Assign  # type: ignore[attr-defined]
     except AttributeError:  # (older bindings: the operator's token)
