@@ -92,10 +92,17 @@ def tally(ds: Path) -> tuple[int, Counter[str], Counter[str]]:
                 first = fid.get("error") or next((ln for ln in fid.get("first_diff") or [] if ln[:1] in "+-"), "")
                 ctx = fid.get("context") or {}
                 if ctx.get("status") == "identical":
-                    first = (f"identical beside the original's {ctx['instantiations']} other "
-                             f"instantiation(s); alone: {first}")
+                    first = f"identical {_context(ctx)}; alone: {first}"
                 reasons[f"{fid['status']}: {fid.get('original')}: {first[:200]}"] += 1
     return built, counts, reasons
+
+
+def _context(ctx: dict) -> str:
+    """The module context a `differs` came out identical in (verify's `fidelity.context`), briefly."""
+    parts = [f"{ctx[k]} {what}" for k, what in (("instantiations", "other instantiation(s)"),
+                                                ("kernels", "other kernel(s) calling the same functions"),
+                                                ("headers", "library header(s)")) if ctx.get(k)]
+    return "beside the original's " + " and ".join(parts)
 
 
 def _pct(n: int, d: int) -> str:
