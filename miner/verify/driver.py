@@ -439,6 +439,13 @@ def _module_kernels(out_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _closure_names(meta: dict[str, Any]) -> set[tuple[str, str]]:
+    """What a kernel's closure took, by kind: its functions, macros, types, globals and includes."""
+    closure = meta.get("closure") or {}
+    return {(kind, str(n)) for kind in ("functions", "macros", "types", "globals", "includes")
+            for n in closure.get(kind) or []}
+
+
 def _module_callers(it: _Item, src: ptx_mod.Ptx, found: str, kernels: list[dict[str, Any]],
                     unit_text: str) -> tuple[int, str]:
     """The original's other kernels that call a device function this kernel calls (a name both closures took),
@@ -446,11 +453,13 @@ def _module_callers(it: _Item, src: ptx_mod.Ptx, found: str, kernels: list[dict[
     the original's PTX holds: cicc specializes a helper on the arguments all its callers in the module pass
     before it inlines it, so a kernel that alone in its unit is the helper's only caller (`ceil_div(t + 1,
     128)`) can come out otherwise than beside the original's other callers (`ceil_div(n, chunk)`), though its
-    text is the original's. Only kernels the original's PTX holds and the unit does not define are taken.
+    text is the original's. Only kernels the original's PTX holds, the unit does not define, and whose closure
+    the unit's holds (so that they compile in it) are taken.
     Returns how many, and the text to append to the unit."""
     own = set((it.meta.get("closure") or {}).get("functions") or [])
     if not own or it.orig is None:
         return 0, ""
+    has = _closure_names(it.meta)
     files = {it.orig.tu.resolve(), *(h.resolve() for h in it.orig.headers)}
     seen: set[tuple[Path, int]] = set()
     picked: list[tuple[Path, int, str]] = []
@@ -459,6 +468,11 @@ def _module_callers(it: _Item, src: ptx_mod.Ptx, found: str, kernels: list[dict[
         if meta.get("id") == it.meta.get("id") or not name or not src_info.get("start_line"):
             continue
         if not own & set((meta.get("closure") or {}).get("functions") or []):
+            continue
+        if not _closure_names(meta) <= has:
+            # It needs a definition or header the unit does not carry: appended, it would not compile, and one
+            # such kernel would leave the whole context unbuildable (a file whose kernels all call one index
+            # helper, each with its own math function beside it).
             continue
         path = (it.orig.root / src_info.get("path", "")).resolve()
         key = (path, int(src_info["start_line"]))
