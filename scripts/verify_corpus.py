@@ -17,7 +17,8 @@ checkout dir. --sample applies to every repo; --sample-for NAME=N overrides it f
 
 Fidelity records of earlier runs are dropped first: the table is this run's. The last row sums the
 repos: `identical` is the share of verified built instantiations, `of buildable`
-the share of those whose original translation unit compiles here.
+the share of those whose original translation unit compiles here, `with context` the share identical
+or `differs` only alone (identical in the original's module context, verify's `fidelity.context`).
 """
 
 from __future__ import annotations
@@ -92,10 +93,18 @@ def tally(ds: Path) -> tuple[int, Counter[str], Counter[str]]:
                 first = fid.get("error") or next((ln for ln in fid.get("first_diff") or [] if ln[:1] in "+-"), "")
                 ctx = fid.get("context") or {}
                 if ctx.get("status") == "identical":
-                    first = (f"identical beside the original's {ctx['instantiations']} other "
-                             f"instantiation(s); alone: {first}")
+                    first = f"identical {_context(ctx)}; alone: {first}"
+                    counts["in_context"] += 1
                 reasons[f"{fid['status']}: {fid.get('original')}: {first[:200]}"] += 1
     return built, counts, reasons
+
+
+def _context(ctx: dict) -> str:
+    """The module context a `differs` came out identical in (verify's `fidelity.context`), briefly."""
+    parts = [f"{ctx[k]} {what}" for k, what in (("instantiations", "other instantiation(s)"),
+                                                ("kernels", "other kernel(s) calling the same functions"),
+                                                ("headers", "library header(s)")) if ctx.get(k)]
+    return "beside the original's " + " and ".join(parts)
 
 
 def _pct(n: int, d: int) -> str:
@@ -156,25 +165,28 @@ def main() -> int:
         built, counts, reasons = tally(ds)
         rows.append((name, built, counts, reasons, r.stdout.strip()))
     print(f"{'repo':<28} {'built':>6} {'verified':>8} " + " ".join(f"{s:>20}" for s in STATUSES)
-          + "  identical  of buildable")
+          + "  identical  of buildable  with context")
     total: Counter[str] = Counter()
     for name, built, counts, _, _ in rows:
         total.update(counts)
         total["built"] += built
-        verified = sum(counts.values())
+        verified = sum(counts[s] for s in STATUSES)
         buildable = verified - counts["original_unbuildable"]
         print(f"{name:<28} {built:>6} {verified:>8} " + " ".join(f"{counts[s]:>20}" for s in STATUSES)
-              + f"  {_pct(counts['identical'], verified):>9}  {_pct(counts['identical'], buildable):>12}")
+              + f"  {_pct(counts['identical'], verified):>9}  {_pct(counts['identical'], buildable):>12}"
+              + f"  {_pct(counts['identical'] + counts['in_context'], verified):>12}")
     verified = sum(total[s] for s in STATUSES)
     buildable = verified - total["original_unbuildable"]
     print(f"{'all':<28} {total['built']:>6} {verified:>8} " + " ".join(f"{total[s]:>20}" for s in STATUSES)
-          + f"  {_pct(total['identical'], verified):>9}  {_pct(total['identical'], buildable):>12}")
+          + f"  {_pct(total['identical'], verified):>9}  {_pct(total['identical'], buildable):>12}"
+          + f"  {_pct(total['identical'] + total['in_context'], verified):>12}")
     for name, _, _, reasons, line in rows:
         print(f"\n{name}: {line}")
         for reason, n in reasons.most_common():
             print(f"  {n:>4} x {reason}")
     if args.json:
-        data = {name: {"built": built, **{s: counts[s] for s in STATUSES}} for name, built, counts, _, _ in rows}
+        data = {name: {"built": built, **{s: counts[s] for s in STATUSES},
+                       "differs_identical_in_context": counts["in_context"]} for name, built, counts, _, _ in rows}
         args.json.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     return 0
 

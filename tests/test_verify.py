@@ -493,3 +493,43 @@ def test_a_host_template_instantiation_is_verified_in_the_tu_it_came_from(tmp_pa
     assert fid["fill_kernel/pair_key"]["status"] == "identical"
     assert fid["fill_kernel/pair_key"]["original"] == "tests/fill_pair_test.cu"
     assert fid["fill_kernel/float"]["original"] == "bench/bench_fill.cu"
+
+
+def test_identical_beside_the_originals_other_callers_of_its_helpers(tmp_path: Path) -> None:
+    """nvcc specializes a helper on the arguments all its callers in the module agree on before it inlines
+    it: `vm_ceil_div(row + 1, 128)` in `vm_rows`, alone in its unit, is the helper's only caller and comes out
+    with other registers and instructions than in the original, where `vm_tiled<32..256>` and `vm_chunks`
+    call it with other divisors (llm.c's `softmax_autoregressive_backward_kernel6<BlockSize>` and its
+    `ceil_div`). The template's instantiations are explained by their siblings; `vm_rows` is no template, so
+    only the original's other kernels that call the same helper, as the original spells them, make its module
+    context; `vm_pad` calls the helper too, and `vm_round_up`, which `vm_rows`' unit does not carry: it is left
+    out of that context, which it would keep from compiling. A unit changed by hand stays unexplained."""
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURES / "verify_module", src)
+    ds = tmp_path / "ds"
+    r = run_miner("extract", src, "-o", ds, "--build", "-j", "2", "-q", timeout=600)
+    assert r.returncode == 0, r.stderr
+    cache = tmp_path / "cache"
+    r = run_miner("verify", ds, "--cache-dir", cache, "-j", "2", timeout=600)
+    assert r.returncode == 1, r.stderr
+    assert "7/7 built instantiations verified: 2 identical, 5 differs (5 identical in the original's module context)" \
+        in r.stdout, r.stdout + r.stderr
+    fid = _fidelity(ds)
+    assert fid["vm_chunks/default"]["status"] == "identical"   # its divisor is a run-time value either way
+    assert fid["vm_pad/default"]["status"] == "identical"
+    for n in ("32", "64", "128", "256"):
+        f = fid[f"vm_tiled/{n}"]
+        assert f["status"] == "differs" and f["context"] == {"instantiations": 3, "status": "identical"}, f
+    rows = fid["vm_rows/default"]
+    assert rows["status"] == "differs" and rows["first_diff"], rows
+    assert rows["context"] == {"instantiations": 0, "kernels": 2, "status": "identical"}, rows
+    assert "beside the original's 2 other kernel(s) that call the same device functions" in r.stderr, r.stderr
+
+    unit = next(ds.glob("vm_rows-*/units/default/unit.cu"))
+    text = unit.read_text(encoding="utf-8")
+    assert "acc += tile[i]" in text
+    unit.write_text(text.replace("acc += tile[i]", "acc -= tile[i]"), encoding="utf-8")
+    r = run_miner("verify", ds, "--cache-dir", cache, "--kernels", "vm_rows", timeout=600)
+    assert r.returncode == 1 and "1 differs, 0 original_unbuildable" in r.stdout, r.stdout
+    changed = _fidelity(ds)["vm_rows/default"]
+    assert changed["status"] == "differs" and changed["context"]["status"] == "differs", changed

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -321,8 +322,10 @@ def verify_dataset(out_dir: Path, opts: VerifyOptions, nvcc: str, selectors: lis
                 it.record["assumed_defines"] = list(groups[k][0].orig.assumed_defines)
     differs = [it for it in todo if it.record and it.record["status"] == "differs"]
     if differs:
+        module = _module_kernels(out_dir.resolve())
         with ThreadPoolExecutor(max_workers=opts.jobs) as pool:
-            checks = pool.map(lambda it: _context_check(it, store, tool_id, unit_flags(it), opts.force), differs)
+            checks = pool.map(lambda it: _context_check(it, store, tool_id, unit_flags(it), opts.force, module),
+                              differs)
             for it, ctx in zip(differs, checks, strict=True):
                 if ctx is not None:
                     it.record["context"] = ctx
@@ -363,6 +366,8 @@ def context_phrase(ctx: dict[str, Any]) -> str:
         parts.append(f"after the {ctx['headers']} library header(s) the original includes")
     if ctx.get("instantiations"):
         parts.append(f"beside the original's {ctx['instantiations']} other instantiation(s) of the kernel")
+    if ctx.get("kernels"):
+        parts.append(f"beside the original's {ctx['kernels']} other kernel(s) that call the same device functions")
     return "when compiled " + " and ".join(parts) + " (module context)"
 
 
@@ -419,7 +424,87 @@ def _judge(it: _Item, res: PtxResult, parsed: ptx_mod.Ptx, wrapped: PtxResult | 
     return rec
 
 
-def _context_check(it: _Item, store: PtxStore, tool_id: str, flags: list[str], force: bool) -> dict[str, Any] | None:
+def _module_kernels(out_dir: Path) -> list[dict[str, Any]]:
+    """The metadata of every CUDA kernel of the dataset (not only the selected ones): the other kernels an
+    original TU holds, for the module context (_module_callers)."""
+    out = []
+    for kdir in dataset.select_kernels(out_dir, []):
+        try:
+            meta = dataset.load_metadata(kdir)
+        except (OSError, json.JSONDecodeError):
+            continue
+        hip = (meta.get("variant") or {}).get("toolchain") not in (None, "cuda")   # not in the CUDA module
+        if (meta.get("language") or "cuda") == "cuda" and not hip:
+            out.append(meta)
+    return out
+
+
+def _closure_names(meta: dict[str, Any]) -> set[tuple[str, str]]:
+    """What a kernel's closure took, by kind: its functions, macros, types, globals and includes."""
+    closure = meta.get("closure") or {}
+    return {(kind, str(n)) for kind in ("functions", "macros", "types", "globals", "includes")
+            for n in closure.get(kind) or []}
+
+
+def _module_callers(it: _Item, src: ptx_mod.Ptx, found: str, kernels: list[dict[str, Any]],
+                    unit_text: str) -> tuple[int, str]:
+    """The original's other kernels that call a device function this kernel calls (a name both closures took),
+    as the original file spells them (their own lines), with explicit instantiations of the template arguments
+    the original's PTX holds: cicc specializes a helper on the arguments all its callers in the module pass
+    before it inlines it, so a kernel that alone in its unit is the helper's only caller (`ceil_div(t + 1,
+    128)`) can come out otherwise than beside the original's other callers (`ceil_div(n, chunk)`), though its
+    text is the original's. Only kernels the original's PTX holds, the unit does not define, and whose closure
+    the unit's holds (so that they compile in it) are taken.
+    Returns how many, and the text to append to the unit."""
+    own = set((it.meta.get("closure") or {}).get("functions") or [])
+    if not own or it.orig is None:
+        return 0, ""
+    has = _closure_names(it.meta)
+    files = {it.orig.tu.resolve(), *(h.resolve() for h in it.orig.headers)}
+    seen: set[tuple[Path, int]] = set()
+    picked: list[tuple[Path, int, str]] = []
+    for meta in kernels:
+        src_info, name = meta.get("source") or {}, meta.get("name") or ""
+        if meta.get("id") == it.meta.get("id") or not name or not src_info.get("start_line"):
+            continue
+        if not own & set((meta.get("closure") or {}).get("functions") or []):
+            continue
+        if not _closure_names(meta) <= has:
+            # It needs a definition or header the unit does not carry: appended, it would not compile, and one
+            # such kernel would leave the whole context unbuildable (a file whose kernels all call one index
+            # helper, each with its own math function beside it).
+            continue
+        path = (it.orig.root / src_info.get("path", "")).resolve()
+        key = (path, int(src_info["start_line"]))
+        if path not in files or key in seen or re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", unit_text):
+            continue
+        mark = f"{len(name)}{name}"
+        entries = [e for e in src.entries if e != found and (mark in e or e == name)]
+        if not entries:
+            continue  # not compiled in the original's configuration
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        seen.add(key)
+        text = "\n".join(lines[key[1] - 1:int(src_info.get("end_line") or key[1])])
+        scopes = (meta.get("qualified_name") or name).split("::")[:-1]
+        if scopes and all(scopes):
+            text = "".join(f"namespace {n} {{ " for n in scopes) + "\n" + text + "\n" + "}" * len(scopes)
+        if meta.get("template_params"):
+            names = demangle(entries)
+            text += "".join(f"\ntemplate __global__ {names[e]};" for e in entries
+                            if names[e].startswith("void ") and "(anonymous namespace)" not in names[e])
+        picked.append((path, key[1], text))
+    if not picked:
+        return 0, ""
+    picked.sort(key=lambda p: (str(p[0]), p[1]))
+    return len(picked), ("\n// kernel-miner verify: the original's other kernels that call the same device functions, "
+                         "for the module context\n" + "\n".join(t for _, _, t in picked) + "\n")
+
+
+def _context_check(it: _Item, store: PtxStore, tool_id: str, flags: list[str], force: bool,
+                   module: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
     """Whether a `differs` comes from the module rather than the kernel. nvcc's inliner weighs a helper by
     all its callers in the module, so a kernel compiled beside its sibling instantiations (the original
     TU instantiates <32> ... <1024>, the unit only <128>) may be scheduled differently: the unit is
@@ -463,17 +548,26 @@ def _context_check(it: _Item, store: PtxStore, tool_id: str, flags: list[str], f
     torch_flags = [f"-I{d}" for d in orig_mod.torch_setup()[0]] if it.orig.torch else []
     prefix = ("// kernel-miner verify: the library headers the original includes, for the module context\n"
               + "\n".join(includes) + "\n")
-    contexts = [(len(decls), 0, unit_text + tail, [])] if decls else []
+    contexts = [(len(decls), 0, 0, unit_text + tail, [])] if decls else []
     if includes:
-        contexts.append((0, len(includes), prefix + unit_text, torch_flags))
+        contexts.append((0, len(includes), 0, prefix + unit_text, torch_flags))
         if decls:
-            contexts.append((len(decls), len(includes), prefix + unit_text + tail, torch_flags))
+            contexts.append((len(decls), len(includes), 0, prefix + unit_text + tail, torch_flags))
+    # Then with the original's other kernels that call the same helpers (_module_callers): a kernel that is no
+    # template has no siblings, and its helpers' other callers are other kernels.
+    n_callers, callers = _module_callers(it, src, found, module or [], unit_text)
+    if n_callers:
+        contexts.append((len(decls), 0, n_callers, unit_text + tail + callers, []))
+        if includes:
+            contexts.append((len(decls), len(includes), n_callers, prefix + unit_text + tail + callers, torch_flags))
     out: dict[str, Any] = {}
-    for n_decls, n_headers, text, more in contexts:
+    for n_decls, n_headers, n_kernels, text, more in contexts:
         same, error = compiled_same(text, more)
         out = {"instantiations": n_decls, "status": "identical" if same else "unbuildable" if error else "differs"}
         if n_headers:
             out["headers"] = n_headers
+        if n_kernels:
+            out["kernels"] = n_kernels
         if error:
             out["error"] = error
         if same:
