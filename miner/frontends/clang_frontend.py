@@ -101,6 +101,15 @@ class LiveTU:
     # TU's preprocessing record lists no definition of them: a build's `-DTILE_WIDTH=4` that a unit's macros paste
     # (`ROWS_##TILE_WIDTH`) is found here (closure.context.macro_lookup).
     command_line: dict[str, str] = field(default_factory=dict)
+    # The files the parse's arguments include before the main file (`-include F`): their text comes first.
+    forced: list[str] = field(default_factory=list)
+
+
+def forced_includes(args: list[str]) -> list[str]:
+    """The files `-include F` (and `-includeF`) of a parse's arguments name, in order."""
+    return [args[i + 1] if a == "-include" else a[len("-include"):] for i, a in enumerate(args)
+            if (a == "-include" and i + 1 < len(args)) or (a.startswith("-include") and a[len("-include"):]
+                                                           and not a.startswith("-include-"))]
 
 
 def command_line_defines(args: list[str]) -> dict[str, str]:
@@ -536,7 +545,7 @@ def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[st
             live = LiveTU(tu, result.kernels, cursors,
                           {(norm(c.location.file.name), c.location.offset): _declared(c, norm) for c in declared},
                           inputs | config.context, norm, sources.get, instances, probe,
-                          command_line_defines(args or []))
+                          command_line_defines(args or []), [norm(f) for f in forced_includes(args or [])])
             found = analyse(live)
             result.analysis, result.unit_error = found.to_dict(), found.error
         except Exception as exc:  # noqa: BLE001 - one TU's closure failing must not stop the run

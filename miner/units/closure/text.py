@@ -107,9 +107,11 @@ def _cut(data: bytes, start: int, end: int, cuts: list[tuple[int, int]], note: l
 
 
 def _includes(ctx: TUContext, files: set[str], tokens: list[str],
-              needed: tuple[str, ...] | list[str] = ()) -> list[str]:
+              needed: tuple[str, ...] | list[str] = (), own: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """The `#include <...>` lines a unit keeps, plus the toolkit headers `needed` by declarations the closure
-    names (found in our parse shims of those headers) and by names in `tokens` (HEADER_OF)."""
+    names (found in our parse shims of those headers) and by names in `tokens` (HEADER_OF) that the closure does
+    not define itself (`own`: a source written for NVRTC, which has no `<cuda_fp16.h>`, declares its own
+    `struct __half`; the header beside it defined the class twice)."""
     out: list[str] = []
     depends = None
     cccl = _names_cccl(ctx, files, tokens)
@@ -153,7 +155,7 @@ def _includes(ctx: TUContext, files: set[str], tokens: list[str],
             out.append(h)
     out += _library_includes(ctx, tokens, out)
     for t in dict.fromkeys(tokens):
-        h = HEADER_OF.get(t)
+        h = HEADER_OF.get(t) if t not in own else None
         if h and h not in have and not (ctx.active_macro(t) or (h.endswith(".h") and h[:-2] in have)):
             have.add(h)
             out.append(h)
