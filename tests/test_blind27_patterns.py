@@ -105,3 +105,20 @@ def test_a_toolkit_name_the_source_defines_itself_brings_no_toolkit_header(own_n
     (unit,) = unit_texts(own_names, m)
     assert "#include <cuda_fp16.h>" not in unit, unit
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def std_using(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind27/std_using_c_type")
+
+
+@_nvcc
+def test_a_using_of_a_std_c_type_brings_the_cxx_header(std_using: dict[str, Any]) -> None:
+    """`labels.h` includes `<cstdint>` and writes `using std::uint8_t;` in the kernel's namespace; the kernel uses
+    nothing else of it, and its own file includes `<stdint.h>`. The using declaration's header was taken as
+    `<stdint.h>`, already included, which declares `::uint8_t` only ("namespace std has no member uint8_t"):
+    the unit includes `<cstdint>`."""
+    m = only_meta(std_using, "paint_labels")
+    (unit,) = unit_texts(std_using, m)
+    assert "#include <cstdint>" in unit, unit
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
