@@ -122,3 +122,19 @@ def test_a_using_of_a_std_c_type_brings_the_cxx_header(std_using: dict[str, Any]
     (unit,) = unit_texts(std_using, m)
     assert "#include <cstdint>" in unit, unit
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+
+
+@pytest.fixture(scope="module")
+def cccl_using(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return extract_and_build(tmp_path_factory, "blind27/cccl_using")
+
+
+@_nvcc
+def test_a_using_of_a_thrust_functor_keeps_the_thrust_header(cccl_using: dict[str, Any]) -> None:
+    """`functors.hpp` writes `using thrust::plus;` in the project's namespace and derives a functor from `plus<T>`;
+    nothing else in the unit names thrust, so its `<thrust/functional.h>` was left out as host code's (and the
+    using with it: "plus is not a template"). The using names a name the unit uses: the header stays."""
+    m = only_meta(cccl_using, "blend_histograms")
+    (unit,) = unit_texts(cccl_using, m)
+    assert "#include <thrust/functional.h>" in unit and "using thrust::plus;" in unit, unit
+    assert build_statuses(m) == {"default": "ok"}, build_statuses(m)

@@ -168,6 +168,9 @@ _USES_CCCL = lazy_re.compile(rb"\busing\s+namespace\s+(?:::\s*)?(?:thrust|cub)\b
                         rb"|\bnamespace\s+(?:thrust|cub)\s*\{|\b(?:THRUST|CUB)_NAMESPACE_BEGIN\b")
 
 
+_CCCL_USING = lazy_re.compile(rb"\busing\s+(?:::\s*)?(?:thrust|cub)\s*::\s*(\w+)\s*;")
+
+
 def _names_cccl(ctx: TUContext, files: set[str], tokens: list[str]) -> bool:
     """Whether the unit may use thrust or CUB: its text names either namespace (one brings the other), or one of its
     files opens them to unqualified use (`using namespace cub;`, `namespace cb = cub;`) or writes code inside
@@ -176,10 +179,15 @@ def _names_cccl(ctx: TUContext, files: set[str], tokens: list[str]) -> bool:
         return True  # (their macros too: `CUB_PTX_WARP_THREADS`)
     # (per file once per TU: every kernel's closure asked it of the same headers)
     opens = ctx.memo("opens_cccl", dict)
+    declared = ctx.memo("cccl_usings", dict)
+    names = set(tokens)
     for path in files:
         if path not in opens:
             opens[path] = _USES_CCCL.search(ctx.read(path)) is not None
-        if opens[path]:
+            declared[path] = {m.group(1).decode() for m in _CCCL_USING.finditer(ctx.read(path))}
+        # `using thrust::plus;` in a header of device functors, of which the unit uses `plus`: the using is the
+        # unit's only line that names thrust (was "plus is not a template": `<thrust/functional.h>` left out).
+        if opens[path] or declared[path] & names:
             return True
     return False
 
