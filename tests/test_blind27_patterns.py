@@ -5,12 +5,13 @@ the real libclang parse and the real nvcc."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from miner.source import runtime_defines
-from tests.conftest import build_statuses, extract_and_build, only_meta, unit_texts
+from tests.conftest import FIXTURES, build_statuses, extract_and_build, load_dataset, only_meta, run_miner, unit_texts
 
 _nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -138,3 +139,19 @@ def test_a_using_of_a_thrust_functor_keeps_the_thrust_header(cccl_using: dict[st
     (unit,) = unit_texts(cccl_using, m)
     assert "#include <thrust/functional.h>" in unit and "using thrust::plus;" in unit, unit
     assert build_statuses(m) == {"default": "ok"}, build_statuses(m)
+
+
+def test_a_header_kernel_launched_only_in_a_skipped_branch_says_so(tmp_path: Path) -> None:
+    """`scale_rows.cuh` launches its kernel through a macro defined and used under `#if defined(__CUDACC__) &&
+    (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= MIN_ARCH)`, which the parse's `__CUDA_ARCH__` skips. The skipped
+    branches were read of the translation unit's own file only, so the header's kernel was `unresolved`; it is
+    `configuration_skipped`, naming the directive on one line."""
+    out = tmp_path / "out"
+    proc = run_miner("extract", FIXTURES / "blind27/header_skipped_launch", "-o", out,
+                     env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert proc.returncode == 0, proc.stderr
+    (m,) = [m for m in load_dataset(out) if m["name"] == "scale_rows"]
+    missing = m["launch_missing"]
+    assert missing["reason"] == "configuration_skipped", missing
+    assert ("scale_rows.cuh:19 under `#if defined(__CUDACC__) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= "
+            "MIN_ARCH)`") in missing["detail"], missing

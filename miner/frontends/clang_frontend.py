@@ -112,6 +112,16 @@ def forced_includes(args: list[str]) -> list[str]:
                                                            and not a.startswith("-include-"))]
 
 
+def _directive_line(data: bytes, start: int) -> str:
+    """The directive at `start` as one line: its continuation lines joined, runs of blanks made one."""
+    end = data.find(b"\n", start)
+    while end > 0 and data[start:end].rstrip().endswith(b"\\"):
+        nxt = data.find(b"\n", end + 1)
+        end = len(data) if nxt < 0 else nxt
+    text = data[start:end if end >= 0 else len(data)].decode("utf-8", "replace").replace("\\\n", " ")
+    return " ".join(text.split())
+
+
 def command_line_defines(args: list[str]) -> dict[str, str]:
     """Name -> value of the `-DNAME[=VALUE]` (and `-D NAME`) in a parse's arguments; a later one wins."""
     out: dict[str, str] = {}
@@ -554,12 +564,21 @@ def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[st
         # The branches the preprocessor skipped in the translation unit's own file, for launch_missing: a kernel
         # named there only is launched in another configuration (units.mentions.launch_missing). Left out of
         # the metadata.
-        data = sources.get(path) or b""
-        skipped = [[line_of(data, s), line_of(data, e), data[s:data.find(b"\n", s)].decode("utf-8", "replace")]
-                   for s, e in skipped_in(tu, root)] if data else []
-        if skipped:
+        # The same of each header that defines kernels of this TU: a kernel of a header launched there only in a
+        # branch the configuration skips (a launch macro under `#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >=
+        # 1000`) was "unresolved".
+        found: dict[str, list[list[Any]]] = {}
+        for p in dict.fromkeys([path, *(k.path for k in result.kernels)]):
+            f = root if p == path else tu.get_file(p)
+            data = sources.get(p) or b""
+            if f is None or not data:
+                continue
+            skipped = [[line_of(data, s), line_of(data, e), _directive_line(data, s)] for s, e in skipped_in(tu, f)]
+            if skipped:
+                found[norm(p)] = skipped
+        if found:
             for k in result.kernels:
-                k.diagnostics = {**k.diagnostics, "_skipped": {norm(path): skipped}}
+                k.diagnostics = {**k.diagnostics, "_skipped": found}
     result.kernels.sort(key=lambda k: (k.path, k.start_offset))
     return result
 
