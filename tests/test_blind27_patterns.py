@@ -69,6 +69,10 @@ def test_a_host_value_is_not_given_to_a_source_that_declares_the_name() -> None:
     runtime_defines.read_host('d["x"] = "pos.x";\nd["real"] = "float";\n', "host.cpp", found)
     assert runtime_defines.for_source(found, "k.cu", [b"void f(float4 p) { float y = p.x; }"], set()) == []
     assert runtime_defines.for_source(found, "k.cu", [b"void f(int x) { real r = x; }"], set()) == ["real=float"]
+    assert runtime_defines.for_source(found, "k.cu", [b"template <int x> void f(real* p) { p[0] = x; }"],
+                                      set()) == ["real=float"]
+    assert runtime_defines.for_source(found, "k.cu", [b"enum Axis { x, y }; void f(int* p) { p[0] = x; }"],
+                                      set()) == []
 
 
 @pytest.fixture(scope="module")

@@ -221,13 +221,13 @@ def host_defines(root: str) -> HostDefines:
 
 
 # What declares a name in a source's own text: then the host's value is not what the source lacks. A variable or
-# parameter of that name counts (`real r = ...`, `float x,`): a module's own `#define x pos.x` of the host, written
-# for another source, must not reach one that declares `x`.
+# parameter of that name counts (`real r = ...`, `float x,`, `template <int N>`), and an enumerator: a module's own
+# `#define x pos.x` of the host, written for another source, must not reach one that declares `x`.
 def _declares(name: str) -> re.Pattern[str]:
     return re.compile(
         rf"(?:#[ \t]*define[ \t]+{name}\b|\btypedef\b[^;{{}}]*\b{name}\s*;|\busing\s+{name}\s*=|"
-        rf"\b(?:struct|class|union|enum)\s+{name}\b|"
-        rf"\b(?!(?:return|case|else|goto|delete|new|throw|sizeof|do|ifdef|ifndef|if|elif|defined|undef)\b)[A-Za-z_]\w*[\s*&]+{name}\s*[=;,)\[:])")
+        rf"\b(?:struct|class|union|enum)\s+{name}\b|\benum\b[^;{{}}]*\{{[^}}]*\b{name}\b|"
+        rf"\b(?!(?:return|case|else|goto|delete|new|throw|sizeof|do|ifdef|ifndef|if|elif|defined|undef)\b)[A-Za-z_]\w*[\s*&]+{name}\s*[=;,)\[:>])")
 
 
 def _uses(name: str) -> re.Pattern[str]:
