@@ -141,6 +141,8 @@ def tally(metas: list[dict[str, Any]]) -> Tally:
                 stated = b.get("toolkit_removed") or ""
                 cls = (("stated: a header the project lacks" if "which the project does not contain" in stated
                         else "stated: a value make's command line gives" if "given on make's command line" in stated
+                        else "stated: a value the host computes at run time"
+                        if "compiles the source at run time" in stated
                         else "stated: a header nobody here has" if "nor the system has" in stated
                         else "stated: a name the source leaves undeclared" if "declared nowhere:" in stated
                         else "stated: an includer the project lacks" if "is included by no file of" in stated

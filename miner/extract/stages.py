@@ -40,6 +40,7 @@ from miner.source import (
     header_wheels,
     include_graph,
     missing_headers,
+    runtime_defines,
 )
 from miner.source.discover import Discovery, SourceFile, discover
 from miner.source.provenance import origin_of
@@ -170,6 +171,48 @@ def _configure(run: CudaRun) -> None:
         run.report.notes.append(f"defined for the translation units that reach a conditional whose branch in force "
                                 f"includes a header found nowhere (the build's value): "
                                 f"{', '.join(sorted({n for names in valued.values() for n in names}))}")
+    given = _runtime_defines(run, files + extra, graph)
+    if given:
+        run.report.notes.append(f"defined for the kernel sources the host compiles at run time (the values its host "
+                                f"code writes into the module's source or options): "
+                                f"{', '.join(sorted({n.partition('=')[0] for ns in given.values() for n in ns}))}")
+
+
+def _runtime_defines(run: CudaRun, files: list[SourceFile], graph: include_graph.IncludeGraph) -> dict[str, list[str]]:
+    """Per kernel source, the names the project's host code defines with a literal value when it compiles kernel
+    sources at run time (miner.source.runtime_defines) that the source uses and nothing it reaches declares:
+    added to its parse's defines (and so to its units'). Without them every kernel of a source built by NVRTC
+    from macros the host substitutes (`real`, `BLOCK`) failed on those names."""
+    assert run.disc is not None and run.config is not None
+    root = run.opts.project or (run.disc.roots[0] if run.disc.roots else None)
+    if not root:
+        return {}
+    found = runtime_defines.host_defines(os.path.realpath(root))
+    if not found.given and not found.leading:
+        return {}
+    data = {f.path: f.data for f in files}
+    defined = {d.partition("=")[0] for d in run.config.defines}
+    device_only = [f.path for f in files if os.path.splitext(f.path)[1].lower() in CUDA_SUFFIXES
+                   and not runtime_defines.defines_kernels(f.data)]
+    out: dict[str, list[str]] = {}
+    for f in files:
+        if not f.has_kernel:
+            continue
+        # Sources of device functions the host puts before this one's text (`Sources::vectorOps + Sources::x`):
+        # parsed as included first, so the closure takes what the kernels use of them (their overloads of
+        # `make_int4(int)` made calls to the toolkit's four-argument one fail).
+        preludes = found.preludes(f.path, device_only)
+        if preludes:
+            run.config.per_file_args[f.path] = [*run.config.per_file_args.get(f.path, []),
+                                                *(a for p in preludes for a in ("-include", p))]
+        have = run.config.defines_of.get(f.path, [])
+        texts = [f.data, *(data[p] for p in [*preludes, *sorted(graph.closure(f.path) - {f.path})] if p in data)]
+        names = runtime_defines.for_source(found, os.path.relpath(f.path, os.path.realpath(root)), texts,
+                                           defined | {d.partition("=")[0].partition("(")[0] for d in have})
+        if names:
+            run.config.defines_of[f.path] = [*have, *names]
+            out[f.path] = names
+    return out
 
 
 def _project_files_and_finder(run: CudaRun, graph: include_graph.IncludeGraph

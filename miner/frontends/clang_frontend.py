@@ -101,6 +101,25 @@ class LiveTU:
     # TU's preprocessing record lists no definition of them: a build's `-DTILE_WIDTH=4` that a unit's macros paste
     # (`ROWS_##TILE_WIDTH`) is found here (closure.context.macro_lookup).
     command_line: dict[str, str] = field(default_factory=dict)
+    # The files the parse's arguments include before the main file (`-include F`): their text comes first.
+    forced: list[str] = field(default_factory=list)
+
+
+def forced_includes(args: list[str]) -> list[str]:
+    """The files `-include F` (and `-includeF`) of a parse's arguments name, in order."""
+    return [args[i + 1] if a == "-include" else a[len("-include"):] for i, a in enumerate(args)
+            if (a == "-include" and i + 1 < len(args)) or (a.startswith("-include") and a[len("-include"):]
+                                                           and not a.startswith("-include-"))]
+
+
+def _directive_line(data: bytes, start: int) -> str:
+    """The directive at `start` as one line: its continuation lines joined, runs of blanks made one."""
+    end = data.find(b"\n", start)
+    while end > 0 and data[start:end].rstrip().endswith(b"\\"):
+        nxt = data.find(b"\n", end + 1)
+        end = len(data) if nxt < 0 else nxt
+    text = data[start:end if end >= 0 else len(data)].decode("utf-8", "replace").replace("\\\n", " ")
+    return " ".join(text.split())
 
 
 def command_line_defines(args: list[str]) -> dict[str, str]:
@@ -536,7 +555,7 @@ def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[st
             live = LiveTU(tu, result.kernels, cursors,
                           {(norm(c.location.file.name), c.location.offset): _declared(c, norm) for c in declared},
                           inputs | config.context, norm, sources.get, instances, probe,
-                          command_line_defines(args or []))
+                          command_line_defines(args or []), [norm(f) for f in forced_includes(args or [])])
             found = analyse(live)
             result.analysis, result.unit_error = found.to_dict(), found.error
         except Exception as exc:  # noqa: BLE001 - one TU's closure failing must not stop the run
@@ -545,12 +564,21 @@ def _walk(tu: ci.TranslationUnit, path: str, config: ParseConfig, inputs: set[st
         # The branches the preprocessor skipped in the translation unit's own file, for launch_missing: a kernel
         # named there only is launched in another configuration (units.mentions.launch_missing). Left out of
         # the metadata.
-        data = sources.get(path) or b""
-        skipped = [[line_of(data, s), line_of(data, e), data[s:data.find(b"\n", s)].decode("utf-8", "replace")]
-                   for s, e in skipped_in(tu, root)] if data else []
-        if skipped:
+        # The same of each header that defines kernels of this TU: a kernel of a header launched there only in a
+        # branch the configuration skips (a launch macro under `#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >=
+        # 1000`) was "unresolved".
+        found: dict[str, list[list[Any]]] = {}
+        for p in dict.fromkeys([path, *(k.path for k in result.kernels)]):
+            f = root if p == path else tu.get_file(p)
+            data = sources.get(p) or b""
+            if f is None or not data:
+                continue
+            skipped = [[line_of(data, s), line_of(data, e), _directive_line(data, s)] for s, e in skipped_in(tu, f)]
+            if skipped:
+                found[norm(p)] = skipped
+        if found:
             for k in result.kernels:
-                k.diagnostics = {**k.diagnostics, "_skipped": {norm(path): skipped}}
+                k.diagnostics = {**k.diagnostics, "_skipped": found}
     result.kernels.sort(key=lambda k: (k.path, k.start_offset))
     return result
 

@@ -33,7 +33,7 @@ def analyse(live: LiveTU) -> TUAnalysis:
 
 
 def _analyse(live: LiveTU, out: TUAnalysis) -> None:
-    ctx = closure.TUContext(live.tu, live.inputs, live.norm, live.read)
+    ctx = closure.TUContext(live.tu, live.inputs, live.norm, live.read, live.forced)
     try:
         _analyse_in(live, ctx, out)
     finally:

@@ -145,7 +145,7 @@ class DefinitionAnalysis:
 
     def __call__(self, live: LiveTU) -> DefinitionsFound:
         out = DefinitionsFound()
-        ctx = closure.TUContext(live.tu, live.inputs, live.norm, live.read)
+        ctx = closure.TUContext(live.tu, live.inputs, live.norm, live.read, live.forced)
         ctx.given_defines = dict(live.command_line)
         try:
             self._find(ctx, out)

@@ -16,7 +16,7 @@ from miner.dataset import atomic
 from miner.frontends import frameworks
 from miner.frontends.common import sizeof_packs
 from miner.resources import template_env
-from miner.source import build_flags, make_command_line
+from miner.source import build_flags, make_command_line, runtime_defines
 from miner.units.closure.context import _STRING_OR_COMMENT
 from miner.units.closure.text import HEADER_OF
 from miner.units.cub_release import own_kernel_reason
@@ -539,7 +539,8 @@ def _lacking_statement(meta: dict[str, Any], unresolved: list[dict[str, Any]], l
         return _switched_off_statement(meta, unresolved, dict(off), named)
     if (orphan := includer_statement(meta, unresolved, named)) is not None:
         return orphan
-    if root and (given := make_command_line.statement(root, unresolved, named)) is not None:
+    if root and ((given := make_command_line.statement(root, unresolved, named)) is not None
+                 or (given := runtime_defines.statement(root, unresolved, named)) is not None):
         syms, text = given
         # The other names, with the reason they would have had alone (a header nobody here has, say).
         # (not the operators of a header nobody has: those name no symbol, and would be said of every such unit)

@@ -294,7 +294,7 @@ def compute(ctx: TUContext, kernel_cursor: ci.Cursor, kernel_path: str, kernel_s
     _wheel_libraries(vend, tokens, used)
     out.shims = sorted(shims)
     out.frameworks = sorted(used_frameworks)
-    out.includes = _includes(ctx, files, tokens, list(headers))
+    out.includes = _includes(ctx, files, tokens, list(headers), {p.name for p in pieces})
     pieces += usings(ctx, using_files, pieces, seen, ctx.sort_key(kernel_path, kernel_start), with_shim, used,
                       out.includes)
     out.pieces = sorted(pieces, key=lambda p: ctx.sort_key(p.path, p.start))

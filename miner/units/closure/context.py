@@ -6,7 +6,7 @@ from __future__ import annotations
 import bisect
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,7 +131,7 @@ class TUContext:
             found = self.__dict__[key] = make()
         return found
 
-    def __init__(self, tu: ci.TranslationUnit, inputs: set[str], norm, read) -> None:
+    def __init__(self, tu: ci.TranslationUnit, inputs: set[str], norm, read, forced: Sequence[str] = ()) -> None:
         self.tu, self.inputs, self.norm, self.read = tu, inputs, norm, read
         # Parses the main file again with declarations of our own appended (LiveTU.probe), or None.
         self.probe: Callable[[str], Any] | None = None
@@ -156,7 +156,11 @@ class TUContext:
             if inc.source is not None:
                 self.included_at.setdefault(path, []).append((norm(inc.source.name), inc.location.offset))
             self.order.setdefault(path, len(self.order))
-            if path not in self.chain:
+            if path not in self.chain and inc.source is None and path in forced:
+                # A file the command line includes (`-include F`) comes before the main file's text: its
+                # definitions go before the pieces that use them.
+                self.chain[path] = (-1, forced.index(path))
+            elif path not in self.chain:
                 parent = self.chain.get(norm(inc.source.name)) if inc.source is not None else None
                 self.chain[path] = (parent if parent is not None else (1 << 30,)) + (inc.location.offset,)
         self.order.setdefault(norm(tu.spelling), len(self.order))

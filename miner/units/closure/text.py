@@ -108,9 +108,11 @@ def _cut(data: bytes, start: int, end: int, cuts: list[tuple[int, int]], note: l
 
 
 def _includes(ctx: TUContext, files: set[str], tokens: list[str],
-              needed: tuple[str, ...] | list[str] = ()) -> list[str]:
+              needed: tuple[str, ...] | list[str] = (), own: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """The `#include <...>` lines a unit keeps, plus the toolkit headers `needed` by declarations the closure
-    names (found in our parse shims of those headers) and by names in `tokens` (HEADER_OF)."""
+    names (found in our parse shims of those headers) and by names in `tokens` (HEADER_OF) that the closure does
+    not define itself (`own`: a source written for NVRTC, which has no `<cuda_fp16.h>`, declares its own
+    `struct __half`; the header beside it defined the class twice)."""
     out: list[str] = []
     depends = None
     cccl = _names_cccl(ctx, files, tokens)
@@ -154,7 +156,7 @@ def _includes(ctx: TUContext, files: set[str], tokens: list[str],
             out.append(h)
     out += _library_includes(ctx, tokens, out)
     for t in dict.fromkeys(tokens):
-        h = HEADER_OF.get(t)
+        h = HEADER_OF.get(t) if t not in own else None
         if h and h not in have and not (ctx.active_macro(t) or (h.endswith(".h") and h[:-2] in have)):
             have.add(h)
             out.append(h)
@@ -167,6 +169,9 @@ _USES_CCCL = lazy_re.compile(rb"\busing\s+namespace\s+(?:::\s*)?(?:thrust|cub)\b
                         rb"|\bnamespace\s+(?:thrust|cub)\s*\{|\b(?:THRUST|CUB)_NAMESPACE_BEGIN\b")
 
 
+_CCCL_USING = lazy_re.compile(rb"\busing\s+(?:::\s*)?(?:thrust|cub)\s*::\s*(\w+)\s*;")
+
+
 def _names_cccl(ctx: TUContext, files: set[str], tokens: list[str]) -> bool:
     """Whether the unit may use thrust or CUB: its text names either namespace (one brings the other), or one of its
     files opens them to unqualified use (`using namespace cub;`, `namespace cb = cub;`) or writes code inside
@@ -175,10 +180,15 @@ def _names_cccl(ctx: TUContext, files: set[str], tokens: list[str]) -> bool:
         return True  # (their macros too: `CUB_PTX_WARP_THREADS`)
     # (per file once per TU: every kernel's closure asked it of the same headers)
     opens = ctx.memo("opens_cccl", dict)
+    declared = ctx.memo("cccl_usings", dict)
+    names = set(tokens)
     for path in files:
         if path not in opens:
             opens[path] = _USES_CCCL.search(ctx.read(path)) is not None
-        if opens[path]:
+            declared[path] = {m.group(1).decode() for m in _CCCL_USING.finditer(ctx.read(path))}
+        # `using thrust::plus;` in a header of device functors, of which the unit uses `plus`: the using is the
+        # unit's only line that names thrust (was "plus is not a template": `<thrust/functional.h>` left out).
+        if opens[path] or declared[path] & names:
             return True
     return False
 

@@ -94,6 +94,10 @@ def usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple
                 # where the unit includes that library, as for a shim's (was "identifier thrust is undefined").
                 keep = _library_family(target, real) in families
             std = h if h in STD_HEADERS else _public_std_header(ctx, tpath) if h is None else None
+            if std in _CXX_FORM and b"std::" in ctx.read(p.path)[p.start:p.end]:
+                # `using std::uint8_t;`: the C header that declares `::uint8_t` (`<stdint.h>`, which the unit may
+                # already include) puts nothing in std; its C++ form does (was "namespace std has no member").
+                std = _CXX_FORM[std]
             if keep and std is not None and std not in includes:
                 # `using std::bit_cast;` of a project header none of whose other pieces the unit holds: the
                 # standard header it names comes along (was "namespace std has no member bit_cast").
@@ -104,6 +108,9 @@ def usings(ctx: TUContext, files: set[str], pieces: list[Piece], seen: set[tuple
     return out
 
 
+# A C library header -> the C++ header that declares its names in namespace std too.
+_CXX_FORM = {"stdint.h": "cstdint", "stddef.h": "cstddef", "stdlib.h": "cstdlib", "math.h": "cmath",
+             "string.h": "cstring", "stdio.h": "cstdio", "float.h": "cfloat", "limits.h": "climits"}
 _SYSTEM_STD = lazy_re.compile(r"/(?:c\+\+|include)/(?:v1/|\d[\w.]*/)?([a-z_]+(?:\.h)?)$")
 
 
