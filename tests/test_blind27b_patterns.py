@@ -1,6 +1,6 @@
-"""`extract --build` on tests/fixtures/blind27 (the b27b half): patterns found on the twenty-seventh set of repositories (issue 14,
-scripts/corpus_repos_blind27.txt, development data in session 24), each reproduced by code of our own and judged by
-the real libclang parse and the real nvcc."""
+"""`extract --build` on tests/fixtures/blind27 (the b27b half): patterns found on the twenty-seventh set of
+repositories (issue 14, scripts/corpus_repos_blind27.txt, development data in session 24), each reproduced by code of
+our own and judged by the real libclang parse and the real nvcc."""
 
 from __future__ import annotations
 
