@@ -41,17 +41,25 @@ def load_dataset(out_dir: Path) -> list[dict[str, Any]]:
 
 
 def extract_and_build(tmp_path_factory: pytest.TempPathFactory, fixture: str, mined: str | None = None,
-                      env: dict[str, str] | None = None) -> dict[str, Any]:
+                      env: dict[str, str] | None = None, built: tuple[str, ...] = ()) -> dict[str, Any]:
     """Copy tests/fixtures/<fixture>, run `extract --build` on it with a private cache; the proc, out dir, metadata.
-    With `mined`, only that folder of the copy is mined, the whole copy given as `--project`."""
+    With `mined`, only that folder of the copy is mined, the whole copy given as `--project`. With `built` (kernel
+    names), everything is extracted as before but only those kernels are compiled (`extract`, then `build
+    --kernels`): for a fixture tree whose other kernels the tests of that module never look at; `proc` is then the
+    build's, after an extract that must have succeeded."""
     name = Path(fixture).name  # `build_config/cmake_nested`: a fixture in a folder of fixtures
     src = tmp_path_factory.mktemp(f"{name}-src") / name
     shutil.copytree(FIXTURES / fixture, src)
     out = tmp_path_factory.mktemp(f"{name}-out")
     cache = tmp_path_factory.mktemp(f"{name}-cache")
     target = [src / mined, "--project", src] if mined else [src]
-    proc = run_miner("extract", *target, "-o", out, "--build", "-j", "2",
-                     env={"XDG_CACHE_HOME": str(cache), **(env or {})}, timeout=600)
+    env = {"XDG_CACHE_HOME": str(cache), **(env or {})}
+    if built:
+        ex = run_miner("extract", *target, "-o", out, "-j", "2", env=env, timeout=600)
+        assert ex.returncode == 0, ex.stderr
+        proc = run_miner("build", out, "--kernels", ",".join(built), "-j", "2", env=env, timeout=600)
+    else:
+        proc = run_miner("extract", *target, "-o", out, "--build", "-j", "2", env=env, timeout=600)
     return {"proc": proc, "out": out, "metas": load_dataset(out)}
 
 
