@@ -62,6 +62,19 @@ def test_host_defines_reads_maps_streams_and_options() -> None:
     assert out.computed["C"] == ("h.cpp", 6, "obj.value()"), out.computed
 
 
+def test_an_option_literal_joined_to_a_computed_value_is_computed_not_empty() -> None:
+    """`"-DDIM=" + std::to_string(dim)` (an options vector the host fills) is no define of `DIM` as empty: a unit
+    with `#define DIM` (nothing) fails on `#if DIM` with "#if with no expression" instead of stating that the
+    host computes it. A streamed one (`<< "-DW=" << w`) likewise; a whole literal option stays a given value."""
+    out = runtime_defines.HostDefines()
+    runtime_defines.read_host(
+        'std::vector<std::string> opts;\nopts.emplace_back("-DDIM=" + std::to_string(P::Dim));\n'
+        'os << "-DW=" << w << " ";\nopts.push_back("-DFIXED=2");\n', "h.cpp", out)
+    assert {n: gs[0].define() for n, gs in out.given.items()} == {"FIXED": "FIXED=2"}, out.given
+    assert out.computed["DIM"] == ("h.cpp", 2, '"-DDIM=" + std::to_string(P::Dim)'), out.computed
+    assert out.computed["W"] == ("h.cpp", 3, '"-DW=" << w << " "'), out.computed
+
+
 def test_a_host_value_is_not_given_to_a_source_that_declares_the_name() -> None:
     """A host's `#define x pos.x` for another module must not reach a source that uses `x` as a member or declares
     a variable `x`; a source that uses the name as its own gets it."""

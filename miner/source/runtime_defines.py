@@ -180,12 +180,35 @@ def read_host(text: str, rel: str, out: HostDefines) -> None:
             continue
         lit = _unescape(raw)
         if (o := _OPTION.match(lit)) is not None:
-            give(o.group(1), "", o.group(2) if o.group(2) is not None else "1", m.start())
+            if (rest := _joined_to(text, m.end())) is not None:
+                # `"-DDIM=" + std::to_string(dim)`: the literal is only the option's head, its value computed
+                out.computed.setdefault(o.group(1), (rel, _line_of(text, m.start()), f'"{raw}" {rest}'))
+            else:
+                give(o.group(1), "", o.group(2) if o.group(2) is not None else "1", m.start())
             continue
         for d in _DEFINE_LINE.finditer(lit):
             give(d.group(1), d.group(2) or "", d.group(3) or "", m.start())
         for t in _TYPEDEF.finditer(lit):
             give(t.group(2), "", " ".join(t.group(1).split()), m.start())
+
+
+def _joined_to(text: str, at: int) -> str | None:
+    """What a string literal ending at `at` is joined to (`+ expr`, `<< expr`), up to the end of that operand
+    (`,`, `;` or a bracket it does not open); None when the literal stands alone."""
+    rest = text[at:at + 400].lstrip()
+    if not rest.startswith(("+", "<<")) or rest.startswith(("+=", "++", "<<=")):
+        return None
+    depth = 0
+    for i, c in enumerate(rest):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            if depth == 0:
+                return " ".join(rest[:i].split())
+            depth -= 1
+        elif c in ",;" and depth == 0:
+            return " ".join(rest[:i].split())
+    return " ".join(rest.split())
 
 
 @functools.lru_cache(maxsize=16)
