@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from miner import lazy_re
+from miner.units.driver_text import without_comments
 
 # Calls that compile or load device code at run time: without one, a define map is just a map.
 _RUNTIME_COMPILE = lazy_re.compile(rb"\b(?:nvrtcCreateProgram|nvrtcCompileProgram|hiprtcCreateProgram|"
@@ -138,16 +139,9 @@ def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def _strip_comments(text: str) -> str:
-    """Comments blanked (string literals kept), newlines kept so that offsets give lines."""
-    return re.sub(r'//[^\n]*|/\*.*?\*/|("(?:[^"\\\n]|\\.)*")',
-                          lambda m: m.group(1) or (" " if m.group(0).startswith("//")
-                                                   else "\n" * m.group(0).count("\n") or " "), text, flags=re.S)
-
-
 def read_host(text: str, rel: str, out: HostDefines) -> None:
     """Add what one host file gives to `out`."""
-    text = _strip_comments(text)
+    text = without_comments(text.encode("utf-8")).decode("utf-8")  # (offsets and lines kept)
 
     def give(name: str, params: str, value: str, pos: int) -> None:
         value = value.replace("\\\n", " ")  # a macro's line splices, as the preprocessor joins them
@@ -268,7 +262,7 @@ def for_source(found: HostDefines, rel: str, texts: list[bytes], defined: set[st
     if not found.given:
         return []
     words = {w.decode() for t in texts for w in _WORD.findall(t)} & set(found.given)
-    joined = [_strip_comments(t.decode("utf-8", "replace")) for t in texts] if words - defined else []
+    joined = [without_comments(t).decode("utf-8", "replace") for t in texts] if words - defined else []
     out = []
     for name in sorted(words - defined):
         if not any(_uses(name).search(t) for t in joined) or any(_declares(name).search(t) for t in joined):

@@ -463,6 +463,7 @@ def _module_callers(it: _Item, src: ptx_mod.Ptx, found: str, kernels: list[dict[
     files = {it.orig.tu.resolve(), *(h.resolve() for h in it.orig.headers)}
     seen: set[tuple[Path, int]] = set()
     picked: list[tuple[Path, int, str]] = []
+    lines_of: dict[Path, list[str] | None] = {}
     for meta in kernels:
         src_info, name = meta.get("source") or {}, meta.get("name") or ""
         if meta.get("id") == it.meta.get("id") or not name or not src_info.get("start_line"):
@@ -482,9 +483,12 @@ def _module_callers(it: _Item, src: ptx_mod.Ptx, found: str, kernels: list[dict[
         entries = [e for e in src.entries if e != found and (mark in e or e == name)]
         if not entries:
             continue  # not compiled in the original's configuration
-        try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
+        if path not in lines_of:  # (a file's kernels are many: read it once)
+            try:
+                lines_of[path] = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                lines_of[path] = None
+        if (lines := lines_of[path]) is None:
             continue
         seen.add(key)
         text = "\n".join(lines[key[1] - 1:int(src_info.get("end_line") or key[1])])

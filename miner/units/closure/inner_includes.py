@@ -35,29 +35,28 @@ def _inline(ctx: TUContext, path: str, start: int, end: int, text: str, taken: f
         line_end = data.find(b"\n", m.end())
         line_end = len(data) if line_end < 0 else line_end
         target = _resolved(ctx, path, m.start(), line_end)
-        seen = target if target in taken and len(ctx.included_at.get(target, ())) < 2 else None
-        if target is None:
-            seen = _entered_elsewhere(ctx, m.group(2).decode("utf-8", "replace"))
-        if stack and seen:
-            # Inside an inlined list header, a header the unit has the declarations of already (its include guard
-            # made it a no-op here, or this is the one place it was entered and the closure took its pieces:
-            # `#include "kernel/types.h"` atop the list): the directive goes.
-            directive = data[m.start():line_end].decode("utf-8", "replace")
-            if (at := text.find(directive, pos)) >= 0:
-                out += [text[pos:at], f"/* kernel-miner: {os.path.basename(seen)} included before */"]
-                pos = at + len(directive)
-            continue
-        if target is None or target in stack or target not in ctx.inputs \
-                or (target in taken and len(ctx.included_at.get(target, ())) < 2):
+        # a file included once whose pieces the closure takes: its declarations are in the unit already
+        had = target in taken and len(ctx.included_at.get(target, ())) < 2
+        seen = _entered_elsewhere(ctx, m.group(2).decode("utf-8", "replace")) if target is None else \
+            target if had else None
+        # Inside an inlined list header, a header the unit has the declarations of already (its include guard made
+        # it a no-op here, or this is the one place it was entered and the closure took its pieces: `#include
+        # "kernel/types.h"` atop the list): the directive goes. Otherwise a project file the parse entered here
+        # takes the directive's place.
+        drop = bool(stack and seen)
+        if not drop and (target is None or target in stack or target not in ctx.inputs or had):
             continue
         directive = data[m.start():line_end].decode("utf-8", "replace")
         at = text.find(directive, pos)
         if at < 0:  # (a cut took the directive's line)
             continue
-        body = ctx.read(target).decode("utf-8", "replace")
-        body = _inline(ctx, target, 0, len(ctx.read(target)), body, taken, (*stack, path))
-        out += [text[pos:at], f"/* kernel-miner: {m.group(2).decode('utf-8', 'replace')} */\n",
-                body.rstrip("\n")]
+        if drop:
+            out += [text[pos:at], f"/* kernel-miner: {os.path.basename(seen or '')} included before */"]
+        else:
+            body = ctx.read(target).decode("utf-8", "replace")
+            body = _inline(ctx, target, 0, len(ctx.read(target)), body, taken, (*stack, path))
+            out += [text[pos:at], f"/* kernel-miner: {m.group(2).decode('utf-8', 'replace')} */\n",
+                    body.rstrip("\n")]
         pos = at + len(directive)
     return "".join(out) + text[pos:] if out else text
 
